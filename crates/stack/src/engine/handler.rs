@@ -1,0 +1,176 @@
+//! The application API: a [`Handler`] per worker, called inline by the engine, and the
+//! [`Conn`] handle it gets for one connection.
+//!
+//! Callbacks run on the worker's thread in the middle of the engine's loop, so they must
+//! not block. Whatever they queue with [`Conn::send`] goes out in the same loop turn, in
+//! the same segment as the ACK for the data that prompted it when possible.
+
+use std::net::SocketAddrV4;
+
+use bytes::Bytes;
+
+use crate::tcp::tcb::{CloseReason, SendError, Tcb};
+
+/// Identifies a connection within one engine. Stale ids (of closed connections) are
+/// detected, never confused with a new connection in the same slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConnId {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+/// Why an active open could not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectError {
+    /// The engine holds its configured maximum of connections.
+    TooManyConnections,
+    /// No free local port maps the return flow to this worker.
+    NoPortAvailable,
+    /// The engine is shutting down.
+    ShuttingDown,
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            ConnectError::TooManyConnections => "too many connections",
+            ConnectError::NoPortAvailable => "no local port available for this worker",
+            ConnectError::ShuttingDown => "engine is shutting down",
+        };
+        f.write_str(s)
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
+/// Active opens requested from inside callbacks; the engine starts them when the
+/// callback returns.
+pub struct Opener<'a, S> {
+    pub(crate) requests: &'a mut Vec<(SocketAddrV4, S)>,
+}
+
+impl<S> Opener<'_, S> {
+    /// Open a connection to `remote` with `state` as its application state. Failures
+    /// are reported through the handler's `connect_failed` callback.
+    pub fn connect(&mut self, remote: SocketAddrV4, state: S) {
+        self.requests.push((remote, state));
+    }
+}
+
+/// One connection, as a callback sees it.
+pub struct Conn<'a, S> {
+    pub(crate) id: ConnId,
+    pub(crate) tcb: &'a mut Tcb,
+    pub(crate) state: &'a mut S,
+    pub(crate) opener: Opener<'a, S>,
+}
+
+impl<S> Conn<'_, S> {
+    pub fn id(&self) -> ConnId {
+        self.id
+    }
+    /// The application state of this connection.
+    pub fn state(&mut self) -> &mut S {
+        self.state
+    }
+    pub fn local_addr(&self) -> SocketAddrV4 {
+        self.tcb.local()
+    }
+    pub fn peer_addr(&self) -> SocketAddrV4 {
+        self.tcb.remote()
+    }
+    /// Bytes [`Conn::send`] would accept now.
+    pub fn send_space(&self) -> usize {
+        self.tcb.send_space()
+    }
+    /// Copy as much of `data` as fits into the send buffer; returns how much that was.
+    /// When it is less than `data.len()`, a `writable` callback follows once
+    /// acknowledgements free space. Sending after `close`/`shutdown_write` is an error.
+    pub fn send(&mut self, data: &[u8]) -> Result<usize, SendError> {
+        self.tcb.send(data)
+    }
+    /// Queue shared immutable bytes without copying them (the send queue keeps a
+    /// reference; retransmissions re-read it). Always accepted while the send side is open.
+    pub fn send_shared(&mut self, data: Bytes) -> Result<(), SendError> {
+        self.tcb.send_shared(data)
+    }
+    /// Ask for a `writable` callback when acknowledgements next free send space.
+    pub fn notify_writable(&mut self) {
+        self.tcb.notify_writable();
+    }
+    /// Graceful close: send what is queued, then FIN. Data arriving afterwards is
+    /// acknowledged and dropped. `closed` follows when the connection is done.
+    pub fn close(&mut self) {
+        self.tcb.close();
+    }
+    /// Half-close: FIN after the queued data; keep receiving.
+    pub fn shutdown_write(&mut self) {
+        self.tcb.shutdown_write();
+    }
+    /// Abort with a RST; queued data is dropped. `closed` follows with `Aborted`.
+    pub fn abort(&mut self) {
+        self.tcb.abort();
+    }
+    /// Open another connection (see [`Opener::connect`]).
+    pub fn connect(&mut self, remote: SocketAddrV4, state: S) {
+        self.opener.connect(remote, state);
+    }
+}
+
+/// The application's side of a worker. One value per worker, built on the worker's
+/// thread; all callbacks run inline on that thread.
+///
+/// Every connection the application sees gets exactly one `closed` call, with its state
+/// handed back by value.
+pub trait Handler {
+    /// Per-connection application state, kept next to the connection block.
+    type Conn;
+
+    /// A peer completed a handshake with one of our listeners. Return the connection's
+    /// state to accept it, or `None` to refuse it (it is reset).
+    fn accept(&mut self, local: SocketAddrV4, remote: SocketAddrV4) -> Option<Self::Conn>;
+
+    /// The connection is established: right after `accept` for passive opens, when the
+    /// handshake completes for active opens.
+    fn connected(&mut self, conn: &mut Conn<'_, Self::Conn>) {
+        let _ = conn;
+    }
+
+    /// In-order bytes from the peer, borrowed from the received frame where possible.
+    /// Return how many you consumed: the rest is kept (and shrinks the advertised window)
+    /// and offered again after the next `writable` callback or [`Conn::notify_writable`].
+    fn data(&mut self, conn: &mut Conn<'_, Self::Conn>, data: &[u8]) -> usize;
+
+    /// Send space was freed after `send` refused some bytes (or `notify_writable`).
+    fn writable(&mut self, conn: &mut Conn<'_, Self::Conn>) {
+        let _ = conn;
+    }
+
+    /// The peer closed its sending side (FIN): no more data will arrive. Bytes you left
+    /// unconsumed are still offered afterwards.
+    fn peer_closed(&mut self, conn: &mut Conn<'_, Self::Conn>) {
+        let _ = conn;
+    }
+
+    /// The connection is over; its state comes back to you.
+    fn closed(&mut self, opener: &mut Opener<'_, Self::Conn>, state: Self::Conn, reason: CloseReason) {
+        let _ = (opener, state, reason);
+    }
+
+    /// An active open could not even start; its state comes back to you.
+    fn connect_failed(
+        &mut self,
+        opener: &mut Opener<'_, Self::Conn>,
+        remote: SocketAddrV4,
+        state: Self::Conn,
+        error: super::handler::ConnectError,
+    ) {
+        let _ = (opener, remote, state, error);
+    }
+
+    /// Called once per engine loop turn, after input and timers; a place to start
+    /// connections or do periodic work. Keep it cheap.
+    fn poll(&mut self, opener: &mut Opener<'_, Self::Conn>) {
+        let _ = opener;
+    }
+}

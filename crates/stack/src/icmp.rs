@@ -1,0 +1,302 @@
+//! ICMP (RFC 792) as far as a TCP server needs it: answering Echo Requests ("ping").
+//!
+//! RFC 1122 §3.2.2.6 requires every host to implement an Echo server. Other ICMP messages
+//! (Destination Unreachable, Time Exceeded, Echo Replies to pings we never sent...) are
+//! accepted and ignored: they are not errors, so they are reported as `Ok(None)` rather
+//! than as a [`DropReason`]. Parsing and emitting go through smoltcp's [`Icmpv4Packet`] and
+//! [`Icmpv4Repr`].
+
+use std::net::Ipv4Addr;
+
+use smoltcp::phy::ChecksumCapabilities;
+use smoltcp::wire::{Icmpv4Message, Icmpv4Packet, Icmpv4Repr};
+
+use crate::ethernet::{self, DropReason, EthernetProtocol};
+use crate::io::MacAddr;
+use crate::ipv4::{self, IpProtocol, Ipv4Header};
+
+/// Length of the fixed ICMP header: type, code, checksum and the 4-byte rest-of-header.
+pub const HEADER_LEN: usize = 8;
+
+/// Answer an ICMP message.
+///
+/// For an Echo Request (type 8, code 0) with a valid checksum, write the Echo Reply
+/// (RFC 792: same identifier, sequence number and data, type 0, new checksum) into `out`
+/// and return `Ok(Some(len))`, where `len` equals `request.len()`. Any other well-formed
+/// message returns `Ok(None)`: nothing to send, nothing wrong.
+///
+/// `request` is the whole ICMP message, i.e. the IPv4 payload already trimmed to the IP
+/// total length. An `out` shorter than `request` yields [`DropReason::NoTxBuffer`].
+pub fn echo_reply(request: &[u8], out: &mut [u8]) -> Result<Option<usize>, DropReason> {
+    let packet = Icmpv4Packet::new_checked(request).map_err(|_| DropReason::Truncated)?;
+    // ICMP checksums are never offloaded to the NIC, so always verify (RFC 792: the
+    // ones'-complement sum over the whole message).
+    if !packet.verify_checksum() {
+        return Err(DropReason::BadIcmpChecksum);
+    }
+    if packet.msg_type() != Icmpv4Message::EchoRequest {
+        return Ok(None);
+    }
+    // The checksum is already verified; smoltcp's parse rejects a nonzero code.
+    let (ident, seq_no, data) = match Icmpv4Repr::parse(&packet, &ChecksumCapabilities::ignored()) {
+        Ok(Icmpv4Repr::EchoRequest {
+            ident,
+            seq_no,
+            data,
+        }) => (ident, seq_no, data),
+        _ => return Err(DropReason::BadIcmp),
+    };
+    let reply = Icmpv4Repr::EchoReply {
+        ident,
+        seq_no,
+        data,
+    };
+    let len = reply.buffer_len();
+    let Some(out) = out.get_mut(..len) else {
+        return Err(DropReason::NoTxBuffer);
+    };
+    reply.emit(
+        &mut Icmpv4Packet::new_unchecked(out),
+        &ChecksumCapabilities::default(),
+    );
+    Ok(Some(len))
+}
+
+/// Build a complete Ethernet + IPv4 + ICMP Echo Reply frame into `out` for an Echo
+/// Request that arrived from `request_src_mac` with IPv4 header `request_ip` and ICMP
+/// message `request_icmp`. Returns the frame length, or `Ok(None)` when nothing is owed.
+///
+/// An Echo Request sent to the broadcast address is ignored (RFC 1122 §3.2.2.6 allows it;
+/// answering would make us a smurf-attack amplifier). The reply always comes from
+/// `our_ip`, carries DF and [`ipv4::DEFAULT_TTL`], and has its IPv4 checksum filled in.
+/// `out` must hold `14 + 20 + request_icmp.len()` bytes, else [`DropReason::NoTxBuffer`].
+pub fn echo_reply_frame(
+    out: &mut [u8],
+    our_mac: MacAddr,
+    our_ip: Ipv4Addr,
+    request_src_mac: MacAddr,
+    request_ip: &Ipv4Header,
+    request_icmp: &[u8],
+    ip_ident: u16,
+) -> Result<Option<usize>, DropReason> {
+    if request_ip.is_broadcast() {
+        return Ok(None);
+    }
+    const IP_AT: usize = ethernet::HEADER_LEN;
+    const ICMP_AT: usize = IP_AT + ipv4::HEADER_LEN;
+    let Some(icmp_out) = out.get_mut(ICMP_AT..) else {
+        return Err(DropReason::NoTxBuffer);
+    };
+    let Some(icmp_len) = echo_reply(request_icmp, icmp_out)? else {
+        return Ok(None);
+    };
+    ethernet::write_header(out, our_mac, request_src_mac, EthernetProtocol::Ipv4);
+    ipv4::write_header(
+        &mut out[IP_AT..],
+        our_ip,
+        request_ip.src,
+        IpProtocol::Icmp,
+        icmp_len,
+        ipv4::DEFAULT_TTL,
+        ip_ident,
+        true,
+        true,
+    );
+    Ok(Some(ICMP_AT + icmp_len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use smoltcp::wire::EthernetAddress;
+
+    const US: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const THEM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    const US_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
+    const THEM_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
+
+    fn emit(repr: &Icmpv4Repr) -> Vec<u8> {
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit(
+            &mut Icmpv4Packet::new_unchecked(&mut buf[..]),
+            &ChecksumCapabilities::default(),
+        );
+        buf
+    }
+
+    fn echo_request(data: &[u8]) -> Vec<u8> {
+        emit(&Icmpv4Repr::EchoRequest {
+            ident: 0x1234,
+            seq_no: 7,
+            data,
+        })
+    }
+
+    #[test]
+    fn replies_to_a_smoltcp_echo_request() {
+        let data: Vec<u8> = (0..56u8).collect();
+        let req = echo_request(&data);
+        let mut out = [0u8; 128];
+        let len = echo_reply(&req, &mut out).unwrap().unwrap();
+        assert_eq!(len, req.len());
+        let p = Icmpv4Packet::new_checked(&out[..len]).unwrap();
+        assert!(p.verify_checksum());
+        let repr = Icmpv4Repr::parse(&p, &ChecksumCapabilities::default()).unwrap();
+        assert_eq!(
+            repr,
+            Icmpv4Repr::EchoReply {
+                ident: 0x1234,
+                seq_no: 7,
+                data: &data,
+            }
+        );
+    }
+
+    #[test]
+    fn replies_to_an_empty_echo_request() {
+        let req = echo_request(&[]);
+        let mut out = [0u8; 8];
+        assert_eq!(echo_reply(&req, &mut out), Ok(Some(8)));
+        assert_eq!(out[0], 0, "type 0 is Echo Reply");
+    }
+
+    #[test]
+    fn bad_checksum_is_rejected() {
+        let mut req = echo_request(b"ping");
+        req[9] ^= 1;
+        let mut out = [0u8; 64];
+        assert_eq!(echo_reply(&req, &mut out), Err(DropReason::BadIcmpChecksum));
+    }
+
+    #[test]
+    fn truncated_messages_are_rejected() {
+        let req = echo_request(b"");
+        let mut out = [0u8; 64];
+        for len in 0..HEADER_LEN {
+            assert_eq!(
+                echo_reply(&req[..len], &mut out),
+                Err(DropReason::Truncated)
+            );
+        }
+        // Cutting data off a request breaks its checksum.
+        let req = echo_request(b"abcdefgh");
+        assert_eq!(
+            echo_reply(&req[..12], &mut out),
+            Err(DropReason::BadIcmpChecksum)
+        );
+    }
+
+    #[test]
+    fn nonzero_code_is_malformed() {
+        let mut req = echo_request(b"x");
+        let mut p = Icmpv4Packet::new_unchecked(&mut req[..]);
+        p.set_msg_code(1);
+        p.fill_checksum();
+        let mut out = [0u8; 64];
+        assert_eq!(echo_reply(&req, &mut out), Err(DropReason::BadIcmp));
+    }
+
+    #[test]
+    fn other_messages_are_ignored() {
+        let reply = emit(&Icmpv4Repr::EchoReply {
+            ident: 1,
+            seq_no: 2,
+            data: b"abc",
+        });
+        let mut out = [0u8; 64];
+        assert_eq!(echo_reply(&reply, &mut out), Ok(None));
+        // Timestamp request (type 13): well formed, not implemented.
+        let mut ts = vec![13u8, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0];
+        Icmpv4Packet::new_unchecked(&mut ts[..]).fill_checksum();
+        assert_eq!(echo_reply(&ts, &mut out), Ok(None));
+    }
+
+    #[test]
+    fn small_output_buffer() {
+        let req = echo_request(b"0123456789");
+        let mut out = [0u8; 17];
+        assert_eq!(echo_reply(&req, &mut out), Err(DropReason::NoTxBuffer));
+    }
+
+    fn request_ip(dst: Ipv4Addr, icmp_len: usize) -> Ipv4Header {
+        Ipv4Header {
+            src: THEM,
+            dst,
+            protocol: IpProtocol::Icmp,
+            ttl: 64,
+            ident: 99,
+            total_len: (ipv4::HEADER_LEN + icmp_len) as u16,
+            header_len: 20,
+        }
+    }
+
+    #[test]
+    fn full_reply_frame_parses_back() {
+        let req = echo_request(b"payload!");
+        let ip = request_ip(US, req.len());
+        let mut out = [0u8; 128];
+        let len = echo_reply_frame(&mut out, US_MAC, US, THEM_MAC, &ip, &req, 5)
+            .unwrap()
+            .unwrap();
+        assert_eq!(len, 14 + 20 + req.len());
+        let (eth, ip_bytes) = ethernet::parse(&out[..len]).unwrap();
+        assert_eq!((eth.src, eth.dst), (US_MAC, THEM_MAC));
+        assert_eq!(eth.ethertype, EthernetProtocol::Ipv4);
+        let (h, icmp) = ipv4::parse(ip_bytes, THEM, false).unwrap();
+        assert_eq!(
+            (h.src, h.dst, h.protocol, h.ident),
+            (US, THEM, IpProtocol::Icmp, 5)
+        );
+        let p = Icmpv4Packet::new_checked(icmp).unwrap();
+        assert!(p.verify_checksum());
+        assert_eq!(p.msg_type(), Icmpv4Message::EchoReply);
+        assert_eq!(p.data(), b"payload!");
+    }
+
+    #[test]
+    fn broadcast_ping_is_ignored_and_small_frame_buffer_reported() {
+        let req = echo_request(b"x");
+        let mut out = [0u8; 128];
+        let ip = request_ip(Ipv4Addr::BROADCAST, req.len());
+        assert_eq!(
+            echo_reply_frame(&mut out, US_MAC, US, THEM_MAC, &ip, &req, 0),
+            Ok(None)
+        );
+        let ip = request_ip(US, req.len());
+        for short in [0usize, 20, 34, 34 + req.len() - 1] {
+            assert_eq!(
+                echo_reply_frame(&mut out[..short], US_MAC, US, THEM_MAC, &ip, &req, 0),
+                Err(DropReason::NoTxBuffer)
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn echo_reply_never_panics(
+            bytes in proptest::collection::vec(any::<u8>(), 0..96),
+            out_len in 0usize..128,
+        ) {
+            let mut out = vec![0u8; out_len];
+            if let Ok(Some(len)) = echo_reply(&bytes, &mut out) {
+                prop_assert_eq!(len, bytes.len());
+                prop_assert!(Icmpv4Packet::new_unchecked(&out[..len]).verify_checksum());
+            }
+        }
+
+        #[test]
+        fn any_valid_request_gets_a_matching_reply(
+            ident in any::<u16>(),
+            seq_no in any::<u16>(),
+            data in proptest::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let req = emit(&Icmpv4Repr::EchoRequest { ident, seq_no, data: &data });
+            let mut out = vec![0u8; req.len()];
+            let len = echo_reply(&req, &mut out).unwrap().unwrap();
+            let p = Icmpv4Packet::new_checked(&out[..len]).unwrap();
+            let repr = Icmpv4Repr::parse(&p, &ChecksumCapabilities::default()).unwrap();
+            prop_assert_eq!(repr, Icmpv4Repr::EchoReply { ident, seq_no, data: &data });
+        }
+    }
+}

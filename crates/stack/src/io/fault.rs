@@ -1,0 +1,624 @@
+//! Fault injection: a decorator around any [`PacketIo`] queue that loses, duplicates,
+//! corrupts, delays and reorders frames on their way out, driven by a seeded PRNG and the
+//! clock it is given, so a simulation with the same seed and inputs replays exactly.
+//!
+//! Faults apply on the transmit path only; received frames pass through untouched. Frames
+//! held back (delay, jitter, reorder) are released from inside the next `transmit`,
+//! `flush` or `receive` call made at or after their release time; [`FaultInjector::next_release`]
+//! tells a simulator when that is, so it can advance virtual time to it.
+//!
+//! Corruption models the errors that slip past the Ethernet FCS and must be caught by the
+//! IPv4, TCP and ICMP checksums: one bit is flipped inside the IPv4 packet (its header or
+//! payload, never the Ethernet header or padding). Frames that are not IPv4 (ARP, which
+//! has no checksum of its own) and frames whose checksum the device is asked to compute
+//! (the flip would happen before the device sums, and go unnoticed) are never corrupted.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::ops::{Deref, DerefMut};
+use std::time::Duration;
+
+use smoltcp::wire::Ipv4Packet;
+
+use super::{Capabilities, PacketIo, TxFrame, TxMeta, ETHERNET_HEADER_LEN};
+use crate::time::{Clock, Instant};
+
+/// What to do to transmitted frames. Probabilities are per frame, in `0.0..=1.0`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FaultConfig {
+    /// Drop the frame.
+    pub loss: f64,
+    /// Also send a copy of the frame.
+    pub duplicate: f64,
+    /// Hold the frame an extra `reorder_delay`, so later frames overtake it.
+    pub reorder: f64,
+    /// Flip one bit of the frame's IPv4 packet.
+    pub corrupt: f64,
+    /// Hold every frame this long.
+    pub delay: Duration,
+    /// Plus a uniformly random extra in `0..jitter` (frames may overtake each other).
+    pub jitter: Duration,
+    /// Extra hold for reordered frames.
+    pub reorder_delay: Duration,
+}
+
+impl FaultConfig {
+    /// No faults: every frame passes at once.
+    pub fn none() -> FaultConfig {
+        FaultConfig {
+            loss: 0.0,
+            duplicate: 0.0,
+            reorder: 0.0,
+            corrupt: 0.0,
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            reorder_delay: Duration::ZERO,
+        }
+    }
+}
+
+impl Default for FaultConfig {
+    fn default() -> FaultConfig {
+        FaultConfig::none()
+    }
+}
+
+/// How many of each fault were applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FaultStats {
+    /// Frames handed to the wrapped queue (duplicates included).
+    pub forwarded: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub corrupted: u64,
+    /// Frames held back by `delay`/`jitter` (reordered frames are counted separately).
+    pub delayed: u64,
+    pub reordered: u64,
+    /// Duplicates not sent because the wrapped queue had no buffer.
+    pub duplicate_alloc_failures: u64,
+}
+
+/// The transmit buffer of a [`FaultInjector`]: the wrapped queue's buffer, plus the offload
+/// request the stack made, so a duplicate can carry the same request.
+#[derive(Debug)]
+pub struct FaultTx<T> {
+    frame: T,
+    meta: Option<TxMeta>,
+}
+
+impl<T: TxFrame> Deref for FaultTx<T> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.frame
+    }
+}
+
+impl<T: TxFrame> DerefMut for FaultTx<T> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.frame
+    }
+}
+
+impl<T: TxFrame> TxFrame for FaultTx<T> {
+    fn set_meta(&mut self, meta: TxMeta) {
+        self.meta = Some(meta);
+        self.frame.set_meta(meta);
+    }
+    fn truncate(&mut self, len: usize) {
+        self.frame.truncate(len);
+    }
+}
+
+/// A frame waiting for its release time; the heap pops the earliest, ties in send order.
+struct Held<T> {
+    release: Instant,
+    seq: u64,
+    frame: T,
+}
+
+impl<T> Held<T> {
+    fn key(&self) -> (Instant, u64) {
+        (self.release, self.seq)
+    }
+}
+
+impl<T> PartialEq for Held<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl<T> Eq for Held<T> {}
+
+impl<T> PartialOrd for Held<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<T> Ord for Held<T> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Reversed: `BinaryHeap` is a max-heap and we want the earliest first.
+        other.key().cmp(&self.key())
+    }
+}
+
+/// xoshiro256** (Blackman & Vigna), seeded through SplitMix64: small, fast, and the same
+/// sequence on every platform, which is all a replayable simulation needs.
+#[derive(Debug, Clone)]
+struct Rng {
+    s: [u64; 4],
+}
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        let mut sm = seed;
+        let mut next = || {
+            sm = sm.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = sm;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        Rng {
+            s: [next(), next(), next(), next()],
+        }
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = self.s[1] << 17;
+        self.s[2] ^= self.s[0];
+        self.s[3] ^= self.s[1];
+        self.s[1] ^= self.s[2];
+        self.s[0] ^= self.s[3];
+        self.s[2] ^= t;
+        self.s[3] = self.s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in `[0, 1)`, from the top 53 bits.
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Uniform in `0..n` (`n > 0`), by multiply-high.
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// True with probability `p`; draws nothing when `p <= 0`, so a fault that is off
+    /// does not shift the random sequence of the others.
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && self.unit() < p
+    }
+}
+
+/// Fault-injecting decorator. See the module docs.
+pub struct FaultInjector<D: PacketIo, C: Clock> {
+    inner: D,
+    clock: C,
+    config: FaultConfig,
+    rng: Rng,
+    held: BinaryHeap<Held<D::Tx>>,
+    seq: u64,
+    /// Burst handed to the wrapped queue; kept to reuse its allocation.
+    out: Vec<D::Tx>,
+    stats: FaultStats,
+}
+
+impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
+    pub fn new(inner: D, clock: C, config: FaultConfig, seed: u64) -> FaultInjector<D, C> {
+        FaultInjector {
+            inner,
+            clock,
+            config,
+            rng: Rng::new(seed),
+            held: BinaryHeap::new(),
+            seq: 0,
+            out: Vec::new(),
+            stats: FaultStats::default(),
+        }
+    }
+
+    pub fn config(&self) -> &FaultConfig {
+        &self.config
+    }
+
+    /// Change the faults from now on; frames already held keep their release times.
+    pub fn set_config(&mut self, config: FaultConfig) {
+        self.config = config;
+    }
+
+    pub fn stats(&self) -> FaultStats {
+        self.stats
+    }
+
+    /// When the earliest held frame is due, if any is held.
+    pub fn next_release(&self) -> Option<Instant> {
+        self.held.peek().map(|h| h.release)
+    }
+
+    /// Frames held back now.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    pub fn inner(&self) -> &D {
+        &self.inner
+    }
+
+    pub fn inner_mut(&mut self) -> &mut D {
+        &mut self.inner
+    }
+
+    /// Move due held frames to the outgoing burst; true if there were any.
+    fn release_due(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        while self.held.peek().is_some_and(|h| h.release <= now) {
+            if let Some(h) = self.held.pop() {
+                self.out.push(h.frame);
+                any = true;
+            }
+        }
+        any
+    }
+
+    fn send_out(&mut self) {
+        if !self.out.is_empty() {
+            self.stats.forwarded += self.out.len() as u64;
+            self.inner.transmit(&mut self.out);
+            // The contract says `transmit` drains; make sure nothing is sent twice if not.
+            self.out.clear();
+        }
+    }
+
+    /// Send `frame` now or hold it, per the delay, jitter and reorder settings.
+    fn schedule(&mut self, frame: D::Tx, now: Instant, reorder: bool) {
+        let mut hold = self.config.delay;
+        if !self.config.jitter.is_zero() {
+            hold += self.config.jitter.mul_f64(self.rng.unit());
+        }
+        if reorder {
+            hold += self.config.reorder_delay;
+            self.stats.reordered += 1;
+        } else if !hold.is_zero() {
+            self.stats.delayed += 1;
+        }
+        if hold.is_zero() {
+            self.out.push(frame);
+        } else {
+            self.seq += 1;
+            self.held.push(Held {
+                release: now + hold,
+                seq: self.seq,
+                frame,
+            });
+        }
+    }
+
+    fn process(&mut self, tx: FaultTx<D::Tx>, now: Instant) {
+        let FaultTx { mut frame, meta } = tx;
+        if self.rng.chance(self.config.loss) {
+            self.stats.lost += 1;
+            return;
+        }
+        if self.rng.chance(self.config.duplicate) {
+            match self.inner.alloc_tx(frame.len()) {
+                Some(mut copy) => {
+                    copy.copy_from_slice(&frame);
+                    if let Some(m) = meta {
+                        copy.set_meta(m);
+                    }
+                    self.stats.duplicated += 1;
+                    self.schedule(copy, now, false);
+                }
+                None => self.stats.duplicate_alloc_failures += 1,
+            }
+        }
+        let offloaded = meta.is_some_and(|m| m.checksum.is_some());
+        if self.rng.chance(self.config.corrupt)
+            && !offloaded
+            && flip_ipv4_bit(&mut frame, &mut self.rng)
+        {
+            self.stats.corrupted += 1;
+        }
+        let reorder = self.rng.chance(self.config.reorder);
+        self.schedule(frame, now, reorder);
+    }
+}
+
+/// Flip one random bit of the IPv4 packet in `frame`; false if it is not IPv4.
+fn flip_ipv4_bit(frame: &mut [u8], rng: &mut Rng) -> bool {
+    const ETHERTYPE_IPV4: [u8; 2] = [0x08, 0x00];
+    if frame.len() <= ETHERNET_HEADER_LEN || frame[12..14] != ETHERTYPE_IPV4 {
+        return false;
+    }
+    // Stay inside the packet proper when its length is readable: bits flipped in the
+    // Ethernet padding would be harmless and undetected, which teaches nothing.
+    let end = match Ipv4Packet::new_checked(&frame[ETHERNET_HEADER_LEN..]) {
+        Ok(ip) => ETHERNET_HEADER_LEN + usize::from(ip.total_len()),
+        Err(_) => frame.len(),
+    };
+    let bits = (end - ETHERNET_HEADER_LEN) as u64 * 8;
+    let bit = rng.below(bits) as usize;
+    frame[ETHERNET_HEADER_LEN + bit / 8] ^= 1 << (bit % 8);
+    true
+}
+
+impl<D: PacketIo, C: Clock> PacketIo for FaultInjector<D, C> {
+    type Rx = D::Rx;
+    type Tx = FaultTx<D::Tx>;
+
+    fn capabilities(&self) -> &Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn receive(&mut self, out: &mut Vec<D::Rx>, max: usize) -> usize {
+        if self.release_due(self.clock.now()) {
+            self.send_out();
+            self.inner.flush();
+        }
+        self.inner.receive(out, max)
+    }
+
+    fn alloc_tx(&mut self, len: usize) -> Option<Self::Tx> {
+        self.inner
+            .alloc_tx(len)
+            .map(|frame| FaultTx { frame, meta: None })
+    }
+
+    fn transmit(&mut self, frames: &mut Vec<Self::Tx>) {
+        let now = self.clock.now();
+        self.release_due(now);
+        for tx in frames.drain(..) {
+            self.process(tx, now);
+        }
+        self.send_out();
+    }
+
+    fn flush(&mut self) {
+        self.release_due(self.clock.now());
+        self.send_out();
+        self.inner.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::memory::{pair, MemoryLink};
+    use crate::io::MacAddr;
+    use crate::time::VirtualClock;
+
+    const MAC_A: MacAddr = MacAddr::BROADCAST;
+
+    type Sender = FaultInjector<MemoryLink, VirtualClock>;
+
+    fn setup(config: FaultConfig, seed: u64) -> (Sender, MemoryLink, VirtualClock) {
+        let (a, b) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_A, 1500),
+        );
+        let clock = VirtualClock::new();
+        (FaultInjector::new(a, clock.clone(), config, seed), b, clock)
+    }
+
+    /// A 60-byte frame: Ethernet (IPv4 type) + a 40-byte IPv4 packet numbered `n` + 6
+    /// bytes of padding.
+    fn frame(n: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[16..18].copy_from_slice(&40u16.to_be_bytes());
+        f[40..42].copy_from_slice(&n.to_be_bytes());
+        f
+    }
+
+    fn send(link: &mut Sender, frames: &[Vec<u8>]) {
+        let mut burst = Vec::new();
+        for f in frames {
+            let mut tx = link.alloc_tx(f.len()).unwrap();
+            tx.copy_from_slice(f);
+            burst.push(tx);
+        }
+        link.transmit(&mut burst);
+        assert!(burst.is_empty());
+    }
+
+    fn recv(link: &mut MemoryLink) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        link.receive(&mut out, usize::MAX);
+        out.iter().map(|f| f.to_vec()).collect()
+    }
+
+    fn numbers(frames: &[Vec<u8>]) -> Vec<u16> {
+        frames
+            .iter()
+            .map(|f| u16::from_be_bytes([f[40], f[41]]))
+            .collect()
+    }
+
+    #[test]
+    fn no_faults_passes_everything_in_order() {
+        let (mut a, mut b, _) = setup(FaultConfig::none(), 1);
+        let frames: Vec<_> = (0..10).map(frame).collect();
+        send(&mut a, &frames);
+        assert_eq!(recv(&mut b), frames);
+        assert_eq!(a.stats().forwarded, 10);
+        assert_eq!(a.next_release(), None);
+    }
+
+    #[test]
+    fn loss_drops_about_the_configured_share() {
+        let config = FaultConfig {
+            loss: 0.3,
+            ..FaultConfig::none()
+        };
+        let (mut a, mut b, _) = setup(config, 7);
+        for n in 0..1000 {
+            send(&mut a, &[frame(n)]);
+        }
+        let got = recv(&mut b).len() as u64;
+        let lost = a.stats().lost;
+        assert_eq!(got + lost, 1000);
+        assert!((200..400).contains(&lost), "lost {lost}");
+        // Lost frames went back to the pool, received ones were dropped by `recv`.
+        assert_eq!(a.inner().in_flight(), 0);
+    }
+
+    #[test]
+    fn duplicate_sends_every_frame_twice() {
+        let config = FaultConfig {
+            duplicate: 1.0,
+            ..FaultConfig::none()
+        };
+        let (mut a, mut b, _) = setup(config, 3);
+        send(&mut a, &[frame(1), frame(2)]);
+        assert_eq!(numbers(&recv(&mut b)), vec![1, 1, 2, 2]);
+        assert_eq!(a.stats().duplicated, 2);
+    }
+
+    #[test]
+    fn corrupt_flips_one_bit_inside_the_ipv4_packet() {
+        let config = FaultConfig {
+            corrupt: 1.0,
+            ..FaultConfig::none()
+        };
+        let (mut a, mut b, _) = setup(config, 11);
+        let frames: Vec<_> = (0..200).map(frame).collect();
+        send(&mut a, &frames);
+        // A non-IPv4 frame (ARP type) is left alone.
+        let mut arp = frame(0);
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        send(&mut a, &[arp.clone()]);
+        let got = recv(&mut b);
+        for (sent, got) in frames.iter().zip(&got) {
+            let diff: Vec<usize> = (0..60).filter(|&i| sent[i] != got[i]).collect();
+            assert_eq!(diff.len(), 1);
+            assert!((14..54).contains(&diff[0]), "flipped byte {}", diff[0]);
+            assert_eq!((sent[diff[0]] ^ got[diff[0]]).count_ones(), 1);
+        }
+        assert_eq!(got[200], arp);
+        assert_eq!(a.stats().corrupted, 200);
+    }
+
+    #[test]
+    fn delay_holds_frames_until_due_and_reports_next_release() {
+        let config = FaultConfig {
+            delay: Duration::from_millis(10),
+            ..FaultConfig::none()
+        };
+        let (mut a, mut b, clock) = setup(config, 5);
+        send(&mut a, &[frame(1)]);
+        clock.advance(Duration::from_millis(4));
+        send(&mut a, &[frame(2)]);
+        assert!(recv(&mut b).is_empty());
+        assert_eq!(a.next_release(), Some(Instant::from_millis(10)));
+        assert_eq!(a.held(), 2);
+        clock.advance(Duration::from_millis(6));
+        // A receive on the faulty end releases due frames.
+        let mut sink = Vec::new();
+        a.receive(&mut sink, 8);
+        assert_eq!(numbers(&recv(&mut b)), vec![1]);
+        assert_eq!(a.next_release(), Some(Instant::from_millis(14)));
+        clock.advance(Duration::from_millis(4));
+        a.flush();
+        assert_eq!(numbers(&recv(&mut b)), vec![2]);
+        assert_eq!(a.next_release(), None);
+        assert_eq!(a.stats().delayed, 2);
+    }
+
+    #[test]
+    fn reordered_frame_is_overtaken() {
+        let config = FaultConfig {
+            reorder: 1.0,
+            reorder_delay: Duration::from_millis(5),
+            ..FaultConfig::none()
+        };
+        let (mut a, mut b, clock) = setup(config, 9);
+        send(&mut a, &[frame(1)]);
+        a.set_config(FaultConfig::none());
+        send(&mut a, &[frame(2), frame(3)]);
+        assert_eq!(numbers(&recv(&mut b)), vec![2, 3]);
+        clock.advance(Duration::from_millis(5));
+        send(&mut a, &[frame(4)]);
+        assert_eq!(numbers(&recv(&mut b)), vec![1, 4]);
+        assert_eq!(a.stats().reordered, 1);
+    }
+
+    #[test]
+    fn jitter_delivers_everything_in_release_order() {
+        let config = FaultConfig {
+            delay: Duration::from_millis(1),
+            jitter: Duration::from_millis(20),
+            ..FaultConfig::none()
+        };
+        let (mut a, mut b, clock) = setup(config, 21);
+        for n in 0..100 {
+            send(&mut a, &[frame(n)]);
+            clock.advance(Duration::from_micros(100));
+        }
+        let mut got = Vec::new();
+        while let Some(t) = a.next_release() {
+            clock.set(t);
+            a.flush();
+            got.extend(recv(&mut b));
+        }
+        let mut nums = numbers(&got);
+        assert_ne!(nums, (0..100).collect::<Vec<_>>(), "jitter should reorder");
+        nums.sort_unstable();
+        assert_eq!(nums, (0..100).collect::<Vec<_>>());
+    }
+
+    fn run(seed: u64) -> (Vec<Vec<u8>>, FaultStats) {
+        let config = FaultConfig {
+            loss: 0.1,
+            duplicate: 0.1,
+            reorder: 0.1,
+            corrupt: 0.1,
+            delay: Duration::from_millis(1),
+            jitter: Duration::from_millis(3),
+            reorder_delay: Duration::from_millis(5),
+        };
+        let (mut a, mut b, clock) = setup(config, seed);
+        let mut got = Vec::new();
+        for n in 0..300 {
+            send(&mut a, &[frame(n), frame(n + 1000)]);
+            clock.advance(Duration::from_micros(250));
+            got.extend(recv(&mut b));
+        }
+        clock.advance(Duration::from_secs(1));
+        a.flush();
+        got.extend(recv(&mut b));
+        (got, a.stats())
+    }
+
+    #[test]
+    fn same_seed_replays_exactly() {
+        let (frames1, stats1) = run(42);
+        let (frames2, stats2) = run(42);
+        assert_eq!(frames1, frames2);
+        assert_eq!(stats1, stats2);
+        assert!(stats1.lost > 0 && stats1.duplicated > 0 && stats1.corrupted > 0);
+        assert!(stats1.reordered > 0 && stats1.delayed > 0);
+        let (frames3, _) = run(43);
+        assert_ne!(frames1, frames3);
+    }
+
+    #[test]
+    fn rng_is_uniform_enough_and_bounded() {
+        let mut r = Rng::new(0);
+        let mut buckets = [0u32; 10];
+        for _ in 0..10_000 {
+            let x = r.below(10);
+            buckets[x as usize] += 1;
+            let u = r.unit();
+            assert!((0.0..1.0).contains(&u));
+        }
+        assert!(
+            buckets.iter().all(|&b| (800..1200).contains(&b)),
+            "{buckets:?}"
+        );
+    }
+}

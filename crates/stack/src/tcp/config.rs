@@ -1,0 +1,105 @@
+//! Per-connection TCP tunables. One value per engine; every connection of that engine
+//! copies what it needs at creation. Defaults follow Linux where the RFCs leave a choice,
+//! so that Rusty behaves the way a Linux user expects.
+
+use std::time::Duration;
+
+/// Keepalive probing (RFC 1122 §4.2.3.6); off unless configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Idle time before the first probe (Linux: 2 h).
+    pub idle: Duration,
+    /// Time between unanswered probes (Linux: 75 s).
+    pub interval: Duration,
+    /// Unanswered probes before the connection is dropped (Linux: 9).
+    pub probes: u32,
+}
+
+impl Default for Keepalive {
+    fn default() -> Self {
+        Keepalive {
+            idle: Duration::from_secs(7200),
+            interval: Duration::from_secs(75),
+            probes: 9,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TcpConfig {
+    /// Bytes the application may queue by copy per connection (shared, zero-copy sends
+    /// are not counted).
+    pub send_buffer: usize,
+    /// Receive buffer: the most we advertise, and the bound on held in-order plus
+    /// out-of-order bytes.
+    pub recv_buffer: usize,
+    /// Bound on disjoint out-of-order ranges kept per connection.
+    pub max_ooo_ranges: usize,
+    /// Offer window scaling (RFC 7323 §2).
+    pub window_scaling: bool,
+    /// Offer timestamps (RFC 7323 §3) with PAWS.
+    pub timestamps: bool,
+    /// Offer SACK-permitted and send SACK blocks (RFC 2018).
+    pub sack: bool,
+    /// RFC 6298 retransmission timer bounds. Linux uses a 200 ms minimum; the RFC's 1 s
+    /// is the initial value.
+    pub initial_rto: Duration,
+    pub min_rto: Duration,
+    pub max_rto: Duration,
+    /// Retransmissions of data (or FIN) before the connection is aborted (Linux tcp_retries2: 15).
+    pub max_retries: u32,
+    /// Retransmissions of a SYN before an active open fails (Linux tcp_syn_retries: 6).
+    pub max_syn_retries: u32,
+    /// Retransmissions of a SYN-ACK before a half-open connection is dropped (Linux: 5).
+    pub max_synack_retries: u32,
+    /// Delayed-ACK timeout (RFC 9293 §3.8.6.3: under 0.5 s; Linux uses 40 ms).
+    pub delayed_ack: Duration,
+    /// How long TIME-WAIT lasts (2·MSL). Linux uses 60 s.
+    pub time_wait: Duration,
+    /// After the application closed its side, how long FIN-WAIT-2 waits for the peer's
+    /// FIN before dropping the connection (Linux tcp_fin_timeout: 60 s).
+    pub fin_wait2_timeout: Duration,
+    /// Maximum persist (zero-window probe) interval.
+    pub max_persist: Duration,
+    pub keepalive: Option<Keepalive>,
+    /// Challenge ACKs (RFC 5961 §7) the engine sends per second at most, over all
+    /// connections (Linux tcp_challenge_ack_limit: 1000).
+    pub challenge_ack_limit: u32,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            send_buffer: 256 * 1024,
+            recv_buffer: 256 * 1024,
+            max_ooo_ranges: 8,
+            window_scaling: true,
+            timestamps: true,
+            sack: true,
+            initial_rto: Duration::from_secs(1),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(60),
+            max_retries: 15,
+            max_syn_retries: 6,
+            max_synack_retries: 5,
+            delayed_ack: Duration::from_millis(40),
+            time_wait: Duration::from_secs(60),
+            fin_wait2_timeout: Duration::from_secs(60),
+            max_persist: Duration::from_secs(60),
+            keepalive: None,
+            challenge_ack_limit: 1000,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// The window-scale shift we offer: the smallest that lets the receive buffer be
+    /// advertised in full (RFC 7323 §2.3, at most 14).
+    pub fn rcv_wscale(&self) -> u8 {
+        let mut shift = 0u8;
+        while shift < 14 && (self.recv_buffer >> shift) > 65535 {
+            shift += 1;
+        }
+        shift
+    }
+}

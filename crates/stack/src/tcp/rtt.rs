@@ -1,0 +1,194 @@
+//! The retransmission timeout estimator of RFC 6298: smoothed RTT (SRTT), RTT variation
+//! (RTTVAR), the RTO derived from them, and exponential backoff.
+//!
+//! Which measurements are valid samples (Karn's algorithm, RFC 6298 §3, or timestamps,
+//! RFC 7323 §4) is the caller's business; this type only turns samples into an RTO.
+
+use std::time::Duration;
+
+/// Clock granularity G of RFC 6298 §2: the engine's timers tick in 1 ms.
+pub const CLOCK_GRANULARITY: Duration = Duration::from_millis(1);
+
+/// RFC 6298 estimator state for one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RttEstimator {
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    /// RTO before backoff, already clamped to [min_rto, max_rto].
+    base_rto: Duration,
+    min_rto: Duration,
+    max_rto: Duration,
+    /// Consecutive timeouts since the last valid sample (RFC 6298 §5.5).
+    backoff: u32,
+}
+
+impl RttEstimator {
+    /// `initial_rto` applies until the first sample (RFC 6298 §2.1: 1 s); every RTO is
+    /// kept within [`min_rto`, `max_rto`] (§2.4 asks for a 1 s floor; Linux uses 200 ms;
+    /// §2.5 allows an upper bound of at least 60 s).
+    pub fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
+        let max_rto = max_rto.max(min_rto);
+        RttEstimator {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            base_rto: initial_rto.clamp(min_rto, max_rto),
+            min_rto,
+            max_rto,
+            backoff: 0,
+        }
+    }
+
+    /// Feeds one RTT measurement R (RFC 6298 §2.2, §2.3) and clears the backoff: the
+    /// path answered, so the RTO is recomputed from fresh state (§5.7).
+    pub fn sample(&mut self, rtt: Duration) {
+        match self.srtt {
+            None => {
+                // §2.2: SRTT <- R, RTTVAR <- R/2.
+                self.srtt = Some(rtt);
+                self.rttvar = rtt / 2;
+            }
+            Some(srtt) => {
+                // §2.3, with alpha = 1/8 and beta = 1/4; RTTVAR is updated with the
+                // old SRTT, as the RFC orders it.
+                let delta = srtt.abs_diff(rtt);
+                self.rttvar = (self.rttvar - self.rttvar / 4).saturating_add(delta / 4);
+                self.srtt = Some((srtt - srtt / 8).saturating_add(rtt / 8));
+            }
+        }
+        let srtt = self.srtt.unwrap_or(rtt);
+        // RTO <- SRTT + max(G, K*RTTVAR) with K = 4, then §2.4/§2.5 bounds.
+        let var = self.rttvar.saturating_mul(4).max(CLOCK_GRANULARITY);
+        self.base_rto = srtt.saturating_add(var).clamp(self.min_rto, self.max_rto);
+        self.backoff = 0;
+    }
+
+    /// The current RTO: the estimate doubled once per backoff (RFC 6298 §5.5), at most
+    /// `max_rto`.
+    pub fn rto(&self) -> Duration {
+        1u32.checked_shl(self.backoff)
+            .and_then(|factor| self.base_rto.checked_mul(factor))
+            .map_or(self.max_rto, |rto| rto.min(self.max_rto))
+    }
+
+    /// The retransmission timer expired: double the RTO (RFC 6298 §5.5).
+    pub fn backoff(&mut self) {
+        self.backoff = self.backoff.saturating_add(1);
+    }
+
+    /// Timeouts since the last sample or reset; the caller aborts after too many.
+    pub fn backoff_count(&self) -> u32 {
+        self.backoff
+    }
+
+    pub fn reset_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
+    /// SRTT, once there has been a sample.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt
+    }
+
+    /// RTTVAR, once there has been a sample.
+    pub fn rttvar(&self) -> Option<Duration> {
+        self.srtt.map(|_| self.rttvar)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(x: u64) -> Duration {
+        Duration::from_millis(x)
+    }
+
+    fn linux() -> RttEstimator {
+        RttEstimator::new(ms(1000), ms(200), ms(60_000))
+    }
+
+    #[test]
+    fn initial_rto_before_any_sample() {
+        let e = linux();
+        assert_eq!(e.rto(), ms(1000));
+        assert_eq!(e.srtt(), None);
+        assert_eq!(e.rttvar(), None);
+    }
+
+    #[test]
+    fn first_and_second_samples_worked_by_hand() {
+        let mut e = linux();
+        e.sample(ms(100));
+        // SRTT = 100, RTTVAR = 50, RTO = 100 + 4*50 = 300.
+        assert_eq!(e.srtt(), Some(ms(100)));
+        assert_eq!(e.rttvar(), Some(ms(50)));
+        assert_eq!(e.rto(), ms(300));
+        e.sample(ms(200));
+        // RTTVAR = 3/4*50 + 1/4*|100-200| = 62.5; SRTT = 7/8*100 + 1/8*200 = 112.5;
+        // RTO = 112.5 + 250 = 362.5.
+        assert_eq!(e.rttvar(), Some(Duration::from_micros(62_500)));
+        assert_eq!(e.srtt(), Some(Duration::from_micros(112_500)));
+        assert_eq!(e.rto(), Duration::from_micros(362_500));
+        e.sample(ms(80));
+        // RTTVAR = 3/4*62.5 + 1/4*32.5 = 55; SRTT = 7/8*112.5 + 10 = 108.4375;
+        // RTO = 108.4375 + 220 = 328.4375.
+        assert_eq!(e.rttvar(), Some(ms(55)));
+        assert_eq!(e.srtt(), Some(Duration::from_nanos(108_437_500)));
+        assert_eq!(e.rto(), Duration::from_nanos(328_437_500));
+    }
+
+    #[test]
+    fn rto_is_clamped_to_min_and_max() {
+        let mut e = linux();
+        e.sample(ms(10)); // 10 + 20 = 30 ms -> 200 ms floor
+        assert_eq!(e.rto(), ms(200));
+        e.sample(ms(100_000)); // huge variation -> 60 s cap
+        assert_eq!(e.rto(), ms(60_000));
+    }
+
+    #[test]
+    fn granularity_floors_the_variance_term() {
+        let mut e = RttEstimator::new(ms(1000), Duration::ZERO, ms(60_000));
+        e.sample(ms(8));
+        for _ in 0..200 {
+            e.sample(ms(8));
+        }
+        // RTTVAR has decayed to ~0, so RTO = SRTT + G.
+        assert!(e.rttvar().unwrap() < Duration::from_micros(250));
+        assert_eq!(e.rto(), ms(9));
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_max_and_sample_resets_it() {
+        let mut e = linux();
+        e.sample(ms(100)); // RTO 300 ms
+        e.backoff();
+        assert_eq!(e.rto(), ms(600));
+        e.backoff();
+        assert_eq!(e.rto(), ms(1200));
+        assert_eq!(e.backoff_count(), 2);
+        for _ in 0..100 {
+            e.backoff();
+        }
+        assert_eq!(e.backoff_count(), 102);
+        assert_eq!(e.rto(), ms(60_000));
+        e.sample(ms(100));
+        assert_eq!(e.backoff_count(), 0);
+        // SRTT = 100, RTTVAR = 3/4*50 + 0 = 37.5 -> RTO = 250.
+        assert_eq!(e.rto(), ms(250));
+        e.backoff();
+        e.reset_backoff();
+        assert_eq!(e.rto(), ms(250));
+    }
+
+    #[test]
+    fn extreme_samples_do_not_panic() {
+        let mut e = linux();
+        e.sample(Duration::MAX);
+        e.sample(Duration::ZERO);
+        e.sample(Duration::MAX);
+        assert_eq!(e.rto(), ms(60_000));
+        let odd = RttEstimator::new(ms(1), ms(500), ms(100));
+        assert_eq!(odd.rto(), ms(500));
+    }
+}

@@ -1,0 +1,467 @@
+//! The TCP send buffer: every byte the application queued that the peer has not yet
+//! acknowledged, from `snd_una` onward (RFC 9293 §3.3.1, the "send sequence space" left
+//! of `snd_una + SND.WND`).
+//!
+//! Two kinds of data share one FIFO order:
+//!
+//! * bytes the application handed over by copy, held in a byte ring whose size is bounded
+//!   by `capacity` (what [`SendBuffer::space`] reports and what backpressures the
+//!   application);
+//! * shared immutable chunks ([`Bytes`]), kept by reference without copying (cached static
+//!   file bodies). They do not count against `capacity`: their memory is owned elsewhere.
+//!
+//! Retransmission re-reads any byte from the front by offset, so nothing leaves the buffer
+//! before it is acknowledged ([`SendBuffer::consume`]).
+//!
+//! Memory: an idle connection owns nothing. The ring is allocated on the first copy, sized
+//! to what is queued (a power of two, at least [`MIN_RING`], at most `capacity`), grown by
+//! doubling while the application queues more, and freed as soon as no copied byte
+//! remains. Small responses therefore never pay for a full-capacity allocation.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+/// Smallest ring allocated, so that a burst of small writes does not regrow every time.
+pub const MIN_RING: usize = 2048;
+
+/// A run of queued bytes of one kind.
+#[derive(Debug, Clone)]
+enum Chunk {
+    /// The next `n` copied bytes of the ring, in FIFO order.
+    Ring(usize),
+    /// A shared chunk; its first `start` bytes are already acknowledged.
+    Shared { data: Bytes, start: usize },
+}
+
+impl Chunk {
+    fn len(&self) -> usize {
+        match self {
+            Chunk::Ring(n) => *n,
+            Chunk::Shared { data, start } => data.len() - start,
+        }
+    }
+}
+
+/// Unacknowledged outgoing bytes, counted from `snd_una` (offset 0).
+#[derive(Debug, Clone, Default)]
+pub struct SendBuffer {
+    /// Copy ring; `ring.len()` is its current size (0 when unallocated).
+    ring: Vec<u8>,
+    /// Bound on copied bytes held.
+    capacity: usize,
+    /// Ring index of the oldest copied byte.
+    head: usize,
+    /// Copied bytes held in the ring.
+    ring_len: usize,
+    /// All bytes held (copied and shared).
+    len: usize,
+    /// FIFO of runs; never holds an empty run, and never two adjacent `Ring` runs.
+    chunks: VecDeque<Chunk>,
+}
+
+impl SendBuffer {
+    /// A buffer that will hold at most `capacity` copied bytes. Allocates nothing.
+    pub fn new(capacity: usize) -> Self {
+        SendBuffer {
+            capacity,
+            ..SendBuffer::default()
+        }
+    }
+
+    /// Bound on copied bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Total queued, unacknowledged bytes (copied and shared).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copy space left: how many more bytes [`push_copy`](Self::push_copy) accepts.
+    pub fn space(&self) -> usize {
+        self.capacity - self.ring_len
+    }
+
+    /// Copies as much of `data` as fits and returns how much that was.
+    pub fn push_copy(&mut self, data: &[u8]) -> usize {
+        let n = data.len().min(self.space());
+        if n == 0 {
+            return 0;
+        }
+        let need = self.ring_len + n;
+        if need > self.ring.len() {
+            self.grow(need);
+        }
+        let size = self.ring.len();
+        let tail = wrap(self.head + self.ring_len, size);
+        let first = n.min(size - tail);
+        self.ring[tail..tail + first].copy_from_slice(&data[..first]);
+        self.ring[..n - first].copy_from_slice(&data[first..n]);
+        self.ring_len += n;
+        self.len += n;
+        match self.chunks.back_mut() {
+            Some(Chunk::Ring(run)) => *run += n,
+            _ => self.chunks.push_back(Chunk::Ring(n)),
+        }
+        n
+    }
+
+    /// Queues a shared chunk without copying it. Always accepted; empty is a no-op.
+    pub fn push_shared(&mut self, data: Bytes) {
+        if data.is_empty() {
+            return;
+        }
+        self.len += data.len();
+        self.chunks.push_back(Chunk::Shared { data, start: 0 });
+    }
+
+    /// Copies bytes `[offset, offset + dst.len())`, counted from the front, into `dst`.
+    ///
+    /// The caller guarantees the range is queued; a range running past the end is a bug
+    /// (debug assertion) and in release only the queued part is copied.
+    pub fn copy_out(&self, offset: usize, dst: &mut [u8]) {
+        let mut at = 0;
+        self.for_each_chunk(offset, dst.len(), |s| {
+            dst[at..at + s.len()].copy_from_slice(s);
+            at += s.len();
+        });
+    }
+
+    /// Visits bytes `[offset, offset + len)` as contiguous slices, in order (for
+    /// checksumming or scatter-gather transmit). Same range contract as
+    /// [`copy_out`](Self::copy_out).
+    pub fn for_each_chunk(&self, offset: usize, len: usize, mut f: impl FnMut(&[u8])) {
+        debug_assert!(
+            offset.saturating_add(len) <= self.len,
+            "range {offset}+{len} beyond queued {}",
+            self.len
+        );
+        let end = offset.saturating_add(len).min(self.len);
+        if offset >= end {
+            return;
+        }
+        let size = self.ring.len();
+        let mut skip = offset;
+        let mut remaining = end - offset;
+        // Ring index of the first byte of the current `Ring` run.
+        let mut ring_at = self.head;
+        for chunk in &self.chunks {
+            let run = chunk.len();
+            if skip >= run {
+                skip -= run;
+                if let Chunk::Ring(n) = chunk {
+                    ring_at = wrap(ring_at + n, size);
+                }
+                continue;
+            }
+            let take = (run - skip).min(remaining);
+            match chunk {
+                Chunk::Ring(n) => {
+                    let from = wrap(ring_at + skip, size);
+                    let first = take.min(size - from);
+                    f(&self.ring[from..from + first]);
+                    if take > first {
+                        f(&self.ring[..take - first]);
+                    }
+                    ring_at = wrap(ring_at + n, size);
+                }
+                Chunk::Shared { data, start } => {
+                    let from = start + skip;
+                    f(&data[from..from + take]);
+                }
+            }
+            remaining -= take;
+            if remaining == 0 {
+                return;
+            }
+            skip = 0;
+        }
+    }
+
+    /// Removes `n` acknowledged bytes from the front (more than queued empties the
+    /// buffer). Frees the ring when no copied byte remains.
+    pub fn consume(&mut self, n: usize) {
+        let mut n = n.min(self.len);
+        self.len -= n;
+        let size = self.ring.len();
+        while n > 0 {
+            let Some(front) = self.chunks.front_mut() else {
+                break;
+            };
+            let done = match front {
+                Chunk::Ring(run) => {
+                    let take = (*run).min(n);
+                    *run -= take;
+                    self.head = wrap(self.head + take, size);
+                    self.ring_len -= take;
+                    n -= take;
+                    *run == 0
+                }
+                Chunk::Shared { data, start } => {
+                    let take = (data.len() - *start).min(n);
+                    *start += take;
+                    n -= take;
+                    *start == data.len()
+                }
+            };
+            if done {
+                self.chunks.pop_front();
+            }
+        }
+        if self.ring_len == 0 && !self.ring.is_empty() {
+            self.ring = Vec::new();
+            self.head = 0;
+        }
+        if self.chunks.is_empty() && self.chunks.capacity() > 0 {
+            self.chunks = VecDeque::new();
+        }
+    }
+
+    /// The shared chunk holding the byte at `offset`, and that byte's position within
+    /// the chunk *as it was pushed* (so offsets into precomputed per-chunk checksum
+    /// tables stay valid after acknowledgements). `None` if that byte was copied or is
+    /// not queued.
+    pub fn shared_chunk_at(&self, offset: usize) -> Option<(&Bytes, usize)> {
+        let mut skip = offset;
+        for chunk in &self.chunks {
+            let run = chunk.len();
+            if skip < run {
+                return match chunk {
+                    Chunk::Ring(_) => None,
+                    Chunk::Shared { data, start } => Some((data, start + skip)),
+                };
+            }
+            skip -= run;
+        }
+        None
+    }
+
+    /// Reallocates the ring so it holds at least `need` bytes, keeping the queued copied
+    /// bytes in order at the start of the new ring.
+    fn grow(&mut self, need: usize) {
+        let size = need
+            .checked_next_power_of_two()
+            .unwrap_or(need)
+            .max(MIN_RING)
+            .min(self.capacity);
+        let old = self.ring.len();
+        let mut ring = Vec::with_capacity(size);
+        if self.ring_len > 0 {
+            let first = self.ring_len.min(old - self.head);
+            ring.extend_from_slice(&self.ring[self.head..self.head + first]);
+            ring.extend_from_slice(&self.ring[..self.ring_len - first]);
+        }
+        ring.resize(size, 0);
+        self.ring = ring;
+        self.head = 0;
+    }
+}
+
+/// `x mod size` for `x < 2 * size` (ring arithmetic without a division).
+fn wrap(x: usize, size: usize) -> usize {
+    if x >= size {
+        x - size
+    } else {
+        x
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
+
+    fn read_all(b: &SendBuffer) -> Vec<u8> {
+        let mut v = vec![0; b.len()];
+        b.copy_out(0, &mut v);
+        v
+    }
+
+    #[test]
+    fn new_allocates_nothing_and_push_copy_respects_capacity() {
+        let mut b = SendBuffer::new(10);
+        assert!(b.ring.is_empty());
+        assert_eq!(b.space(), 10);
+        assert_eq!(b.push_copy(b"hello"), 5);
+        assert_eq!(b.push_copy(b"world!!"), 5);
+        assert_eq!(b.push_copy(b"x"), 0);
+        assert_eq!(b.len(), 10);
+        assert_eq!(b.space(), 0);
+        assert_eq!(read_all(&b), b"helloworld");
+        // Consecutive copies merge into one run.
+        assert_eq!(b.chunks.len(), 1);
+    }
+
+    #[test]
+    fn shared_chunks_do_not_use_copy_space_and_keep_order() {
+        let mut b = SendBuffer::new(4);
+        b.push_copy(b"HTTP");
+        b.push_shared(Bytes::from_static(b"<body>"));
+        b.push_shared(Bytes::new());
+        assert_eq!(b.space(), 0);
+        assert_eq!(b.len(), 10);
+        b.consume(4);
+        assert_eq!(b.space(), 4);
+        assert!(b.ring.is_empty(), "ring freed once no copied byte remains");
+        b.push_copy(b"!!");
+        assert_eq!(read_all(&b), b"<body>!!");
+        let mut mid = [0u8; 4];
+        b.copy_out(4, &mut mid);
+        assert_eq!(&mid, b"y>!!");
+    }
+
+    #[test]
+    fn shared_chunk_at_reports_offset_within_original_chunk() {
+        let mut b = SendBuffer::new(100);
+        b.push_copy(b"abc");
+        let body = Bytes::from_static(b"0123456789");
+        b.push_shared(body.clone());
+        assert!(b.shared_chunk_at(0).is_none());
+        assert!(b.shared_chunk_at(2).is_none());
+        let (c, off) = b.shared_chunk_at(3).unwrap();
+        assert_eq!((c.as_ptr(), off), (body.as_ptr(), 0));
+        b.consume(5); // "abc" and "01"
+        let (c, off) = b.shared_chunk_at(1).unwrap();
+        assert_eq!((c.as_ptr(), off), (body.as_ptr(), 3));
+        assert!(b.shared_chunk_at(8).is_none());
+    }
+
+    #[test]
+    fn ring_wraps_and_for_each_chunk_splits_at_the_wrap() {
+        let mut b = SendBuffer::new(MIN_RING);
+        let first: Vec<u8> = (0..MIN_RING).map(|i| i as u8).collect();
+        assert_eq!(b.push_copy(&first), MIN_RING);
+        b.consume(MIN_RING - 10);
+        assert_eq!(b.push_copy(&[0xAA; 20]), 20);
+        let mut pieces = Vec::new();
+        b.for_each_chunk(5, 20, |s| pieces.push(s.to_vec()));
+        assert_eq!(pieces.len(), 2);
+        assert_eq!(pieces[0], first[MIN_RING - 5..].to_vec());
+        assert_eq!(pieces[1], vec![0xAA; 15]);
+    }
+
+    #[test]
+    fn ring_grows_lazily_and_preserves_wrapped_data() {
+        let mut b = SendBuffer::new(1 << 20);
+        b.push_copy(&[1; 100]);
+        assert_eq!(b.ring.len(), MIN_RING);
+        b.push_copy(&[2; 3000]);
+        b.consume(2500);
+        b.push_copy(&[3; 1000]); // wraps in the 4096 ring
+        assert_eq!(b.ring.len(), 4096);
+        b.push_copy(&[4; 5000]); // grows, relinearising the wrapped data
+        assert_eq!(b.ring.len(), 8192);
+        let mut want = vec![2; 600];
+        want.extend_from_slice(&[3; 1000]);
+        want.extend_from_slice(&[4; 5000]);
+        assert_eq!(read_all(&b), want);
+        b.consume(usize::MAX);
+        assert!(b.is_empty());
+        assert!(b.ring.is_empty() && b.chunks.capacity() == 0);
+    }
+
+    #[test]
+    fn zero_capacity_accepts_only_shared() {
+        let mut b = SendBuffer::new(0);
+        assert_eq!(b.push_copy(b"abc"), 0);
+        b.push_shared(Bytes::from_static(b"abc"));
+        assert_eq!(read_all(&b), b"abc");
+    }
+
+    #[cfg(not(debug_assertions))]
+    #[test]
+    fn out_of_range_copy_out_is_clamped_in_release() {
+        let mut b = SendBuffer::new(8);
+        b.push_copy(b"abc");
+        let mut dst = [0u8; 5];
+        b.copy_out(1, &mut dst);
+        assert_eq!(&dst, b"bc\0\0\0");
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Copy(Vec<u8>),
+        Shared(Vec<u8>),
+        Consume(usize),
+        Check(usize, usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => proptest::collection::vec(any::<u8>(), 0..3000).prop_map(Op::Copy),
+            2 => proptest::collection::vec(any::<u8>(), 0..1500).prop_map(Op::Shared),
+            3 => (0usize..5000).prop_map(Op::Consume),
+            3 => (0usize..10_000, 0usize..4000).prop_map(|(a, b)| Op::Check(a, b)),
+        ]
+    }
+
+    /// Model byte: value, and for shared bytes (chunk id, index within the chunk).
+    type ModelByte = (u8, Option<(usize, usize)>);
+
+    proptest! {
+        #[test]
+        fn matches_a_byte_queue_model(cap in 0usize..6000, ops in proptest::collection::vec(op(), 1..60)) {
+            let mut b = SendBuffer::new(cap);
+            let mut model: VecDeque<ModelByte> = VecDeque::new();
+            let mut chunks: Vec<Bytes> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Copy(d) => {
+                        let copied = model.iter().filter(|m| m.1.is_none()).count();
+                        let want = d.len().min(cap - copied);
+                        prop_assert_eq!(b.push_copy(&d), want);
+                        model.extend(d[..want].iter().map(|&x| (x, None)));
+                    }
+                    Op::Shared(d) => {
+                        let id = chunks.len();
+                        let bytes = Bytes::from(d.clone());
+                        chunks.push(bytes.clone());
+                        b.push_shared(bytes);
+                        model.extend(d.iter().enumerate().map(|(i, &x)| (x, Some((id, i)))));
+                    }
+                    Op::Consume(n) => {
+                        b.consume(n);
+                        let n = n.min(model.len());
+                        model.drain(..n);
+                    }
+                    Op::Check(off, len) => {
+                        let off = off.min(model.len());
+                        let len = len.min(model.len() - off);
+                        let mut dst = vec![0u8; len];
+                        b.copy_out(off, &mut dst);
+                        let want: Vec<u8> = model.range(off..off + len).map(|m| m.0).collect();
+                        prop_assert_eq!(&dst, &want);
+                        let mut seen = Vec::new();
+                        b.for_each_chunk(off, len, |s| {
+                            assert!(!s.is_empty());
+                            seen.extend_from_slice(s);
+                        });
+                        prop_assert_eq!(&seen, &want);
+                        match (b.shared_chunk_at(off), model.get(off)) {
+                            (None, None) | (None, Some((_, None))) => {}
+                            (Some((c, i)), Some((x, Some((id, j))))) => {
+                                prop_assert_eq!(c.as_ptr(), chunks[*id].as_ptr());
+                                prop_assert_eq!(i, *j);
+                                prop_assert_eq!(c[i], *x);
+                            }
+                            (got, want) => prop_assert!(false, "shared_chunk_at({}): {:?} vs {:?}", off, got, want),
+                        }
+                    }
+                }
+                let copied = model.iter().filter(|m| m.1.is_none()).count();
+                prop_assert_eq!(b.len(), model.len());
+                prop_assert_eq!(b.is_empty(), model.is_empty());
+                prop_assert_eq!(b.space(), cap - copied);
+                prop_assert!(b.ring.len() <= cap);
+                prop_assert_eq!(b.ring.is_empty(), copied == 0);
+            }
+        }
+    }
+}

@@ -1,0 +1,1533 @@
+//! The TCP connection state machine (transmission control block), sans-IO.
+//!
+//! A [`Tcb`] takes parsed segments and the current time, and yields segments to send
+//! ([`Tcb::poll_transmit`]), events for the application ([`Tcb::take_events`]) and its next
+//! deadline ([`Tcb::next_deadline`]). It never reads a clock and never touches a device;
+//! the engine owns both. Section numbers refer to RFC 9293 unless said otherwise.
+//!
+//! What is implemented: all eleven states including simultaneous open and close; MSS,
+//! window scale, timestamps with PAWS (RFC 7323), SACK-permitted and SACK blocks on the
+//! receive side (RFC 2018); the RFC 6298 retransmission timer with Karn's rule or
+//! timestamp samples, backoff and a retry limit; NewReno congestion control (RFC 5681,
+//! RFC 6582) behind [`CongestionControl`]; delayed ACKs with immediate ACKs for
+//! out-of-order data; bounded out-of-order reassembly; receiver and sender silly-window
+//! avoidance; persist timer and zero-window probes; half-close; TIME-WAIT; the RFC 5961
+//! defences (challenge ACKs for in-window RSTs and SYNs, ACK range check); keepalive.
+
+use std::net::SocketAddrV4;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::cc::{Cc, CongestionControl, NewReno};
+use super::config::TcpConfig;
+use super::recv_buffer::RecvBuffer;
+use super::rtt::RttEstimator;
+use super::segment::{Segment, TxSegment};
+use super::send_buffer::SendBuffer;
+use super::seq::SeqNum;
+use crate::time::Instant;
+
+/// The connection states of RFC 9293 §3.3.2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    Closed,
+    Listen,
+    SynSent,
+    SynReceived,
+    Established,
+    FinWait1,
+    FinWait2,
+    CloseWait,
+    Closing,
+    LastAck,
+    TimeWait,
+}
+
+impl State {
+    /// States in which both sides' initial sequence numbers are known (RFC 9293 §3.10.7.4).
+    pub fn is_synchronized(self) -> bool {
+        !matches!(
+            self,
+            State::Closed | State::Listen | State::SynSent | State::SynReceived
+        )
+    }
+}
+
+/// Why a connection ended; handed to the application's `closed` callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CloseReason {
+    /// Both sides closed gracefully.
+    Normal,
+    /// The peer reset the connection.
+    Reset,
+    /// The peer refused an active open (RST in reply to our SYN).
+    Refused,
+    /// Retransmissions, keepalive probes or FIN-WAIT-2 ran out of time.
+    TimedOut,
+    /// The application aborted the connection (we sent a RST).
+    Aborted,
+}
+
+/// Application-visible events raised by the state machine, drained by the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Events {
+    /// The three-way handshake completed.
+    pub connected: bool,
+    /// Send space was freed after the application was refused some bytes.
+    pub writable: bool,
+    /// The peer sent its FIN: no more data will arrive.
+    pub peer_closed: bool,
+    /// The connection is finished; the engine must drop the block.
+    pub closed: Option<CloseReason>,
+}
+
+impl Events {
+    pub fn is_empty(&self) -> bool {
+        *self == Events::default()
+    }
+}
+
+/// What one incoming segment produced for the engine to act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RxOutcome {
+    /// In-order payload bytes `payload[start..end]` for the application, taken straight
+    /// from the frame (the receive buffer was empty). Whatever the application does not
+    /// consume must be handed back with [`Tcb::keep_unconsumed`].
+    pub deliver: Option<(usize, usize)>,
+    /// The receive buffer holds new in-order bytes for the application.
+    pub readable: bool,
+    /// RFC 5961 asks for a challenge ACK; the engine applies its global rate limit and
+    /// calls [`Tcb::send_challenge_ack`] if allowed.
+    pub challenge_ack: bool,
+}
+
+/// Errors of the application-facing send calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// The sending side is closed (FIN queued, or the connection is gone).
+    Closed,
+}
+
+/// RFC 7323 timestamp state.
+#[derive(Debug, Clone, Copy)]
+struct Timestamps {
+    /// TS.Recent: the peer's TSval to echo (§4.3).
+    recent: u32,
+    /// When TS.Recent was last updated, for the 24-day PAWS validity rule (§5.5).
+    recent_age: Instant,
+    /// Added to our millisecond clock so TSvals do not reveal uptime (§7.1).
+    offset: u32,
+}
+
+const NO_DEADLINE: Instant = Instant::FAR_FUTURE;
+/// PAWS: TS.Recent older than this is no longer trusted (RFC 7323 §5.5).
+const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
+
+/// A transmission control block: one TCP connection.
+pub struct Tcb {
+    state: State,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+
+    // Send sequence space (§3.3.1).
+    iss: SeqNum,
+    snd_una: SeqNum,
+    snd_nxt: SeqNum,
+    /// Highest sequence number sent so far (SND.NXT can be rewound by a timeout).
+    snd_max: SeqNum,
+    snd_wnd: usize,
+    snd_wl1: SeqNum,
+    snd_wl2: SeqNum,
+    /// The largest window the peer has offered (RFC 5961 §5.2 MAX.SND.WND).
+    max_snd_wnd: usize,
+    /// Peer's window-scale shift (0 unless both sides agreed, RFC 7323 §2).
+    snd_wscale: u8,
+    /// Payload bytes per full-sized segment, after the options we always send.
+    snd_mss: usize,
+    send_buf: SendBuffer,
+    /// The application closed its sending side: a FIN follows the queued data.
+    fin_queued: bool,
+    /// Sequence number of our FIN once queued.
+    snd_fin: Option<SeqNum>,
+    /// Both sides agreed on window scaling.
+    ws_ok: bool,
+
+    // Receive sequence space.
+    irs: SeqNum,
+    rcv_nxt: SeqNum,
+    /// Right edge of the window we last advertised; never moved left (§3.8.6).
+    rcv_adv: SeqNum,
+    rcv_wscale: u8,
+    /// RCV.NXT as of the last ACK we sent (RFC 7323 §4.3 Last.ACK.sent).
+    last_ack_sent: SeqNum,
+    recv_buf: RecvBuffer,
+    /// Sequence number of a FIN that arrived ahead of missing data.
+    fin_seq: Option<SeqNum>,
+    /// The application will not read any more (it called close): data is ACKed and dropped.
+    rx_closed: bool,
+    /// Our MSS as advertised in our SYN.
+    our_mss: u16,
+
+    ts: Option<Timestamps>,
+    sack_ok: bool,
+
+    rtt: RttEstimator,
+    cc: Cc,
+    /// The segment being timed for an RTT sample (Karn's rule: none if retransmitted).
+    rtt_seq: Option<(SeqNum, Instant)>,
+    dupacks: u32,
+    in_recovery: bool,
+    /// RFC 6582 "recover": highest sequence number sent when recovery began.
+    recover: SeqNum,
+    /// Fast retransmit: resend the segment at SND.UNA once.
+    retransmit_una: bool,
+    retries: u32,
+    last_send: Instant,
+    last_recv: Instant,
+
+    // Timers, as absolute deadlines (NO_DEADLINE when stopped).
+    rto_at: Instant,
+    persist_at: Instant,
+    persist_backoff: u32,
+    delack_at: Instant,
+    keepalive_at: Instant,
+    keepalive_sent: u32,
+    /// TIME-WAIT end or the FIN-WAIT-2 timeout.
+    linger_at: Instant,
+
+    // Pending output.
+    syn_pending: bool,
+    ack_now: bool,
+    /// Full-sized segments received since our last ACK (ACK every second one, §3.8.6.3).
+    unacked_segs: u32,
+    probe_pending: bool,
+    keepalive_probe_pending: bool,
+    /// RST to send: <SEQ=x><CTL=RST> for an unacceptable ACK, or our abort.
+    rst_pending: Option<(SeqNum, Option<SeqNum>)>,
+    want_writable: bool,
+
+    events: Events,
+    cfg: TcbLimits,
+}
+
+/// The parts of [`TcpConfig`] a connection consults after creation.
+#[derive(Debug, Clone, Copy)]
+struct TcbLimits {
+    max_retries: u32,
+    max_syn_retries: u32,
+    max_synack_retries: u32,
+    delayed_ack: Duration,
+    time_wait: Duration,
+    fin_wait2_timeout: Duration,
+    max_persist: Duration,
+    keepalive: Option<super::config::Keepalive>,
+    window_scaling: bool,
+    timestamps: bool,
+    sack: bool,
+}
+
+/// Options a SYN carried that shape the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SynOptions {
+    pub mss: Option<u16>,
+    pub wscale: Option<u8>,
+    pub sack_permitted: bool,
+    pub timestamp: Option<(u32, u32)>,
+}
+
+impl From<&Segment> for SynOptions {
+    fn from(seg: &Segment) -> SynOptions {
+        SynOptions {
+            mss: seg.mss,
+            wscale: seg.wscale,
+            sack_permitted: seg.sack_permitted,
+            timestamp: seg.timestamp,
+        }
+    }
+}
+
+/// MSS assumed when the peer sends none (RFC 9293 §3.7.1).
+const DEFAULT_MSS: u16 = 536;
+/// Bytes of the timestamp option as sent (two NOPs + 10, RFC 7323 appendix A).
+const TS_OPTION_LEN: usize = 12;
+
+fn ts_clock(now: Instant, offset: u32) -> u32 {
+    (now.as_millis() as u32).wrapping_add(offset)
+}
+
+impl Tcb {
+    fn new(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNum,
+        our_mss: u16,
+        now: Instant,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let smss = our_mss as usize;
+        Tcb {
+            state: State::Closed,
+            local,
+            remote,
+            iss,
+            snd_una: iss,
+            snd_nxt: iss,
+            snd_max: iss,
+            snd_wnd: 0,
+            snd_wl1: SeqNum(0),
+            snd_wl2: iss,
+            max_snd_wnd: 0,
+            snd_wscale: 0,
+            snd_mss: smss,
+            send_buf: SendBuffer::new(cfg.send_buffer),
+            fin_queued: false,
+            snd_fin: None,
+            ws_ok: false,
+            irs: SeqNum(0),
+            rcv_nxt: SeqNum(0),
+            rcv_adv: SeqNum(0),
+            rcv_wscale: 0,
+            last_ack_sent: SeqNum(0),
+            recv_buf: RecvBuffer::new(cfg.recv_buffer, cfg.max_ooo_ranges),
+            fin_seq: None,
+            rx_closed: false,
+            our_mss,
+            ts: None,
+            sack_ok: false,
+            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            cc: Cc::NewReno(NewReno::new(smss)),
+            rtt_seq: None,
+            dupacks: 0,
+            in_recovery: false,
+            recover: iss,
+            retransmit_una: false,
+            retries: 0,
+            last_send: now,
+            last_recv: now,
+            rto_at: NO_DEADLINE,
+            persist_at: NO_DEADLINE,
+            persist_backoff: 0,
+            delack_at: NO_DEADLINE,
+            keepalive_at: NO_DEADLINE,
+            keepalive_sent: 0,
+            linger_at: NO_DEADLINE,
+            syn_pending: false,
+            ack_now: false,
+            unacked_segs: 0,
+            probe_pending: false,
+            keepalive_probe_pending: false,
+            rst_pending: None,
+            want_writable: false,
+            events: Events::default(),
+            cfg: TcbLimits {
+                max_retries: cfg.max_retries,
+                max_syn_retries: cfg.max_syn_retries,
+                max_synack_retries: cfg.max_synack_retries,
+                delayed_ack: cfg.delayed_ack,
+                time_wait: cfg.time_wait,
+                fin_wait2_timeout: cfg.fin_wait2_timeout,
+                max_persist: cfg.max_persist,
+                keepalive: cfg.keepalive,
+                window_scaling: cfg.window_scaling,
+                timestamps: cfg.timestamps,
+                sack: cfg.sack,
+            },
+        }
+    }
+
+    /// Active open (§3.10.1): the connection starts in SYN-SENT with a SYN to send.
+    /// `our_mss` is the largest segment our link carries (MTU - 40).
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNum,
+        ts_offset: u32,
+        our_mss: u16,
+        now: Instant,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
+        tcb.state = State::SynSent;
+        tcb.rcv_wscale = if cfg.window_scaling {
+            cfg.rcv_wscale()
+        } else {
+            0
+        };
+        if cfg.timestamps {
+            tcb.ts = Some(Timestamps {
+                recent: 0,
+                recent_age: now,
+                offset: ts_offset,
+            });
+        }
+        tcb.syn_pending = true;
+        tcb
+    }
+
+    /// Passive open: a SYN arrived for a listener (§3.10.7.2). The connection starts in
+    /// SYN-RECEIVED with a SYN-ACK to send.
+    #[allow(clippy::too_many_arguments)]
+    pub fn accept_syn(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        syn: &Segment,
+        iss: SeqNum,
+        ts_offset: u32,
+        our_mss: u16,
+        now: Instant,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
+        tcb.state = State::SynReceived;
+        tcb.irs = syn.seq;
+        tcb.rcv_nxt = syn.seq + 1;
+        tcb.rcv_adv = tcb.rcv_nxt;
+        tcb.last_ack_sent = tcb.rcv_nxt;
+        tcb.negotiate(&SynOptions::from(syn), ts_offset, now);
+        tcb.snd_wnd = syn.window as usize;
+        tcb.max_snd_wnd = tcb.snd_wnd;
+        tcb.snd_wl1 = syn.seq;
+        tcb.syn_pending = true;
+        tcb
+    }
+
+    /// A connection rebuilt from a valid SYN-cookie ACK: straight to ESTABLISHED.
+    /// `iss` is the cookie (our SYN-ACK's sequence number), `irs` the client's ISN and
+    /// `opts` what the cookie preserved of the client's SYN.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_cookie(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        ack: &Segment,
+        iss: SeqNum,
+        opts: SynOptions,
+        ts_offset: u32,
+        our_mss: u16,
+        now: Instant,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
+        tcb.irs = ack.seq - 1;
+        tcb.rcv_nxt = ack.seq;
+        tcb.negotiate(&opts, ts_offset, now);
+        tcb.snd_una = iss + 1;
+        tcb.snd_nxt = tcb.snd_una;
+        tcb.snd_max = tcb.snd_una;
+        tcb.snd_wnd = (ack.window as usize) << tcb.snd_wscale;
+        tcb.max_snd_wnd = tcb.snd_wnd;
+        tcb.snd_wl1 = ack.seq;
+        tcb.snd_wl2 = ack.ack;
+        tcb.rcv_adv = tcb.rcv_nxt;
+        tcb.last_ack_sent = tcb.rcv_nxt;
+        if let (Some(ts), Some((tsval, _))) = (tcb.ts.as_mut(), ack.timestamp) {
+            ts.recent = tsval;
+        }
+        tcb.enter_established(now);
+        tcb
+    }
+
+    /// Settle options from the peer's SYN (RFC 7323 §2.2, §3.2; RFC 2018 §2).
+    fn negotiate(&mut self, peer: &SynOptions, ts_offset: u32, now: Instant) {
+        let peer_mss = peer.mss.unwrap_or(DEFAULT_MSS).max(64);
+        if self.cfg.window_scaling {
+            if let Some(ws) = peer.wscale {
+                self.ws_ok = true;
+                self.snd_wscale = ws.min(14);
+                self.rcv_wscale = self.rcv_wscale_for_buffer();
+            } else {
+                self.snd_wscale = 0;
+                self.rcv_wscale = 0;
+            }
+        } else {
+            self.snd_wscale = 0;
+            self.rcv_wscale = 0;
+        }
+        self.sack_ok = self.cfg.sack && peer.sack_permitted;
+        self.ts = match (self.cfg.timestamps, peer.timestamp) {
+            (true, Some((tsval, _))) => Some(Timestamps {
+                recent: tsval,
+                recent_age: now,
+                offset: self.ts.map(|t| t.offset).unwrap_or(ts_offset),
+            }),
+            _ => None,
+        };
+        let mss = peer_mss.min(self.our_mss) as usize;
+        // RFC 6691: the MSS excludes options; leave room for the ones on every segment.
+        self.snd_mss = mss - if self.ts.is_some() { TS_OPTION_LEN } else { 0 };
+        self.cc.set_mss(self.snd_mss);
+    }
+
+    fn rcv_wscale_for_buffer(&self) -> u8 {
+        let mut shift = 0u8;
+        while shift < 14 && (self.recv_buf.capacity() >> shift) > 65535 {
+            shift += 1;
+        }
+        shift
+    }
+
+    // ----- Accessors -----
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+    pub fn local(&self) -> SocketAddrV4 {
+        self.local
+    }
+    pub fn remote(&self) -> SocketAddrV4 {
+        self.remote
+    }
+    pub fn send_buffer(&self) -> &SendBuffer {
+        &self.send_buf
+    }
+    pub fn snd_una(&self) -> SeqNum {
+        self.snd_una
+    }
+    pub fn snd_nxt(&self) -> SeqNum {
+        self.snd_nxt
+    }
+    pub fn rcv_nxt(&self) -> SeqNum {
+        self.rcv_nxt
+    }
+    pub fn snd_wnd(&self) -> usize {
+        self.snd_wnd
+    }
+    pub fn snd_mss(&self) -> usize {
+        self.snd_mss
+    }
+    pub fn cwnd(&self) -> usize {
+        self.cc.cwnd()
+    }
+    pub fn rto(&self) -> Duration {
+        self.rtt.rto()
+    }
+    pub fn srtt(&self) -> Option<Duration> {
+        self.rtt.srtt()
+    }
+    pub fn timestamps_enabled(&self) -> bool {
+        self.ts.is_some()
+    }
+    pub fn sack_enabled(&self) -> bool {
+        self.sack_ok
+    }
+    pub fn window_scales(&self) -> (u8, u8) {
+        (self.snd_wscale, self.rcv_wscale)
+    }
+    /// Bytes the application may still queue by copy.
+    pub fn send_space(&self) -> usize {
+        if self.can_send() {
+            self.send_buf.space()
+        } else {
+            0
+        }
+    }
+    /// Bytes in flight: sent and not yet acknowledged (sequence space).
+    pub fn flight_size(&self) -> usize {
+        self.snd_nxt.since(self.snd_una)
+    }
+    /// The connection has been fully closed and may be dropped.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+    /// Bytes of the receive buffer the application has not taken yet.
+    pub fn readable_len(&self) -> usize {
+        self.recv_buf.readable_len()
+    }
+    /// TS.Recent and our timestamp offset, when timestamps are in use (for TIME-WAIT).
+    pub fn timestamp_state(&self) -> Option<(u32, u32)> {
+        self.ts.map(|t| (t.recent, t.offset))
+    }
+    /// Our window-scale shift as the peer applies it to our window field.
+    pub fn rcv_wscale(&self) -> u8 {
+        self.rcv_wscale
+    }
+    /// When TIME-WAIT (or the FIN-WAIT-2 timeout) ends.
+    pub fn linger_deadline(&self) -> Option<Instant> {
+        (self.linger_at != NO_DEADLINE).then_some(self.linger_at)
+    }
+    /// Number of consecutive retransmission timeouts without progress.
+    pub fn retries(&self) -> u32 {
+        self.retries
+    }
+
+    /// What the application has not read yet, as one contiguous slice (the receive buffer
+    /// may hold more after it).
+    pub fn readable(&self) -> &[u8] {
+        self.recv_buf.readable()
+    }
+
+    /// Take the receive buffer out so the application can read it while it also holds a
+    /// mutable handle on the connection; give it back with [`Tcb::put_recv_buffer`].
+    pub fn take_recv_buffer(&mut self) -> RecvBuffer {
+        std::mem::replace(&mut self.recv_buf, RecvBuffer::new(0, 0))
+    }
+
+    pub fn put_recv_buffer(&mut self, buf: RecvBuffer) {
+        self.recv_buf = buf;
+        self.maybe_window_update();
+    }
+
+    pub fn take_events(&mut self) -> Events {
+        std::mem::take(&mut self.events)
+    }
+
+    fn can_send(&self) -> bool {
+        matches!(
+            self.state,
+            State::SynSent | State::SynReceived | State::Established | State::CloseWait
+        ) && !self.fin_queued
+    }
+
+    // ----- Application calls -----
+
+    /// Queue a copy of `data`; returns how many bytes fit. When not all fit, a
+    /// `writable` event follows once space frees up.
+    pub fn send(&mut self, data: &[u8]) -> Result<usize, SendError> {
+        if !self.can_send() {
+            return Err(SendError::Closed);
+        }
+        let n = self.send_buf.push_copy(data);
+        if n < data.len() {
+            self.want_writable = true;
+        }
+        Ok(n)
+    }
+
+    /// Queue shared immutable bytes without copying them; retransmissions re-read them.
+    pub fn send_shared(&mut self, data: Bytes) -> Result<(), SendError> {
+        if !self.can_send() {
+            return Err(SendError::Closed);
+        }
+        self.send_buf.push_shared(data);
+        Ok(())
+    }
+
+    /// Ask for a `writable` event the next time acknowledged bytes free send space.
+    pub fn notify_writable(&mut self) {
+        self.want_writable = true;
+    }
+
+    /// Close our sending side after the queued data (CLOSE call, §3.10.4), keeping the
+    /// receive side open: a half-close.
+    pub fn shutdown_write(&mut self) {
+        if self.fin_queued {
+            return;
+        }
+        match self.state {
+            State::SynSent => self.finish(CloseReason::Normal),
+            State::SynReceived | State::Established => {
+                self.queue_fin();
+                if self.state == State::Established {
+                    self.state = State::FinWait1;
+                }
+            }
+            State::CloseWait => {
+                self.queue_fin();
+                self.state = State::LastAck;
+            }
+            _ => {}
+        }
+    }
+
+    /// Graceful close of both directions: FIN after queued data; data that arrives later
+    /// is acknowledged and discarded.
+    pub fn close(&mut self) {
+        self.rx_closed = true;
+        self.shutdown_write();
+        if self.state == State::FinWait2 {
+            self.linger_at = self.last_recv + self.cfg.fin_wait2_timeout;
+        }
+    }
+
+    /// Abort (§3.10.5): send a RST if synchronized, drop everything, close now.
+    pub fn abort(&mut self) {
+        if matches!(
+            self.state,
+            State::SynReceived
+                | State::Established
+                | State::FinWait1
+                | State::FinWait2
+                | State::CloseWait
+        ) {
+            self.rst_pending = Some((self.snd_nxt, None));
+        }
+        self.finish(CloseReason::Aborted);
+    }
+
+    /// The engine's rate limiter allowed a challenge ACK (RFC 5961 §7).
+    pub fn send_challenge_ack(&mut self) {
+        self.ack_now = true;
+    }
+
+    /// Hand back the part of a directly delivered payload the application did not
+    /// consume; it is kept in the receive buffer and offered again later.
+    pub fn keep_unconsumed(&mut self, rest: &[u8]) {
+        if !rest.is_empty() {
+            let stored = self.recv_buf.write_at(0, rest);
+            debug_assert_eq!(stored, rest.len());
+        }
+    }
+
+    /// The application consumed `n` bytes of [`Tcb::readable`].
+    pub fn consume(&mut self, n: usize) {
+        self.recv_buf.consume(n);
+        self.maybe_window_update();
+    }
+
+    /// Receiver SWS avoidance (§3.8.6.2.2): announce a larger window only once it has
+    /// grown by min(buffer/2, MSS) past what we last advertised.
+    fn maybe_window_update(&mut self) {
+        if !self.state.is_synchronized() && self.state != State::SynReceived {
+            return;
+        }
+        let edge = self.rcv_nxt + self.recv_buf.window();
+        let grown = edge.since(self.rcv_adv);
+        let threshold = (self.recv_buf.capacity() / 2).min(self.our_mss as usize);
+        if grown >= threshold.max(1) && self.rcv_adv.since(self.rcv_nxt) < threshold {
+            self.ack_now = true;
+        }
+    }
+
+    // ----- Segment arrival -----
+
+    /// Process one incoming segment (§3.10.7). `payload` is the segment's data.
+    pub fn on_segment(&mut self, now: Instant, seg: &Segment, payload: &[u8]) -> RxOutcome {
+        let mut out = RxOutcome::default();
+        match self.state {
+            State::Closed | State::Listen => {}
+            State::SynSent => self.on_segment_syn_sent(now, seg),
+            _ => self.on_segment_synchronized(now, seg, payload, &mut out),
+        }
+        out
+    }
+
+    /// §3.10.7.3.
+    fn on_segment_syn_sent(&mut self, now: Instant, seg: &Segment) {
+        if seg.flags.ack && (seg.ack <= self.iss || seg.ack > self.snd_max) {
+            if !seg.flags.rst {
+                self.rst_pending = Some((seg.ack, None));
+            }
+            return;
+        }
+        if seg.flags.rst {
+            // RFC 5961 §3.2 leaves SYN-SENT as 9293 has it: only an acceptable ACK counts.
+            if seg.flags.ack {
+                self.finish(CloseReason::Refused);
+            }
+            return;
+        }
+        if !seg.flags.syn {
+            return;
+        }
+        self.last_recv = now;
+        self.irs = seg.seq;
+        self.rcv_nxt = seg.seq + 1;
+        self.rcv_adv = self.rcv_nxt;
+        self.last_ack_sent = self.rcv_nxt;
+        let offset = self.ts.map(|t| t.offset).unwrap_or(0);
+        self.negotiate(&SynOptions::from(seg), offset, now);
+        self.snd_wl1 = seg.seq;
+        if seg.flags.ack {
+            self.snd_wnd = (seg.window as usize) << self.snd_wscale;
+            self.max_snd_wnd = self.snd_wnd;
+            self.snd_wl2 = seg.ack;
+            self.ack_advance(now, seg);
+            self.enter_established(now);
+            self.ack_now = true;
+        } else {
+            // Simultaneous open (§3.5, figure 7): answer with SYN-ACK on the same ISS.
+            self.snd_wnd = seg.window as usize;
+            self.max_snd_wnd = self.snd_wnd;
+            self.state = State::SynReceived;
+            self.snd_nxt = self.iss;
+            self.syn_pending = true;
+            self.rto_at = NO_DEADLINE;
+        }
+    }
+
+    fn enter_established(&mut self, now: Instant) {
+        self.state = State::Established;
+        self.events.connected = true;
+        self.retries = 0;
+        self.rtt.reset_backoff();
+        self.rto_at = NO_DEADLINE;
+        self.arm_keepalive(now);
+        if self.fin_queued {
+            self.state = State::FinWait1;
+        }
+    }
+
+    /// Is the segment's sequence range acceptable (§3.10.7.4, first check)?
+    fn acceptable(&self, seg: &Segment) -> bool {
+        let wnd = self.rcv_window();
+        let len = seg.seg_len();
+        match (len, wnd) {
+            (0, 0) => seg.seq == self.rcv_nxt,
+            (0, _) => self.rcv_nxt.contains(wnd, seg.seq),
+            (_, 0) => false,
+            (_, _) => {
+                self.rcv_nxt.contains(wnd, seg.seq) || self.rcv_nxt.contains(wnd, seg.seq + (len - 1))
+            }
+        }
+    }
+
+    /// RCV.WND: what we accept from RCV.NXT on. Never less than what we advertised.
+    fn rcv_window(&self) -> usize {
+        self.recv_buf
+            .window()
+            .max(self.rcv_adv.since(self.rcv_nxt))
+    }
+
+    fn on_segment_synchronized(
+        &mut self,
+        now: Instant,
+        seg: &Segment,
+        payload: &[u8],
+        out: &mut RxOutcome,
+    ) {
+        // A retransmitted SYN while our SYN-ACK is unacknowledged: resend it.
+        if self.state == State::SynReceived && seg.flags.syn && !seg.flags.ack && seg.seq == self.irs {
+            self.syn_pending = true;
+            self.snd_nxt = self.iss;
+            return;
+        }
+
+        // RFC 7323 §5.3: PAWS, before the sequence check.
+        if let (Some(ts), Some((tsval, _))) = (self.ts, seg.timestamp) {
+            if !seg.flags.rst
+                && (tsval.wrapping_sub(ts.recent) as i32) < 0
+                && now.saturating_duration_since(ts.recent_age) < PAWS_IDLE
+            {
+                self.ack_now = true;
+                return;
+            }
+        }
+
+        let mut seg = *seg;
+        let mut payload = payload;
+        if !self.acceptable(&seg) {
+            // Zero window: still take ACK information from a segment at RCV.NXT (§3.10.7.4
+            // "special allowance"), but not its data.
+            if self.rcv_window() == 0 && seg.seq == self.rcv_nxt && !seg.flags.rst {
+                payload = &[];
+                seg.payload_len = 0;
+                seg.flags.fin = false;
+                self.ack_now = true;
+            } else {
+                if !seg.flags.rst {
+                    self.ack_now = true;
+                }
+                return;
+            }
+        }
+
+        // RST (RFC 5961 §3.2): exact match resets, anything else in window is challenged.
+        if seg.flags.rst {
+            if seg.seq == self.rcv_nxt {
+                let reason = if self.state == State::SynReceived && self.events.connected {
+                    CloseReason::Refused
+                } else {
+                    CloseReason::Reset
+                };
+                self.finish(reason);
+            } else {
+                out.challenge_ack = true;
+            }
+            return;
+        }
+
+        // SYN in a synchronized state (RFC 5961 §4.2): challenge ACK, drop.
+        if seg.flags.syn {
+            out.challenge_ack = true;
+            return;
+        }
+
+        if !seg.flags.ack {
+            return;
+        }
+
+        // Trim what lies before RCV.NXT or beyond the window (§3.10.7.4, "trimmed").
+        let mut seq = seg.seq;
+        if seq < self.rcv_nxt {
+            let dup = self.rcv_nxt.since(seq).min(payload.len());
+            payload = &payload[dup..];
+            seq += dup;
+        }
+        let wnd = self.rcv_window();
+        let room = (self.rcv_nxt + wnd).since(seq);
+        if payload.len() > room {
+            payload = &payload[..room];
+            seg.flags.fin = false;
+        }
+        self.last_recv = now;
+        self.keepalive_sent = 0;
+        self.arm_keepalive(now);
+
+        // Update TS.Recent (RFC 7323 §4.3) now that the segment is acceptable.
+        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
+            if seg.seq <= self.last_ack_sent && (tsval.wrapping_sub(ts.recent) as i32) >= 0 {
+                ts.recent = tsval;
+                ts.recent_age = now;
+            }
+        }
+
+        // ACK processing.
+        if self.state == State::SynReceived {
+            if self.snd_una < seg.ack && seg.ack <= self.snd_max {
+                self.snd_wnd = (seg.window as usize) << self.snd_wscale;
+                self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
+                self.snd_wl1 = seg.seq;
+                self.snd_wl2 = seg.ack;
+                self.enter_established(now);
+            } else {
+                self.rst_pending = Some((seg.ack, None));
+                return;
+            }
+        }
+        if !self.process_ack(now, &seg, out) {
+            return;
+        }
+
+        // Segment text (§3.10.7.4, seventh).
+        if !payload.is_empty()
+            && matches!(
+                self.state,
+                State::Established | State::FinWait1 | State::FinWait2
+            )
+        {
+            self.receive_data(now, seq, payload, &seg, out);
+        }
+
+        // FIN (§3.10.7.4, eighth), possibly ahead of missing data.
+        if seg.flags.fin
+            && matches!(
+                self.state,
+                State::Established | State::FinWait1 | State::FinWait2 | State::SynReceived
+            )
+        {
+            self.fin_seq = Some(seq + payload.len());
+        }
+        self.maybe_accept_fin(now);
+        if matches!(self.state, State::CloseWait | State::Closing | State::LastAck | State::TimeWait)
+            && seg.flags.fin
+        {
+            // A retransmitted FIN: acknowledge again; in TIME-WAIT restart the 2·MSL wait.
+            self.ack_now = true;
+            if self.state == State::TimeWait {
+                self.linger_at = now + self.cfg.time_wait;
+            }
+        }
+    }
+
+    /// Returns false when the segment must be dropped after the ACK check.
+    fn process_ack(&mut self, now: Instant, seg: &Segment, out: &mut RxOutcome) -> bool {
+        // RFC 5961 §5.2: acceptable ACKs lie in [SND.UNA - MAX.SND.WND, SND.NXT].
+        if seg.ack > self.snd_max {
+            self.ack_now = true;
+            return false;
+        }
+        let oldest = SeqNum(self.snd_una.0.wrapping_sub(self.max_snd_wnd.min(1 << 30) as u32));
+        if seg.ack < oldest {
+            out.challenge_ack = true;
+            return false;
+        }
+
+        let old_wnd = self.snd_wnd;
+        if self.snd_una < seg.ack {
+            self.ack_advance(now, seg);
+        } else if seg.ack == self.snd_una
+            && seg.payload_len == 0
+            && !seg.flags.fin
+            && self.snd_max > self.snd_una
+            && ((seg.window as usize) << self.snd_wscale) == old_wnd
+        {
+            self.on_dup_ack(now);
+        }
+
+        // Window update (§3.10.7.4: SND.WL1/WL2 rule).
+        if self.snd_wl1 < seg.seq || (self.snd_wl1 == seg.seq && self.snd_wl2 <= seg.ack) {
+            self.snd_wnd = (seg.window as usize) << self.snd_wscale;
+            self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
+            self.snd_wl1 = seg.seq;
+            self.snd_wl2 = seg.ack;
+            if self.snd_wnd > 0 && self.persist_at != NO_DEADLINE {
+                // Leave persist mode; anything in flight is covered by the RTO again.
+                self.persist_at = NO_DEADLINE;
+                self.persist_backoff = 0;
+                if self.snd_max > self.snd_una {
+                    self.rto_at = now + self.rtt.rto();
+                }
+            }
+        }
+
+        // State changes driven by our FIN being acknowledged.
+        let fin_acked = self.fin_acked();
+        match self.state {
+            State::FinWait1 if fin_acked => {
+                self.state = State::FinWait2;
+                if self.rx_closed {
+                    self.linger_at = now + self.cfg.fin_wait2_timeout;
+                }
+            }
+            State::Closing if fin_acked => self.enter_time_wait(now),
+            State::LastAck if fin_acked => {
+                self.finish(CloseReason::Normal);
+                return false;
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// Our FIN has been sent and acknowledged.
+    fn fin_acked(&self) -> bool {
+        self.snd_fin.is_some_and(|f| self.snd_una > f)
+    }
+
+    /// Queue our FIN after everything in the send buffer (its sequence number is fixed
+    /// now: no data can be added after it).
+    fn queue_fin(&mut self) {
+        self.fin_queued = true;
+        self.snd_fin = Some(self.data_start() + self.send_buf.len());
+    }
+
+    /// Sequence number of the first byte in the send buffer.
+    fn data_start(&self) -> SeqNum {
+        if self.snd_una == self.iss {
+            self.iss + 1
+        } else {
+            self.snd_una
+        }
+    }
+
+    /// SND.UNA < SEG.ACK: new data acknowledged.
+    fn ack_advance(&mut self, now: Instant, seg: &Segment) {
+        let ack = seg.ack;
+        let mut acked = ack.since(self.snd_una);
+        if self.snd_una == self.iss {
+            acked -= 1; // our SYN
+        }
+        let data_acked = acked.min(self.send_buf.len());
+        self.send_buf.consume(data_acked);
+        self.snd_una = ack;
+        if self.snd_nxt < ack {
+            self.snd_nxt = ack;
+        }
+        self.retries = 0;
+
+        // RTT sample: timestamps when the peer echoes ours (RFC 7323 §4.1), else Karn.
+        let mut sampled = false;
+        if let (Some(ts), Some((_, tsecr))) = (self.ts, seg.timestamp) {
+            if tsecr != 0 {
+                let delta = ts_clock(now, ts.offset).wrapping_sub(tsecr);
+                if (delta as i32) >= 0 {
+                    self.rtt.sample(Duration::from_millis(delta as u64));
+                    sampled = true;
+                }
+            }
+        }
+        if let Some((seq, sent)) = self.rtt_seq {
+            if ack >= seq {
+                if !sampled {
+                    self.rtt.sample(now - sent);
+                }
+                self.rtt_seq = None;
+            }
+        }
+
+        // Congestion control and NewReno recovery (RFC 6582 §3.2).
+        if self.in_recovery {
+            if ack >= self.recover {
+                self.in_recovery = false;
+                let flight = self.snd_max.since(ack);
+                self.cc.on_exit_recovery(flight);
+            } else {
+                self.cc.on_partial_ack(data_acked);
+                self.retransmit_una = true;
+                self.rto_at = now + self.rtt.rto();
+            }
+        } else {
+            self.cc.on_ack(data_acked, now);
+        }
+        self.dupacks = 0;
+
+        // RFC 6298 §5.2/5.3: stop the timer when all is acked, else restart it.
+        if self.snd_una == self.snd_max {
+            self.rto_at = NO_DEADLINE;
+        } else if !(self.in_recovery && self.retransmit_una) {
+            self.rto_at = now + self.rtt.rto();
+        }
+
+        if self.want_writable && data_acked > 0 && self.send_buf.space() > 0 && self.can_send() {
+            self.want_writable = false;
+            self.events.writable = true;
+        }
+    }
+
+    /// RFC 5681 §3.2 / RFC 6582 §3.2: duplicate ACKs.
+    fn on_dup_ack(&mut self, now: Instant) {
+        self.dupacks += 1;
+        if self.in_recovery {
+            self.cc.on_dup_ack_in_recovery();
+        } else if self.dupacks == 3 {
+            // RFC 6582 §3.2 step 2: only if the ACK covers more than "recover" (avoid
+            // a second reduction for losses of the same window).
+            if self.snd_una >= self.recover {
+                self.in_recovery = true;
+                self.recover = self.snd_max;
+                self.cc.on_enter_recovery(self.flight_size(), now);
+                self.retransmit_una = true;
+                self.rtt_seq = None;
+            }
+        }
+    }
+
+    fn receive_data(
+        &mut self,
+        now: Instant,
+        seq: SeqNum,
+        payload: &[u8],
+        seg: &Segment,
+        out: &mut RxOutcome,
+    ) {
+        let offset = seq.since(self.rcv_nxt);
+        let had_ooo = self.recv_buf.has_out_of_order();
+        if self.rx_closed {
+            // The application has gone: ACK in-order bytes and drop them.
+            if offset == 0 {
+                self.rcv_nxt += payload.len();
+            }
+            self.ack_now = true;
+            return;
+        }
+        if offset == 0 && !had_ooo && self.recv_buf.readable_len() == 0 {
+            self.rcv_nxt += payload.len();
+            // Relative to the segment's own payload: trimmed duplicate bytes are at its front.
+            let front = seq.since(seg.seq);
+            out.deliver = Some((front, front + payload.len()));
+        } else {
+            let advanced = self.recv_buf.write_at(offset, payload);
+            self.rcv_nxt += advanced;
+            if advanced > 0 {
+                out.readable = true;
+            }
+        }
+        // RFC 5681 §4.2 / RFC 9293 §3.8.6.3: ACK at once for out-of-order data and for
+        // data that fills a gap; otherwise ACK every second full segment, or after the
+        // delayed-ACK timeout.
+        if offset > 0 || had_ooo {
+            self.ack_now = true;
+        } else {
+            self.unacked_segs += 1;
+            if self.unacked_segs >= 2 {
+                self.ack_now = true;
+            } else if self.delack_at == NO_DEADLINE {
+                self.delack_at = now + self.cfg.delayed_ack;
+            }
+        }
+    }
+
+    fn maybe_accept_fin(&mut self, now: Instant) {
+        let Some(fin) = self.fin_seq else { return };
+        if fin != self.rcv_nxt || self.recv_buf.has_out_of_order() {
+            return;
+        }
+        self.fin_seq = None;
+        self.rcv_nxt += 1;
+        self.ack_now = true;
+        self.events.peer_closed = true;
+        match self.state {
+            State::SynReceived | State::Established => self.state = State::CloseWait,
+            State::FinWait1 => {
+                if self.fin_acked() {
+                    self.enter_time_wait(now);
+                } else {
+                    self.state = State::Closing;
+                }
+            }
+            State::FinWait2 => self.enter_time_wait(now),
+            _ => {}
+        }
+    }
+
+    fn enter_time_wait(&mut self, now: Instant) {
+        self.state = State::TimeWait;
+        self.rto_at = NO_DEADLINE;
+        self.persist_at = NO_DEADLINE;
+        self.keepalive_at = NO_DEADLINE;
+        self.linger_at = now + self.cfg.time_wait;
+    }
+
+    fn finish(&mut self, reason: CloseReason) {
+        self.state = State::Closed;
+        self.events.closed = Some(reason);
+        self.rto_at = NO_DEADLINE;
+        self.persist_at = NO_DEADLINE;
+        self.delack_at = NO_DEADLINE;
+        self.keepalive_at = NO_DEADLINE;
+        self.linger_at = NO_DEADLINE;
+        self.ack_now = false;
+        self.syn_pending = false;
+        self.retransmit_una = false;
+        self.probe_pending = false;
+        self.keepalive_probe_pending = false;
+    }
+
+    fn arm_keepalive(&mut self, now: Instant) {
+        if let Some(ka) = self.cfg.keepalive {
+            if self.state.is_synchronized() {
+                self.keepalive_at = now + ka.idle;
+            }
+        }
+    }
+
+    // ----- Timers -----
+
+    /// The earliest time [`Tcb::on_timer`] has work to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let t = self
+            .rto_at
+            .min(self.persist_at)
+            .min(self.delack_at)
+            .min(self.keepalive_at)
+            .min(self.linger_at);
+        (t != NO_DEADLINE).then_some(t)
+    }
+
+    /// Fire whatever timers are due at `now`.
+    pub fn on_timer(&mut self, now: Instant) {
+        if self.rto_at <= now {
+            self.rto_at = NO_DEADLINE;
+            self.on_rto(now);
+        }
+        if self.persist_at <= now {
+            self.persist_at = NO_DEADLINE;
+            if self.snd_wnd == 0 && self.unsent_data() + self.flight_size() > 0 {
+                self.probe_pending = true;
+                self.persist_backoff = (self.persist_backoff + 1).min(16);
+            }
+        }
+        if self.delack_at <= now {
+            self.delack_at = NO_DEADLINE;
+            self.ack_now = true;
+        }
+        if self.keepalive_at <= now {
+            self.keepalive_at = NO_DEADLINE;
+            if let Some(ka) = self.cfg.keepalive {
+                if self.keepalive_sent >= ka.probes {
+                    self.finish(CloseReason::TimedOut);
+                    return;
+                }
+                if self.state.is_synchronized() && self.state != State::TimeWait {
+                    self.keepalive_sent += 1;
+                    self.keepalive_probe_pending = true;
+                    self.keepalive_at = now + ka.interval;
+                }
+            }
+        }
+        if self.linger_at <= now {
+            self.linger_at = NO_DEADLINE;
+            match self.state {
+                State::TimeWait => self.finish(CloseReason::Normal),
+                State::FinWait2 => self.finish(CloseReason::TimedOut),
+                _ => {}
+            }
+        }
+    }
+
+    /// RFC 6298 §5.4–5.7 and RFC 5681 §3.1 on a retransmission timeout.
+    fn on_rto(&mut self, now: Instant) {
+        match self.state {
+            State::SynSent | State::SynReceived => {
+                let limit = if self.state == State::SynSent {
+                    self.cfg.max_syn_retries
+                } else {
+                    self.cfg.max_synack_retries
+                };
+                if self.retries >= limit {
+                    self.finish(CloseReason::TimedOut);
+                    return;
+                }
+                self.retries += 1;
+                self.rtt.backoff();
+                self.syn_pending = true;
+                self.snd_nxt = self.iss;
+            }
+            State::Closed | State::Listen | State::TimeWait => {}
+            _ => {
+                if self.snd_max == self.snd_una {
+                    return;
+                }
+                if self.retries >= self.cfg.max_retries {
+                    self.finish(CloseReason::TimedOut);
+                    return;
+                }
+                self.retries += 1;
+                let flight = self.snd_max.since(self.snd_una);
+                self.cc.on_rto(flight, now);
+                self.rtt.backoff();
+                self.in_recovery = false;
+                self.recover = self.snd_max;
+                self.dupacks = 0;
+                self.rtt_seq = None;
+                self.retransmit_una = false;
+                // Go back N: resend from SND.UNA as the window allows.
+                self.snd_nxt = self.snd_una;
+            }
+        }
+    }
+
+    // ----- Output -----
+
+    fn unsent_data(&self) -> usize {
+        let sent = self.snd_nxt.since(self.data_start());
+        self.send_buf.len().saturating_sub(sent)
+    }
+
+    /// The window field and SACK blocks for an outgoing segment; records what we
+    /// advertised.
+    fn advertise(&mut self, seg: &mut TxSegment, now: Instant) {
+        let wnd = self.recv_buf.window();
+        let mut edge = self.rcv_nxt + wnd;
+        if edge < self.rcv_adv {
+            // Never shrink the window (§3.8.6): keep offering the old right edge.
+            edge = self.rcv_adv;
+        }
+        let wnd = edge.since(self.rcv_nxt);
+        let field = if seg.syn {
+            wnd.min(65535)
+        } else {
+            (wnd >> self.rcv_wscale).min(65535)
+        };
+        // What the peer may now send is what the field says, after scaling.
+        let shift = if seg.syn { 0 } else { self.rcv_wscale };
+        let adv_edge = self.rcv_nxt + (field << shift);
+        if adv_edge > self.rcv_adv {
+            self.rcv_adv = adv_edge;
+        }
+        seg.window = field as u16;
+        if let Some(ts) = self.ts {
+            seg.timestamp = Some((ts_clock(now, ts.offset), ts.recent));
+        }
+        if seg.ack.is_some() {
+            self.last_ack_sent = self.rcv_nxt;
+            self.ack_now = false;
+            self.unacked_segs = 0;
+            self.delack_at = NO_DEADLINE;
+            if self.sack_ok && self.recv_buf.has_out_of_order() {
+                let mut ranges = [(0u32, 0u32); 3];
+                let n = self.recv_buf.sack_ranges(&mut ranges);
+                let base = self.rcv_nxt;
+                for (slot, (l, r)) in seg.sack.iter_mut().zip(ranges.iter().take(n)) {
+                    *slot = Some(((base + *l as usize).0, (base + *r as usize).0));
+                }
+            }
+        }
+    }
+
+    fn sack_option_len(&self) -> usize {
+        if self.sack_ok && self.recv_buf.has_out_of_order() {
+            let mut ranges = [(0u32, 0u32); 3];
+            let n = self.recv_buf.sack_ranges(&mut ranges);
+            (2 + 8 * n + 3) & !3
+        } else {
+            0
+        }
+    }
+
+    /// Append the segments this connection wants sent now to `out`.
+    pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+        if let Some((seq, ack)) = self.rst_pending.take() {
+            out.push(TxSegment {
+                seq,
+                ack,
+                rst: true,
+                ..Default::default()
+            });
+        }
+        match self.state {
+            State::Closed | State::Listen => return,
+            State::SynSent | State::SynReceived => {
+                if self.syn_pending {
+                    self.syn_pending = false;
+                    self.send_syn(now, out);
+                }
+                if self.state == State::SynReceived && self.ack_now {
+                    self.push_ack(now, self.snd_nxt, out);
+                }
+                return;
+            }
+            _ => {}
+        }
+        let sent_before = out.len();
+
+        if self.retransmit_una {
+            self.retransmit_una = false;
+            self.send_segment_at(now, self.snd_una, usize::MAX, false, out);
+        }
+        self.send_new(now, out);
+
+        if self.probe_pending {
+            self.probe_pending = false;
+            // Zero-window probe: one byte (or the FIN) at SND.UNA, beyond the window.
+            self.send_segment_at(now, self.snd_una, 1, true, out);
+            let backoff = self.rtt.rto() * (1 << self.persist_backoff.min(10));
+            self.persist_at = now + backoff.min(self.cfg.max_persist);
+        }
+        if self.snd_wnd == 0
+            && self.persist_at == NO_DEADLINE
+            && self.rto_at == NO_DEADLINE
+            && (self.unsent_data() > 0 || self.snd_fin.is_some_and(|f| self.snd_max <= f))
+        {
+            self.persist_at = now + self.rtt.rto();
+        }
+        if self.keepalive_probe_pending {
+            self.keepalive_probe_pending = false;
+            // RFC 1122 §4.2.3.6: SEG.SEQ = SND.UNA-1, no data; the peer answers with an ACK.
+            self.push_ack(now, self.snd_una - 1usize, out);
+        }
+        if self.ack_now && out.len() == sent_before {
+            self.push_ack(now, self.snd_nxt, out);
+        }
+    }
+
+    fn push_ack(&mut self, now: Instant, seq: SeqNum, out: &mut Vec<TxSegment>) {
+        let mut seg = TxSegment {
+            seq,
+            ack: Some(self.rcv_nxt),
+            ..Default::default()
+        };
+        self.advertise(&mut seg, now);
+        out.push(seg);
+    }
+
+    fn send_syn(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+        let passive = self.state == State::SynReceived;
+        let mut seg = TxSegment {
+            seq: self.iss,
+            ack: passive.then_some(self.rcv_nxt),
+            syn: true,
+            mss: Some(self.our_mss),
+            ..Default::default()
+        };
+        // In a SYN-ACK, offer only what the peer offered (RFC 7323 §2.2, RFC 2018 §2).
+        if self.cfg.window_scaling && (!passive || self.ws_ok) {
+            seg.wscale = Some(self.rcv_wscale);
+        }
+        seg.sack_permitted = if passive { self.sack_ok } else { self.cfg.sack };
+        // Timestamps: offered in a SYN when configured, echoed in a SYN-ACK only when the
+        // peer offered them; `advertise` fills them in from `self.ts`.
+        self.advertise(&mut seg, now);
+        out.push(seg);
+        self.snd_nxt = self.iss + 1;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        self.last_send = now;
+        if self.retries == 0 && self.rtt_seq.is_none() {
+            self.rtt_seq = Some((self.snd_nxt, now));
+        } else if self.retries > 0 {
+            self.rtt_seq = None;
+        }
+        self.rto_at = now + self.rtt.rto();
+    }
+
+    /// Send new data (or data again after a timeout) as the windows allow.
+    fn send_new(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+        if self.snd_nxt == self.snd_una && now - self.last_send > self.rtt.rto() {
+            // RFC 5681 §4.1: restart window after an idle period.
+            if self.unsent_data() > 0 {
+                self.cc.on_idle_restart();
+            }
+        }
+        loop {
+            let avail = self.unsent_data();
+            let fin_due = avail == 0 && self.snd_fin.is_some_and(|f| self.snd_nxt <= f);
+            if avail == 0 && !fin_due {
+                break;
+            }
+            let wnd = self.snd_wnd.min(self.cc.cwnd());
+            let usable = wnd.saturating_sub(self.flight_size());
+            let max_payload = self.snd_mss.saturating_sub(self.sack_option_len()).max(1);
+            let len = avail.min(max_payload).min(usable);
+            if avail > 0 && len == 0 {
+                break;
+            }
+            // Sender SWS avoidance (§3.8.6.2.1), without Nagle: send full segments, the
+            // tail of the queue, or at least half the largest window the peer offered.
+            if len < max_payload && len < avail && usable < self.max_snd_wnd / 2 {
+                break;
+            }
+            let before = out.len();
+            self.send_segment_at(now, self.snd_nxt, len, false, out);
+            if out.len() == before || fin_due {
+                break;
+            }
+        }
+    }
+
+    /// Emit one segment starting at `seq` with up to `max_len` payload bytes (and the FIN
+    /// if it fits after them). `probe` ignores the windows.
+    fn send_segment_at(
+        &mut self,
+        now: Instant,
+        seq: SeqNum,
+        max_len: usize,
+        probe: bool,
+        out: &mut Vec<TxSegment>,
+    ) {
+        let offset = seq.since(self.data_start());
+        let remaining = self.send_buf.len().saturating_sub(offset);
+        let max_payload = self.snd_mss.saturating_sub(self.sack_option_len()).max(1);
+        let len = remaining.min(max_len).min(max_payload);
+        let fin = self.snd_fin == Some(seq + len);
+        if len == 0 && !fin {
+            return;
+        }
+        let mut seg = TxSegment {
+            seq,
+            ack: Some(self.rcv_nxt),
+            fin,
+            psh: offset + len == self.send_buf.len(),
+            payload_offset: offset,
+            payload_len: len,
+            ..Default::default()
+        };
+        self.advertise(&mut seg, now);
+        out.push(seg);
+        let end = seq + len + fin as usize;
+        self.snd_nxt = self.snd_nxt.max(end);
+        if end > self.snd_max {
+            // Karn's rule: time only segments that carry nothing sent before.
+            if self.rtt_seq.is_none() && seq >= self.snd_max {
+                self.rtt_seq = Some((end, now));
+            }
+            self.snd_max = end;
+        } else if let Some((timed, _)) = self.rtt_seq {
+            // Karn: a retransmission covering the timed segment spoils its sample.
+            if seq < timed {
+                self.rtt_seq = None;
+            }
+        }
+        self.last_send = now;
+        if self.rto_at == NO_DEADLINE && !probe {
+            self.rto_at = now + self.rtt.rto();
+        }
+    }
+}
+
+impl std::fmt::Debug for Tcb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tcb")
+            .field("state", &self.state)
+            .field("local", &self.local)
+            .field("remote", &self.remote)
+            .field("snd_una", &self.snd_una)
+            .field("snd_nxt", &self.snd_nxt)
+            .field("snd_max", &self.snd_max)
+            .field("snd_wnd", &self.snd_wnd)
+            .field("rcv_nxt", &self.rcv_nxt)
+            .field("send_queued", &self.send_buf.len())
+            .field("readable", &self.recv_buf.readable_len())
+            .finish()
+    }
+}

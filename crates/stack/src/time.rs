@@ -1,0 +1,156 @@
+//! Time as the engine sees it: a monotonic [`Instant`] in microseconds and the [`Clock`]
+//! the engine is given. The TCP state machine never reads a clock; the engine reads its
+//! clock once per loop turn and passes `now` down, so tests can run on virtual time.
+
+use std::cell::Cell;
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A point in time, in microseconds since an arbitrary epoch chosen by the clock.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Instant(u64);
+
+impl Instant {
+    /// The clock's epoch.
+    pub const ZERO: Instant = Instant(0);
+    /// A time later than any the engine will reach; used as "no deadline".
+    pub const FAR_FUTURE: Instant = Instant(u64::MAX / 2);
+
+    pub const fn from_micros(us: u64) -> Instant {
+        Instant(us)
+    }
+    pub const fn from_millis(ms: u64) -> Instant {
+        Instant(ms * 1000)
+    }
+    pub const fn as_micros(self) -> u64 {
+        self.0
+    }
+    pub const fn as_millis(self) -> u64 {
+        self.0 / 1000
+    }
+    /// `self - earlier`, or zero when `earlier` is later.
+    pub fn saturating_duration_since(self, earlier: Instant) -> Duration {
+        Duration::from_micros(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl fmt::Debug for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:06}s", self.0 / 1_000_000, self.0 % 1_000_000)
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 4)
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(micros(d)))
+    }
+}
+
+impl AddAssign<Duration> for Instant {
+    fn add_assign(&mut self, d: Duration) {
+        *self = *self + d;
+    }
+}
+
+impl Sub<Duration> for Instant {
+    type Output = Instant;
+    fn sub(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_sub(micros(d)))
+    }
+}
+
+impl Sub<Instant> for Instant {
+    type Output = Duration;
+    fn sub(self, earlier: Instant) -> Duration {
+        self.saturating_duration_since(earlier)
+    }
+}
+
+/// A source of monotonic time. The engine reads it once per loop turn.
+pub trait Clock {
+    fn now(&self) -> Instant;
+}
+
+/// Wall-clock monotonic time from the OS, with its epoch at construction.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemClock {
+    epoch: std::time::Instant,
+}
+
+impl SystemClock {
+    pub fn new() -> SystemClock {
+        SystemClock {
+            epoch: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        SystemClock::new()
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant(micros(self.epoch.elapsed()))
+    }
+}
+
+/// Virtual time for tests and simulation: clones share one time, which moves only when
+/// someone calls [`VirtualClock::advance`] or [`VirtualClock::set`].
+#[derive(Debug, Clone, Default)]
+pub struct VirtualClock {
+    now: Rc<Cell<Instant>>,
+}
+
+impl VirtualClock {
+    pub fn new() -> VirtualClock {
+        VirtualClock::default()
+    }
+    pub fn advance(&self, d: Duration) {
+        self.now.set(self.now.get() + d);
+    }
+    /// Move time to `t`; time never goes backwards, so an earlier `t` is ignored.
+    pub fn set(&self, t: Instant) {
+        if t > self.now.get() {
+            self.now.set(t);
+        }
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now(&self) -> Instant {
+        self.now.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic_saturates() {
+        let t = Instant::from_millis(5);
+        assert_eq!(t - Duration::from_millis(10), Instant::ZERO);
+        assert_eq!((t + Duration::from_millis(1)).as_millis(), 6);
+        assert_eq!(Instant::ZERO - t, Duration::ZERO);
+    }
+
+    #[test]
+    fn virtual_clock_is_shared_and_monotonic() {
+        let a = VirtualClock::new();
+        let b = a.clone();
+        a.advance(Duration::from_millis(3));
+        assert_eq!(b.now(), Instant::from_millis(3));
+        b.set(Instant::from_millis(1));
+        assert_eq!(a.now(), Instant::from_millis(3));
+    }
+}
