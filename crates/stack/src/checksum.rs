@@ -1,0 +1,534 @@
+//! The Internet checksum (RFC 1071): the 16-bit ones'-complement sum of 16-bit big-endian
+//! words, its incremental update (RFC 1624) and precomputed prefix sums over immutable
+//! content ([`PrefixSums`]), so a static body is never re-read to checksum a segment of it.
+//!
+//! Vocabulary used throughout:
+//! - a *sum* (`u32`) is an accumulation not yet folded to 16 bits; sums add with
+//!   [`combine`] (end-around carry), and [`fold`] reduces one to 16 bits;
+//! - a *folded sum* (`u16`) is that value folded but **not** complemented;
+//! - a *checksum* is the complement of a folded sum, the value written into a header.
+//!
+//! Two properties of ones'-complement arithmetic (RFC 1071 §2) carry the design:
+//! - (A, B) the sum is independent of byte order except for a final swap, so bytes can be
+//!   summed in native-endian 64-bit words and the result swapped once;
+//! - (C) the sum of a piece that starts at an odd offset of the whole is the byte-swap of
+//!   the piece's own sum: that is how pieces of odd length (ring-buffer wrap, prefix sums
+//!   at odd offsets) are stitched together ([`combine_at`], [`Partial`]).
+//!
+//! Every function returns a folded sum of exactly `0` only when all summed bytes are zero
+//! (otherwise a value in `1..=0xffff`), the same as the naive word-by-word algorithm, so
+//! results from the fast and the incremental paths are bit-identical.
+
+/// Bytes summed per inner block of [`sum`]: the inner accumulator adds 32-bit halves into a
+/// `u64` without carry handling, which is safe for up to 2^31 halves; one MiB is far below.
+const INNER_BLOCK: usize = 1 << 20;
+
+/// Folds a 64-bit accumulation to 16 bits with end-around carries (not complemented).
+/// Zero stays zero and any non-zero value maps into `1..=0xffff`.
+#[inline]
+fn fold64(mut s: u64) -> u16 {
+    s = (s & 0xffff_ffff) + (s >> 32);
+    s = (s & 0xffff_ffff) + (s >> 32);
+    s = (s & 0xffff) + (s >> 16);
+    s = (s & 0xffff) + (s >> 16);
+    s = (s & 0xffff) + (s >> 16);
+    // Five folds reduce any u64 to 16 bits: 64 -> 33 -> 32 -> 17 -> 16 bits.
+    s as u16
+}
+
+/// Sums `data` as native-endian words into a folded native-endian 16-bit value.
+#[inline]
+fn sum_native(data: &[u8]) -> u16 {
+    let mut total: u64 = 0;
+    for block in data.chunks(INNER_BLOCK) {
+        let mut acc: u64 = 0;
+        let mut words = block.chunks_exact(8);
+        for w in &mut words {
+            // `chunks_exact(8)` yields exactly 8 bytes, so the conversion cannot fail.
+            let v = u64::from_ne_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            acc += (v & 0xffff_ffff) + (v >> 32);
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            // Zero padding at the end = an odd trailing byte padded with zero (RFC 1071 §4.1).
+            let mut tail = [0u8; 8];
+            tail[..rest.len()].copy_from_slice(rest);
+            let v = u64::from_ne_bytes(tail);
+            acc += (v & 0xffff_ffff) + (v >> 32);
+        }
+        let (s, carry) = total.overflowing_add(acc);
+        total = s + u64::from(carry);
+    }
+    fold64(total)
+}
+
+/// The ones'-complement sum of `data` as 16-bit big-endian words, an odd trailing byte
+/// padded with zero (RFC 1071). The result is already folded, so it is below `2^16` and
+/// up to 2^16 such sums can be added in a `u32` before [`fold`]; [`combine`] never
+/// overflows.
+pub fn sum(data: &[u8]) -> u32 {
+    let native = sum_native(data);
+    // RFC 1071 §2(B): summing in the other byte order yields the byte-swapped sum.
+    u32::from(u16::from_be(native))
+}
+
+/// Folds a sum's carries into 16 bits (RFC 1071 §4.1). Not complemented.
+pub fn fold(sum: u32) -> u16 {
+    fold64(u64::from(sum))
+}
+
+/// Adds two sums with end-around carry, so the result stays a valid sum for any inputs.
+pub fn combine(a: u32, b: u32) -> u32 {
+    let (s, carry) = a.overflowing_add(b);
+    // 2^32 ≡ 1 (mod 2^16 - 1): the carry re-enters at the bottom. When it does, `s` is
+    // below `b`, so adding 1 cannot overflow.
+    s + u32::from(carry)
+}
+
+/// Adds the folded sum `part` of a piece to `acc`, where the piece starts at an odd byte
+/// offset of the whole when `offset_is_odd` (RFC 1071 §2(C): its words are then
+/// byte-swapped relative to the whole's).
+pub fn combine_at(acc: u32, part: u16, offset_is_odd: bool) -> u32 {
+    let p = if offset_is_odd {
+        part.swap_bytes()
+    } else {
+        part
+    };
+    combine(acc, u32::from(p))
+}
+
+/// Ones'-complement addition of two 16-bit values.
+pub fn add(a: u16, b: u16) -> u16 {
+    fold(u32::from(a) + u32::from(b))
+}
+
+/// Ones'-complement subtraction `a - b`, i.e. `a + !b`.
+pub fn sub(a: u16, b: u16) -> u16 {
+    add(a, !b)
+}
+
+/// The sum of the IPv4 pseudo-header for TCP/UDP (RFC 9293 §3.1): source and destination
+/// address, zero byte + protocol, and the TCP/UDP length (header plus data).
+pub fn pseudo_header_v4(src: [u8; 4], dst: [u8; 4], protocol: u8, len: u16) -> u32 {
+    let w = |a: u8, b: u8| u32::from(u16::from_be_bytes([a, b]));
+    w(src[0], src[1])
+        + w(src[2], src[3])
+        + w(dst[0], dst[1])
+        + w(dst[2], dst[3])
+        + u32::from(protocol)
+        + u32::from(len)
+}
+
+/// The checksum to write into a header whose other bytes are `data` (checksum field zero).
+pub fn checksum(data: &[u8]) -> u16 {
+    !fold(sum(data))
+}
+
+/// Completes a checksum from a sum (e.g. pseudo-header combined with segment sum).
+pub fn finish(sum: u32) -> u16 {
+    !fold(sum)
+}
+
+/// True when `data`, checksum field included, sums to all ones (RFC 1071 §1: the receiver
+/// checks that the sum over the header including the checksum is `0xffff`).
+pub fn verify(data: &[u8]) -> bool {
+    fold(sum(data)) == 0xffff
+}
+
+/// Like [`verify`] with an extra initial sum, e.g. the TCP pseudo-header.
+pub fn verify_with(initial: u32, data: &[u8]) -> bool {
+    fold(combine(initial, sum(data))) == 0xffff
+}
+
+/// Incrementally updates `old_checksum` after one 16-bit word of the covered data changed
+/// from `old` to `new` (RFC 1624 §3, eqn. 3: `HC' = ~(~HC + ~m + m')`). Eqn. 3, unlike the
+/// older eqn. 2 of RFC 1141, never produces the `-0` that recomputation would not.
+pub fn update16(old_checksum: u16, old: u16, new: u16) -> u16 {
+    !add(add(!old_checksum, !old), new)
+}
+
+/// [`update16`] for a 32-bit field (an address, a sequence number) changed from `old` to
+/// `new`; the field must start at an even offset of the covered data.
+pub fn update32(old_checksum: u16, old: u32, new: u32) -> u16 {
+    let s = u32::from(!old_checksum)
+        + u32::from(!(old >> 16) as u16)
+        + u32::from(!old as u16)
+        + (new >> 16)
+        + (new & 0xffff);
+    !fold(s)
+}
+
+/// Folded sum of `piece` as it contributes when it sits at byte offset `offset` of the
+/// whole: RFC 1071 §2(C), odd offsets see the piece's words byte-swapped.
+fn positional(piece: &[u8], offset: usize) -> u16 {
+    let s = fold(sum(piece));
+    if offset % 2 == 1 {
+        s.swap_bytes()
+    } else {
+        s
+    }
+}
+
+/// Precomputed prefix sums over immutable content (a static file), so the checksum of any
+/// byte range can be had by reading at most two blocks of it (the unaligned edges).
+///
+/// Prefix `k` is the exact integer sum (no folding) of the words of `data[..k * block]`,
+/// each byte weighted by its position in the whole: `<< 8` at even offsets, `<< 0` at odd
+/// ones. Storing exact `u64`s rather than folded `u16`s costs 6 bytes a block but keeps
+/// the difference of two prefixes exact, so the range's sum is zero exactly when the range
+/// is all zeros — the one bit folded values lose (`0` vs `0xffff`, both "zero" in ones'
+/// complement), which [`PrefixSums::range_sum`] needs to equal `fold(sum(range))`.
+#[derive(Debug, Clone)]
+pub struct PrefixSums {
+    block: usize,
+    len: usize,
+    /// `prefix[k]` covers `data[..k * block]`, for `k` in `0..=len / block`.
+    prefix: Vec<u64>,
+}
+
+impl PrefixSums {
+    /// Builds the prefix sums of `data` every `block` bytes (a `block` of 0 is taken as 1).
+    /// Any block size works; a few KiB keeps the table small and the edges cheap.
+    pub fn new(data: &[u8], block: usize) -> PrefixSums {
+        let block = block.max(1);
+        let mut prefix = Vec::with_capacity(data.len() / block + 1);
+        let mut acc: u64 = 0;
+        prefix.push(acc);
+        for (k, chunk) in data.chunks_exact(block).enumerate() {
+            acc += exact_positional(chunk, k * block);
+            prefix.push(acc);
+        }
+        PrefixSums {
+            block,
+            len: data.len(),
+            prefix,
+        }
+    }
+
+    /// Length of the content these sums were built for.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Block size in bytes.
+    pub fn block(&self) -> usize {
+        self.block
+    }
+
+    /// The folded (uncomplemented) sum of `data[start..end]` as if that range began at an
+    /// even offset, i.e. exactly `fold(sum(&data[start..end]))`, reading at most about two
+    /// blocks of `data`. `data` must be the content the sums were built from; if its
+    /// length differs the sum is computed directly (still correct, just slow). Bounds past
+    /// the end are clamped to `data.len()` and `start > end` yields the empty range.
+    pub fn range_sum(&self, data: &[u8], start: usize, end: usize) -> u16 {
+        let end = end.min(data.len());
+        let start = start.min(end);
+        if data.len() != self.len {
+            return fold(sum(&data[start..end]));
+        }
+        // Whole blocks strictly inside the range: `ka..kb`.
+        let ka = start.div_ceil(self.block);
+        let kb = end / self.block;
+        if ka >= kb {
+            // No whole block inside, so the range is shorter than two blocks.
+            return fold(sum(&data[start..end]));
+        }
+        let (a, b) = (ka * self.block, kb * self.block);
+        // Every term is non-negative and zero only for all-zero bytes, so the fold below is
+        // zero exactly when the whole range is.
+        let middle = self.prefix[kb] - self.prefix[ka];
+        let total = u64::from(positional(&data[start..a], start))
+            + middle
+            + u64::from(positional(&data[b..end], b));
+        let at_offset = fold64(total);
+        // `at_offset` weighs bytes by their offset in the whole; re-base the range to an
+        // even start (RFC 1071 §2(C)).
+        if start % 2 == 1 {
+            at_offset.swap_bytes()
+        } else {
+            at_offset
+        }
+    }
+}
+
+/// Exact (unfolded) positional sum of `piece` sitting at `offset` of the whole.
+fn exact_positional(piece: &[u8], offset: usize) -> u64 {
+    let mut even = 0u64;
+    let mut odd = 0u64;
+    let mut pairs = piece.chunks_exact(2);
+    for p in &mut pairs {
+        even += u64::from(p[0]);
+        odd += u64::from(p[1]);
+    }
+    if let [last] = pairs.remainder() {
+        even += u64::from(*last);
+    }
+    if offset.is_multiple_of(2) {
+        (even << 8) + odd
+    } else {
+        (odd << 8) + even
+    }
+}
+
+/// A running checksum over data that arrives in pieces of any length (a ring buffer that
+/// wraps, a header and a body in different buffers): each piece is placed at the byte
+/// offset where it falls in the whole.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Partial {
+    sum: u32,
+    len: usize,
+}
+
+impl Partial {
+    pub fn new() -> Partial {
+        Partial::default()
+    }
+
+    /// Starts from an existing sum (e.g. the pseudo-header), covering no bytes yet.
+    pub fn with_initial(sum: u32) -> Partial {
+        Partial { sum, len: 0 }
+    }
+
+    /// Appends bytes.
+    pub fn add_bytes(&mut self, data: &[u8]) {
+        self.add_folded(fold(sum(data)), data.len());
+    }
+
+    /// Appends a piece of `len` bytes known only by its folded sum (as if it started at an
+    /// even offset), e.g. from [`PrefixSums::range_sum`].
+    pub fn add_folded(&mut self, part: u16, len: usize) {
+        self.sum = combine_at(self.sum, part, self.len % 2 == 1);
+        self.len = self.len.wrapping_add(len);
+    }
+
+    /// Bytes covered so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The sum so far.
+    pub fn sum(&self) -> u32 {
+        self.sum
+    }
+
+    /// The checksum to write into the header.
+    pub fn checksum(&self) -> u16 {
+        finish(self.sum)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The textbook algorithm: big-endian byte pairs added into a wide accumulator.
+    fn naive(data: &[u8]) -> u16 {
+        let mut s: u64 = 0;
+        for pair in data.chunks(2) {
+            let hi = u64::from(pair[0]) << 8;
+            let lo = pair.get(1).map_or(0, |b| u64::from(*b));
+            s += hi | lo;
+        }
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        s as u16
+    }
+
+    #[test]
+    fn rfc1071_example() {
+        // RFC 1071 §3: bytes 00 01 f2 03 f4 f5 f6 f7 sum to ddf2 (after folding 2ddf0).
+        let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(fold(sum(&data)), 0xddf2);
+        assert_eq!(checksum(&data), !0xddf2);
+        // Odd length: trailing byte is padded with zero.
+        assert_eq!(fold(sum(&data[..7])), naive(&data[..7]));
+        assert_eq!(fold(sum(&[0xab])), 0xab00);
+        assert_eq!(fold(sum(&[])), 0);
+    }
+
+    #[test]
+    fn large_buffer_crosses_inner_blocks() {
+        // Longer than two inner blocks, odd length, all-ones-heavy to stress carries.
+        let data: Vec<u8> = (0..(2 * INNER_BLOCK + 12_345))
+            .map(|i| if i % 7 == 0 { 0x13 } else { 0xff })
+            .collect();
+        assert_eq!(fold(sum(&data)), naive(&data));
+    }
+
+    #[test]
+    fn ipv4_header_checksum() {
+        // A real header (Wikipedia's IPv4 checksum example): checksum field c0 00 -> b861.
+        let mut hdr = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        let c = checksum(&hdr);
+        assert_eq!(c, 0xb861);
+        hdr[10..12].copy_from_slice(&c.to_be_bytes());
+        assert!(verify(&hdr));
+        hdr[3] ^= 1;
+        assert!(!verify(&hdr));
+    }
+
+    #[test]
+    fn tcp_with_pseudo_header() {
+        // A 20-byte TCP SYN 10.0.0.1:1234 -> 10.0.0.2:80, checksum computed, then verified
+        // through both the one-shot and the piecewise paths.
+        let src = [10, 0, 0, 1];
+        let dst = [10, 0, 0, 2];
+        let mut seg = [
+            0x04, 0xd2, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
+        ];
+        let ph = pseudo_header_v4(src, dst, 6, seg.len() as u16);
+        let c = finish(combine(ph, sum(&seg)));
+        seg[16..18].copy_from_slice(&c.to_be_bytes());
+        assert!(verify_with(ph, &seg));
+        let mut p = Partial::with_initial(ph);
+        p.add_bytes(&seg[..7]);
+        p.add_bytes(&seg[7..]);
+        assert_eq!(fold(p.sum()), 0xffff);
+    }
+
+    #[test]
+    fn add_sub_update() {
+        assert_eq!(add(0xffff, 1), 1);
+        assert_eq!(add(0x8000, 0x8000), 1);
+        assert_eq!(sub(5, 3), 2);
+        assert_eq!(combine(u32::MAX, u32::MAX), u32::MAX);
+        assert_eq!(combine(u32::MAX, 1), 1);
+        // RFC 1624 §4: field m = 0x5555 changes to 0x3285, the rest of the header sums to
+        // 0xcd7a, so HC = 0xdd2f. Recomputation gives 0x0000; RFC 1141's eqn. 2 gave 0xffff.
+        let mut hdr = [0xcd, 0x7a, 0x55, 0x55];
+        assert_eq!(checksum(&hdr), 0xdd2f);
+        assert_eq!(update16(0xdd2f, 0x5555, 0x3285), 0x0000);
+        hdr[2..4].copy_from_slice(&0x3285u16.to_be_bytes());
+        assert_eq!(checksum(&hdr), 0x0000);
+    }
+
+    #[test]
+    fn prefix_sums_small() {
+        let data: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        let ps = PrefixSums::new(&data, 16);
+        for (s, e) in [(0, 1000), (1, 999), (3, 37), (17, 18), (15, 64), (500, 500)] {
+            assert_eq!(
+                ps.range_sum(&data, s, e),
+                fold(sum(&data[s..e])),
+                "{s}..{e}"
+            );
+        }
+        // All-zero ranges must come out as 0, not 0xffff.
+        let zeros = vec![0u8; 300];
+        let pz = PrefixSums::new(&zeros, 7);
+        assert_eq!(pz.range_sum(&zeros, 3, 290), 0);
+        // Bounds are clamped; a mismatched length falls back to direct computation.
+        assert_eq!(ps.range_sum(&data, 990, 5000), fold(sum(&data[990..])));
+        assert_eq!(ps.range_sum(&data[..10], 0, 10), fold(sum(&data[..10])));
+    }
+
+    proptest! {
+        #[test]
+        fn sum_matches_naive(data in proptest::collection::vec(any::<u8>(), 0..600)) {
+            prop_assert_eq!(fold(sum(&data)), naive(&data));
+        }
+
+        #[test]
+        fn all_ones_and_zero_bytes(len in 0usize..100, ones in any::<bool>()) {
+            let data = vec![if ones { 0xff } else { 0 }; len];
+            prop_assert_eq!(fold(sum(&data)), naive(&data));
+        }
+
+        #[test]
+        fn incremental_update16_matches_recompute(
+            mut data in proptest::collection::vec(any::<u8>(), 4..64),
+            word in 1usize..32,
+            new in any::<u16>(),
+        ) {
+            // Word 0 stays non-zero, as in any real header: with all-zero data the two
+            // ones'-complement zeros would legitimately differ.
+            data[0] |= 0x40;
+            let n = data.len() / 2;
+            let i = 1 + word % (n - 1);
+            let old = u16::from_be_bytes([data[2 * i], data[2 * i + 1]]);
+            let c = checksum(&data);
+            data[2 * i..2 * i + 2].copy_from_slice(&new.to_be_bytes());
+            prop_assert_eq!(update16(c, old, new), checksum(&data));
+        }
+
+        #[test]
+        fn incremental_update32_matches_recompute(
+            mut data in proptest::collection::vec(any::<u8>(), 8..64),
+            new in any::<u32>(),
+        ) {
+            data[0] |= 0x40;
+            let old = u32::from_be_bytes([data[4], data[5], data[6], data[7]]);
+            let c = checksum(&data);
+            data[4..8].copy_from_slice(&new.to_be_bytes());
+            prop_assert_eq!(update32(c, old, new), checksum(&data));
+        }
+
+        #[test]
+        fn prefix_range_matches_direct(
+            data in proptest::collection::vec(any::<u8>(), 0..2000),
+            block in 1usize..100,
+            a in any::<usize>(),
+            b in any::<usize>(),
+        ) {
+            let ps = PrefixSums::new(&data, block);
+            let n = data.len() + 1;
+            let (mut s, mut e) = (a % n, b % n);
+            if s > e {
+                std::mem::swap(&mut s, &mut e);
+            }
+            prop_assert_eq!(ps.range_sum(&data, s, e), fold(sum(&data[s..e])));
+        }
+
+        #[test]
+        fn prefix_range_sparse_data(
+            len in 0usize..1500,
+            block in 1usize..64,
+            a in any::<usize>(),
+            b in any::<usize>(),
+            spot in any::<usize>(),
+        ) {
+            // Mostly zeros: exercises the 0 vs 0xffff distinction.
+            let mut data = vec![0u8; len];
+            if len > 0 && spot % 2 == 0 {
+                data[spot % len] = 1;
+            }
+            let ps = PrefixSums::new(&data, block);
+            let n = len + 1;
+            let (s, e) = ((a % n).min(b % n), (a % n).max(b % n));
+            prop_assert_eq!(ps.range_sum(&data, s, e), fold(sum(&data[s..e])));
+        }
+
+        #[test]
+        fn split_and_combine_equals_whole(
+            data in proptest::collection::vec(any::<u8>(), 0..500),
+            cuts in proptest::collection::vec(any::<usize>(), 0..5),
+        ) {
+            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (data.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut p = Partial::new();
+            let mut acc = 0u32;
+            let mut prev = 0;
+            for c in cuts.into_iter().chain([data.len()]) {
+                p.add_bytes(&data[prev..c]);
+                acc = combine_at(acc, fold(sum(&data[prev..c])), prev % 2 == 1);
+                prev = c;
+            }
+            prop_assert_eq!(fold(p.sum()), fold(sum(&data)));
+            prop_assert_eq!(fold(acc), fold(sum(&data)));
+            prop_assert_eq!(p.len(), data.len());
+        }
+    }
+}

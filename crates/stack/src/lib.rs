@@ -10,6 +10,7 @@
 
 pub mod arp;
 pub mod checksum;
+pub mod engine;
 pub mod ethernet;
 pub mod icmp;
 pub mod io;
@@ -18,3 +19,5 @@ pub mod rss;
 pub mod tcp;
 pub mod time;
 pub mod timer;
+pub mod sim;
+pub mod stats;

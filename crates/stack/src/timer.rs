@@ -1,0 +1,462 @@
+//! The per-core timer wheel: a hashed timing wheel (Varghese & Lauck, "Hashed and
+//! Hierarchical Timing Wheels", scheme 6) with an overflow list, holding every TCP timer
+//! of one worker.
+//!
+//! There is no cancel. The owner of a timer (a connection block) keeps the authoritative
+//! deadline in its own state; when the wheel hands back an item whose deadline has since
+//! moved or been cleared, the owner ignores it (lazy cancellation). Rescheduling is just
+//! another [`TimerWheel::schedule`].
+//!
+//! Design:
+//! - Time is cut into ticks of `tick`, counted from the clock's epoch. An item due within
+//!   one revolution (`slots` ticks) lives in slot `tick mod slots`, next to its exact
+//!   deadline, so every slot holds the items of exactly one tick. Items further ahead wait
+//!   in an overflow list, which is swept every half revolution and moves the items that
+//!   have come within one revolution into their slots: each far item costs one look per
+//!   half revolution, like the `rounds` counter of the classic scheme, but the slots never
+//!   hold items of later revolutions.
+//! - [`TimerWheel::expire`] visits the slots of the ticks between the previous call and
+//!   `now` — at most one revolution, however long the jump — and fires exactly the items
+//!   whose deadline is `<= now`: never early, and never late by more than the gap between
+//!   two calls (the required bound is one tick).
+//! - [`TimerWheel::next_deadline`] is O(1): the earliest deadline is cached, lowered on
+//!   schedule and recomputed only after something fired, from the overflow's minimum and
+//!   the first occupied slot (found in a bitmap, one word per 64 slots), whose items are
+//!   all due at that same tick and about to be visited anyway.
+//! - Slots and the overflow are `Vec`s whose capacity is kept (items leave by
+//!   `swap_remove`), so scheduling allocates nothing in steady state.
+
+use std::time::Duration;
+
+use crate::time::Instant;
+
+struct Entry<T> {
+    /// Exact deadline, `Instant::as_micros`.
+    deadline: u64,
+    item: T,
+}
+
+/// A hashed timing wheel of items of type `T` (typically a connection handle and a timer
+/// kind). See the module docs.
+pub struct TimerWheel<T> {
+    tick_us: u64,
+    mask: usize,
+    /// Slot `i` holds the items of the one tick `t` in `cur_tick..cur_tick + slots` with
+    /// `t mod slots == i`, plus, in `cur_tick`'s slot, items scheduled in the past.
+    slots: Vec<Vec<Entry<T>>>,
+    /// Bit `i` set iff slot `i` is non-empty.
+    occupied: Vec<u64>,
+    /// Items at least one revolution ahead of `cur_tick` when they were scheduled or last
+    /// swept.
+    overflow: Vec<Entry<T>>,
+    /// Smallest deadline in `overflow`, `u64::MAX` when empty.
+    overflow_min: u64,
+    /// `cur_tick` at or after which the overflow is swept next. Every overflow item's tick
+    /// is at least `next_sweep + slots / 2`, so none is due before the sweep.
+    next_sweep: u64,
+    /// Tick of the latest `now` seen (by `new` or `expire`).
+    cur_tick: u64,
+    /// Latest `now` seen, in µs.
+    last_now: u64,
+    /// Earliest pending deadline in µs (exact), `u64::MAX` when empty.
+    earliest: u64,
+    len: usize,
+}
+
+impl<T> TimerWheel<T> {
+    /// A wheel starting at `now` with `slots` slots of `tick` each. `slots` is rounded up
+    /// to a power of two (at least 2) and `tick` to at least 1 µs. Deadlines any distance
+    /// ahead are accepted; one revolution (`tick * slots`, e.g. 1 ms × 1024) should cover
+    /// the common timers (retransmission, delayed ACK) so that few go through the overflow.
+    pub fn new(now: Instant, tick: Duration, slots: usize) -> Self {
+        let n = slots.max(2).next_power_of_two();
+        let tick_us = u64::try_from(tick.as_micros()).unwrap_or(u64::MAX).max(1);
+        let now = now.as_micros();
+        let cur_tick = now / tick_us;
+        TimerWheel {
+            tick_us,
+            mask: n - 1,
+            slots: (0..n).map(|_| Vec::new()).collect(),
+            occupied: vec![0; n.div_ceil(64)],
+            overflow: Vec::new(),
+            overflow_min: u64::MAX,
+            next_sweep: cur_tick + (n as u64) / 2,
+            cur_tick,
+            last_now: now,
+            earliest: u64::MAX,
+            len: 0,
+        }
+    }
+
+    /// The wheel's tick.
+    pub fn tick(&self) -> Duration {
+        Duration::from_micros(self.tick_us)
+    }
+
+    /// Number of slots (a power of two).
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Number of pending items, stale ones included.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn slot_of(&self, tick: u64) -> usize {
+        // Only the low bits matter: the truncation is the hash.
+        (tick as usize) & self.mask
+    }
+
+    fn revolution(&self) -> u64 {
+        self.slots.len() as u64
+    }
+
+    fn push_slot(&mut self, tick: u64, entry: Entry<T>) {
+        let slot = self.slot_of(tick);
+        self.slots[slot].push(entry);
+        self.occupied[slot / 64] |= 1 << (slot % 64);
+    }
+
+    /// Queues `item` to fire at `deadline`. A deadline in the past fires on the next
+    /// [`expire`](Self::expire).
+    pub fn schedule(&mut self, deadline: Instant, item: T) {
+        let deadline = deadline.as_micros();
+        let tick = (deadline / self.tick_us).max(self.cur_tick);
+        let entry = Entry { deadline, item };
+        if tick - self.cur_tick < self.revolution() {
+            self.push_slot(tick, entry);
+        } else {
+            self.overflow.push(entry);
+            self.overflow_min = self.overflow_min.min(deadline);
+        }
+        self.len += 1;
+        self.earliest = self.earliest.min(deadline);
+    }
+
+    /// Appends to `out` every item whose deadline is `<= now`, and advances the wheel.
+    ///
+    /// Cost: the slots of the ticks elapsed since the previous call (at most one
+    /// revolution) plus the items fired, plus a sweep of the overflow once per half
+    /// revolution. Time never goes backwards; a `now` earlier than a previous call's only
+    /// fires what is due by it in the current slot and the overflow.
+    pub fn expire(&mut self, now: Instant, out: &mut Vec<T>) {
+        let now = now.as_micros();
+        if now < self.earliest {
+            // Nothing is due (the cached earliest deadline is exact), but far items still
+            // move to their slots on schedule, keeping sweeps to one per half revolution.
+            self.advance_to(now);
+            if self.cur_tick >= self.next_sweep {
+                self.sweep(now, out);
+            }
+            return;
+        }
+        let now_tick = (now / self.tick_us).max(self.cur_tick);
+        // Ticks `cur_tick..=now_tick`; the current one was only partly processed before.
+        let visits = (now_tick - self.cur_tick).min(self.mask as u64) + 1;
+        for i in 0..visits {
+            let slot = self.slot_of(self.cur_tick + i);
+            if self.occupied[slot / 64] & (1 << (slot % 64)) == 0 {
+                continue;
+            }
+            let entries = &mut self.slots[slot];
+            let mut j = 0;
+            while j < entries.len() {
+                if entries[j].deadline <= now {
+                    let e = entries.swap_remove(j);
+                    out.push(e.item);
+                    self.len -= 1;
+                } else {
+                    j += 1;
+                }
+            }
+            if entries.is_empty() {
+                self.occupied[slot / 64] &= !(1 << (slot % 64));
+            }
+        }
+        self.advance_to(now);
+        if self.overflow_min <= now || self.cur_tick >= self.next_sweep {
+            self.sweep(now, out);
+        }
+        self.recompute_earliest();
+    }
+
+    fn advance_to(&mut self, now: u64) {
+        if now > self.last_now {
+            self.last_now = now;
+            self.cur_tick = now / self.tick_us;
+        }
+    }
+
+    /// Fires the overflow items due by `now` (after a long jump) and moves those now within
+    /// one revolution into their slots.
+    fn sweep(&mut self, now: u64, out: &mut Vec<T>) {
+        let mut min = u64::MAX;
+        let mut j = 0;
+        while j < self.overflow.len() {
+            let deadline = self.overflow[j].deadline;
+            let tick = (deadline / self.tick_us).max(self.cur_tick);
+            if deadline <= now {
+                out.push(self.overflow.swap_remove(j).item);
+                self.len -= 1;
+            } else if tick - self.cur_tick < self.revolution() {
+                let e = self.overflow.swap_remove(j);
+                self.push_slot(tick, e);
+            } else {
+                min = min.min(deadline);
+                j += 1;
+            }
+        }
+        self.overflow_min = min;
+        self.next_sweep = self.cur_tick + self.revolution() / 2;
+    }
+
+    /// Index of the first occupied slot in `lo..hi`.
+    fn first_occupied(&self, lo: usize, hi: usize) -> Option<usize> {
+        let mut i = lo;
+        while i < hi {
+            let word = self.occupied[i / 64] >> (i % 64);
+            if word != 0 {
+                let p = i + word.trailing_zeros() as usize;
+                return (p < hi).then_some(p);
+            }
+            i = (i / 64 + 1) * 64;
+        }
+        None
+    }
+
+    /// The earliest deadline is the overflow's minimum or lies in the first occupied slot
+    /// after `cur_tick` (circularly): slots hold one tick each, in order.
+    fn recompute_earliest(&mut self) {
+        let start = self.slot_of(self.cur_tick);
+        let first = self
+            .first_occupied(start, self.slots.len())
+            .or_else(|| self.first_occupied(0, start));
+        let in_slots = first.map_or(u64::MAX, |s| {
+            self.slots[s]
+                .iter()
+                .map(|e| e.deadline)
+                .min()
+                .unwrap_or(u64::MAX)
+        });
+        self.earliest = in_slots.min(self.overflow_min);
+    }
+
+    /// The earliest pending deadline, or `None` when the wheel is empty. Exact (stale
+    /// items included) and O(1). After [`expire`](Self::expire)`(now)` it is later than
+    /// `now`, so an engine that sleeps until it does not spin.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        if self.len == 0 {
+            None
+        } else {
+            Some(Instant::from_micros(self.earliest))
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for TimerWheel<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimerWheel")
+            .field("tick_us", &self.tick_us)
+            .field("slots", &self.slots.len())
+            .field("len", &self.len)
+            .field("overflow", &self.overflow.len())
+            .field("next_deadline", &self.next_deadline())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ms(n: u64) -> Instant {
+        Instant::from_millis(n)
+    }
+
+    fn wheel(slots: usize) -> TimerWheel<u32> {
+        TimerWheel::new(ms(0), Duration::from_millis(1), slots)
+    }
+
+    #[test]
+    fn fires_at_deadline_not_before() {
+        let mut w = wheel(8);
+        let mut out = Vec::new();
+        w.schedule(ms(5), 1);
+        w.schedule(Instant::from_micros(5_500), 2);
+        assert_eq!(w.next_deadline(), Some(ms(5)));
+        w.expire(Instant::from_micros(4_999), &mut out);
+        assert!(out.is_empty());
+        w.expire(ms(5), &mut out);
+        assert_eq!(out, vec![1]);
+        assert_eq!(w.next_deadline(), Some(Instant::from_micros(5_500)));
+        w.expire(Instant::from_micros(5_499), &mut out);
+        assert_eq!(out, vec![1]);
+        w.expire(Instant::from_micros(5_500), &mut out);
+        assert_eq!(out, vec![1, 2]);
+        assert!(w.is_empty());
+        assert_eq!(w.next_deadline(), None);
+    }
+
+    #[test]
+    fn past_deadline_fires_on_next_expire() {
+        let mut w = wheel(8);
+        let mut out = Vec::new();
+        w.expire(ms(100), &mut out);
+        w.schedule(ms(3), 7);
+        assert_eq!(w.next_deadline(), Some(ms(3)));
+        w.expire(ms(100), &mut out);
+        assert_eq!(out, vec![7]);
+    }
+
+    #[test]
+    fn beyond_one_revolution() {
+        // 8 slots of 1 ms: a 20 ms deadline shares slot 4 with a 4 ms one.
+        let mut w = wheel(8);
+        let mut out = Vec::new();
+        w.schedule(ms(20), 20);
+        w.schedule(ms(4), 4);
+        for t in 0..=19 {
+            w.expire(ms(t), &mut out);
+        }
+        assert_eq!(out, vec![4]);
+        assert_eq!(w.next_deadline(), Some(ms(20)));
+        w.expire(ms(20), &mut out);
+        assert_eq!(out, vec![4, 20]);
+    }
+
+    #[test]
+    fn far_items_wait_in_overflow_then_move_to_slots() {
+        let mut w = wheel(8);
+        let mut out = Vec::new();
+        w.schedule(ms(100), 1);
+        assert_eq!(w.overflow.len(), 1);
+        // Ticked one by one, the item reaches its slot at least half a revolution early.
+        for t in 0..=96 {
+            w.expire(ms(t), &mut out);
+        }
+        assert!(w.overflow.is_empty());
+        assert!(out.is_empty());
+        assert_eq!(w.next_deadline(), Some(ms(100)));
+        w.expire(ms(100), &mut out);
+        assert_eq!(out, vec![1]);
+    }
+
+    #[test]
+    fn huge_jump_fires_everything_due_once() {
+        let mut w = wheel(16);
+        let mut out = Vec::new();
+        for i in 0..100u32 {
+            w.schedule(ms(u64::from(i) * 37), i);
+        }
+        w.schedule(ms(10_000_000), 1000);
+        w.expire(ms(5_000_000), &mut out);
+        out.sort_unstable();
+        assert_eq!(out, (0..100).collect::<Vec<_>>());
+        assert_eq!(w.len(), 1);
+        assert_eq!(w.next_deadline(), Some(ms(10_000_000)));
+    }
+
+    #[test]
+    fn slots_are_reused_without_growth() {
+        let mut w = wheel(4);
+        let mut out = Vec::new();
+        for round in 0..10u64 {
+            for i in 0..16 {
+                w.schedule(ms(round * 10 + i % 4), 0);
+            }
+            w.expire(ms(round * 10 + 5), &mut out);
+        }
+        assert_eq!(out.len(), 160);
+        assert!(w.slots.iter().all(|s| s.capacity() <= 16));
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Schedule(i64),
+        Advance(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            // Deadlines relative to now: some in the past, many within a few revolutions.
+            3 => (-2_000i64..40_000).prop_map(Op::Schedule),
+            1 => (0i64..5_000_000).prop_map(Op::Schedule),
+            2 => (0u64..3_000).prop_map(Op::Advance),
+            1 => (0u64..200_000).prop_map(Op::Advance),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn every_item_fires_once_on_time(
+            ops in proptest::collection::vec(op(), 1..200),
+            slots_log in 0u32..6,
+            tick_us in 1u64..2_000,
+        ) {
+            let start = Instant::from_micros(1_000_000);
+            let mut w = TimerWheel::new(start, Duration::from_micros(tick_us), 1 << slots_log);
+            let mut now = start;
+            let mut pending: Vec<(u32, Instant)> = Vec::new();
+            let mut fired: Vec<Option<Instant>> = Vec::new();
+            let mut out = Vec::new();
+            let mut check = |w: &mut TimerWheel<u32>, now: Instant,
+                             pending: &mut Vec<(u32, Instant)>,
+                             fired: &mut Vec<Option<Instant>>| -> Result<(), TestCaseError> {
+                out.clear();
+                w.expire(now, &mut out);
+                for &id in &out {
+                    let slot = &mut fired[id as usize];
+                    prop_assert!(slot.is_none(), "item {} fired twice", id);
+                    *slot = Some(now);
+                }
+                for &(id, deadline) in pending.iter() {
+                    match fired[id as usize] {
+                        Some(_) => prop_assert!(deadline <= now, "item {} early", id),
+                        // Exact wheel: anything due must have fired (stronger than the
+                        // required "at most one tick late").
+                        None => prop_assert!(deadline > now, "item {} late", id),
+                    }
+                }
+                pending.retain(|(id, _)| fired[*id as usize].is_none());
+                prop_assert_eq!(w.len(), pending.len());
+                let min = pending.iter().map(|p| p.1).min();
+                prop_assert_eq!(w.next_deadline(), min);
+                if let Some(next) = w.next_deadline() {
+                    prop_assert!(next > now);
+                }
+                Ok(())
+            };
+            for op in ops {
+                match op {
+                    Op::Schedule(off) => {
+                        let deadline = if off < 0 {
+                            now - Duration::from_micros(off.unsigned_abs())
+                        } else {
+                            now + Duration::from_micros(off as u64)
+                        };
+                        let id = fired.len() as u32;
+                        fired.push(None);
+                        pending.push((id, deadline));
+                        w.schedule(deadline, id);
+                        let min = pending.iter().map(|p| p.1).min();
+                        prop_assert_eq!(w.next_deadline(), min);
+                    }
+                    Op::Advance(d) => {
+                        now += Duration::from_micros(d);
+                        check(&mut w, now, &mut pending, &mut fired)?;
+                    }
+                }
+            }
+            now += Duration::from_secs(10_000);
+            check(&mut w, now, &mut pending, &mut fired)?;
+            prop_assert!(fired.iter().all(|f| f.is_some()));
+            prop_assert!(w.is_empty());
+        }
+    }
+}

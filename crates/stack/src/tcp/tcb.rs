@@ -206,6 +206,8 @@ pub struct Tcb {
     /// RST to send: <SEQ=x><CTL=RST> for an unacceptable ACK, or our abort.
     rst_pending: Option<(SeqNum, Option<SeqNum>)>,
     want_writable: bool,
+    /// Segments sent again (timeouts, fast retransmit, SYN retries), for statistics.
+    retransmissions: u64,
 
     events: Events,
     cfg: TcbLimits,
@@ -319,6 +321,7 @@ impl Tcb {
             keepalive_probe_pending: false,
             rst_pending: None,
             want_writable: false,
+            retransmissions: 0,
             events: Events::default(),
             cfg: TcbLimits {
                 max_retries: cfg.max_retries,
@@ -545,6 +548,10 @@ impl Tcb {
     /// When TIME-WAIT (or the FIN-WAIT-2 timeout) ends.
     pub fn linger_deadline(&self) -> Option<Instant> {
         (self.linger_at != NO_DEADLINE).then_some(self.linger_at)
+    }
+    /// Segments retransmitted since the last call.
+    pub fn take_retransmissions(&mut self) -> u64 {
+        std::mem::take(&mut self.retransmissions)
     }
     /// Number of consecutive retransmission timeouts without progress.
     pub fn retries(&self) -> u32 {
@@ -1502,9 +1509,10 @@ impl Tcb {
                 self.rtt_seq = Some((end, now));
             }
             self.snd_max = end;
-        } else if let Some((timed, _)) = self.rtt_seq {
+        } else {
+            self.retransmissions += 1;
             // Karn: a retransmission covering the timed segment spoils its sample.
-            if seq < timed {
+            if self.rtt_seq.is_some_and(|(timed, _)| seq < timed) {
                 self.rtt_seq = None;
             }
         }

@@ -1,0 +1,93 @@
+//! What one engine is configured with: its address, routing, limits and TCP tunables.
+
+use std::net::Ipv4Addr;
+use std::ops::RangeInclusive;
+
+use crate::arp::ArpConfig;
+use crate::tcp::config::TcpConfig;
+
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// This link's IPv4 address.
+    pub ip: Ipv4Addr,
+    /// Prefix length of the link's subnet: addresses inside it are reached directly.
+    pub prefix_len: u8,
+    /// Where everything outside the subnet goes. Without one, every address is treated
+    /// as on-link.
+    pub gateway: Option<Ipv4Addr>,
+    pub tcp: TcpConfig,
+    pub arp: ArpConfig,
+    /// Most live connection blocks per engine (TIME-WAIT entries are not counted).
+    pub max_connections: usize,
+    /// Most TIME-WAIT entries; past this, connections skip TIME-WAIT (Linux
+    /// tcp_max_tw_buckets behaves the same way).
+    pub max_time_wait: usize,
+    /// Answer SYNs with SYN cookies when a listener's backlog is full.
+    pub syn_cookies: bool,
+    /// Most frames taken from the driver per loop turn.
+    pub rx_burst: usize,
+    /// Local ports for active opens.
+    pub ephemeral_ports: RangeInclusive<u16>,
+    /// Keys for ISNs and SYN cookies. `None` draws them from the OS; tests and the
+    /// simulator fix them so runs replay exactly.
+    pub secret: Option<[u8; 32]>,
+}
+
+impl EngineConfig {
+    pub fn new(ip: Ipv4Addr) -> EngineConfig {
+        EngineConfig {
+            ip,
+            prefix_len: 24,
+            gateway: None,
+            tcp: TcpConfig::default(),
+            arp: ArpConfig::default(),
+            max_connections: 65536,
+            max_time_wait: 65536,
+            syn_cookies: true,
+            rx_burst: 32,
+            ephemeral_ports: 32768..=60999,
+            secret: None,
+        }
+    }
+
+    /// The address to resolve with ARP for traffic to `dst`.
+    pub fn next_hop(&self, dst: Ipv4Addr) -> Ipv4Addr {
+        match self.gateway {
+            Some(gw) if !self.on_link(dst) => gw,
+            _ => dst,
+        }
+    }
+
+    pub fn on_link(&self, dst: Ipv4Addr) -> bool {
+        let mask = if self.prefix_len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - self.prefix_len.min(32) as u32)
+        };
+        u32::from(dst) & mask == u32::from(self.ip) & mask
+    }
+}
+
+/// 32 bytes of key material from the OS.
+pub(crate) fn random_secret() -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out[..16].copy_from_slice(&crate::tcp::isn::random_secret());
+    out[16..].copy_from_slice(&crate::tcp::isn::random_secret());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_hop_uses_gateway_off_link() {
+        let mut c = EngineConfig::new(Ipv4Addr::new(10, 0, 2, 2));
+        assert_eq!(c.next_hop(Ipv4Addr::new(8, 8, 8, 8)), Ipv4Addr::new(8, 8, 8, 8));
+        c.gateway = Some(Ipv4Addr::new(10, 0, 2, 1));
+        assert_eq!(c.next_hop(Ipv4Addr::new(8, 8, 8, 8)), Ipv4Addr::new(10, 0, 2, 1));
+        assert_eq!(c.next_hop(Ipv4Addr::new(10, 0, 2, 9)), Ipv4Addr::new(10, 0, 2, 9));
+        c.prefix_len = 0;
+        assert!(c.on_link(Ipv4Addr::new(1, 2, 3, 4)));
+    }
+}

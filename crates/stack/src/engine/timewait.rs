@@ -1,0 +1,138 @@
+//! TIME-WAIT as compact entries (RFC 9293 §3.10.7.4, TIME-WAIT STATE).
+//!
+//! A connection in TIME-WAIT only has to acknowledge a retransmitted FIN and refuse old
+//! duplicates for 2·MSL, so the engine drops its full block and keeps these few words
+//! instead: a live connection block is over a kilobyte with its buffers, an entry here
+//! is about 40 bytes.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use ahash::RandomState;
+
+use super::FlowKey;
+use crate::tcp::segment::{Segment, TxSegment};
+use crate::tcp::seq::SeqNum;
+use crate::tcp::tcb::Tcb;
+use crate::time::Instant;
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    snd_nxt: SeqNum,
+    rcv_nxt: SeqNum,
+    /// (TS.Recent, our TSval offset) when timestamps were in use.
+    ts: Option<(u32, u32)>,
+    expires: Instant,
+}
+
+/// What to do with a segment that hit a TIME-WAIT entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Send this ACK.
+    Reply(TxSegment),
+    /// Nothing to do.
+    Drop,
+    /// The entry is gone; treat the segment as new (a SYN reopening the pair).
+    Reopen,
+}
+
+pub(crate) struct TimeWait {
+    entries: HashMap<FlowKey, Entry, RandomState>,
+    max: usize,
+}
+
+impl TimeWait {
+    pub fn new(max: usize) -> TimeWait {
+        TimeWait {
+            entries: HashMap::with_hasher(RandomState::new()),
+            max,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn contains(&self, key: &FlowKey) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    pub fn deadline(&self, key: &FlowKey) -> Option<Instant> {
+        self.entries.get(key).map(|e| e.expires)
+    }
+
+    /// Remember `tcb` (which is in TIME-WAIT) until `expires`. False when the table is full
+    /// and the connection skips TIME-WAIT.
+    pub fn insert(&mut self, key: FlowKey, tcb: &Tcb, expires: Instant) -> bool {
+        if self.entries.len() >= self.max {
+            return false;
+        }
+        self.entries.insert(
+            key,
+            Entry {
+                snd_nxt: tcb.snd_nxt(),
+                rcv_nxt: tcb.rcv_nxt(),
+                ts: tcb.timestamp_state(),
+                expires,
+            },
+        );
+        true
+    }
+
+    /// The 2·MSL timer scheduled for `at` fired; drop the entry unless it was restarted.
+    pub fn expire(&mut self, key: &FlowKey, at: Instant) {
+        if self.entries.get(key).is_some_and(|e| e.expires <= at) {
+            self.entries.remove(key);
+        }
+    }
+
+    pub fn on_segment(
+        &mut self,
+        key: &FlowKey,
+        seg: &Segment,
+        now: Instant,
+        time_wait: Duration,
+    ) -> Verdict {
+        let Some(e) = self.entries.get_mut(key) else {
+            return Verdict::Reopen;
+        };
+        if e.expires <= now {
+            self.entries.remove(key);
+            return Verdict::Reopen;
+        }
+        if seg.flags.rst {
+            // RFC 9293: a RST in TIME-WAIT closes it. (RFC 1337 argues for ignoring it;
+            // we follow the standard, as Linux does by default.)
+            if seg.seq == e.rcv_nxt {
+                self.entries.remove(key);
+            }
+            return Verdict::Drop;
+        }
+        if seg.flags.syn && !seg.flags.ack {
+            // RFC 6191 / RFC 1122 §4.2.2.13: a new SYN may reopen the pair if it cannot be
+            // confused with the old connection: newer timestamp, or higher sequence number.
+            let newer = match (e.ts, seg.timestamp) {
+                (Some((recent, _)), Some((tsval, _))) => (tsval.wrapping_sub(recent) as i32) > 0,
+                _ => seg.seq > e.rcv_nxt,
+            };
+            if newer {
+                self.entries.remove(key);
+                return Verdict::Reopen;
+            }
+        }
+        if seg.flags.fin {
+            // A retransmitted FIN: our ACK was lost. Restart the 2·MSL wait.
+            e.expires = now + time_wait;
+        }
+        let timestamp = e.ts.map(|(recent, offset)| {
+            ((now.as_millis() as u32).wrapping_add(offset), recent)
+        });
+        Verdict::Reply(TxSegment {
+            seq: e.snd_nxt,
+            ack: Some(e.rcv_nxt),
+            window: 0,
+            timestamp,
+            ..Default::default()
+        })
+    }
+}

@@ -1,0 +1,135 @@
+//! Per-worker counters. Plain integers owned by one worker; the runtime copies a snapshot
+//! when asked, so counting costs one add and no atomics.
+
+use std::fmt;
+
+use crate::ethernet::DropReason;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stats {
+    pub frames_in: u64,
+    pub frames_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Frames dropped, by reason ([`DropReason::index`]).
+    pub drops: [u64; DropReason::COUNT],
+    pub arp_requests_sent: u64,
+    pub arp_replies_sent: u64,
+    pub icmp_echo_replies: u64,
+    pub conns_opened_active: u64,
+    pub conns_opened_passive: u64,
+    /// Connections the application refused in `accept`.
+    pub conns_refused: u64,
+    pub conns_closed: u64,
+    /// Connections that ended by a RST we received.
+    pub conns_reset: u64,
+    pub conns_timed_out: u64,
+    pub conns_aborted: u64,
+    pub segments_in: u64,
+    pub segments_out: u64,
+    pub retransmissions: u64,
+    pub rsts_sent: u64,
+    pub challenge_acks: u64,
+    pub challenge_acks_suppressed: u64,
+    pub syn_cookies_sent: u64,
+    pub syn_cookies_accepted: u64,
+    pub syn_cookies_rejected: u64,
+    /// SYNs dropped because the engine held its maximum of connections.
+    pub syns_dropped_overload: u64,
+    pub time_wait_entered: u64,
+    pub time_wait_reused: u64,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats {
+            frames_in: 0,
+            frames_out: 0,
+            bytes_in: 0,
+            bytes_out: 0,
+            drops: [0; DropReason::COUNT],
+            arp_requests_sent: 0,
+            arp_replies_sent: 0,
+            icmp_echo_replies: 0,
+            conns_opened_active: 0,
+            conns_opened_passive: 0,
+            conns_refused: 0,
+            conns_closed: 0,
+            conns_reset: 0,
+            conns_timed_out: 0,
+            conns_aborted: 0,
+            segments_in: 0,
+            segments_out: 0,
+            retransmissions: 0,
+            rsts_sent: 0,
+            challenge_acks: 0,
+            challenge_acks_suppressed: 0,
+            syn_cookies_sent: 0,
+            syn_cookies_accepted: 0,
+            syn_cookies_rejected: 0,
+            syns_dropped_overload: 0,
+            time_wait_entered: 0,
+            time_wait_reused: 0,
+        }
+    }
+}
+
+impl Stats {
+    pub fn drop(&mut self, reason: DropReason) {
+        self.drops[reason.index()] += 1;
+    }
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.drops[reason.index()]
+    }
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+    /// Add another worker's counters to these.
+    pub fn accumulate(&mut self, other: &Stats) {
+        macro_rules! add {
+            ($($f:ident),*) => { $( self.$f += other.$f; )* };
+        }
+        add!(
+            frames_in, frames_out, bytes_in, bytes_out, arp_requests_sent, arp_replies_sent,
+            icmp_echo_replies, conns_opened_active, conns_opened_passive, conns_refused,
+            conns_closed, conns_reset, conns_timed_out, conns_aborted, segments_in,
+            segments_out, retransmissions, rsts_sent, challenge_acks,
+            challenge_acks_suppressed, syn_cookies_sent, syn_cookies_accepted,
+            syn_cookies_rejected, syns_dropped_overload, time_wait_entered, time_wait_reused
+        );
+        for (a, b) in self.drops.iter_mut().zip(other.drops.iter()) {
+            *a += b;
+        }
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "frames in {} out {}; segments in {} out {}; retransmissions {}; conns opened {}+{} closed {} reset {} timed-out {} aborted {} refused {}; rst sent {}; syn cookies {}/{}",
+            self.frames_in,
+            self.frames_out,
+            self.segments_in,
+            self.segments_out,
+            self.retransmissions,
+            self.conns_opened_passive,
+            self.conns_opened_active,
+            self.conns_closed,
+            self.conns_reset,
+            self.conns_timed_out,
+            self.conns_aborted,
+            self.conns_refused,
+            self.rsts_sent,
+            self.syn_cookies_accepted,
+            self.syn_cookies_sent,
+        )?;
+        for r in DropReason::ALL {
+            let n = self.dropped(r);
+            if n > 0 {
+                write!(f, "; drop {} {}", r.name(), n)?;
+            }
+        }
+        Ok(())
+    }
+}
