@@ -2,11 +2,87 @@
 //!
 //! The engine of Rusty, a shared-nothing, event-driven user-space TCP/IP stack: the
 //! packet-IO seam ([`io`]), Ethernet, ARP, IPv4, ICMP and TCP, the per-core [`engine`] and
-//! the [`Handler`](engine::Handler) API applications implement.
+//! the [`Handler`] API applications implement.
 //!
-//! Each worker owns one packet-IO queue, one engine and one handler; nothing on the data
-//! path is shared between workers. The TCP connection state machine ([`tcp::tcb`]) is
-//! sans-IO: segments and time in, segments, events and a deadline out.
+//! Each worker owns one packet-IO queue, one [`Engine`] and one handler; nothing on the
+//! data path is shared between workers. The TCP connection state machine ([`tcp::tcb`])
+//! is sans-IO: segments and time in, segments, events and a deadline out.
+//!
+//! ## A complete application
+//!
+//! An echo server and a client that checks its echo, on two engines joined by the
+//! in-memory link ([`sim::SimPair`] drives both on virtual time; a real worker calls
+//! [`Engine::poll`] in its loop instead).
+//!
+//! ```
+//! use std::net::SocketAddrV4;
+//! use std::time::Duration;
+//! use rusty_stack::{CloseReason, Conn, Handler, Opener};
+//! use rusty_stack::io::fault::FaultConfig;
+//! use rusty_stack::sim::{self, SimPair};
+//!
+//! /// Sends back whatever arrives; closes when the peer has.
+//! struct Echo;
+//!
+//! impl Handler for Echo {
+//!     type Conn = u64; // bytes echoed on this connection
+//!
+//!     fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<u64> {
+//!         Some(0)
+//!     }
+//!     fn data(&mut self, conn: &mut Conn<'_, u64>, data: &[u8]) -> usize {
+//!         // Take only what fits in the send buffer: the rest stays queued in the
+//!         // stack (shrinking the window) and is offered again after `writable`.
+//!         let n = conn.send(data).unwrap_or(0);
+//!         *conn.state() += n as u64;
+//!         n
+//!     }
+//!     fn peer_closed(&mut self, conn: &mut Conn<'_, u64>) {
+//!         conn.close();
+//!     }
+//! }
+//!
+//! /// Sends a greeting, half-closes, and keeps what comes back.
+//! #[derive(Default)]
+//! struct Client {
+//!     reply: Vec<u8>,
+//!     done: Option<CloseReason>,
+//! }
+//!
+//! impl Handler for Client {
+//!     type Conn = ();
+//!
+//!     fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+//!         None // a client listens nowhere
+//!     }
+//!     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
+//!         conn.send(b"hello, rusty").unwrap();
+//!         conn.shutdown_write();
+//!     }
+//!     fn data(&mut self, _conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+//!         self.reply.extend_from_slice(data);
+//!         data.len()
+//!     }
+//!     fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), reason: CloseReason) {
+//!         self.done = Some(reason);
+//!     }
+//! }
+//!
+//! let mut net = SimPair::new(
+//!     Client::default(),
+//!     sim::engine_config(sim::CLIENT_IP, 1),
+//!     Echo,
+//!     sim::engine_config(sim::SERVER_IP, 1),
+//!     FaultConfig::none(),
+//!     FaultConfig::none(),
+//!     1,
+//! );
+//! net.server.listen(7, 128);
+//! net.client.connect(SocketAddrV4::new(sim::SERVER_IP, 7), ()).ok().unwrap();
+//! assert!(net.run_until(Duration::from_secs(10), |n| n.client.handler().done.is_some()));
+//! assert_eq!(net.client.handler().reply, b"hello, rusty");
+//! assert_eq!(net.client.handler().done, Some(CloseReason::Normal));
+//! ```
 
 pub mod arp;
 pub mod checksum;
@@ -21,3 +97,9 @@ pub mod time;
 pub mod timer;
 pub mod sim;
 pub mod stats;
+
+pub use engine::{Conn, ConnId, ConnectError, Engine, EngineConfig, Handler, Opener};
+pub use stats::Stats;
+pub use tcp::config::TcpConfig;
+pub use tcp::tcb::{CloseReason, SendError, State};
+pub use time::{Clock, Instant, SystemClock, VirtualClock};

@@ -11,3 +11,5 @@ pub mod send_buffer;
 pub mod segment;
 pub mod seq;
 pub mod tcb;
+#[cfg(test)]
+mod tcb_tests;
