@@ -78,7 +78,9 @@ impl Handler for Sender {
 }
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 fn echo_once(len: usize, faults: FaultConfig, seed: u64) {
@@ -108,13 +110,24 @@ fn echo_once(len: usize, faults: FaultConfig, seed: u64) {
         !n.client.handler().closed.is_empty() && n.server.connection_count() == 0
     });
     let c = net.client.handler();
-    assert!(done, "seed {seed}: not finished; client {:?} server {:?}", net.client.stats(), net.server.stats());
+    assert!(
+        done,
+        "seed {seed}: not finished; client {:?} server {:?}",
+        net.client.stats(),
+        net.server.stats()
+    );
     assert_eq!(c.received.len(), payload.len(), "seed {seed}");
     assert!(c.received == payload, "seed {seed}: echo differs");
     assert_eq!(c.closed, vec![CloseReason::Normal]);
     assert!(c.peer_closed);
     assert_eq!(net.server.handler().closed, vec![CloseReason::Normal]);
-    eprintln!("seed {seed}: t={:?} client {} / server {} / faults {:?}", net.now(), net.client.stats(), net.server.stats(), net.client.device().stats());
+    eprintln!(
+        "seed {seed}: t={:?} client {} / server {} / faults {:?}",
+        net.now(),
+        net.client.stats(),
+        net.server.stats(),
+        net.client.device().stats()
+    );
 }
 
 #[test]
@@ -136,4 +149,105 @@ fn echo_with_loss() {
     for seed in 0..5 {
         echo_once(200_000, f, seed);
     }
+}
+
+/// Four client workers on a four-queue link: every active open picks a source port whose
+/// return flow the link's Toeplitz RSS steers back to the opening worker's own queue, and
+/// ARP mappings learned by the worker that owns queue 0 reach the others through the
+/// sibling-publishing API (what the runtime's control channel carries).
+#[test]
+fn active_opens_land_on_their_own_queue() {
+    use crate::io::memory;
+    use crate::rss::RssConfig;
+    use crate::time::VirtualClock;
+
+    const WORKERS: usize = 4;
+    const CONNS_PER_WORKER: usize = 8;
+    let clock = VirtualClock::new();
+    let rss = RssConfig::symmetric_default(WORKERS as u16);
+    let (client_queues, mut server_queue) = memory::multi_queue_pair(
+        WORKERS as u16,
+        1,
+        rss,
+        sim::CLIENT_MAC,
+        sim::SERVER_MAC,
+        1500,
+    );
+    let mut clients: Vec<_> = client_queues
+        .into_iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let sender = Sender {
+                payload: pattern(3000, i as u8),
+                sent: 0,
+                received: Vec::new(),
+                closed: Vec::new(),
+                peer_closed: false,
+            };
+            Engine::new(
+                q,
+                sender,
+                clock.clone(),
+                sim::engine_config(sim::CLIENT_IP, 7 + i as u64),
+            )
+        })
+        .collect();
+    let mut server = Engine::new(
+        server_queue.remove(0),
+        Echo::default(),
+        clock.clone(),
+        sim::engine_config(SERVER_IP, 99),
+    );
+    server.listen(7, 1024);
+    for c in clients.iter_mut() {
+        for _ in 0..CONNS_PER_WORKER {
+            c.connect(SocketAddrV4::new(SERVER_IP, 7), ())
+                .map_err(|(e, _)| e)
+                .unwrap();
+        }
+    }
+    let mut learned = Vec::new();
+    for _ in 0..100_000 {
+        let mut work = server.poll();
+        for c in clients.iter_mut() {
+            work += c.poll();
+            c.drain_learned_arp(&mut learned);
+        }
+        for &(ip, mac) in &learned {
+            for c in clients.iter_mut() {
+                c.import_arp(ip, mac);
+            }
+        }
+        learned.clear();
+        if clients
+            .iter()
+            .all(|c| c.handler().closed.len() == CONNS_PER_WORKER)
+        {
+            break;
+        }
+        if work == 0 {
+            clock.advance(Duration::from_millis(1));
+        }
+    }
+    for (i, c) in clients.iter().enumerate() {
+        let h = c.handler();
+        assert_eq!(
+            h.closed.len(),
+            CONNS_PER_WORKER,
+            "worker {i}: {}",
+            c.stats()
+        );
+        assert!(
+            h.closed.iter().all(|r| *r == CloseReason::Normal),
+            "worker {i}"
+        );
+        // Nothing was ever answered with a RST: no SYN-ACK reached a worker that did
+        // not own its connection.
+        assert_eq!(c.stats().rsts_sent, 0, "worker {i}: {}", c.stats());
+        assert_eq!(c.stats().dropped(DropReason::NoConnection), 0, "worker {i}");
+    }
+    assert_eq!(
+        server.stats().conns_opened_passive,
+        (WORKERS * CONNS_PER_WORKER) as u64
+    );
 }
