@@ -26,16 +26,16 @@ use smoltcp::iface::{Config, Interface, PollResult, SocketHandle, SocketSet};
 use smoltcp::phy::{self, ChecksumCapabilities, DeviceCapabilities, Medium};
 use smoltcp::socket::tcp;
 use smoltcp::wire::{
-    EthernetFrame, EthernetProtocol, HardwareAddress, IpAddress, IpCidr, IpProtocol, Ipv4Packet,
-    TcpControl, TcpPacket, TcpRepr,
+    EthernetAddress, EthernetFrame, EthernetProtocol, HardwareAddress, IpAddress, IpCidr,
+    IpProtocol, Ipv4Packet, TcpControl, TcpPacket, TcpRepr,
 };
 
 /// Our engine's address.
 const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-const OUR_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 2]);
+const OUR_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
 /// smoltcp's address.
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-const PEER_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 1]);
+const PEER_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
 
 type Link = FaultInjector<MemoryLink, VirtualClock>;
 
@@ -76,6 +76,10 @@ struct Wire {
     our_snd_max: Option<u32>,
     peer_ack_max: Option<u32>,
     max_outstanding: u32,
+    /// The same for smoltcp's data.
+    peer_snd_max: Option<u32>,
+    our_ack_max: Option<u32>,
+    peer_max_outstanding: u32,
     /// Largest window smoltcp advertised after the handshake, scaled as negotiated.
     peer_max_window: u64,
 }
@@ -83,6 +87,13 @@ struct Wire {
 /// `a - b` in sequence space (RFC 9293 §3.4), signed.
 fn seq_diff(a: u32, b: u32) -> i32 {
     a.wrapping_sub(b) as i32
+}
+
+/// Move a sequence-space high-water mark forward.
+fn raise(mark: &mut Option<u32>, seq: u32) {
+    if mark.is_none_or(|m| seq_diff(seq, m) > 0) {
+        *mark = Some(seq);
+    }
 }
 
 impl Wire {
@@ -127,18 +138,18 @@ impl Wire {
             self.our_segments += 1;
             self.our_segments_with_ts += u64::from(repr.timestamp.is_some());
             let end = seq.wrapping_add(repr.segment_len() as u32);
-            if self.our_snd_max.is_none_or(|m| seq_diff(end, m) > 0) {
-                self.our_snd_max = Some(end);
+            raise(&mut self.our_snd_max, end);
+            if let Some(ack) = repr.ack_number {
+                raise(&mut self.our_ack_max, ack.0 as u32);
             }
         } else {
+            let end = seq.wrapping_add(repr.segment_len() as u32);
+            raise(&mut self.peer_snd_max, end);
             self.peer_segments += 1;
             self.peer_segments_with_ts += u64::from(repr.timestamp.is_some());
             self.peer_sack_segments += u64::from(repr.sack_ranges[0].is_some());
             if let Some(ack) = repr.ack_number {
-                let ack = ack.0 as u32;
-                if self.peer_ack_max.is_none_or(|m| seq_diff(ack, m) > 0) {
-                    self.peer_ack_max = Some(ack);
-                }
+                raise(&mut self.peer_ack_max, ack.0 as u32);
             }
             // A window field is scaled by the shift smoltcp announced, if both sides did.
             let shift = match (self.our_syn, self.peer_syn) {
@@ -149,10 +160,11 @@ impl Wire {
             self.peer_max_window = self.peer_max_window.max(win);
         }
         if let (Some(snd), Some(ack)) = (self.our_snd_max, self.peer_ack_max) {
-            let out = seq_diff(snd, ack);
-            if out > 0 {
-                self.max_outstanding = self.max_outstanding.max(out as u32);
-            }
+            self.max_outstanding = self.max_outstanding.max(seq_diff(snd, ack).max(0) as u32);
+        }
+        if let (Some(snd), Some(ack)) = (self.peer_snd_max, self.our_ack_max) {
+            let out = seq_diff(snd, ack).max(0) as u32;
+            self.peer_max_outstanding = self.peer_max_outstanding.max(out);
         }
     }
 }
@@ -206,10 +218,7 @@ impl phy::Device for SmolPhy {
     type RxToken<'a> = SmolRx;
     type TxToken<'a> = SmolTx<'a>;
 
-    fn receive(
-        &mut self,
-        _timestamp: smoltcp::time::Instant,
-    ) -> Option<(SmolRx, SmolTx<'_>)> {
+    fn receive(&mut self, _timestamp: smoltcp::time::Instant) -> Option<(SmolRx, SmolTx<'_>)> {
         if self.rx.is_empty() {
             self.io.receive(&mut self.burst, 32);
             self.rx.extend(self.burst.drain(..));
@@ -385,7 +394,13 @@ fn smol_now(clock: &VirtualClock) -> smoltcp::time::Instant {
 impl<H: Handler> World<H> {
     /// `to_peer` applies to our frames, `to_us` to smoltcp's; `seed` drives both and
     /// smoltcp's ISNs. `buf` is smoltcp's socket buffer size (each way).
-    fn new(handler: H, to_peer: FaultConfig, to_us: FaultConfig, seed: u64, buf: usize) -> World<H> {
+    fn new(
+        handler: H,
+        to_peer: FaultConfig,
+        to_us: FaultConfig,
+        seed: u64,
+        buf: usize,
+    ) -> World<H> {
         let clock = VirtualClock::new();
         // Start away from zero so smoltcp's and our timestamp clocks are non-trivial.
         clock.set(rusty_stack::time::Instant::from_millis(1000));
@@ -395,7 +410,12 @@ impl<H: Handler> World<H> {
         );
         let ours = FaultInjector::new(ours, clock.clone(), to_peer, seed.wrapping_mul(7) + 1);
         let theirs = FaultInjector::new(theirs, clock.clone(), to_us, seed.wrapping_mul(13) + 5);
-        let engine = Engine::new(ours, handler, clock.clone(), sim::engine_config(OUR_IP, seed));
+        let engine = Engine::new(
+            ours,
+            handler,
+            clock.clone(),
+            sim::engine_config(OUR_IP, seed),
+        );
         let mut phy = SmolPhy {
             io: theirs,
             rx: VecDeque::new(),
@@ -434,6 +454,10 @@ impl<H: Handler> World<H> {
         self.sockets.get_mut::<tcp::Socket>(self.sock)
     }
 
+    fn smol_state(&self) -> tcp::State {
+        self.sockets.get::<tcp::Socket>(self.sock).state()
+    }
+
     /// Run until `done`, with `app` driving the smoltcp socket each turn (it returns
     /// whether it did anything). Panics with diagnostics after `limit` of virtual time or
     /// too many steps, or when nothing is left to happen.
@@ -454,7 +478,7 @@ impl<H: Handler> World<H> {
                 "gave up at {:?} after {} steps: smoltcp {} / ours {:?}\n{}\n{:?}",
                 self.clock.now(),
                 self.steps,
-                self.socket().state(),
+                self.smol_state(),
                 self.engine.connection_states().collect::<Vec<_>>(),
                 self.engine.stats(),
                 self.phy.wire,
@@ -498,7 +522,7 @@ impl<H: Handler> World<H> {
                     panic!(
                         "stalled at {:?}: smoltcp {} / ours {:?}\n{}\n{:?}",
                         now,
-                        self.socket().state(),
+                        self.smol_state(),
                         self.engine.connection_states().collect::<Vec<_>>(),
                         self.engine.stats(),
                         self.phy.wire,
@@ -533,6 +557,14 @@ fn faults() -> FaultConfig {
     }
 }
 
+/// A clean link with some latency (a 10 ms round trip), so windows have to open up.
+fn wan() -> FaultConfig {
+    FaultConfig {
+        delay: Duration::from_millis(5),
+        ..FaultConfig::none()
+    }
+}
+
 const SMOL_PORT: u16 = 7000;
 const OUR_PORT: u16 = 7;
 
@@ -550,7 +582,7 @@ fn smoltcp_client(len: usize, f: FaultConfig, seed: u64, buf: usize) -> World<Ec
     let mut sent = 0usize;
     let mut received = Vec::with_capacity(len);
     let mut closing = false;
-    let mut received_len = 0usize;
+    let received_len = Cell::new(0usize);
     w.run(
         Duration::from_secs(600),
         |s, _| {
@@ -577,12 +609,12 @@ fn smoltcp_client(len: usize, f: FaultConfig, seed: u64, buf: usize) -> World<Ec
                 }
                 did = true;
             }
-            received_len = received.len();
+            received_len.set(received.len());
             did
         },
         |w| {
-            let st = w.socket().state();
-            received_len == len
+            let st = w.smol_state();
+            received_len.get() == len
                 && matches!(st, tcp::State::Closed | tcp::State::TimeWait)
                 && !w.engine.handler().closed.is_empty()
                 && w.engine.connection_count() == 0
@@ -629,7 +661,11 @@ fn our_client(len: usize, f: FaultConfig, seed: u64, buf: usize) -> World<Sender
                 echoed += n;
                 did = true;
             }
-            if !closing && !s.may_recv() && s.recv_queue() == 0 && s.state() == tcp::State::CloseWait {
+            if !closing
+                && !s.may_recv()
+                && s.recv_queue() == 0
+                && s.state() == tcp::State::CloseWait
+            {
                 s.close();
                 closing = true;
                 did = true;
@@ -637,7 +673,7 @@ fn our_client(len: usize, f: FaultConfig, seed: u64, buf: usize) -> World<Sender
             did
         },
         |w| {
-            let st = w.socket().state();
+            let st = w.smol_state();
             matches!(st, tcp::State::Closed | tcp::State::TimeWait)
                 && !w.engine.handler().closed.is_empty()
                 && w.engine.connection_count() == 0
@@ -684,7 +720,10 @@ fn smoltcp_client_to_our_echo_server_with_faults() {
     for seed in 0..5 {
         let w = smoltcp_client(300_000, faults(), seed, 64 * 1024);
         report("faulty smoltcp client", seed, &w);
-        assert!(w.engine.stats().retransmissions > 0, "seed {seed}: faults did bite");
+        assert!(
+            w.engine.stats().retransmissions > 0,
+            "seed {seed}: faults did bite"
+        );
     }
 }
 
@@ -693,7 +732,10 @@ fn our_client_to_smoltcp_echo_server_with_faults() {
     for seed in 0..5 {
         let w = our_client(300_000, faults(), seed, 64 * 1024);
         report("faulty our client", seed, &w);
-        assert!(w.engine.stats().retransmissions > 0, "seed {seed}: faults did bite");
+        assert!(
+            w.engine.stats().retransmissions > 0,
+            "seed {seed}: faults did bite"
+        );
     }
 }
 
@@ -703,7 +745,7 @@ fn our_client_to_smoltcp_echo_server_with_faults() {
 /// window: more than 64 KB outstanding at once.
 #[test]
 fn options_negotiated_with_smoltcp_as_client() {
-    let w = smoltcp_client(1_000_000, FaultConfig::none(), 3, 256 * 1024);
+    let w = smoltcp_client(3_000_000, wan(), 3, 256 * 1024);
     report("options (smoltcp client)", 3, &w);
     let wire = &w.phy.wire;
     let peer = wire.peer_syn.expect("smoltcp SYN seen");
@@ -718,25 +760,34 @@ fn options_negotiated_with_smoltcp_as_client() {
     assert_eq!(wire.our_segments_with_ts, wire.our_segments, "{wire:?}");
     assert_eq!(wire.peer_segments_with_ts, wire.peer_segments, "{wire:?}");
     assert!(wire.peer_max_window > 65_535, "{wire:?}");
-    assert!(wire.max_outstanding > 65_535, "scaled window not used: {wire:?}");
+    assert!(
+        wire.max_outstanding > 65_535,
+        "scaled window not used: {wire:?}"
+    );
 }
 
 /// The same from the other side: our SYN offers the options, smoltcp's SYN-ACK accepts
 /// them, and they stay in use.
 #[test]
 fn options_negotiated_with_smoltcp_as_server() {
-    let w = our_client(1_000_000, FaultConfig::none(), 4, 256 * 1024);
+    let w = our_client(3_000_000, wan(), 4, 256 * 1024);
     report("options (our client)", 4, &w);
     let wire = &w.phy.wire;
     let ours = wire.our_syn.expect("our SYN seen");
     let peer = wire.peer_syn.expect("smoltcp SYN-ACK seen");
-    assert!(ours.wscale.is_some() && ours.sack_permitted && ours.timestamps, "{ours:?}");
+    assert!(
+        ours.wscale.is_some() && ours.sack_permitted && ours.timestamps,
+        "{ours:?}"
+    );
     assert_eq!(ours.mss, Some(1460));
     assert_eq!(peer.wscale, Some(3), "{peer:?}");
     assert!(peer.sack_permitted && peer.timestamps, "{peer:?}");
     assert_eq!(wire.our_segments_with_ts, wire.our_segments, "{wire:?}");
     assert_eq!(wire.peer_segments_with_ts, wire.peer_segments, "{wire:?}");
-    assert!(wire.max_outstanding > 65_535, "scaled window not used: {wire:?}");
+    assert!(
+        wire.max_outstanding > 65_535,
+        "scaled window not used: {wire:?}"
+    );
 }
 
 /// Loss with SACK: smoltcp reports out-of-order data it holds in SACK blocks; recovery
@@ -750,4 +801,45 @@ fn sack_from_smoltcp_under_loss() {
     let w = our_client(500_000, f, 11, 256 * 1024);
     report("sack (our client)", 11, &w);
     assert!(w.phy.wire.peer_sack_segments > 0, "{:?}", w.phy.wire);
+}
+
+/// Heavier faults: loss as given, 10% reordering, 5% duplication, 1% corruption, jitter.
+fn harsh(loss: f64) -> FaultConfig {
+    FaultConfig {
+        loss,
+        duplicate: 0.05,
+        reorder: 0.1,
+        corrupt: 0.01,
+        delay: Duration::from_micros(500),
+        jitter: Duration::from_millis(2),
+        reorder_delay: Duration::from_millis(3),
+    }
+}
+
+/// smoltcp with 4 KB buffers: its window keeps closing and reopening by less than an
+/// MSS, so our sender's SWS avoidance holds data back; when the window update that would
+/// release it is lost, only the override timer (RFC 9293 §3.8.6.2.1) gets it going again.
+/// (Seed 119 deadlocked before that timer existed.)
+#[test]
+fn small_smoltcp_windows_with_faults() {
+    for seed in 110..122 {
+        let w = smoltcp_client(200_000, harsh(0.05), seed, 4096);
+        report("small windows, smoltcp client", seed, &w);
+        let w = our_client(200_000, harsh(0.05), seed, 4096);
+        report("small windows, our client", seed, &w);
+    }
+}
+
+/// smoltcp with 1 KB buffers under loss: both windows reach zero. Our bare ACKs must stay
+/// inside smoltcp's zero window (SEG.SEQ = RCV.NXT) even after a zero-window probe moved
+/// our sequence space on, or smoltcp drops them and both sides probe each other forever.
+/// (Seed 100 deadlocked that way.)
+#[test]
+fn zero_windows_both_ways_with_faults() {
+    for seed in 100..106 {
+        let w = smoltcp_client(50_000, harsh(0.1), seed, 1024);
+        report("zero windows, smoltcp client", seed, &w);
+        let w = our_client(50_000, harsh(0.1), seed, 1024);
+        report("zero windows, our client", seed, &w);
+    }
 }

@@ -92,11 +92,11 @@ pub mod icmp;
 pub mod io;
 pub mod ipv4;
 pub mod rss;
+pub mod sim;
+pub mod stats;
 pub mod tcp;
 pub mod time;
 pub mod timer;
-pub mod sim;
-pub mod stats;
 
 pub use engine::{Conn, ConnId, ConnectError, Engine, EngineConfig, Handler, Opener};
 pub use stats::Stats;

@@ -9,14 +9,108 @@
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
+use std::cell::Cell;
+use std::rc::Rc;
+
+use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
+
 use crate::engine::{Engine, EngineConfig, Handler};
 use crate::io::fault::{FaultConfig, FaultInjector};
-use crate::io::memory::{self, MemoryLink};
-use crate::io::{Capabilities, MacAddr};
+use crate::io::memory::{self, MemFrame, MemoryLink};
+use crate::io::{Capabilities, MacAddr, PacketIo};
 use crate::time::{Clock, Instant, VirtualClock};
 
 /// A queue of the simulated link, as each engine sees it.
-pub type SimLink = FaultInjector<MemoryLink, VirtualClock>;
+pub type SimLink = FaultInjector<Tap, VirtualClock>;
+
+/// The in-memory link end, plus an optional trace of every frame the engine receives
+/// (one line per TCP segment on stderr), for debugging a failing seed.
+pub struct Tap {
+    inner: MemoryLink,
+    clock: VirtualClock,
+    name: &'static str,
+    trace: Rc<Cell<bool>>,
+}
+
+impl Tap {
+    pub fn inner(&self) -> &MemoryLink {
+        &self.inner
+    }
+
+    fn print(&self, frame: &[u8]) {
+        let t = self.clock.now();
+        let Ok(eth) = EthernetFrame::new_checked(frame) else {
+            return eprintln!("{t:?} {}<- runt frame", self.name);
+        };
+        if eth.ethertype() != EthernetProtocol::Ipv4 {
+            return eprintln!("{t:?} {}<- {}", self.name, eth.ethertype());
+        }
+        let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) else {
+            return eprintln!("{t:?} {}<- bad IPv4", self.name);
+        };
+        let ip_ok = ip.verify_checksum();
+        let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
+            return eprintln!("{t:?} {}<- {} (not TCP)", self.name, ip.next_header());
+        };
+        let ok = ip_ok
+            && ip.next_header() == IpProtocol::Tcp
+            && tcp.verify_checksum(&ip.src_addr().into(), &ip.dst_addr().into());
+        let flags: String = [
+            (tcp.syn(), 'S'),
+            (tcp.fin(), 'F'),
+            (tcp.rst(), 'R'),
+            (tcp.psh(), 'P'),
+            (tcp.ack(), '.'),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, c)| *c)
+        .collect();
+        eprintln!(
+            "{t:?} {}<- {}>{} [{flags}] seq={} ack={} win={} len={}{}",
+            self.name,
+            tcp.src_port(),
+            tcp.dst_port(),
+            tcp.seq_number().0 as u32,
+            tcp.ack_number().0 as u32,
+            tcp.window_len(),
+            tcp.payload().len(),
+            if ok { "" } else { " CORRUPT" },
+        );
+    }
+}
+
+impl PacketIo for Tap {
+    type Rx = MemFrame;
+    type Tx = MemFrame;
+
+    fn capabilities(&self) -> &Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn receive(&mut self, out: &mut Vec<MemFrame>, max: usize) -> usize {
+        let start = out.len();
+        let n = self.inner.receive(out, max);
+        if self.trace.get() {
+            for frame in &out[start..] {
+                self.print(frame);
+            }
+        }
+        n
+    }
+
+    fn alloc_tx(&mut self, len: usize) -> Option<MemFrame> {
+        self.inner.alloc_tx(len)
+    }
+
+    fn transmit(&mut self, frames: &mut Vec<MemFrame>) {
+        self.inner.transmit(frames);
+    }
+
+    fn flush(&mut self) {
+        self.inner.flush();
+    }
+}
 
 pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub const SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
@@ -46,6 +140,7 @@ pub struct SimPair<HC: Handler, HS: Handler> {
     pub clock: VirtualClock,
     pub client: Engine<SimLink, HC, VirtualClock>,
     pub server: Engine<SimLink, HS, VirtualClock>,
+    trace: Rc<Cell<bool>>,
 }
 
 impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
@@ -64,13 +159,27 @@ impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
             Capabilities::new(CLIENT_MAC, 1500),
             Capabilities::new(SERVER_MAC, 1500),
         );
+        let trace = Rc::new(Cell::new(false));
+        let tap = |inner, name| Tap {
+            inner,
+            clock: clock.clone(),
+            name,
+            trace: trace.clone(),
+        };
+        let (a, b) = (tap(a, "client"), tap(b, "server"));
         let a = FaultInjector::new(a, clock.clone(), to_server, splitmix(seed));
         let b = FaultInjector::new(b, clock.clone(), to_client, splitmix(seed ^ 0x5555));
         SimPair {
             client: Engine::new(a, client, clock.clone(), client_cfg),
             server: Engine::new(b, server, clock.clone(), server_cfg),
             clock,
+            trace,
         }
+    }
+
+    /// Print every TCP segment either engine receives (with the virtual time) to stderr.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace.set(on);
     }
 
     pub fn now(&self) -> Instant {
@@ -78,7 +187,8 @@ impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
     }
 
     fn in_flight(&self) -> usize {
-        self.client.device().inner().pending() + self.server.device().inner().pending()
+        self.client.device().inner().inner().pending()
+            + self.server.device().inner().inner().pending()
     }
 
     /// When something will next happen without new input: a timer or a held frame.
@@ -105,7 +215,11 @@ impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
         let now = self.clock.now();
         match self.next_event() {
             Some(t) => {
-                let t = if t <= now { now + Duration::from_micros(1) } else { t };
+                let t = if t <= now {
+                    now + Duration::from_micros(1)
+                } else {
+                    t
+                };
                 self.clock.set(t.min(now + max_idle));
                 true
             }

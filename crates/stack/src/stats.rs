@@ -90,12 +90,32 @@ impl Stats {
             ($($f:ident),*) => { $( self.$f += other.$f; )* };
         }
         add!(
-            frames_in, frames_out, bytes_in, bytes_out, arp_requests_sent, arp_replies_sent,
-            icmp_echo_replies, conns_opened_active, conns_opened_passive, conns_refused,
-            conns_closed, conns_reset, conns_timed_out, conns_aborted, segments_in,
-            segments_out, retransmissions, rsts_sent, challenge_acks,
-            challenge_acks_suppressed, syn_cookies_sent, syn_cookies_accepted,
-            syn_cookies_rejected, syns_dropped_overload, time_wait_entered, time_wait_reused
+            frames_in,
+            frames_out,
+            bytes_in,
+            bytes_out,
+            arp_requests_sent,
+            arp_replies_sent,
+            icmp_echo_replies,
+            conns_opened_active,
+            conns_opened_passive,
+            conns_refused,
+            conns_closed,
+            conns_reset,
+            conns_timed_out,
+            conns_aborted,
+            segments_in,
+            segments_out,
+            retransmissions,
+            rsts_sent,
+            challenge_acks,
+            challenge_acks_suppressed,
+            syn_cookies_sent,
+            syn_cookies_accepted,
+            syn_cookies_rejected,
+            syns_dropped_overload,
+            time_wait_entered,
+            time_wait_reused
         );
         for (a, b) in self.drops.iter_mut().zip(other.drops.iter()) {
             *a += b;

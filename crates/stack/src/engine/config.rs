@@ -83,10 +83,19 @@ mod tests {
     #[test]
     fn next_hop_uses_gateway_off_link() {
         let mut c = EngineConfig::new(Ipv4Addr::new(10, 0, 2, 2));
-        assert_eq!(c.next_hop(Ipv4Addr::new(8, 8, 8, 8)), Ipv4Addr::new(8, 8, 8, 8));
+        assert_eq!(
+            c.next_hop(Ipv4Addr::new(8, 8, 8, 8)),
+            Ipv4Addr::new(8, 8, 8, 8)
+        );
         c.gateway = Some(Ipv4Addr::new(10, 0, 2, 1));
-        assert_eq!(c.next_hop(Ipv4Addr::new(8, 8, 8, 8)), Ipv4Addr::new(10, 0, 2, 1));
-        assert_eq!(c.next_hop(Ipv4Addr::new(10, 0, 2, 9)), Ipv4Addr::new(10, 0, 2, 9));
+        assert_eq!(
+            c.next_hop(Ipv4Addr::new(8, 8, 8, 8)),
+            Ipv4Addr::new(10, 0, 2, 1)
+        );
+        assert_eq!(
+            c.next_hop(Ipv4Addr::new(10, 0, 2, 9)),
+            Ipv4Addr::new(10, 0, 2, 9)
+        );
         c.prefix_len = 0;
         assert!(c.on_link(Ipv4Addr::new(1, 2, 3, 4)));
     }

@@ -153,7 +153,12 @@ pub trait Handler {
     }
 
     /// The connection is over; its state comes back to you.
-    fn closed(&mut self, opener: &mut Opener<'_, Self::Conn>, state: Self::Conn, reason: CloseReason) {
+    fn closed(
+        &mut self,
+        opener: &mut Opener<'_, Self::Conn>,
+        state: Self::Conn,
+        reason: CloseReason,
+    ) {
         let _ = (opener, state, reason);
     }
 

@@ -137,7 +137,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let our_mss = (caps.mtu.saturating_sub(40)).clamp(64, 65495) as u16;
         let ports = cfg.ephemeral_ports.clone();
         let span = (*ports.end() as u32 - *ports.start() as u32 + 1).max(1);
-        let next_port = *ports.start() + (u32::from_le_bytes([secret[0], secret[1], secret[2], secret[3]]) % span) as u16;
+        let next_port = *ports.start()
+            + (u32::from_le_bytes([secret[0], secret[1], secret[2], secret[3]]) % span) as u16;
         Engine {
             dev,
             handler,
@@ -232,7 +233,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
     /// The state of every live connection (for tests and diagnostics).
     pub fn connection_states(&self) -> impl Iterator<Item = (SocketAddrV4, State)> + '_ {
-        self.conns.iter().map(|(_, s)| (s.tcb.remote(), s.tcb.state()))
+        self.conns
+            .iter()
+            .map(|(_, s)| (s.tcb.remote(), s.tcb.state()))
     }
 
     /// The earliest time the engine has timer work, if any.
@@ -382,7 +385,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             return self.conn_input(index, &seg, payload);
         }
         if self.time_wait.contains(&key) {
-            let reply = self.time_wait.on_segment(&key, &seg, self.now, self.cfg.tcp.time_wait);
+            let reply = self
+                .time_wait
+                .on_segment(&key, &seg, self.now, self.cfg.tcp.time_wait);
             match reply {
                 timewait::Verdict::Reply(tx) => {
                     self.send_raw(src_mac, ip.src, seg.dst_port, seg.src_port, &tx);
@@ -436,11 +441,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     fn ts_offset(&self, key: &FlowKey) -> u32 {
-        self.isn
-            .hash_tuple(
-                self.local_addr(key.local_port),
-                SocketAddrV4::new(key.remote_ip, key.remote_port),
-            ) as u32
+        self.isn.hash_tuple(
+            self.local_addr(key.local_port),
+            SocketAddrV4::new(key.remote_ip, key.remote_port),
+        ) as u32
     }
 
     fn listen_input(
@@ -550,7 +554,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         let client_isn = seg.seq - 1;
         let cookie = seg.ack - 1;
-        let Some(mss) = self.cookies.decode(local, remote, client_isn, cookie, self.now) else {
+        let Some(mss) = self
+            .cookies
+            .decode(local, remote, client_isn, cookie, self.now)
+        else {
             self.stats.syn_cookies_rejected += 1;
             return None;
         };
@@ -852,7 +859,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 is_free,
             ),
             _ => {
-                let is_free = is_free;
                 let span = (*range.end() as u32 - *range.start() as u32 + 1) as usize;
                 let mut p = start;
                 let mut found = None;
@@ -861,13 +867,21 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                         found = Some(p);
                         break;
                     }
-                    p = if p >= *range.end() { *range.start() } else { p + 1 };
+                    p = if p >= *range.end() {
+                        *range.start()
+                    } else {
+                        p + 1
+                    };
                 }
                 found
             }
         };
         if let Some(p) = port {
-            self.next_port = if p >= *range.end() { *range.start() } else { p + 1 };
+            self.next_port = if p >= *range.end() {
+                *range.start()
+            } else {
+                p + 1
+            };
         }
         port
     }
@@ -942,13 +956,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     fn enter_time_wait(&mut self, index: usize) {
         let slot = self.conns.remove(index);
         self.flows.remove(&slot.key);
-        self.stats.time_wait_entered += 1;
         self.stats.conns_closed += 1;
         let at = slot
             .tcb
             .linger_deadline()
             .unwrap_or(self.now + self.cfg.tcp.time_wait);
         if self.time_wait.insert(slot.key, &slot.tcb, at) {
+            self.stats.time_wait_entered += 1;
             self.timers
                 .schedule(at, TimerItem::TimeWait { key: slot.key, at });
         }
@@ -1020,7 +1034,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     /// A segment outside any connection (RST replies, cookie SYN-ACKs, TIME-WAIT ACKs).
-    fn send_raw(&mut self, mac: MacAddr, remote: Ipv4Addr, local_port: u16, remote_port: u16, seg: &TxSegment) {
+    fn send_raw(
+        &mut self,
+        mac: MacAddr,
+        remote: Ipv4Addr,
+        local_port: u16,
+        remote_port: u16,
+        seg: &TxSegment,
+    ) {
         let len = IPV4_TCP_HEADERS + seg.header_len();
         let Some(mut buf) = self.dev.alloc_tx(len) else {
             return self.stats.drop(DropReason::NoTxBuffer);
@@ -1149,7 +1170,12 @@ fn write_tcp_frame(
     let tcp_len = hl + seg.payload_len;
     let ip_start = ETHERNET_HEADER_LEN;
     let tcp_start = IPV4_TCP_HEADERS;
-    ethernet::write_header(&mut buf[..ip_start], src_mac, dst_mac, EthernetProtocol::Ipv4);
+    ethernet::write_header(
+        &mut buf[..ip_start],
+        src_mac,
+        dst_mac,
+        EthernetProtocol::Ipv4,
+    );
     ipv4::write_header(
         &mut buf[ip_start..tcp_start],
         src_ip,
@@ -1161,16 +1187,19 @@ fn write_tcp_frame(
         true,
         !offload.ipv4,
     );
-    seg.write_header(&mut buf[tcp_start..tcp_start + hl], key.local_port, key.remote_port);
-    if let (Some(sb), true) = (send_buf, seg.payload_len > 0) {
-        sb.copy_out(seg.payload_offset, &mut buf[tcp_start + hl..tcp_start + tcp_len]);
-    }
-    let pseudo = checksum::pseudo_header_v4(
-        src_ip.octets(),
-        key.remote_ip.octets(),
-        6,
-        tcp_len as u16,
+    seg.write_header(
+        &mut buf[tcp_start..tcp_start + hl],
+        key.local_port,
+        key.remote_port,
     );
+    if let (Some(sb), true) = (send_buf, seg.payload_len > 0) {
+        sb.copy_out(
+            seg.payload_offset,
+            &mut buf[tcp_start + hl..tcp_start + tcp_len],
+        );
+    }
+    let pseudo =
+        checksum::pseudo_header_v4(src_ip.octets(), key.remote_ip.octets(), 6, tcp_len as u16);
     let csum_at = tcp_start + 16;
     let mut meta = TxMeta::default();
     if offload.tcp {
@@ -1190,5 +1219,7 @@ fn write_tcp_frame(
     meta
 }
 
+#[cfg(test)]
+mod scripted_tests;
 #[cfg(test)]
 mod tests;

@@ -120,13 +120,18 @@ impl TimeWait {
                 return Verdict::Reopen;
             }
         }
+        if !seg.flags.fin && seg.seg_len() == 0 && seg.seq == e.rcv_nxt {
+            // §3.10.7.4: an acceptable segment that is not a retransmitted FIN needs no
+            // answer. Answering bare ACKs would make two TIME-WAIT ends (after a
+            // simultaneous close) ACK each other's ACKs forever.
+            return Verdict::Drop;
+        }
         if seg.flags.fin {
             // A retransmitted FIN: our ACK was lost. Restart the 2·MSL wait.
             e.expires = now + time_wait;
         }
-        let timestamp = e.ts.map(|(recent, offset)| {
-            ((now.as_millis() as u32).wrapping_add(offset), recent)
-        });
+        let timestamp =
+            e.ts.map(|(recent, offset)| ((now.as_millis() as u32).wrapping_add(offset), recent));
         Verdict::Reply(TxSegment {
             seq: e.snd_nxt,
             ack: Some(e.rcv_nxt),

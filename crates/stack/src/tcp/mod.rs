@@ -7,8 +7,8 @@ pub mod cookie;
 pub mod isn;
 pub mod recv_buffer;
 pub mod rtt;
-pub mod send_buffer;
 pub mod segment;
+pub mod send_buffer;
 pub mod seq;
 pub mod tcb;
 #[cfg(test)]

@@ -168,6 +168,9 @@ pub struct Tcb {
     rx_closed: bool,
     /// Our MSS as advertised in our SYN.
     our_mss: u16,
+    /// The connection began with an active open (it came through SYN-SENT): a RST in
+    /// SYN-RECEIVED then means "connection refused" (§3.10.7.4).
+    active_open: bool,
 
     ts: Option<Timestamps>,
     sack_ok: bool,
@@ -295,6 +298,7 @@ impl Tcb {
             fin_seq: None,
             rx_closed: false,
             our_mss,
+            active_open: false,
             ts: None,
             sack_ok: false,
             rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
@@ -353,6 +357,7 @@ impl Tcb {
     ) -> Tcb {
         let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
         tcb.state = State::SynSent;
+        tcb.active_open = true;
         tcb.rcv_wscale = if cfg.window_scaling {
             cfg.rcv_wscale()
         } else {
@@ -422,7 +427,9 @@ impl Tcb {
         tcb.max_snd_wnd = tcb.snd_wnd;
         tcb.snd_wl1 = ack.seq;
         tcb.snd_wl2 = ack.ack;
-        tcb.rcv_adv = tcb.rcv_nxt;
+        // The cookie SYN-ACK offered the unscaled SYN window (see `advertise`): RCV.WND
+        // starts there, so data on this very ACK is acceptable.
+        tcb.rcv_adv = tcb.rcv_nxt + tcb.syn_window();
         tcb.last_ack_sent = tcb.rcv_nxt;
         if let (Some(ts), Some((tsval, _))) = (tcb.ts.as_mut(), ack.timestamp) {
             ts.recent = tsval;
@@ -657,7 +664,9 @@ impl Tcb {
                 | State::FinWait2
                 | State::CloseWait
         ) {
-            self.rst_pending = Some((self.snd_nxt, None));
+            // SND.NXT in the RFC's sense: the highest sequence number sent (our snd_nxt
+            // may have been rewound by a timeout).
+            self.rst_pending = Some((self.snd_max, None));
         }
         self.finish(CloseReason::Aborted);
     }
@@ -690,8 +699,8 @@ impl Tcb {
         }
         let edge = self.rcv_nxt + self.recv_buf.window();
         let grown = edge.since(self.rcv_adv);
-        let threshold = (self.recv_buf.capacity() / 2).min(self.our_mss as usize);
-        if grown >= threshold.max(1) && self.rcv_adv.since(self.rcv_nxt) < threshold {
+        let threshold = self.sws_threshold();
+        if grown >= threshold && self.rcv_adv.since(self.rcv_nxt) < threshold {
             self.ack_now = true;
         }
     }
@@ -730,13 +739,15 @@ impl Tcb {
         self.last_recv = now;
         self.irs = seg.seq;
         self.rcv_nxt = seg.seq + 1;
-        self.rcv_adv = self.rcv_nxt;
+        // Our SYN offered its (unscaled) window before RCV.NXT was known.
+        self.rcv_adv = self.rcv_nxt + self.syn_window();
         self.last_ack_sent = self.rcv_nxt;
         let offset = self.ts.map(|t| t.offset).unwrap_or(0);
         self.negotiate(&SynOptions::from(seg), offset, now);
         self.snd_wl1 = seg.seq;
         if seg.flags.ack {
-            self.snd_wnd = (seg.window as usize) << self.snd_wscale;
+            // RFC 7323 §2.2: the window field of a SYN (here a SYN-ACK) is never scaled.
+            self.snd_wnd = seg.window as usize;
             self.max_snd_wnd = self.snd_wnd;
             self.snd_wl2 = seg.ack;
             self.ack_advance(now, seg);
@@ -774,16 +785,29 @@ impl Tcb {
             (0, _) => self.rcv_nxt.contains(wnd, seg.seq),
             (_, 0) => false,
             (_, _) => {
-                self.rcv_nxt.contains(wnd, seg.seq) || self.rcv_nxt.contains(wnd, seg.seq + (len - 1))
+                self.rcv_nxt.contains(wnd, seg.seq)
+                    || self.rcv_nxt.contains(wnd, seg.seq + (len - 1))
             }
         }
     }
 
-    /// RCV.WND: what we accept from RCV.NXT on. Never less than what we advertised.
+    /// RCV.WND: what we accept from RCV.NXT on, i.e. up to the right edge we advertised.
+    /// Space the application freed but that receiver SWS avoidance has not announced yet
+    /// is not offered (§3.8.6.2.2 keeps RCV.WND fixed until the update is sent).
     fn rcv_window(&self) -> usize {
-        self.recv_buf
-            .window()
-            .max(self.rcv_adv.since(self.rcv_nxt))
+        self.rcv_adv.since(self.rcv_nxt)
+    }
+
+    /// The window a SYN or SYN-ACK carries: unscaled, so at most 65535 (RFC 7323 §2.2).
+    fn syn_window(&self) -> usize {
+        self.recv_buf.window().min(65535)
+    }
+
+    /// Receiver SWS threshold (§3.8.6.2.2): min(Fr·RCV.BUFF, Eff.snd.MSS) with Fr = 1/2.
+    fn sws_threshold(&self) -> usize {
+        (self.recv_buf.capacity() / 2)
+            .min(self.our_mss as usize)
+            .max(1)
     }
 
     fn on_segment_synchronized(
@@ -794,9 +818,35 @@ impl Tcb {
         out: &mut RxOutcome,
     ) {
         // A retransmitted SYN while our SYN-ACK is unacknowledged: resend it.
-        if self.state == State::SynReceived && seg.flags.syn && !seg.flags.ack && seg.seq == self.irs {
+        if self.state == State::SynReceived
+            && seg.flags.syn
+            && !seg.flags.ack
+            && seg.seq == self.irs
+        {
             self.syn_pending = true;
             self.snd_nxt = self.iss;
+            return;
+        }
+
+        // Simultaneous open (§3.5 figure 7, line 6): after an active open, the peer's
+        // SYN-ACK repeats its SYN (already counted in RCV.NXT, so the sequence check
+        // would call it old) and acknowledges ours. Take its ACK.
+        if self.state == State::SynReceived
+            && self.active_open
+            && seg.flags.syn
+            && seg.flags.ack
+            && !seg.flags.rst
+            && seg.seq == self.irs
+        {
+            self.on_simultaneous_syn_ack(now, seg);
+            return;
+        }
+
+        // A SYN in a synchronized state, irrespective of its sequence number, gets a
+        // challenge ACK and is dropped (RFC 5961 §4.2, RFC 9293 §3.10.7.4 fourth check):
+        // so it is tested before the sequence check, whose plain ACK is not rate limited.
+        if seg.flags.syn && !seg.flags.rst {
+            out.challenge_ack = true;
             return;
         }
 
@@ -822,8 +872,23 @@ impl Tcb {
                 seg.flags.fin = false;
                 self.ack_now = true;
             } else {
+                if seg.flags.syn && !seg.flags.rst {
+                    // RFC 5961 §4.2: a SYN in a synchronized state gets a challenge ACK
+                    // whatever its sequence number, under the §7 rate limit.
+                    out.challenge_ack = true;
+                    return;
+                }
                 if !seg.flags.rst {
                     self.ack_now = true;
+                    // TIME-WAIT (§3.10.7.4, eighth check): a retransmitted FIN is
+                    // acknowledged again and restarts the 2·MSL wait. Being a duplicate,
+                    // it never passes the sequence check, so it is recognised here.
+                    if self.state == State::TimeWait
+                        && seg.flags.fin
+                        && seg.seq + (seg.payload_len + 1) == self.rcv_nxt
+                    {
+                        self.linger_at = now + self.cfg.time_wait;
+                    }
                 }
                 return;
             }
@@ -832,7 +897,7 @@ impl Tcb {
         // RST (RFC 5961 §3.2): exact match resets, anything else in window is challenged.
         if seg.flags.rst {
             if seg.seq == self.rcv_nxt {
-                let reason = if self.state == State::SynReceived && self.events.connected {
+                let reason = if self.state == State::SynReceived && self.active_open {
                     CloseReason::Refused
                 } else {
                     CloseReason::Reset
@@ -841,12 +906,6 @@ impl Tcb {
             } else {
                 out.challenge_ack = true;
             }
-            return;
-        }
-
-        // SYN in a synchronized state (RFC 5961 §4.2): challenge ACK, drop.
-        if seg.flags.syn {
-            out.challenge_ack = true;
             return;
         }
 
@@ -916,8 +975,10 @@ impl Tcb {
             self.fin_seq = Some(seq + payload.len());
         }
         self.maybe_accept_fin(now);
-        if matches!(self.state, State::CloseWait | State::Closing | State::LastAck | State::TimeWait)
-            && seg.flags.fin
+        if matches!(
+            self.state,
+            State::CloseWait | State::Closing | State::LastAck | State::TimeWait
+        ) && seg.flags.fin
         {
             // A retransmitted FIN: acknowledge again; in TIME-WAIT restart the 2·MSL wait.
             self.ack_now = true;
@@ -927,6 +988,31 @@ impl Tcb {
         }
     }
 
+    /// The peer's SYN-ACK in SYN-RECEIVED after a simultaneous open: it completes the
+    /// handshake like the ACK of §3.10.7.4 (fifth check, SYN-RECEIVED).
+    fn on_simultaneous_syn_ack(&mut self, now: Instant, seg: &Segment) {
+        if !(self.snd_una < seg.ack && seg.ack <= self.snd_max) {
+            self.rst_pending = Some((seg.ack, None));
+            return;
+        }
+        self.last_recv = now;
+        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
+            if (tsval.wrapping_sub(ts.recent) as i32) >= 0 {
+                ts.recent = tsval;
+                ts.recent_age = now;
+            }
+        }
+        // RFC 7323 §2.2: a SYN's window field is not scaled.
+        self.snd_wnd = seg.window as usize;
+        self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
+        self.snd_wl1 = seg.seq;
+        self.snd_wl2 = seg.ack;
+        self.ack_advance(now, seg);
+        self.enter_established(now);
+        // Its SYN was a duplicate: acknowledge it, which also covers a lost SYN-ACK of ours.
+        self.ack_now = true;
+    }
+
     /// Returns false when the segment must be dropped after the ACK check.
     fn process_ack(&mut self, now: Instant, seg: &Segment, out: &mut RxOutcome) -> bool {
         // RFC 5961 §5.2: acceptable ACKs lie in [SND.UNA - MAX.SND.WND, SND.NXT].
@@ -934,7 +1020,11 @@ impl Tcb {
             self.ack_now = true;
             return false;
         }
-        let oldest = SeqNum(self.snd_una.0.wrapping_sub(self.max_snd_wnd.min(1 << 30) as u32));
+        let oldest = SeqNum(
+            self.snd_una
+                .0
+                .wrapping_sub(self.max_snd_wnd.min(1 << 30) as u32),
+        );
         if seg.ack < oldest {
             out.challenge_ack = true;
             return false;
@@ -948,20 +1038,28 @@ impl Tcb {
             && !seg.flags.fin
             && self.snd_max > self.snd_una
             && ((seg.window as usize) << self.snd_wscale) == old_wnd
+            // Answers to zero-window probes are not loss signals.
+            && old_wnd != 0
         {
             self.on_dup_ack(now);
         }
 
-        // Window update (§3.10.7.4: SND.WL1/WL2 rule).
-        if self.snd_wl1 < seg.seq || (self.snd_wl1 == seg.seq && self.snd_wl2 <= seg.ack) {
+        // Window update (§3.10.7.4): only for SND.UNA =< SEG.ACK, and only from a segment
+        // no older than the last update (SND.WL1/WL2 rule).
+        if self.snd_una <= seg.ack
+            && (self.snd_wl1 < seg.seq || (self.snd_wl1 == seg.seq && self.snd_wl2 <= seg.ack))
+        {
             self.snd_wnd = (seg.window as usize) << self.snd_wscale;
             self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
             self.snd_wl1 = seg.seq;
             self.snd_wl2 = seg.ack;
             if self.snd_wnd > 0 && self.persist_at != NO_DEADLINE {
-                // Leave persist mode; anything in flight is covered by the RTO again.
+                // Leave persist mode. Persist starts with nothing in flight, so only
+                // probe bytes can be outstanding: those the peer did not take are sent
+                // again at once as ordinary data rather than after an RTO.
                 self.persist_at = NO_DEADLINE;
                 self.persist_backoff = 0;
+                self.snd_nxt = self.snd_una;
                 if self.snd_max > self.snd_una {
                     self.rto_at = now + self.rtt.rto();
                 }
@@ -1210,7 +1308,11 @@ impl Tcb {
         }
         if self.persist_at <= now {
             self.persist_at = NO_DEADLINE;
-            if self.snd_wnd == 0 && self.unsent_data() + self.flight_size() > 0 {
+            // A zero window, or (nothing in flight) a window sender SWS avoidance will
+            // not fill: either way no ACK is coming to unblock us.
+            if self.unsent_data() + self.flight_size() > 0
+                && (self.snd_wnd == 0 || self.flight_size() == 0)
+            {
                 self.probe_pending = true;
                 self.persist_backoff = (self.persist_backoff + 1).min(16);
             }
@@ -1295,12 +1397,18 @@ impl Tcb {
     /// The window field and SACK blocks for an outgoing segment; records what we
     /// advertised.
     fn advertise(&mut self, seg: &mut TxSegment, now: Instant) {
-        let wnd = self.recv_buf.window();
-        let mut edge = self.rcv_nxt + wnd;
-        if edge < self.rcv_adv {
-            // Never shrink the window (§3.8.6): keep offering the old right edge.
-            edge = self.rcv_adv;
-        }
+        let buf_edge = self.rcv_nxt + self.recv_buf.window();
+        // Never shrink the window (§3.8.6), and move the right edge only by at least the
+        // SWS threshold (§3.8.6.2.2 receiver SWS avoidance): otherwise keep offering the
+        // edge already advertised. A SYN has advertised nothing yet.
+        let old_edge = self.rcv_adv.max(self.rcv_nxt);
+        let edge = if seg.syn
+            || (buf_edge > old_edge && buf_edge.since(old_edge) >= self.sws_threshold())
+        {
+            buf_edge
+        } else {
+            old_edge
+        };
         let wnd = edge.since(self.rcv_nxt);
         let field = if seg.syn {
             wnd.min(65535)
@@ -1377,16 +1485,26 @@ impl Tcb {
 
         if self.probe_pending {
             self.probe_pending = false;
-            // Zero-window probe: one byte (or the FIN) at SND.UNA, beyond the window.
-            self.send_segment_at(now, self.snd_una, 1, true, out);
-            let backoff = self.rtt.rto() * (1 << self.persist_backoff.min(10));
-            self.persist_at = now + backoff.min(self.cfg.max_persist);
+            if self.snd_wnd == 0 {
+                // Zero-window probe: one byte (or the FIN) at SND.UNA, beyond the window.
+                self.send_segment_at(now, self.snd_una, 1, true, out);
+                let backoff = self.rtt.rto() * (1 << self.persist_backoff.min(10));
+                self.persist_at = now + backoff.min(self.cfg.max_persist);
+            } else if self.flight_size() == 0 {
+                // §3.8.6.2.1 override timeout: SWS avoidance held back a segment smaller
+                // than the window and nothing in flight will bring an ACK (the peer's
+                // window update may have been lost): send what the window allows. The
+                // segment is ordinary data, covered by the RTO from here on.
+                self.send_segment_at(now, self.snd_nxt, self.snd_wnd, false, out);
+            }
         }
-        if self.snd_wnd == 0
-            && self.persist_at == NO_DEADLINE
-            && self.rto_at == NO_DEADLINE
-            && (self.unsent_data() > 0 || self.snd_fin.is_some_and(|f| self.snd_max <= f))
-        {
+        let blocked = if self.snd_wnd == 0 {
+            self.unsent_data() > 0 || self.snd_fin.is_some_and(|f| self.snd_max <= f)
+        } else {
+            // Data left unsent with nothing in flight: only SWS avoidance holds it back.
+            self.flight_size() == 0 && self.unsent_data() > 0
+        };
+        if blocked && self.persist_at == NO_DEADLINE && self.rto_at == NO_DEADLINE {
             self.persist_at = now + self.rtt.rto();
         }
         if self.keepalive_probe_pending {
@@ -1395,7 +1513,21 @@ impl Tcb {
             self.push_ack(now, self.snd_una - 1usize, out);
         }
         if self.ack_now && out.len() == sent_before {
-            self.push_ack(now, self.snd_nxt, out);
+            // A bare ACK carries SND.MAX, not SND.NXT: after a timeout SND.NXT is pulled
+            // back to SND.UNA, and an ACK numbered below the peer's RCV.NXT would fail its
+            // acceptability test (§3.10.7.4) and be dropped with its ACK field unread;
+            // with both sides retransmitting, neither would ever learn of the other's
+            // progress (BSD tcp_output uses snd_max here for the same reason).
+            // Nor past the peer's window: after a zero-window probe SND.MAX lies beyond
+            // it, the only acceptable number is RCV.NXT = SND.UNA, and two zero windows
+            // would deadlock on dropped ACKs (Linux tcp_acceptable_seq caps it likewise).
+            let wnd_end = self.snd_una + self.snd_wnd;
+            let seq = if self.snd_max > wnd_end {
+                wnd_end
+            } else {
+                self.snd_max
+            };
+            self.push_ack(now, seq, out);
         }
     }
 

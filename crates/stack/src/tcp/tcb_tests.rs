@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::config::{Keepalive, TcpConfig};
 use super::segment::{Segment, TxSegment};
 use super::seq::SeqNum;
-use super::tcb::{CloseReason, Events, RxOutcome, State, Tcb};
+use super::tcb::{CloseReason, Events, RxOutcome, State, SynOptions, Tcb};
 use crate::time::Instant;
 
 const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
@@ -168,20 +168,15 @@ fn passive(cfg: &TcpConfig) -> Tcb {
 }
 
 fn passive_at(cfg: &TcpConfig, iss: u32, irs: u32) -> Tcb {
-    let mut tcb = Tcb::accept_syn(
-        LOCAL,
-        REMOTE,
-        &syn(irs),
-        SeqNum(iss),
-        0,
-        MSS,
-        ms(0),
-        cfg,
-    );
+    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &syn(irs), SeqNum(iss), 0, MSS, ms(0), cfg);
     let out = tx(&mut tcb, ms(0));
     assert_eq!(out.len(), 1);
     assert!(out[0].syn);
-    rx(&mut tcb, ms(0), &ack(irs.wrapping_add(1), iss.wrapping_add(1), 65535));
+    rx(
+        &mut tcb,
+        ms(0),
+        &ack(irs.wrapping_add(1), iss.wrapping_add(1), 65535),
+    );
     assert_eq!(tcb.state(), State::Established);
     assert!(tx(&mut tcb, ms(0)).is_empty());
     assert!(events(&mut tcb).connected);
@@ -211,8 +206,27 @@ fn active(cfg: &TcpConfig) -> Tcb {
     sa.ack = SeqNum(ISS + 1);
     rx(&mut tcb, ms(0), &sa);
     assert_eq!(tcb.state(), State::Established);
-    assert_eq!(tx(&mut tcb, ms(0)), vec![exp_ack(ISS + 1, IRS + 1, RBUF as u16)]);
+    assert_eq!(
+        tx(&mut tcb, ms(0)),
+        vec![exp_ack(ISS + 1, IRS + 1, RBUF as u16)]
+    );
     assert!(events(&mut tcb).connected);
+    tcb
+}
+
+/// ESTABLISHED straight from a SYN-cookie ACK: no handshake RTT sample, so the RTO is
+/// still the initial 1 s (RFC 6298 §2.1). No options; the peer's window is 65535.
+fn cookie(cfg: &TcpConfig) -> Tcb {
+    let opts = SynOptions {
+        mss: Some(MSS),
+        ..SynOptions::default()
+    };
+    let a = ack(IRS + 1, ISS + 1, 65535);
+    let mut tcb = Tcb::from_cookie(LOCAL, REMOTE, &a, SeqNum(ISS), opts, 0, MSS, ms(0), cfg);
+    assert_eq!(tcb.state(), State::Established);
+    assert!(events(&mut tcb).connected);
+    assert!(tx(&mut tcb, ms(0)).is_empty());
+    assert_eq!(tcb.rto(), Duration::from_secs(1));
     tcb
 }
 
@@ -221,7 +235,10 @@ fn fin_wait_1(cfg: &TcpConfig) -> Tcb {
     let mut tcb = passive(cfg);
     tcb.close();
     assert_eq!(tcb.state(), State::FinWait1);
-    assert_eq!(tx(&mut tcb, ms(0)), vec![exp_fin(ISS + 1, IRS + 1, RBUF as u16)]);
+    assert_eq!(
+        tx(&mut tcb, ms(0)),
+        vec![exp_fin(ISS + 1, IRS + 1, RBUF as u16)]
+    );
     tcb
 }
 
@@ -232,16 +249,7 @@ const W: u16 = RBUF as u16;
 #[test]
 fn handshake_passive_plain_syn_gets_only_mss() {
     let cfg = cfg();
-    let mut tcb = Tcb::accept_syn(
-        LOCAL,
-        REMOTE,
-        &syn(IRS),
-        SeqNum(ISS),
-        0,
-        MSS,
-        ms(0),
-        &cfg,
-    );
+    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &syn(IRS), SeqNum(ISS), 0, MSS, ms(0), &cfg);
     assert_eq!(tcb.state(), State::SynReceived);
     let out = tx(&mut tcb, ms(0));
     // RFC 7323 §2.2/§3.2, RFC 2018 §2: no WS, SACK-permitted or TS unless offered.
@@ -402,6 +410,54 @@ fn syn_sent_unacceptable_ack_gets_rst() {
     );
 }
 
+#[test]
+fn active_open_then_data_both_ways() {
+    let mut tcb = active(&cfg());
+    assert_eq!(tcb.snd_wnd(), 65535);
+    tcb.send(&payload(300)).unwrap();
+    assert_eq!(
+        tx(&mut tcb, ms(1)),
+        vec![exp_data(ISS + 1, IRS + 1, W, 0, 300, true)]
+    );
+    // The reply acknowledges our data and carries 200 bytes.
+    let out = rx(&mut tcb, ms(20), &data(IRS + 1, ISS + 301, 200));
+    assert_eq!(out.deliver, Some((0, 200)));
+    assert_eq!(tcb.snd_una(), SeqNum(ISS + 301));
+    assert_eq!(tcb.flight_size(), 0);
+    assert_eq!(
+        tick(&mut tcb, ms(60)),
+        vec![exp_ack(ISS + 301, IRS + 201, W - 200)]
+    );
+}
+
+#[test]
+fn writable_event_after_send_space_frees() {
+    let cfg = TcpConfig {
+        send_buffer: 4096,
+        ..cfg()
+    };
+    let mut tcb = passive(&cfg);
+    assert_eq!(tcb.send(&payload(5000)), Ok(4096));
+    assert_eq!(tcb.send_space(), 0);
+    assert_eq!(tx(&mut tcb, ms(0)).len(), 3);
+    rx(&mut tcb, ms(10), &ack(IRS + 1, ISS + 1 + MSS as u32, 65535));
+    assert_eq!(
+        events(&mut tcb),
+        Events {
+            writable: true,
+            ..Events::default()
+        }
+    );
+    assert_eq!(tcb.send_space(), MSS as usize);
+    // Only once per refusal.
+    rx(
+        &mut tcb,
+        ms(11),
+        &ack(IRS + 1, ISS + 1 + 2 * MSS as u32, 65535),
+    );
+    assert!(events(&mut tcb).is_empty());
+}
+
 // ----- 2. Simultaneous open and close -----
 
 #[test]
@@ -454,7 +510,7 @@ fn simultaneous_close() {
     rx(&mut tcb, ms(1), &fin(ack(IRS + 1, ISS + 1, 65535)));
     assert_eq!(tcb.state(), State::Closing);
     assert!(events(&mut tcb).peer_closed);
-    assert_eq!(tx(&mut tcb, ms(1)), vec![exp_ack(ISS + 2, IRS + 2, W)]);
+    assert_eq!(tx(&mut tcb, ms(1)), vec![exp_ack(ISS + 2, IRS + 2, W - 1)]);
     rx(&mut tcb, ms(2), &ack(IRS + 2, ISS + 2, 65535));
     assert_eq!(tcb.state(), State::TimeWait);
     assert_eq!(tcb.linger_deadline(), Some(ms(2) + cfg.time_wait));
@@ -544,7 +600,8 @@ fn rst_in_syn_received_after_active_open_is_refused() {
 #[test]
 fn syn_in_established_is_challenged() {
     let mut tcb = passive(&cfg());
-    for seq in [IRS + 1, IRS + 500] {
+    // In window, and far outside it: "irrespective of the sequence number" (§4.2).
+    for seq in [IRS + 1, IRS + 500, IRS + 2_000_000_000] {
         let out = rx(&mut tcb, ms(1), &syn(seq));
         assert!(out.challenge_ack);
         assert_eq!(tcb.state(), State::Established);
@@ -576,7 +633,11 @@ fn ack_of_unsent_data_is_answered_and_dropped() {
 fn ack_too_old_is_challenged() {
     let mut tcb = passive(&cfg());
     // RFC 5961 §5.2: SEG.ACK < SND.UNA - MAX.SND.WND (65535 here) is challenged.
-    let out = rx(&mut tcb, ms(1), &data(IRS + 1, (ISS + 1).wrapping_sub(70000), 10));
+    let out = rx(
+        &mut tcb,
+        ms(1),
+        &data(IRS + 1, (ISS + 1).wrapping_sub(70000), 10),
+    );
     assert!(out.challenge_ack);
     assert_eq!(out.deliver, None);
     assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 1));
@@ -621,7 +682,10 @@ fn data_beyond_window_is_trimmed() {
     tcb.keep_unconsumed(&payload(1000));
     // One segment: the ACK is delayed.
     assert!(tx(&mut tcb, ms(1)).is_empty());
-    assert_eq!(tick(&mut tcb, ms(41)), vec![exp_ack(ISS + 1, IRS + 1001, 0)]);
+    assert_eq!(
+        tick(&mut tcb, ms(41)),
+        vec![exp_ack(ISS + 1, IRS + 1001, 0)]
+    );
 }
 
 #[test]
@@ -642,7 +706,10 @@ fn segment_entirely_outside_window_gets_duplicate_ack() {
     let out = rx(&mut tcb, ms(101), &data(IRS + 1, ISS + 1, 100));
     assert_eq!(out, RxOutcome::default());
     assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 101));
-    assert_eq!(tx(&mut tcb, ms(101)), vec![exp_ack(ISS + 1, IRS + 101, 1000)]);
+    assert_eq!(
+        tx(&mut tcb, ms(101)),
+        vec![exp_ack(ISS + 1, IRS + 101, 900)]
+    );
 }
 
 #[test]
@@ -673,7 +740,10 @@ fn in_order_data_fast_path_and_delayed_ack() {
     assert!(tx(&mut tcb, ms(100)).is_empty());
     assert_eq!(tcb.next_deadline(), Some(ms(140)));
     assert!(tick(&mut tcb, ms(139)).is_empty());
-    assert_eq!(tick(&mut tcb, ms(140)), vec![exp_ack(ISS + 1, IRS + 101, W)]);
+    assert_eq!(
+        tick(&mut tcb, ms(140)),
+        vec![exp_ack(ISS + 1, IRS + 101, W - 100)]
+    );
     assert_eq!(tcb.next_deadline(), None);
 }
 
@@ -684,7 +754,10 @@ fn two_full_segments_acked_at_once() {
     rx(&mut tcb, ms(1), &data(IRS + 1, ISS + 1, MSS as usize));
     assert!(tx(&mut tcb, ms(1)).is_empty());
     rx(&mut tcb, ms(2), &data(IRS + 1 + m, ISS + 1, MSS as usize));
-    assert_eq!(tx(&mut tcb, ms(2)), vec![exp_ack(ISS + 1, IRS + 1 + 2 * m, W)]);
+    assert_eq!(
+        tx(&mut tcb, ms(2)),
+        vec![exp_ack(ISS + 1, IRS + 1 + 2 * m, W)]
+    );
     assert_eq!(tcb.next_deadline(), None);
 }
 
@@ -726,7 +799,8 @@ fn out_of_order_data_acked_at_once_with_sack_then_gap_fill() {
     );
     assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 201));
     assert_eq!(tcb.readable_len(), 200);
-    assert_eq!(tcb.readable(), &payload(100)[..]);
+    // Both pieces are readable, in order.
+    assert_eq!(tcb.readable(), &[payload(100), payload(100)].concat()[..]);
     assert_eq!(
         tx(&mut tcb, ms(3)),
         vec![TxSegment {
@@ -737,7 +811,10 @@ fn out_of_order_data_acked_at_once_with_sack_then_gap_fill() {
     // Fill the last gap.
     rx(&mut tcb, ms(4), &data(IRS + 201, ISS + 1, 100));
     assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 351));
-    assert_eq!(tx(&mut tcb, ms(4)), vec![exp_ack(ISS + 1, IRS + 351, W - 350)]);
+    assert_eq!(
+        tx(&mut tcb, ms(4)),
+        vec![exp_ack(ISS + 1, IRS + 351, W - 350)]
+    );
 }
 
 #[test]
@@ -765,10 +842,18 @@ fn receiver_zero_window_probe_and_window_update() {
     assert!(out.readable);
     assert_eq!(
         tx(&mut tcb, ms(2)),
-        vec![exp_ack(ISS + 1, IRS + 1 + 2 * m as u32, (4096 - 2 * m) as u16)]
+        vec![exp_ack(
+            ISS + 1,
+            IRS + 1 + 2 * m as u32,
+            (4096 - 2 * m) as u16
+        )]
     );
     let rest = 4096 - 2 * m;
-    rx(&mut tcb, ms(3), &data(IRS + 1 + 2 * m as u32, ISS + 1, rest));
+    rx(
+        &mut tcb,
+        ms(3),
+        &data(IRS + 1 + 2 * m as u32, ISS + 1, rest),
+    );
     assert_eq!(tcb.readable_len(), 4096);
     let edge = IRS + 1 + 4096;
     assert_eq!(tick(&mut tcb, ms(43)), vec![exp_ack(ISS + 1, edge, 0)]);
@@ -794,7 +879,7 @@ fn receiver_zero_window_probe_and_window_update() {
 
 #[test]
 fn sender_zero_window_persist_probes_with_backoff() {
-    let mut tcb = passive(&cfg());
+    let mut tcb = cookie(&cfg());
     // The peer closes its window.
     rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
     assert_eq!(tcb.snd_wnd(), 0);
@@ -838,7 +923,7 @@ fn sender_zero_window_persist_probes_with_backoff() {
 
 #[test]
 fn sender_zero_window_probe_accepted() {
-    let mut tcb = passive(&cfg());
+    let mut tcb = cookie(&cfg());
     rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
     tcb.send(&payload(100)).unwrap();
     assert!(tx(&mut tcb, ms(0)).is_empty());
@@ -866,16 +951,23 @@ fn fin_in_established_then_last_ack() {
         }
     );
     // A FIN is acknowledged at once.
-    assert_eq!(tx(&mut tcb, ms(1)), vec![exp_ack(ISS + 1, IRS + 2, W)]);
+    assert_eq!(tx(&mut tcb, ms(1)), vec![exp_ack(ISS + 1, IRS + 2, W - 1)]);
     // Data can still be sent in CLOSE-WAIT.
     tcb.send(&payload(10)).unwrap();
     assert_eq!(
         tx(&mut tcb, ms(2)),
-        vec![exp_data(ISS + 1, IRS + 2, W, 0, 10, true)]
+        vec![exp_data(ISS + 1, IRS + 2, W - 1, 0, 10, true)]
     );
     tcb.close();
     assert_eq!(tcb.state(), State::LastAck);
-    assert_eq!(tx(&mut tcb, ms(3)), vec![exp_fin(ISS + 11, IRS + 2, W)]);
+    // The FIN follows the 10 unacknowledged bytes in the send buffer.
+    assert_eq!(
+        tx(&mut tcb, ms(3)),
+        vec![TxSegment {
+            payload_offset: 10,
+            ..exp_fin(ISS + 11, IRS + 2, W - 1)
+        }]
+    );
     // ACK of the data only: still LAST-ACK.
     rx(&mut tcb, ms(4), &ack(IRS + 2, ISS + 11, 65535));
     assert_eq!(tcb.state(), State::LastAck);
@@ -902,7 +994,7 @@ fn fin_wait_1_ack_then_fin_wait_2_fin() {
     rx(&mut tcb, ms(2), &fin(ack(IRS + 1, ISS + 2, 65535)));
     assert_eq!(tcb.state(), State::TimeWait);
     assert!(events(&mut tcb).peer_closed);
-    assert_eq!(tx(&mut tcb, ms(2)), vec![exp_ack(ISS + 2, IRS + 2, W)]);
+    assert_eq!(tx(&mut tcb, ms(2)), vec![exp_ack(ISS + 2, IRS + 2, W - 1)]);
     assert_eq!(tcb.next_deadline(), Some(ms(2) + cfg.time_wait));
 }
 
@@ -911,7 +1003,7 @@ fn fin_wait_1_fin_with_ack_of_our_fin_goes_time_wait() {
     let mut tcb = fin_wait_1(&cfg());
     rx(&mut tcb, ms(1), &fin(ack(IRS + 1, ISS + 2, 65535)));
     assert_eq!(tcb.state(), State::TimeWait);
-    assert_eq!(tx(&mut tcb, ms(1)), vec![exp_ack(ISS + 2, IRS + 2, W)]);
+    assert_eq!(tx(&mut tcb, ms(1)), vec![exp_ack(ISS + 2, IRS + 2, W - 1)]);
 }
 
 #[test]
@@ -937,7 +1029,10 @@ fn out_of_order_fin_waits_for_the_gap() {
     assert_eq!(tcb.state(), State::CloseWait);
     assert!(events(&mut tcb).peer_closed);
     assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 202));
-    assert_eq!(tx(&mut tcb, ms(2)), vec![exp_ack(ISS + 1, IRS + 202, W - 200)]);
+    assert_eq!(
+        tx(&mut tcb, ms(2)),
+        vec![exp_ack(ISS + 1, IRS + 202, W - 201)]
+    );
 }
 
 // ----- 10. TIME-WAIT -----
@@ -948,6 +1043,7 @@ fn time_wait_lasts_and_restarts_on_retransmitted_fin() {
     let mut tcb = fin_wait_1(&cfg);
     rx(&mut tcb, ms(1), &fin(ack(IRS + 1, ISS + 2, 65535)));
     assert_eq!(tcb.state(), State::TimeWait);
+    assert!(events(&mut tcb).peer_closed);
     tx(&mut tcb, ms(1));
     let tw = cfg.time_wait;
     assert_eq!(tcb.next_deadline(), Some(ms(1) + tw));
@@ -955,7 +1051,7 @@ fn time_wait_lasts_and_restarts_on_retransmitted_fin() {
     let t = ms(30_000);
     rx(&mut tcb, t, &fin(ack(IRS + 1, ISS + 2, 65535)));
     assert_eq!(tcb.state(), State::TimeWait);
-    assert_eq!(tx(&mut tcb, t), vec![exp_ack(ISS + 2, IRS + 2, W)]);
+    assert_eq!(tx(&mut tcb, t), vec![exp_ack(ISS + 2, IRS + 2, W - 1)]);
     assert_eq!(tcb.next_deadline(), Some(t + tw));
     tick(&mut tcb, ms(1) + tw);
     assert_eq!(tcb.state(), State::TimeWait);
@@ -972,7 +1068,7 @@ fn rto_backoff_and_give_up() {
         max_retries: 3,
         ..cfg()
     };
-    let mut tcb = passive(&cfg);
+    let mut tcb = cookie(&cfg);
     tcb.send(&payload(100)).unwrap();
     let seg = exp_data(ISS + 1, IRS + 1, W, 0, 100, true);
     assert_eq!(tx(&mut tcb, ms(0)), vec![seg]);
@@ -1006,7 +1102,11 @@ fn rto_retransmits_from_snd_una_and_collapses_cwnd() {
         vec![exp_data(ISS + 1 + m as u32, IRS + 1, W, 0, m, false)]
     );
     assert_eq!(tcb.cwnd(), m);
-    rx(&mut tcb, ms(1200), &ack(IRS + 1, ISS + 1 + 2 * m as u32, 65535));
+    rx(
+        &mut tcb,
+        ms(1200),
+        &ack(IRS + 1, ISS + 1 + 2 * m as u32, 65535),
+    );
     assert_eq!(
         tx(&mut tcb, ms(1200)),
         vec![exp_data(ISS + 1 + 2 * m as u32, IRS + 1, W, 0, m, true)]
@@ -1104,7 +1204,11 @@ fn passive_ts() -> Tcb {
     let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &s, SeqNum(ISS), 1000, MSS, ms(0), &cfg);
     let out = tx(&mut tcb, ms(0));
     assert_eq!(out[0].timestamp, Some((1000, 100)));
-    rx(&mut tcb, ms(20), &with_ts(ack(IRS + 1, ISS + 1, 65535), 120, 1000));
+    rx(
+        &mut tcb,
+        ms(20),
+        &with_ts(ack(IRS + 1, ISS + 1, 65535), 120, 1000),
+    );
     assert_eq!(tcb.state(), State::Established);
     assert!(tcb.timestamps_enabled());
     events(&mut tcb);
@@ -1136,7 +1240,7 @@ fn paws_drops_old_timestamps() {
         tick(&mut tcb, ms(80)),
         vec![TxSegment {
             timestamp: Some((1080, 130)),
-            ..exp_ack(ISS + 1, IRS + 101, W)
+            ..exp_ack(ISS + 1, IRS + 101, W - 100)
         }]
     );
     // An RST is not subject to PAWS (RFC 7323 §5.3, R1 note).
@@ -1158,7 +1262,11 @@ fn rtt_sample_from_timestamps_survives_retransmission() {
     assert_eq!(again[0].timestamp, Some((1300, 120)));
     // The ACK echoes the retransmission's TSval: a valid 40 ms sample (RFC 7323 §4.1),
     // where Karn's rule alone would give none.
-    rx(&mut tcb, ms(340), &with_ts(ack(IRS + 1, ISS + 101, 65535), 200, 1300));
+    rx(
+        &mut tcb,
+        ms(340),
+        &with_ts(ack(IRS + 1, ISS + 101, 65535), 200, 1300),
+    );
     // SRTT = 7/8·20 + 1/8·40.
     assert_eq!(tcb.srtt(), Some(Duration::from_micros(22_500)));
 }
@@ -1185,7 +1293,10 @@ fn half_close_sends_fin_after_data_and_keeps_receiving() {
     assert_eq!(out.deliver, Some((0, 50)));
     let out = rx(&mut tcb, ms(11), &data(IRS + 51, ISS + 102, 50));
     assert_eq!(out.deliver, Some((0, 50)));
-    assert_eq!(tx(&mut tcb, ms(11)), vec![exp_ack(ISS + 102, IRS + 101, W)]);
+    assert_eq!(
+        tx(&mut tcb, ms(11)),
+        vec![exp_ack(ISS + 102, IRS + 101, W - 100)]
+    );
     // No FIN-WAIT-2 timeout while the application still reads.
     assert_eq!(tcb.next_deadline(), None);
 }
@@ -1197,7 +1308,10 @@ fn data_after_close_is_acked_and_discarded() {
     assert_eq!(out, RxOutcome::default());
     assert_eq!(tcb.readable_len(), 0);
     assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 101));
-    assert_eq!(tx(&mut tcb, ms(1)), vec![exp_ack(ISS + 2, IRS + 101, W)]);
+    assert_eq!(
+        tx(&mut tcb, ms(1)),
+        vec![exp_ack(ISS + 2, IRS + 101, W - 100)]
+    );
 }
 
 // ----- 15. Abort -----
@@ -1324,18 +1438,26 @@ fn exchange_across_sequence_wrap() {
     assert_eq!(tcb.rcv_nxt(), SeqNum(r.wrapping_add(100)));
     assert_eq!(tcb.next_deadline(), Some(ms(50)));
     // Out-of-order across the wrap, then the gap.
-    rx(&mut tcb, ms(20), &data(r.wrapping_add(200), s.wrapping_add(100), 50));
+    rx(
+        &mut tcb,
+        ms(20),
+        &data(r.wrapping_add(200), s.wrapping_add(100), 50),
+    );
     assert_eq!(
         tx(&mut tcb, ms(20)),
-        vec![exp_ack(s.wrapping_add(100), r.wrapping_add(100), W)]
+        vec![exp_ack(s.wrapping_add(100), r.wrapping_add(100), W - 100)]
     );
-    rx(&mut tcb, ms(21), &data(r.wrapping_add(100), s.wrapping_add(100), 100));
+    rx(
+        &mut tcb,
+        ms(21),
+        &data(r.wrapping_add(100), s.wrapping_add(100), 100),
+    );
     assert_eq!(tcb.rcv_nxt(), SeqNum(r.wrapping_add(250)));
     tx(&mut tcb, ms(21));
     tcb.close();
     assert_eq!(
         tx(&mut tcb, ms(22)),
-        vec![exp_fin(s.wrapping_add(100), r.wrapping_add(250), W - 150)]
+        vec![exp_fin(s.wrapping_add(100), r.wrapping_add(250), W - 250)]
     );
     rx(
         &mut tcb,
@@ -1345,7 +1467,6 @@ fn exchange_across_sequence_wrap() {
     assert_eq!(tcb.state(), State::TimeWait);
     assert_eq!(
         tx(&mut tcb, ms(30)),
-        vec![exp_ack(s.wrapping_add(101), r.wrapping_add(251), W - 150)]
+        vec![exp_ack(s.wrapping_add(101), r.wrapping_add(251), W - 251)]
     );
 }
-
