@@ -98,10 +98,14 @@ impl CongestionControl for NewReno {
             return;
         }
         if self.cwnd < self.ssthresh {
-            // §3.1 slow start, eq. 2: cwnd += min(N, SMSS). Limiting to one SMSS per ACK
-            // keeps stretch ACKs (and ACK division by a misbehaving receiver) from
-            // producing bursts (RFC 3465 L = 1 SMSS).
-            self.cwnd = self.cwnd.saturating_add(acked.min(self.smss)).min(MAX_CWND);
+            // §3.1 slow start with appropriate byte counting (RFC 3465 §2.3, L = 2*SMSS):
+            // a delayed ACK covers two segments, so slow start still doubles cwnd per
+            // RTT, while a stretch ACK (or ACK division by a misbehaving receiver) cannot
+            // produce a burst larger than two segments.
+            self.cwnd = self
+                .cwnd
+                .saturating_add(acked.min(2 * self.smss))
+                .min(MAX_CWND);
             self.bytes_acked = 0;
         } else {
             // §3.1 congestion avoidance with byte counting: one SMSS per cwnd of bytes
@@ -283,17 +287,20 @@ mod tests {
     }
 
     #[test]
-    fn slow_start_grows_by_at_most_one_smss_per_ack() {
+    fn slow_start_grows_by_at_most_two_smss_per_ack() {
         let mut c = NewReno::new(MSS);
         c.on_ack(MSS, T);
         assert_eq!(c.cwnd(), 14_600 + MSS);
         c.on_ack(500, T);
         assert_eq!(c.cwnd(), 14_600 + MSS + 500);
-        // A stretch ACK of 4 segments still adds one SMSS.
+        // A delayed ACK for two segments adds both.
+        c.on_ack(2 * MSS, T);
+        assert_eq!(c.cwnd(), 14_600 + 3 * MSS + 500);
+        // A stretch ACK of 4 segments adds only two (RFC 3465 L = 2*SMSS).
         c.on_ack(4 * MSS, T);
-        assert_eq!(c.cwnd(), 14_600 + 2 * MSS + 500);
+        assert_eq!(c.cwnd(), 14_600 + 5 * MSS + 500);
         c.on_ack(0, T);
-        assert_eq!(c.cwnd(), 14_600 + 2 * MSS + 500);
+        assert_eq!(c.cwnd(), 14_600 + 5 * MSS + 500);
     }
 
     #[test]

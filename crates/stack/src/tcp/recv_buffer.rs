@@ -17,7 +17,9 @@
 //! out of order.
 
 /// Smallest ring allocated.
-pub const MIN_RING: usize = 2048;
+pub use super::pool::MIN_RING;
+
+use super::pool;
 
 /// One out-of-order range, `[start, end)` relative to `rcv_nxt`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,11 +51,10 @@ impl RecvBuffer {
     /// A buffer of `capacity` bytes keeping at most `max_ranges` disjoint out-of-order
     /// ranges. Allocates nothing.
     pub fn new(capacity: usize, max_ranges: usize) -> Self {
-        RecvBuffer {
-            capacity,
-            max_ranges,
-            ..RecvBuffer::default()
-        }
+        let mut b = RecvBuffer::default();
+        b.capacity = capacity;
+        b.max_ranges = max_ranges;
+        b
     }
 
     pub fn capacity(&self) -> usize {
@@ -161,8 +162,8 @@ impl RecvBuffer {
         self.readable_len -= n;
         self.head = wrap(self.head + n, self.ring.len());
         if self.readable_len == 0 && self.ranges.is_empty() {
-            self.ring = Vec::new();
-            self.ranges = Vec::new();
+            pool::give(std::mem::take(&mut self.ring));
+            self.ranges.clear();
             self.head = 0;
         }
     }
@@ -217,14 +218,13 @@ impl RecvBuffer {
         let old = self.ring.len();
         // Bytes from the head up to the end of the last out-of-order range.
         let span = self.readable_len + self.ranges.last().map_or(0, |r| r.end);
-        let mut ring = Vec::with_capacity(size);
+        let mut ring = pool::take(size);
         if span > 0 {
             let first = span.min(old - self.head);
-            ring.extend_from_slice(&self.ring[self.head..self.head + first]);
-            ring.extend_from_slice(&self.ring[..span - first]);
+            ring[..first].copy_from_slice(&self.ring[self.head..self.head + first]);
+            ring[first..span].copy_from_slice(&self.ring[..span - first]);
         }
-        ring.resize(size, 0);
-        self.ring = ring;
+        pool::give(std::mem::replace(&mut self.ring, ring));
         self.head = 0;
     }
 }
@@ -242,6 +242,12 @@ fn wrap(x: usize, size: usize) -> usize {
 /// (RFC 7323 §2.3 caps it at 2^30), so saturate rather than wrap.
 fn to_u32(x: usize) -> u32 {
     u32::try_from(x).unwrap_or(u32::MAX)
+}
+
+impl Drop for RecvBuffer {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.ring));
+    }
 }
 
 #[cfg(test)]

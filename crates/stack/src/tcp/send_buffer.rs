@@ -22,8 +22,10 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
+use super::pool;
+
 /// Smallest ring allocated, so that a burst of small writes does not regrow every time.
-pub const MIN_RING: usize = 2048;
+pub use super::pool::MIN_RING;
 
 /// A run of queued bytes of one kind.
 #[derive(Debug, Clone)]
@@ -63,10 +65,9 @@ pub struct SendBuffer {
 impl SendBuffer {
     /// A buffer that will hold at most `capacity` copied bytes. Allocates nothing.
     pub fn new(capacity: usize) -> Self {
-        SendBuffer {
-            capacity,
-            ..SendBuffer::default()
-        }
+        let mut b = SendBuffer::default();
+        b.capacity = capacity;
+        b
     }
 
     /// Bound on copied bytes.
@@ -215,11 +216,8 @@ impl SendBuffer {
             }
         }
         if self.ring_len == 0 && !self.ring.is_empty() {
-            self.ring = Vec::new();
+            pool::give(std::mem::take(&mut self.ring));
             self.head = 0;
-        }
-        if self.chunks.is_empty() && self.chunks.capacity() > 0 {
-            self.chunks = VecDeque::new();
         }
     }
 
@@ -251,14 +249,13 @@ impl SendBuffer {
             .max(MIN_RING)
             .min(self.capacity);
         let old = self.ring.len();
-        let mut ring = Vec::with_capacity(size);
+        let mut ring = pool::take(size);
         if self.ring_len > 0 {
             let first = self.ring_len.min(old - self.head);
-            ring.extend_from_slice(&self.ring[self.head..self.head + first]);
-            ring.extend_from_slice(&self.ring[..self.ring_len - first]);
+            ring[..first].copy_from_slice(&self.ring[self.head..self.head + first]);
+            ring[first..self.ring_len].copy_from_slice(&self.ring[..self.ring_len - first]);
         }
-        ring.resize(size, 0);
-        self.ring = ring;
+        pool::give(std::mem::replace(&mut self.ring, ring));
         self.head = 0;
     }
 }
@@ -269,6 +266,12 @@ fn wrap(x: usize, size: usize) -> usize {
         x - size
     } else {
         x
+    }
+}
+
+impl Drop for SendBuffer {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.ring));
     }
 }
 
@@ -364,7 +367,7 @@ mod tests {
         assert_eq!(read_all(&b), want);
         b.consume(usize::MAX);
         assert!(b.is_empty());
-        assert!(b.ring.is_empty() && b.chunks.capacity() == 0);
+        assert!(b.ring.is_empty());
     }
 
     #[test]
