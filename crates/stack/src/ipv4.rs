@@ -84,7 +84,7 @@ pub fn parse(
         return Err(DropReason::BadIpLength);
     }
     let view = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpLength)?;
-    if !checksum_verified && !view.verify_checksum() {
+    if !checksum_verified && !crate::checksum::verify(&packet[..usize::from(header_len)]) {
         return Err(DropReason::BadIpChecksum);
     }
     let src = view.src_addr();
@@ -160,10 +160,10 @@ pub fn write_header(
     p.set_next_header(protocol);
     p.set_src_addr(src);
     p.set_dst_addr(dst);
+    p.set_checksum(0);
     if fill_checksum {
-        p.fill_checksum();
-    } else {
-        p.set_checksum(0);
+        let c = crate::checksum::checksum(&buf[..HEADER_LEN]);
+        buf[10..12].copy_from_slice(&c.to_be_bytes());
     }
 }
 
