@@ -38,6 +38,8 @@ pub struct Stats {
     pub syns_dropped_overload: u64,
     pub time_wait_entered: u64,
     pub time_wait_reused: u64,
+    /// Received bytes the application never consumed before its connection ended.
+    pub unread_bytes_discarded: u64,
 }
 
 impl Default for Stats {
@@ -70,6 +72,7 @@ impl Default for Stats {
             syns_dropped_overload: 0,
             time_wait_entered: 0,
             time_wait_reused: 0,
+            unread_bytes_discarded: 0,
         }
     }
 }
@@ -115,7 +118,8 @@ impl Stats {
             syn_cookies_rejected,
             syns_dropped_overload,
             time_wait_entered,
-            time_wait_reused
+            time_wait_reused,
+            unread_bytes_discarded
         );
         for (a, b) in self.drops.iter_mut().zip(other.drops.iter()) {
             *a += b;

@@ -137,8 +137,13 @@ pub trait Handler {
     }
 
     /// In-order bytes from the peer, borrowed from the received frame where possible.
-    /// Return how many you consumed: the rest is kept (and shrinks the advertised window)
-    /// and offered again after the next `writable` callback or [`Conn::notify_writable`].
+    /// Return how many you consumed. If you took some but not all, the rest is offered
+    /// again straight away (so you may take one request at a time). Return 0 to pause:
+    /// the bytes stay queued in the stack (shrinking the advertised window) and are
+    /// offered again when more data arrives, after the next `writable` callback, or when
+    /// you call [`Engine::resume_receive`](crate::engine::Engine::resume_receive). When
+    /// the connection ends, unread bytes are offered one last time; what is still left
+    /// then is discarded and counted in [`Stats::unread_bytes_discarded`](crate::Stats).
     fn data(&mut self, conn: &mut Conn<'_, Self::Conn>, data: &[u8]) -> usize;
 
     /// Send space was freed after `send` refused some bytes (or `notify_writable`).

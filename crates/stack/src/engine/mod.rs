@@ -205,6 +205,42 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.start_connect(remote, state)
     }
 
+    /// Offer a connection's unread bytes to the handler again (after its `data` callback
+    /// paused by consuming nothing). Returns false if the connection no longer exists.
+    pub fn resume_receive(&mut self, id: ConnId) -> bool {
+        self.now = self.clock.now();
+        let index = id.index as usize;
+        let Engine {
+            conns,
+            handler,
+            connect_requests,
+            ..
+        } = self;
+        let Some(slot) = conns.get_mut(index) else {
+            return false;
+        };
+        if slot.generation != id.generation {
+            return false;
+        }
+        if let Some(state) = slot.app.as_mut() {
+            let mut conn = Conn {
+                id,
+                tcb: &mut slot.tcb,
+                state,
+                opener: Opener {
+                    requests: connect_requests,
+                },
+            };
+            deliver_buffered(handler, &mut conn);
+        }
+        self.mark_dirty(index);
+        self.start_requested_connects();
+        self.flush_dirty();
+        self.submit();
+        self.dev.flush();
+        true
+    }
+
     pub fn handler(&self) -> &H {
         &self.handler
     }
@@ -696,14 +732,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             if ev.connected {
                 handler.connected(&mut conn);
             }
-            let mut more = true;
+            let mut progress = true;
             if let Some((a, b)) = outcome.deliver {
                 let data = &payload[a..b];
                 let n = handler.data(&mut conn, data).min(data.len());
-                more = n == data.len();
+                progress = n > 0;
                 conn.tcb.keep_unconsumed(&data[n..]);
             }
-            if more && outcome.readable {
+            if progress {
                 deliver_buffered(handler, &mut conn);
             }
             if ev.writable {
@@ -718,6 +754,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         // Callbacks may have closed or aborted the connection.
         let closed = ev.closed.or(slot.tcb.take_events().closed);
         if let Some(reason) = closed {
+            final_delivery(handler, slot, id, connect_requests, stats);
             match reason {
                 CloseReason::Normal => stats.conns_closed += 1,
                 CloseReason::Reset | CloseReason::Refused => stats.conns_reset += 1,
@@ -966,6 +1003,18 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             self.timers
                 .schedule(at, TimerItem::TimeWait { key: slot.key, at });
         }
+        let mut slot = slot;
+        let id = ConnId {
+            index: index as u32,
+            generation: slot.generation,
+        };
+        final_delivery(
+            &mut self.handler,
+            &mut slot,
+            id,
+            &mut self.connect_requests,
+            &mut self.stats,
+        );
         if let Some(state) = slot.app {
             let mut requests = std::mem::take(&mut self.connect_requests);
             self.handler.closed(
@@ -1138,6 +1187,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 }
 
 /// Offer the application what the receive buffer holds, until it stops consuming.
+/// Offer the application what the receive buffer holds for as long as it makes
+/// progress: an application that takes one request at a time is offered the next one
+/// straight away; one that takes nothing has paused.
 fn deliver_buffered<H: Handler>(handler: &mut H, conn: &mut Conn<'_, H::Conn>) {
     while conn.tcb.readable_len() > 0 {
         let mut buf = conn.tcb.take_recv_buffer();
@@ -1146,10 +1198,34 @@ fn deliver_buffered<H: Handler>(handler: &mut H, conn: &mut Conn<'_, H::Conn>) {
         let n = handler.data(conn, data).min(len);
         buf.consume(n);
         conn.tcb.put_recv_buffer(buf);
-        if n < len {
+        if n == 0 {
             break;
         }
     }
+}
+
+/// The connection is ending: offer unread bytes one last time; whatever the application
+/// still leaves is discarded and counted.
+fn final_delivery<H: Handler>(
+    handler: &mut H,
+    slot: &mut Slot<H::Conn>,
+    id: ConnId,
+    requests: &mut Vec<(SocketAddrV4, H::Conn)>,
+    stats: &mut Stats,
+) {
+    if slot.tcb.readable_len() == 0 {
+        return;
+    }
+    if let Some(state) = slot.app.as_mut() {
+        let mut conn = Conn {
+            id,
+            tcb: &mut slot.tcb,
+            state,
+            opener: Opener { requests },
+        };
+        deliver_buffered(handler, &mut conn);
+    }
+    stats.unread_bytes_discarded += slot.tcb.readable_len() as u64;
 }
 
 /// Build Ethernet + IPv4 + TCP headers and the payload into `buf` (exactly the frame's
