@@ -315,11 +315,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.run_timers();
         self.poll_arp();
 
-        let mut requests = std::mem::take(&mut self.connect_requests);
         self.handler.poll(&mut Opener {
-            requests: &mut requests,
+            requests: &mut self.connect_requests,
         });
-        self.connect_requests = requests;
         self.start_requested_connects();
 
         self.flush_dirty();
@@ -813,19 +811,19 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     // ----- Active opens -----
 
     fn start_requested_connects(&mut self) {
-        while let Some((remote, state)) = self.connect_requests.pop() {
+        // Requests made by `connect_failed` itself wait for the next turn, so a handler
+        // that retries at once cannot spin here.
+        let mut batch = std::mem::take(&mut self.connect_requests);
+        for (remote, state) in batch.drain(..) {
             if let Err((e, state)) = self.start_connect(remote, state) {
-                let mut requests = std::mem::take(&mut self.connect_requests);
-                self.handler.connect_failed(
-                    &mut Opener {
-                        requests: &mut requests,
-                    },
-                    remote,
-                    state,
-                    e,
-                );
-                self.connect_requests.append(&mut requests);
+                let mut opener = Opener {
+                    requests: &mut self.connect_requests,
+                };
+                self.handler.connect_failed(&mut opener, remote, state, e);
             }
+        }
+        if self.connect_requests.is_empty() {
+            self.connect_requests = batch;
         }
     }
 
@@ -976,16 +974,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.flows.remove(&slot.key);
         if let Some(state) = slot.app {
             // Closed without an event (should not happen): still tell the application.
-            let mut requests = std::mem::take(&mut self.connect_requests);
-            self.handler.closed(
-                &mut Opener {
-                    requests: &mut requests,
-                },
-                state,
-                CloseReason::Normal,
-            );
-            self.connect_requests.append(&mut requests);
+            self.notify_closed(state, CloseReason::Normal);
         }
+    }
+
+    fn notify_closed(&mut self, state: H::Conn, reason: CloseReason) {
+        let mut opener = Opener {
+            requests: &mut self.connect_requests,
+        };
+        self.handler.closed(&mut opener, state, reason);
     }
 
     /// Replace a connection block in TIME-WAIT by a compact entry (RFC 9293 §3.10.7.4
@@ -1016,15 +1013,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             &mut self.stats,
         );
         if let Some(state) = slot.app {
-            let mut requests = std::mem::take(&mut self.connect_requests);
-            self.handler.closed(
-                &mut Opener {
-                    requests: &mut requests,
-                },
-                state,
-                CloseReason::Normal,
-            );
-            self.connect_requests.append(&mut requests);
+            self.notify_closed(state, CloseReason::Normal);
         }
     }
 

@@ -51,6 +51,34 @@ pub fn give(ring: Vec<u8>) {
     }
 }
 
+/// Replace `ring` by a pooled ring that holds at least `need` bytes (a power of two, at
+/// least [`MIN_RING`], at most `capacity`), moving the `keep` bytes that start at `*head`
+/// (wrapping) to its start; the old ring goes back to the pool.
+pub fn regrow(ring: &mut Vec<u8>, head: &mut usize, keep: usize, need: usize, capacity: usize) {
+    let size = need
+        .checked_next_power_of_two()
+        .unwrap_or(need)
+        .max(MIN_RING)
+        .min(capacity);
+    let mut new = take(size);
+    if keep > 0 {
+        let first = keep.min(ring.len() - *head);
+        new[..first].copy_from_slice(&ring[*head..*head + first]);
+        new[first..keep].copy_from_slice(&ring[..keep - first]);
+    }
+    give(std::mem::replace(ring, new));
+    *head = 0;
+}
+
+/// `x mod size` for `x < 2 * size` (ring arithmetic without a division).
+pub fn wrap(x: usize, size: usize) -> usize {
+    if x >= size {
+        x - size
+    } else {
+        x
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@
 /// Smallest ring allocated.
 pub use super::pool::MIN_RING;
 
-use super::pool;
+use super::pool::{self, wrap};
 
 /// One out-of-order range, `[start, end)` relative to `rcv_nxt`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,31 +210,9 @@ impl RecvBuffer {
     /// Reallocates the ring to hold at least `need` bytes from the head, keeping readable
     /// and out-of-order data at the same distance from the head.
     fn grow(&mut self, need: usize) {
-        let size = need
-            .checked_next_power_of_two()
-            .unwrap_or(need)
-            .max(MIN_RING)
-            .min(self.capacity);
-        let old = self.ring.len();
         // Bytes from the head up to the end of the last out-of-order range.
         let span = self.readable_len + self.ranges.last().map_or(0, |r| r.end);
-        let mut ring = pool::take(size);
-        if span > 0 {
-            let first = span.min(old - self.head);
-            ring[..first].copy_from_slice(&self.ring[self.head..self.head + first]);
-            ring[first..span].copy_from_slice(&self.ring[..span - first]);
-        }
-        pool::give(std::mem::replace(&mut self.ring, ring));
-        self.head = 0;
-    }
-}
-
-/// `x mod size` for `x < 2 * size`.
-fn wrap(x: usize, size: usize) -> usize {
-    if x >= size {
-        x - size
-    } else {
-        x
+        pool::regrow(&mut self.ring, &mut self.head, span, need, self.capacity);
     }
 }
 

@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
-use super::pool;
+use super::pool::{self, wrap};
 
 /// Smallest ring allocated, so that a burst of small writes does not regrow every time.
 pub use super::pool::MIN_RING;
@@ -243,29 +243,13 @@ impl SendBuffer {
     /// Reallocates the ring so it holds at least `need` bytes, keeping the queued copied
     /// bytes in order at the start of the new ring.
     fn grow(&mut self, need: usize) {
-        let size = need
-            .checked_next_power_of_two()
-            .unwrap_or(need)
-            .max(MIN_RING)
-            .min(self.capacity);
-        let old = self.ring.len();
-        let mut ring = pool::take(size);
-        if self.ring_len > 0 {
-            let first = self.ring_len.min(old - self.head);
-            ring[..first].copy_from_slice(&self.ring[self.head..self.head + first]);
-            ring[first..self.ring_len].copy_from_slice(&self.ring[..self.ring_len - first]);
-        }
-        pool::give(std::mem::replace(&mut self.ring, ring));
-        self.head = 0;
-    }
-}
-
-/// `x mod size` for `x < 2 * size` (ring arithmetic without a division).
-fn wrap(x: usize, size: usize) -> usize {
-    if x >= size {
-        x - size
-    } else {
-        x
+        pool::regrow(
+            &mut self.ring,
+            &mut self.head,
+            self.ring_len,
+            need,
+            self.capacity,
+        );
     }
 }
 
