@@ -98,7 +98,7 @@ pub mod tcp;
 pub mod time;
 pub mod timer;
 
-pub use engine::{Conn, ConnId, ConnectError, Engine, EngineConfig, Handler, Opener};
+pub use engine::{Conn, ConnId, ConnectError, Connection, Engine, EngineConfig, Handler, Opener};
 pub use stats::Stats;
 pub use tcp::config::TcpConfig;
 pub use tcp::tcb::{CloseReason, SendError, State};

@@ -11,12 +11,68 @@ use bytes::Bytes;
 
 use crate::tcp::tcb::{CloseReason, SendError, Tcb};
 
-/// Identifies a connection within one engine. Stale ids (of closed connections) are
+/// Identifies a connection within one worker. Stale ids (of closed connections) are
 /// detected, never confused with a new connection in the same slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ConnId {
     pub(crate) index: u32,
     pub(crate) generation: u32,
+}
+
+impl ConnId {
+    /// For backends: slot `index` in the worker's connection table, and a generation
+    /// that changes each time the slot is reused.
+    pub fn new(index: u32, generation: u32) -> ConnId {
+        ConnId { index, generation }
+    }
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+}
+
+/// What a backend's connection offers the application. Rusty's own TCP ([`Tcb`]) and
+/// the kernel-socket backend implement it, so a [`Handler`] runs unchanged on either.
+pub trait Connection {
+    fn local_addr(&self) -> SocketAddrV4;
+    fn peer_addr(&self) -> SocketAddrV4;
+    /// Bytes [`Connection::send`] would accept now.
+    fn send_space(&self) -> usize;
+    fn send(&mut self, data: &[u8]) -> Result<usize, SendError>;
+    fn send_shared(&mut self, data: Bytes) -> Result<(), SendError>;
+    fn notify_writable(&mut self);
+    fn close(&mut self);
+    fn shutdown_write(&mut self);
+    fn abort(&mut self);
+}
+
+impl Connection for Tcb {
+    fn local_addr(&self) -> SocketAddrV4 {
+        self.local()
+    }
+    fn peer_addr(&self) -> SocketAddrV4 {
+        self.remote()
+    }
+    fn send_space(&self) -> usize {
+        Tcb::send_space(self)
+    }
+    fn send(&mut self, data: &[u8]) -> Result<usize, SendError> {
+        Tcb::send(self, data)
+    }
+    fn send_shared(&mut self, data: Bytes) -> Result<(), SendError> {
+        Tcb::send_shared(self, data)
+    }
+    fn notify_writable(&mut self) {
+        Tcb::notify_writable(self)
+    }
+    fn close(&mut self) {
+        Tcb::close(self)
+    }
+    fn shutdown_write(&mut self) {
+        Tcb::shutdown_write(self)
+    }
+    fn abort(&mut self) {
+        Tcb::abort(self)
+    }
 }
 
 /// Why an active open could not start.
@@ -49,7 +105,12 @@ pub struct Opener<'a, S> {
     pub(crate) requests: &'a mut Vec<(SocketAddrV4, S)>,
 }
 
-impl<S> Opener<'_, S> {
+impl<'a, S> Opener<'a, S> {
+    /// For backends: collect requests into `requests`.
+    pub fn new(requests: &'a mut Vec<(SocketAddrV4, S)>) -> Opener<'a, S> {
+        Opener { requests }
+    }
+
     /// Open a connection to `remote` with `state` as its application state. Failures
     /// are reported through the handler's `connect_failed` callback.
     pub fn connect(&mut self, remote: SocketAddrV4, state: S) {
@@ -60,12 +121,27 @@ impl<S> Opener<'_, S> {
 /// One connection, as a callback sees it.
 pub struct Conn<'a, S> {
     pub(crate) id: ConnId,
-    pub(crate) tcb: &'a mut Tcb,
+    pub(crate) ops: &'a mut dyn Connection,
     pub(crate) state: &'a mut S,
     pub(crate) opener: Opener<'a, S>,
 }
 
-impl<S> Conn<'_, S> {
+impl<'a, S> Conn<'a, S> {
+    /// For backends: the handle a callback gets.
+    pub fn new(
+        id: ConnId,
+        ops: &'a mut dyn Connection,
+        state: &'a mut S,
+        requests: &'a mut Vec<(SocketAddrV4, S)>,
+    ) -> Conn<'a, S> {
+        Conn {
+            id,
+            ops,
+            state,
+            opener: Opener { requests },
+        }
+    }
+
     pub fn id(&self) -> ConnId {
         self.id
     }
@@ -74,42 +150,42 @@ impl<S> Conn<'_, S> {
         self.state
     }
     pub fn local_addr(&self) -> SocketAddrV4 {
-        self.tcb.local()
+        self.ops.local_addr()
     }
     pub fn peer_addr(&self) -> SocketAddrV4 {
-        self.tcb.remote()
+        self.ops.peer_addr()
     }
     /// Bytes [`Conn::send`] would accept now.
     pub fn send_space(&self) -> usize {
-        self.tcb.send_space()
+        self.ops.send_space()
     }
     /// Copy as much of `data` as fits into the send buffer; returns how much that was.
     /// When it is less than `data.len()`, a `writable` callback follows once
     /// acknowledgements free space. Sending after `close`/`shutdown_write` is an error.
     pub fn send(&mut self, data: &[u8]) -> Result<usize, SendError> {
-        self.tcb.send(data)
+        self.ops.send(data)
     }
     /// Queue shared immutable bytes without copying them (the send queue keeps a
     /// reference; retransmissions re-read it). Always accepted while the send side is open.
     pub fn send_shared(&mut self, data: Bytes) -> Result<(), SendError> {
-        self.tcb.send_shared(data)
+        self.ops.send_shared(data)
     }
     /// Ask for a `writable` callback when acknowledgements next free send space.
     pub fn notify_writable(&mut self) {
-        self.tcb.notify_writable();
+        self.ops.notify_writable();
     }
     /// Graceful close: send what is queued, then FIN. Data arriving afterwards is
     /// acknowledged and dropped. `closed` follows when the connection is done.
     pub fn close(&mut self) {
-        self.tcb.close();
+        self.ops.close();
     }
     /// Half-close: FIN after the queued data; keep receiving.
     pub fn shutdown_write(&mut self) {
-        self.tcb.shutdown_write();
+        self.ops.shutdown_write();
     }
     /// Abort with a RST; queued data is dropped. `closed` follows with `Aborted`.
     pub fn abort(&mut self) {
-        self.tcb.abort();
+        self.ops.abort();
     }
     /// Open another connection (see [`Opener::connect`]).
     pub fn connect(&mut self, remote: SocketAddrV4, state: S) {

@@ -18,7 +18,7 @@ use ahash::RandomState;
 use slab::Slab;
 
 pub use config::EngineConfig;
-pub use handler::{Conn, ConnId, ConnectError, Handler, Opener};
+pub use handler::{Conn, ConnId, ConnectError, Connection, Handler, Opener};
 
 use crate::arp::{self, ArpCache, EnqueueResult};
 use crate::checksum;
@@ -223,15 +223,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             return false;
         }
         if let Some(state) = slot.app.as_mut() {
-            let mut conn = Conn {
-                id,
-                tcb: &mut slot.tcb,
-                state,
-                opener: Opener {
-                    requests: connect_requests,
-                },
-            };
-            deliver_buffered(handler, &mut conn);
+            deliver_buffered(handler, &mut slot.tcb, id, state, connect_requests);
         }
         self.mark_dirty(index);
         self.start_requested_connects();
@@ -719,33 +711,27 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
 
         if let Some(state) = slot.app.as_mut() {
-            let mut conn = Conn {
-                id,
-                tcb: &mut slot.tcb,
-                state,
-                opener: Opener {
-                    requests: connect_requests,
-                },
-            };
+            let tcb = &mut slot.tcb;
             if ev.connected {
-                handler.connected(&mut conn);
+                handler.connected(&mut Conn::new(id, tcb, state, connect_requests));
             }
             let mut progress = true;
             if let Some((a, b)) = outcome.deliver {
                 let data = &payload[a..b];
+                let mut conn = Conn::new(id, tcb, state, connect_requests);
                 let n = handler.data(&mut conn, data).min(data.len());
                 progress = n > 0;
-                conn.tcb.keep_unconsumed(&data[n..]);
+                tcb.keep_unconsumed(&data[n..]);
             }
             if progress {
-                deliver_buffered(handler, &mut conn);
+                deliver_buffered(handler, tcb, id, state, connect_requests);
             }
             if ev.writable {
-                handler.writable(&mut conn);
-                deliver_buffered(handler, &mut conn);
+                handler.writable(&mut Conn::new(id, tcb, state, connect_requests));
+                deliver_buffered(handler, tcb, id, state, connect_requests);
             }
             if ev.peer_closed {
-                handler.peer_closed(&mut conn);
+                handler.peer_closed(&mut Conn::new(id, tcb, state, connect_requests));
             }
         }
 
@@ -1179,14 +1165,24 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 /// Offer the application what the receive buffer holds for as long as it makes
 /// progress: an application that takes one request at a time is offered the next one
 /// straight away; one that takes nothing has paused.
-fn deliver_buffered<H: Handler>(handler: &mut H, conn: &mut Conn<'_, H::Conn>) {
-    while conn.tcb.readable_len() > 0 {
-        let mut buf = conn.tcb.take_recv_buffer();
+fn deliver_buffered<H: Handler>(
+    handler: &mut H,
+    tcb: &mut Tcb,
+    id: ConnId,
+    state: &mut H::Conn,
+    requests: &mut Vec<(SocketAddrV4, H::Conn)>,
+) {
+    while tcb.readable_len() > 0 {
+        // The buffer leaves the block while the application reads it, so the
+        // application can use its connection handle at the same time.
+        let mut buf = tcb.take_recv_buffer();
         let data = buf.readable();
         let len = data.len();
-        let n = handler.data(conn, data).min(len);
+        let n = handler
+            .data(&mut Conn::new(id, tcb, state, requests), data)
+            .min(len);
         buf.consume(n);
-        conn.tcb.put_recv_buffer(buf);
+        tcb.put_recv_buffer(buf);
         if n == 0 {
             break;
         }
@@ -1206,13 +1202,7 @@ fn final_delivery<H: Handler>(
         return;
     }
     if let Some(state) = slot.app.as_mut() {
-        let mut conn = Conn {
-            id,
-            tcb: &mut slot.tcb,
-            state,
-            opener: Opener { requests },
-        };
-        deliver_buffered(handler, &mut conn);
+        deliver_buffered(handler, &mut slot.tcb, id, state, requests);
     }
     stats.unread_bytes_discarded += slot.tcb.readable_len() as u64;
 }
