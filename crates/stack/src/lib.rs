@@ -92,6 +92,7 @@ pub mod icmp;
 pub mod io;
 pub mod ipv4;
 pub mod rss;
+pub mod runtime;
 pub mod sim;
 pub mod stats;
 pub mod tcp;

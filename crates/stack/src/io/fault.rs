@@ -382,6 +382,15 @@ impl<D: PacketIo, C: Clock> PacketIo for FaultInjector<D, C> {
         self.send_out();
         self.inner.flush();
     }
+
+    fn wait(&mut self, timeout: std::time::Duration) {
+        // Wake in time to release held frames.
+        let timeout = match self.next_release() {
+            Some(t) => timeout.min(t.saturating_duration_since(self.clock.now())),
+            None => timeout,
+        };
+        self.inner.wait(timeout);
+    }
 }
 
 #[cfg(test)]

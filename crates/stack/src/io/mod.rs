@@ -12,6 +12,7 @@
 //! submit (or on drop, if the stack changes its mind).
 
 use std::ops::{Deref, DerefMut};
+use std::time::Duration;
 
 use crate::rss::RssConfig;
 
@@ -153,6 +154,13 @@ pub trait PacketIo {
 
     /// Push everything queued so far to the device (doorbell). Called once per loop turn.
     fn flush(&mut self) {}
+
+    /// Block until a frame may be waiting or `timeout` has passed (an idle worker parks
+    /// here instead of spinning). Spurious wake-ups are fine. The default sleeps, at most
+    /// a millisecond, for queues that cannot signal readiness.
+    fn wait(&mut self, timeout: Duration) {
+        std::thread::sleep(timeout.min(Duration::from_millis(1)));
+    }
 }
 
 /// A plain owned frame: the buffer type of the in-memory link and of copies made by

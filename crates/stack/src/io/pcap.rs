@@ -169,6 +169,10 @@ impl<D: PacketIo, C: Clock, W: Write> PacketIo for PcapCapture<D, C, W> {
     fn flush(&mut self) {
         self.inner.flush();
     }
+
+    fn wait(&mut self, timeout: std::time::Duration) {
+        self.inner.wait(timeout);
+    }
 }
 
 #[cfg(test)]

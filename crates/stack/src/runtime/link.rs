@@ -1,0 +1,269 @@
+//! Link specifications on the command line, one parser for every binary:
+//! `<n links> [<link> <ipv4>[/prefix] <n workers>]...`.
+//!
+//! A link is `kernel` (the host's own TCP), `tap0`/`tap:NAME` (a TAP device), and, for
+//! drivers that plug in later, `ixgbe:PCI-ADDR`, `mpipe:LINK` and `xdp:IFNAME`. Which of
+//! them a binary can run is its own business: it gets a clear "not built into this
+//! binary" error for the others from [`LinkKind::require`].
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkKind {
+    Kernel,
+    Tap { name: String },
+    Ixgbe { pci: String },
+    Mpipe { link: String },
+    Xdp { ifname: String },
+}
+
+impl LinkKind {
+    /// The driver's name as used on the command line.
+    pub fn driver(&self) -> &'static str {
+        match self {
+            LinkKind::Kernel => "kernel",
+            LinkKind::Tap { .. } => "tap",
+            LinkKind::Ixgbe { .. } => "ixgbe",
+            LinkKind::Mpipe { .. } => "mpipe",
+            LinkKind::Xdp { .. } => "xdp",
+        }
+    }
+
+    /// Fails unless this binary was built with the link's driver.
+    pub fn require(&self, built_in: &[&str]) -> Result<(), LinkSpecError> {
+        if built_in.contains(&self.driver()) {
+            Ok(())
+        } else {
+            Err(LinkSpecError::NotBuiltIn(self.driver().to_string()))
+        }
+    }
+}
+
+impl fmt::Display for LinkKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkKind::Kernel => write!(f, "kernel"),
+            LinkKind::Tap { name } => write!(f, "tap:{name}"),
+            LinkKind::Ixgbe { pci } => write!(f, "ixgbe:{pci}"),
+            LinkKind::Mpipe { link } => write!(f, "mpipe:{link}"),
+            LinkKind::Xdp { ifname } => write!(f, "xdp:{ifname}"),
+        }
+    }
+}
+
+/// Longest Linux interface name (IFNAMSIZ - 1).
+const MAX_IFNAME: usize = 15;
+
+fn ifname(s: &str, what: &str) -> Result<String, LinkSpecError> {
+    if s.is_empty() || s.len() > MAX_IFNAME || s.contains(['/', ' ', '\0']) {
+        return Err(LinkSpecError::BadLink(format!(
+            "{what}: '{s}' is not a valid interface name"
+        )));
+    }
+    Ok(s.to_string())
+}
+
+impl FromStr for LinkKind {
+    type Err = LinkSpecError;
+    fn from_str(s: &str) -> Result<LinkKind, LinkSpecError> {
+        if s == "kernel" {
+            return Ok(LinkKind::Kernel);
+        }
+        if let Some((driver, arg)) = s.split_once(':') {
+            return match driver {
+                "tap" => Ok(LinkKind::Tap {
+                    name: ifname(arg, "tap")?,
+                }),
+                "xdp" => Ok(LinkKind::Xdp {
+                    ifname: ifname(arg, "xdp")?,
+                }),
+                "ixgbe" if !arg.is_empty() => Ok(LinkKind::Ixgbe {
+                    pci: arg.to_string(),
+                }),
+                "mpipe" if !arg.is_empty() => Ok(LinkKind::Mpipe {
+                    link: arg.to_string(),
+                }),
+                _ => Err(LinkSpecError::BadLink(format!(
+                    "unknown link '{s}' (expected kernel, tapN, tap:NAME, ixgbe:PCI, mpipe:LINK or xdp:IFNAME)"
+                ))),
+            };
+        }
+        if s.starts_with("tap") {
+            return Ok(LinkKind::Tap {
+                name: ifname(s, "tap")?,
+            });
+        }
+        Err(LinkSpecError::BadLink(format!(
+            "unknown link '{s}' (expected kernel, tapN, tap:NAME, ixgbe:PCI, mpipe:LINK or xdp:IFNAME)"
+        )))
+    }
+}
+
+/// One link: its driver, this host's address on it and how many workers serve it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkSpec {
+    pub kind: LinkKind,
+    pub ip: Ipv4Addr,
+    pub prefix_len: u8,
+    pub workers: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkSpecError {
+    BadCount(String),
+    WrongArgumentCount { links: usize, got: usize },
+    BadLink(String),
+    BadAddress(String),
+    BadWorkers(String),
+    NotBuiltIn(String),
+}
+
+impl fmt::Display for LinkSpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkSpecError::BadCount(s) => write!(f, "'{s}' is not a number of links"),
+            LinkSpecError::WrongArgumentCount { links, got } => write!(
+                f,
+                "{links} links need {} more arguments (<link> <ipv4> <n workers> each), got {got}",
+                links * 3
+            ),
+            LinkSpecError::BadLink(s) => write!(f, "{s}"),
+            LinkSpecError::BadAddress(s) => write!(
+                f,
+                "'{s}' is not an IPv4 address (a.b.c.d or a.b.c.d/prefix)"
+            ),
+            LinkSpecError::BadWorkers(s) => write!(f, "'{s}' is not a worker count (1 or more)"),
+            LinkSpecError::NotBuiltIn(d) => {
+                write!(f, "the {d} driver is not built into this binary")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LinkSpecError {}
+
+fn parse_addr(s: &str) -> Result<(Ipv4Addr, u8), LinkSpecError> {
+    let bad = || LinkSpecError::BadAddress(s.to_string());
+    let (ip, prefix) = match s.split_once('/') {
+        Some((ip, p)) => (ip, p.parse::<u8>().map_err(|_| bad())?),
+        None => (s, 24),
+    };
+    if prefix > 32 {
+        return Err(bad());
+    }
+    Ok((ip.parse().map_err(|_| bad())?, prefix))
+}
+
+/// Parse `<n links> [<link> <ipv4>[/prefix] <n workers>]...`. An empty list means no
+/// links (the caller's default).
+pub fn parse_links<S: AsRef<str>>(args: &[S]) -> Result<Vec<LinkSpec>, LinkSpecError> {
+    let Some((count, rest)) = args.split_first() else {
+        return Ok(Vec::new());
+    };
+    let count = count.as_ref();
+    let n: usize = count
+        .parse()
+        .map_err(|_| LinkSpecError::BadCount(count.to_string()))?;
+    if rest.len() != n * 3 {
+        return Err(LinkSpecError::WrongArgumentCount {
+            links: n,
+            got: rest.len(),
+        });
+    }
+    rest.chunks(3)
+        .map(|c| {
+            let kind: LinkKind = c[0].as_ref().parse()?;
+            let (ip, prefix_len) = parse_addr(c[1].as_ref())?;
+            let w = c[2].as_ref();
+            let workers = w
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| LinkSpecError::BadWorkers(w.to_string()))?;
+            Ok(LinkSpec {
+                kind,
+                ip,
+                prefix_len,
+                workers,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_original_command_line() {
+        let links =
+            parse_links(&["2", "tap0", "10.0.2.2", "1", "tap:eth9", "10.0.3.2/16", "3"]).unwrap();
+        assert_eq!(links.len(), 2);
+        assert_eq!(
+            links[0].kind,
+            LinkKind::Tap {
+                name: "tap0".into()
+            }
+        );
+        assert_eq!(
+            (links[0].ip, links[0].prefix_len, links[0].workers),
+            (Ipv4Addr::new(10, 0, 2, 2), 24, 1)
+        );
+        assert_eq!(
+            links[1].kind,
+            LinkKind::Tap {
+                name: "eth9".into()
+            }
+        );
+        assert_eq!((links[1].prefix_len, links[1].workers), (16, 3));
+        assert_eq!(parse_links::<&str>(&[]).unwrap(), vec![]);
+        assert_eq!(
+            parse_links(&["1", "kernel", "0.0.0.0", "2"]).unwrap()[0].kind,
+            LinkKind::Kernel
+        );
+    }
+
+    #[test]
+    fn rejects_bad_arguments_clearly() {
+        assert!(matches!(
+            parse_links(&["x"]),
+            Err(LinkSpecError::BadCount(_))
+        ));
+        assert!(matches!(
+            parse_links(&["1", "tap0", "10.0.0.1"]),
+            Err(LinkSpecError::WrongArgumentCount { .. })
+        ));
+        assert!(matches!(
+            parse_links(&["1", "eth0", "10.0.0.1", "1"]),
+            Err(LinkSpecError::BadLink(_))
+        ));
+        assert!(matches!(
+            parse_links(&["1", "tap0", "10.0.0.300", "1"]),
+            Err(LinkSpecError::BadAddress(_))
+        ));
+        assert!(matches!(
+            parse_links(&["1", "tap0", "10.0.0.1/33", "1"]),
+            Err(LinkSpecError::BadAddress(_))
+        ));
+        assert!(matches!(
+            parse_links(&["1", "tap0", "10.0.0.1", "0"]),
+            Err(LinkSpecError::BadWorkers(_))
+        ));
+        assert!(matches!(
+            parse_links(&["1", "tap:averyveryverylongname", "10.0.0.1", "1"]),
+            Err(LinkSpecError::BadLink(_))
+        ));
+        let ixgbe: LinkKind = "ixgbe:0000:03:00.0".parse().unwrap();
+        assert_eq!(
+            ixgbe.require(&["kernel", "tap"]),
+            Err(LinkSpecError::NotBuiltIn("ixgbe".into()))
+        );
+        assert!(LinkKind::Kernel.require(&["kernel", "tap"]).is_ok());
+        assert_eq!(
+            LinkSpecError::NotBuiltIn("ixgbe".into()).to_string(),
+            "the ixgbe driver is not built into this binary"
+        );
+    }
+}

@@ -1,0 +1,422 @@
+//! The runtime: one OS thread per worker, each pinned to its own core, started and
+//! stopped together.
+//!
+//! The runtime knows nothing about packets: a [`Worker`] is a body that runs on its
+//! thread until told to stop, and returns its final [`Stats`]. [`engine_worker`] builds
+//! the body that drives an [`Engine`](crate::Engine) over a packet-IO queue; the
+//! kernel-socket backend builds its own bodies on the same runtime. Workers talk only
+//! through the [`WorkerContext`]: ARP mappings for siblings on the same link, stats
+//! snapshots, and the stop signal — rare events, never on the data path.
+//!
+//! SIGINT/SIGTERM start a graceful stop: workers stop accepting, open connections get
+//! the configured grace period to finish, then every worker exits and the runtime
+//! returns its statistics. A second signal exits at once.
+
+mod engine_worker;
+pub mod link;
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant as StdInstant};
+
+use crossbeam_channel::{Receiver, Sender};
+
+pub use engine_worker::engine_worker;
+
+use crate::io::MacAddr;
+use crate::stats::Stats;
+
+/// How workers are placed and stopped.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Cores to pin workers to, in order. `None`: the process's allowed CPU set, in
+    /// order (so `taskset -c 1 …` puts a single worker on core 1).
+    pub cpus: Option<Vec<usize>>,
+    /// Allow more workers than cores (they then share cores round-robin).
+    pub oversubscribe: bool,
+    /// How long an idle worker keeps polling before it blocks on its queue.
+    pub spin: Duration,
+    /// How long open connections may run on after a stop signal.
+    pub grace: Duration,
+    /// Print every worker's counters this often (to stderr).
+    pub stats_interval: Option<Duration>,
+    /// Install SIGINT/SIGTERM handlers (off in tests that run several runtimes).
+    pub handle_signals: bool,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            cpus: None,
+            oversubscribe: false,
+            spin: Duration::from_micros(200),
+            grace: Duration::from_secs(10),
+            stats_interval: None,
+            handle_signals: true,
+        }
+    }
+}
+
+/// What went wrong starting the runtime.
+#[derive(Debug)]
+pub enum RuntimeError {
+    /// More workers than usable cores, without `oversubscribe`.
+    TooManyWorkers {
+        workers: usize,
+        cores: usize,
+    },
+    /// A core named in `cpus` is not in the process's allowed set.
+    CpuNotAllowed(usize),
+    /// The allowed CPU set could not be read.
+    NoCpus,
+    Spawn(std::io::Error),
+    Signals(std::io::Error),
+    /// A worker panicked.
+    WorkerPanicked(String),
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeError::TooManyWorkers { workers, cores } => write!(
+                f,
+                "{workers} workers but only {cores} usable cores (use --oversubscribe to share cores)"
+            ),
+            RuntimeError::CpuNotAllowed(c) => {
+                write!(f, "CPU {c} is not in this process's allowed CPU set")
+            }
+            RuntimeError::NoCpus => write!(f, "could not read the allowed CPU set"),
+            RuntimeError::Spawn(e) => write!(f, "could not start a worker thread: {e}"),
+            RuntimeError::Signals(e) => write!(f, "could not install signal handlers: {e}"),
+            RuntimeError::WorkerPanicked(w) => write!(f, "worker {w} panicked"),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+/// Rare messages between sibling workers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlMsg {
+    /// A worker on link `link` learned this ARP mapping (the reply may have landed on
+    /// another worker's queue than the one that asked).
+    Arp {
+        link: usize,
+        ip: Ipv4Addr,
+        mac: MacAddr,
+    },
+}
+
+/// Where a worker is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopState {
+    Running,
+    /// Stop accepting; let open connections finish until the grace period ends.
+    Draining,
+    /// Leave now.
+    Exit,
+}
+
+const RUNNING: u8 = 0;
+const DRAINING: u8 = 1;
+const EXIT: u8 = 2;
+
+/// A worker's handle on the runtime, passed to its body on its own thread.
+pub struct WorkerContext {
+    index: usize,
+    link: usize,
+    core: Option<usize>,
+    grace: Duration,
+    spin: Duration,
+    stop: Arc<AtomicU8>,
+    stats_epoch: Arc<AtomicU64>,
+    seen_epoch: u64,
+    stats_tx: Sender<(usize, Stats)>,
+    inbox: Receiver<ControlMsg>,
+    siblings: Vec<(usize, Sender<ControlMsg>)>,
+}
+
+impl WorkerContext {
+    /// This worker's position among all workers.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+    /// The link this worker serves.
+    pub fn link(&self) -> usize {
+        self.link
+    }
+    /// The core this worker is pinned to.
+    pub fn core(&self) -> Option<usize> {
+        self.core
+    }
+    pub fn grace(&self) -> Duration {
+        self.grace
+    }
+    pub fn spin(&self) -> Duration {
+        self.spin
+    }
+    pub fn stop_state(&self) -> StopState {
+        match self.stop.load(Ordering::Relaxed) {
+            RUNNING => StopState::Running,
+            DRAINING => StopState::Draining,
+            _ => StopState::Exit,
+        }
+    }
+    /// Tell every sibling on the same link.
+    pub fn publish(&self, msg: ControlMsg) {
+        let ControlMsg::Arp { link, .. } = &msg;
+        for (l, tx) in &self.siblings {
+            if l == link {
+                let _ = tx.try_send(msg.clone());
+            }
+        }
+    }
+    /// The next message from a sibling, if any.
+    pub fn try_recv(&self) -> Option<ControlMsg> {
+        self.inbox.try_recv().ok()
+    }
+    /// Whether the runtime asked for a stats snapshot since the last call.
+    pub fn stats_due(&mut self) -> bool {
+        let e = self.stats_epoch.load(Ordering::Relaxed);
+        if e != self.seen_epoch {
+            self.seen_epoch = e;
+            true
+        } else {
+            false
+        }
+    }
+    pub fn send_stats(&self, stats: Stats) {
+        let _ = self.stats_tx.try_send((self.index, stats));
+    }
+}
+
+/// One worker to run: a name for messages, the link it serves, and its body.
+pub struct Worker {
+    pub name: String,
+    pub link: usize,
+    pub body: Box<dyn FnOnce(WorkerContext) -> Stats + Send>,
+}
+
+/// The cores workers go on, in order: `cfg.cpus` or the allowed set.
+pub fn plan_cores(workers: usize, cfg: &RuntimeConfig) -> Result<Vec<usize>, RuntimeError> {
+    let allowed: Vec<usize> = core_affinity::get_core_ids()
+        .ok_or(RuntimeError::NoCpus)?
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    let cores = match &cfg.cpus {
+        Some(list) => {
+            for c in list {
+                if !allowed.contains(c) {
+                    return Err(RuntimeError::CpuNotAllowed(*c));
+                }
+            }
+            list.clone()
+        }
+        None => allowed,
+    };
+    if cores.is_empty() {
+        return Err(RuntimeError::NoCpus);
+    }
+    if workers > cores.len() && !cfg.oversubscribe {
+        return Err(RuntimeError::TooManyWorkers {
+            workers,
+            cores: cores.len(),
+        });
+    }
+    Ok((0..workers).map(|i| cores[i % cores.len()]).collect())
+}
+
+/// A handle to stop a running runtime from another thread (tests, embedding).
+#[derive(Clone)]
+pub struct StopHandle {
+    flag: Arc<AtomicBool>,
+}
+
+impl StopHandle {
+    pub fn new() -> StopHandle {
+        StopHandle {
+            flag: Arc::new(AtomicBool::new(false)),
+        }
+    }
+    /// Begin a graceful stop, as SIGTERM would.
+    pub fn stop(&self) {
+        self.flag.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Default for StopHandle {
+    fn default() -> Self {
+        StopHandle::new()
+    }
+}
+
+/// Run `workers` pinned to their cores until they all finish (after a stop signal or
+/// on their own). Returns each worker's final counters, in order.
+pub fn run(
+    workers: Vec<Worker>,
+    cfg: &RuntimeConfig,
+    stop_handle: &StopHandle,
+) -> Result<Vec<Stats>, RuntimeError> {
+    let cores = plan_cores(workers.len(), cfg)?;
+    let term = stop_handle.flag.clone();
+    if cfg.handle_signals {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        for sig in [SIGINT, SIGTERM] {
+            // A second signal while stopping exits at once.
+            signal_hook::flag::register_conditional_shutdown(sig, 1, term.clone())
+                .map_err(RuntimeError::Signals)?;
+            signal_hook::flag::register(sig, term.clone()).map_err(RuntimeError::Signals)?;
+        }
+    }
+    let stop = Arc::new(AtomicU8::new(RUNNING));
+    let stats_epoch = Arc::new(AtomicU64::new(0));
+    let (stats_tx, stats_rx) = crossbeam_channel::bounded::<(usize, Stats)>(workers.len() * 4);
+    let channels: Vec<_> = workers
+        .iter()
+        .map(|w| (w.link, crossbeam_channel::bounded::<ControlMsg>(1024)))
+        .collect();
+
+    let mut handles = Vec::with_capacity(workers.len());
+    let names: Vec<String> = workers.iter().map(|w| w.name.clone()).collect();
+    for (index, worker) in workers.into_iter().enumerate() {
+        let siblings = channels
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != index)
+            .map(|(_, (link, (tx, _)))| (*link, tx.clone()))
+            .collect();
+        let ctx = WorkerContext {
+            index,
+            link: worker.link,
+            core: Some(cores[index]),
+            grace: cfg.grace,
+            spin: cfg.spin,
+            stop: stop.clone(),
+            stats_epoch: stats_epoch.clone(),
+            seen_epoch: 0,
+            stats_tx: stats_tx.clone(),
+            inbox: channels[index].1 .1.clone(),
+            siblings,
+        };
+        let core = cores[index];
+        let body = worker.body;
+        let handle = thread::Builder::new()
+            .name(worker.name.clone())
+            .spawn(move || {
+                core_affinity::set_for_current(core_affinity::CoreId { id: core });
+                body(ctx)
+            })
+            .map_err(RuntimeError::Spawn)?;
+        handles.push(handle);
+    }
+    drop(stats_tx);
+
+    let mut last_stats = StdInstant::now();
+    let mut latest: Vec<Option<Stats>> = vec![None; handles.len()];
+    while !handles.iter().all(|h| h.is_finished()) {
+        if term.load(Ordering::Relaxed) && stop.load(Ordering::Relaxed) == RUNNING {
+            eprintln!(
+                "rusty: stopping; open connections have {:?} to finish",
+                cfg.grace
+            );
+            stop.store(DRAINING, Ordering::Relaxed);
+        }
+        if let Some(every) = cfg.stats_interval {
+            if last_stats.elapsed() >= every {
+                last_stats = StdInstant::now();
+                stats_epoch.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        while let Ok((i, s)) = stats_rx.try_recv() {
+            eprintln!("worker {} ({}): {}", i, names[i], s);
+            latest[i] = Some(s);
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(EXIT, Ordering::Relaxed);
+    let mut out = Vec::with_capacity(handles.len());
+    for (h, name) in handles.into_iter().zip(names) {
+        out.push(h.join().map_err(|_| RuntimeError::WorkerPanicked(name))?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_cores_from_the_allowed_set() {
+        let cfg = RuntimeConfig::default();
+        let n = core_affinity::get_core_ids().map_or(0, |c| c.len());
+        assert!(n > 0);
+        assert_eq!(plan_cores(n, &cfg).unwrap().len(), n);
+        assert!(matches!(
+            plan_cores(n + 1, &cfg),
+            Err(RuntimeError::TooManyWorkers { .. })
+        ));
+        let over = RuntimeConfig {
+            oversubscribe: true,
+            ..RuntimeConfig::default()
+        };
+        assert_eq!(plan_cores(n + 1, &over).unwrap().len(), n + 1);
+        let bad = RuntimeConfig {
+            cpus: Some(vec![100_000]),
+            ..RuntimeConfig::default()
+        };
+        assert!(matches!(
+            plan_cores(1, &bad),
+            Err(RuntimeError::CpuNotAllowed(100_000))
+        ));
+    }
+
+    #[test]
+    fn workers_run_pinned_exchange_messages_and_stop() {
+        let cfg = RuntimeConfig {
+            oversubscribe: true,
+            handle_signals: false,
+            grace: Duration::from_millis(50),
+            ..RuntimeConfig::default()
+        };
+        let stop = StopHandle::new();
+        let mut workers = Vec::new();
+        for i in 0..2 {
+            workers.push(Worker {
+                name: format!("w{i}"),
+                link: 0,
+                body: Box::new(move |ctx: WorkerContext| {
+                    let mut stats = Stats::default();
+                    if ctx.index() == 0 {
+                        ctx.publish(ControlMsg::Arp {
+                            link: 0,
+                            ip: Ipv4Addr::new(10, 0, 0, 9),
+                            mac: MacAddr::BROADCAST,
+                        });
+                    }
+                    while ctx.stop_state() == StopState::Running {
+                        if let Some(ControlMsg::Arp { ip, .. }) = ctx.try_recv() {
+                            assert_eq!(ip, Ipv4Addr::new(10, 0, 0, 9));
+                            stats.arp_requests_sent += 1;
+                        }
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                    stats
+                }),
+            });
+        }
+        let stopper = stop.clone();
+        let t = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(100));
+            stopper.stop();
+        });
+        let stats = run(workers, &cfg, &stop).unwrap();
+        t.join().unwrap();
+        assert_eq!(stats.len(), 2);
+        assert_eq!(stats[0].arp_requests_sent, 0);
+        assert_eq!(stats[1].arp_requests_sent, 1, "worker 1 heard worker 0");
+    }
+}
