@@ -40,6 +40,8 @@ pub struct Stats {
     pub time_wait_reused: u64,
     /// Received bytes the application never consumed before its connection ended.
     pub unread_bytes_discarded: u64,
+    /// Segments for a sibling worker's connection, handed over through the runtime.
+    pub misdirected_forwarded: u64,
 }
 
 impl Default for Stats {
@@ -73,6 +75,7 @@ impl Default for Stats {
             time_wait_entered: 0,
             time_wait_reused: 0,
             unread_bytes_discarded: 0,
+            misdirected_forwarded: 0,
         }
     }
 }
@@ -119,7 +122,8 @@ impl Stats {
             syns_dropped_overload,
             time_wait_entered,
             time_wait_reused,
-            unread_bytes_discarded
+            unread_bytes_discarded,
+            misdirected_forwarded
         );
         for (a, b) in self.drops.iter_mut().zip(other.drops.iter()) {
             *a += b;

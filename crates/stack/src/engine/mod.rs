@@ -120,7 +120,11 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     connect_requests: Vec<(SocketAddrV4, H::Conn)>,
     arp_requests: Vec<Ipv4Addr>,
     arp_ready: Vec<Vec<u8>>,
+    misdirected: Vec<(u16, Vec<u8>)>,
 }
+
+/// Most frames held for sibling workers between two loop turns.
+const MAX_MISDIRECTED: usize = 1024;
 
 /// Largest transmit burst handed to the driver at once.
 const TX_BURST: usize = 64;
@@ -171,6 +175,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             connect_requests: Vec::new(),
             arp_requests: Vec::new(),
             arp_ready: Vec::new(),
+            misdirected: Vec::new(),
             cfg,
         }
     }
@@ -274,6 +279,21 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
     }
 
+    /// Frames for active opens of sibling workers (see [`EngineConfig`]): (owner queue,
+    /// frame). The runtime passes them to the owner, which calls [`Engine::inject_frame`].
+    pub fn take_misdirected(&mut self, out: &mut Vec<(u16, Vec<u8>)>) {
+        out.append(&mut self.misdirected);
+    }
+
+    /// Process a frame a sibling received for one of our connections.
+    pub fn inject_frame(&mut self, frame: &[u8]) {
+        self.now = self.clock.now();
+        self.on_frame(frame, false);
+        self.flush_dirty();
+        self.submit();
+        self.dev.flush();
+    }
+
     /// ARP mappings learned since the last call, to publish to sibling workers.
     pub fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
         self.arp.drain_learned(out);
@@ -332,7 +352,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         match eth.ethertype {
             EthernetProtocol::Arp => self.on_arp(payload),
-            EthernetProtocol::Ipv4 => self.on_ipv4(eth.src, payload, checksum_verified),
+            EthernetProtocol::Ipv4 => self.on_ipv4(frame, eth.src, payload, checksum_verified),
             _ => self.stats.drop(DropReason::UnknownEtherType),
         }
     }
@@ -364,13 +384,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
     }
 
-    fn on_ipv4(&mut self, src_mac: MacAddr, packet: &[u8], checksum_verified: bool) {
+    fn on_ipv4(&mut self, frame: &[u8], src_mac: MacAddr, packet: &[u8], checksum_verified: bool) {
         let (ip, l4) = match ipv4::parse(packet, self.cfg.ip, checksum_verified) {
             Ok(x) => x,
             Err(r) => return self.stats.drop(r),
         };
         match ip.protocol {
-            IpProtocol::Tcp => self.on_tcp(src_mac, &ip, l4, checksum_verified),
+            IpProtocol::Tcp => self.on_tcp(frame, src_mac, &ip, l4, checksum_verified),
             IpProtocol::Icmp => self.on_icmp(src_mac, &ip, l4),
             _ => self.stats.drop(DropReason::UnknownProtocol),
         }
@@ -392,7 +412,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
     }
 
-    fn on_tcp(&mut self, src_mac: MacAddr, ip: &Ipv4Header, l4: &[u8], checksum_verified: bool) {
+    fn on_tcp(
+        &mut self,
+        frame: &[u8],
+        src_mac: MacAddr,
+        ip: &Ipv4Header,
+        l4: &[u8],
+        checksum_verified: bool,
+    ) {
         if ip.is_broadcast() {
             return self.stats.drop(DropReason::NotOurAddress);
         }
@@ -430,6 +457,16 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         if self.listeners.contains_key(&seg.dst_port) {
             return self.listen_input(src_mac, ip, key, &seg, payload);
+        }
+        if let Some(owner) = self.port_owner(seg.dst_port) {
+            // An active open of a sibling worker, steered here by the link: hand it over.
+            if self.misdirected.len() < MAX_MISDIRECTED {
+                self.stats.misdirected_forwarded += 1;
+                self.misdirected.push((owner, frame.to_vec()));
+            } else {
+                self.stats.drop(DropReason::NoConnection);
+            }
+            return;
         }
         self.stats.drop(if seg.flags.syn {
             DropReason::NoListener
@@ -853,8 +890,22 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         })
     }
 
+    /// On a multi-queue link that does not steer by Toeplitz (TAP), active opens own
+    /// their local port by `port % queues`: the queue that should handle a segment for
+    /// ephemeral `port`, when that is not ours.
+    fn port_owner(&self, port: u16) -> Option<u16> {
+        let caps = self.dev.capabilities();
+        if caps.rss.is_some() || caps.queue_count <= 1 || !self.cfg.ephemeral_ports.contains(&port)
+        {
+            return None;
+        }
+        let owner = port % caps.queue_count;
+        (owner != caps.queue).then_some(owner)
+    }
+
     /// A free ephemeral port; on a multi-queue link one whose return flow the NIC's RSS
-    /// steers to this worker's queue (as Fastsocket, mTCP and Seastar do).
+    /// steers to this worker's queue (as Fastsocket, mTCP and Seastar do), or, on a link
+    /// without Toeplitz RSS, one this worker owns by `port % queues`.
     fn pick_port(&mut self, remote: SocketAddrV4) -> Option<u16> {
         let range = self.cfg.ephemeral_ports.clone();
         let caps = self.dev.capabilities();
@@ -868,6 +919,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             };
             !flows.contains_key(&key) && !time_wait.contains(&key)
         };
+        let (queue, queues) = (caps.queue, caps.queue_count.max(1));
         let start = self.next_port;
         let port = match (&caps.rss, caps.queue_count > 1) {
             (Some(rss), true) => rss.pick_local_port(
@@ -880,11 +932,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 is_free,
             ),
             _ => {
+                // Without Toeplitz RSS the port itself says which queue owns the flow.
+                let owned = |p: u16| p % queues == queue;
                 let span = (*range.end() as u32 - *range.start() as u32 + 1) as usize;
                 let mut p = start;
                 let mut found = None;
                 for _ in 0..span {
-                    if is_free(p) {
+                    if owned(p) && is_free(p) {
                         found = Some(p);
                         break;
                     }

@@ -251,3 +251,111 @@ fn active_opens_land_on_their_own_queue() {
         (WORKERS * CONNS_PER_WORKER) as u64
     );
 }
+
+/// A multi-queue link whose steering the stack cannot predict (like TAP, whose kernel
+/// flow table is not Toeplitz): workers pick ports they own by `port % queues`, and a
+/// segment that lands on another worker's queue is handed to its owner (what the
+/// runtime's control channel carries) instead of being answered with a RST.
+#[test]
+fn unpredictable_steering_hands_segments_to_the_owner() {
+    use crate::io::memory;
+    use crate::rss::RssConfig;
+    use crate::time::VirtualClock;
+
+    const WORKERS: usize = 3;
+    const CONNS_PER_WORKER: usize = 8;
+    let clock = VirtualClock::new();
+    let (client_queues, mut server_queue) = memory::multi_queue_pair(
+        WORKERS as u16,
+        1,
+        RssConfig::symmetric_default(WORKERS as u16),
+        sim::CLIENT_MAC,
+        sim::SERVER_MAC,
+        1500,
+    );
+    let mut clients: Vec<_> = client_queues
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut q)| {
+            q.capabilities_mut().rss = None;
+            let sender = Sender {
+                payload: pattern(5000, i as u8),
+                sent: 0,
+                received: Vec::new(),
+                closed: Vec::new(),
+                peer_closed: false,
+            };
+            Engine::new(
+                q,
+                sender,
+                clock.clone(),
+                sim::engine_config(sim::CLIENT_IP, 70 + i as u64),
+            )
+        })
+        .collect();
+    let mut server = Engine::new(
+        server_queue.remove(0),
+        Echo::default(),
+        clock.clone(),
+        sim::engine_config(SERVER_IP, 98),
+    );
+    server.listen(7, 1024);
+    for c in clients.iter_mut() {
+        for _ in 0..CONNS_PER_WORKER {
+            c.connect(SocketAddrV4::new(SERVER_IP, 7), ())
+                .map_err(|(e, _)| e)
+                .unwrap();
+        }
+    }
+    let (mut learned, mut misdirected) = (Vec::new(), Vec::new());
+    for _ in 0..100_000 {
+        let mut work = server.poll();
+        for c in clients.iter_mut() {
+            work += c.poll();
+            c.drain_learned_arp(&mut learned);
+        }
+        for (i, c) in clients.iter_mut().enumerate() {
+            let before = misdirected.len();
+            c.take_misdirected(&mut misdirected);
+            assert!(misdirected[before..]
+                .iter()
+                .all(|(owner, _)| *owner as usize != i));
+        }
+        for (owner, frame) in misdirected.drain(..) {
+            clients[owner as usize].inject_frame(&frame);
+            work += 1;
+        }
+        for &(ip, mac) in &learned {
+            for c in clients.iter_mut() {
+                c.import_arp(ip, mac);
+            }
+        }
+        learned.clear();
+        if clients
+            .iter()
+            .all(|c| c.handler().closed.len() == CONNS_PER_WORKER)
+        {
+            break;
+        }
+        if work == 0 {
+            clock.advance(Duration::from_millis(1));
+        }
+    }
+    let forwarded: u64 = clients
+        .iter()
+        .map(|c| c.stats().misdirected_forwarded)
+        .sum();
+    assert!(
+        forwarded > 0,
+        "the link never steered a flow to a non-owner"
+    );
+    for (i, c) in clients.iter().enumerate() {
+        assert_eq!(
+            c.handler().closed,
+            vec![CloseReason::Normal; CONNS_PER_WORKER],
+            "worker {i}: {}",
+            c.stats()
+        );
+        assert_eq!(c.stats().rsts_sent, 0, "worker {i}");
+    }
+}

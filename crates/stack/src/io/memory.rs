@@ -330,6 +330,12 @@ impl MemoryLink {
         self.stats
     }
 
+    /// Change what this end reports about itself: tests use it to model a link whose
+    /// steering the stack is not told about (as with TAP).
+    pub fn capabilities_mut(&mut self) -> &mut Capabilities {
+        &mut self.caps
+    }
+
     /// Frames waiting to be received on this end.
     pub fn pending(&self) -> usize {
         self.shared.borrow().sides[self.side].rx[self.queue].len()

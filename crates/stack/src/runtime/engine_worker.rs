@@ -38,6 +38,7 @@ where
             engine.listen(port, backlog);
         }
         let mut learned = Vec::new();
+        let mut misdirected = Vec::new();
         let mut idle_since = None;
         let mut drain_until = None;
         loop {
@@ -46,9 +47,18 @@ where
             for (ip, mac) in learned.drain(..) {
                 ctx.publish(ControlMsg::Arp { link, ip, mac });
             }
+            engine.take_misdirected(&mut misdirected);
+            for (queue, data) in misdirected.drain(..) {
+                ctx.publish(ControlMsg::Frame { link, queue, data });
+            }
             while let Some(msg) = ctx.try_recv() {
                 match msg {
                     ControlMsg::Arp { ip, mac, .. } => engine.import_arp(ip, mac),
+                    ControlMsg::Frame { queue, data, .. } => {
+                        if queue == engine.device().capabilities().queue {
+                            engine.inject_frame(&data);
+                        }
+                    }
                 }
             }
             let now = clock.now();

@@ -108,6 +108,21 @@ pub enum ControlMsg {
         ip: Ipv4Addr,
         mac: MacAddr,
     },
+    /// A frame that landed on the wrong queue of link `link`, for the worker serving
+    /// `queue` (links that do not steer by Toeplitz, such as TAP).
+    Frame {
+        link: usize,
+        queue: u16,
+        data: Vec<u8>,
+    },
+}
+
+impl ControlMsg {
+    pub fn link(&self) -> usize {
+        match self {
+            ControlMsg::Arp { link, .. } | ControlMsg::Frame { link, .. } => *link,
+        }
+    }
 }
 
 /// Where a worker is in its life.
@@ -167,9 +182,9 @@ impl WorkerContext {
     }
     /// Tell every sibling on the same link.
     pub fn publish(&self, msg: ControlMsg) {
-        let ControlMsg::Arp { link, .. } = &msg;
+        let link = msg.link();
         for (l, tx) in &self.siblings {
-            if l == link {
+            if *l == link {
                 let _ = tx.try_send(msg.clone());
             }
         }
