@@ -21,24 +21,40 @@
 //! use rusty_stack::io::fault::FaultConfig;
 //! use rusty_stack::sim::{self, SimPair};
 //!
-//! /// Sends back whatever arrives; closes when the peer has.
+//! /// Sends back whatever arrives; closes its side once the peer has closed and
+//! /// everything has been echoed.
 //! struct Echo;
 //!
-//! impl Handler for Echo {
-//!     type Conn = u64; // bytes echoed on this connection
+//! #[derive(Default)]
+//! struct EchoConn {
+//!     backlog: bool,     // received bytes still wait for send space
+//!     peer_done: bool,   // the peer sent its FIN
+//! }
 //!
-//!     fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<u64> {
-//!         Some(0)
+//! impl Handler for Echo {
+//!     type Conn = EchoConn;
+//!
+//!     fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<EchoConn> {
+//!         Some(EchoConn::default())
 //!     }
-//!     fn data(&mut self, conn: &mut Conn<'_, u64>, data: &[u8]) -> usize {
+//!     fn data(&mut self, conn: &mut Conn<'_, EchoConn>, data: &[u8]) -> usize {
 //!         // Take only what fits in the send buffer: the rest stays queued in the
 //!         // stack (shrinking the window) and is offered again after `writable`.
 //!         let n = conn.send(data).unwrap_or(0);
-//!         *conn.state() += n as u64;
+//!         let st = conn.state();
+//!         st.backlog = n < data.len();
+//!         if st.peer_done && !st.backlog {
+//!             conn.shutdown_write();
+//!         }
 //!         n
 //!     }
-//!     fn peer_closed(&mut self, conn: &mut Conn<'_, u64>) {
-//!         conn.close();
+//!     fn peer_closed(&mut self, conn: &mut Conn<'_, EchoConn>) {
+//!         // Closing now would refuse the bytes still waiting to be echoed.
+//!         let st = conn.state();
+//!         st.peer_done = true;
+//!         if !st.backlog {
+//!             conn.shutdown_write();
+//!         }
 //!     }
 //! }
 //!

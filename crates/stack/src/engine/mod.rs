@@ -185,13 +185,16 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// Accept connections on `port` with at most `backlog` half-open connections; past
     /// that, SYN cookies answer (when enabled) or SYNs are dropped.
     pub fn listen(&mut self, port: u16, backlog: usize) {
-        self.listeners.insert(
-            port,
-            Listener {
-                backlog: backlog.max(1),
+        let backlog = backlog.max(1);
+        // Listening again on a port only changes the backlog: the half-open connections
+        // already counted still release their count when they complete or die.
+        self.listeners
+            .entry(port)
+            .and_modify(|l| l.backlog = backlog)
+            .or_insert(Listener {
+                backlog,
                 half_open: 0,
-            },
-        );
+            });
     }
 
     /// Stop accepting new connections (graceful shutdown); open ones carry on.
@@ -215,21 +218,17 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub fn resume_receive(&mut self, id: ConnId) -> bool {
         self.now = self.clock.now();
         let index = id.index as usize;
-        let Engine {
-            conns,
-            handler,
-            connect_requests,
-            ..
-        } = self;
-        let Some(slot) = conns.get_mut(index) else {
-            return false;
-        };
-        if slot.generation != id.generation {
+        if self
+            .conns
+            .get(index)
+            .is_none_or(|slot| slot.generation != id.generation)
+        {
             return false;
         }
-        if let Some(state) = slot.app.as_mut() {
-            deliver_buffered(handler, &mut slot.tcb, id, state, connect_requests);
-        }
+        // Through `dispatch`, which offers the buffered bytes and then handles whatever
+        // the callbacks did (an abort or close inside `data` gets its close reason,
+        // statistics and `closed` callback like anywhere else).
+        self.dispatch(index, RxOutcome::default(), &[]);
         self.mark_dirty(index);
         self.start_requested_connects();
         self.flush_dirty();
@@ -302,7 +301,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// A mapping a sibling worker learned.
     pub fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr) {
         self.now = self.clock.now();
-        if self.arp.import(ip, mac, self.now) > 0 {
+        let before = self.arp.lookup(ip, self.now);
+        let ready = self.arp.import(ip, mac, self.now);
+        self.on_arp_changed(ip, before);
+        if ready > 0 {
             self.send_arp_ready();
             self.submit();
         }
@@ -362,7 +364,12 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             Ok(i) => i,
             Err(r) => return self.stats.drop(r),
         };
+        let learnable = input.learnable();
+        let before = learnable.and_then(|(ip, _)| self.arp.lookup(ip, self.now));
         let ready = self.arp.learn(&input, self.now);
+        if let Some((ip, _)) = learnable {
+            self.on_arp_changed(ip, before);
+        }
         if input.reply_owed {
             if let Some(mut buf) = self.dev.alloc_tx(arp::FRAME_LEN) {
                 let n = arp::build_reply(
@@ -381,6 +388,26 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         if ready > 0 {
             self.send_arp_ready();
+        }
+    }
+
+    /// `ip`'s mapping was `before` and may just have changed: connections that cached
+    /// the old MAC for that next hop move to the new one (a neighbour replaced its NIC,
+    /// or a failover moved its address). Only a change of a known mapping costs the
+    /// scan over connections, which is rare; a first mapping leaves cached MACs (taken
+    /// from the peer's own SYN) alone.
+    fn on_arp_changed(&mut self, ip: Ipv4Addr, before: Option<MacAddr>) {
+        let Some(old) = before else { return };
+        let Some(new) = self.arp.lookup(ip, self.now) else {
+            return;
+        };
+        if new == old {
+            return;
+        }
+        for (_, slot) in self.conns.iter_mut() {
+            if slot.next_hop == ip && slot.mac.is_some_and(|m| m != new) {
+                slot.mac = Some(new);
+            }
         }
     }
 
@@ -437,26 +464,25 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         if let Some(&index) = self.flows.get(&key) {
             return self.conn_input(index, &seg, payload);
         }
-        if self.time_wait.contains(&key) {
-            let reply = self
-                .time_wait
-                .on_segment(&key, &seg, self.now, self.cfg.tcp.time_wait);
-            match reply {
-                timewait::Verdict::Reply(tx) => {
-                    self.send_raw(src_mac, ip.src, seg.dst_port, seg.src_port, &tx);
-                    if let Some(at) = self.time_wait.deadline(&key) {
-                        self.timers.schedule(at, TimerItem::TimeWait { key, at });
-                    }
-                    return;
-                }
-                timewait::Verdict::Drop => return,
-                timewait::Verdict::Reopen => {
-                    self.stats.time_wait_reused += 1;
-                }
+        let mut iss_floor = None;
+        let verdict = self
+            .time_wait
+            .on_segment(&key, &seg, self.now, self.cfg.tcp.time_wait);
+        match verdict {
+            None => {}
+            Some(timewait::Verdict::Reply(tx)) => {
+                // A restarted 2·MSL wait needs no new timer here: the entry's one timer
+                // reschedules itself when it fires (see `run_timers`).
+                return self.send_raw(src_mac, ip.src, seg.dst_port, seg.src_port, &tx);
+            }
+            Some(timewait::Verdict::Drop) => return,
+            Some(timewait::Verdict::Reopen { iss_floor: floor }) => {
+                self.stats.time_wait_reused += 1;
+                iss_floor = Some(floor);
             }
         }
         if self.listeners.contains_key(&seg.dst_port) {
-            return self.listen_input(src_mac, ip, key, &seg, payload);
+            return self.listen_input(src_mac, ip, key, &seg, payload, iss_floor);
         }
         if let Some(owner) = self.port_owner(seg.dst_port) {
             // An active open of a sibling worker, steered here by the link: hand it over.
@@ -503,11 +529,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         SocketAddrV4::new(self.cfg.ip, port)
     }
 
+    /// RFC 7323 §7.1 TSval offset: a hash domain-separated from the ISN's, so that
+    /// ISN - TSval does not reveal the engine clock (see [`IsnGenerator::ts_offset`]).
     fn ts_offset(&self, key: &FlowKey) -> u32 {
-        self.isn.hash_tuple(
+        self.isn.ts_offset(
             self.local_addr(key.local_port),
             SocketAddrV4::new(key.remote_ip, key.remote_port),
-        ) as u32
+        )
     }
 
     fn listen_input(
@@ -517,6 +545,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         key: FlowKey,
         seg: &Segment,
         payload: &[u8],
+        iss_floor: Option<SeqNum>,
     ) {
         if seg.flags.rst {
             return;
@@ -551,7 +580,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             return;
         }
         listener.half_open += 1;
-        let iss = self.isn.isn(local, remote, self.now);
+        let mut iss = self.isn.isn(local, remote, self.now);
+        if let Some(floor) = iss_floor {
+            // Reopened from TIME-WAIT: start beyond the old incarnation's sequence space
+            // (RFC 1122 §4.2.2.13), whatever the clock-driven ISN says; old duplicates
+            // then cannot land in the new window, with or without timestamps.
+            iss = iss.max(floor);
+        }
         let ts_offset = self.ts_offset(&key);
         let tcb = Tcb::accept_syn(
             local,
@@ -747,35 +782,45 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             }
         }
 
+        // Set once a callback has aborted the connection (or closed it outright): the
+        // application gets no further callbacks for it but `closed`.
+        let mut app_ended = false;
         if let Some(state) = slot.app.as_mut() {
             let tcb = &mut slot.tcb;
+            let was_closed = tcb.is_closed();
+            let ended = |tcb: &Tcb| !was_closed && tcb.is_closed();
             if ev.connected {
                 handler.connected(&mut Conn::new(id, tcb, state, connect_requests));
             }
-            let mut progress = true;
-            if let Some((a, b)) = outcome.deliver {
+            let mut progress = !ended(tcb);
+            if let (Some((a, b)), true) = (outcome.deliver, progress) {
                 let data = &payload[a..b];
                 let mut conn = Conn::new(id, tcb, state, connect_requests);
                 let n = handler.data(&mut conn, data).min(data.len());
                 progress = n > 0;
                 tcb.keep_unconsumed(&data[n..]);
             }
-            if progress {
+            if progress && !ended(tcb) {
                 deliver_buffered(handler, tcb, id, state, connect_requests);
             }
-            if ev.writable {
+            if ev.writable && !ended(tcb) {
                 handler.writable(&mut Conn::new(id, tcb, state, connect_requests));
                 deliver_buffered(handler, tcb, id, state, connect_requests);
             }
-            if ev.peer_closed {
+            if ev.peer_closed && !ended(tcb) {
                 handler.peer_closed(&mut Conn::new(id, tcb, state, connect_requests));
             }
+            app_ended = ended(tcb);
         }
 
         // Callbacks may have closed or aborted the connection.
         let closed = ev.closed.or(slot.tcb.take_events().closed);
         if let Some(reason) = closed {
-            final_delivery(handler, slot, id, connect_requests, stats);
+            if !app_ended {
+                final_delivery(handler, slot, id, connect_requests, stats);
+            } else {
+                stats.unread_bytes_discarded += slot.tcb.readable_len() as u64;
+            }
             match reason {
                 CloseReason::Normal => stats.conns_closed += 1,
                 CloseReason::Reset | CloseReason::Refused => stats.conns_reset += 1,
@@ -824,7 +869,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                     self.mark_dirty(index);
                 }
                 TimerItem::TimeWait { key, at } => {
-                    self.time_wait.expire(&key, at);
+                    if let Some(at) = self.time_wait.expire(&key, at) {
+                        self.timers.schedule(at, TimerItem::TimeWait { key, at });
+                    }
                 }
             }
         }
@@ -1226,6 +1273,7 @@ fn deliver_buffered<H: Handler>(
     state: &mut H::Conn,
     requests: &mut Vec<(SocketAddrV4, H::Conn)>,
 ) {
+    let was_closed = tcb.is_closed();
     while tcb.readable_len() > 0 {
         // The buffer leaves the block while the application reads it, so the
         // application can use its connection handle at the same time.
@@ -1235,9 +1283,19 @@ fn deliver_buffered<H: Handler>(
         let n = handler
             .data(&mut Conn::new(id, tcb, state, requests), data)
             .min(len);
+        let wrapped = len < buf.readable_len();
         buf.consume(n);
+        let aborted = !was_closed && tcb.is_closed();
+        if n == 0 && wrapped && !aborted {
+            // The application may need the whole message, which wraps the ring's end:
+            // offer it again in one piece.
+            buf.make_contiguous();
+            tcb.put_recv_buffer(buf);
+            continue;
+        }
         tcb.put_recv_buffer(buf);
-        if n == 0 {
+        // Stop when paused, or when the callback aborted the connection.
+        if n == 0 || aborted {
             break;
         }
     }

@@ -43,6 +43,14 @@ struct Recorder {
     echo: bool,
     /// On data: send these bytes, then close (the engine closes first).
     reply_and_close: Option<Vec<u8>>,
+    /// On data: consume nothing (pause receiving).
+    pause: bool,
+    /// On data: abort the connection and consume nothing.
+    abort_on_data: bool,
+    /// Calls of `data`.
+    data_calls: usize,
+    /// The id of every connection, from `connected`.
+    ids: Vec<ConnId>,
     accepted: Vec<SocketAddrV4>,
     connected: Vec<SocketAddrV4>,
     received: Vec<u8>,
@@ -59,8 +67,17 @@ impl Handler for Recorder {
     }
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
         self.connected.push(conn.peer_addr());
+        self.ids.push(conn.id());
     }
     fn data(&mut self, conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        self.data_calls += 1;
+        if self.abort_on_data {
+            conn.abort();
+            return 0;
+        }
+        if self.pause {
+            return 0;
+        }
         self.received.extend_from_slice(data);
         if self.echo {
             let n = conn.send(data).unwrap_or(0);
@@ -1894,4 +1911,195 @@ fn off_link_destinations_go_through_the_gateway() {
     assert_eq!(out[0].eth.dst, gateway_mac);
     assert_eq!(out[0].ip.dst, far);
     assert!(out[0].seg.flags.syn);
+}
+
+// ----- 11. Regressions -----
+
+/// A flood of retransmitted FINs (or other segments that get the TIME-WAIT ACK) must not
+/// pile up timer items: the entry keeps one timer, which catches up with a restarted
+/// 2·MSL wait when it fires.
+#[test]
+fn time_wait_flood_keeps_one_timer() {
+    let mut cfg = config();
+    cfg.tcp.time_wait = Duration::from_secs(10);
+    let mut net = Net::new(
+        cfg,
+        Recorder {
+            reply_and_close: Some(b"bye".to_vec()),
+            ..Default::default()
+        },
+    );
+    net.eng.listen(PORT, 16);
+    let mut pc = close_into_time_wait(&mut net, 40000, SeqNum(1000), FULL);
+    assert_eq!(net.eng.connection_count(), 0);
+    // The entry's timer, plus stale items of the closed connection block.
+    let timers = net.eng.timers.len();
+    for i in 0..300 {
+        net.clock.advance(Duration::from_millis(10));
+        let mut again = pc.seg(&net);
+        if i % 2 == 0 {
+            again.seq = pc.snd_nxt - 1;
+            again.fin = true;
+        } else {
+            again.seq = pc.snd_nxt + 5000;
+        }
+        let out = pc.send(&mut net, &again, &[]);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(out[0].is_pure_ack());
+        assert!(
+            net.eng.timers.len() <= timers,
+            "timer items piled up at {i}"
+        );
+    }
+    // The last FIN (at 2.99 s) restarted the wait: 10 s from it, not from the close.
+    let last_fin = net.clock.now() - Duration::from_millis(10);
+    net.advance(last_fin + Duration::from_millis(9_990) - net.clock.now());
+    assert_eq!(net.eng.time_wait_count(), 1);
+    net.advance(Duration::from_millis(20));
+    assert_eq!(net.eng.time_wait_count(), 0);
+    assert!(net.eng.timers.is_empty());
+}
+
+/// A SYN reopening a pair from TIME-WAIT gets an ISS beyond anything the old
+/// incarnation sent (RFC 1122 §4.2.2.13), even when the clock-driven ISN has hardly
+/// moved and no timestamps tell the incarnations apart.
+#[test]
+fn reopened_pair_starts_beyond_old_sequence_space() {
+    let mut net = Net::new(
+        config(),
+        Recorder {
+            reply_and_close: Some(b"bye".to_vec()),
+            ..Default::default()
+        },
+    );
+    net.eng.listen(PORT, 16);
+    let old = close_into_time_wait(&mut net, 40000, SeqNum(1000), BARE);
+    let isn = old.snd_nxt + 10;
+    let out = send_syn(&mut net, 40000, isn, BARE);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].is_syn_ack());
+    let gap = out[0].seg.seq - old.rcv_nxt;
+    assert!(gap >= 65537, "new ISS only {gap} past the old SND.NXT");
+    // The new incarnation works.
+    let mut pc = PeerConn::after_syn_ack(40000, isn, BARE, &out[0]);
+    assert!(pc.ack(&mut net).is_empty());
+    let out = pc.data(&mut net, b"again");
+    assert_eq!(out[0].payload, b"bye");
+}
+
+/// RFC 7323 §7.1: ISN - TSval must not be the same for every connection opened at one
+/// instant (it would be the engine's clock if both used the same hash).
+#[test]
+fn isn_minus_tsval_does_not_reveal_the_clock() {
+    let mut net = Net::new(config(), echo());
+    net.eng.listen(PORT, 16);
+    let mut diffs = Vec::new();
+    for port in 40001..40005 {
+        let out = send_syn(&mut net, port, SeqNum(7000), FULL);
+        assert!(out[0].is_syn_ack());
+        diffs.push(out[0].seg.seq.0.wrapping_sub(out[0].tsval()));
+    }
+    diffs.sort_unstable();
+    diffs.dedup();
+    assert_eq!(diffs.len(), 4, "ISN - TSval is the same for all tuples");
+}
+
+/// `resume_receive` runs the handler's data callback; an abort there is a real abort:
+/// RST, close reason `Aborted`, counted as such.
+#[test]
+fn abort_inside_resumed_delivery_is_reported_as_aborted() {
+    let mut net = Net::new(
+        config(),
+        Recorder {
+            pause: true,
+            ..Default::default()
+        },
+    );
+    net.eng.listen(PORT, 16);
+    let mut pc = connect_peer(&mut net, 40000, SeqNum(1000), BARE);
+    let id = net.handler().ids[0];
+    pc.data(&mut net, b"hello");
+    assert_eq!(net.handler().data_calls, 1);
+    net.eng.handler_mut().abort_on_data = true;
+    assert!(net.eng.resume_receive(id));
+    let out = tcp_of(&net.poll());
+    assert!(out.iter().any(TcpOut::is_rst), "{out:?}");
+    assert_eq!(net.handler().data_calls, 2);
+    assert_eq!(net.handler().closed, vec![CloseReason::Aborted]);
+    assert_eq!(net.stats().conns_aborted, 1);
+    assert_eq!(net.stats().conns_closed, 0);
+    assert_eq!(net.eng.connection_count(), 0);
+    assert!(!net.eng.resume_receive(id));
+}
+
+/// After the application aborts inside a callback it gets no more callbacks for that
+/// connection but `closed`: not `peer_closed` for a FIN in the same segment, nor the
+/// final offer of unread bytes.
+#[test]
+fn no_callbacks_after_abort_in_a_callback() {
+    let mut net = Net::new(
+        config(),
+        Recorder {
+            abort_on_data: true,
+            ..Default::default()
+        },
+    );
+    net.eng.listen(PORT, 16);
+    let mut pc = connect_peer(&mut net, 40000, SeqNum(1000), BARE);
+    let mut seg = pc.seg(&net);
+    seg.fin = true;
+    seg.psh = true;
+    pc.snd_nxt += 6;
+    let out = pc.send(&mut net, &seg, b"hello");
+    assert!(out.iter().any(TcpOut::is_rst), "{out:?}");
+    assert_eq!(net.handler().data_calls, 1);
+    assert_eq!(net.handler().peer_closed, 0);
+    assert_eq!(net.handler().closed, vec![CloseReason::Aborted]);
+    assert_eq!(net.stats().unread_bytes_discarded, 5);
+}
+
+/// Calling `listen` again on a listening port keeps the count of half-open connections.
+#[test]
+fn listen_again_keeps_the_half_open_count() {
+    let mut net = Net::new(config(), echo());
+    net.eng.listen(PORT, 1);
+    let out = send_syn(&mut net, 40001, SeqNum(1000), BARE);
+    assert!(out[0].is_syn_ack());
+    assert_eq!(net.eng.connection_count(), 1);
+    net.eng.listen(PORT, 1);
+    // The backlog is still full: a cookie answers, no second block.
+    let out = send_syn(&mut net, 40002, SeqNum(2000), BARE);
+    assert!(out[0].is_syn_ack());
+    assert_eq!(net.eng.connection_count(), 1);
+    assert_eq!(net.stats().syn_cookies_sent, 1);
+}
+
+/// When ARP learns that a neighbour's address moved to another MAC, connections that
+/// cached the old one follow.
+#[test]
+fn changed_arp_mapping_updates_cached_next_hop() {
+    const NEW_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 0x77]);
+    let mut net = Net::new(config(), echo());
+    net.eng.listen(PORT, 16);
+    let mut pc = connect_peer(&mut net, 40000, SeqNum(1000), BARE);
+    let out = tcp_of(&net.send(&arp_frame(
+        EthernetAddress::BROADCAST,
+        ArpOperation::Request,
+        (PEER_MAC, PEER_IP),
+        (EthernetAddress([0; 6]), HOST_IP),
+    )));
+    assert!(out.is_empty());
+    let out = pc.data(&mut net, b"one");
+    assert_eq!(out[0].eth.dst, PEER_MAC);
+    // The peer's address moves (gratuitous ARP from the new NIC).
+    net.send(&arp_frame(
+        EthernetAddress::BROADCAST,
+        ArpOperation::Request,
+        (NEW_MAC, PEER_IP),
+        (EthernetAddress([0; 6]), PEER_IP),
+    ));
+    pc.mac = NEW_MAC;
+    let out = pc.data(&mut net, b"two");
+    assert_eq!(out[0].payload, b"two");
+    assert_eq!(out[0].eth.dst, NEW_MAC);
 }

@@ -23,6 +23,11 @@ struct Entry {
     /// (TS.Recent, our TSval offset) when timestamps were in use.
     ts: Option<(u32, u32)>,
     expires: Instant,
+    /// The deadline of the one timer the engine holds for this entry. A retransmitted
+    /// FIN moves `expires` but schedules nothing: when this timer fires early,
+    /// [`TimeWait::expire`] hands back the new deadline to schedule (lazy restart), so a
+    /// flood of FINs cannot pile up timer items.
+    timer_at: Instant,
 }
 
 /// What to do with a segment that hit a TIME-WAIT entry.
@@ -32,9 +37,16 @@ pub(crate) enum Verdict {
     Reply(TxSegment),
     /// Nothing to do.
     Drop,
-    /// The entry is gone; treat the segment as new (a SYN reopening the pair).
-    Reopen,
+    /// The entry is gone; treat the segment as new (a SYN reopening the pair). A new
+    /// connection must start its sequence space at or after `iss_floor`, beyond
+    /// anything the old incarnation sent (RFC 1122 §4.2.2.13, RFC 6191 §2).
+    Reopen { iss_floor: SeqNum },
 }
+
+/// How far past the old SND.NXT a reopened pair's ISS starts: beyond the largest window
+/// the old connection could have had outstanding, so none of its duplicates fall in the
+/// new connection's window (the value Linux uses).
+const REOPEN_ISS_GAP: usize = 65535 + 2;
 
 pub(crate) struct TimeWait {
     entries: HashMap<FlowKey, Entry, RandomState>,
@@ -57,10 +69,6 @@ impl TimeWait {
         self.entries.contains_key(key)
     }
 
-    pub fn deadline(&self, key: &FlowKey) -> Option<Instant> {
-        self.entries.get(key).map(|e| e.expires)
-    }
-
     /// Remember `tcb` (which is in TIME-WAIT) until `expires`. False when the table is full
     /// and the connection skips TIME-WAIT.
     pub fn insert(&mut self, key: FlowKey, tcb: &Tcb, expires: Instant) -> bool {
@@ -74,31 +82,45 @@ impl TimeWait {
                 rcv_nxt: tcb.rcv_nxt(),
                 ts: tcb.timestamp_state(),
                 expires,
+                timer_at: expires,
             },
         );
         true
     }
 
-    /// The 2·MSL timer scheduled for `at` fired; drop the entry unless it was restarted.
-    pub fn expire(&mut self, key: &FlowKey, at: Instant) {
-        if self.entries.get(key).is_some_and(|e| e.expires <= at) {
-            self.entries.remove(key);
+    /// The 2·MSL timer scheduled for `at` fired. Drops the entry if its time is up;
+    /// if a retransmitted FIN restarted the wait, returns the new deadline, for which the
+    /// engine schedules the entry's next (and only) timer. A timer left over from an
+    /// entry that was since removed and inserted again is ignored.
+    #[must_use]
+    pub fn expire(&mut self, key: &FlowKey, at: Instant) -> Option<Instant> {
+        let e = self.entries.get_mut(key)?;
+        if e.timer_at != at {
+            return None;
         }
+        if e.expires <= at {
+            self.entries.remove(key);
+            return None;
+        }
+        e.timer_at = e.expires;
+        Some(e.expires)
     }
 
+    /// A segment for `key`: `None` when the pair is not in TIME-WAIT. One hash lookup
+    /// (a second one only to remove the entry). `get_mut`, not the entry API: that one
+    /// may grow the table even on a miss, and most lookups here miss.
     pub fn on_segment(
         &mut self,
         key: &FlowKey,
         seg: &Segment,
         now: Instant,
         time_wait: Duration,
-    ) -> Verdict {
-        let Some(e) = self.entries.get_mut(key) else {
-            return Verdict::Reopen;
-        };
+    ) -> Option<Verdict> {
+        let e = self.entries.get_mut(key)?;
+        let iss_floor = e.snd_nxt + REOPEN_ISS_GAP;
         if e.expires <= now {
             self.entries.remove(key);
-            return Verdict::Reopen;
+            return Some(Verdict::Reopen { iss_floor });
         }
         if seg.flags.rst {
             // RFC 9293: a RST in TIME-WAIT closes it. (RFC 1337 argues for ignoring it;
@@ -106,7 +128,7 @@ impl TimeWait {
             if seg.seq == e.rcv_nxt {
                 self.entries.remove(key);
             }
-            return Verdict::Drop;
+            return Some(Verdict::Drop);
         }
         if seg.flags.syn && !seg.flags.ack {
             // RFC 6191 / RFC 1122 §4.2.2.13: a new SYN may reopen the pair if it cannot be
@@ -117,27 +139,28 @@ impl TimeWait {
             };
             if newer {
                 self.entries.remove(key);
-                return Verdict::Reopen;
+                return Some(Verdict::Reopen { iss_floor });
             }
         }
         if !seg.flags.fin && seg.seg_len() == 0 && seg.seq == e.rcv_nxt {
             // §3.10.7.4: an acceptable segment that is not a retransmitted FIN needs no
             // answer. Answering bare ACKs would make two TIME-WAIT ends (after a
             // simultaneous close) ACK each other's ACKs forever.
-            return Verdict::Drop;
+            return Some(Verdict::Drop);
         }
         if seg.flags.fin {
-            // A retransmitted FIN: our ACK was lost. Restart the 2·MSL wait.
+            // A retransmitted FIN: our ACK was lost. Restart the 2·MSL wait (the timer
+            // catches up lazily, see `expire`).
             e.expires = now + time_wait;
         }
         let timestamp =
             e.ts.map(|(recent, offset)| ((now.as_millis() as u32).wrapping_add(offset), recent));
-        Verdict::Reply(TxSegment {
+        Some(Verdict::Reply(TxSegment {
             seq: e.snd_nxt,
             ack: Some(e.rcv_nxt),
             window: 0,
             timestamp,
             ..Default::default()
-        })
+        }))
     }
 }

@@ -215,13 +215,14 @@ pub struct Worker {
     pub body: Box<dyn FnOnce(WorkerContext) -> Stats + Send>,
 }
 
+/// The CPUs this process may run on, in order.
+pub fn allowed_cpus() -> Option<Vec<usize>> {
+    core_affinity::get_core_ids().map(|ids| ids.into_iter().map(|c| c.id).collect())
+}
+
 /// The cores workers go on, in order: `cfg.cpus` or the allowed set.
 pub fn plan_cores(workers: usize, cfg: &RuntimeConfig) -> Result<Vec<usize>, RuntimeError> {
-    let allowed: Vec<usize> = core_affinity::get_core_ids()
-        .ok_or(RuntimeError::NoCpus)?
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
+    let allowed = allowed_cpus().ok_or(RuntimeError::NoCpus)?;
     let cores = match &cfg.cpus {
         Some(list) => {
             for c in list {

@@ -53,6 +53,9 @@ pub(crate) fn tuple_bytes(local: SocketAddrV4, remote: SocketAddrV4) -> [u8; 12]
     b
 }
 
+/// Domain tag of [`IsnGenerator::ts_offset`]'s hash input.
+const TS_TAG: &[u8; 8] = b"rusty-ts";
+
 /// RFC 6528 ISN generator. One per worker (or shared read-only); cheap to call.
 #[derive(Debug, Clone)]
 pub struct IsnGenerator {
@@ -75,6 +78,22 @@ impl IsnGenerator {
     /// `F(localip, localport, remoteip, remoteport, secretkey)` of RFC 6528 §3.
     pub fn hash_tuple(&self, local: SocketAddrV4, remote: SocketAddrV4) -> u64 {
         self.hasher.hash(&tuple_bytes(local, remote))
+    }
+
+    /// The RFC 7323 §7.1 timestamp offset for this 4-tuple: added to the millisecond
+    /// clock so TSvals reveal neither uptime nor the clock behind the ISNs.
+    ///
+    /// It must not be `F` of [`hash_tuple`](Self::hash_tuple): with TSval = ms + F and
+    /// ISN = µs/4 + F, anyone seeing a SYN-ACK could compute ISN - TSval and read our
+    /// clock straight off it, then predict ISNs for other tuples up to their `F`. So the
+    /// input is domain-separated with a tag no 4-tuple hash shares (SipHash is a PRF:
+    /// distinct inputs give independent outputs).
+    pub fn ts_offset(&self, local: SocketAddrV4, remote: SocketAddrV4) -> u32 {
+        let mut input = [0u8; TS_TAG.len() + 12];
+        input[..TS_TAG.len()].copy_from_slice(TS_TAG);
+        input[TS_TAG.len()..].copy_from_slice(&tuple_bytes(local, remote));
+        // Truncation to the 32 bits of a TSval is the point.
+        self.hasher.hash(&input) as u32
     }
 
     /// The ISN for a connection on this 4-tuple opened at `now`: `M + F` (RFC 6528 §3),
@@ -145,6 +164,26 @@ mod tests {
         let c = g.isn(l, r, Instant::from_millis(2_000));
         assert_eq!(c - a, 250_000);
         assert!(a < b && b < c);
+    }
+
+    #[test]
+    fn ts_offset_is_independent_of_the_isn_hash() {
+        let g = IsnGenerator::new(KEY);
+        let t = Instant::from_millis(5_000);
+        let mut diffs = Vec::new();
+        for port in 40000..40064u16 {
+            let (l, r) = (sa([10, 0, 0, 1], 80), sa([10, 0, 0, 2], port));
+            let off = g.ts_offset(l, r);
+            assert_eq!(off, g.ts_offset(l, r), "deterministic");
+            assert_ne!(off, g.hash_tuple(l, r) as u32);
+            // ISN - TSval at one instant must not be the same for every tuple (it would
+            // be µs/4 - ms, the engine clock, if both used the same F).
+            let tsval = (t.as_millis() as u32).wrapping_add(off);
+            diffs.push(g.isn(l, r, t).0.wrapping_sub(tsval));
+        }
+        diffs.sort_unstable();
+        diffs.dedup();
+        assert_eq!(diffs.len(), 64);
     }
 
     #[test]

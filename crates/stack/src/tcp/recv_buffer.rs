@@ -152,6 +152,17 @@ impl RecvBuffer {
         &self.ring[self.head..self.head + first]
     }
 
+    /// Rotate the ring so all readable data is one slice (`readable()` then returns
+    /// `readable_len` bytes). Costs a pass over the ring; the engine calls it only when
+    /// the application could not use a wrapped prefix. Out-of-order data keeps its place
+    /// relative to the head.
+    pub fn make_contiguous(&mut self) {
+        if self.head + self.readable_len > self.ring.len() {
+            self.ring.rotate_left(self.head);
+            self.head = 0;
+        }
+    }
+
     /// Drops `n` bytes the application has read (at most `readable_len`). Frees the
     /// storage when nothing is left.
     pub fn consume(&mut self, n: usize) {
@@ -475,5 +486,30 @@ mod tests {
                 prop_assert!(b.ring.len() <= cap);
             }
         }
+    }
+
+    #[test]
+    fn make_contiguous_joins_a_wrapped_view() {
+        let mut b = RecvBuffer::new(MIN_RING, 4);
+        let fill: Vec<u8> = (0..MIN_RING).map(|i| (i * 7) as u8).collect();
+        assert_eq!(b.write_at(0, &fill[..1500]), 1500);
+        b.consume(1400);
+        // 100 + 1000 readable bytes from position 1400 wrap the 2048-byte ring; 100 more
+        // sit out of order beyond a 100-byte gap.
+        assert_eq!(b.write_at(0, &fill[1500..]), MIN_RING - 1500);
+        assert_eq!(b.write_at(0, &fill[..452]), 452);
+        assert_eq!(b.readable_len(), 1100);
+        assert_eq!(b.write_at(100, &fill[..100]), 0);
+        assert!(b.readable().len() < 1100);
+        b.make_contiguous();
+        let mut want = fill[1400..].to_vec();
+        want.extend_from_slice(&fill[..452]);
+        assert_eq!(b.readable(), &want[..]);
+        assert_eq!(
+            b.write_at(0, &fill[..100]),
+            200,
+            "the gap fills and joins the held range"
+        );
+        assert_eq!(b.readable_len(), 1300);
     }
 }

@@ -133,6 +133,10 @@ pub struct Tcb {
     // Send sequence space (§3.3.1).
     iss: SeqNum,
     snd_una: SeqNum,
+    /// Our SYN has been acknowledged: the send buffer's first byte is SND.UNA, not
+    /// ISS + 1. A flag, not `snd_una == iss`: SND.UNA comes back round to ISS after
+    /// 2^32 - 1 acknowledged bytes.
+    syn_acked: bool,
     snd_nxt: SeqNum,
     /// Highest sequence number sent so far (SND.NXT can be rewound by a timeout).
     snd_max: SeqNum,
@@ -181,8 +185,11 @@ pub struct Tcb {
     rtt_seq: Option<(SeqNum, Instant)>,
     dupacks: u32,
     in_recovery: bool,
-    /// RFC 6582 "recover": highest sequence number sent when recovery began.
-    recover: SeqNum,
+    /// RFC 6582 "recover": SND.MAX when fast recovery or a timeout began, while SND.UNA
+    /// has not passed it yet; `None` once it has. Sequence comparisons only hold within
+    /// 2^31, so a value left behind would read as "ahead" again after 2 GiB (§3.2 step 2
+    /// then never fires); dropping it keeps the test meaningful at any distance.
+    recover: Option<SeqNum>,
     /// Fast retransmit: resend the segment at SND.UNA once.
     retransmit_una: bool,
     retries: u32,
@@ -193,6 +200,8 @@ pub struct Tcb {
     rto_at: Instant,
     persist_at: Instant,
     persist_backoff: u32,
+    /// Zero-window probes sent since the peer last answered with an acceptable ACK.
+    persist_probes: u32,
     delack_at: Instant,
     keepalive_at: Instant,
     keepalive_sent: u32,
@@ -277,6 +286,7 @@ impl Tcb {
             remote,
             iss,
             snd_una: iss,
+            syn_acked: false,
             snd_nxt: iss,
             snd_max: iss,
             snd_wnd: 0,
@@ -306,7 +316,7 @@ impl Tcb {
             rtt_seq: None,
             dupacks: 0,
             in_recovery: false,
-            recover: iss,
+            recover: None,
             retransmit_una: false,
             retries: 0,
             last_send: now,
@@ -314,6 +324,7 @@ impl Tcb {
             rto_at: NO_DEADLINE,
             persist_at: NO_DEADLINE,
             persist_backoff: 0,
+            persist_probes: 0,
             delack_at: NO_DEADLINE,
             keepalive_at: NO_DEADLINE,
             keepalive_sent: 0,
@@ -421,6 +432,7 @@ impl Tcb {
         tcb.rcv_nxt = ack.seq;
         tcb.negotiate(&opts, ts_offset, now);
         tcb.snd_una = iss + 1;
+        tcb.syn_acked = true;
         tcb.snd_nxt = tcb.snd_una;
         tcb.snd_max = tcb.snd_una;
         tcb.snd_wnd = (ack.window as usize) << tcb.snd_wscale;
@@ -1029,6 +1041,9 @@ impl Tcb {
             out.challenge_ack = true;
             return false;
         }
+        // An acceptable ACK: the peer is alive and answering (RFC 1122 §4.2.2.17 keeps
+        // a zero-window connection open as long as probes are answered).
+        self.persist_probes = 0;
 
         let old_wnd = self.snd_wnd;
         if self.snd_una < seg.ack {
@@ -1097,12 +1112,17 @@ impl Tcb {
         self.snd_fin = Some(self.data_start() + self.send_buf.len());
     }
 
+    /// Our FIN is queued and not sent since SND.NXT was last set (or rewound).
+    fn fin_unsent(&self) -> bool {
+        self.snd_fin.is_some_and(|f| self.snd_nxt <= f)
+    }
+
     /// Sequence number of the first byte in the send buffer.
     fn data_start(&self) -> SeqNum {
-        if self.snd_una == self.iss {
-            self.iss + 1
-        } else {
+        if self.syn_acked {
             self.snd_una
+        } else {
+            self.iss + 1
         }
     }
 
@@ -1110,8 +1130,10 @@ impl Tcb {
     fn ack_advance(&mut self, now: Instant, seg: &Segment) {
         let ack = seg.ack;
         let mut acked = ack.since(self.snd_una);
-        if self.snd_una == self.iss {
-            acked -= 1; // our SYN
+        if !self.syn_acked {
+            // The first ACK covers our SYN, which is not in the send buffer.
+            self.syn_acked = true;
+            acked = acked.saturating_sub(1);
         }
         let data_acked = acked.min(self.send_buf.len());
         self.send_buf.consume(data_acked);
@@ -1143,7 +1165,7 @@ impl Tcb {
 
         // Congestion control and NewReno recovery (RFC 6582 §3.2).
         if self.in_recovery {
-            if ack >= self.recover {
+            if self.recover.is_none_or(|r| ack >= r) {
                 self.in_recovery = false;
                 let flight = self.snd_max.since(ack);
                 self.cc.on_exit_recovery(flight);
@@ -1154,6 +1176,10 @@ impl Tcb {
             }
         } else {
             self.cc.on_ack(data_acked, now);
+        }
+        if !self.in_recovery && self.recover.is_some_and(|r| ack >= r) {
+            // SND.UNA has passed "recover": it no longer holds anything back.
+            self.recover = None;
         }
         self.dupacks = 0;
 
@@ -1178,9 +1204,9 @@ impl Tcb {
         } else if self.dupacks == 3 {
             // RFC 6582 §3.2 step 2: only if the ACK covers more than "recover" (avoid
             // a second reduction for losses of the same window).
-            if self.snd_una >= self.recover {
+            if self.recover.is_none_or(|r| self.snd_una >= r) {
                 self.in_recovery = true;
-                self.recover = self.snd_max;
+                self.recover = Some(self.snd_max);
                 self.cc.on_enter_recovery(self.flight_size(), now);
                 self.retransmit_una = true;
                 self.rtt_seq = None;
@@ -1199,10 +1225,16 @@ impl Tcb {
         let offset = seq.since(self.rcv_nxt);
         let had_ooo = self.recv_buf.has_out_of_order();
         if self.rx_closed {
-            // The application has gone: ACK in-order bytes and drop them.
-            if offset == 0 {
-                self.rcv_nxt += payload.len();
-            }
+            // The application has gone: ACK the data and drop it. It still goes through
+            // the buffer, so out-of-order ranges held from before the close stay aligned
+            // with RCV.NXT: they join up when the gap fills, SACK blocks stay true, and a
+            // FIN behind them is accepted (`maybe_accept_fin` waits for no hole). What
+            // becomes readable is discarded at once, along with anything the application
+            // left unread, so the window stays open.
+            let advanced = self.recv_buf.write_at(offset, payload);
+            self.rcv_nxt += advanced;
+            let unread = self.recv_buf.readable_len();
+            self.recv_buf.consume(unread);
             self.ack_now = true;
             return;
         }
@@ -1310,9 +1342,19 @@ impl Tcb {
             self.persist_at = NO_DEADLINE;
             // A zero window, or (nothing in flight) a window sender SWS avoidance will
             // not fill: either way no ACK is coming to unblock us.
-            if self.unsent_data() + self.flight_size() > 0
+            if (self.unsent_data() + self.flight_size() > 0 || self.fin_unsent())
                 && (self.snd_wnd == 0 || self.flight_size() == 0)
             {
+                if self.snd_wnd == 0 {
+                    // Zero-window probes count like retransmissions: a peer that answers
+                    // none of them is gone (RFC 1122 §4.2.2.17 only obliges us to wait
+                    // while it keeps answering; Linux tcp_probe_timer does the same).
+                    if self.persist_probes >= self.cfg.max_retries {
+                        self.finish(CloseReason::TimedOut);
+                        return;
+                    }
+                    self.persist_probes += 1;
+                }
                 self.probe_pending = true;
                 self.persist_backoff = (self.persist_backoff + 1).min(16);
             }
@@ -1377,7 +1419,7 @@ impl Tcb {
                 self.cc.on_rto(flight, now);
                 self.rtt.backoff();
                 self.in_recovery = false;
-                self.recover = self.snd_max;
+                self.recover = Some(self.snd_max);
                 self.dupacks = 0;
                 self.rtt_seq = None;
                 self.retransmit_una = false;
@@ -1499,7 +1541,9 @@ impl Tcb {
             }
         }
         let blocked = if self.snd_wnd == 0 {
-            self.unsent_data() > 0 || self.snd_fin.is_some_and(|f| self.snd_max <= f)
+            // Counted from SND.NXT: after a timeout rewound it, a FIN sent before the
+            // window closed waits here too.
+            self.unsent_data() > 0 || self.fin_unsent()
         } else {
             // Data left unsent with nothing in flight: only SWS avoidance holds it back.
             self.flight_size() == 0 && self.unsent_data() > 0
@@ -1589,6 +1633,13 @@ impl Tcb {
             let max_payload = self.snd_mss.saturating_sub(self.sack_option_len()).max(1);
             let len = avail.min(max_payload).min(usable);
             if avail > 0 && len == 0 {
+                break;
+            }
+            if fin_due && usable == 0 {
+                // The FIN occupies sequence space too: into a closed window it goes only
+                // as a persist probe, which expects no ACK of it (§3.8.6.1), never with
+                // the retransmission timer, whose retries a live peer holding its window
+                // shut would exhaust.
                 break;
             }
             // Sender SWS avoidance (§3.8.6.2.1), without Nagle: send full segments, the

@@ -1470,3 +1470,218 @@ fn exchange_across_sequence_wrap() {
         vec![exp_ack(s.wrapping_add(101), r.wrapping_add(251), W - 251)]
     );
 }
+
+// ----- 19. Regressions: long transfers, zero windows, close -----
+
+/// Payload bytes per segment in the long-transfer tests: large, so that gigabytes take
+/// few segments.
+const BIG_MSS: u16 = 65000;
+
+/// Passive open with a 65000-byte MSS both ways (no options otherwise).
+fn passive_big_mss() -> Tcb {
+    let cfg = cfg();
+    let mut s = syn(IRS);
+    s.mss = Some(BIG_MSS);
+    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &s, SeqNum(ISS), 0, BIG_MSS, ms(0), &cfg);
+    tx(&mut tcb, ms(0));
+    rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 65535));
+    assert_eq!(tcb.state(), State::Established);
+    assert_eq!(tcb.snd_mss(), BIG_MSS as usize);
+    events(&mut tcb);
+    tcb
+}
+
+/// Send `total` bytes one full segment at a time (shared, so nothing is copied), each
+/// acknowledged at once by the peer. Checks every segment's position on the way.
+fn stream(tcb: &mut Tcb, total: u64) {
+    let chunk = bytes::Bytes::from(vec![0x5a; BIG_MSS as usize]);
+    let mut left = total;
+    let now = ms(10);
+    while left > 0 {
+        let n = left.min(BIG_MSS as u64) as usize;
+        let una = tcb.snd_una();
+        tcb.send_shared(chunk.slice(..n)).unwrap();
+        let out = tx(tcb, now);
+        assert_eq!(out.len(), 1, "{left} bytes left");
+        assert_eq!((out[0].seq, out[0].payload_offset), (una, 0));
+        assert_eq!(out[0].payload_len, n);
+        rx(tcb, now, &ack(IRS + 1, (una + n).0, 65535));
+        assert_eq!(tcb.send_buffer().len(), 0);
+        left -= n as u64;
+    }
+}
+
+/// After exactly 2^32 - 1 acknowledged bytes SND.UNA equals ISS again. The send buffer
+/// must still start at SND.UNA: our SYN was acknowledged long ago, and treating ISS as
+/// "SYN outstanding" would leave one stale byte at the front of the stream.
+#[test]
+fn snd_una_back_at_iss_after_four_gib_keeps_the_stream_aligned() {
+    let mut tcb = passive_big_mss();
+    stream(&mut tcb, (1u64 << 32) - 1);
+    assert_eq!(tcb.snd_una(), SeqNum(ISS));
+    tcb.send(&payload(100)).unwrap();
+    assert_eq!(
+        tx(&mut tcb, ms(20)),
+        vec![exp_data(ISS, IRS + 1, W, 0, 100, true)]
+    );
+    rx(&mut tcb, ms(30), &ack(IRS + 1, ISS + 100, 65535));
+    assert_eq!(tcb.send_buffer().len(), 0, "all 100 bytes acknowledged");
+    assert_eq!(tcb.flight_size(), 0);
+    tcb.send(&payload(50)).unwrap();
+    assert_eq!(
+        tx(&mut tcb, ms(40)),
+        vec![exp_data(ISS + 100, IRS + 1, W, 0, 50, true)]
+    );
+    // The FIN goes right after the last byte.
+    rx(&mut tcb, ms(50), &ack(IRS + 1, ISS + 150, 65535));
+    tcb.close();
+    assert_eq!(tx(&mut tcb, ms(60)), vec![exp_fin(ISS + 150, IRS + 1, W)]);
+}
+
+/// RFC 6582 §3.2 step 2 compares SND.UNA with "recover". Past 2 GiB from where
+/// "recover" was last set, a stale value would read as ahead of SND.UNA and disable
+/// fast retransmit for the next 2 GiB.
+#[test]
+fn fast_retransmit_works_after_two_gib() {
+    let mut tcb = passive_big_mss();
+    stream(&mut tcb, (1u64 << 31) + 10 * BIG_MSS as u64);
+    let una = tcb.snd_una();
+    tcb.send(&payload(BIG_MSS as usize)).unwrap();
+    assert_eq!(tx(&mut tcb, ms(20)).len(), 1);
+    for _ in 0..3 {
+        rx(&mut tcb, ms(30), &ack(IRS + 1, una.0, 65535));
+    }
+    assert_eq!(
+        tx(&mut tcb, ms(30)),
+        vec![exp_data(una.0, IRS + 1, W, 0, BIG_MSS as usize, true)],
+        "three duplicate ACKs trigger a fast retransmit"
+    );
+}
+
+fn few_retries_cfg() -> TcpConfig {
+    TcpConfig {
+        max_retries: 3,
+        ..cfg()
+    }
+}
+
+/// Zero-window probes nobody answers count as retries: after `max_retries` of them the
+/// connection times out (RFC 1122 §4.2.2.17 keeps it only while probes are answered).
+#[test]
+fn unanswered_zero_window_probes_time_out() {
+    let mut tcb = cookie(&few_retries_cfg());
+    rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
+    tcb.send(&payload(100)).unwrap();
+    assert!(tx(&mut tcb, ms(0)).is_empty());
+    for i in 0..3 {
+        let t = tcb.next_deadline().expect("persist timer");
+        assert_eq!(
+            tick(&mut tcb, t),
+            vec![exp_data(ISS + 1, IRS + 1, W, 0, 1, false)],
+            "probe {i}"
+        );
+    }
+    let t = tcb.next_deadline().expect("persist timer");
+    assert!(tick(&mut tcb, t).is_empty());
+    assert_eq!(tcb.state(), State::Closed);
+    assert_eq!(events(&mut tcb), closed(CloseReason::TimedOut));
+}
+
+/// Answered probes reset the count: a live peer may keep its window shut indefinitely.
+#[test]
+fn answered_zero_window_probes_keep_the_connection() {
+    let mut tcb = cookie(&few_retries_cfg());
+    rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
+    tcb.send(&payload(100)).unwrap();
+    tx(&mut tcb, ms(0));
+    for i in 0..10 {
+        let t = tcb.next_deadline().expect("persist timer");
+        assert_eq!(tick(&mut tcb, t).len(), 1, "probe {i}");
+        rx(
+            &mut tcb,
+            t + Duration::from_millis(10),
+            &ack(IRS + 1, ISS + 1, 0),
+        );
+    }
+    assert_eq!(tcb.state(), State::Established);
+    assert!(events(&mut tcb).is_empty());
+}
+
+/// A FIN into a zero window waits for the persist timer and goes as a probe, not under
+/// the retransmission timer: a peer that keeps answering with a zero window must not
+/// see the connection time out, and one that answers nothing must.
+#[test]
+fn fin_into_zero_window_is_probed_not_retransmitted() {
+    let cfg = cfg();
+    let mut tcb = passive(&cfg);
+    rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
+    tcb.close();
+    assert_eq!(tcb.state(), State::FinWait1);
+    assert!(tx(&mut tcb, ms(0)).is_empty(), "no FIN into a zero window");
+    // Persist timer (one RTO), not retransmission: probes carry the FIN at SND.UNA.
+    assert_eq!(tcb.next_deadline(), Some(ms(0) + tcb.rto()));
+    for i in 0..(cfg.max_retries + 5) {
+        let t = tcb.next_deadline().expect("persist timer");
+        assert_eq!(
+            tick(&mut tcb, t),
+            vec![exp_fin(ISS + 1, IRS + 1, W)],
+            "probe {i}"
+        );
+        rx(
+            &mut tcb,
+            t + Duration::from_millis(10),
+            &ack(IRS + 1, ISS + 1, 0),
+        );
+    }
+    assert_eq!(tcb.state(), State::FinWait1);
+    assert!(events(&mut tcb).is_empty());
+    // The window opens: the FIN goes as ordinary output and is acknowledged.
+    let t = tcb.next_deadline().unwrap() - Duration::from_millis(1);
+    rx(&mut tcb, t, &ack(IRS + 1, ISS + 1, 65535));
+    assert_eq!(tx(&mut tcb, t), vec![exp_fin(ISS + 1, IRS + 1, W)]);
+    rx(&mut tcb, t, &ack(IRS + 1, ISS + 2, 65535));
+    assert_eq!(tcb.state(), State::FinWait2);
+}
+
+/// Same in FIN-WAIT-1 with nobody answering: the probes run out.
+#[test]
+fn fin_wait_1_probes_run_out_without_answers() {
+    let mut tcb = passive(&few_retries_cfg());
+    rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
+    tcb.close();
+    assert!(tx(&mut tcb, ms(0)).is_empty());
+    for _ in 0..3 {
+        let t = tcb.next_deadline().expect("persist timer");
+        assert_eq!(tick(&mut tcb, t), vec![exp_fin(ISS + 1, IRS + 1, W)]);
+    }
+    let t = tcb.next_deadline().expect("persist timer");
+    assert!(tick(&mut tcb, t).is_empty());
+    assert_eq!(events(&mut tcb), closed(CloseReason::TimedOut));
+}
+
+/// After close(), data is still ACKed and dropped, but through the receive buffer: an
+/// out-of-order range held from before the close joins up when the gap fills, the SACK
+/// blocks stay true, and the peer's FIN behind it is accepted.
+#[test]
+fn fin_after_out_of_order_data_is_accepted_after_close() {
+    let mut tcb = passive_sack(&cfg());
+    rx(&mut tcb, ms(1), &data(IRS + 101, ISS + 1, 100));
+    let out = tx(&mut tcb, ms(1));
+    assert_eq!(out[0].sack[0], Some((IRS + 101, IRS + 201)));
+    tcb.close();
+    let out = tx(&mut tcb, ms(2));
+    assert_eq!(out.len(), 1);
+    assert!(out[0].fin && out[0].seq == SeqNum(ISS + 1));
+    // The gap, acknowledging our FIN.
+    rx(&mut tcb, ms(3), &data(IRS + 1, ISS + 2, 100));
+    assert_eq!(tcb.state(), State::FinWait2);
+    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 201));
+    assert_eq!(tcb.readable_len(), 0);
+    let out = tx(&mut tcb, ms(3));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ack, Some(SeqNum(IRS + 201)));
+    assert_eq!(out[0].sack, [None; 3], "no hole left to report");
+    rx(&mut tcb, ms(4), &fin(ack(IRS + 201, ISS + 2, 65535)));
+    assert_eq!(tcb.state(), State::TimeWait);
+    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 202));
+}

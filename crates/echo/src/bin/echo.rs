@@ -1,0 +1,70 @@
+//! `echo <port> [<n links> [<link> <ipv4> <n workers>]...]`: an echo server on Rusty's
+//! stack (TAP) or, without links, on the kernel's sockets on all addresses with one
+//! worker per core.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use rusty::cli::CommonArgs;
+use rusty::launch;
+use rusty::runtime::StopHandle;
+use rusty_echo::EchoServer;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "echo",
+    about = "Echo server on Rusty (TAP) or on kernel sockets",
+    after_help = "Links: <n links> then, per link, <link> <ipv4>[/prefix] <n workers>, where <link> is\n\
+                  kernel, tapN or tap:NAME. Example: echo 7 1 tap0 10.0.2.2/24 2 --tap-host 10.0.2.1/24"
+)]
+struct Cli {
+    /// TCP port to listen on.
+    port: u16,
+    /// Link specs (see below).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = false)]
+    links: Vec<String>,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let launch = match cli.common.launch(&cli.links) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("echo: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if cli.common.info() {
+        eprintln!(
+            "echo: listening on port {} ({})",
+            cli.port,
+            if launch.links.is_empty() {
+                "kernel sockets, all addresses".to_string()
+            } else {
+                launch
+                    .links
+                    .iter()
+                    .map(|l| format!("{} {} x{}", l.kind, l.ip, l.workers))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        );
+    }
+    let stop = StopHandle::new();
+    match launch::run(&launch, Some(cli.port), &stop, |_| EchoServer::default()) {
+        Ok(stats) => {
+            if cli.common.info() {
+                for (i, s) in stats.iter().enumerate() {
+                    eprintln!("worker {i}: {s}");
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("echo: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! The load client's handler: N connections per worker against an echo server, in one
+//! of the two standard modes, verifying every echoed byte.
+//!
+//! - **Ping-pong**: each connection sends one message and waits for its whole echo
+//!   before sending the next; every round trip is a latency sample.
+//! - **Streaming**: each connection sends as fast as the send buffer allows and reads
+//!   the echo independently; messages are counted as `bytes / size`.
+//!
+//! Every connection's stream is a window onto one fixed pseudo-random block, at an
+//! offset of its own, so verification is a slice comparison.
+
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use rusty_stack::{CloseReason, Conn, ConnectError, Handler, Opener};
+
+/// Length of the shared pattern block: a prime, so connections' windows do not line up.
+const PATTERN_LEN: usize = 65_521;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    PingPong,
+    Stream,
+}
+
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub target: SocketAddrV4,
+    pub mode: Mode,
+    /// Connections for this worker.
+    pub connections: usize,
+    pub size: usize,
+    pub duration: Duration,
+}
+
+/// What one worker measured.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub messages: u64,
+    pub bytes: u64,
+    pub latency_us: Histogram<u64>,
+    /// Connections that ended other than normally, or never started.
+    pub failed: u64,
+    /// Echoed bytes that differed from what was sent.
+    pub mismatches: u64,
+    pub elapsed: Duration,
+}
+
+impl Report {
+    fn new() -> Report {
+        Report {
+            messages: 0,
+            bytes: 0,
+            latency_us: Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds"),
+            failed: 0,
+            mismatches: 0,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    /// Add another worker's report.
+    pub fn merge(&mut self, other: &Report) {
+        self.messages += other.messages;
+        self.bytes += other.bytes;
+        self.failed += other.failed;
+        self.mismatches += other.mismatches;
+        self.elapsed = self.elapsed.max(other.elapsed);
+        let _ = self.latency_us.add(&other.latency_us);
+    }
+
+    pub fn empty() -> Report {
+        Report::new()
+    }
+}
+
+/// Where workers leave their reports, and how the last one to finish says so.
+#[derive(Clone, Default)]
+pub struct Collector {
+    reports: Arc<Mutex<Vec<Report>>>,
+    finished: Arc<AtomicUsize>,
+}
+
+impl Collector {
+    pub fn new() -> Collector {
+        Collector::default()
+    }
+    /// Workers that have finished their run.
+    pub fn finished(&self) -> usize {
+        self.finished.load(Ordering::Acquire)
+    }
+    /// All reports merged.
+    pub fn total(&self) -> Report {
+        let mut total = Report::new();
+        for r in self.reports.lock().expect("no poisoned collector").iter() {
+            total.merge(r);
+        }
+        total
+    }
+}
+
+fn pattern() -> Arc<Vec<u8>> {
+    let mut x: u64 = 0x243f_6a88_85a3_08d3;
+    Arc::new(
+        (0..PATTERN_LEN)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect(),
+    )
+}
+
+/// Per-connection state.
+#[derive(Debug)]
+pub struct LoadConn {
+    /// Stream position where this connection's pattern window starts.
+    base: usize,
+    sent: u64,
+    received: u64,
+    /// Ping-pong: when the outstanding message went out.
+    sent_at: Option<Instant>,
+    stopping: bool,
+}
+
+pub struct LoadClient {
+    cfg: LoadConfig,
+    pattern: Arc<Vec<u8>>,
+    report: Report,
+    started: Option<Instant>,
+    opened: usize,
+    open: usize,
+    done: bool,
+    collector: Collector,
+}
+
+impl LoadClient {
+    pub fn new(cfg: LoadConfig, worker: usize, collector: Collector) -> LoadClient {
+        LoadClient {
+            opened: worker * cfg.connections,
+            cfg,
+            pattern: pattern(),
+            report: Report::new(),
+            started: None,
+            open: 0,
+            done: false,
+            collector,
+        }
+    }
+
+    fn expired(&self) -> bool {
+        self.started
+            .is_some_and(|t| t.elapsed() >= self.cfg.duration)
+    }
+
+    /// The pattern bytes at stream positions `[from, from + len)` of a connection.
+    fn chunk(&self, base: usize, from: u64, len: usize) -> &[u8] {
+        let start = (base + (from % PATTERN_LEN as u64) as usize) % PATTERN_LEN;
+        let len = len.min(PATTERN_LEN - start);
+        &self.pattern[start..start + len]
+    }
+
+    fn send_more(&mut self, conn: &mut Conn<'_, LoadConn>) {
+        let size = self.cfg.size as u64;
+        loop {
+            let (base, sent, received) = {
+                let st = conn.state();
+                (st.base, st.sent, st.received)
+            };
+            let limit = match self.cfg.mode {
+                // One message in flight at a time.
+                Mode::PingPong => received + size,
+                // Keep the pipe full, but never run more than a window ahead of the echo.
+                Mode::Stream => received + (1 << 20),
+            };
+            if sent >= limit {
+                return;
+            }
+            let want = (limit - sent).min(size - sent % size) as usize;
+            let n = match conn.send(self.chunk(base, sent, want)) {
+                Ok(n) => n,
+                Err(_) => return,
+            };
+            let st = conn.state();
+            if sent % size == 0 && n > 0 && self.cfg.mode == Mode::PingPong {
+                st.sent_at = Some(Instant::now());
+            }
+            st.sent += n as u64;
+            if n < want {
+                return;
+            }
+        }
+    }
+
+    fn finish_if_done(&mut self) {
+        if self.open == 0 && self.expired() && !self.done {
+            self.done = true;
+            self.report.elapsed = self.started.map_or(Duration::ZERO, |t| t.elapsed());
+            self.collector
+                .reports
+                .lock()
+                .expect("no poisoned collector")
+                .push(self.report.clone());
+            self.collector.finished.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Handler for LoadClient {
+    type Conn = LoadConn;
+
+    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<LoadConn> {
+        None
+    }
+
+    fn poll(&mut self, opener: &mut Opener<'_, LoadConn>) {
+        if self.started.is_none() {
+            self.started = Some(Instant::now());
+            for i in 0..self.cfg.connections {
+                let id = self.opened + i;
+                opener.connect(
+                    self.cfg.target,
+                    LoadConn {
+                        base: id.wrapping_mul(7919) % PATTERN_LEN,
+                        sent: 0,
+                        received: 0,
+                        sent_at: None,
+                        stopping: false,
+                    },
+                );
+                self.open += 1;
+            }
+        }
+        self.finish_if_done();
+    }
+
+    fn connected(&mut self, conn: &mut Conn<'_, LoadConn>) {
+        self.send_more(conn);
+    }
+
+    fn writable(&mut self, conn: &mut Conn<'_, LoadConn>) {
+        if !conn.state().stopping {
+            self.send_more(conn);
+        }
+    }
+
+    fn data(&mut self, conn: &mut Conn<'_, LoadConn>, data: &[u8]) -> usize {
+        let size = self.cfg.size as u64;
+        let (base, received) = {
+            let st = conn.state();
+            (st.base, st.received)
+        };
+        // Verify against the pattern, piece by piece (the window may wrap).
+        let mut off = 0;
+        while off < data.len() {
+            let expect = self.chunk(base, received + off as u64, data.len() - off);
+            let got = &data[off..off + expect.len()];
+            if got != expect {
+                self.report.mismatches += 1;
+                conn.abort();
+                return data.len();
+            }
+            off += expect.len();
+        }
+        let before = received;
+        let after = received + data.len() as u64;
+        conn.state().received = after;
+        self.report.bytes += data.len() as u64;
+        let completed = after / size - before / size;
+        self.report.messages += completed;
+        if completed > 0 && self.cfg.mode == Mode::PingPong {
+            if let Some(t) = conn.state().sent_at.take() {
+                let us = t.elapsed().as_micros().max(1) as u64;
+                let _ = self.report.latency_us.record(us.min(60_000_000));
+            }
+        }
+        let expired = self.expired();
+        let st = conn.state();
+        if expired && !st.stopping {
+            st.stopping = true;
+        }
+        if st.stopping {
+            if st.received >= st.sent {
+                // Everything we sent came back: finish with a graceful close.
+                conn.close();
+            }
+        } else {
+            self.send_more(conn);
+        }
+        data.len()
+    }
+
+    fn peer_closed(&mut self, conn: &mut Conn<'_, LoadConn>) {
+        let st = conn.state();
+        if st.received < st.sent {
+            // The server closed before echoing everything.
+            self.report.mismatches += 1;
+        }
+        conn.close();
+    }
+
+    fn closed(&mut self, _: &mut Opener<'_, LoadConn>, _: LoadConn, reason: CloseReason) {
+        self.open -= 1;
+        if reason != CloseReason::Normal {
+            self.report.failed += 1;
+        }
+        self.finish_if_done();
+    }
+
+    fn connect_failed(
+        &mut self,
+        _: &mut Opener<'_, LoadConn>,
+        _: SocketAddrV4,
+        _: LoadConn,
+        _: ConnectError,
+    ) {
+        self.open -= 1;
+        self.report.failed += 1;
+        self.finish_if_done();
+    }
+}

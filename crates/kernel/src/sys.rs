@@ -1,0 +1,333 @@
+//! Safe wrappers over the few Linux socket and epoll calls the kernel backend makes.
+//! Every `unsafe` block of the crate lives in this file; each wrapper takes only owned or
+//! borrowed descriptors and Rust slices, so the rest of the crate cannot misuse them.
+
+use std::io::{self, IoSlice};
+use std::mem;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// Retry `f` while it fails with EINTR.
+fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match f() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
+fn to_sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: addr.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*addr.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+fn from_sockaddr(sa: &libc::sockaddr_in) -> SocketAddrV4 {
+    SocketAddrV4::new(
+        Ipv4Addr::from(u32::from_be(sa.sin_addr.s_addr)),
+        u16::from_be(sa.sin_port),
+    )
+}
+
+fn own(fd: libc::c_int) -> OwnedFd {
+    // SAFETY: callers pass a descriptor a syscall just created for us; nothing else
+    // holds it, so the OwnedFd becomes its only owner and closes it exactly once.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// A non-blocking, close-on-exec IPv4 TCP socket.
+pub fn tcp_socket() -> io::Result<OwnedFd> {
+    // SAFETY: socket(2) takes no pointers.
+    let fd = cvt(unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    })?;
+    Ok(own(fd))
+}
+
+fn set_int_option(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: the option value points at a live c_int and its exact size is passed.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// SO_REUSEADDR and SO_REUSEPORT: every worker binds its own listener to the same
+/// address and the kernel spreads incoming connections over them.
+pub fn set_reuse(fd: BorrowedFd<'_>) -> io::Result<()> {
+    set_int_option(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+    set_int_option(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)
+}
+
+/// TCP_NODELAY: what the application queues in one loop turn goes out at once, as on
+/// Rusty's own stack (no Nagle delay).
+pub fn set_nodelay(fd: BorrowedFd<'_>) -> io::Result<()> {
+    set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
+}
+
+/// SO_LINGER {on, 0}: the next close sends a RST and drops queued data.
+pub fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let value = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: the option value points at a live `linger` and its exact size is passed.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&value as *const libc::linger).cast(),
+            mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// The socket's pending error (SO_ERROR), which reading clears.
+pub fn take_error(fd: BorrowedFd<'_>) -> io::Result<Option<io::Error>> {
+    let mut value: libc::c_int = 0;
+    let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: value and len are live locals; len holds value's size.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    Ok((value != 0).then(|| io::Error::from_raw_os_error(value)))
+}
+
+pub fn bind(fd: BorrowedFd<'_>, addr: SocketAddrV4) -> io::Result<()> {
+    let sa = to_sockaddr(addr);
+    // SAFETY: sa is a live sockaddr_in and its exact size is passed.
+    cvt(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sa as *const libc::sockaddr_in).cast(),
+            mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+pub fn listen(fd: BorrowedFd<'_>, backlog: usize) -> io::Result<()> {
+    let backlog = backlog.clamp(1, libc::c_int::MAX as usize) as libc::c_int;
+    // SAFETY: listen(2) takes no pointers.
+    cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) }).map(drop)
+}
+
+/// How a non-blocking connect started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectStart {
+    Connected,
+    InProgress,
+}
+
+pub fn connect(fd: BorrowedFd<'_>, addr: SocketAddrV4) -> io::Result<ConnectStart> {
+    let sa = to_sockaddr(addr);
+    // SAFETY: sa is a live sockaddr_in and its exact size is passed.
+    let r = unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
+            (&sa as *const libc::sockaddr_in).cast(),
+            mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    match cvt(r) {
+        Ok(_) => Ok(ConnectStart::Connected),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(ConnectStart::InProgress),
+        // Interrupted: the connect carries on in the background (connect(2)).
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(ConnectStart::InProgress),
+        Err(e) => Err(e),
+    }
+}
+
+/// Accept one connection as a non-blocking, close-on-exec socket.
+pub fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddrV4)> {
+    retry(|| {
+        // SAFETY: sockaddr_in is plain old data; all zeroes is a valid value.
+        let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
+        let mut len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: sa and len are live locals; len holds sa's size, and the kernel
+        // writes at most that many bytes.
+        let new = cvt(unsafe {
+            libc::accept4(
+                fd.as_raw_fd(),
+                (&mut sa as *mut libc::sockaddr_in).cast(),
+                &mut len,
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            )
+        })?;
+        Ok((own(new), from_sockaddr(&sa)))
+    })
+}
+
+pub fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddrV4> {
+    // SAFETY: sockaddr_in is plain old data; all zeroes is a valid value.
+    let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
+    let mut len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: sa and len are live locals; len holds sa's size.
+    cvt(unsafe {
+        libc::getsockname(
+            fd.as_raw_fd(),
+            (&mut sa as *mut libc::sockaddr_in).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(from_sockaddr(&sa))
+}
+
+/// shutdown(SHUT_WR): FIN after what the kernel holds.
+pub fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: shutdown(2) takes no pointers.
+    cvt(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) }).map(drop)
+}
+
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    retry(|| {
+        // SAFETY: buf is a live, writable slice of exactly buf.len() bytes.
+        cvt_size(unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
+    })
+}
+
+/// send(2) with MSG_NOSIGNAL: a reset peer is an EPIPE error, never a SIGPIPE.
+pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    retry(|| {
+        // SAFETY: buf is a live slice of exactly buf.len() bytes.
+        cvt_size(unsafe {
+            libc::send(
+                fd.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        })
+    })
+}
+
+/// Gathered send (sendmsg(2) with MSG_NOSIGNAL): one syscall for many queued chunks.
+pub fn send_vectored(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    retry(|| {
+        // SAFETY: msghdr is plain old data; all zeroes is a valid (empty) value.
+        let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+        // IoSlice is guaranteed ABI-compatible with iovec on Unix; the kernel only
+        // reads through these pointers, and the slices outlive the call.
+        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = bufs.len() as _;
+        // SAFETY: msg points at live iovecs (above) and no name or control data.
+        cvt_size(unsafe { libc::sendmsg(fd.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) })
+    })
+}
+
+/// An epoll instance and its event buffer.
+pub struct Epoll {
+    fd: OwnedFd,
+    events: Vec<libc::epoll_event>,
+    ready: usize,
+}
+
+pub const IN: u32 = libc::EPOLLIN as u32;
+pub const OUT: u32 = libc::EPOLLOUT as u32;
+pub const RDHUP: u32 = libc::EPOLLRDHUP as u32;
+pub const HUP: u32 = libc::EPOLLHUP as u32;
+pub const ERR: u32 = libc::EPOLLERR as u32;
+pub const ET: u32 = libc::EPOLLET as u32;
+
+impl Epoll {
+    /// An instance reporting at most `capacity` events per wait.
+    pub fn new(capacity: usize) -> io::Result<Epoll> {
+        // SAFETY: epoll_create1(2) takes no pointers.
+        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        Ok(Epoll {
+            fd: own(fd),
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; capacity.max(1)],
+            ready: 0,
+        })
+    }
+
+    /// Watch `fd` for `events`, reported with `token`. Closing the descriptor removes
+    /// it (the crate never duplicates descriptors).
+    pub fn add(&self, fd: BorrowedFd<'_>, events: u32, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: token };
+        // SAFETY: ev is a live epoll_event the kernel only reads.
+        cvt(unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                fd.as_raw_fd(),
+                &mut ev,
+            )
+        })
+        .map(drop)
+    }
+
+    /// Wait up to `timeout` (rounded up to whole milliseconds) for events; returns how
+    /// many are ready for [`Epoll::event`]. An interrupted wait reports none.
+    pub fn wait(&mut self, timeout: Duration) -> io::Result<usize> {
+        let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: the buffer holds events.len() live epoll_event slots, and the kernel
+        // writes at most maxevents of them.
+        let r = unsafe {
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                self.events.len() as libc::c_int,
+                ms,
+            )
+        };
+        self.ready = match cvt(r) {
+            Ok(n) => n as usize,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+            Err(e) => return Err(e),
+        };
+        Ok(self.ready)
+    }
+
+    /// The `i`th event of the last wait: (event bits, token).
+    pub fn event(&self, i: usize) -> (u32, u64) {
+        let ev = self.events[..self.ready][i];
+        (ev.events, ev.u64)
+    }
+}

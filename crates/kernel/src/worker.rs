@@ -1,0 +1,89 @@
+//! The body of a worker that runs the application on the host kernel's TCP: one
+//! [`KernelEngine`] (epoll loop, own `SO_REUSEPORT` listeners) per pinned worker.
+
+use std::time::{Duration, Instant};
+
+use rusty_stack::runtime::{StopState, WorkerContext};
+use rusty_stack::{Handler, Stats};
+
+use crate::engine::{KernelConfig, KernelEngine};
+
+/// Longest a parked worker sleeps before it looks at the stop signal again.
+const MAX_PARK: Duration = Duration::from_millis(10);
+
+/// A worker body, the kernel-socket twin of
+/// [`engine_worker`](rusty_stack::runtime::engine_worker): build the handler with
+/// `make_handler` on the worker's thread (so it need not be `Send`), listen on every
+/// address of `cfg.listen` with this worker's own socket, and run the epoll loop until
+/// the runtime stops it: poll without blocking while there is traffic, block in
+/// `epoll_wait` (at most 10 ms) after `ctx.spin()` of idleness, and on a stop signal
+/// close the listeners and let connections finish within the grace period.
+///
+/// A listen address that cannot be bound is reported on stderr and the worker ends at
+/// once; call [`KernelConfig::check_listen`] first to fail before starting workers.
+pub fn kernel_worker<H, F>(
+    cfg: KernelConfig,
+    make_handler: F,
+) -> impl FnOnce(WorkerContext) -> Stats + Send
+where
+    H: Handler,
+    F: FnOnce(&WorkerContext) -> H + Send + 'static,
+{
+    move |mut ctx: WorkerContext| {
+        let handler = make_handler(&ctx);
+        let listen = cfg.listen.clone();
+        let mut engine = match KernelEngine::new(handler, cfg) {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("rusty-kernel: worker {}: epoll: {e}", ctx.index());
+                return Stats::default();
+            }
+        };
+        for (addr, backlog) in listen {
+            if let Err(e) = engine.listen(addr, backlog) {
+                eprintln!(
+                    "rusty-kernel: worker {}: cannot listen on {addr}: {e}",
+                    ctx.index()
+                );
+                return engine.stats().clone();
+            }
+        }
+        let mut idle_since = None;
+        let mut drain_until = None;
+        let mut park = Duration::ZERO;
+        loop {
+            let n = engine.poll(park);
+            // Siblings' messages (ARP) mean nothing to kernel sockets.
+            while ctx.try_recv().is_some() {}
+            let now = Instant::now();
+            match ctx.stop_state() {
+                StopState::Running => {}
+                StopState::Draining => {
+                    let until = *drain_until.get_or_insert_with(|| {
+                        engine.stop_accepting();
+                        now + ctx.grace()
+                    });
+                    if engine.connection_count() == 0 || now >= until {
+                        break;
+                    }
+                }
+                StopState::Exit => break,
+            }
+            if ctx.stats_due() {
+                ctx.send_stats(engine.stats().clone());
+            }
+            if n > 0 {
+                idle_since = None;
+                park = Duration::ZERO;
+                continue;
+            }
+            let since = *idle_since.get_or_insert(now);
+            park = if now - since >= ctx.spin() {
+                MAX_PARK
+            } else {
+                Duration::ZERO
+            };
+        }
+        engine.stats().clone()
+    }
+}

@@ -1,0 +1,397 @@
+//! One [`KernelEngine`] driven directly on the test thread (no runtime), against
+//! `std::net` peers: pause and resume, flow control, abort, close, reset, timeouts and
+//! the failures of active opens.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{free_port, loopback};
+use rusty_kernel::{KernelConfig, KernelEngine};
+use rusty_stack::{CloseReason, Conn, ConnId, ConnectError, Handler, Opener};
+
+fn drive<H: Handler>(
+    engine: &mut KernelEngine<H>,
+    what: &str,
+    done: impl Fn(&KernelEngine<H>) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done(engine) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        engine.poll(Duration::from_millis(1));
+    }
+}
+
+fn server<H: Handler>(handler: H, cfg: KernelConfig) -> (KernelEngine<H>, SocketAddrV4) {
+    let mut e = KernelEngine::new(handler, cfg).unwrap();
+    let addr = e.listen(loopback(0), 128).unwrap();
+    (e, addr)
+}
+
+fn client(addr: SocketAddrV4) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+/// Records callbacks; behaviour chosen per test.
+#[derive(Default)]
+struct Probe {
+    id: Option<ConnId>,
+    paused: bool,
+    offers: Vec<Vec<u8>>,
+    taken: Vec<u8>,
+    writables: usize,
+    peer_closed: bool,
+    closed: Vec<CloseReason>,
+    /// On `connected`: queue this much (refusals end up as `want`).
+    blast: usize,
+    blasted: usize,
+    close_on_data: bool,
+    abort_on_data: bool,
+    notify_on_connect: bool,
+}
+
+impl Handler for Probe {
+    type Conn = ();
+    fn accept(&mut self, local: SocketAddrV4, remote: SocketAddrV4) -> Option<()> {
+        assert_eq!(local.ip(), remote.ip());
+        Some(())
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, ()>) {
+        self.id = Some(conn.id());
+        if self.notify_on_connect {
+            conn.notify_writable();
+        }
+        self.pump(conn);
+    }
+    fn data(&mut self, conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        self.offers.push(data.to_vec());
+        if self.abort_on_data {
+            conn.abort();
+            return 0;
+        }
+        if self.close_on_data {
+            conn.close();
+        }
+        if self.paused {
+            return 0;
+        }
+        self.taken.extend_from_slice(data);
+        data.len()
+    }
+    fn writable(&mut self, conn: &mut Conn<'_, ()>) {
+        self.writables += 1;
+        self.pump(conn);
+    }
+    fn peer_closed(&mut self, _: &mut Conn<'_, ()>) {
+        self.peer_closed = true;
+    }
+    fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), reason: CloseReason) {
+        self.closed.push(reason);
+    }
+}
+
+impl Probe {
+    fn pump(&mut self, conn: &mut Conn<'_, ()>) {
+        let chunk = [0xabu8; 8192];
+        while self.blasted < self.blast {
+            let want = (self.blast - self.blasted).min(chunk.len());
+            let n = conn.send(&chunk[..want]).unwrap();
+            self.blasted += n;
+            if n < want {
+                return;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_paused_handler_is_offered_its_bytes_again_on_resume() {
+    let (mut e, addr) = server(
+        Probe {
+            paused: true,
+            ..Probe::default()
+        },
+        KernelConfig::default(),
+    );
+    let mut c = client(addr);
+    c.write_all(b"abc").unwrap();
+    drive(&mut e, "first offer", |e| e.handler().offers.len() == 1);
+    for _ in 0..20 {
+        e.poll(Duration::from_millis(1));
+    }
+    assert_eq!(
+        e.handler().offers.len(),
+        1,
+        "a pause is not re-offered on its own"
+    );
+    e.handler_mut().paused = false;
+    let id = e.handler().id.unwrap();
+    assert!(e.resume_receive(id));
+    assert_eq!(e.handler().offers, [b"abc".to_vec(), b"abc".to_vec()]);
+    assert_eq!(e.handler().taken, b"abc");
+    c.write_all(b"de").unwrap();
+    drive(&mut e, "next offer", |e| e.handler().taken == b"abcde");
+    drop(c);
+    drive(&mut e, "peer close", |e| e.handler().peer_closed);
+    assert!(e.resume_receive(id), "open until the handler closes it");
+    assert!(
+        !e.resume_receive(ConnId::new(id.index(), 0)),
+        "a stale id is detected"
+    );
+}
+
+#[test]
+fn a_paused_handler_holding_recv_buffer_stops_reading_so_the_window_closes() {
+    let (mut e, addr) = server(
+        Probe {
+            paused: true,
+            ..Probe::default()
+        },
+        KernelConfig {
+            recv_chunk: 4096,
+            recv_buffer: 16 * 1024,
+            ..KernelConfig::default()
+        },
+    );
+    let c = client(addr);
+    let total = 64 * 1024 * 1024;
+    let mut w = c.try_clone().unwrap();
+    let writer = thread::spawn(move || {
+        let buf = vec![7u8; 1 << 16];
+        let mut sent = 0;
+        while sent < total {
+            match w.write(&buf) {
+                Ok(n) => sent += n,
+                Err(_) => break,
+            }
+        }
+        let _ = w.shutdown(Shutdown::Write);
+        sent
+    });
+    drive(&mut e, "first offer", |e| !e.handler().offers.is_empty());
+    for _ in 0..200 {
+        e.poll(Duration::from_millis(1));
+    }
+    let held = e.handler().offers.last().unwrap().len();
+    assert!((16 * 1024..16 * 1024 + 4096).contains(&held), "held {held}");
+    assert!(
+        e.stats().bytes_in < total as u64 / 2,
+        "backpressure reached the peer"
+    );
+    e.handler_mut().paused = false;
+    assert!(e.resume_receive(e.handler().id.unwrap()));
+    drive(&mut e, "the whole stream", |e| e.handler().peer_closed);
+    assert_eq!(writer.join().unwrap(), total);
+    assert_eq!(e.handler().taken.len(), total);
+}
+
+#[test]
+fn refused_sends_get_writable_once_the_queue_drains() {
+    let (mut e, addr) = server(
+        Probe {
+            blast: 32 * 1024 * 1024,
+            ..Probe::default()
+        },
+        KernelConfig {
+            send_buffer: 64 * 1024,
+            ..KernelConfig::default()
+        },
+    );
+    let mut c = client(addr);
+    let reader = thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut got = 0;
+        while got < 32 * 1024 * 1024 {
+            got += c.read(&mut buf).unwrap();
+        }
+        got
+    });
+    drive(&mut e, "all sent", |e| {
+        e.handler().blasted == e.handler().blast
+    });
+    assert!(e.handler().writables > 0);
+    drive(&mut e, "all out", |e| {
+        e.stats().bytes_out == 32 * 1024 * 1024
+    });
+    assert_eq!(reader.join().unwrap(), 32 * 1024 * 1024);
+}
+
+#[test]
+fn notify_writable_with_nothing_queued_calls_writable_on_the_next_turn() {
+    let (mut e, addr) = server(
+        Probe {
+            notify_on_connect: true,
+            ..Probe::default()
+        },
+        KernelConfig::default(),
+    );
+    let _c = client(addr);
+    drive(&mut e, "writable", |e| e.handler().writables == 1);
+    for _ in 0..10 {
+        e.poll(Duration::from_millis(1));
+    }
+    assert_eq!(e.handler().writables, 1, "once per request");
+}
+
+#[test]
+fn abort_resets_the_peer() {
+    let (mut e, addr) = server(
+        Probe {
+            abort_on_data: true,
+            ..Probe::default()
+        },
+        KernelConfig::default(),
+    );
+    let mut c = client(addr);
+    c.write_all(b"x").unwrap();
+    drive(&mut e, "closed", |e| !e.handler().closed.is_empty());
+    assert_eq!(e.handler().closed, [CloseReason::Aborted]);
+    assert_eq!(e.connection_count(), 0);
+    let mut buf = [0u8; 4];
+    assert_eq!(
+        c.read(&mut buf).unwrap_err().kind(),
+        ErrorKind::ConnectionReset
+    );
+    assert_eq!(e.stats().conns_aborted, 1);
+    assert_eq!(e.stats().rsts_sent, 1);
+}
+
+#[test]
+fn after_close_incoming_bytes_are_dropped_until_the_peers_fin() {
+    let (mut e, addr) = server(
+        Probe {
+            close_on_data: true,
+            ..Probe::default()
+        },
+        KernelConfig::default(),
+    );
+    let mut c = client(addr);
+    c.write_all(b"first").unwrap();
+    drive(&mut e, "first data", |e| !e.handler().offers.is_empty());
+    // The server has sent its FIN; the client keeps talking, then closes.
+    let mut buf = [0u8; 4];
+    assert_eq!(c.read(&mut buf).unwrap(), 0, "FIN after close");
+    c.write_all(&vec![1u8; 1 << 20]).unwrap();
+    c.shutdown(Shutdown::Write).unwrap();
+    drive(&mut e, "closed", |e| !e.handler().closed.is_empty());
+    assert_eq!(e.handler().closed, [CloseReason::Normal]);
+    assert_eq!(
+        e.handler().offers,
+        [b"first".to_vec()],
+        "nothing offered after close"
+    );
+    assert_eq!(e.stats().bytes_in, 5 + (1 << 20));
+    assert_eq!(e.stats().rsts_sent, 0);
+}
+
+#[test]
+fn a_peer_that_never_closes_times_out_after_fin_timeout() {
+    let (mut e, addr) = server(
+        Probe {
+            close_on_data: true,
+            ..Probe::default()
+        },
+        KernelConfig {
+            fin_timeout: Duration::from_millis(200),
+            ..KernelConfig::default()
+        },
+    );
+    let mut c = client(addr);
+    c.write_all(b"bye").unwrap();
+    let t = Instant::now();
+    drive(&mut e, "closed", |e| !e.handler().closed.is_empty());
+    assert!(t.elapsed() >= Duration::from_millis(150));
+    assert_eq!(e.handler().closed, [CloseReason::TimedOut]);
+}
+
+#[test]
+fn a_peer_reset_closes_with_reset() {
+    let (mut e, addr) = server(
+        Probe {
+            blast: 1 << 20,
+            ..Probe::default()
+        },
+        KernelConfig::default(),
+    );
+    let c = client(addr);
+    drive(&mut e, "connected", |e| e.handler().id.is_some());
+    // Closing with unread bytes makes the client's kernel send a RST.
+    thread::sleep(Duration::from_millis(20));
+    drop(c);
+    drive(&mut e, "closed", |e| !e.handler().closed.is_empty());
+    assert_eq!(e.handler().closed, [CloseReason::Reset]);
+    assert_eq!(e.stats().conns_reset, 1);
+}
+
+/// Dials whatever the test asks; records outcomes.
+#[derive(Default)]
+struct Dialer {
+    connected: usize,
+    failed: Vec<ConnectError>,
+    closed: Vec<CloseReason>,
+}
+
+impl Handler for Dialer {
+    type Conn = ();
+    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+        None
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, ()>) {
+        self.connected += 1;
+        conn.close();
+    }
+    fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        data.len()
+    }
+    fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), reason: CloseReason) {
+        self.closed.push(reason);
+    }
+    fn connect_failed(&mut self, _: &mut Opener<'_, ()>, _: SocketAddrV4, _: (), e: ConnectError) {
+        self.failed.push(e);
+    }
+}
+
+#[test]
+fn active_open_failures() {
+    let mut e = KernelEngine::new(
+        Dialer::default(),
+        KernelConfig {
+            max_connections: 1,
+            ..KernelConfig::default()
+        },
+    )
+    .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let std::net::SocketAddr::V4(there) = listener.local_addr().unwrap() else {
+        unreachable!()
+    };
+    e.connect(there, ()).ok().unwrap();
+    let (err, ()) = e.connect(there, ()).unwrap_err();
+    assert_eq!(err, ConnectError::TooManyConnections);
+    let (mut s, _) = listener.accept().unwrap();
+    drive(&mut e, "connected", |e| e.handler().connected == 1);
+    let mut buf = [0u8; 1];
+    assert_eq!(s.read(&mut buf).unwrap(), 0, "closed from connected");
+    drop(s);
+    drive(&mut e, "closed", |e| {
+        e.handler().closed == [CloseReason::Normal]
+    });
+
+    e.connect(loopback(free_port()), ()).ok().unwrap();
+    drive(&mut e, "refused", |e| e.handler().closed.len() == 2);
+    assert_eq!(e.handler().closed[1], CloseReason::Refused);
+    assert_eq!(
+        e.handler().connected,
+        1,
+        "a refused open is never connected"
+    );
+
+    e.stop_accepting();
+    let (err, ()) = e.connect(there, ()).unwrap_err();
+    assert_eq!(err, ConnectError::ShuttingDown);
+}

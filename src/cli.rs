@@ -1,0 +1,98 @@
+//! Command-line flags every Rusty binary shares (clap), and how they shape a [`Launch`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use crate::launch::{parse_cidr, parse_cpus, Launch};
+use rusty_stack::io::fault::FaultConfig;
+use rusty_stack::runtime::link::parse_links;
+
+/// How much the binary says on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    /// Write every frame of Rusty's workers to this pcap file (one file per worker,
+    /// NAME.wN.pcap, when there are several).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Print per-worker counters every SECONDS.
+    #[arg(long, value_name = "SECONDS")]
+    pub stats: Option<u64>,
+    /// Configure the host side of the TAP link with this address (e.g. 10.0.2.1/24).
+    #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
+    pub tap_host: Option<(std::net::Ipv4Addr, u8)>,
+    /// Pin workers to these CPUs, in order (e.g. 0,2-3); default: the allowed CPU set.
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    pub cpus: Option<Vec<usize>>,
+    /// Allow more workers than CPUs.
+    #[arg(long)]
+    pub oversubscribe: bool,
+    /// Microseconds an idle worker keeps polling before it sleeps on its queue.
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 200)]
+    pub spin_us: u64,
+    /// Seconds open connections may run on after SIGINT/SIGTERM.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub grace: u64,
+    #[arg(long, value_enum, default_value_t = LogLevel::Info)]
+    pub log_level: LogLevel,
+    /// Testing: drop this fraction (0..1) of the frames Rusty's workers send.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub fault_loss: f64,
+    /// Testing: duplicate this fraction of sent frames.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub fault_duplicate: f64,
+    /// Testing: hold back this fraction of sent frames by 2 ms, so later ones overtake.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub fault_reorder: f64,
+    /// Testing: seed of the fault injector.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub fault_seed: u64,
+}
+
+impl CommonArgs {
+    /// A [`Launch`] for the positional link arguments `links` with these flags.
+    pub fn launch(&self, links: &[String]) -> Result<Launch, String> {
+        let links = parse_links(links).map_err(|e| e.to_string())?;
+        let mut l = Launch::new(links);
+        l.pcap = self.pcap.clone();
+        l.tap_host = self.tap_host;
+        l.runtime.cpus = self.cpus.clone();
+        l.runtime.oversubscribe = self.oversubscribe;
+        l.runtime.spin = Duration::from_micros(self.spin_us);
+        l.runtime.grace = Duration::from_secs(self.grace);
+        l.runtime.stats_interval = self.stats.filter(|&s| s > 0).map(Duration::from_secs);
+        for (name, p) in [
+            ("--fault-loss", self.fault_loss),
+            ("--fault-duplicate", self.fault_duplicate),
+            ("--fault-reorder", self.fault_reorder),
+        ] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("{name} must be between 0 and 1"));
+            }
+        }
+        if self.fault_loss + self.fault_duplicate + self.fault_reorder > 0.0 {
+            let f = FaultConfig {
+                loss: self.fault_loss,
+                duplicate: self.fault_duplicate,
+                reorder: self.fault_reorder,
+                reorder_delay: Duration::from_millis(2),
+                ..FaultConfig::none()
+            };
+            l.faults = Some((f, self.fault_seed));
+        }
+        Ok(l)
+    }
+
+    pub fn info(&self) -> bool {
+        self.log_level >= LogLevel::Info
+    }
+}

@@ -1,0 +1,363 @@
+//! Starting a `Handler` on the links named on a command line: the one place that turns
+//! link specs into pinned workers, shared by every binary (echo, echo-load, httpd).
+//!
+//! - No links: the kernel backend on all addresses, one worker per allowed core.
+//! - `kernel <ipv4> <n>`: `n` kernel-socket workers bound to that address.
+//! - `tapN` / `tap:NAME <ipv4>[/prefix] <n>`: a TAP device with `n` queues, one Rusty
+//!   engine per queue.
+
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+
+use rusty_drivers_tap::{TapConfig, TapError, TapQueue};
+use rusty_kernel::{kernel_worker, KernelConfig};
+use rusty_stack::io::fault::{FaultConfig, FaultInjector};
+use rusty_stack::io::pcap::PcapCapture;
+use rusty_stack::io::PacketIo;
+use rusty_stack::runtime::link::{LinkKind, LinkSpec, LinkSpecError};
+use rusty_stack::runtime::{self, RuntimeConfig, RuntimeError, StopHandle, Worker, WorkerContext};
+use rusty_stack::{EngineConfig, Handler, Stats, SystemClock, TcpConfig};
+
+/// Drivers this build can run.
+pub const BUILT_IN: &[&str] = &["kernel", "tap"];
+
+/// Everything about where and how workers run, from the command line.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub links: Vec<LinkSpec>,
+    /// Capture every TAP worker's frames (one file per worker when there are several).
+    pub pcap: Option<PathBuf>,
+    /// Address and prefix for the host side of the (single) TAP link.
+    pub tap_host: Option<(Ipv4Addr, u8)>,
+    pub runtime: RuntimeConfig,
+    /// TCP settings for Rusty's engines.
+    pub tcp: TcpConfig,
+    pub max_connections: usize,
+    pub backlog: usize,
+    /// Inject faults on the transmit path of Rusty's workers (testing): the config and
+    /// a seed (each worker adds its index).
+    pub faults: Option<(FaultConfig, u64)>,
+}
+
+impl Launch {
+    pub fn new(links: Vec<LinkSpec>) -> Launch {
+        Launch {
+            links,
+            pcap: None,
+            tap_host: None,
+            runtime: RuntimeConfig::default(),
+            tcp: TcpConfig::default(),
+            max_connections: 65536,
+            backlog: 1024,
+            faults: None,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum LaunchError {
+    Link(LinkSpecError),
+    Tap(String, TapError),
+    Pcap(PathBuf, std::io::Error),
+    Runtime(RuntimeError),
+    Usage(String),
+}
+
+impl fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaunchError::Link(e) => write!(f, "{e}"),
+            LaunchError::Tap(name, e) => write!(f, "TAP {name}: {e}"),
+            LaunchError::Pcap(p, e) => write!(f, "pcap file {}: {e}", p.display()),
+            LaunchError::Runtime(e) => write!(f, "{e}"),
+            LaunchError::Usage(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {}
+
+impl From<RuntimeError> for LaunchError {
+    fn from(e: RuntimeError) -> Self {
+        LaunchError::Runtime(e)
+    }
+}
+
+/// `cap.pcap` for a single worker, `cap.w3.pcap` for worker 3 of several.
+fn pcap_path(base: &Path, worker: usize, workers: usize) -> PathBuf {
+    if workers <= 1 {
+        return base.to_path_buf();
+    }
+    let stem = base
+        .file_stem()
+        .map_or_else(|| "capture".into(), |s| s.to_string_lossy().into_owned());
+    let name = match base.extension() {
+        Some(ext) => format!("{stem}.w{worker}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.w{worker}"),
+    };
+    base.with_file_name(name)
+}
+
+/// Build the workers for `launch`; a server passes `listen = Some(port)`.
+pub fn workers<H, F>(
+    launch: &Launch,
+    listen: Option<u16>,
+    make_handler: F,
+) -> Result<Vec<Worker>, LaunchError>
+where
+    H: Handler + 'static,
+    F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
+{
+    let mut out = Vec::new();
+    let default_links;
+    let links = if launch.links.is_empty() {
+        let n = match &launch.runtime.cpus {
+            Some(list) => list.len(),
+            None => runtime::allowed_cpus().map_or(1, |c| c.len()),
+        };
+        default_links = vec![LinkSpec {
+            kind: LinkKind::Kernel,
+            ip: Ipv4Addr::UNSPECIFIED,
+            prefix_len: 0,
+            workers: n.max(1),
+        }];
+        &default_links
+    } else {
+        &launch.links
+    };
+    let taps = links
+        .iter()
+        .filter(|l| matches!(l.kind, LinkKind::Tap { .. }))
+        .count();
+    if launch.tap_host.is_some() && taps != 1 {
+        return Err(LaunchError::Usage(format!(
+            "--tap-host needs exactly one TAP link, there are {taps}"
+        )));
+    }
+    let total_tap_workers: usize = links
+        .iter()
+        .filter(|l| matches!(l.kind, LinkKind::Tap { .. }))
+        .map(|l| l.workers)
+        .sum();
+    let mut tap_index = 0;
+    for (link_index, link) in links.iter().enumerate() {
+        link.kind.require(BUILT_IN).map_err(LaunchError::Link)?;
+        match &link.kind {
+            LinkKind::Kernel => {
+                let cfg = KernelConfig {
+                    listen: listen
+                        .map(|p| vec![(SocketAddrV4::new(link.ip, p), launch.backlog)])
+                        .unwrap_or_default(),
+                    max_connections: launch.max_connections,
+                    send_buffer: launch.tcp.send_buffer,
+                    ..KernelConfig::default()
+                };
+                for w in 0..link.workers {
+                    out.push(Worker {
+                        name: format!("kernel-{w}"),
+                        link: link_index,
+                        body: Box::new(kernel_worker(cfg.clone(), make_handler.clone())),
+                    });
+                }
+            }
+            LinkKind::Tap { name } => {
+                let mut tap = TapConfig::new(name.clone(), link.workers as u16);
+                tap.host = launch.tap_host;
+                let queues =
+                    rusty_drivers_tap::open(&tap).map_err(|e| LaunchError::Tap(name.clone(), e))?;
+                for (q, dev) in queues.into_iter().enumerate() {
+                    let mut cfg = EngineConfig::new(link.ip);
+                    cfg.prefix_len = link.prefix_len;
+                    cfg.tcp = launch.tcp.clone();
+                    cfg.max_connections = launch.max_connections;
+                    let ports = listen
+                        .map(|p| vec![(p, launch.backlog)])
+                        .unwrap_or_default();
+                    let pcap = launch
+                        .pcap
+                        .as_ref()
+                        .map(|base| pcap_path(base, tap_index, total_tap_workers));
+                    let faults = launch
+                        .faults
+                        .map(|(f, seed)| (f, seed.wrapping_add(tap_index as u64)));
+                    let body = engine_body(dev, pcap, faults, cfg, ports, make_handler.clone())?;
+                    out.push(Worker {
+                        name: format!("{name}-q{q}"),
+                        link: link_index,
+                        body,
+                    });
+                    tap_index += 1;
+                }
+            }
+            other => {
+                return Err(LaunchError::Link(LinkSpecError::NotBuiltIn(
+                    other.driver().into(),
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+type Body = Box<dyn FnOnce(WorkerContext) -> Stats + Send>;
+
+/// An engine worker over `dev`, wrapped in the capture and fault decorators asked for.
+fn engine_body<H, F>(
+    dev: TapQueue,
+    pcap: Option<PathBuf>,
+    faults: Option<(FaultConfig, u64)>,
+    cfg: EngineConfig,
+    ports: Vec<(u16, usize)>,
+    make_handler: F,
+) -> Result<Body, LaunchError>
+where
+    H: Handler + 'static,
+    F: FnOnce(&WorkerContext) -> H + Send + 'static,
+{
+    let capture = |dev| -> Result<_, LaunchError> {
+        let path = pcap.clone().unwrap_or_default();
+        PcapCapture::create(dev, SystemClock::new(), &path).map_err(|e| LaunchError::Pcap(path, e))
+    };
+    fn inject<D: PacketIo>(dev: D, (f, seed): (FaultConfig, u64)) -> FaultInjector<D, SystemClock> {
+        FaultInjector::new(dev, SystemClock::new(), f, seed)
+    }
+    Ok(match (&pcap, faults) {
+        (None, None) => Box::new(runtime::engine_worker(dev, cfg, ports, make_handler)),
+        (Some(_), None) => Box::new(runtime::engine_worker(
+            capture(dev)?,
+            cfg,
+            ports,
+            make_handler,
+        )),
+        (None, Some(f)) => Box::new(runtime::engine_worker(
+            inject(dev, f),
+            cfg,
+            ports,
+            make_handler,
+        )),
+        // Capture what the injector lets through, as the peer sees it.
+        (Some(_), Some(f)) => Box::new(runtime::engine_worker(
+            inject(capture(dev)?, f),
+            cfg,
+            ports,
+            make_handler,
+        )),
+    })
+}
+
+/// Build the workers and run them until they stop; returns each worker's counters.
+pub fn run<H, F>(
+    launch: &Launch,
+    listen: Option<u16>,
+    stop: &StopHandle,
+    make_handler: F,
+) -> Result<Vec<Stats>, LaunchError>
+where
+    H: Handler + 'static,
+    F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
+{
+    let workers = workers(launch, listen, make_handler)?;
+    Ok(runtime::run(workers, &launch.runtime, stop)?)
+}
+
+/// Parse `a.b.c.d/len` (as for `--tap-host`).
+pub fn parse_cidr(s: &str) -> Result<(Ipv4Addr, u8), String> {
+    let (ip, len) = s
+        .split_once('/')
+        .ok_or_else(|| format!("'{s}' is not a.b.c.d/len"))?;
+    let ip = ip
+        .parse()
+        .map_err(|_| format!("'{ip}' is not an IPv4 address"))?;
+    let len: u8 = len
+        .parse()
+        .map_err(|_| format!("'{len}' is not a prefix length"))?;
+    if len > 32 {
+        return Err(format!("prefix length /{len} is over 32"));
+    }
+    Ok((ip, len))
+}
+
+/// Parse a CPU list such as `0,2-3`.
+pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let bad = || format!("'{part}' is not a CPU number or range");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("'{s}' names no CPU"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pcap_paths_per_worker() {
+        assert_eq!(
+            pcap_path(Path::new("/tmp/x.pcap"), 0, 1),
+            PathBuf::from("/tmp/x.pcap")
+        );
+        assert_eq!(
+            pcap_path(Path::new("/tmp/x.pcap"), 2, 3),
+            PathBuf::from("/tmp/x.w2.pcap")
+        );
+        assert_eq!(pcap_path(Path::new("cap"), 1, 2), PathBuf::from("cap.w1"));
+    }
+
+    #[test]
+    fn parses_cidrs_and_cpu_lists() {
+        assert_eq!(
+            parse_cidr("10.0.0.1/24"),
+            Ok((Ipv4Addr::new(10, 0, 0, 1), 24))
+        );
+        assert!(parse_cidr("10.0.0.1").is_err());
+        assert!(parse_cidr("10.0.0.1/40").is_err());
+        assert_eq!(parse_cpus("0,2-4"), Ok(vec![0, 2, 3, 4]));
+        assert!(parse_cpus("3-1").is_err());
+        assert!(parse_cpus("x").is_err());
+    }
+
+    #[test]
+    fn drivers_not_built_in_are_refused_clearly() {
+        let links =
+            rusty_stack::runtime::link::parse_links(&["1", "ixgbe:0000:03:00.0", "10.0.0.2", "1"])
+                .unwrap();
+        let l = Launch::new(links);
+        let err = workers(&l, Some(80), |_: &WorkerContext| rusty_echo_free_handler())
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "the ixgbe driver is not built into this binary"
+        );
+    }
+
+    /// A handler type for the tests above (never run).
+    fn rusty_echo_free_handler() -> Nothing {
+        Nothing
+    }
+    struct Nothing;
+    impl Handler for Nothing {
+        type Conn = ();
+        fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+            None
+        }
+        fn data(&mut self, _: &mut rusty_stack::Conn<'_, ()>, d: &[u8]) -> usize {
+            d.len()
+        }
+    }
+}
