@@ -21,7 +21,6 @@ struct Cli {
     /// TCP port to listen on.
     port: u16,
     /// Link specs (see below).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = false)]
     links: Vec<String>,
     #[command(flatten)]
     common: CommonArgs,

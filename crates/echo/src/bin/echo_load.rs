@@ -31,7 +31,6 @@ struct Cli {
     /// Echo server address.
     target: SocketAddrV4,
     /// Link specs to run the client on (default: kernel sockets, --workers workers).
-    #[arg(trailing_var_arg = true)]
     links: Vec<String>,
     #[arg(long, value_enum, default_value_t = ModeArg::PingPong)]
     mode: ModeArg,
