@@ -62,6 +62,7 @@ pub enum LaunchError {
     Pcap(PathBuf, std::io::Error),
     Runtime(RuntimeError),
     Usage(String),
+    Listen(std::io::Error),
 }
 
 impl fmt::Display for LaunchError {
@@ -72,6 +73,7 @@ impl fmt::Display for LaunchError {
             LaunchError::Pcap(p, e) => write!(f, "pcap file {}: {e}", p.display()),
             LaunchError::Runtime(e) => write!(f, "{e}"),
             LaunchError::Usage(s) => write!(f, "{s}"),
+            LaunchError::Listen(e) => write!(f, "{e}"),
         }
     }
 }
@@ -153,6 +155,7 @@ where
                     send_buffer: launch.tcp.send_buffer,
                     ..KernelConfig::default()
                 };
+                cfg.check_listen().map_err(LaunchError::Listen)?;
                 for w in 0..link.workers {
                     out.push(Worker {
                         name: format!("kernel-{w}"),

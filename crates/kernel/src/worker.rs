@@ -1,15 +1,12 @@
 //! The body of a worker that runs the application on the host kernel's TCP: one
 //! [`KernelEngine`] (epoll loop, own `SO_REUSEPORT` listeners) per pinned worker.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rusty_stack::runtime::{StopState, WorkerContext};
+use rusty_stack::runtime::{LoopControl, Next, WorkerContext, MAX_PARK};
 use rusty_stack::{Handler, Stats};
 
 use crate::engine::{KernelConfig, KernelEngine};
-
-/// Longest a parked worker sleeps before it looks at the stop signal again.
-const MAX_PARK: Duration = Duration::from_millis(10);
 
 /// A worker body, the kernel-socket twin of
 /// [`engine_worker`](rusty_stack::runtime::engine_worker): build the handler with
@@ -48,41 +45,22 @@ where
                 return engine.stats().clone();
             }
         }
-        let mut idle_since = None;
-        let mut drain_until = None;
+        let mut control = LoopControl::new();
         let mut park = Duration::ZERO;
         loop {
             let n = engine.poll(park);
-            // Siblings' messages (ARP) mean nothing to kernel sockets.
+            // Siblings' messages (ARP, frames) mean nothing to kernel sockets.
             while ctx.try_recv().is_some() {}
-            let now = Instant::now();
-            match ctx.stop_state() {
-                StopState::Running => {}
-                StopState::Draining => {
-                    let until = *drain_until.get_or_insert_with(|| {
-                        engine.stop_accepting();
-                        now + ctx.grace()
-                    });
-                    if engine.connection_count() == 0 || now >= until {
-                        break;
-                    }
-                }
-                StopState::Exit => break,
-            }
             if ctx.stats_due() {
                 ctx.send_stats(engine.stats().clone());
             }
-            if n > 0 {
-                idle_since = None;
-                park = Duration::ZERO;
-                continue;
+            park = Duration::ZERO;
+            match control.after_turn(&ctx, n, engine.connection_count()) {
+                Next::Poll => {}
+                Next::StopAccepting => engine.stop_accepting(),
+                Next::Park => park = MAX_PARK,
+                Next::Exit => break,
             }
-            let since = *idle_since.get_or_insert(now);
-            park = if now - since >= ctx.spin() {
-                MAX_PARK
-            } else {
-                Duration::ZERO
-            };
         }
         engine.stats().clone()
     }

@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use super::{ControlMsg, StopState, WorkerContext};
+use super::{ControlMsg, LoopControl, Next, WorkerContext};
 use crate::engine::{Engine, EngineConfig, Handler};
 use crate::io::PacketIo;
 use crate::stats::Stats;
 use crate::time::{Clock, SystemClock};
 
 /// Longest a parked worker sleeps before it looks at its control channel again.
-const MAX_PARK: Duration = Duration::from_millis(10);
+pub const MAX_PARK: Duration = Duration::from_millis(10);
 
 /// A worker body: build the handler with `make_handler` on the worker's thread (so it
 /// need not be `Send`), listen on `listen` (port, backlog), and run the engine loop
@@ -39,8 +39,7 @@ where
         }
         let mut learned = Vec::new();
         let mut misdirected = Vec::new();
-        let mut idle_since = None;
-        let mut drain_until = None;
+        let mut control = LoopControl::new();
         loop {
             let n = engine.poll();
             engine.drain_learned_arp(&mut learned);
@@ -61,35 +60,22 @@ where
                     }
                 }
             }
-            let now = clock.now();
-            match ctx.stop_state() {
-                StopState::Running => {}
-                StopState::Draining => {
-                    let until = *drain_until.get_or_insert_with(|| {
-                        engine.stop_accepting();
-                        now + ctx.grace()
-                    });
-                    if engine.connection_count() == 0 || now >= until {
-                        break;
-                    }
-                }
-                StopState::Exit => break,
-            }
             if ctx.stats_due() {
                 ctx.send_stats(engine.stats().clone());
             }
-            if n > 0 {
-                idle_since = None;
-                continue;
-            }
-            let since = *idle_since.get_or_insert(now);
-            if now - since >= ctx.spin() {
-                let timeout = engine
-                    .next_deadline()
-                    .map_or(MAX_PARK, |d| d.saturating_duration_since(now))
-                    .min(MAX_PARK);
-                if !timeout.is_zero() {
-                    engine.device_mut().wait(timeout);
+            match control.after_turn(&ctx, n, engine.connection_count()) {
+                Next::Poll => {}
+                Next::StopAccepting => engine.stop_accepting(),
+                Next::Exit => break,
+                Next::Park => {
+                    let now = clock.now();
+                    let timeout = engine
+                        .next_deadline()
+                        .map_or(MAX_PARK, |d| d.saturating_duration_since(now))
+                        .min(MAX_PARK);
+                    if !timeout.is_zero() {
+                        engine.device_mut().wait(timeout);
+                    }
                 }
             }
         }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use crossbeam_channel::{Receiver, Sender};
 
-pub use engine_worker::engine_worker;
+pub use engine_worker::{engine_worker, MAX_PARK};
 
 use crate::io::MacAddr;
 use crate::stats::Stats;
@@ -205,6 +205,62 @@ impl WorkerContext {
     }
     pub fn send_stats(&self, stats: Stats) {
         let _ = self.stats_tx.try_send((self.index, stats));
+    }
+}
+
+/// What a worker loop does after a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Go straight on polling.
+    Poll,
+    /// A stop signal arrived: stop accepting new connections (then go on polling).
+    StopAccepting,
+    /// Idle long enough: block on the queue until something arrives (or a timer).
+    Park,
+    /// Leave the loop.
+    Exit,
+}
+
+/// The part of a worker loop every backend shares: the stop signal (stop accepting,
+/// then let connections finish within the grace period) and when to stop spinning and
+/// park. (Stats snapshots: [`WorkerContext::stats_due`].)
+#[derive(Debug, Default)]
+pub struct LoopControl {
+    idle_since: Option<StdInstant>,
+    drain_until: Option<StdInstant>,
+}
+
+impl LoopControl {
+    pub fn new() -> LoopControl {
+        LoopControl::default()
+    }
+
+    /// Call after each loop turn that did `work` (frames, events) with `connections`
+    /// still open.
+    pub fn after_turn(&mut self, ctx: &WorkerContext, work: usize, connections: usize) -> Next {
+        let now = StdInstant::now();
+        match ctx.stop_state() {
+            StopState::Running => {}
+            StopState::Draining => match self.drain_until {
+                None => {
+                    self.drain_until = Some(now + ctx.grace());
+                    return Next::StopAccepting;
+                }
+                Some(until) if connections == 0 || now >= until => return Next::Exit,
+                Some(_) => {}
+            },
+            StopState::Exit => return Next::Exit,
+        }
+        if work > 0 {
+            self.idle_since = None;
+            return Next::Poll;
+        }
+        let since = *self.idle_since.get_or_insert(now);
+        if now - since >= ctx.spin() {
+            Next::Park
+        } else {
+            Next::Poll
+        }
     }
 }
 
