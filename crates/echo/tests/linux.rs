@@ -1,0 +1,486 @@
+//! Running it for real on Linux: `echo` and `echo-load` on a TAP device and on kernel
+//! sockets, with the host kernel (inside a network namespace each test makes) as the
+//! peer. Needs root; skips when not root unless `RUSTY_REQUIRE_PRIVILEGED=1` (CI), in
+//! which case a missing privilege or tool is a failure. See `common/mod.rs` for the
+//! isolation scheme (own namespace, TAP and /24 per test; everything torn down on drop).
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{ClientSummary, Proc, TestNet, Tools, CLIENT_PY, ECHO, ECHO_LOAD, ICMP_PY};
+
+const PORT: &str = "7";
+
+/// Start `echo` on a fresh TAP with `workers` queues (plus `extra` flags), and hand the
+/// TAP's host side to the namespace once it has attached.
+fn start_tap_echo(net: &mut TestNet, workers: usize, extra: &[&str]) -> Proc {
+    let tap = net.create_tap();
+    let mut cmd = Command::new(ECHO);
+    cmd.args([
+        PORT,
+        "1",
+        &format!("tap:{tap}"),
+        &format!("{}/24", net.stack_ip()),
+        &workers.to_string(),
+        "--oversubscribe",
+    ])
+    .args(extra);
+    let echo = net.spawn("echo", cmd);
+    net.move_tap_when_attached(&tap, workers, echo);
+    echo
+}
+
+/// Run [`CLIENT_PY`] inside the namespace against `host:7` and wait for it.
+fn run_clients(
+    net: &mut TestNet,
+    host: &str,
+    args: &[&str],
+    timeout: Duration,
+) -> (Proc, ClientSummary) {
+    let p = spawn_clients(net, host, args);
+    net.wait_ok(p, timeout);
+    let summary = ClientSummary::parse(&net.log(p))
+        .unwrap_or_else(|| net.fail("the client printed no SUMMARY line"));
+    (p, summary)
+}
+
+fn spawn_clients(net: &mut TestNet, host: &str, args: &[&str]) -> Proc {
+    let script = net.write("client.py", CLIENT_PY);
+    let mut all = vec![
+        "-u".to_string(),
+        script.display().to_string(),
+        host.to_string(),
+        PORT.to_string(),
+    ];
+    all.extend(args.iter().map(|s| s.to_string()));
+    let python = net.tools.get("python3").to_path_buf();
+    net.spawn_in_ns("clients", python, &all)
+}
+
+/// Every connection got its whole echo back with an equal SHA-256.
+fn assert_all_echoed(net: &TestNet, clients: Proc, s: &ClientSummary, conns: u64) {
+    if s.conns != conns || s.complete != conns || s.prefix_bad != 0 || s.errors != 0 {
+        net.fail(&format!(
+            "not every connection was echoed byte-exact: {s:?}\n{}",
+            failed_conns(&net.log(clients))
+        ));
+    }
+    assert_eq!(s.bytes_echoed, s.bytes_sent, "{s:?}");
+}
+
+/// The CONN lines of connections that did not complete.
+fn failed_conns(log: &str) -> String {
+    log.lines()
+        .filter(|l| l.starts_with("CONN ") && !l.contains("complete=1"))
+        .take(20)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// SIGTERM the server and require a clean exit within `limit`.
+fn stop(net: &mut TestNet, p: Proc, limit: Duration) -> Duration {
+    let t = Instant::now();
+    net.sigterm(p);
+    let status = net.wait_ok(p, limit);
+    if !status.success() {
+        net.fail(&format!(
+            "{} exited with {status} after SIGTERM",
+            net.label(p)
+        ));
+    }
+    t.elapsed()
+}
+
+fn setup(test: &str, tools: &[&str]) -> Option<TestNet> {
+    let tools: Tools = common::privileged(test, tools)?;
+    Some(TestNet::new(test, tools))
+}
+
+/// 1. The namespace's kernel pings Rusty's address on the TAP: our raw-socket ICMP
+///    client (checks id, sequence, payload and checksum of every reply) and, when
+///    installed, `ping` itself.
+#[test]
+fn kernel_pings_rusty_on_tap() {
+    let Some(mut net) = setup("kernel_pings_rusty_on_tap", &["python3"]) else {
+        return;
+    };
+    let echo = start_tap_echo(&mut net, 2, &["--grace", "2"]);
+    let ip = net.stack_ip();
+    let script = net.write("icmp.py", ICMP_PY);
+    let python = net.tools.get("python3").to_path_buf();
+    let icmp = net.spawn_in_ns(
+        "icmp.py",
+        python,
+        &[
+            script.display().to_string(),
+            ip.clone(),
+            "20".into(),
+            "10".into(),
+        ],
+    );
+    let status = net.wait_ok(icmp, Duration::from_secs(40));
+    if !status.success() {
+        net.fail("raw-socket ICMP echo failed");
+    }
+    match Tools::optional("ping") {
+        Some(ping) => {
+            let p = net.spawn_in_ns(
+                "ping",
+                ping,
+                &["-n", "-c", "10", "-i", "0.05", "-W", "2", &ip].map(String::from),
+            );
+            let status = net.wait_ok(p, Duration::from_secs(30));
+            let log = net.log(p);
+            if !status.success() || !log.contains(" 0% packet loss") {
+                net.fail("ping lost packets");
+            }
+        }
+        None => eprintln!("ping is not installed; the raw-socket ICMP check stood in for it"),
+    }
+    stop(&mut net, echo, Duration::from_secs(5));
+}
+
+/// 2. 100 concurrent kernel connections against `echo` on a two-queue TAP, random data
+///    up to 10 MB each way, SHA-256 of every echo equal to what was sent.
+#[test]
+fn echo_on_tap_100_connections() {
+    let Some(mut net) = setup("echo_on_tap_100_connections", &["python3"]) else {
+        return;
+    };
+    let echo = start_tap_echo(&mut net, 2, &["--grace", "2"]);
+    let host = net.stack_ip();
+    let (clients, s) = run_clients(
+        &mut net,
+        &host,
+        &[
+            "--conns",
+            "100",
+            "--max",
+            "10000000",
+            "--big",
+            "8",
+            "--small-max",
+            "4000000",
+            "--seed",
+            "2",
+        ],
+        Duration::from_secs(100),
+    );
+    assert_all_echoed(&net, clients, &s, 100);
+    eprintln!("echo_on_tap_100_connections: {s:?}");
+    stop(&mut net, echo, Duration::from_secs(5));
+}
+
+/// 3. The same while nftables in the namespace drops 5% of the kernel's packets.
+#[test]
+fn echo_on_tap_with_kernel_dropping_5_percent() {
+    let Some(mut net) = setup(
+        "echo_on_tap_with_kernel_dropping_5_percent",
+        &["python3", "nft"],
+    ) else {
+        return;
+    };
+    let nft = net.tools.get("nft").to_path_buf();
+    for args in [
+        &["add", "table", "inet", "rusty_drop"][..],
+        &[
+            "add",
+            "chain",
+            "inet",
+            "rusty_drop",
+            "out",
+            "{ type filter hook output priority 0; }",
+        ],
+        &[
+            "add",
+            "rule",
+            "inet",
+            "rusty_drop",
+            "out",
+            "numgen",
+            "random",
+            "mod",
+            "100",
+            "<",
+            "5",
+            "counter",
+            "drop",
+        ],
+    ] {
+        let (ok, out) = net.ns_quick(&nft, args);
+        if !ok {
+            net.fail(&format!("nft {}: {out}", args.join(" ")));
+        }
+    }
+    let echo = start_tap_echo(&mut net, 2, &["--grace", "2"]);
+    let host = net.stack_ip();
+    let (clients, s) = run_clients(
+        &mut net,
+        &host,
+        &[
+            "--conns",
+            "100",
+            "--max",
+            "10000000",
+            "--big",
+            "3",
+            "--small-max",
+            "2000000",
+            "--seed",
+            "3",
+        ],
+        Duration::from_secs(100),
+    );
+    assert_all_echoed(&net, clients, &s, 100);
+    // The rule really dropped packets.
+    let (_, rules) = net.ns_quick(&nft, &["list", "table", "inet", "rusty_drop"]);
+    let dropped: u64 = rules
+        .split_whitespace()
+        .skip_while(|w| *w != "packets")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    if dropped == 0 {
+        net.fail(&format!("the nft rule dropped nothing:\n{rules}"));
+    }
+    eprintln!("echo_on_tap_with_kernel_dropping_5_percent: nft dropped {dropped} packets; {s:?}");
+    stop(&mut net, echo, Duration::from_secs(5));
+}
+
+/// 4. The same with Rusty's own fault injector reordering and duplicating what it sends.
+#[test]
+fn echo_on_tap_with_reordering_and_duplication() {
+    let Some(mut net) = setup("echo_on_tap_with_reordering_and_duplication", &["python3"]) else {
+        return;
+    };
+    let seed = (std::process::id() % 1000).to_string();
+    let echo = start_tap_echo(
+        &mut net,
+        2,
+        &[
+            "--grace",
+            "2",
+            "--fault-reorder",
+            "0.05",
+            "--fault-duplicate",
+            "0.02",
+            "--fault-seed",
+            &seed,
+        ],
+    );
+    let host = net.stack_ip();
+    let (clients, s) = run_clients(
+        &mut net,
+        &host,
+        &[
+            "--conns",
+            "100",
+            "--max",
+            "10000000",
+            "--big",
+            "5",
+            "--small-max",
+            "2000000",
+            "--seed",
+            "4",
+        ],
+        Duration::from_secs(100),
+    );
+    assert_all_echoed(&net, clients, &s, 100);
+    eprintln!("echo_on_tap_with_reordering_and_duplication (fault seed {seed}): {s:?}");
+    stop(&mut net, echo, Duration::from_secs(5));
+}
+
+/// 5. Rusty as the client: `echo-load` on a TAP against `echo` on kernel sockets inside
+///    the namespace.
+#[test]
+fn echo_load_on_tap_against_kernel_echo() {
+    let Some(mut net) = setup("echo_load_on_tap_against_kernel_echo", &[]) else {
+        return;
+    };
+    let server = net.spawn_in_ns(
+        "echo (kernel)",
+        ECHO,
+        &[PORT.to_string(), "--grace".into(), "2".into()],
+    );
+    net.wait_listening(7, server);
+    let tap = net.create_tap();
+    let mut cmd = Command::new(ECHO_LOAD);
+    cmd.args([
+        &format!("{}:{PORT}", net.host_ip()),
+        "1",
+        &format!("tap:{tap}"),
+        &format!("{}/24", net.stack_ip()),
+        "1",
+        "--duration",
+        "2",
+        "--connections",
+        "20",
+    ]);
+    let load = net.spawn("echo-load", cmd);
+    // echo-load connects as soon as it runs; SYNs and ARP requests sent before the
+    // move are lost and retried (ARP every 1 s, 3 retries; SYN RTO 1 s).
+    net.move_tap_when_attached(&tap, 1, load);
+    let status = net.wait_ok(load, Duration::from_secs(30));
+    let log = net.log(load);
+    if !status.success() {
+        net.fail(&format!("echo-load exited with {status}"));
+    }
+    let rate: f64 = log
+        .lines()
+        .find_map(|l| l.strip_prefix("messages/s "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| net.fail("echo-load printed no messages/s"));
+    if rate <= 0.0 || !log.contains("failed connections 0   byte mismatches 0") {
+        net.fail(&format!("echo-load: rate {rate}, or failures"));
+    }
+    eprintln!("echo_load_on_tap_against_kernel_echo: {rate} messages/s");
+    stop(&mut net, server, Duration::from_secs(5));
+}
+
+/// 6. The kernel backend passes the same echo test (inside the namespace, on loopback).
+#[test]
+fn kernel_backend_echo() {
+    let Some(mut net) = setup("kernel_backend_echo", &["python3"]) else {
+        return;
+    };
+    let server = net.spawn_in_ns(
+        "echo (kernel)",
+        ECHO,
+        &[PORT.to_string(), "--grace".into(), "2".into()],
+    );
+    net.wait_listening(7, server);
+    let (clients, s) = run_clients(
+        &mut net,
+        "127.0.0.1",
+        &[
+            "--conns",
+            "100",
+            "--max",
+            "10000000",
+            "--big",
+            "3",
+            "--small-max",
+            "2000000",
+            "--seed",
+            "6",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_all_echoed(&net, clients, &s, 100);
+    eprintln!("kernel_backend_echo: {s:?}");
+    stop(&mut net, server, Duration::from_secs(5));
+}
+
+/// 7. `--pcap` writes files tcpdump reads, showing the handshake (SYN and SYN-ACK).
+#[test]
+fn pcap_shows_the_handshake() {
+    let Some(mut net) = setup("pcap_shows_the_handshake", &["python3", "tcpdump"]) else {
+        return;
+    };
+    let base = net.dir.join("cap.pcap");
+    let echo = start_tap_echo(
+        &mut net,
+        2,
+        &["--grace", "2", "--pcap", &base.display().to_string()],
+    );
+    let host = net.stack_ip();
+    let (clients, s) = run_clients(
+        &mut net,
+        &host,
+        &[
+            "--conns",
+            "8",
+            "--max",
+            "100000",
+            "--big",
+            "1",
+            "--small-max",
+            "10000",
+            "--seed",
+            "7",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_all_echoed(&net, clients, &s, 8);
+    // Files are complete once the process has exited.
+    stop(&mut net, echo, Duration::from_secs(5));
+    let tcpdump = net.tools.get("tcpdump").to_path_buf();
+    let mut text = String::new();
+    for w in 0..2 {
+        let file = net.dir.join(format!("cap.w{w}.pcap"));
+        let out = Command::new(&tcpdump)
+            .args(["-r", &file.display().to_string(), "-nn"])
+            .output()
+            .expect("run tcpdump");
+        let err = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            net.fail(&format!("tcpdump -r {}: {err}", file.display()));
+        }
+        text.push_str(&String::from_utf8_lossy(&out.stdout));
+    }
+    let ip = net.stack_ip();
+    let syn = format!("> {ip}.7: Flags [S]");
+    let syn_ack = format!("{ip}.7 > ");
+    if !text.contains(&syn)
+        || !text
+            .lines()
+            .any(|l| l.contains(&syn_ack) && l.contains("Flags [S.]"))
+    {
+        let head: String = text.lines().take(40).collect::<Vec<_>>().join("\n");
+        net.fail(&format!("no SYN / SYN-ACK in the capture:\n{head}"));
+    }
+}
+
+/// 8. SIGTERM mid-transfer loses no acknowledged byte: every connection either gets its
+///    whole echo (SHA-256 equal) or, had one ended early, a byte-exact prefix; with
+///    transfers shorter than `--grace 5` all complete, and echo exits 0 in time.
+#[test]
+fn sigterm_mid_transfer_loses_nothing() {
+    let Some(mut net) = setup("sigterm_mid_transfer_loses_nothing", &["python3"]) else {
+        return;
+    };
+    let echo = start_tap_echo(&mut net, 2, &["--grace", "5"]);
+    let host = net.stack_ip();
+    // 20 connections x 2 MB in 64 KiB chunks, 40 ms apart: about 1.3 s of sending each.
+    let clients = spawn_clients(
+        &mut net,
+        &host,
+        &[
+            "--conns",
+            "20",
+            "--max",
+            "2000000",
+            "--big",
+            "20",
+            "--chunk",
+            "65536",
+            "--chunk-delay",
+            "0.04",
+            "--ready-after",
+            "4000000",
+        ],
+    );
+    net.wait_for_log(clients, "READY", Duration::from_secs(30));
+    if !net.running(clients) {
+        net.fail("the transfers finished before SIGTERM could interrupt them");
+    }
+    let took = stop(&mut net, echo, Duration::from_secs(8));
+    let still_sending = net.running(clients);
+    net.wait_ok(clients, Duration::from_secs(30));
+    let s = ClientSummary::parse(&net.log(clients))
+        .unwrap_or_else(|| net.fail("the client printed no SUMMARY line"));
+    if s.prefix_bad != 0 {
+        net.fail(&format!(
+            "echoed bytes are not a prefix of what was sent: {s:?}"
+        ));
+    }
+    assert_all_echoed(&net, clients, &s, 20);
+    eprintln!(
+        "sigterm_mid_transfer_loses_nothing: echo stopped {took:?} after SIGTERM \
+         (clients still running then: {still_sending}); {s:?}"
+    );
+}
