@@ -293,8 +293,9 @@ fn echo_on_tap_with_reordering_and_duplication() {
     stop(&mut net, echo, Duration::from_secs(5));
 }
 
-/// 5. Rusty as the client: `echo-load` on a TAP against `echo` on kernel sockets inside
-///    the namespace.
+/// 5. Rusty as the client: `echo-load` on a two-queue TAP (two workers, so active opens
+///    must come back to the worker that made them) against `echo` on kernel sockets
+///    inside the namespace.
 #[test]
 fn echo_load_on_tap_against_kernel_echo() {
     let Some(mut net) = setup("echo_load_on_tap_against_kernel_echo", &[]) else {
@@ -313,16 +314,17 @@ fn echo_load_on_tap_against_kernel_echo() {
         "1",
         &format!("tap:{tap}"),
         &format!("{}/24", net.stack_ip()),
-        "1",
+        "2",
+        "--oversubscribe",
         "--duration",
         "2",
         "--connections",
-        "20",
+        "40",
     ]);
     let load = net.spawn("echo-load", cmd);
     // echo-load connects as soon as it runs; SYNs and ARP requests sent before the
     // move are lost and retried (ARP every 1 s, 3 retries; SYN RTO 1 s).
-    net.move_tap_when_attached(&tap, 1, load);
+    net.move_tap_when_attached(&tap, 2, load);
     let status = net.wait_ok(load, Duration::from_secs(30));
     let log = net.log(load);
     if !status.success() {
