@@ -9,6 +9,14 @@ use crate::launch::{parse_cidr, parse_cpus, Launch};
 use rusty_stack::io::fault::FaultConfig;
 use rusty_stack::runtime::link::parse_links;
 
+/// A CPU list such as `0,2-3` (one clap value, not several).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
+    parse_cpus(s).map(CpuList)
+}
+
 /// How much the binary says on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
 pub enum LogLevel {
@@ -31,8 +39,8 @@ pub struct CommonArgs {
     #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
     pub tap_host: Option<(std::net::Ipv4Addr, u8)>,
     /// Pin workers to these CPUs, in order (e.g. 0,2-3); default: the allowed CPU set.
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
-    pub cpus: Option<Vec<usize>>,
+    #[arg(long, value_name = "LIST", value_parser = parse_cpu_list)]
+    pub cpus: Option<CpuList>,
     /// Allow more workers than CPUs.
     #[arg(long)]
     pub oversubscribe: bool,
@@ -65,7 +73,7 @@ impl CommonArgs {
         let mut l = Launch::new(links);
         l.pcap = self.pcap.clone();
         l.tap_host = self.tap_host;
-        l.runtime.cpus = self.cpus.clone();
+        l.runtime.cpus = self.cpus.clone().map(|c| c.0);
         l.runtime.oversubscribe = self.oversubscribe;
         l.runtime.spin = Duration::from_micros(self.spin_us);
         l.runtime.grace = Duration::from_secs(self.grace);
@@ -94,5 +102,49 @@ impl CommonArgs {
 
     pub fn info(&self) -> bool {
         self.log_level >= LogLevel::Info
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        links: Vec<String>,
+        #[command(flatten)]
+        common: CommonArgs,
+    }
+
+    #[test]
+    fn flags_parse_into_a_launch() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "1",
+            "tap0",
+            "10.0.0.2/24",
+            "2",
+            "--cpus",
+            "0,1",
+            "--oversubscribe",
+            "--stats",
+            "5",
+            "--tap-host",
+            "10.0.0.1/24",
+            "--fault-loss",
+            "0.1",
+        ])
+        .unwrap();
+        let l = cli.common.launch(&cli.links).unwrap();
+        assert_eq!(l.runtime.cpus, Some(vec![0, 1]));
+        assert!(l.runtime.oversubscribe);
+        assert_eq!(l.runtime.stats_interval, Some(Duration::from_secs(5)));
+        assert_eq!(l.tap_host, Some((std::net::Ipv4Addr::new(10, 0, 0, 1), 24)));
+        assert_eq!(l.links.len(), 1);
+        assert!(l.faults.is_some());
+        let bad = Cli::try_parse_from(["x", "--fault-loss", "2"]).unwrap();
+        assert!(bad.common.launch(&bad.links).is_err());
+        assert!(Cli::try_parse_from(["x", "--cpus", "a"]).is_err());
     }
 }

@@ -8,6 +8,7 @@
 use std::io::{self, IoSlice};
 use std::net::SocketAddrV4;
 use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rusty_stack::{CloseReason, Connection, SendError};
@@ -60,6 +61,9 @@ pub struct KernelConn {
     pub aborted: bool,
     /// `peer_closed` was called.
     pub peer_closed_told: bool,
+    /// When the application's one-shot timer is due (`set_timer`). The engine notices
+    /// changes after each callback.
+    pub timer_at: Option<Instant>,
     /// The connection is over (`closed` is being delivered): refuse everything.
     pub done: bool,
 
@@ -96,6 +100,7 @@ impl KernelConn {
             rx_closed: false,
             aborted: false,
             peer_closed_told: false,
+            timer_at: None,
             done: false,
             bytes_out: 0,
             sends: 0,
@@ -202,6 +207,15 @@ impl Connection for KernelConn {
             // the next turn rather than inside this callback.
             self.writable_soon = true;
         }
+    }
+
+    /// Recorded only; the engine files the deadline when the callback returns. A
+    /// deadline beyond what `Instant` can hold never comes, like no timer at all.
+    fn set_timer(&mut self, after: Option<Duration>) {
+        self.timer_at = match after {
+            Some(d) if !self.done => Instant::now().checked_add(d),
+            _ => None,
+        };
     }
 
     fn close(&mut self) {

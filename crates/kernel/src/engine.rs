@@ -12,8 +12,12 @@
 //! then `connected` for passive opens, `connected` when a non-blocking connect
 //! completes, `data` with partial consumption and re-offer, `writable` after a refused
 //! send once queued bytes reach the kernel, `peer_closed` on EOF, and exactly one
-//! `closed` per connection.
+//! `closed` per connection. Each connection may arm one application timer
+//! ([`Conn::set_timer`]); due timers are kept in a min-heap, cancelled lazily, and
+//! fired with the handler's `timer` callback once per loop turn.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io;
 use std::mem;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -111,6 +115,9 @@ struct Slot<S> {
     soon_queued: bool,
     /// After `close` and our FIN: when to stop waiting for the peer's.
     linger_at: Option<Instant>,
+    /// The deadline of this connection's live entry in the timer heap: no later than
+    /// `conn.timer_at` when that is set. Entries that do not match are stale.
+    timer_filed: Option<Instant>,
 }
 
 /// One worker's kernel-socket backend. See the [module docs](self).
@@ -129,6 +136,10 @@ pub struct KernelEngine<H: Handler> {
     ready: Vec<(usize, u32)>,
     soon: Vec<(usize, u32)>,
     lingering: Vec<(usize, u32)>,
+    /// Application timers: (deadline, index, generation), earliest first.
+    timers: BinaryHeap<Reverse<(Instant, usize, u32)>>,
+    /// Connections with a live entry in `timers`.
+    timers_live: usize,
     connect_requests: Vec<(SocketAddrV4, H::Conn)>,
 }
 
@@ -149,6 +160,8 @@ impl<H: Handler> KernelEngine<H> {
             ready: Vec::new(),
             soon: Vec::new(),
             lingering: Vec::new(),
+            timers: BinaryHeap::new(),
+            timers_live: 0,
             connect_requests: Vec::new(),
             cfg,
         })
@@ -234,6 +247,7 @@ impl<H: Handler> KernelEngine<H> {
             queued: false,
             soon_queued: false,
             linger_at: None,
+            timer_filed: None,
         });
         self.stats.conns_opened_active += 1;
         if immediate || error.is_some() {
@@ -270,8 +284,9 @@ impl<H: Handler> KernelEngine<H> {
     }
 
     /// Run one loop turn: wait up to `timeout` for socket events (not at all when work
-    /// is pending), accept, read, write and call back, then the handler's `poll` and
-    /// the active opens it asked for. Returns how much happened (0: idle).
+    /// is pending, no later than the next timer), accept, read, write and call back,
+    /// fire due timers, then the handler's `poll` and the active opens it asked for.
+    /// Returns how much happened (0: idle).
     pub fn poll(&mut self, timeout: Duration) -> usize {
         let busy = !self.ready.is_empty() || !self.soon.is_empty() || self.accept_pending;
         let timeout = if busy {
@@ -291,7 +306,9 @@ impl<H: Handler> KernelEngine<H> {
         work += self.accept_ready();
         work += self.run_ready();
         work += self.run_soon();
-        self.expire_lingering(Instant::now());
+        let now = Instant::now();
+        self.expire_lingering(now);
+        work += self.run_timers(now);
         self.handler
             .poll(&mut Opener::new(&mut self.connect_requests));
         self.start_requested_connects();
@@ -327,10 +344,14 @@ impl<H: Handler> KernelEngine<H> {
         if !self.ready.is_empty() || !self.soon.is_empty() || self.accept_pending {
             return Some(Instant::now());
         }
+        // `run_timers` leaves a live entry on top of the heap (callbacks between turns,
+        // through `resume_receive`, may make it stale: that costs an early wake-up).
+        let timer = self.timers.peek().map(|&Reverse((at, _, _))| at);
         self.lingering
             .iter()
             .filter_map(|&(i, g)| self.conns.get(i).filter(|s| s.generation == g))
             .filter_map(|s| s.linger_at)
+            .chain(timer)
             .min()
     }
 
@@ -456,6 +477,7 @@ impl<H: Handler> KernelEngine<H> {
             queued: false,
             soon_queued: false,
             linger_at: None,
+            timer_filed: None,
         });
         if registered {
             let id = ConnId::new(index as u32, generation);
@@ -571,7 +593,6 @@ impl<H: Handler> KernelEngine<H> {
             handler,
             connect_requests: reqs,
             stats,
-            cfg,
             ..
         } = self;
         let slot = &mut conns[index];
@@ -582,6 +603,9 @@ impl<H: Handler> KernelEngine<H> {
         }
         stats.bytes_out += mem::take(&mut c.bytes_out);
         stats.segments_out += mem::take(&mut c.sends);
+        self.file_timer(index);
+        let slot = &mut self.conns[index];
+        let c = &mut slot.conn;
 
         if c.aborted {
             return self.finish(index, CloseReason::Aborted);
@@ -611,16 +635,43 @@ impl<H: Handler> KernelEngine<H> {
             }
         }
         if c.fin_sent && c.rx_closed && slot.linger_at.is_none() {
-            slot.linger_at = Some(Instant::now() + cfg.fin_timeout);
+            slot.linger_at = Some(Instant::now() + self.cfg.fin_timeout);
             self.lingering.push((index, slot.generation));
         }
         if c.writable_soon && !slot.soon_queued {
             slot.soon_queued = true;
             self.soon.push((index, slot.generation));
         }
-        let room = c.rx_closed || c.rx.len() < cfg.recv_buffer;
+        let room = c.rx_closed || c.rx.len() < self.cfg.recv_buffer;
         if c.can_read && !c.eof && room {
             self.push_ready(index);
+        }
+    }
+
+    /// File the timer the callbacks armed, unless an entry due no later is filed already
+    /// (a later deadline is filed when that entry comes up, see `run_timers`).
+    fn file_timer(&mut self, index: usize) {
+        let slot = &mut self.conns[index];
+        let Some(at) = slot.conn.timer_at else {
+            return;
+        };
+        if slot.timer_filed.is_some_and(|filed| filed <= at) {
+            return;
+        }
+        if slot.timer_filed.is_none() {
+            self.timers_live += 1;
+        }
+        slot.timer_filed = Some(at);
+        self.timers.push(Reverse((at, index, slot.generation)));
+        if self.timers.len() > 2 * self.timers_live + 64 {
+            // Mostly stale entries (closed connections, earlier deadlines re-armed
+            // sooner): drop them, amortized over the pushes that made them.
+            let conns = &self.conns;
+            self.timers.retain(|&Reverse((at, i, g))| {
+                conns
+                    .get(i)
+                    .is_some_and(|s| s.generation == g && s.timer_filed == Some(at))
+            });
         }
     }
 
@@ -637,6 +688,11 @@ impl<H: Handler> KernelEngine<H> {
         let slot = &mut conns[index];
         let id = ConnId::new(index as u32, slot.generation);
         slot.conn.done = true;
+        slot.conn.timer_at = None;
+        if slot.timer_filed.take().is_some() {
+            // Its heap entry is stale now.
+            self.timers_live -= 1;
+        }
         slot.conn.queue.clear();
         if !slot.conn.rx.is_empty() {
             if let Some(state) = slot.app.as_mut() {
@@ -688,6 +744,65 @@ impl<H: Handler> KernelEngine<H> {
         }
         list.append(&mut self.lingering);
         self.lingering = list;
+    }
+
+    /// Fire the application timers due at `now`, and drop or re-file the heap entries
+    /// that no longer match their connection's timer, so that the top entry is a live
+    /// deadline afterwards. Returns how many fired.
+    fn run_timers(&mut self, now: Instant) -> usize {
+        // Bounded: a handler that re-arms with a zero delay gets its next call on the
+        // next turn, not in a loop here.
+        let budget = self.timers.len();
+        let mut fired = 0;
+        while let Some(&Reverse((at, index, generation))) = self.timers.peek() {
+            let Some(slot) = self
+                .conns
+                .get_mut(index)
+                .filter(|s| s.generation == generation && s.timer_filed == Some(at))
+            else {
+                self.timers.pop();
+                continue;
+            };
+            let target = slot.conn.timer_at;
+            if at > now && target.is_some_and(|t| t <= at) {
+                // Live and not due: the earliest deadline.
+                break;
+            }
+            if fired == budget && target.is_some_and(|t| t <= now) {
+                break;
+            }
+            self.timers.pop();
+            match target {
+                // Cancelled.
+                None => {
+                    slot.timer_filed = None;
+                    self.timers_live -= 1;
+                    continue;
+                }
+                // Re-armed for later: file the new deadline.
+                Some(t) if t > now => {
+                    slot.timer_filed = Some(t);
+                    self.timers.push(Reverse((t, index, generation)));
+                    continue;
+                }
+                Some(_) => {}
+            }
+            slot.timer_filed = None;
+            self.timers_live -= 1;
+            slot.conn.timer_at = None;
+            fired += 1;
+            let id = ConnId::new(index as u32, generation);
+            if let Some(state) = slot.app.as_mut() {
+                self.handler.timer(&mut Conn::new(
+                    id,
+                    &mut slot.conn,
+                    state,
+                    &mut self.connect_requests,
+                ));
+            }
+            self.settle(index);
+        }
+        fired
     }
 
     fn start_requested_connects(&mut self) {

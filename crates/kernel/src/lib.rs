@@ -25,6 +25,11 @@
 //! * `close` flushes, sends FIN (`shutdown(SHUT_WR)`), reads and drops what still
 //!   arrives, and ends when the peer's FIN does (or after `fin_timeout`);
 //!   `shutdown_write` is the half-close; `abort` closes with `SO_LINGER` 0 (a RST).
+//! * `set_timer` arms one one-shot timer per connection (re-arming replaces it, `None`
+//!   cancels it); `timer` runs no earlier than asked, within a loop turn when the
+//!   worker is busy and within `epoll_wait`'s millisecond when it is idle (the engine's
+//!   next deadline counts armed timers). A connection that has ended never sees its
+//!   timer.
 //! * `closed` comes exactly once per connection: `Normal` when both sides closed,
 //!   `Reset` (ECONNRESET, EPIPE), `Refused` (ECONNREFUSED on connect), `TimedOut`
 //!   (ETIMEDOUT, unreachable, or `fin_timeout`), `Aborted` (our abort).

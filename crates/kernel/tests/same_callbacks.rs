@@ -1,6 +1,8 @@
 //! The same handler types run on Rusty's engine (two engines on the simulated wire) and
 //! on the kernel backend (two kernel engines on loopback), and see the same callbacks
-//! in the same order: the "cannot tell which backend runs it" claim, checked.
+//! in the same order: the "cannot tell which backend runs it" claim, checked. Rusty's
+//! side runs on the simulator's virtual clock, the kernel's on the wall clock; handlers
+//! that use timers see the same callbacks all the same.
 
 mod common;
 
@@ -40,10 +42,13 @@ enum Take {
 const CHUNK: usize = 100;
 
 /// Echoes what it takes; closes when the peer has. Refuses everything when `refuse`.
+/// With `idle`, closes a connection that has been quiet that long (a timer armed on
+/// `connected` and re-armed on every `data`).
 #[derive(Default)]
 struct EchoServer {
     take: Take,
     refuse: bool,
+    idle: Option<Duration>,
     log: Vec<String>,
 }
 
@@ -53,10 +58,16 @@ impl Handler for EchoServer {
         record(&mut self.log, format!("accept {}", !self.refuse));
         (!self.refuse).then_some(0)
     }
-    fn connected(&mut self, _: &mut Conn<'_, usize>) {
+    fn connected(&mut self, conn: &mut Conn<'_, usize>) {
         record(&mut self.log, "connected".into());
+        if self.idle.is_some() {
+            conn.set_timer(self.idle);
+        }
     }
     fn data(&mut self, conn: &mut Conn<'_, usize>, data: &[u8]) -> usize {
+        if self.idle.is_some() {
+            conn.set_timer(self.idle);
+        }
         let n = match self.take {
             Take::Chunks => conn.send(&data[..data.len().min(CHUNK)]).unwrap(),
             Take::Lines => match data.iter().position(|&b| b == b'\n') {
@@ -75,15 +86,21 @@ impl Handler for EchoServer {
         record(&mut self.log, "peer_closed".into());
         conn.close();
     }
+    fn timer(&mut self, conn: &mut Conn<'_, usize>) {
+        record(&mut self.log, "timer".into());
+        conn.close();
+    }
     fn closed(&mut self, _: &mut Opener<'_, usize>, _: usize, reason: CloseReason) {
         record(&mut self.log, format!("closed {reason:?}"));
     }
 }
 
-/// Sends `payload`, half-closes, collects the echo.
+/// Sends `payload`, half-closes, collects the echo. With `keep_open`, does not
+/// half-close but closes when the peer has.
 #[derive(Default)]
 struct Client {
     payload: Vec<u8>,
+    keep_open: bool,
     received: Vec<u8>,
     log: Vec<String>,
 }
@@ -96,8 +113,10 @@ impl Handler for Client {
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
         record(&mut self.log, "connected".into());
         assert_eq!(conn.send(&self.payload), Ok(self.payload.len()));
-        conn.shutdown_write();
-        assert!(conn.send(b"x").is_err());
+        if !self.keep_open {
+            conn.shutdown_write();
+            assert!(conn.send(b"x").is_err());
+        }
     }
     fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {
         self.received.extend_from_slice(data);
@@ -107,8 +126,11 @@ impl Handler for Client {
     fn writable(&mut self, _: &mut Conn<'_, ()>) {
         record(&mut self.log, "writable".into());
     }
-    fn peer_closed(&mut self, _: &mut Conn<'_, ()>) {
+    fn peer_closed(&mut self, conn: &mut Conn<'_, ()>) {
         record(&mut self.log, "peer_closed".into());
+        if self.keep_open {
+            conn.close();
+        }
     }
     fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), reason: CloseReason) {
         record(&mut self.log, format!("closed {reason:?}"));
@@ -129,17 +151,8 @@ fn done(log: &[String]) -> bool {
         .any(|e| e.starts_with("closed") || e == "accept false")
 }
 
-/// (client log, server log, bytes the client got) on Rusty's engine.
-fn on_rusty(payload: &[u8], take: Take, refuse: bool) -> (Vec<String>, Vec<String>, Vec<u8>) {
-    let client = Client {
-        payload: payload.to_vec(),
-        ..Client::default()
-    };
-    let server = EchoServer {
-        take,
-        refuse,
-        ..EchoServer::default()
-    };
+/// A session on Rusty's engine.
+fn on_rusty(client: Client, server: EchoServer) -> Outcome {
     let mut net = SimPair::new(
         client,
         sim::engine_config(sim::CLIENT_IP, 1),
@@ -165,18 +178,9 @@ fn on_rusty(payload: &[u8], take: Take, refuse: bool) -> (Vec<String>, Vec<Strin
 }
 
 /// The same on two kernel engines over loopback.
-fn on_kernel(payload: &[u8], take: Take, refuse: bool) -> (Vec<String>, Vec<String>, Vec<u8>) {
-    let server = EchoServer {
-        take,
-        refuse,
-        ..EchoServer::default()
-    };
+fn on_kernel(client: Client, server: EchoServer) -> Outcome {
     let mut server = KernelEngine::new(server, KernelConfig::default()).unwrap();
     let addr = server.listen(loopback(0), 128).unwrap();
-    let client = Client {
-        payload: payload.to_vec(),
-        ..Client::default()
-    };
     let mut client = KernelEngine::new(client, KernelConfig::default()).unwrap();
     client.connect(addr, ()).ok().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -198,9 +202,34 @@ fn lines(n: usize) -> Vec<u8> {
         .collect()
 }
 
+/// What one backend made of a session: (client log, server log, bytes the client got).
+type Outcome = (Vec<String>, Vec<String>, Vec<u8>);
+
+/// Both backends (Rusty's, then the kernel's), with handlers made by `make`.
+fn both(make: impl Fn() -> (Client, EchoServer)) -> (Outcome, Outcome) {
+    let (client, server) = make();
+    let rusty = on_rusty(client, server);
+    let (client, server) = make();
+    let kernel = on_kernel(client, server);
+    (rusty, kernel)
+}
+
+fn echo(payload: &[u8], take: Take, refuse: bool) -> (Client, EchoServer) {
+    (
+        Client {
+            payload: payload.to_vec(),
+            ..Client::default()
+        },
+        EchoServer {
+            take,
+            refuse,
+            ..EchoServer::default()
+        },
+    )
+}
+
 fn compare(payload: &[u8], take: Take) {
-    let rusty = on_rusty(payload, take, false);
-    let kernel = on_kernel(payload, take, false);
+    let (rusty, kernel) = both(|| echo(payload, take, false));
     let n = payload.len();
     assert!(
         rusty.2 == payload,
@@ -253,10 +282,81 @@ fn a_line_reader_looks_the_same_on_both_backends() {
 #[test]
 fn a_refused_connection_looks_the_same_on_both_backends() {
     let payload = lines(3);
-    let rusty = on_rusty(&payload, Take::Chunks, true);
-    let kernel = on_kernel(&payload, Take::Chunks, true);
+    let (rusty, kernel) = both(|| echo(&payload, Take::Chunks, true));
     assert_eq!(rusty.0, ["connected", "closed Reset"]);
     assert_eq!(rusty.1, ["accept false"]);
+    assert_eq!(kernel.0, rusty.0, "client callbacks");
+    assert_eq!(kernel.1, rusty.1, "server callbacks");
+}
+
+/// An idle timeout: the server's timer, re-armed by every `data`, fires once the echo
+/// is done and the client went quiet, and the server closes.
+#[test]
+fn an_idle_timeout_looks_the_same_on_both_backends() {
+    let payload = lines(300);
+    let n = payload.len();
+    let (rusty, kernel) = both(|| {
+        let (mut client, mut server) = echo(&payload, Take::Chunks, false);
+        client.keep_open = true;
+        server.idle = Some(Duration::from_millis(200));
+        (client, server)
+    });
+    assert!(
+        rusty.2 == payload,
+        "rusty echoed {} of {n} bytes",
+        rusty.2.len()
+    );
+    assert!(
+        kernel.2 == payload,
+        "kernel echoed {} of {n} bytes",
+        kernel.2.len()
+    );
+    assert_eq!(
+        rusty.0,
+        [
+            "connected",
+            &format!("data {n}"),
+            "peer_closed",
+            "closed Normal"
+        ]
+    );
+    assert_eq!(
+        rusty.1,
+        [
+            "accept true",
+            "connected",
+            &format!("data {n}"),
+            "timer",
+            // The client's FIN, answering the server's close.
+            "peer_closed",
+            "closed Normal"
+        ]
+    );
+    assert_eq!(kernel.0, rusty.0, "client callbacks");
+    assert_eq!(kernel.1, rusty.1, "server callbacks");
+}
+
+/// A connection that ends before its idle timeout never sees the timer, on either
+/// backend.
+#[test]
+fn a_timer_outlived_by_its_connection_looks_the_same_on_both_backends() {
+    let payload = lines(30);
+    let n = payload.len();
+    let (rusty, kernel) = both(|| {
+        let (client, mut server) = echo(&payload, Take::Chunks, false);
+        server.idle = Some(Duration::from_secs(5));
+        (client, server)
+    });
+    assert_eq!(
+        rusty.1,
+        [
+            "accept true",
+            "connected",
+            &format!("data {n}"),
+            "peer_closed",
+            "closed Normal"
+        ]
+    );
     assert_eq!(kernel.0, rusty.0, "client callbacks");
     assert_eq!(kernel.1, rusty.1, "server callbacks");
 }

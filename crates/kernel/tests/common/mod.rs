@@ -60,18 +60,33 @@ where
     H: Handler + 'static,
     F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
 {
-    let addr = loopback(free_port());
-    let mut cfg = cfg;
-    if listen {
-        cfg.listen = vec![(addr, 1024)];
-        cfg.check_listen().unwrap();
-    }
     let rcfg = RuntimeConfig {
         oversubscribe: true,
         handle_signals: false,
         grace,
         ..RuntimeConfig::default()
     };
+    start_with(workers, rcfg, listen, cfg, make)
+}
+
+/// [`start`] with a runtime configuration of the caller's.
+pub fn start_with<H, F>(
+    workers: usize,
+    rcfg: RuntimeConfig,
+    listen: bool,
+    cfg: KernelConfig,
+    make: F,
+) -> Server
+where
+    H: Handler + 'static,
+    F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
+{
+    let addr = loopback(free_port());
+    let mut cfg = cfg;
+    if listen {
+        cfg.listen = vec![(addr, 1024)];
+        cfg.check_listen().unwrap();
+    }
     let stop = StopHandle::new();
     let ws: Vec<Worker> = (0..workers)
         .map(|i| {

@@ -6,6 +6,7 @@
 //! the same segment as the ACK for the data that prompted it when possible.
 
 use std::net::SocketAddrV4;
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -40,6 +41,9 @@ pub trait Connection {
     fn send(&mut self, data: &[u8]) -> Result<usize, SendError>;
     fn send_shared(&mut self, data: Bytes) -> Result<(), SendError>;
     fn notify_writable(&mut self);
+    /// Arm a one-shot timer `after` from now (replacing an armed one), or cancel it
+    /// with `None`; the handler's `timer` callback runs when it fires.
+    fn set_timer(&mut self, after: Option<Duration>);
     fn close(&mut self);
     fn shutdown_write(&mut self);
     fn abort(&mut self);
@@ -63,6 +67,9 @@ impl Connection for Tcb {
     }
     fn notify_writable(&mut self) {
         Tcb::notify_writable(self)
+    }
+    fn set_timer(&mut self, after: Option<Duration>) {
+        Tcb::set_app_timer(self, after)
     }
     fn close(&mut self) {
         Tcb::close(self)
@@ -174,6 +181,12 @@ impl<'a, S> Conn<'a, S> {
     pub fn notify_writable(&mut self) {
         self.ops.notify_writable();
     }
+    /// Arm this connection's one-shot timer `after` from now, replacing an armed one
+    /// (`None` cancels it). When it fires, [`Handler::timer`] runs; a connection that
+    /// has closed never sees its timer. Use it for idle and request timeouts.
+    pub fn set_timer(&mut self, after: Option<Duration>) {
+        self.ops.set_timer(after);
+    }
     /// Graceful close: send what is queued, then FIN. Data arriving afterwards is
     /// acknowledged and dropped. `closed` follows when the connection is done.
     pub fn close(&mut self) {
@@ -230,6 +243,11 @@ pub trait Handler {
     /// The peer closed its sending side (FIN): no more data will arrive. Bytes you left
     /// unconsumed are still offered afterwards.
     fn peer_closed(&mut self, conn: &mut Conn<'_, Self::Conn>) {
+        let _ = conn;
+    }
+
+    /// The timer armed with [`Conn::set_timer`] fired.
+    fn timer(&mut self, conn: &mut Conn<'_, Self::Conn>) {
         let _ = conn;
     }
 

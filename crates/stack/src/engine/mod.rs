@@ -810,6 +810,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             if ev.peer_closed && !ended(tcb) {
                 handler.peer_closed(&mut Conn::new(id, tcb, state, connect_requests));
             }
+            if ev.app_timer && !ended(tcb) {
+                handler.timer(&mut Conn::new(id, tcb, state, connect_requests));
+            }
             app_ended = ended(tcb);
         }
 

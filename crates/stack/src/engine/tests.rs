@@ -359,3 +359,79 @@ fn unpredictable_steering_hands_segments_to_the_owner() {
         assert_eq!(c.stats().rsts_sent, 0, "worker {i}");
     }
 }
+
+/// An idle timeout built on the application timer: the server arms it on accept and on
+/// every request, closes when it fires; a cancelled timer never fires.
+#[test]
+fn application_timer_closes_idle_connections() {
+    use crate::time::Instant;
+
+    #[derive(Default)]
+    struct Idle {
+        fired_at: Vec<Instant>,
+        now: Option<crate::time::VirtualClock>,
+    }
+    impl Handler for Idle {
+        type Conn = u32;
+        fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<u32> {
+            Some(0)
+        }
+        fn connected(&mut self, conn: &mut Conn<'_, u32>) {
+            // A timer that is cancelled straight away, then the real one.
+            conn.set_timer(Some(Duration::from_millis(10)));
+            conn.set_timer(None);
+            conn.set_timer(Some(Duration::from_millis(500)));
+        }
+        fn data(&mut self, conn: &mut Conn<'_, u32>, data: &[u8]) -> usize {
+            *conn.state() += 1;
+            conn.set_timer(Some(Duration::from_millis(500)));
+            data.len()
+        }
+        fn timer(&mut self, conn: &mut Conn<'_, u32>) {
+            self.fired_at.push(self.now.as_ref().unwrap().now());
+            conn.close();
+        }
+    }
+
+    let sender = Sender {
+        payload: Vec::new(),
+        sent: 0,
+        received: Vec::new(),
+        closed: Vec::new(),
+        peer_closed: false,
+    };
+    let mut net = SimPair::new(
+        sender,
+        sim::engine_config(sim::CLIENT_IP, 5),
+        Idle::default(),
+        sim::engine_config(SERVER_IP, 5),
+        FaultConfig::none(),
+        FaultConfig::none(),
+        5,
+    );
+    net.server.handler_mut().now = Some(net.clock.clone());
+    net.server.listen(80, 16);
+    // The client sends nothing and never closes (empty payload: it half-closes at once,
+    // so make it wait by giving it bytes it cannot send until connected).
+    net.client.handler_mut().payload = b"x".to_vec();
+    let start = net.now();
+    net.client
+        .connect(SocketAddrV4::new(SERVER_IP, 80), ())
+        .map_err(|(e, _)| e)
+        .unwrap();
+    assert!(net.run_until(Duration::from_secs(10), |n| !n
+        .client
+        .handler()
+        .closed
+        .is_empty()));
+    let fired = &net.server.handler().fired_at;
+    assert_eq!(
+        fired.len(),
+        1,
+        "one timer fired (the cancelled one did not)"
+    );
+    let after = fired[0] - start;
+    assert!(after >= Duration::from_millis(500), "fired after {after:?}");
+    assert!(after < Duration::from_millis(520), "fired late: {after:?}");
+    assert_eq!(net.client.handler().closed, vec![CloseReason::Normal]);
+}

@@ -80,6 +80,8 @@ pub struct Events {
     pub peer_closed: bool,
     /// The connection is finished; the engine must drop the block.
     pub closed: Option<CloseReason>,
+    /// The application's timer ([`Tcb::set_app_timer`]) fired.
+    pub app_timer: bool,
 }
 
 impl Events {
@@ -207,6 +209,11 @@ pub struct Tcb {
     keepalive_sent: u32,
     /// TIME-WAIT end or the FIN-WAIT-2 timeout.
     linger_at: Instant,
+    /// The application's one-shot timer.
+    app_timer_at: Instant,
+    /// The time of the latest input, timer or output call: "now" for calls the
+    /// application makes from its callbacks.
+    last_now: Instant,
 
     // Pending output.
     syn_pending: bool,
@@ -329,6 +336,8 @@ impl Tcb {
             keepalive_at: NO_DEADLINE,
             keepalive_sent: 0,
             linger_at: NO_DEADLINE,
+            app_timer_at: NO_DEADLINE,
+            last_now: now,
             syn_pending: false,
             ack_now: false,
             unacked_segs: 0,
@@ -721,6 +730,7 @@ impl Tcb {
 
     /// Process one incoming segment (§3.10.7). `payload` is the segment's data.
     pub fn on_segment(&mut self, now: Instant, seg: &Segment, payload: &[u8]) -> RxOutcome {
+        self.last_now = now;
         let mut out = RxOutcome::default();
         match self.state {
             State::Closed | State::Listen => {}
@@ -1304,6 +1314,7 @@ impl Tcb {
         self.delack_at = NO_DEADLINE;
         self.keepalive_at = NO_DEADLINE;
         self.linger_at = NO_DEADLINE;
+        self.app_timer_at = NO_DEADLINE;
         self.ack_now = false;
         self.syn_pending = false;
         self.retransmit_una = false;
@@ -1328,12 +1339,28 @@ impl Tcb {
             .min(self.persist_at)
             .min(self.delack_at)
             .min(self.keepalive_at)
-            .min(self.linger_at);
+            .min(self.linger_at)
+            .min(self.app_timer_at);
         (t != NO_DEADLINE).then_some(t)
+    }
+
+    /// Arm the application's one-shot timer `after` from now (replacing an armed one),
+    /// or cancel it; when it fires, [`Events::app_timer`] is raised. A closed
+    /// connection's timer never fires.
+    pub fn set_app_timer(&mut self, after: Option<Duration>) {
+        self.app_timer_at = match after {
+            Some(d) if !self.is_closed() => self.last_now + d,
+            _ => NO_DEADLINE,
+        };
     }
 
     /// Fire whatever timers are due at `now`.
     pub fn on_timer(&mut self, now: Instant) {
+        self.last_now = now;
+        if self.app_timer_at <= now {
+            self.app_timer_at = NO_DEADLINE;
+            self.events.app_timer = true;
+        }
         if self.rto_at <= now {
             self.rto_at = NO_DEADLINE;
             self.on_rto(now);
@@ -1495,6 +1522,7 @@ impl Tcb {
 
     /// Append the segments this connection wants sent now to `out`.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+        self.last_now = now;
         if let Some((seq, ack)) = self.rst_pending.take() {
             out.push(TxSegment {
                 seq,
