@@ -325,6 +325,35 @@ impl Partial {
     }
 }
 
+/// Immutable content with precomputed checksum prefix sums: a cached file body, say.
+/// Segments cut from it get their payload checksum from the sums, never by reading the
+/// bytes again. Cloning shares both.
+#[derive(Debug, Clone)]
+pub struct SummedBytes {
+    bytes: bytes::Bytes,
+    sums: std::sync::Arc<PrefixSums>,
+}
+
+impl SummedBytes {
+    /// Sum `bytes` once, every `block` bytes (1–4 KiB is a good block).
+    pub fn new(bytes: bytes::Bytes, block: usize) -> SummedBytes {
+        let sums = std::sync::Arc::new(PrefixSums::new(&bytes, block));
+        SummedBytes { bytes, sums }
+    }
+    pub fn bytes(&self) -> &bytes::Bytes {
+        &self.bytes
+    }
+    pub fn sums(&self) -> &PrefixSums {
+        &self.sums
+    }
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,10 +6,12 @@
 //! the same segment as the ACK for the data that prompted it when possible.
 
 use std::net::SocketAddrV4;
+use std::ops::Range;
 use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::checksum::SummedBytes;
 use crate::tcp::tcb::{CloseReason, SendError, Tcb};
 
 /// Identifies a connection within one worker. Stale ids (of closed connections) are
@@ -40,6 +42,13 @@ pub trait Connection {
     fn send_space(&self) -> usize;
     fn send(&mut self, data: &[u8]) -> Result<usize, SendError>;
     fn send_shared(&mut self, data: Bytes) -> Result<(), SendError>;
+    /// `body[range]` by reference; a backend that computes checksums itself uses the
+    /// body's precomputed sums instead of reading the bytes again.
+    fn send_summed(&mut self, body: &SummedBytes, range: Range<usize>) -> Result<(), SendError> {
+        let end = range.end.min(body.len());
+        let start = range.start.min(end);
+        self.send_shared(body.bytes().slice(start..end))
+    }
     fn notify_writable(&mut self);
     /// Arm a one-shot timer `after` from now (replacing an armed one), or cancel it
     /// with `None`; the handler's `timer` callback runs when it fires.
@@ -64,6 +73,9 @@ impl Connection for Tcb {
     }
     fn send_shared(&mut self, data: Bytes) -> Result<(), SendError> {
         Tcb::send_shared(self, data)
+    }
+    fn send_summed(&mut self, body: &SummedBytes, range: Range<usize>) -> Result<(), SendError> {
+        Tcb::send_summed(self, body, range)
     }
     fn notify_writable(&mut self) {
         Tcb::notify_writable(self)
@@ -176,6 +188,17 @@ impl<'a, S> Conn<'a, S> {
     /// reference; retransmissions re-read it). Always accepted while the send side is open.
     pub fn send_shared(&mut self, data: Bytes) -> Result<(), SendError> {
         self.ops.send_shared(data)
+    }
+    /// Queue `body[range]` without copying, like [`Conn::send_shared`], for bodies
+    /// with precomputed checksums (static files): where the device cannot compute TCP
+    /// checksums, Rusty takes the payload's from the body's prefix sums instead of
+    /// reading it again. Always accepted while the send side is open.
+    pub fn send_summed(
+        &mut self,
+        body: &SummedBytes,
+        range: Range<usize>,
+    ) -> Result<(), SendError> {
+        self.ops.send_summed(body, range)
     }
     /// Ask for a `writable` callback when acknowledgements next free send space.
     pub fn notify_writable(&mut self) {

@@ -1362,17 +1362,15 @@ fn write_tcp_frame(
         key.local_port,
         key.remote_port,
     );
-    if let (Some(sb), true) = (send_buf, seg.payload_len > 0) {
-        sb.copy_out(
-            seg.payload_offset,
-            &mut buf[tcp_start + hl..tcp_start + tcp_len],
-        );
-    }
+    let payload = tcp_start + hl..tcp_start + tcp_len;
+    let csum_at = tcp_start + 16;
     let pseudo =
         checksum::pseudo_header_v4(src_ip.octets(), key.remote_ip.octets(), 6, tcp_len as u16);
-    let csum_at = tcp_start + 16;
     let mut meta = TxMeta::default();
     if offload.tcp {
+        if let (Some(sb), true) = (send_buf, seg.payload_len > 0) {
+            sb.copy_out(seg.payload_offset, &mut buf[payload]);
+        }
         // CHECKSUM_PARTIAL: the device adds the segment's sum to the pseudo-header sum.
         let partial = checksum::fold(pseudo);
         buf[csum_at..csum_at + 2].copy_from_slice(&partial.to_be_bytes());
@@ -1381,8 +1379,17 @@ fn write_tcp_frame(
             offset: 16,
         });
     } else {
-        let sum = checksum::fold(pseudo) as u32
-            + checksum::fold(checksum::sum(&buf[tcp_start..tcp_start + tcp_len])) as u32;
+        // The payload's sum comes with the copy (from precomputed prefix sums for
+        // summed bodies), so the body is never read a second time.
+        let payload_sum = match (send_buf, seg.payload_len > 0) {
+            (Some(sb), true) => sb.copy_out_summed(seg.payload_offset, &mut buf[payload]),
+            _ => 0,
+        };
+        // The header is a multiple of four bytes long, so the payload starts even.
+        let sum = checksum::combine(
+            checksum::combine(pseudo, checksum::sum(&buf[tcp_start..tcp_start + hl])),
+            payload_sum,
+        );
         let c = !checksum::fold(sum);
         buf[csum_at..csum_at + 2].copy_from_slice(&c.to_be_bytes());
     }

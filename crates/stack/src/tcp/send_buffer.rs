@@ -23,6 +23,7 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 
 use super::pool::{self, wrap};
+use crate::checksum::{self, SummedBytes};
 
 /// Smallest ring allocated, so that a burst of small writes does not regrow every time.
 pub use super::pool::MIN_RING;
@@ -32,15 +33,20 @@ pub use super::pool::MIN_RING;
 enum Chunk {
     /// The next `n` copied bytes of the ring, in FIFO order.
     Ring(usize),
-    /// A shared chunk; its first `start` bytes are already acknowledged.
-    Shared { data: Bytes, start: usize },
+    /// A shared chunk; its first `start` bytes are already acknowledged. `summed`: the
+    /// chunk is `data = body[base..]` of a body with precomputed checksums.
+    Shared {
+        data: Bytes,
+        start: usize,
+        summed: Option<(SummedBytes, usize)>,
+    },
 }
 
 impl Chunk {
     fn len(&self) -> usize {
         match self {
             Chunk::Ring(n) => *n,
-            Chunk::Shared { data, start } => data.len() - start,
+            Chunk::Shared { data, start, .. } => data.len() - start,
         }
     }
 }
@@ -119,7 +125,51 @@ impl SendBuffer {
             return;
         }
         self.len += data.len();
-        self.chunks.push_back(Chunk::Shared { data, start: 0 });
+        self.chunks.push_back(Chunk::Shared {
+            data,
+            start: 0,
+            summed: None,
+        });
+    }
+
+    /// Queue `body[range]` by reference, with the body's precomputed checksums, so the
+    /// payload checksum of segments cut from it never re-reads the bytes
+    /// ([`SendBuffer::copy_out_summed`]). A range beyond the body is clipped.
+    pub fn push_summed(&mut self, body: &SummedBytes, range: std::ops::Range<usize>) {
+        let end = range.end.min(body.len());
+        let start = range.start.min(end);
+        if start == end {
+            return;
+        }
+        self.len += end - start;
+        self.chunks.push_back(Chunk::Shared {
+            data: body.bytes().slice(start..end),
+            start: 0,
+            summed: Some((body.clone(), start)),
+        });
+    }
+
+    /// Copy bytes `[offset, offset + dst.len())` into `dst` like [`copy_out`], and
+    /// return their ones'-complement sum (unfolded, as if `dst` started at an even
+    /// offset). Bytes from [`push_summed`] bodies are summed from the precomputed
+    /// prefix sums, not read again.
+    ///
+    /// [`copy_out`]: SendBuffer::copy_out
+    /// [`push_summed`]: SendBuffer::push_summed
+    pub fn copy_out_summed(&self, offset: usize, dst: &mut [u8]) -> u32 {
+        let mut at = 0;
+        let mut acc = 0u32;
+        self.for_each_piece(offset, dst.len(), |piece, summed| {
+            let n = piece.len();
+            dst[at..at + n].copy_from_slice(piece);
+            let part = match summed {
+                Some((body, from)) => body.sums().range_sum(body.bytes(), from, from + n),
+                None => checksum::fold(checksum::sum(piece)),
+            };
+            acc = checksum::combine_at(acc, part, at % 2 == 1);
+            at += n;
+        });
+        acc
     }
 
     /// Copies bytes `[offset, offset + dst.len())`, counted from the front, into `dst`.
@@ -138,6 +188,17 @@ impl SendBuffer {
     /// checksumming or scatter-gather transmit). Same range contract as
     /// [`copy_out`](Self::copy_out).
     pub fn for_each_chunk(&self, offset: usize, len: usize, mut f: impl FnMut(&[u8])) {
+        self.for_each_piece(offset, len, |piece, _| f(piece));
+    }
+
+    /// [`for_each_chunk`](SendBuffer::for_each_chunk), also telling for each piece
+    /// whether it lies in a summed body, and where (body, offset of the piece in it).
+    fn for_each_piece(
+        &self,
+        offset: usize,
+        len: usize,
+        mut f: impl FnMut(&[u8], Option<(&SummedBytes, usize)>),
+    ) {
         debug_assert!(
             offset.saturating_add(len) <= self.len,
             "range {offset}+{len} beyond queued {}",
@@ -166,15 +227,20 @@ impl SendBuffer {
                 Chunk::Ring(n) => {
                     let from = wrap(ring_at + skip, size);
                     let first = take.min(size - from);
-                    f(&self.ring[from..from + first]);
+                    f(&self.ring[from..from + first], None);
                     if take > first {
-                        f(&self.ring[..take - first]);
+                        f(&self.ring[..take - first], None);
                     }
                     ring_at = wrap(ring_at + n, size);
                 }
-                Chunk::Shared { data, start } => {
+                Chunk::Shared {
+                    data,
+                    start,
+                    summed,
+                } => {
                     let from = start + skip;
-                    f(&data[from..from + take]);
+                    let where_ = summed.as_ref().map(|(body, base)| (body, base + from));
+                    f(&data[from..from + take], where_);
                 }
             }
             remaining -= take;
@@ -204,7 +270,7 @@ impl SendBuffer {
                     n -= take;
                     *run == 0
                 }
-                Chunk::Shared { data, start } => {
+                Chunk::Shared { data, start, .. } => {
                     let take = (data.len() - *start).min(n);
                     *start += take;
                     n -= take;
@@ -232,7 +298,7 @@ impl SendBuffer {
             if skip < run {
                 return match chunk {
                     Chunk::Ring(_) => None,
-                    Chunk::Shared { data, start } => Some((data, start + skip)),
+                    Chunk::Shared { data, start, .. } => Some((data, start + skip)),
                 };
             }
             skip -= run;
@@ -449,6 +515,41 @@ mod tests {
                 prop_assert!(b.ring.len() <= cap);
                 prop_assert_eq!(b.ring.is_empty(), copied == 0);
             }
+        }
+    }
+
+    proptest! {
+        /// Copy-and-sum gives the bytes `copy_out` gives and the sum a fresh pass over
+        /// them would, whatever mix of copied, shared and summed chunks, odd offsets and
+        /// acknowledgements lies underneath.
+        #[test]
+        fn copy_out_summed_matches_a_fresh_sum(
+            ops in proptest::collection::vec((0u8..4, 0usize..5000, 0usize..5000), 1..12),
+            seed in any::<u8>(),
+            window in (0usize..8000, 1usize..3000),
+        ) {
+            let body: Vec<u8> = (0..9000u32).map(|i| (i as u8).wrapping_mul(13).wrapping_add(seed)).collect();
+            let summed = crate::checksum::SummedBytes::new(Bytes::from(body.clone()), 1024);
+            let mut b = SendBuffer::new(6000);
+            for (kind, x, y) in ops {
+                match kind {
+                    0 => { b.push_copy(&body[..x % 3000]); }
+                    1 => b.push_shared(Bytes::copy_from_slice(&body[x % 4000..x % 4000 + y % 2000])),
+                    2 => b.push_summed(&summed, x..x + y),
+                    _ => b.consume(x % 700),
+                }
+            }
+            let off = window.0.min(b.len());
+            let len = window.1.min(b.len() - off);
+            let mut plain = vec![0u8; len];
+            b.copy_out(off, &mut plain);
+            let mut dst = vec![0u8; len];
+            let sum = b.copy_out_summed(off, &mut dst);
+            prop_assert_eq!(&dst, &plain);
+            prop_assert_eq!(
+                crate::checksum::fold(sum),
+                crate::checksum::fold(crate::checksum::sum(&plain))
+            );
         }
     }
 }

@@ -638,6 +638,20 @@ impl Tcb {
         Ok(())
     }
 
+    /// Queue `body[range]` by reference with its precomputed checksums (see
+    /// [`SummedBytes`](crate::checksum::SummedBytes)).
+    pub fn send_summed(
+        &mut self,
+        body: &crate::checksum::SummedBytes,
+        range: std::ops::Range<usize>,
+    ) -> Result<(), SendError> {
+        if !self.can_send() {
+            return Err(SendError::Closed);
+        }
+        self.send_buf.push_summed(body, range);
+        Ok(())
+    }
+
     /// Ask for a `writable` event the next time acknowledged bytes free send space.
     pub fn notify_writable(&mut self) {
         self.want_writable = true;
