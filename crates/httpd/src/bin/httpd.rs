@@ -1,0 +1,139 @@
+//! `httpd <TCP port> <root dir> [<n links> [<link> <ipv4> <n workers>]...]`: a static
+//! file server on Rusty's stack (TAP) or, without links, on the kernel's sockets on all
+//! addresses with one worker per core.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clap::Parser;
+use rusty::cli::CommonArgs;
+use rusty::launch;
+use rusty::runtime::StopHandle;
+use rusty_httpd::{Cache, HttpConfig, HttpServer, HttpStats, Limits, StatsSink};
+
+fn seconds(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(v > 0.0 && v <= 86_400.0) {
+        return Err(format!("'{s}' must be above 0 and at most 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "httpd",
+    about = "Static file server on Rusty (TAP) or on kernel sockets",
+    after_help = "Links: <n links> then, per link, <link> <ipv4>[/prefix] <n workers>, where <link> is\n\
+                  kernel, tapN or tap:NAME. Example: httpd 80 ./pages 2 tap0 10.0.2.2 1 tap1 10.0.3.2 1"
+)]
+struct Cli {
+    /// TCP port to listen on.
+    port: u16,
+    /// Directory to serve (read whole into memory at start).
+    root: PathBuf,
+    /// Link specs (see below).
+    links: Vec<String>,
+    /// Connections each worker serves at once; more are refused.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    max_connections: usize,
+    /// Seconds an idle persistent connection stays open.
+    #[arg(long, value_name = "SECONDS", default_value = "15", value_parser = seconds)]
+    keepalive_timeout: Duration,
+    /// Seconds a client has to complete a request head.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = seconds)]
+    header_timeout: Duration,
+    /// Largest request head (request line and header fields) accepted.
+    #[arg(long, value_name = "BYTES", default_value_t = 8192)]
+    max_header_bytes: usize,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let launch = match cli.common.launch(&cli.links) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("httpd: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if cli.max_connections == 0 || cli.max_header_bytes < 64 {
+        eprintln!("httpd: --max-connections must be at least 1 and --max-header-bytes at least 64");
+        return ExitCode::from(2);
+    }
+    let cache = match Cache::load(&cli.root) {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            eprintln!("httpd: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let info = cli.common.info();
+    for (path, why) in cache.skipped() {
+        eprintln!("httpd: skipped {}: {why}", path.display());
+    }
+    if info {
+        eprintln!(
+            "httpd: serving {} files, {} bytes from {} on port {} ({})",
+            cache.files(),
+            cache.bytes(),
+            cli.root.display(),
+            cli.port,
+            if launch.links.is_empty() {
+                "kernel sockets, all addresses".to_string()
+            } else {
+                launch
+                    .links
+                    .iter()
+                    .map(|l| format!("{} {} x{}", l.kind, l.ip, l.workers))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        );
+    }
+    let cfg = HttpConfig {
+        limits: Limits {
+            max_header_bytes: cli.max_header_bytes,
+            ..Limits::default()
+        },
+        header_timeout: cli.header_timeout,
+        keepalive_timeout: cli.keepalive_timeout,
+        max_connections: cli.max_connections,
+    };
+    let sink: StatsSink = Arc::new(Mutex::new(Vec::new()));
+    let stop = StopHandle::new();
+    let handler_sink = sink.clone();
+    let result = launch::run(&launch, Some(cli.port), &stop, move |ctx| {
+        HttpServer::new(cache.clone(), cfg.clone()).with_sink(ctx.index(), handler_sink.clone())
+    });
+    match result {
+        Ok(stats) => {
+            if info {
+                for (i, s) in stats.iter().enumerate() {
+                    eprintln!("worker {i}: {s}");
+                }
+                let mut http = sink.lock().map(|v| v.clone()).unwrap_or_default();
+                http.sort_by_key(|(i, _)| *i);
+                let mut total = HttpStats::default();
+                for (i, s) in &http {
+                    eprintln!("httpd worker {i}: {s}");
+                    total.add(s);
+                }
+                eprintln!("httpd total: {total}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("httpd: {e}");
+            match e {
+                launch::LaunchError::Usage(_) | launch::LaunchError::Link(_) => ExitCode::from(2),
+                _ => ExitCode::from(1),
+            }
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! Reading one request head off the front of the received bytes (`httparse`), with the
+//! limits that keep a connection's pending bytes bounded. Pure: the server calls
+//! [`parse_request`] on whatever the stack offers and consumes exactly
+//! [`Request::len`] bytes per complete request, so pipelined and split requests need no
+//! buffering of our own.
+
+/// Headers parsed per request; more is answered with 431.
+pub const MAX_HEADERS: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    Other,
+}
+
+/// Limits applied while parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The whole head (request line and header fields) may be at most this long.
+    pub max_header_bytes: usize,
+    /// The request target may be at most this long.
+    pub max_target: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_header_bytes: 8192,
+            max_target: 2048,
+        }
+    }
+}
+
+/// What the server needs of one request head; borrowed from the received bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request<'a> {
+    pub method: Method,
+    pub target: &'a str,
+    /// Minor version: `0` for HTTP/1.0, `1` for HTTP/1.1.
+    pub minor: u8,
+    pub has_host: bool,
+    /// `Connection: close` was asked for.
+    pub close: bool,
+    /// `Connection: keep-alive` was asked for (HTTP/1.0 persistence).
+    pub keep_alive: bool,
+    pub if_none_match: Option<&'a str>,
+    pub if_modified_since: Option<&'a str>,
+    pub range: Option<&'a str>,
+    pub if_range: Option<&'a str>,
+    /// The request announces a body (`Content-Length` > 0 or `Transfer-Encoding`):
+    /// we never read bodies, so the connection closes after the response.
+    pub has_body: bool,
+    /// Bytes of the head, including the blank line.
+    pub len: usize,
+}
+
+impl Request<'_> {
+    /// Whether the connection may stay open after this request's response
+    /// (RFC 9112 §9.3).
+    pub fn persistent(&self) -> bool {
+        let wanted = if self.minor >= 1 {
+            !self.close
+        } else {
+            self.keep_alive && !self.close
+        };
+        wanted && !self.has_body
+    }
+}
+
+/// A request that cannot be answered normally; the status to answer with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    /// 400: not HTTP/1.x syntax, or a bad header value.
+    Malformed,
+    /// 414: the target is over [`Limits::max_target`].
+    TargetTooLong,
+    /// 431: the head is over [`Limits::max_header_bytes`] or has too many fields.
+    HeadersTooLarge,
+    /// 505: a version other than 1.0 or 1.1.
+    Version,
+}
+
+impl ParseError {
+    pub fn status(self) -> u16 {
+        match self {
+            ParseError::Malformed => 400,
+            ParseError::TargetTooLong => 414,
+            ParseError::HeadersTooLarge => 431,
+            ParseError::Version => 505,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed<'a> {
+    Complete(Request<'a>),
+    /// More bytes are needed; those so far are within the limits.
+    Partial,
+    Error(ParseError),
+}
+
+/// `Connection` tokens (comma-separated, case-insensitive).
+fn connection_tokens(value: &str, close: &mut bool, keep_alive: &mut bool) {
+    for t in value.split(',') {
+        let t = t.trim();
+        if t.eq_ignore_ascii_case("close") {
+            *close = true;
+        } else if t.eq_ignore_ascii_case("keep-alive") {
+            *keep_alive = true;
+        }
+    }
+}
+
+/// `HTTP/` followed by something other than `1.0`/`1.1` on the first line, so the
+/// answer is 505 rather than 400 (httparse reports both as a syntax error).
+fn other_http_version(buf: &[u8]) -> bool {
+    let line = buf.split(|&c| c == b'\n').next().unwrap_or(buf);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let Some(sp) = line.iter().rposition(|&c| c == b' ') else {
+        return false;
+    };
+    let v = &line[sp + 1..];
+    v.len() >= 8
+        && v.starts_with(b"HTTP/")
+        && v[5].is_ascii_digit()
+        && v[6] == b'.'
+        && v[7].is_ascii_digit()
+        && v != b"HTTP/1.0"
+        && v != b"HTTP/1.1"
+}
+
+/// Parse the request head at the front of `buf`.
+pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => {
+            // The request line alone is over the target limit (plus room for the
+            // method and version): 414 before waiting any longer.
+            if !buf.contains(&b'\n') && buf.len() > limits.max_target + 32 {
+                return Parsed::Error(ParseError::TargetTooLong);
+            }
+            if buf.len() > limits.max_header_bytes {
+                return Parsed::Error(ParseError::HeadersTooLarge);
+            }
+            return Parsed::Partial;
+        }
+        Err(httparse::Error::TooManyHeaders) => return Parsed::Error(ParseError::HeadersTooLarge),
+        // httparse also says "version" for a target with a space in it: 505 only
+        // when the line really ends in another HTTP version.
+        Err(_) if other_http_version(buf) => return Parsed::Error(ParseError::Version),
+        Err(_) => return Parsed::Error(ParseError::Malformed),
+    };
+    let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
+        return Parsed::Error(ParseError::Malformed);
+    };
+    if target.len() > limits.max_target {
+        return Parsed::Error(ParseError::TargetTooLong);
+    }
+    if len > limits.max_header_bytes {
+        return Parsed::Error(ParseError::HeadersTooLarge);
+    }
+    let mut r = Request {
+        method: match method {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            _ => Method::Other,
+        },
+        target,
+        minor,
+        has_host: false,
+        close: false,
+        keep_alive: false,
+        if_none_match: None,
+        if_modified_since: None,
+        range: None,
+        if_range: None,
+        has_body: false,
+        len,
+    };
+    let mut hosts = 0;
+    for h in req.headers.iter() {
+        let value = match std::str::from_utf8(h.value) {
+            Ok(v) => v.trim(),
+            // Only a few fields matter to us; an opaque one we ignore may be anything.
+            Err(_) => continue,
+        };
+        let name = h.name;
+        if name.eq_ignore_ascii_case("host") {
+            hosts += 1;
+            r.has_host = true;
+        } else if name.eq_ignore_ascii_case("connection") {
+            connection_tokens(value, &mut r.close, &mut r.keep_alive);
+        } else if name.eq_ignore_ascii_case("if-none-match") {
+            r.if_none_match = Some(value);
+        } else if name.eq_ignore_ascii_case("if-modified-since") {
+            r.if_modified_since = Some(value);
+        } else if name.eq_ignore_ascii_case("range") {
+            r.range = Some(value);
+        } else if name.eq_ignore_ascii_case("if-range") {
+            r.if_range = Some(value);
+        } else if name.eq_ignore_ascii_case("content-length") {
+            match value.parse::<u64>() {
+                Ok(0) => {}
+                Ok(_) => r.has_body = true,
+                // RFC 9112 §6.3: an invalid Content-Length is unrecoverable.
+                Err(_) => return Parsed::Error(ParseError::Malformed),
+            }
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            r.has_body = true;
+        }
+    }
+    // RFC 9112 §3.2: a 1.1 request without Host, or with several, gets 400.
+    if hosts > 1 || (minor >= 1 && hosts == 0) {
+        return Parsed::Error(ParseError::Malformed);
+    }
+    Parsed::Complete(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn complete(buf: &[u8]) -> Request<'_> {
+        match parse_request(buf, &Limits::default()) {
+            Parsed::Complete(r) => r,
+            other => panic!("{other:?} for {:?}", String::from_utf8_lossy(buf)),
+        }
+    }
+
+    fn error(buf: &[u8]) -> ParseError {
+        match parse_request(buf, &Limits::default()) {
+            Parsed::Error(e) => e,
+            other => panic!("{other:?} for {:?}", String::from_utf8_lossy(buf)),
+        }
+    }
+
+    #[test]
+    fn parses_a_request_head() {
+        let buf =
+            b"GET /a?b HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1\r\nIf-None-Match: \"e\"\r\n\r\nrest";
+        let r = complete(buf);
+        assert_eq!(r.method, Method::Get);
+        assert_eq!(r.target, "/a?b");
+        assert_eq!((r.minor, r.has_host, r.close), (1, true, false));
+        assert_eq!(r.range, Some("bytes=0-1"));
+        assert_eq!(r.if_none_match, Some("\"e\""));
+        assert_eq!(r.len, buf.len() - 4);
+        assert!(r.persistent());
+    }
+
+    #[test]
+    fn persistence_by_version_and_connection() {
+        let p = |b: &[u8]| complete(b).persistent();
+        assert!(p(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+        assert!(!p(
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: Close\r\n\r\n"
+        ));
+        assert!(!p(
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: foo, close\r\n\r\n"
+        ));
+        assert!(!p(b"GET / HTTP/1.0\r\n\r\n"));
+        assert!(p(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+        assert!(!p(
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+        ));
+        assert!(p(b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"));
+    }
+
+    #[test]
+    fn errors_map_to_statuses() {
+        assert_eq!(error(b"GET / HTTP/2.0\r\n\r\n").status(), 505);
+        assert_eq!(error(b"GET / HTTP/1.2\r\nHost: x\r\n\r\n").status(), 505);
+        assert_eq!(error(b"GET / HTTP/1.1\r\n\r\n").status(), 400);
+        assert_eq!(
+            error(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n").status(),
+            400
+        );
+        assert_eq!(error(b"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n").status(), 400);
+        assert_eq!(error(b"\x01\x02garbage\r\n\r\n").status(), 400);
+        assert_eq!(
+            error(b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: x\r\n\r\n").status(),
+            400
+        );
+        let long = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(3000));
+        assert_eq!(error(long.as_bytes()).status(), 414);
+        // Over the limit before the line is even complete.
+        let partial = format!("GET /{}", "a".repeat(3000));
+        assert_eq!(error(partial.as_bytes()).status(), 414);
+        let big = format!(
+            "GET / HTTP/1.1\r\nHost: x\r\nX: {}\r\n\r\n",
+            "a".repeat(9000)
+        );
+        assert_eq!(error(big.as_bytes()).status(), 431);
+        let big_partial = format!("GET / HTTP/1.1\r\nHost: x\r\nX: {}", "a".repeat(9000));
+        assert_eq!(error(big_partial.as_bytes()).status(), 431);
+        let many: String = (0..100).map(|i| format!("X{i}: y\r\n")).collect();
+        let many = format!("GET / HTTP/1.1\r\nHost: x\r\n{many}\r\n");
+        assert_eq!(error(many.as_bytes()).status(), 431);
+    }
+
+    /// Pipelined requests split at every byte boundary: consuming `len` per complete
+    /// head and waiting on `Partial` yields every request, in order.
+    #[test]
+    fn pipelined_requests_on_split_input() {
+        let stream = b"GET /1 HTTP/1.1\r\nHost: x\r\n\r\nHEAD /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /3 HTTP/1.0\r\n\r\n";
+        for split in 0..=stream.len() {
+            let mut pending: Vec<u8> = Vec::new();
+            let mut seen = Vec::new();
+            for chunk in [&stream[..split], &stream[split..]] {
+                pending.extend_from_slice(chunk);
+                loop {
+                    match parse_request(&pending, &Limits::default()) {
+                        Parsed::Complete(r) => {
+                            seen.push((r.method, r.target.to_string()));
+                            let n = r.len;
+                            pending.drain(..n);
+                        }
+                        Parsed::Partial => break,
+                        Parsed::Error(e) => panic!("{e:?} at split {split}"),
+                    }
+                }
+            }
+            assert!(pending.is_empty());
+            assert_eq!(
+                seen,
+                vec![
+                    (Method::Get, "/1".to_string()),
+                    (Method::Head, "/2".to_string()),
+                    (Method::Get, "/3".to_string())
+                ],
+                "split {split}"
+            );
+        }
+    }
+}

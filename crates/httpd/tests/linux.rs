@@ -1,0 +1,232 @@
+//! Privileged tests: httpd on Rusty's own stack on a TAP with two workers, inside a
+//! network namespace the test creates, against the namespace kernel's clients (curl,
+//! Python). They skip with a printed reason when not root (or a tool is missing), and
+//! fail instead under `RUSTY_REQUIRE_PRIVILEGED=1`.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{assert_checks_passed, checks_py, curl_checks, make_site, total_counter};
+use rusty_testnet::{Proc, TestNet};
+
+const PORT: &str = "80";
+
+fn setup(test: &str, tools: &[&str]) -> Option<TestNet> {
+    let tools = rusty_testnet::privileged(test, tools)?;
+    Some(TestNet::new(test, tools))
+}
+
+/// Start httpd on a fresh two-queue TAP serving `root`, and hand the TAP's host side
+/// to the namespace once it has attached.
+fn start_tap_httpd(net: &mut TestNet, root: &Path, extra: &[&str]) -> Proc {
+    let tap = net.create_tap();
+    let mut cmd = Command::new(common::HTTPD);
+    cmd.arg(PORT)
+        .arg(root)
+        .args([
+            "1",
+            &format!("tap:{tap}"),
+            &format!("{}/24", net.stack_ip()),
+            "2",
+            "--oversubscribe",
+            "--grace",
+            "1",
+        ])
+        .args(extra);
+    let p = net.spawn("httpd", cmd);
+    net.move_tap_when_attached(&tap, 2, p);
+    p
+}
+
+/// Run `program args` in the namespace to completion; (success, stdout, stderr).
+/// Bounded by the program's own time limits (curl --max-time, the checks' timeouts).
+fn ns_output(net: &TestNet, program: &Path, args: &[&str]) -> (bool, Vec<u8>, String) {
+    let out = net
+        .ns_command(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| net.fail(&format!("run {}: {e}", program.display())));
+    (
+        out.status.success(),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// checks.py inside the namespace against Rusty's address.
+fn ns_checks(net: &TestNet, root: &Path, checks: &[&str], extra: &[&str]) {
+    let python = net.tools.get("python3").to_path_buf();
+    let script = checks_py();
+    let root = root.display().to_string();
+    let ip = net.stack_ip();
+    let mut args = vec![
+        "-u",
+        script.to_str().unwrap(),
+        ip.as_str(),
+        PORT,
+        "--root",
+        root.as_str(),
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(checks);
+    let (ok, out, err) = ns_output(net, &python, &args);
+    let text = format!("{}{err}", String::from_utf8_lossy(&out));
+    let summary = format!("SUMMARY ok={} failed=0", checks.len());
+    if !ok || !text.lines().any(|l| l == summary) {
+        net.fail(&format!("checks {checks:?} failed:\n{text}"));
+    }
+    assert_checks_passed(&format!("{} {}", net.test, checks.join(",")), ok, &text);
+}
+
+fn stop(net: &mut TestNet, p: Proc) -> String {
+    net.sigterm(p);
+    let status = net.wait_ok(p, Duration::from_secs(10));
+    if !status.success() {
+        net.fail(&format!("httpd exited with {status} after SIGTERM"));
+    }
+    net.log(p)
+}
+
+/// 1. Everything the kernel-backend tests check, now on Rusty's stack over a TAP with
+///    two workers: curl (GET, HEAD, Range, conditionals, keep-alive reuse, HTTP/1.0,
+///    errors, traversal), Python (every file, pipelining, every error status,
+///    traversal, timeouts), a 100 MB file by SHA-256, and 50 concurrent clients.
+#[test]
+fn httpd_on_tap_all_checks() {
+    let Some(mut net) = setup("httpd_on_tap_all_checks", &["python3", "curl"]) else {
+        return;
+    };
+    let root = make_site(&net.dir, Some(100 << 20));
+    let httpd = start_tap_httpd(
+        &mut net,
+        &root,
+        &["--header-timeout", "1", "--keepalive-timeout", "2"],
+    );
+    let curl_path = net.tools.get("curl").to_path_buf();
+    let base = format!("http://{}:{PORT}", net.stack_ip());
+    {
+        let net = &net;
+        let curl = |args: &[&str]| {
+            let mut all = vec!["--max-time", "60", "-sS"];
+            all.extend_from_slice(args);
+            ns_output(net, &curl_path, &all)
+        };
+        curl_checks(&curl, &base, &root);
+    }
+    ns_checks(
+        &net,
+        &root,
+        &[
+            "basic",
+            "pipeline",
+            "errors",
+            "traversal",
+            "timeouts",
+            "big",
+            "concurrent",
+        ],
+        &[
+            "--header-timeout",
+            "1",
+            "--keepalive-timeout",
+            "2",
+            "--clients",
+            "50",
+            "--rounds",
+            "10",
+        ],
+    );
+    let log = stop(&mut net, httpd);
+    for c in [
+        "header_timeouts",
+        "idle_timeouts",
+        "400",
+        "404",
+        "414",
+        "431",
+        "505",
+        "206",
+        "304",
+    ] {
+        if total_counter(&log, c) == 0 {
+            net.fail(&format!("counter {c} is 0"));
+        }
+    }
+    eprintln!(
+        "httpd_on_tap_all_checks: {}",
+        log.lines()
+            .find(|l| l.starts_with("httpd total:"))
+            .unwrap_or("")
+    );
+}
+
+/// 2. 100 concurrent clients, 20 requests each, and a 20 MB download, while nftables in
+///    the namespace drops 5% of the kernel's packets: every body intact.
+#[test]
+fn httpd_on_tap_with_kernel_dropping_5_percent() {
+    let Some(mut net) = setup(
+        "httpd_on_tap_with_kernel_dropping_5_percent",
+        &["python3", "nft"],
+    ) else {
+        return;
+    };
+    let nft = net.tools.get("nft").to_path_buf();
+    for args in [
+        &["add", "table", "inet", "rusty_drop"][..],
+        &[
+            "add",
+            "chain",
+            "inet",
+            "rusty_drop",
+            "out",
+            "{ type filter hook output priority 0; }",
+        ],
+        &[
+            "add",
+            "rule",
+            "inet",
+            "rusty_drop",
+            "out",
+            "numgen",
+            "random",
+            "mod",
+            "100",
+            "<",
+            "5",
+            "counter",
+            "drop",
+        ],
+    ] {
+        let (ok, out) = net.ns_quick(&nft, args);
+        if !ok {
+            net.fail(&format!("nft {}: {out}", args.join(" ")));
+        }
+    }
+    let root = make_site(&net.dir, Some(20 << 20));
+    let httpd = start_tap_httpd(&mut net, &root, &[]);
+    ns_checks(
+        &net,
+        &root,
+        &["concurrent", "big"],
+        &["--clients", "100", "--rounds", "20", "--timeout", "60"],
+    );
+    let (_, rules) = net.ns_quick(&nft, &["list", "table", "inet", "rusty_drop"]);
+    let dropped: u64 = rules
+        .split_whitespace()
+        .skip_while(|w| *w != "packets")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    if dropped == 0 {
+        net.fail(&format!("the nft rule dropped nothing:\n{rules}"));
+    }
+    let log = stop(&mut net, httpd);
+    if total_counter(&log, "200") < 2000 {
+        net.fail("fewer than 2000 responses counted");
+    }
+    eprintln!("httpd_on_tap_with_kernel_dropping_5_percent: nft dropped {dropped} packets");
+}

@@ -1,0 +1,514 @@
+//! Harness shared by Rusty's privileged Linux tests (echo, httpd): privilege and tool
+//! checks, and a guard that owns one network namespace (plus the TAP devices and child
+//! processes a test made) and tears all of it down on drop.
+//!
+//! Isolation: every test makes its own namespace (`rusty-<pid>-<n>`), its own TAP
+//! (`rt<pid>t<n>`, at most 15 characters) and its own /24 (`10.78.N.0/24`, the
+//! namespace's kernel is `.1`, Rusty is `.2`). A TAP is pre-created in the root
+//! namespace, Rusty attaches to it there, and then its host side is moved into the
+//! test's namespace, so all test traffic stays inside that namespace.
+//!
+//! `RUSTY_REQUIRE_PRIVILEGED=1` turns every "skip" (not root, tool missing) into a
+//! failure.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// Whether CI demands that privileged tests run (no skipping).
+pub fn required() -> bool {
+    std::env::var("RUSTY_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1")
+}
+
+/// Skip (print why and return `None`) or, under `RUSTY_REQUIRE_PRIVILEGED=1`, fail.
+fn skip(test: &str, why: &str) -> Option<Tools> {
+    if required() {
+        panic!("{test}: {why} (RUSTY_REQUIRE_PRIVILEGED=1, so this is a failure)");
+    }
+    eprintln!("SKIPPED {test}: {why}");
+    None
+}
+
+/// Effective uid from /proc/self/status (no libc needed).
+fn euid() -> Option<u32> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// Find `name` on PATH or in the usual sbin directories.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(
+            [
+                "/usr/local/sbin",
+                "/usr/local/bin",
+                "/usr/sbin",
+                "/usr/bin",
+                "/sbin",
+                "/bin",
+            ]
+            .map(PathBuf::from),
+        )
+        .map(|d| d.join(name))
+        .find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Resolved paths of the external tools a test uses.
+#[derive(Debug, Clone)]
+pub struct Tools(HashMap<String, PathBuf>);
+
+impl Tools {
+    pub fn get(&self, name: &str) -> &Path {
+        self.0
+            .get(name)
+            .unwrap_or_else(|| panic!("tool {name} was not requested"))
+    }
+
+    /// An optional tool (the test has a fallback), if installed.
+    pub fn optional(name: &str) -> Option<PathBuf> {
+        which(name)
+    }
+}
+
+/// Check that `tools` are installed, for tests that need no privileges but do need
+/// external clients (curl, python3). `None`: skip the test (a failure under
+/// `RUSTY_REQUIRE_PRIVILEGED=1`, where CI has installed them).
+pub fn tools(test: &str, tools: &[&str]) -> Option<Tools> {
+    let mut found = HashMap::new();
+    for &t in tools {
+        match which(t) {
+            Some(p) => {
+                found.insert(t.to_string(), p);
+            }
+            None => return skip(test, &format!("tool `{t}` is not installed")),
+        }
+    }
+    Some(Tools(found))
+}
+
+/// Check that we are root and that `tools` are installed. `None`: skip the test.
+pub fn privileged(test: &str, tools: &[&str]) -> Option<Tools> {
+    match euid() {
+        Some(0) => {}
+        Some(uid) => return skip(test, &format!("needs root (euid {uid})")),
+        None => return skip(test, "cannot read the effective uid"),
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return skip(test, "/dev/net/tun is missing");
+    }
+    let mut found = HashMap::new();
+    // `ip` and `kill` (procps) are needed by the harness itself.
+    for &t in ["ip", "kill"].iter().chain(tools) {
+        match which(t) {
+            Some(p) => {
+                found.insert(t.to_string(), p);
+            }
+            None => return skip(test, &format!("tool `{t}` is not installed")),
+        }
+    }
+    Some(Tools(found))
+}
+
+/// Index of a child process a [`TestNet`] started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proc(usize);
+
+struct Child_ {
+    label: String,
+    child: Child,
+    log: PathBuf,
+    status: Option<ExitStatus>,
+}
+
+/// One test's network namespace, TAP devices, child processes and scratch directory;
+/// dropping it kills the children (by pid) and deletes everything.
+pub struct TestNet {
+    pub test: String,
+    pub ns: String,
+    /// Third octet of the test's 10.78.N.0/24.
+    pub subnet: u8,
+    pub dir: PathBuf,
+    pub tools: Tools,
+    taps: Vec<String>,
+    children: Vec<Child_>,
+    ns_created: bool,
+}
+
+/// Run a short command to completion (bounded by 20 s), returning (success, output).
+pub fn quick(program: &Path, args: &[&str]) -> (bool, String) {
+    let mut child = match Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return (false, format!("spawn {}: {e}", program.display())),
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return (false, format!("{} {args:?}: timed out", program.display()));
+            }
+        }
+    }
+    let out = child.wait_with_output().expect("collect output");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+impl TestNet {
+    /// A fresh namespace (loopback up), a free /24 and a scratch directory.
+    pub fn new(test: &str, tools: Tools) -> TestNet {
+        let pid = std::process::id();
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let ns = format!("rusty-{pid}-{n}");
+        let dir = std::env::temp_dir().join(format!("rusty-linux-{pid}-{n}"));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("scratch directory");
+        let mut net = TestNet {
+            test: test.to_string(),
+            ns,
+            subnet: 0,
+            dir,
+            tools,
+            taps: Vec::new(),
+            children: Vec::new(),
+            ns_created: false,
+        };
+        net.subnet = net.pick_subnet(pid, n);
+        let ns = net.ns.clone();
+        net.ip(&["netns", "add", &ns]);
+        net.ns_created = true;
+        net.ip(&["-n", &ns, "link", "set", "lo", "up"]);
+        net
+    }
+
+    /// A 10.78.N.0/24 that nothing in the root namespace routes or owns already (the
+    /// subnet only ever lives inside our namespace, but stay clear of the host's).
+    fn pick_subnet(&self, pid: u32, n: u32) -> u8 {
+        let (_, routes) = quick(
+            self.tools.get("ip"),
+            &["-4", "-o", "route", "show", "table", "all"],
+        );
+        let (_, addrs) = quick(self.tools.get("ip"), &["-4", "-o", "addr", "show"]);
+        let start = pid.wrapping_mul(7).wrapping_add(n.wrapping_mul(31));
+        for k in 0..250u32 {
+            let subnet = (start.wrapping_add(k) % 250 + 1) as u8;
+            let prefix = format!("10.78.{subnet}.");
+            if !routes.contains(&prefix) && !addrs.contains(&prefix) {
+                return subnet;
+            }
+        }
+        self.fail("no free 10.78.N.0/24 in the root namespace");
+    }
+
+    /// The namespace kernel's address on the TAP.
+    pub fn host_ip(&self) -> String {
+        format!("10.78.{}.1", self.subnet)
+    }
+
+    /// Rusty's address on the TAP.
+    pub fn stack_ip(&self) -> String {
+        format!("10.78.{}.2", self.subnet)
+    }
+
+    /// Panic with `msg` and every child's log.
+    pub fn fail(&self, msg: &str) -> ! {
+        panic!("{}: {msg}\n{}", self.test, self.logs());
+    }
+
+    /// Run `ip args` (root namespace); fail the test if it fails.
+    pub fn ip(&self, args: &[&str]) -> String {
+        let (ok, out) = quick(self.tools.get("ip"), args);
+        if !ok {
+            self.fail(&format!("ip {}: {out}", args.join(" ")));
+        }
+        out
+    }
+
+    /// Run `program args` inside the namespace to completion (bounded by 20 s).
+    pub fn ns_quick(&self, program: &Path, args: &[&str]) -> (bool, String) {
+        let prog = program.to_string_lossy();
+        let mut all = vec!["netns", "exec", self.ns.as_str(), prog.as_ref()];
+        all.extend_from_slice(args);
+        quick(self.tools.get("ip"), &all)
+    }
+
+    /// Pre-create a persistent multi-queue TAP with virtio-net headers in the root
+    /// namespace; Rusty attaches to it by name (`tap:NAME`).
+    pub fn create_tap(&mut self) -> String {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let name = format!("rt{}t{n}", std::process::id());
+        assert!(name.len() <= 15, "interface name {name} too long");
+        self.ip(&[
+            "tuntap",
+            "add",
+            "dev",
+            &name,
+            "mode",
+            "tap",
+            "multi_queue",
+            "vnet_hdr",
+        ]);
+        self.taps.push(name.clone());
+        name
+    }
+
+    /// Wait until `owner` (a Rusty process) has attached `queues` queues to `tap` and
+    /// brought it up, then move the host side into the namespace and give it
+    /// `host_ip()/24`. A TAP is found by name in the namespace of the process that
+    /// opens /dev/net/tun, so the attach must happen before the move; the open queues
+    /// follow the device into the namespace.
+    pub fn move_tap_when_attached(&mut self, tap: &str, queues: usize, owner: Proc) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let flags_path = format!("/sys/class/net/{tap}/flags");
+        let want = format!("numqueues {queues} ");
+        loop {
+            if !self.running(owner) {
+                self.fail(&format!(
+                    "{} exited before attaching to {tap}",
+                    self.label(owner)
+                ));
+            }
+            let up = fs::read_to_string(&flags_path)
+                .ok()
+                .and_then(|s| u32::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
+                .is_some_and(|f| f & 1 != 0);
+            if up {
+                let (_, details) = quick(self.tools.get("ip"), &["-d", "link", "show", "dev", tap]);
+                if details.contains(&want) {
+                    break;
+                }
+            }
+            if Instant::now() > deadline {
+                self.fail(&format!(
+                    "{tap} not attached with {queues} queues and up within 15 s"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let ns = self.ns.clone();
+        let cidr = format!("{}/24", self.host_ip());
+        self.ip(&["link", "set", "dev", tap, "netns", &ns]);
+        self.ip(&["-n", &ns, "addr", "add", &cidr, "dev", tap]);
+        self.ip(&["-n", &ns, "link", "set", "dev", tap, "up"]);
+    }
+
+    /// Start `cmd` with stdout and stderr into a log file of the scratch directory.
+    pub fn spawn(&mut self, label: &str, mut cmd: Command) -> Proc {
+        let log = self
+            .dir
+            .join(format!("{}-{label}.log", self.children.len()));
+        let file = File::create(&log).expect("log file");
+        let err = file.try_clone().expect("log file");
+        cmd.stdin(Stdio::null()).stdout(file).stderr(err);
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| self.fail(&format!("spawn {label}: {e}")));
+        self.children.push(Child_ {
+            label: label.to_string(),
+            child,
+            log,
+            status: None,
+        });
+        Proc(self.children.len() - 1)
+    }
+
+    /// `ip netns exec NS program args...` (the program replaces `ip`, so the child's
+    /// pid is the program's own).
+    pub fn ns_command(&self, program: impl AsRef<Path>) -> Command {
+        let mut cmd = Command::new(self.tools.get("ip"));
+        cmd.args(["netns", "exec", &self.ns]).arg(program.as_ref());
+        cmd
+    }
+
+    /// Start `program args` inside the namespace.
+    pub fn spawn_in_ns(&mut self, label: &str, program: impl AsRef<Path>, args: &[String]) -> Proc {
+        let mut cmd = self.ns_command(program);
+        cmd.args(args);
+        self.spawn(label, cmd)
+    }
+
+    pub fn label(&self, p: Proc) -> &str {
+        &self.children[p.0].label
+    }
+
+    pub fn pid(&self, p: Proc) -> u32 {
+        self.children[p.0].child.id()
+    }
+
+    /// Whether the child is still running (reaping it if it exited).
+    pub fn running(&mut self, p: Proc) -> bool {
+        let c = &mut self.children[p.0];
+        if c.status.is_none() {
+            c.status = c.child.try_wait().ok().flatten();
+        }
+        c.status.is_none()
+    }
+
+    /// Wait for the child to exit, at most `timeout`; `None` if it is still running.
+    pub fn wait(&mut self, p: Proc, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if !self.running(p) {
+                return self.children[p.0].status;
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Wait for the child, failing the test (with the logs) if it outlives `timeout`.
+    pub fn wait_ok(&mut self, p: Proc, timeout: Duration) -> ExitStatus {
+        match self.wait(p, timeout) {
+            Some(s) => s,
+            None => self.fail(&format!(
+                "{} still running after {timeout:?}",
+                self.label(p)
+            )),
+        }
+    }
+
+    /// Send SIGTERM to the child, by pid.
+    pub fn sigterm(&mut self, p: Proc) {
+        if !self.running(p) {
+            self.fail(&format!("{} exited before SIGTERM", self.label(p)));
+        }
+        let pid = self.pid(p).to_string();
+        let (ok, out) = quick(self.tools.get("kill"), &["-TERM", &pid]);
+        if !ok {
+            self.fail(&format!("kill -TERM {pid}: {out}"));
+        }
+    }
+
+    /// The child's combined stdout and stderr so far.
+    pub fn log(&self, p: Proc) -> String {
+        let mut s = String::new();
+        if let Ok(mut f) = File::open(&self.children[p.0].log) {
+            let _ = f.read_to_string(&mut s);
+        }
+        s
+    }
+
+    /// Every child's log, for failure messages (long logs keep their last 4 KiB).
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        for (i, c) in self.children.iter().enumerate() {
+            let log = self.log(Proc(i));
+            let tail = if log.len() > 4096 {
+                let mut cut = log.len() - 4096;
+                while !log.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                &log[cut..]
+            } else {
+                &log[..]
+            };
+            out.push_str(&format!(
+                "----- {} (pid {}) -----\n{tail}\n",
+                c.label,
+                c.child.id()
+            ));
+        }
+        out
+    }
+
+    /// Wait until `pattern` appears in the child's log, at most `timeout`.
+    pub fn wait_for_log(&mut self, p: Proc, pattern: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.log(p).contains(pattern) {
+            if !self.running(p) && !self.log(p).contains(pattern) {
+                self.fail(&format!(
+                    "{} exited without printing {pattern:?}",
+                    self.label(p)
+                ));
+            }
+            if Instant::now() > deadline {
+                self.fail(&format!(
+                    "{} did not print {pattern:?} within {timeout:?}",
+                    self.label(p)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Wait until something listens on TCP `port` inside the namespace.
+    pub fn wait_listening(&mut self, port: u16, owner: Proc) {
+        let cat = which("cat").unwrap_or_else(|| PathBuf::from("/bin/cat"));
+        let want = format!(":{port:04X} 00000000:0000 0A");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if !self.running(owner) {
+                self.fail(&format!("{} exited before listening", self.label(owner)));
+            }
+            let (_, tcp) = self.ns_quick(&cat, &["/proc/net/tcp"]);
+            if tcp.contains(&want) {
+                return;
+            }
+            if Instant::now() > deadline {
+                self.fail(&format!(
+                    "nothing listens on port {port} in {} after 15 s",
+                    self.ns
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Write a file into the scratch directory.
+    pub fn write(&self, name: &str, contents: &str) -> PathBuf {
+        let p = self.dir.join(name);
+        fs::write(&p, contents).expect("write scratch file");
+        p
+    }
+}
+
+impl Drop for TestNet {
+    fn drop(&mut self) {
+        // Children first, each by its own pid (SIGKILL), then reap.
+        for c in &mut self.children {
+            if c.status.is_none() && c.child.try_wait().ok().flatten().is_none() {
+                let _ = c.child.kill();
+                let _ = c.child.wait();
+            }
+        }
+        let ip = self.tools.get("ip").to_path_buf();
+        for tap in &self.taps {
+            // Wherever the device is now; deleting the namespace would remove it too.
+            let _ = quick(&ip, &["-n", &self.ns, "link", "del", "dev", tap]);
+            let _ = quick(&ip, &["link", "del", "dev", tap]);
+        }
+        if self.ns_created {
+            let (ok, out) = quick(&ip, &["netns", "del", &self.ns]);
+            if !ok {
+                eprintln!("{}: deleting namespace {}: {out}", self.test, self.ns);
+            }
+        }
+        if std::env::var_os("RUSTY_KEEP_TEST_DIR").is_none() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
