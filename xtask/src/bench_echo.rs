@@ -24,18 +24,23 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
 use std::thread;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use crate::readme;
+use crate::common::{
+    build, check_cpus, check_interrupted, command_line, interrupt_flag, listening, machine, median,
+    process_cpu_seconds, release_bin, require_root, tail, thousands, utc_date, workspace_root,
+    write_readme, Netns, Proc, Result,
+};
 
 const PORT: u16 = 7;
 const HOST_CIDR: &str = "10.79.0.1/24";
 const STACK_IP: &str = "10.79.0.2";
 const PREFIX: u8 = 24;
+const README_START: &str = "<!-- bench-echo:start -->";
+const README_END: &str = "<!-- bench-echo:end -->";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct Options {
@@ -121,59 +126,31 @@ impl Sample {
     }
 }
 
-type Result<T> = std::result::Result<T, String>;
-
 pub fn run(opts: &Options) -> Result<()> {
     if opts.duration == 0 || opts.rounds == 0 {
         return Err("--duration and --rounds must be at least 1".into());
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err(
-            "`cargo xtask bench echo` must run as root: it creates a network \
-                    namespace and a TAP device (try `sudo -E cargo xtask bench echo`)"
-                .into(),
-        );
-    }
-    if opts.server_cpu == opts.client_cpu {
-        return Err("--server-cpu and --client-cpu must differ".into());
-    }
-    let allowed = allowed_cpus()?;
-    for cpu in [opts.server_cpu, opts.client_cpu] {
-        if !allowed.contains(&cpu) {
-            return Err(format!(
-                "CPU {cpu} is not in this process's allowed set {allowed:?}; pick others \
-                 with --server-cpu/--client-cpu"
-            ));
-        }
-    }
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&interrupted))
-            .map_err(|e| format!("installing a signal handler: {e}"))?;
-    }
+    require_root("bench echo")?;
+    check_cpus(opts.server_cpu, opts.client_cpu)?;
+    let interrupted = interrupt_flag()?;
 
     let root = workspace_root();
     if !opts.no_build {
-        build(&root)?;
+        build(&root, "rusty-echo")?;
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
     let bins = Bins {
-        echo: target.join("release/echo"),
-        load: target.join("release/echo-load"),
+        echo: release_bin(&root, "echo")?,
+        load: release_bin(&root, "echo-load")?,
     };
-    for b in [&bins.echo, &bins.load] {
-        if !b.is_file() {
-            return Err(format!("{} is missing; build it first", b.display()));
-        }
-    }
 
     let pid = std::process::id();
     let logs = std::env::temp_dir().join(format!("rusty-bench-{pid}"));
     fs::create_dir_all(&logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
-    let net = Netns::create(format!("rusty-bench-{pid}"), format!("rbtap{pid}"))?;
+    let net = Netns::create(
+        format!("rusty-bench-{pid}"),
+        format!("rbtap{pid}"),
+        HOST_CIDR,
+    )?;
     let ctx = Ctx {
         opts,
         bins,
@@ -226,11 +203,7 @@ pub fn run(opts: &Options) -> Result<()> {
     println!("{table}");
     if !opts.no_readme {
         let body = readme_body(opts, &table);
-        let path = root.join("README.md");
-        let text =
-            fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-        fs::write(&path, readme::put_block(&text, &body))
-            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        let path = write_readme(&root, README_START, README_END, &body)?;
         eprintln!("bench echo: table written to {}", path.display());
     }
     Ok(())
@@ -251,19 +224,11 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn check_interrupted(&self) -> Result<()> {
-        if self.interrupted.load(Ordering::Relaxed) {
-            Err("interrupted; cleaning up".into())
-        } else {
-            Ok(())
-        }
+        check_interrupted(self.interrupted)
     }
 
     fn in_ns(&self, cpu: usize, program: &Path) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.net.name, "taskset", "-c"])
-            .arg(cpu.to_string())
-            .arg(program);
-        c
+        self.net.exec_pinned(cpu, program)
     }
 
     fn run_one(&self, case: Case, backend: Backend, n: usize) -> Result<Sample> {
@@ -376,244 +341,6 @@ impl Ctx<'_> {
     }
 }
 
-/// A child process, killed by PID and reaped when dropped.
-struct Proc {
-    name: &'static str,
-    child: Child,
-    done: Option<ExitStatus>,
-}
-
-impl Proc {
-    fn spawn(name: &'static str, mut cmd: Command, log: &Path) -> Result<Proc> {
-        let file = fs::File::create(log).map_err(|e| format!("creating {}: {e}", log.display()))?;
-        let err = file
-            .try_clone()
-            .map_err(|e| format!("duplicating a file handle: {e}"))?;
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(file)
-            .stderr(err)
-            .spawn()
-            .map_err(|e| format!("starting {name} ({cmd:?}): {e}"))?;
-        Ok(Proc {
-            name,
-            child,
-            done: None,
-        })
-    }
-
-    /// `ip netns exec` and `taskset` exec the program in place, so this is its PID.
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    fn try_status(&mut self) -> Result<Option<ExitStatus>> {
-        if self.done.is_none() {
-            self.done = self
-                .child
-                .try_wait()
-                .map_err(|e| format!("waiting for {}: {e}", self.name))?;
-        }
-        Ok(self.done)
-    }
-
-    /// Its exit status, or `None` when it ran past `limit` (it is then killed).
-    fn wait_for(
-        &mut self,
-        limit: Duration,
-        interrupted: &AtomicBool,
-    ) -> Result<Option<ExitStatus>> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(st) = self.try_status()? {
-                return Ok(Some(st));
-            }
-            if interrupted.load(Ordering::Relaxed) {
-                return Err("interrupted; cleaning up".into());
-            }
-            if Instant::now() > deadline {
-                self.kill(libc::SIGKILL);
-                return Ok(None);
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn kill(&mut self, sig: i32) {
-        if matches!(self.try_status(), Ok(None)) {
-            // SAFETY: kill has no memory preconditions; the PID is our unreaped child, so
-            // it cannot have been reused.
-            unsafe { libc::kill(self.pid(), sig) };
-        }
-    }
-
-    /// SIGINT, then SIGKILL if it is still there after `grace`.
-    fn stop(&mut self, grace: Duration) {
-        self.kill(libc::SIGINT);
-        let deadline = Instant::now() + grace;
-        while matches!(self.try_status(), Ok(None)) && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(10));
-        }
-        self.kill(libc::SIGKILL);
-        if self.done.is_none() {
-            self.done = self.child.wait().ok();
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if self.done.is_none() {
-            self.kill(libc::SIGKILL);
-            self.done = self.child.wait().ok();
-        }
-    }
-}
-
-/// The benchmark's network namespace and TAP, deleted when dropped.
-struct Netns {
-    name: String,
-    tap: String,
-}
-
-impl Netns {
-    fn create(name: String, tap: String) -> Result<Netns> {
-        ip(&["netns", "add", &name])?;
-        // From here on, Drop deletes whatever was made.
-        let ns = Netns { name, tap };
-        let n = ns.name.as_str();
-        let t = ns.tap.as_str();
-        ip(&["-n", n, "link", "set", "lo", "up"])?;
-        ip(&[
-            "-n",
-            n,
-            "tuntap",
-            "add",
-            "dev",
-            t,
-            "mode",
-            "tap",
-            "multi_queue",
-            "vnet_hdr",
-        ])?;
-        ip(&["-n", n, "addr", "add", HOST_CIDR, "dev", t])?;
-        ip(&["-n", n, "link", "set", t, "up"])?;
-        Ok(ns)
-    }
-
-    fn tap_has_carrier(&self) -> bool {
-        let out = Command::new("ip")
-            .args(["-n", &self.name, "-o", "link", "show", "dev", &self.tap])
-            .stderr(Stdio::null())
-            .output();
-        matches!(out, Ok(o) if o.status.success()
-            && String::from_utf8_lossy(&o.stdout).contains("LOWER_UP"))
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let tap = ip(&["-n", &self.name, "link", "del", "dev", &self.tap]);
-        let ns = ip(&["netns", "del", &self.name]);
-        for r in [tap, ns] {
-            if let Err(e) = r {
-                eprintln!("bench echo: cleanup: {e}");
-            }
-        }
-    }
-}
-
-fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("running `ip`: {e} (is iproute2 installed?)"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "`ip {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-fn build(root: &Path) -> Result<()> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "--release", "-p", "rusty-echo"])
-        .current_dir(root)
-        .status()
-        .map_err(|e| format!("running cargo: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "`cargo build --release -p rusty-echo` failed ({status})"
-        ))
-    }
-}
-
-fn workspace_root() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .parent()
-        .map_or(manifest.clone(), Path::to_path_buf)
-}
-
-fn allowed_cpus() -> Result<Vec<usize>> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(format!(
-                "sched_getaffinity: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect())
-    }
-}
-
-/// utime + stime of process `pid` (all its threads), in seconds.
-fn process_cpu_seconds(pid: i32) -> Result<f64> {
-    let path = format!("/proc/{pid}/stat");
-    let stat = fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
-    let ticks = parse_stat_ticks(&stat).ok_or_else(|| format!("unexpected {path}: {stat}"))?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    Ok(ticks as f64 / hz.max(1) as f64)
-}
-
-/// utime + stime in clock ticks from the text of `/proc/PID/stat`.
-fn parse_stat_ticks(stat: &str) -> Option<u64> {
-    // The command name (field 2) is in parentheses and may hold spaces; fields after it
-    // start at 3 (state), so utime (14) and stime (15) are the 12th and 13th.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut f = rest.split_whitespace().skip(11);
-    let utime: u64 = f.next()?.parse().ok()?;
-    let stime: u64 = f.next()?.parse().ok()?;
-    Some(utime + stime)
-}
-
-/// Whether process `pid`'s network namespace has a TCP socket listening on `port`.
-fn listening(pid: i32, port: u16) -> bool {
-    let want = format!(":{port:04X}");
-    ["tcp", "tcp6"].iter().any(|f| {
-        fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
-            t.lines().skip(1).any(|l| {
-                let mut cols = l.split_whitespace();
-                let local = cols.nth(1).unwrap_or("");
-                let state = cols.nth(1).unwrap_or("");
-                local.ends_with(&want) && state == "0A"
-            })
-        })
-    })
-}
-
 /// messages/s, MB/s, messages and (ping-pong) p50/p99 from echo-load's report.
 fn parse_client(out: &str) -> Option<Sample> {
     let mut s = Sample::default();
@@ -637,26 +364,6 @@ fn parse_client(out: &str) -> Option<Sample> {
         }
     }
     seen.then_some(s)
-}
-
-fn tail(path: &Path, lines: usize) -> String {
-    let text = fs::read_to_string(path).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.retain(|x| !x.is_nan());
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
 }
 
 /// Medians per (case, backend) and the TAP/kernel ratios, as a markdown table.
@@ -718,40 +425,8 @@ fn table(samples: &[Vec<(Backend, Sample)>]) -> String {
     t
 }
 
-fn thousands(x: f64) -> String {
-    if !x.is_finite() {
-        return "—".into();
-    }
-    let digits = format!("{:.0}", x.abs());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if x < 0.0 {
-        out.insert(0, '-');
-    }
-    out
-}
-
 fn readme_body(opts: &Options, table: &str) -> String {
-    let command = std::iter::once("cargo xtask".to_string())
-        .chain(std::env::args().skip(1))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let model = fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let nproc = thread::available_parallelism().map_or(0, |n| n.get());
+    let command = command_line();
     let spin = opts
         .spin_us
         .map_or("the binaries' default `--spin-us 200`".to_string(), |us| {
@@ -760,7 +435,7 @@ fn readme_body(opts: &Options, table: &str) -> String {
     format!(
         "### Echo: Rusty on TAP vs the kernel's sockets\n\
          \n\
-         `{command}` — {date}, {nproc} CPUs ({model}), Linux {kernel}.\n\
+         `{command}` — {date}, {machine}.\n\
          {rounds} run(s) × {d} s per case and backend, alternating which backend goes first;\n\
          each column is the median over the runs, messages/s also shows the slowest–fastest run.\n\
          \n\
@@ -776,35 +451,12 @@ fn readme_body(opts: &Options, table: &str) -> String {
          \n\
          {table}",
         date = utc_date(),
-        kernel = kernel.trim(),
+        machine = machine(),
         rounds = opts.rounds,
         d = opts.duration,
         scpu = opts.server_cpu,
         ccpu = opts.client_cpu,
     )
-}
-
-/// Today's date in UTC as YYYY-MM-DD.
-fn utc_date() -> String {
-    let secs = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Proleptic Gregorian date of `days` since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
@@ -825,23 +477,5 @@ mod tests {
         let s = parse_client("messages/s 10   MB/s 0.01   messages 20   bytes 1\n").unwrap();
         assert_eq!(s.latency_us, None);
         assert!(parse_client("echo-load: connection refused\n").is_none());
-    }
-
-    #[test]
-    fn reads_proc_stat() {
-        let stat = "1234 (echo (x) y) S 1 2 3 4 5 6 7 8 9 10 150 25 0 0 20 0 3 0";
-        assert_eq!(parse_stat_ticks(stat), Some(175));
-    }
-
-    #[test]
-    fn medians_and_numbers() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0]), 2.5);
-        assert!(median(vec![f64::NAN]).is_nan());
-        assert_eq!(thousands(1_234_567.4), "1,234,567");
-        assert_eq!(thousands(999.0), "999");
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     }
 }

@@ -4,12 +4,20 @@
 //!   echo server on Rusty's stack (TAP) against the same server on the kernel's sockets,
 //!   driven by the same client on the same cores; prints a table and writes it into the
 //!   README (see [`bench_echo`]).
+//! - `cargo xtask bench http [--duration S] [--rounds N] [--connections C] [--no-nginx] …`:
+//!   httpd on Rusty's stack (TAP), the same httpd on the kernel's sockets and nginx, one
+//!   server core each, under the same wrk; prints a table and writes it into the README
+//!   (see [`bench_http`]).
+//! - `cargo xtask gen-pages DIR`: the HTTP benchmark's page set (see [`pages`]).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod bench_echo;
+mod bench_http;
+mod common;
+mod pages;
 mod readme;
 
 #[derive(Debug, Parser)]
@@ -26,12 +34,19 @@ enum Command {
         #[command(subcommand)]
         which: Bench,
     },
+    /// Write the HTTP benchmark's page set (500 log-normal pages and a 64-byte page).
+    GenPages {
+        /// Directory to write into (made if missing).
+        dir: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 enum Bench {
     /// Echo on TAP vs the same echo on the kernel backend (needs root).
     Echo(bench_echo::Options),
+    /// httpd on TAP vs httpd on the kernel backend vs nginx, under wrk (needs root).
+    Http(bench_http::Options),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +55,10 @@ fn main() -> ExitCode {
         Command::Bench {
             which: Bench::Echo(opts),
         } => bench_echo::run(&opts),
+        Command::Bench {
+            which: Bench::Http(opts),
+        } => bench_http::run(&opts),
+        Command::GenPages { dir } => bench_http::gen_pages(&dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

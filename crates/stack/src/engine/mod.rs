@@ -95,6 +95,8 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     mac: MacAddr,
     our_mss: u16,
     tx_csum: ChecksumOffload,
+    /// Payload bytes per TSO super-frame the device takes (0: no TSO).
+    tso_payload: usize,
     conns: Slab<Slot<H::Conn>>,
     next_generation: u32,
     flows: HashMap<FlowKey, usize, RandomState>,
@@ -151,6 +153,12 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             mac: caps.mac,
             our_mss,
             tx_csum: caps.tx_checksum,
+            // TSO needs the device to checksum each segment it cuts; leave room for the
+            // IPv4 header and the largest TCP header.
+            tso_payload: match caps.tso_max {
+                Some(max) if caps.tx_checksum.tcp => max.saturating_sub(ipv4::HEADER_LEN + 60),
+                _ => 0,
+            },
             conns: Slab::with_capacity(cfg.max_connections.min(65536)),
             next_generation: 1,
             flows: HashMap::with_hasher(RandomState::new()),
@@ -696,6 +704,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1).max(1);
         let next_hop = self.cfg.next_hop(key.remote_ip);
+        let mut tcb = tcb;
+        tcb.set_tso(self.tso_payload);
         let index = self.conns.insert(Slot {
             tcb,
             app,
@@ -1378,6 +1388,7 @@ fn write_tcp_frame(
             start: tcp_start as u16,
             offset: 16,
         });
+        meta.tso_mss = seg.tso_mss;
     } else {
         // The payload's sum comes with the copy (from precomputed prefix sums for
         // summed bodies), so the body is never read a second time.

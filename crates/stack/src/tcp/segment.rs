@@ -121,6 +121,8 @@ pub struct TxSegment {
     pub sack: [Option<(u32, u32)>; 3],
     pub payload_offset: usize,
     pub payload_len: usize,
+    /// A TSO super-frame: the device cuts the payload into segments of this size.
+    pub tso_mss: Option<u16>,
 }
 
 impl TxSegment {

@@ -151,6 +151,8 @@ pub struct Tcb {
     snd_wscale: u8,
     /// Payload bytes per full-sized segment, after the options we always send.
     snd_mss: usize,
+    /// Most payload bytes the device segments for us in one TSO super-frame (0: no TSO).
+    tso_max: usize,
     send_buf: SendBuffer,
     /// The application closed its sending side: a FIN follows the queued data.
     fin_queued: bool,
@@ -302,6 +304,7 @@ impl Tcb {
             max_snd_wnd: 0,
             snd_wscale: 0,
             snd_mss: smss,
+            tso_max: 0,
             send_buf: SendBuffer::new(cfg.send_buffer),
             fin_queued: false,
             snd_fin: None,
@@ -545,6 +548,12 @@ impl Tcb {
     pub fn window_scales(&self) -> (u8, u8) {
         (self.snd_wscale, self.rcv_wscale)
     }
+    /// Let new data go out as TSO super-frames of up to `max_payload` bytes, which the
+    /// device cuts into full segments ([`TxSegment::tso_mss`]). Zero turns it off.
+    pub fn set_tso(&mut self, max_payload: usize) {
+        self.tso_max = max_payload;
+    }
+
     /// Bytes the application may still queue by copy.
     pub fn send_space(&self) -> usize {
         if self.can_send() {
@@ -1673,7 +1682,9 @@ impl Tcb {
             let wnd = self.snd_wnd.min(self.cc.cwnd());
             let usable = wnd.saturating_sub(self.flight_size());
             let max_payload = self.snd_mss.saturating_sub(self.sack_option_len()).max(1);
-            let len = avail.min(max_payload).min(usable);
+            // With TSO, a run of full segments goes out as one super-frame.
+            let burst = (self.tso_max / max_payload).max(1) * max_payload;
+            let len = avail.min(burst).min(usable);
             if avail > 0 && len == 0 {
                 break;
             }
@@ -1691,7 +1702,15 @@ impl Tcb {
             }
             let before = out.len();
             self.send_segment_at(now, self.snd_nxt, len, false, out);
-            if out.len() == before || fin_due {
+            if out.len() == before {
+                break;
+            }
+            if let Some(seg) = out.last_mut() {
+                if seg.payload_len > max_payload {
+                    seg.tso_mss = Some(max_payload as u16);
+                }
+            }
+            if fin_due {
                 break;
             }
         }
@@ -1709,7 +1728,14 @@ impl Tcb {
     ) {
         let offset = seq.since(self.data_start());
         let remaining = self.send_buf.len().saturating_sub(offset);
-        let max_payload = self.snd_mss.saturating_sub(self.sack_option_len()).max(1);
+        let mss = self.snd_mss.saturating_sub(self.sack_option_len()).max(1);
+        // New data may be a TSO run of full segments (send_new sized it); everything
+        // else (retransmissions, probes) is one segment.
+        let max_payload = if probe || seq < self.snd_max {
+            mss
+        } else {
+            (self.tso_max / mss).max(1) * mss
+        };
         let len = remaining.min(max_len).min(max_payload);
         let fin = self.snd_fin == Some(seq + len);
         if len == 0 && !fin {

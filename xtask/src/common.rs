@@ -1,0 +1,530 @@
+//! Pieces the benchmarks share: child processes killed by PID, the benchmark's network
+//! namespace with its TAP, `/proc` CPU accounting, building, and table formatting.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+pub type Result<T> = std::result::Result<T, String>;
+
+/// Fails unless running as root; `what` names the command for the message.
+pub fn require_root(what: &str) -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(format!(
+            "`cargo xtask {what}` must run as root: it creates a network namespace and a \
+             TAP device (try `sudo -E cargo xtask {what}`)"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that the two cores differ and are both in this process's allowed set.
+pub fn check_cpus(server: usize, client: usize) -> Result<()> {
+    if server == client {
+        return Err("--server-cpu and --client-cpu must differ".into());
+    }
+    let allowed = allowed_cpus()?;
+    for cpu in [server, client] {
+        if !allowed.contains(&cpu) {
+            return Err(format!(
+                "CPU {cpu} is not in this process's allowed set {allowed:?}; pick others \
+                 with --server-cpu/--client-cpu"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A flag raised by SIGINT/SIGTERM, so that a run stops and cleans up.
+pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&interrupted))
+            .map_err(|e| format!("installing a signal handler: {e}"))?;
+    }
+    Ok(interrupted)
+}
+
+pub fn check_interrupted(interrupted: &AtomicBool) -> Result<()> {
+    if interrupted.load(Ordering::Relaxed) {
+        Err("interrupted; cleaning up".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// A child process, killed by PID and reaped when dropped.
+pub struct Proc {
+    name: &'static str,
+    child: Child,
+    done: Option<ExitStatus>,
+}
+
+impl Proc {
+    /// Starts `cmd` with stdin from /dev/null and stdout and stderr into `log`.
+    pub fn spawn(name: &'static str, mut cmd: Command, log: &Path) -> Result<Proc> {
+        let file = fs::File::create(log).map_err(|e| format!("creating {}: {e}", log.display()))?;
+        let err = file
+            .try_clone()
+            .map_err(|e| format!("duplicating a file handle: {e}"))?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(file)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("starting {name} ({cmd:?}): {e}"))?;
+        Ok(Proc {
+            name,
+            child,
+            done: None,
+        })
+    }
+
+    /// `ip netns exec` and `taskset` exec the program in place, so this is its PID.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn try_status(&mut self) -> Result<Option<ExitStatus>> {
+        if self.done.is_none() {
+            self.done = self
+                .child
+                .try_wait()
+                .map_err(|e| format!("waiting for {}: {e}", self.name))?;
+        }
+        Ok(self.done)
+    }
+
+    /// Its exit status, or `None` when it ran past `limit` (it is then killed).
+    pub fn wait_for(
+        &mut self,
+        limit: Duration,
+        interrupted: &AtomicBool,
+    ) -> Result<Option<ExitStatus>> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(st) = self.try_status()? {
+                return Ok(Some(st));
+            }
+            check_interrupted(interrupted)?;
+            if Instant::now() > deadline {
+                self.kill(libc::SIGKILL);
+                return Ok(None);
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn kill(&mut self, sig: i32) {
+        if matches!(self.try_status(), Ok(None)) {
+            // SAFETY: kill has no memory preconditions; the PID is our unreaped child, so
+            // it cannot have been reused.
+            unsafe { libc::kill(self.pid(), sig) };
+        }
+    }
+
+    /// `sig` (SIGINT or SIGTERM), then SIGKILL if it is still there after `grace`.
+    pub fn stop_with(&mut self, sig: i32, grace: Duration) {
+        self.kill(sig);
+        let deadline = Instant::now() + grace;
+        while matches!(self.try_status(), Ok(None)) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.kill(libc::SIGKILL);
+        if self.done.is_none() {
+            self.done = self.child.wait().ok();
+        }
+    }
+
+    /// SIGINT, then SIGKILL if it is still there after `grace`.
+    pub fn stop(&mut self, grace: Duration) {
+        self.stop_with(libc::SIGINT, grace);
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.done.is_none() {
+            self.kill(libc::SIGKILL);
+            self.done = self.child.wait().ok();
+        }
+    }
+}
+
+/// A private network namespace holding a multi-queue TAP whose host side has an
+/// address; both deleted when dropped.
+pub struct Netns {
+    pub name: String,
+    pub tap: String,
+}
+
+impl Netns {
+    pub fn create(name: String, tap: String, host_cidr: &str) -> Result<Netns> {
+        ip(&["netns", "add", &name])?;
+        // From here on, Drop deletes whatever was made.
+        let ns = Netns { name, tap };
+        let n = ns.name.as_str();
+        let t = ns.tap.as_str();
+        ip(&["-n", n, "link", "set", "lo", "up"])?;
+        ip(&[
+            "-n",
+            n,
+            "tuntap",
+            "add",
+            "dev",
+            t,
+            "mode",
+            "tap",
+            "multi_queue",
+            "vnet_hdr",
+        ])?;
+        ip(&["-n", n, "addr", "add", host_cidr, "dev", t])?;
+        ip(&["-n", n, "link", "set", t, "up"])?;
+        Ok(ns)
+    }
+
+    /// `ip netns exec NAME taskset -c CPU PROGRAM`.
+    pub fn exec_pinned(&self, cpu: usize, program: &Path) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name, "taskset", "-c"])
+            .arg(cpu.to_string())
+            .arg(program);
+        c
+    }
+
+    /// Sets a (namespaced) sysctl inside the namespace.
+    pub fn sysctl(&self, key: &str, value: &str) -> Result<()> {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.name, "sysctl", "-q", "-w"])
+            .arg(format!("{key}={value}"))
+            .output()
+            .map_err(|e| format!("running sysctl: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "sysctl {key}={value} in {} failed: {}",
+                self.name,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+
+    pub fn tap_has_carrier(&self) -> bool {
+        let out = Command::new("ip")
+            .args(["-n", &self.name, "-o", "link", "show", "dev", &self.tap])
+            .stderr(Stdio::null())
+            .output();
+        matches!(out, Ok(o) if o.status.success()
+            && String::from_utf8_lossy(&o.stdout).contains("LOWER_UP"))
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let tap = ip(&["-n", &self.name, "link", "del", "dev", &self.tap]);
+        let ns = ip(&["netns", "del", &self.name]);
+        for r in [tap, ns] {
+            if let Err(e) = r {
+                eprintln!("xtask: cleanup: {e}");
+            }
+        }
+    }
+}
+
+pub fn ip(args: &[&str]) -> Result<()> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("running `ip`: {e} (is iproute2 installed?)"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`ip {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A temporary directory, removed with its contents when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> Result<TempDir> {
+        let path = std::env::temp_dir().join(name);
+        let _ = fs::remove_dir_all(&path);
+        fs::create_dir_all(&path).map_err(|e| format!("creating {}: {e}", path.display()))?;
+        Ok(TempDir(path))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Leaves the directory in place (for its logs) and says where it is.
+    pub fn keep(self) -> PathBuf {
+        let p = self.0.clone();
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `cargo build --release -p PACKAGE` in the workspace.
+pub fn build(root: &Path, package: &str) -> Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "-p", package])
+        .current_dir(root)
+        .status()
+        .map_err(|e| format!("running cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cargo build --release -p {package}` failed ({status})"
+        ))
+    }
+}
+
+pub fn workspace_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map_or(manifest.clone(), Path::to_path_buf)
+}
+
+/// The release binary `name` of the workspace (honouring `CARGO_TARGET_DIR`).
+pub fn release_bin(root: &Path, name: &str) -> Result<PathBuf> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let b = target.join("release").join(name);
+    if b.is_file() {
+        Ok(b)
+    } else {
+        Err(format!("{} is missing; build it first", b.display()))
+    }
+}
+
+/// The first `name` on `PATH` (plus /usr/sbin and /sbin, which a non-login root shell
+/// may lack).
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/local/sbin", "/usr/sbin", "/sbin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+pub fn allowed_cpus() -> Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(format!(
+                "sched_getaffinity: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect())
+    }
+}
+
+/// utime + stime of process `pid` (all its threads), in seconds.
+pub fn process_cpu_seconds(pid: i32) -> Result<f64> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
+    let ticks = parse_stat_ticks(&stat).ok_or_else(|| format!("unexpected {path}: {stat}"))?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Ok(ticks as f64 / hz.max(1) as f64)
+}
+
+/// utime + stime in clock ticks from the text of `/proc/PID/stat`.
+pub fn parse_stat_ticks(stat: &str) -> Option<u64> {
+    // The command name (field 2) is in parentheses and may hold spaces; fields after it
+    // start at 3 (state), so utime (14) and stime (15) are the 12th and 13th.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// The parent PID from the text of `/proc/PID/stat`.
+pub fn parse_stat_ppid(stat: &str) -> Option<i32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// PIDs of the live children of `pid` (from the parent field of every `/proc/N/stat`).
+pub fn children_of(pid: i32) -> Vec<i32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&n| {
+            fs::read_to_string(format!("/proc/{n}/stat"))
+                .ok()
+                .and_then(|s| parse_stat_ppid(&s))
+                == Some(pid)
+        })
+        .collect()
+}
+
+/// Whether process `pid`'s network namespace has a TCP socket listening on `port`.
+pub fn listening(pid: i32, port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    ["tcp", "tcp6"].iter().any(|f| {
+        fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let mut cols = l.split_whitespace();
+                let local = cols.nth(1).unwrap_or("");
+                let state = cols.nth(1).unwrap_or("");
+                local.ends_with(&want) && state == "0A"
+            })
+        })
+    })
+}
+
+pub fn tail(path: &Path, lines: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| !x.is_nan());
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+pub fn thousands(x: f64) -> String {
+    if !x.is_finite() {
+        return "—".into();
+    }
+    let digits = format!("{:.0}", x.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if x < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// `cargo xtask ARGS…` as this process was started.
+pub fn command_line() -> String {
+    std::iter::once("cargo xtask".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// "N CPUs (MODEL), Linux RELEASE".
+pub fn machine() -> String {
+    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let model = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let nproc = thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{nproc} CPUs ({model}), Linux {}", kernel.trim())
+}
+
+/// Today's date in UTC as YYYY-MM-DD.
+pub fn utc_date() -> String {
+    let secs = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Proleptic Gregorian date of `days` since 1970-01-01 (Howard Hinnant's algorithm).
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Writes `body` into README.md between `start` and `end`.
+pub fn write_readme(root: &Path, start: &str, end: &str, body: &str) -> Result<PathBuf> {
+    let path = root.join("README.md");
+    let text = fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    fs::write(&path, crate::readme::put_block(&text, start, end, body))
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_proc_stat() {
+        let stat = "1234 (echo (x) y) S 1 2 3 4 5 6 7 8 9 10 150 25 0 0 20 0 3 0";
+        assert_eq!(parse_stat_ticks(stat), Some(175));
+        assert_eq!(parse_stat_ppid(stat), Some(1));
+    }
+
+    #[test]
+    fn finds_own_children() {
+        let mut c = Command::new("sleep").arg("5").spawn().unwrap();
+        let me = std::process::id() as i32;
+        assert!(children_of(me).contains(&(c.id() as i32)));
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+
+    #[test]
+    fn medians_and_numbers() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0]), 2.5);
+        assert!(median(vec![f64::NAN]).is_nan());
+        assert_eq!(thousands(1_234_567.4), "1,234,567");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}
