@@ -52,6 +52,9 @@ pub struct CommonArgs {
     pub grace: u64,
     #[arg(long, value_enum, default_value_t = LogLevel::Info)]
     pub log_level: LogLevel,
+    /// Send bulk data as MTU-sized segments even where the device offers TSO.
+    #[arg(long)]
+    pub no_tso: bool,
     /// Testing: drop this fraction (0..1) of the frames Rusty's workers send.
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     pub fault_loss: f64,
@@ -78,6 +81,7 @@ impl CommonArgs {
         l.runtime.spin = Duration::from_micros(self.spin_us);
         l.runtime.grace = Duration::from_secs(self.grace);
         l.runtime.stats_interval = self.stats.filter(|&s| s > 0).map(Duration::from_secs);
+        l.tso = !self.no_tso;
         for (name, p) in [
             ("--fault-loss", self.fault_loss),
             ("--fault-duplicate", self.fault_duplicate),

@@ -38,6 +38,8 @@ pub struct Launch {
     /// Inject faults on the transmit path of Rusty's workers (testing): the config and
     /// a seed (each worker adds its index).
     pub faults: Option<(FaultConfig, u64)>,
+    /// Let Rusty's engines use TSO where the device offers it.
+    pub tso: bool,
 }
 
 impl Launch {
@@ -51,6 +53,7 @@ impl Launch {
             max_connections: 65536,
             backlog: 1024,
             faults: None,
+            tso: true,
         }
     }
 }
@@ -174,6 +177,7 @@ where
                     cfg.prefix_len = link.prefix_len;
                     cfg.tcp = launch.tcp.clone();
                     cfg.max_connections = launch.max_connections;
+                    cfg.tso = launch.tso;
                     let ports = listen
                         .map(|p| vec![(p, launch.backlog)])
                         .unwrap_or_default();

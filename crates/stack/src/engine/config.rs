@@ -28,6 +28,10 @@ pub struct EngineConfig {
     pub rx_burst: usize,
     /// Local ports for active opens.
     pub ephemeral_ports: RangeInclusive<u16>,
+    /// Send bulk data as TSO super-frames when the device segments (and checksums) for
+    /// us. Fewer, larger writes help the sender; on TAP they cost the receiving kernel
+    /// more per byte (see the README's benchmarks), so it can be turned off.
+    pub tso: bool,
     /// Keys for ISNs and SYN cookies. `None` draws them from the OS; tests and the
     /// simulator fix them so runs replay exactly.
     pub secret: Option<[u8; 32]>,
@@ -47,6 +51,7 @@ impl EngineConfig {
             rx_burst: 32,
             ephemeral_ports: 32768..=60999,
             secret: None,
+            tso: true,
         }
     }
 

@@ -156,7 +156,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             // TSO needs the device to checksum each segment it cuts; leave room for the
             // IPv4 header and the largest TCP header.
             tso_payload: match caps.tso_max {
-                Some(max) if caps.tx_checksum.tcp => max.saturating_sub(ipv4::HEADER_LEN + 60),
+                Some(max) if caps.tx_checksum.tcp && cfg.tso => {
+                    max.saturating_sub(ipv4::HEADER_LEN + 60)
+                }
                 _ => 0,
             },
             conns: Slab::with_capacity(cfg.max_connections.min(65536)),

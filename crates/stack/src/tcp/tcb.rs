@@ -270,6 +270,9 @@ impl From<&Segment> for SynOptions {
     }
 }
 
+/// Fewest full segments worth sending as one TSO super-frame.
+const TSO_MIN_SEGMENTS: usize = 8;
+
 /// MSS assumed when the peer sends none (RFC 9293 §3.7.1).
 const DEFAULT_MSS: u16 = 536;
 /// Bytes of the timestamp option as sent (two NOPs + 10, RFC 7323 appendix A).
@@ -1684,7 +1687,11 @@ impl Tcb {
             let max_payload = self.snd_mss.saturating_sub(self.sack_option_len()).max(1);
             // With TSO, a run of full segments goes out as one super-frame.
             let burst = (self.tso_max / max_payload).max(1) * max_payload;
-            let len = avail.min(burst).min(usable);
+            let mut len = avail.min(burst).min(usable);
+            if len < TSO_MIN_SEGMENTS * max_payload {
+                // A short run costs the peer more as one super-frame than as segments.
+                len = len.min(max_payload);
+            }
             if avail > 0 && len == 0 {
                 break;
             }
