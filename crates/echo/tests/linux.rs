@@ -182,38 +182,7 @@ fn echo_on_tap_with_kernel_dropping_5_percent() {
     ) else {
         return;
     };
-    let nft = net.tools.get("nft").to_path_buf();
-    for args in [
-        &["add", "table", "inet", "rusty_drop"][..],
-        &[
-            "add",
-            "chain",
-            "inet",
-            "rusty_drop",
-            "out",
-            "{ type filter hook output priority 0; }",
-        ],
-        &[
-            "add",
-            "rule",
-            "inet",
-            "rusty_drop",
-            "out",
-            "numgen",
-            "random",
-            "mod",
-            "100",
-            "<",
-            "5",
-            "counter",
-            "drop",
-        ],
-    ] {
-        let (ok, out) = net.ns_quick(&nft, args);
-        if !ok {
-            net.fail(&format!("nft {}: {out}", args.join(" ")));
-        }
-    }
+    net.drop_outgoing_percent(5);
     let echo = start_tap_echo(&mut net, 2, &["--grace", "2"]);
     let host = net.stack_ip();
     let (clients, s) = run_clients(
@@ -235,16 +204,7 @@ fn echo_on_tap_with_kernel_dropping_5_percent() {
     );
     assert_all_echoed(&net, clients, &s, 100);
     // The rule really dropped packets.
-    let (_, rules) = net.ns_quick(&nft, &["list", "table", "inet", "rusty_drop"]);
-    let dropped: u64 = rules
-        .split_whitespace()
-        .skip_while(|w| *w != "packets")
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    if dropped == 0 {
-        net.fail(&format!("the nft rule dropped nothing:\n{rules}"));
-    }
+    let dropped = net.dropped_outgoing();
     eprintln!("echo_on_tap_with_kernel_dropping_5_percent: nft dropped {dropped} packets; {s:?}");
     stop(&mut net, echo, Duration::from_secs(5));
 }

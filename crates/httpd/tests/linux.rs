@@ -174,38 +174,7 @@ fn httpd_on_tap_with_kernel_dropping_5_percent() {
     ) else {
         return;
     };
-    let nft = net.tools.get("nft").to_path_buf();
-    for args in [
-        &["add", "table", "inet", "rusty_drop"][..],
-        &[
-            "add",
-            "chain",
-            "inet",
-            "rusty_drop",
-            "out",
-            "{ type filter hook output priority 0; }",
-        ],
-        &[
-            "add",
-            "rule",
-            "inet",
-            "rusty_drop",
-            "out",
-            "numgen",
-            "random",
-            "mod",
-            "100",
-            "<",
-            "5",
-            "counter",
-            "drop",
-        ],
-    ] {
-        let (ok, out) = net.ns_quick(&nft, args);
-        if !ok {
-            net.fail(&format!("nft {}: {out}", args.join(" ")));
-        }
-    }
+    net.drop_outgoing_percent(5);
     let root = make_site(&net.dir, Some(20 << 20));
     let httpd = start_tap_httpd(&mut net, &root, &[]);
     ns_checks(
@@ -214,16 +183,7 @@ fn httpd_on_tap_with_kernel_dropping_5_percent() {
         &["concurrent", "big"],
         &["--clients", "100", "--rounds", "20", "--timeout", "60"],
     );
-    let (_, rules) = net.ns_quick(&nft, &["list", "table", "inet", "rusty_drop"]);
-    let dropped: u64 = rules
-        .split_whitespace()
-        .skip_while(|w| *w != "packets")
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    if dropped == 0 {
-        net.fail(&format!("the nft rule dropped nothing:\n{rules}"));
-    }
+    let dropped = net.dropped_outgoing();
     let log = stop(&mut net, httpd);
     if total_counter(&log, "200") < 2000 {
         net.fail("fewer than 2000 responses counted");

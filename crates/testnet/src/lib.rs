@@ -254,6 +254,61 @@ impl TestNet {
         quick(self.tools.get("ip"), &all)
     }
 
+    /// Make the namespace's kernel drop `percent`% of the packets it sends, at random
+    /// (nftables `numgen random`, table `rusty_drop`). Needs the `nft` tool.
+    pub fn drop_outgoing_percent(&self, percent: u32) {
+        let nft = self.tools.get("nft").to_path_buf();
+        let limit = percent.to_string();
+        for args in [
+            &["add", "table", "inet", "rusty_drop"][..],
+            &[
+                "add",
+                "chain",
+                "inet",
+                "rusty_drop",
+                "out",
+                "{ type filter hook output priority 0; }",
+            ],
+            &[
+                "add",
+                "rule",
+                "inet",
+                "rusty_drop",
+                "out",
+                "numgen",
+                "random",
+                "mod",
+                "100",
+                "<",
+                &limit,
+                "counter",
+                "drop",
+            ],
+        ] {
+            let (ok, out) = self.ns_quick(&nft, args);
+            if !ok {
+                self.fail(&format!("nft {}: {out}", args.join(" ")));
+            }
+        }
+    }
+
+    /// How many packets the rule of [`drop_outgoing_percent`](Self::drop_outgoing_percent)
+    /// has dropped; fails the test when it dropped none.
+    pub fn dropped_outgoing(&self) -> u64 {
+        let nft = self.tools.get("nft").to_path_buf();
+        let (_, rules) = self.ns_quick(&nft, &["list", "table", "inet", "rusty_drop"]);
+        let dropped: u64 = rules
+            .split_whitespace()
+            .skip_while(|w| *w != "packets")
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        if dropped == 0 {
+            self.fail(&format!("the nft rule dropped nothing:\n{rules}"));
+        }
+        dropped
+    }
+
     /// Pre-create a persistent multi-queue TAP with virtio-net headers in the root
     /// namespace; Rusty attaches to it by name (`tap:NAME`).
     pub fn create_tap(&mut self) -> String {

@@ -270,8 +270,8 @@ impl From<&Segment> for SynOptions {
     }
 }
 
-/// Fewest full segments worth sending as one TSO super-frame.
-const TSO_MIN_SEGMENTS: usize = 8;
+/// Fewest full segments sent as one TSO super-frame.
+const TSO_MIN_SEGMENTS: usize = 2;
 
 /// MSS assumed when the peer sends none (RFC 9293 §3.7.1).
 const DEFAULT_MSS: u16 = 536;
@@ -1689,7 +1689,7 @@ impl Tcb {
             let burst = (self.tso_max / max_payload).max(1) * max_payload;
             let mut len = avail.min(burst).min(usable);
             if len < TSO_MIN_SEGMENTS * max_payload {
-                // A short run costs the peer more as one super-frame than as segments.
+                // Less than two full segments: nothing for the device to cut.
                 len = len.min(max_payload);
             }
             if avail > 0 && len == 0 {
