@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use crate::common::{
     build, check_cpus, check_interrupted, command_line, interrupt_flag, listening, machine, median,
     process_cpu_seconds, release_bin, require_root, tail, thousands, utc_date, workspace_root,
-    write_readme, Netns, Proc, Result,
+    write_readme, Netns, Proc, Result, RunArgs,
 };
 
 const PORT: u16 = 7;
@@ -44,28 +44,8 @@ const README_END: &str = "<!-- bench-echo:end -->";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct Options {
-    /// Seconds of load per run.
-    #[arg(long, default_value_t = 5)]
-    pub duration: u64,
-    /// Runs per case and backend; the table shows the median (an odd count gives a real
-    /// middle run).
-    #[arg(long, default_value_t = 3)]
-    pub rounds: usize,
-    /// Pass --spin-us to both servers (default: the binaries' own default, 200 µs).
-    #[arg(long, value_name = "MICROSECONDS")]
-    pub spin_us: Option<u64>,
-    /// Core for the server's worker.
-    #[arg(long, default_value_t = 0)]
-    pub server_cpu: usize,
-    /// Core for the client.
-    #[arg(long, default_value_t = 1)]
-    pub client_cpu: usize,
-    /// Print the table only; leave README.md alone.
-    #[arg(long)]
-    pub no_readme: bool,
-    /// Use the release binaries already built.
-    #[arg(long)]
-    pub no_build: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -127,15 +107,15 @@ impl Sample {
 }
 
 pub fn run(opts: &Options) -> Result<()> {
-    if opts.duration == 0 || opts.rounds == 0 {
+    if opts.run.duration == 0 || opts.run.rounds == 0 {
         return Err("--duration and --rounds must be at least 1".into());
     }
     require_root("bench echo")?;
-    check_cpus(opts.server_cpu, opts.client_cpu)?;
+    check_cpus(opts.run.server_cpu, opts.run.client_cpu)?;
     let interrupted = interrupt_flag()?;
 
     let root = workspace_root();
-    if !opts.no_build {
+    if !opts.run.no_build {
         build(&root, "rusty-echo")?;
     }
     let bins = Bins {
@@ -159,14 +139,14 @@ pub fn run(opts: &Options) -> Result<()> {
         interrupted: &interrupted,
     };
 
-    let total = opts.rounds * CASES.len() * 2;
+    let total = opts.run.rounds * CASES.len() * 2;
     eprintln!(
         "bench echo: {total} runs of {} s (server on CPU {}, client on CPU {}, namespace {})",
-        opts.duration, opts.server_cpu, opts.client_cpu, net.name
+        opts.run.duration, opts.run.server_cpu, opts.run.client_cpu, net.name
     );
     let mut samples: Vec<Vec<(Backend, Sample)>> = vec![Vec::new(); CASES.len()];
     let mut n = 0;
-    for round in 0..opts.rounds {
+    for round in 0..opts.run.rounds {
         for (ci, case) in CASES.iter().enumerate() {
             let order = if (round + ci) % 2 == 0 {
                 [Backend::Tap, Backend::Kernel]
@@ -201,7 +181,7 @@ pub fn run(opts: &Options) -> Result<()> {
 
     let table = table(&samples);
     println!("{table}");
-    if !opts.no_readme {
+    if !opts.run.no_readme {
         let body = readme_body(opts, &table);
         let path = write_readme(&root, README_START, README_END, &body)?;
         eprintln!("bench echo: table written to {}", path.display());
@@ -235,7 +215,7 @@ impl Ctx<'_> {
         self.check_interrupted()?;
         let tag = format!("{n:02}-{}-{:?}", case.mode, backend).to_lowercase();
         let server_log = self.logs.join(format!("{tag}-server.log"));
-        let mut cmd = self.in_ns(self.opts.server_cpu, &self.bins.echo);
+        let mut cmd = self.in_ns(self.opts.run.server_cpu, &self.bins.echo);
         cmd.arg(PORT.to_string());
         if backend == Backend::Tap {
             cmd.args(["1", &format!("tap:{}", self.net.tap)])
@@ -243,7 +223,7 @@ impl Ctx<'_> {
                 .arg("1");
         }
         cmd.args(["--grace", "1"]);
-        if let Some(us) = self.opts.spin_us {
+        if let Some(us) = self.opts.run.spin_us {
             cmd.arg("--spin-us").arg(us.to_string());
         }
         let mut server = Proc::spawn("echo", cmd, &server_log)?;
@@ -254,18 +234,18 @@ impl Ctx<'_> {
             Backend::Kernel => format!("127.0.0.1:{PORT}"),
         };
         let client_log = self.logs.join(format!("{tag}-client.log"));
-        let mut cmd = self.in_ns(self.opts.client_cpu, &self.bins.load);
+        let mut cmd = self.in_ns(self.opts.run.client_cpu, &self.bins.load);
         cmd.arg(&target)
             .args(["--mode", case.mode, "--connections"])
             .arg(case.connections.to_string())
             .arg("--size")
             .arg(case.size.to_string())
             .arg("--duration")
-            .arg(self.opts.duration.to_string());
+            .arg(self.opts.run.duration.to_string());
 
         let cpu_before = process_cpu_seconds(server.pid())?;
         let mut client = Proc::spawn("echo-load", cmd, &client_log)?;
-        let limit = Duration::from_secs(self.opts.duration + 30);
+        let limit = Duration::from_secs(self.opts.run.duration + 30);
         let status = client.wait_for(limit, self.interrupted)?;
         let cpu_after = process_cpu_seconds(server.pid());
         let server_alive = server.try_status()?.is_none();
@@ -428,6 +408,7 @@ fn table(samples: &[Vec<(Backend, Sample)>]) -> String {
 fn readme_body(opts: &Options, table: &str) -> String {
     let command = command_line();
     let spin = opts
+        .run
         .spin_us
         .map_or("the binaries' default `--spin-us 200`".to_string(), |us| {
             format!("`--spin-us {us}`")
@@ -452,10 +433,10 @@ fn readme_body(opts: &Options, table: &str) -> String {
          {table}",
         date = utc_date(),
         machine = machine(),
-        rounds = opts.rounds,
-        d = opts.duration,
-        scpu = opts.server_cpu,
-        ccpu = opts.client_cpu,
+        rounds = opts.run.rounds,
+        d = opts.run.duration,
+        scpu = opts.run.server_cpu,
+        ccpu = opts.run.client_cpu,
     )
 }
 

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use crate::common::{
     build, check_cpus, check_interrupted, children_of, command_line, find_program, interrupt_flag,
     listening, machine, median, process_cpu_seconds, release_bin, require_root, tail, thousands,
-    utc_date, workspace_root, write_readme, Netns, Proc, Result, TempDir,
+    utc_date, workspace_root, write_readme, Netns, Proc, Result, RunArgs, TempDir,
 };
 use crate::pages::{self, PAGES, SMALL_PAGE};
 
@@ -49,36 +49,17 @@ const GOAL: f64 = 3.0;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct Options {
-    /// Seconds of load per run.
-    #[arg(long, default_value_t = 5)]
-    pub duration: u64,
-    /// Runs per case and server; the table shows the median.
-    #[arg(long, default_value_t = 3)]
-    pub rounds: usize,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// wrk's connections (`-c`), all on one wrk thread.
     #[arg(long, default_value_t = 64)]
     pub connections: usize,
-    /// Pass --spin-us to both httpd servers (default: the binary's own, 200 µs).
-    #[arg(long, value_name = "MICROSECONDS")]
-    pub spin_us: Option<u64>,
-    /// Core for the server.
-    #[arg(long, default_value_t = 0)]
-    pub server_cpu: usize,
-    /// Core for wrk.
-    #[arg(long, default_value_t = 1)]
-    pub client_cpu: usize,
     /// Leave nginx out.
     #[arg(long)]
     pub no_nginx: bool,
     /// Do not apt-get install missing wrk/nginx; fail (wrk) or skip (nginx) instead.
     #[arg(long)]
     pub no_install: bool,
-    /// Print the table only; leave README.md alone.
-    #[arg(long)]
-    pub no_readme: bool,
-    /// Use the release binaries already built.
-    #[arg(long)]
-    pub no_build: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,15 +153,15 @@ pub fn gen_pages(dir: &Path) -> Result<()> {
 }
 
 pub fn run(opts: &Options) -> Result<()> {
-    if opts.duration == 0 || opts.rounds == 0 || opts.connections == 0 {
+    if opts.run.duration == 0 || opts.run.rounds == 0 || opts.connections == 0 {
         return Err("--duration, --rounds and --connections must be at least 1".into());
     }
     require_root("bench http")?;
-    check_cpus(opts.server_cpu, opts.client_cpu)?;
+    check_cpus(opts.run.server_cpu, opts.run.client_cpu)?;
     let interrupted = interrupt_flag()?;
 
     let root = workspace_root();
-    if !opts.no_build {
+    if !opts.run.no_build {
         build(&root, "rusty-httpd")?;
     }
     warn_if_busy();
@@ -234,16 +215,16 @@ pub fn run(opts: &Options) -> Result<()> {
         interrupted: &interrupted,
     };
 
-    let total = opts.rounds * CASES.len() * servers.len();
+    let total = opts.run.rounds * CASES.len() * servers.len();
     eprintln!(
         "bench http: {total} runs of {} s, {} connections (server on CPU {}, wrk on CPU {}, \
          namespace {})",
-        opts.duration, opts.connections, opts.server_cpu, opts.client_cpu, net.name
+        opts.run.duration, opts.connections, opts.run.server_cpu, opts.run.client_cpu, net.name
     );
     let mut samples: Vec<Vec<(Server, Sample)>> = vec![Vec::new(); CASES.len()];
     let mut n = 0;
     let result: Result<()> = (|| {
-        for round in 0..opts.rounds {
+        for round in 0..opts.run.rounds {
             for (ci, case) in CASES.iter().enumerate() {
                 let mut order = servers.clone();
                 order.rotate_left((round + ci) % servers.len());
@@ -288,7 +269,7 @@ pub fn run(opts: &Options) -> Result<()> {
     let table = table(&samples, &servers);
     let verdict = verdict(&samples);
     println!("{table}\n{verdict}");
-    if !opts.no_readme {
+    if !opts.run.no_readme {
         let body = readme_body(opts, &set, &tools, &table, &verdict);
         let path = write_readme(&root, README_START, README_END, &body)?;
         eprintln!("bench http: table written to {}", path.display());
@@ -546,7 +527,7 @@ impl Ctx<'_> {
         let mut cmd;
         match server {
             Server::Tap | Server::Kernel => {
-                cmd = self.net.exec_pinned(self.opts.server_cpu, &self.httpd);
+                cmd = self.net.exec_pinned(self.opts.run.server_cpu, &self.httpd);
                 cmd.arg(PORT.to_string()).arg(&self.pages);
                 if server == Server::Tap {
                     cmd.args(["1", &format!("tap:{}", self.net.tap)])
@@ -554,7 +535,7 @@ impl Ctx<'_> {
                         .arg("1");
                 }
                 cmd.args(["--grace", "1", "--log-level", "warn"]);
-                if let Some(us) = self.opts.spin_us {
+                if let Some(us) = self.opts.run.spin_us {
                     cmd.arg("--spin-us").arg(us.to_string());
                 }
             }
@@ -563,7 +544,7 @@ impl Ctx<'_> {
                     return Err("nginx is not available".into());
                 };
                 let prefix = conf.parent().unwrap_or(Path::new("/"));
-                cmd = self.net.exec_pinned(self.opts.server_cpu, nginx);
+                cmd = self.net.exec_pinned(self.opts.run.server_cpu, nginx);
                 cmd.args(["-e", "stderr", "-p"])
                     .arg(prefix)
                     .arg("-c")
@@ -630,10 +611,10 @@ impl Ctx<'_> {
             Server::Tap => STACK_IP,
             Server::Kernel | Server::Nginx => "127.0.0.1",
         };
-        let mut cmd = self.net.exec_pinned(self.opts.client_cpu, &self.wrk);
+        let mut cmd = self.net.exec_pinned(self.opts.run.client_cpu, &self.wrk);
         cmd.arg("-t1")
             .arg(format!("-c{}", self.opts.connections))
-            .arg(format!("-d{}s", self.opts.duration))
+            .arg(format!("-d{}s", self.opts.run.duration))
             .args(["--latency", "--timeout", "5s"]);
         let url = match case.load {
             Load::Small => format!("http://{host}:{PORT}/{SMALL_PAGE}"),
@@ -652,7 +633,7 @@ impl Ctx<'_> {
         let cpu_before = running.cpu_seconds()?;
         let started = Instant::now();
         let mut client = Proc::spawn("wrk", cmd, &client_log)?;
-        let limit = Duration::from_secs(self.opts.duration + 30);
+        let limit = Duration::from_secs(self.opts.run.duration + 30);
         let status = client.wait_for(limit, self.interrupted)?;
         let cpu_after = running.cpu_seconds();
         let wall_s = started.elapsed().as_secs_f64();
@@ -884,6 +865,7 @@ fn readme_body(
     verdict: &str,
 ) -> String {
     let spin = opts
+        .run
         .spin_us
         .map_or("the binary's default `--spin-us 200`".to_string(), |us| {
             format!("`--spin-us {us}`")
@@ -934,10 +916,10 @@ fn readme_body(
         command = command_line(),
         date = utc_date(),
         machine = machine(),
-        rounds = opts.rounds,
-        d = opts.duration,
-        scpu = opts.server_cpu,
-        ccpu = opts.client_cpu,
+        rounds = opts.run.rounds,
+        d = opts.run.duration,
+        scpu = opts.run.server_cpu,
+        ccpu = opts.run.client_cpu,
         conns = opts.connections,
         last = PAGES - 1,
         med = thousands(set.median() as f64),

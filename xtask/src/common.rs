@@ -11,6 +11,33 @@ use std::time::{Duration, Instant, SystemTime};
 
 pub type Result<T> = std::result::Result<T, String>;
 
+/// Flags every scripted benchmark takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Seconds of load per run.
+    #[arg(long, default_value_t = 5)]
+    pub duration: u64,
+    /// Runs per case and server; the table shows the median (an odd count gives a real
+    /// middle run).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Pass --spin-us to Rusty's servers (default: the binaries' own, 200 µs).
+    #[arg(long, value_name = "MICROSECONDS")]
+    pub spin_us: Option<u64>,
+    /// Core for the server.
+    #[arg(long, default_value_t = 0)]
+    pub server_cpu: usize,
+    /// Core for the client.
+    #[arg(long, default_value_t = 1)]
+    pub client_cpu: usize,
+    /// Print the table only; leave README.md alone.
+    #[arg(long)]
+    pub no_readme: bool,
+    /// Use the release binaries already built.
+    #[arg(long)]
+    pub no_build: bool,
+}
+
 /// Fails unless running as root; `what` names the command for the message.
 pub fn require_root(what: &str) -> Result<()> {
     // SAFETY: geteuid has no preconditions.
