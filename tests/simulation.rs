@@ -33,12 +33,12 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use rusty_stack::engine::{Conn, ConnectError, Handler, Opener};
 use rusty_stack::io::fault::FaultConfig;
 use rusty_stack::sim::{self, SimPair, SERVER_IP};
 use rusty_stack::stats::Stats;
 use rusty_stack::tcp::config::TcpConfig;
 use rusty_stack::tcp::tcb::CloseReason;
+use rusty_stack::{Conn, ConnectError, Handler, Opener};
 
 const SERVER_PORT: u16 = 5001;
 /// Bytes the client and server send per seed, both directions together, at most.

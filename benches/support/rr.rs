@@ -16,12 +16,12 @@
 use std::net::SocketAddrV4;
 use std::time::Duration;
 
-use rusty::engine::{Conn, Engine, Handler};
 use rusty::io::fault::{FaultConfig, FaultInjector};
 use rusty::io::memory::{self, MemoryLink};
 use rusty::io::{Capabilities, PacketIo};
 use rusty::sim::{self, CLIENT_IP, CLIENT_MAC, SERVER_IP, SERVER_MAC};
 use rusty::time::VirtualClock;
+use rusty::{Conn, Engine, Handler};
 
 /// Size of a request and of a response.
 pub const MESSAGE_LEN: usize = 64;

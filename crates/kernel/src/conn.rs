@@ -11,6 +11,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use rusty_stack::app::{AppConn, UnreadBytes};
 use rusty_stack::{CloseReason, Connection, SendError};
 
 use crate::queue::{RecvBuffer, SendQueue, MAX_IOV};
@@ -25,6 +26,8 @@ pub fn close_reason(e: &io::Error) -> CloseReason {
     }
 }
 
+/// One connection's block in the worker's table: the socket, its buffers, what the
+/// kernel reported and what the application asked for.
 pub struct KernelConn {
     pub fd: OwnedFd,
     local: SocketAddrV4,
@@ -70,6 +73,17 @@ pub struct KernelConn {
     /// Bytes and sends made from inside callbacks, for the worker's counters.
     pub bytes_out: u64,
     pub sends: u64,
+
+    // The worker's bookkeeping.
+    /// In the ready list.
+    pub queued: bool,
+    /// In the list of deferred `writable` calls.
+    pub soon_queued: bool,
+    /// After `close` and our FIN: when to stop waiting for the peer's.
+    pub linger_at: Option<Instant>,
+    /// The deadline of this connection's live entry in the timer heap: no later than
+    /// `timer_at` when that is set. Entries that do not match are stale.
+    pub timer_filed: Option<Instant>,
 }
 
 impl KernelConn {
@@ -104,6 +118,10 @@ impl KernelConn {
             done: false,
             bytes_out: 0,
             sends: 0,
+            queued: false,
+            soon_queued: false,
+            linger_at: None,
+            timer_filed: None,
         }
     }
 
@@ -231,5 +249,44 @@ impl Connection for KernelConn {
         if !self.done {
             self.aborted = true;
         }
+    }
+}
+
+/// How the application core lends a kernel connection to the handler.
+impl AppConn for KernelConn {
+    type Ctx = ();
+    type Unread = RecvBuffer;
+
+    fn with_ops<R>(&mut self, _: &mut (), f: impl FnOnce(&mut dyn Connection) -> R) -> R {
+        f(self)
+    }
+    fn addrs(&self) -> (SocketAddrV4, SocketAddrV4) {
+        (self.local, self.peer)
+    }
+    fn is_closed(&self) -> bool {
+        self.aborted || self.done
+    }
+    fn unread_len(&self) -> usize {
+        self.rx.len()
+    }
+    fn take_unread(&mut self) -> RecvBuffer {
+        std::mem::take(&mut self.rx)
+    }
+    /// The buffer is always contiguous, so `contiguous` asks for nothing.
+    fn put_unread(&mut self, mut rx: RecvBuffer, consumed: usize, _contiguous: bool, _: &mut ()) {
+        rx.consume(consumed);
+        self.rx = rx;
+    }
+    fn keep_unread(&mut self, rest: &[u8], _: &mut ()) {
+        self.rx.extend(rest);
+    }
+}
+
+impl UnreadBytes for RecvBuffer {
+    fn readable(&self) -> &[u8] {
+        RecvBuffer::readable(self)
+    }
+    fn len(&self) -> usize {
+        RecvBuffer::len(self)
     }
 }

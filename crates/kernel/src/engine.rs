@@ -1,20 +1,15 @@
 //! One worker's kernel-socket backend: an epoll instance, this worker's own
-//! `SO_REUSEPORT` listeners, a connection table (a slab with generations, application
-//! state next to each connection) and the application's [`Handler`], driven by
-//! [`KernelEngine::poll`] in the worker's loop.
+//! `SO_REUSEPORT` listeners, and the application core ([`AppCore`]: the handler, the
+//! connection table, the callback rules), driven by [`KernelEngine::poll`] in the
+//! worker's loop. This file only does the socket side: it learns what happened from
+//! epoll and the system calls, and tells the core.
 //!
 //! Sockets are non-blocking and registered edge-triggered, once, for input, output and
-//! peer half-close; the table remembers what each edge reported (`can_read`,
+//! peer half-close; each connection remembers what each edge reported (`can_read`,
 //! `can_write`) so a connection that is paused, or that used up its read budget for
-//! this turn, is picked up again without another edge.
-//!
-//! Callbacks follow the same rules as on Rusty's own engine (see [`Handler`]): `accept`
-//! then `connected` for passive opens, `connected` when a non-blocking connect
-//! completes, `data` with partial consumption and re-offer, `writable` after a refused
-//! send once queued bytes reach the kernel, `peer_closed` on EOF, and exactly one
-//! `closed` per connection. Each connection may arm one application timer
-//! ([`Conn::set_timer`]); due timers are kept in a min-heap, cancelled lazily, and
-//! fired with the handler's `timer` callback once per loop turn.
+//! this turn, is picked up again without another edge. Each connection may arm one
+//! application timer ([`Conn::set_timer`](rusty_stack::Conn::set_timer)); due timers
+//! are kept in a min-heap, cancelled lazily, and fired once per loop turn.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -24,71 +19,15 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use slab::Slab;
+use rusty_stack::app::AppCore;
+use rusty_stack::{CloseReason, ConnId, ConnectError, Connection, Handler, Stats};
 
-use rusty_stack::{CloseReason, Conn, ConnId, ConnectError, Handler, Opener, Stats};
-
+use crate::config::{bind_listener, KernelConfig};
 use crate::conn::{close_reason, KernelConn};
 use crate::sys::{self, ConnectStart, Epoll};
 
-/// How a kernel-backend worker listens and bounds its memory.
-#[derive(Debug, Clone)]
-pub struct KernelConfig {
-    /// Addresses to listen on, each with its accept backlog. Every worker binds its own
-    /// socket to each address (`SO_REUSEPORT`); the kernel spreads connections over them.
-    pub listen: Vec<(SocketAddrV4, usize)>,
-    /// Per-connection bound on copied bytes queued in user space while the socket is
-    /// full (shared bytes do not count), like `TcpConfig::send_buffer`.
-    pub send_buffer: usize,
-    /// Size of one `read` (the worker's receive buffer).
-    pub recv_chunk: usize,
-    /// Per-connection bound on received bytes the application has not consumed; past
-    /// it the socket is not read, so the kernel's window closes (like
-    /// `TcpConfig::recv_buffer`).
-    pub recv_buffer: usize,
-    pub max_connections: usize,
-    /// After `close`, how long to wait for the peer's FIN before giving up with
-    /// `TimedOut` (Rusty's FIN-WAIT-2 timeout).
-    pub fin_timeout: Duration,
-}
-
-impl Default for KernelConfig {
-    fn default() -> Self {
-        KernelConfig {
-            listen: Vec::new(),
-            send_buffer: 256 * 1024,
-            recv_chunk: 64 * 1024,
-            recv_buffer: 256 * 1024,
-            max_connections: 65536,
-            fin_timeout: Duration::from_secs(60),
-        }
-    }
-}
-
-impl KernelConfig {
-    /// Bind (and release) a socket on every listen address, so that a bad address or a
-    /// port held by someone else is reported before workers start. With
-    /// `SO_REUSEPORT`, a port held by another `SO_REUSEPORT` socket of the same user
-    /// is shared, not refused.
-    pub fn check_listen(&self) -> io::Result<()> {
-        for (addr, backlog) in &self.listen {
-            bind_listener(*addr, *backlog)
-                .map_err(|e| io::Error::new(e.kind(), format!("listen on {addr}: {e}")))?;
-        }
-        Ok(())
-    }
-}
-
-fn bind_listener(addr: SocketAddrV4, backlog: usize) -> io::Result<OwnedFd> {
-    let fd = sys::tcp_socket()?;
-    sys::set_reuse(fd.as_fd())?;
-    sys::bind(fd.as_fd(), addr)?;
-    sys::listen(fd.as_fd(), backlog)?;
-    Ok(fd)
-}
-
-/// Tokens of listeners carry this bit; connection tokens are (generation << 32 | index)
-/// with 31-bit generations.
+/// Tokens of listeners carry this bit; connection tokens are [`ConnId::to_bits`], which
+/// leaves it clear.
 const LISTENER_TOKEN: u64 = 1 << 63;
 /// Reads per connection per turn before the others get a turn.
 const READ_BUDGET: usize = 4;
@@ -104,43 +43,23 @@ struct Listener {
     ready: bool,
 }
 
-/// A connection and the application's state next to it.
-struct Slot<S> {
-    conn: KernelConn,
-    app: Option<S>,
-    generation: u32,
-    /// In the ready list.
-    queued: bool,
-    /// In the list of deferred `writable` calls.
-    soon_queued: bool,
-    /// After `close` and our FIN: when to stop waiting for the peer's.
-    linger_at: Option<Instant>,
-    /// The deadline of this connection's live entry in the timer heap: no later than
-    /// `conn.timer_at` when that is set. Entries that do not match are stale.
-    timer_filed: Option<Instant>,
-}
-
 /// One worker's kernel-socket backend. See the [module docs](self).
 pub struct KernelEngine<H: Handler> {
-    handler: H,
+    app: AppCore<H, KernelConn>,
     cfg: KernelConfig,
     epoll: Epoll,
     listeners: Vec<Listener>,
-    conns: Slab<Slot<H::Conn>>,
-    next_generation: u32,
     stats: Stats,
-    accepting: bool,
     /// A listener used up its batch last turn and has more waiting.
     accept_pending: bool,
     rbuf: Vec<u8>,
-    ready: Vec<(usize, u32)>,
-    soon: Vec<(usize, u32)>,
-    lingering: Vec<(usize, u32)>,
-    /// Application timers: (deadline, index, generation), earliest first.
-    timers: BinaryHeap<Reverse<(Instant, usize, u32)>>,
+    ready: Vec<ConnId>,
+    soon: Vec<ConnId>,
+    lingering: Vec<ConnId>,
+    /// Application timers: (deadline, connection id bits), earliest first.
+    timers: BinaryHeap<Reverse<(Instant, u64)>>,
     /// Connections with a live entry in `timers`.
     timers_live: usize,
-    connect_requests: Vec<(SocketAddrV4, H::Conn)>,
 }
 
 impl<H: Handler> KernelEngine<H> {
@@ -148,13 +67,10 @@ impl<H: Handler> KernelEngine<H> {
     /// for [`kernel_worker`](crate::kernel_worker).
     pub fn new(handler: H, cfg: KernelConfig) -> io::Result<KernelEngine<H>> {
         Ok(KernelEngine {
-            handler,
+            app: AppCore::new(handler, cfg.max_connections, 4096),
             epoll: Epoll::new(MAX_EVENTS)?,
             listeners: Vec::new(),
-            conns: Slab::with_capacity(cfg.max_connections.min(4096)),
-            next_generation: 1,
             stats: Stats::default(),
-            accepting: true,
             accept_pending: false,
             rbuf: vec![0; cfg.recv_chunk.max(1)],
             ready: Vec::new(),
@@ -162,7 +78,6 @@ impl<H: Handler> KernelEngine<H> {
             lingering: Vec::new(),
             timers: BinaryHeap::new(),
             timers_live: 0,
-            connect_requests: Vec::new(),
             cfg,
         })
     }
@@ -187,7 +102,7 @@ impl<H: Handler> KernelEngine<H> {
     /// Stop accepting (graceful shutdown): close the listeners; open connections carry
     /// on. Active opens are refused from now on, as on Rusty's engine.
     pub fn stop_accepting(&mut self) {
-        self.accepting = false;
+        self.app.stop_accepting();
         self.accept_pending = false;
         self.listeners.clear();
     }
@@ -199,12 +114,7 @@ impl<H: Handler> KernelEngine<H> {
         remote: SocketAddrV4,
         state: H::Conn,
     ) -> Result<ConnId, (ConnectError, H::Conn)> {
-        if !self.accepting {
-            return Err((ConnectError::ShuttingDown, state));
-        }
-        if self.conns.len() >= self.cfg.max_connections {
-            return Err((ConnectError::TooManyConnections, state));
-        }
+        let state = self.app.may_open(state)?;
         let Ok(fd) = sys::tcp_socket() else {
             return Err((ConnectError::TooManyConnections, state));
         };
@@ -226,12 +136,10 @@ impl<H: Handler> KernelEngine<H> {
         };
         let local = sys::local_addr(fd.as_fd())
             .unwrap_or_else(|_| SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
-        let generation = self.take_generation();
-        let entry = self.conns.vacant_entry();
-        let index = entry.key();
+        let id = self.app.next_id();
         if self
             .epoll
-            .add(fd.as_fd(), CONN_EVENTS, token(index, generation))
+            .add(fd.as_fd(), CONN_EVENTS, id.to_bits())
             .is_err()
         {
             return Err((ConnectError::TooManyConnections, state));
@@ -240,43 +148,22 @@ impl<H: Handler> KernelEngine<H> {
         conn.connecting = true;
         conn.can_write = immediate;
         conn.error = error;
-        entry.insert(Slot {
-            conn,
-            app: Some(state),
-            generation,
-            queued: false,
-            soon_queued: false,
-            linger_at: None,
-            timer_filed: None,
-        });
+        let id = self.app.insert(conn, Some(state));
         self.stats.conns_opened_active += 1;
         if immediate || error.is_some() {
-            self.push_ready(index);
+            self.push_ready(id);
         }
-        Ok(ConnId::new(index as u32, generation))
+        Ok(id)
     }
 
     /// Offer a connection's unread bytes to the handler again (after its `data` callback
     /// paused by consuming nothing). Returns false if the connection no longer exists.
     pub fn resume_receive(&mut self, id: ConnId) -> bool {
-        let index = id.index() as usize;
-        let Some(slot) = self.conns.get_mut(index) else {
+        let Some(index) = self.app.index_of(id) else {
             return false;
         };
-        if ConnId::new(id.index(), slot.generation) != id {
-            return false;
-        }
-        let Some(state) = slot.app.as_mut() else {
-            return false;
-        };
-        if !slot.conn.connecting {
-            deliver_buffered(
-                &mut self.handler,
-                &mut slot.conn,
-                id,
-                state,
-                &mut self.connect_requests,
-            );
+        if !self.app[index].connecting {
+            self.app.data(&mut (), index, &[]);
         }
         self.settle(index);
         self.start_requested_connects();
@@ -309,17 +196,18 @@ impl<H: Handler> KernelEngine<H> {
         let now = Instant::now();
         self.expire_lingering(now);
         work += self.run_timers(now);
-        self.handler
-            .poll(&mut Opener::new(&mut self.connect_requests));
+        self.app.poll();
         self.start_requested_connects();
         work
     }
 
+    /// The application's handler.
     pub fn handler(&self) -> &H {
-        &self.handler
+        self.app.handler()
     }
+    /// The application's handler.
     pub fn handler_mut(&mut self) -> &mut H {
-        &mut self.handler
+        self.app.handler_mut()
     }
     /// This worker's counters. Kernel sockets hide frames and segments, so `frames_*`
     /// stay 0; `bytes_in`/`bytes_out` count TCP payload bytes read from and written to
@@ -328,12 +216,13 @@ impl<H: Handler> KernelEngine<H> {
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
+    /// What the engine was built with.
     pub fn config(&self) -> &KernelConfig {
         &self.cfg
     }
     /// Open connections, including active opens still connecting.
     pub fn connection_count(&self) -> usize {
-        self.conns.len()
+        self.app.len()
     }
     /// Local addresses of the listeners.
     pub fn listen_addrs(&self) -> impl Iterator<Item = SocketAddrV4> + '_ {
@@ -346,31 +235,23 @@ impl<H: Handler> KernelEngine<H> {
         }
         // `run_timers` leaves a live entry on top of the heap (callbacks between turns,
         // through `resume_receive`, may make it stale: that costs an early wake-up).
-        let timer = self.timers.peek().map(|&Reverse((at, _, _))| at);
+        let timer = self.timers.peek().map(|&Reverse((at, _))| at);
         self.lingering
             .iter()
-            .filter_map(|&(i, g)| self.conns.get(i).filter(|s| s.generation == g))
-            .filter_map(|s| s.linger_at)
+            .filter_map(|&id| self.app.index_of(id))
+            .filter_map(|i| self.app[i].linger_at)
             .chain(timer)
             .min()
     }
 
     // ----- Events -----
 
-    fn take_generation(&mut self) -> u32 {
-        let g = self.next_generation;
-        self.next_generation = (g + 1) & 0x7fff_ffff;
-        if self.next_generation == 0 {
-            self.next_generation = 1;
-        }
-        g
-    }
-
-    fn push_ready(&mut self, index: usize) {
-        if let Some(slot) = self.conns.get_mut(index) {
-            if !slot.queued {
-                slot.queued = true;
-                self.ready.push((index, slot.generation));
+    fn push_ready(&mut self, id: ConnId) {
+        if let Some(index) = self.app.index_of(id) {
+            let c = &mut self.app[index];
+            if !c.queued {
+                c.queued = true;
+                self.ready.push(id);
             }
         }
     }
@@ -382,15 +263,11 @@ impl<H: Handler> KernelEngine<H> {
             }
             return;
         }
-        let index = (token & 0xffff_ffff) as usize;
-        let generation = (token >> 32) as u32;
-        let Some(slot) = self.conns.get_mut(index) else {
+        let id = ConnId::from_bits(token);
+        let Some(index) = self.app.index_of(id) else {
             return;
         };
-        if slot.generation != generation {
-            return;
-        }
-        let c = &mut slot.conn;
+        let c = &mut self.app[index];
         if bits & (sys::IN | sys::RDHUP | sys::HUP | sys::ERR) != 0 {
             c.can_read = true;
         }
@@ -403,7 +280,7 @@ impl<H: Handler> KernelEngine<H> {
         if bits & sys::ERR != 0 {
             c.err_event = true;
         }
-        self.push_ready(index);
+        self.push_ready(id);
     }
 
     fn accept_ready(&mut self) -> usize {
@@ -412,7 +289,7 @@ impl<H: Handler> KernelEngine<H> {
         for li in 0..self.listeners.len() {
             let mut budget = ACCEPT_BATCH;
             while self.listeners.get(li).is_some_and(|l| l.ready) {
-                if self.conns.len() >= self.cfg.max_connections {
+                if self.app.is_full() {
                     // Left in the kernel's accept queue until a connection ends.
                     break;
                 }
@@ -451,44 +328,24 @@ impl<H: Handler> KernelEngine<H> {
         } else {
             bound
         };
-        let Some(state) = self.handler.accept(local, peer) else {
-            // Refused: reset, and counted as Rusty's engine counts it (refused, aborted).
-            self.stats.conns_refused += 1;
-            self.stats.conns_aborted += 1;
-            self.stats.rsts_sent += 1;
-            let _ = sys::set_linger_zero(fd.as_fd());
-            return;
-        };
-        self.stats.conns_opened_passive += 1;
-        let generation = self.take_generation();
-        let entry = self.conns.vacant_entry();
-        let index = entry.key();
-        let registered = self
+        let conn = KernelConn::new(fd, local, peer, self.cfg.send_buffer);
+        let id = self.app.insert(conn, None);
+        let index = id.index() as usize;
+        if !self.app.accept(index, &mut self.stats) {
+            // Refused: reset, counted as Rusty's engine counts it (refused, aborted).
+            self.app[index].aborted = true;
+            return self.finish(index, CloseReason::Aborted);
+        }
+        let c = &mut self.app[index];
+        if self
             .epoll
-            .add(fd.as_fd(), CONN_EVENTS, token(index, generation))
-            .is_ok();
-        let mut conn = KernelConn::new(fd, local, peer, self.cfg.send_buffer);
-        // Unwatchable (epoll out of memory): it can only be aborted.
-        conn.aborted = !registered;
-        let slot = entry.insert(Slot {
-            conn,
-            app: Some(state),
-            generation,
-            queued: false,
-            soon_queued: false,
-            linger_at: None,
-            timer_filed: None,
-        });
-        if registered {
-            let id = ConnId::new(index as u32, generation);
-            if let Some(state) = slot.app.as_mut() {
-                self.handler.connected(&mut Conn::new(
-                    id,
-                    &mut slot.conn,
-                    state,
-                    &mut self.connect_requests,
-                ));
-            }
+            .add(c.fd.as_fd(), CONN_EVENTS, id.to_bits())
+            .is_ok()
+        {
+            self.app.connected(&mut (), index);
+        } else {
+            // Unwatchable (epoll out of memory): it can only be aborted.
+            c.aborted = true;
         }
         self.settle(index);
     }
@@ -496,11 +353,11 @@ impl<H: Handler> KernelEngine<H> {
     fn run_ready(&mut self) -> usize {
         let mut batch = mem::take(&mut self.ready);
         let n = batch.len();
-        for &(index, generation) in &batch {
-            match self.conns.get_mut(index) {
-                Some(slot) if slot.generation == generation => slot.queued = false,
-                _ => continue,
-            }
+        for &id in &batch {
+            let Some(index) = self.app.index_of(id) else {
+                continue;
+            };
+            self.app[index].queued = false;
             self.process(index);
         }
         batch.clear();
@@ -514,24 +371,16 @@ impl<H: Handler> KernelEngine<H> {
     fn run_soon(&mut self) -> usize {
         let mut batch = mem::take(&mut self.soon);
         let n = batch.len();
-        for &(index, generation) in &batch {
-            let Some(slot) = self.conns.get_mut(index) else {
+        for &id in &batch {
+            let Some(index) = self.app.index_of(id) else {
                 continue;
             };
-            if slot.generation != generation {
-                continue;
-            }
-            slot.soon_queued = false;
-            let id = ConnId::new(index as u32, generation);
-            let c = &mut slot.conn;
+            let c = &mut self.app[index];
+            c.soon_queued = false;
             c.writable_soon = false;
-            if let Some(state) = slot.app.as_mut() {
-                if c.want_writable && rusty_stack::Connection::send_space(c) > 0 {
-                    c.want_writable = false;
-                    let reqs = &mut self.connect_requests;
-                    self.handler.writable(&mut Conn::new(id, c, state, reqs));
-                    deliver_buffered(&mut self.handler, c, id, state, reqs);
-                }
+            if c.want_writable && c.send_space() > 0 {
+                c.want_writable = false;
+                self.app.writable(&mut (), index);
             }
             self.settle(index);
         }
@@ -545,21 +394,7 @@ impl<H: Handler> KernelEngine<H> {
     /// Everything the socket reported for one connection: the end of a connect, input,
     /// output, the peer's FIN.
     fn process(&mut self, index: usize) {
-        let KernelEngine {
-            conns,
-            handler,
-            connect_requests: reqs,
-            rbuf,
-            stats,
-            cfg,
-            ..
-        } = self;
-        let slot = &mut conns[index];
-        let id = ConnId::new(index as u32, slot.generation);
-        let Some(state) = slot.app.as_mut() else {
-            return;
-        };
-        let c = &mut slot.conn;
+        let c = &mut self.app[index];
         if c.connecting {
             if c.error.is_none() && (c.can_write || c.err_event) {
                 c.err_event = false;
@@ -567,45 +402,95 @@ impl<H: Handler> KernelEngine<H> {
                     Ok(None) => {
                         c.connecting = false;
                         c.can_write = true;
-                        handler.connected(&mut Conn::new(id, c, state, reqs));
+                        self.app.connected(&mut (), index);
                     }
                     Ok(Some(e)) | Err(e) => c.error = Some(close_reason(&e)),
                 }
             }
-            if c.connecting {
+            if self.app[index].connecting {
                 return self.settle(index);
             }
         }
-        receive(handler, c, id, state, reqs, rbuf, stats, cfg.recv_buffer);
-        transmit(handler, c, id, state, reqs);
+        self.receive(index);
+        self.transmit(index);
+        let c = &mut self.app[index];
         if c.eof && !c.peer_closed_told && !c.aborted {
             c.peer_closed_told = true;
-            handler.peer_closed(&mut Conn::new(id, c, state, reqs));
+            self.app.peer_closed(&mut (), index);
         }
         self.settle(index);
+    }
+
+    /// Read what the socket holds (within this turn's budget) and hand it to the core,
+    /// straight from the worker's read buffer.
+    fn receive(&mut self, index: usize) {
+        let mut reads = 0;
+        loop {
+            let c = &mut self.app[index];
+            if !c.can_read || c.eof || c.error.is_some() || c.aborted || reads == READ_BUDGET {
+                return;
+            }
+            if !c.rx_closed && c.rx.len() >= self.cfg.recv_buffer {
+                // Paused with a full buffer: leave the rest in the kernel (its window closes).
+                return;
+            }
+            match sys::read(c.fd.as_fd(), &mut self.rbuf) {
+                Ok(0) => {
+                    c.eof = true;
+                    c.can_read = false;
+                }
+                Ok(n) => {
+                    reads += 1;
+                    self.stats.bytes_in += n as u64;
+                    self.stats.segments_in += 1;
+                    // A short read drained the socket; new bytes raise a new edge. Not so
+                    // after a half-close or error edge: the EOF or error is read next.
+                    if n < self.rbuf.len() && !c.hup_seen {
+                        c.can_read = false;
+                    }
+                    if !c.rx_closed {
+                        self.app.data(&mut (), index, &self.rbuf[..n]);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => c.can_read = false,
+                Err(e) => c.error = Some(close_reason(&e)),
+            }
+        }
+    }
+
+    /// Hand queued bytes to the kernel; when that frees space the application was
+    /// waiting for, tell the core (`writable`, then unread bytes again).
+    fn transmit(&mut self, index: usize) {
+        // Bounded: a writable callback that keeps the queue full and the socket keeps
+        // draining would otherwise hold the loop.
+        for _ in 0..8 {
+            let c = &mut self.app[index];
+            if c.queue.is_empty() || !c.can_write || c.error.is_some() || c.aborted || c.done {
+                return;
+            }
+            let n = c.flush();
+            if n == 0 || !c.want_writable || c.send_space() == 0 {
+                return;
+            }
+            c.want_writable = false;
+            self.app.writable(&mut (), index);
+        }
     }
 
     /// After callbacks: carry out what the application asked for (queued bytes, FIN,
     /// RST) and end the connection when it is over.
     fn settle(&mut self, index: usize) {
-        let KernelEngine {
-            conns,
-            handler,
-            connect_requests: reqs,
-            stats,
-            ..
-        } = self;
-        let slot = &mut conns[index];
-        let id = ConnId::new(index as u32, slot.generation);
-        let c = &mut slot.conn;
-        if let (false, Some(state)) = (c.connecting, slot.app.as_mut()) {
-            transmit(handler, c, id, state, reqs);
+        let Some(id) = self.app.id(index) else {
+            return;
+        };
+        if !self.app[index].connecting {
+            self.transmit(index);
         }
-        stats.bytes_out += mem::take(&mut c.bytes_out);
-        stats.segments_out += mem::take(&mut c.sends);
-        self.file_timer(index);
-        let slot = &mut self.conns[index];
-        let c = &mut slot.conn;
+        let c = &mut self.app[index];
+        self.stats.bytes_out += mem::take(&mut c.bytes_out);
+        self.stats.segments_out += mem::take(&mut c.sends);
+        self.file_timer(id);
+        let c = &mut self.app[index];
 
         if c.aborted {
             return self.finish(index, CloseReason::Aborted);
@@ -634,92 +519,69 @@ impl<H: Handler> KernelEngine<H> {
                 return self.finish(index, close_reason(&e));
             }
         }
-        if c.fin_sent && c.rx_closed && slot.linger_at.is_none() {
-            slot.linger_at = Some(Instant::now() + self.cfg.fin_timeout);
-            self.lingering.push((index, slot.generation));
+        if c.fin_sent && c.rx_closed && c.linger_at.is_none() {
+            c.linger_at = Some(Instant::now() + self.cfg.fin_timeout);
+            self.lingering.push(id);
         }
-        if c.writable_soon && !slot.soon_queued {
-            slot.soon_queued = true;
-            self.soon.push((index, slot.generation));
+        if c.writable_soon && !c.soon_queued {
+            c.soon_queued = true;
+            self.soon.push(id);
         }
         let room = c.rx_closed || c.rx.len() < self.cfg.recv_buffer;
         if c.can_read && !c.eof && room {
-            self.push_ready(index);
+            self.push_ready(id);
         }
     }
 
     /// File the timer the callbacks armed, unless an entry due no later is filed already
     /// (a later deadline is filed when that entry comes up, see `run_timers`).
-    fn file_timer(&mut self, index: usize) {
-        let slot = &mut self.conns[index];
-        let Some(at) = slot.conn.timer_at else {
+    fn file_timer(&mut self, id: ConnId) {
+        let c = &mut self.app[id.index() as usize];
+        let Some(at) = c.timer_at else {
             return;
         };
-        if slot.timer_filed.is_some_and(|filed| filed <= at) {
+        if c.timer_filed.is_some_and(|filed| filed <= at) {
             return;
         }
-        if slot.timer_filed.is_none() {
+        if c.timer_filed.is_none() {
             self.timers_live += 1;
         }
-        slot.timer_filed = Some(at);
-        self.timers.push(Reverse((at, index, slot.generation)));
+        c.timer_filed = Some(at);
+        self.timers.push(Reverse((at, id.to_bits())));
         if self.timers.len() > 2 * self.timers_live + 64 {
             // Mostly stale entries (closed connections, earlier deadlines re-armed
             // sooner): drop them, amortized over the pushes that made them.
-            let conns = &self.conns;
-            self.timers.retain(|&Reverse((at, i, g))| {
-                conns
-                    .get(i)
-                    .is_some_and(|s| s.generation == g && s.timer_filed == Some(at))
+            let app = &self.app;
+            self.timers.retain(|&Reverse((at, bits))| {
+                app.index_of(ConnId::from_bits(bits))
+                    .is_some_and(|i| app[i].timer_filed == Some(at))
             });
         }
     }
 
-    /// The connection is over: offer unread bytes a last time, count, close the socket
-    /// (with a RST for aborts), and hand the application its state back.
+    /// The connection is over: stop its timer, let the core offer unread bytes a last
+    /// time, count and call `closed`, then close the socket (with a RST for aborts).
     fn finish(&mut self, index: usize, reason: CloseReason) {
-        let KernelEngine {
-            conns,
-            handler,
-            connect_requests: reqs,
-            stats,
-            ..
-        } = self;
-        let slot = &mut conns[index];
-        let id = ConnId::new(index as u32, slot.generation);
-        slot.conn.done = true;
-        slot.conn.timer_at = None;
-        if slot.timer_filed.take().is_some() {
+        let c = &mut self.app[index];
+        c.done = true;
+        c.timer_at = None;
+        if c.timer_filed.take().is_some() {
             // Its heap entry is stale now.
             self.timers_live -= 1;
         }
-        slot.conn.queue.clear();
-        if !slot.conn.rx.is_empty() {
-            if let Some(state) = slot.app.as_mut() {
-                deliver_buffered(handler, &mut slot.conn, id, state, reqs);
-            }
-            stats.unread_bytes_discarded += slot.conn.rx.len() as u64;
-        }
-        match reason {
-            CloseReason::Normal => stats.conns_closed += 1,
-            CloseReason::Reset | CloseReason::Refused => stats.conns_reset += 1,
-            CloseReason::TimedOut => stats.conns_timed_out += 1,
-            CloseReason::Aborted => stats.conns_aborted += 1,
-        }
-        let slot = conns.remove(index);
+        c.queue.clear();
+        self.app.finish(&mut (), index, reason, &mut self.stats);
+        let conn = self.app.remove(&mut (), index, &mut self.stats);
         if reason == CloseReason::Aborted {
-            if !slot.conn.connecting {
-                stats.rsts_sent += 1;
+            if !conn.connecting {
+                self.stats.rsts_sent += 1;
             }
-            let _ = sys::set_linger_zero(slot.conn.fd.as_fd());
+            let _ = sys::set_linger_zero(conn.fd.as_fd());
         }
-        stats.bytes_out += slot.conn.bytes_out;
-        stats.segments_out += slot.conn.sends;
+        self.stats.bytes_out += conn.bytes_out;
+        self.stats.segments_out += conn.sends;
         // Closing the descriptor also takes it off the epoll set.
-        drop(slot.conn);
-        if let Some(state) = slot.app {
-            handler.closed(&mut Opener::new(reqs), state, reason);
-        }
+        drop(conn);
     }
 
     fn expire_lingering(&mut self, now: Instant) {
@@ -727,15 +589,12 @@ impl<H: Handler> KernelEngine<H> {
             return;
         }
         let mut list = mem::take(&mut self.lingering);
-        list.retain(|&(i, g)| {
-            self.conns
-                .get(i)
-                .is_some_and(|s| s.generation == g && s.linger_at.is_some())
-        });
+        let app = &self.app;
+        list.retain(|&id| app.index_of(id).is_some_and(|i| app[i].linger_at.is_some()));
         let mut i = 0;
         while i < list.len() {
-            let (index, _) = list[i];
-            if self.conns[index].linger_at.is_some_and(|at| at <= now) {
+            let index = list[i].index() as usize;
+            if self.app[index].linger_at.is_some_and(|at| at <= now) {
                 list.swap_remove(i);
                 self.finish(index, CloseReason::TimedOut);
             } else {
@@ -754,16 +613,17 @@ impl<H: Handler> KernelEngine<H> {
         // next turn, not in a loop here.
         let budget = self.timers.len();
         let mut fired = 0;
-        while let Some(&Reverse((at, index, generation))) = self.timers.peek() {
-            let Some(slot) = self
-                .conns
-                .get_mut(index)
-                .filter(|s| s.generation == generation && s.timer_filed == Some(at))
+        while let Some(&Reverse((at, bits))) = self.timers.peek() {
+            let Some(index) = self
+                .app
+                .index_of(ConnId::from_bits(bits))
+                .filter(|&i| self.app[i].timer_filed == Some(at))
             else {
                 self.timers.pop();
                 continue;
             };
-            let target = slot.conn.timer_at;
+            let c = &mut self.app[index];
+            let target = c.timer_at;
             if at > now && target.is_some_and(|t| t <= at) {
                 // Live and not due: the earliest deadline.
                 break;
@@ -775,49 +635,30 @@ impl<H: Handler> KernelEngine<H> {
             match target {
                 // Cancelled.
                 None => {
-                    slot.timer_filed = None;
+                    c.timer_filed = None;
                     self.timers_live -= 1;
                     continue;
                 }
                 // Re-armed for later: file the new deadline.
                 Some(t) if t > now => {
-                    slot.timer_filed = Some(t);
-                    self.timers.push(Reverse((t, index, generation)));
+                    c.timer_filed = Some(t);
+                    self.timers.push(Reverse((t, bits)));
                     continue;
                 }
                 Some(_) => {}
             }
-            slot.timer_filed = None;
+            c.timer_filed = None;
             self.timers_live -= 1;
-            slot.conn.timer_at = None;
+            c.timer_at = None;
             fired += 1;
-            let id = ConnId::new(index as u32, generation);
-            if let Some(state) = slot.app.as_mut() {
-                self.handler.timer(&mut Conn::new(
-                    id,
-                    &mut slot.conn,
-                    state,
-                    &mut self.connect_requests,
-                ));
-            }
+            self.app.timer(&mut (), index);
             self.settle(index);
         }
         fired
     }
 
     fn start_requested_connects(&mut self) {
-        // Requests made by `connect_failed` itself wait for the next turn, so a handler
-        // that retries at once cannot spin here.
-        let mut batch = mem::take(&mut self.connect_requests);
-        for (remote, state) in batch.drain(..) {
-            if let Err((e, state)) = self.connect(remote, state) {
-                let mut opener = Opener::new(&mut self.connect_requests);
-                self.handler.connect_failed(&mut opener, remote, state, e);
-            }
-        }
-        if self.connect_requests.is_empty() {
-            self.connect_requests = batch;
-        }
+        AppCore::start_requested(self, |e| &mut e.app, Self::connect);
     }
 }
 
@@ -825,121 +666,8 @@ impl<H: Handler> Drop for KernelEngine<H> {
     /// Connections still open when the engine goes (the grace period ended) are reset,
     /// so their peers learn at once; no callbacks run.
     fn drop(&mut self) {
-        for (_, slot) in self.conns.iter() {
-            let _ = sys::set_linger_zero(slot.conn.fd.as_fd());
-        }
-    }
-}
-
-fn token(index: usize, generation: u32) -> u64 {
-    (u64::from(generation) << 32) | index as u64
-}
-
-/// Read what the socket holds (within this turn's budget) and offer it: straight from
-/// the worker's read buffer when nothing is left over, else after what is.
-#[allow(clippy::too_many_arguments)]
-fn receive<H: Handler>(
-    handler: &mut H,
-    c: &mut KernelConn,
-    id: ConnId,
-    state: &mut H::Conn,
-    reqs: &mut Vec<(SocketAddrV4, H::Conn)>,
-    rbuf: &mut [u8],
-    stats: &mut Stats,
-    recv_buffer: usize,
-) {
-    let mut reads = 0;
-    while c.can_read && !c.eof && c.error.is_none() && !c.aborted && reads < READ_BUDGET {
-        if !c.rx_closed && c.rx.len() >= recv_buffer {
-            // Paused with a full buffer: leave the rest in the kernel (its window closes).
-            break;
-        }
-        match sys::read(c.fd.as_fd(), rbuf) {
-            Ok(0) => {
-                c.eof = true;
-                c.can_read = false;
-            }
-            Ok(n) => {
-                reads += 1;
-                stats.bytes_in += n as u64;
-                stats.segments_in += 1;
-                // A short read drained the socket; new bytes raise a new edge. Not so
-                // after a half-close or error edge: the EOF or error is read next.
-                if n < rbuf.len() && !c.hup_seen {
-                    c.can_read = false;
-                }
-                if c.rx_closed {
-                    continue;
-                }
-                let data = &rbuf[..n];
-                if c.rx.is_empty() {
-                    let k = handler
-                        .data(&mut Conn::new(id, c, state, reqs), data)
-                        .min(n);
-                    c.rx.extend(&data[k..]);
-                    if k > 0 {
-                        deliver_buffered(handler, c, id, state, reqs);
-                    }
-                } else {
-                    c.rx.extend(data);
-                    deliver_buffered(handler, c, id, state, reqs);
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => c.can_read = false,
-            Err(e) => c.error = Some(close_reason(&e)),
-        }
-    }
-}
-
-/// Offer the unread bytes for as long as the application makes progress: one that
-/// takes one request at a time is offered the next straight away; one that takes
-/// nothing has paused.
-fn deliver_buffered<H: Handler>(
-    handler: &mut H,
-    c: &mut KernelConn,
-    id: ConnId,
-    state: &mut H::Conn,
-    reqs: &mut Vec<(SocketAddrV4, H::Conn)>,
-) {
-    while !c.rx.is_empty() {
-        // The buffer leaves the connection while the application reads it, so the
-        // application can use its handle at the same time.
-        let mut buf = mem::take(&mut c.rx);
-        let data = buf.readable();
-        let len = data.len();
-        let n = handler
-            .data(&mut Conn::new(id, c, state, reqs), data)
-            .min(len);
-        buf.consume(n);
-        c.rx = buf;
-        if n == 0 {
-            break;
-        }
-    }
-}
-
-/// Hand queued bytes to the kernel; when that frees space the application was waiting
-/// for, call `writable` (and re-offer unread bytes, as Rusty's engine does).
-fn transmit<H: Handler>(
-    handler: &mut H,
-    c: &mut KernelConn,
-    id: ConnId,
-    state: &mut H::Conn,
-    reqs: &mut Vec<(SocketAddrV4, H::Conn)>,
-) {
-    // Bounded: a writable callback that keeps the queue full and the socket keeps
-    // draining would otherwise hold the loop.
-    for _ in 0..8 {
-        if c.queue.is_empty() || !c.can_write || c.error.is_some() || c.aborted || c.done {
-            return;
-        }
-        let n = c.flush();
-        if n > 0 && c.want_writable && rusty_stack::Connection::send_space(c) > 0 {
-            c.want_writable = false;
-            handler.writable(&mut Conn::new(id, c, state, reqs));
-            deliver_buffered(handler, c, id, state, reqs);
-        } else {
-            return;
+        for (_, c) in self.app.iter() {
+            let _ = sys::set_linger_zero(c.fd.as_fd());
         }
     }
 }

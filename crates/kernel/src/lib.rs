@@ -40,11 +40,13 @@
 //!
 //! [`Bytes`]: bytes::Bytes
 
+mod config;
 mod conn;
 mod engine;
 mod queue;
 mod sys;
 mod worker;
 
-pub use engine::{KernelConfig, KernelEngine};
+pub use config::KernelConfig;
+pub use engine::KernelEngine;
 pub use worker::kernel_worker;

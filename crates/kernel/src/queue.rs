@@ -121,10 +121,6 @@ impl RecvBuffer {
         self.data.len() - self.start
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     pub fn readable(&self) -> &[u8] {
         &self.data[self.start..]
     }
@@ -201,7 +197,7 @@ mod tests {
         r.extend(b"!");
         assert_eq!(r.readable(), b"world!");
         r.consume(100);
-        assert!(r.is_empty());
+        assert!(r.readable().is_empty());
         assert_eq!(r.data.capacity(), 0);
     }
 }

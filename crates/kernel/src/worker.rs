@@ -6,7 +6,8 @@ use std::time::Duration;
 use rusty_stack::runtime::{LoopControl, Next, WorkerContext, MAX_PARK};
 use rusty_stack::{Handler, Stats};
 
-use crate::engine::{KernelConfig, KernelEngine};
+use crate::config::KernelConfig;
+use crate::engine::KernelEngine;
 
 /// A worker body, the kernel-socket twin of
 /// [`engine_worker`](rusty_stack::runtime::engine_worker): build the handler with

@@ -140,8 +140,8 @@ fn a_paused_handler_is_offered_its_bytes_again_on_resume() {
     drive(&mut e, "peer close", |e| e.handler().peer_closed);
     assert!(e.resume_receive(id), "open until the handler closes it");
     assert!(
-        !e.resume_receive(ConnId::new(id.index(), 0)),
-        "a stale id is detected"
+        !e.resume_receive(ConnId::from_bits(u64::from(id.index()))),
+        "a stale id (generation 0 is never given out) is detected"
     );
 }
 

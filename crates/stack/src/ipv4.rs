@@ -26,6 +26,10 @@ use crate::ethernet::DropReason;
 /// Length of an IPv4 header without options, the only kind we emit.
 pub const HEADER_LEN: usize = 20;
 
+/// Where the transport header starts in an Ethernet frame we build: after the Ethernet
+/// header and an IPv4 header without options.
+pub const TRANSPORT_OFFSET: usize = crate::ethernet::HEADER_LEN + HEADER_LEN;
+
 /// The TTL we send with: RFC 1700's recommended default, as Linux uses.
 pub const DEFAULT_TTL: u8 = 64;
 

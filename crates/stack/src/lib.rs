@@ -100,6 +100,7 @@
 //! assert_eq!(net.client.handler().done, Some(CloseReason::Normal));
 //! ```
 
+pub mod app;
 pub mod arp;
 pub mod checksum;
 pub mod engine;
@@ -115,7 +116,8 @@ pub mod tcp;
 pub mod time;
 pub mod timer;
 
-pub use engine::{Conn, ConnId, ConnectError, Connection, Engine, EngineConfig, Handler, Opener};
+pub use app::{Conn, ConnId, ConnectError, Connection, Handler, Opener};
+pub use engine::{Engine, EngineConfig};
 pub use stats::Stats;
 pub use tcp::config::TcpConfig;
 pub use tcp::tcb::{CloseReason, SendError, State};

@@ -14,7 +14,8 @@ use std::rc::Rc;
 
 use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
 
-use crate::engine::{Engine, EngineConfig, Handler};
+use crate::app::Handler;
+use crate::engine::{Engine, EngineConfig};
 use crate::io::fault::{FaultConfig, FaultInjector};
 use crate::io::memory::{self, MemFrame, MemoryLink};
 use crate::io::{Capabilities, MacAddr, PacketIo};

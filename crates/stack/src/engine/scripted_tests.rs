@@ -19,10 +19,19 @@ use smoltcp::wire::{
 };
 
 use super::*;
+use crate::app::{Conn, Opener};
+use crate::checksum;
 use crate::ethernet::EthernetHeader;
+use crate::ethernet::{self, DropReason, EthernetProtocol};
 use crate::io::memory::{self, MemoryLink};
 use crate::io::Capabilities;
+use crate::ipv4::IpProtocol;
+use crate::ipv4::Ipv4Header;
 use crate::sim;
+use crate::tcp::cookie;
+use crate::tcp::segment::Segment;
+use crate::tcp::seq::SeqNum;
+use crate::tcp::tcb::CloseReason;
 use crate::time::VirtualClock;
 
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);

@@ -4,8 +4,11 @@ use std::net::SocketAddrV4;
 use std::time::Duration;
 
 use super::*;
+use crate::app::{Conn, Opener};
+use crate::ethernet::DropReason;
 use crate::io::fault::FaultConfig;
 use crate::sim::{self, SimPair, SERVER_IP};
+use crate::tcp::tcb::CloseReason;
 
 /// Echoes everything; closes when the peer does.
 #[derive(Default)]

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use super::{ControlMsg, LoopControl, Next, WorkerContext};
-use crate::engine::{Engine, EngineConfig, Handler};
+use crate::app::Handler;
+use crate::engine::{Engine, EngineConfig};
 use crate::io::PacketIo;
 use crate::stats::Stats;
 use crate::time::{Clock, SystemClock};

@@ -3,6 +3,7 @@
 
 pub mod cc;
 pub mod config;
+mod connection;
 pub mod cookie;
 pub mod isn;
 pub mod pool;

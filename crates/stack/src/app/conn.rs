@@ -1,9 +1,6 @@
-//! The application API: a [`Handler`] per worker, called inline by the engine, and the
-//! [`Conn`] handle it gets for one connection.
-//!
-//! Callbacks run on the worker's thread in the middle of the engine's loop, so they must
-//! not block. Whatever they queue with [`Conn::send`] goes out in the same loop turn, in
-//! the same segment as the ACK for the data that prompted it when possible.
+//! What a callback holds: the [`Conn`] handle on one connection, the [`Opener`] for
+//! starting new ones, the [`ConnId`] that names a connection, and the [`Connection`]
+//! trait every backend's connection implements behind the handle.
 
 use std::net::SocketAddrV4;
 use std::ops::Range;
@@ -12,35 +9,62 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::checksum::SummedBytes;
-use crate::tcp::tcb::{CloseReason, SendError, Tcb};
+use crate::tcp::tcb::SendError;
 
 /// Identifies a connection within one worker. Stale ids (of closed connections) are
 /// detected, never confused with a new connection in the same slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ConnId {
-    pub(crate) index: u32,
-    pub(crate) generation: u32,
+    index: u32,
+    /// Never zero; 31 bits, so [`ConnId::to_bits`] leaves bit 63 clear.
+    generation: u32,
 }
 
+/// Generations are 31-bit so an id packs into 63 bits (see [`ConnId::to_bits`]).
+pub(crate) const GENERATION_MASK: u32 = 0x7fff_ffff;
+
 impl ConnId {
-    /// For backends: slot `index` in the worker's connection table, and a generation
-    /// that changes each time the slot is reused.
-    pub fn new(index: u32, generation: u32) -> ConnId {
+    pub(crate) fn new(index: u32, generation: u32) -> ConnId {
         ConnId { index, generation }
     }
+
+    /// The connection's slot in its worker's table (reused after the connection ends).
     pub fn index(&self) -> u32 {
         self.index
     }
+
+    pub(crate) fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// The id packed into a `u64` with bit 63 clear, for event tokens (epoll's
+    /// `data`, io_uring's `user_data`); [`ConnId::from_bits`] unpacks it.
+    pub fn to_bits(self) -> u64 {
+        (u64::from(self.generation & GENERATION_MASK) << 32) | u64::from(self.index)
+    }
+
+    /// The id [`ConnId::to_bits`] packed (bit 63 is ignored).
+    pub fn from_bits(bits: u64) -> ConnId {
+        ConnId {
+            index: bits as u32,
+            generation: (bits >> 32) as u32 & GENERATION_MASK,
+        }
+    }
 }
 
-/// What a backend's connection offers the application. Rusty's own TCP ([`Tcb`]) and
-/// the kernel-socket backend implement it, so a [`Handler`] runs unchanged on either.
+/// What a backend's connection offers the application. Rusty's own TCP and the
+/// kernel-socket backend implement it, so a [`Handler`](super::Handler) runs unchanged
+/// on either. Applications use it through [`Conn`], whose methods document it.
 pub trait Connection {
+    /// Our end of the connection.
     fn local_addr(&self) -> SocketAddrV4;
+    /// The peer's end of the connection.
     fn peer_addr(&self) -> SocketAddrV4;
     /// Bytes [`Connection::send`] would accept now.
     fn send_space(&self) -> usize;
+    /// See [`Conn::send`].
     fn send(&mut self, data: &[u8]) -> Result<usize, SendError>;
+    /// See [`Conn::send_shared`].
     fn send_shared(&mut self, data: Bytes) -> Result<(), SendError>;
     /// `body[range]` by reference; a backend that computes checksums itself uses the
     /// body's precomputed sums instead of reading the bytes again.
@@ -49,49 +73,17 @@ pub trait Connection {
         let start = range.start.min(end);
         self.send_shared(body.bytes().slice(start..end))
     }
+    /// See [`Conn::notify_writable`].
     fn notify_writable(&mut self);
     /// Arm a one-shot timer `after` from now (replacing an armed one), or cancel it
     /// with `None`; the handler's `timer` callback runs when it fires.
     fn set_timer(&mut self, after: Option<Duration>);
+    /// See [`Conn::close`].
     fn close(&mut self);
+    /// See [`Conn::shutdown_write`].
     fn shutdown_write(&mut self);
+    /// See [`Conn::abort`].
     fn abort(&mut self);
-}
-
-impl Connection for Tcb {
-    fn local_addr(&self) -> SocketAddrV4 {
-        self.local()
-    }
-    fn peer_addr(&self) -> SocketAddrV4 {
-        self.remote()
-    }
-    fn send_space(&self) -> usize {
-        Tcb::send_space(self)
-    }
-    fn send(&mut self, data: &[u8]) -> Result<usize, SendError> {
-        Tcb::send(self, data)
-    }
-    fn send_shared(&mut self, data: Bytes) -> Result<(), SendError> {
-        Tcb::send_shared(self, data)
-    }
-    fn send_summed(&mut self, body: &SummedBytes, range: Range<usize>) -> Result<(), SendError> {
-        Tcb::send_summed(self, body, range)
-    }
-    fn notify_writable(&mut self) {
-        Tcb::notify_writable(self)
-    }
-    fn set_timer(&mut self, after: Option<Duration>) {
-        Tcb::set_app_timer(self, after)
-    }
-    fn close(&mut self) {
-        Tcb::close(self)
-    }
-    fn shutdown_write(&mut self) {
-        Tcb::shutdown_write(self)
-    }
-    fn abort(&mut self) {
-        Tcb::abort(self)
-    }
 }
 
 /// Why an active open could not start.
@@ -121,12 +113,11 @@ impl std::error::Error for ConnectError {}
 /// Active opens requested from inside callbacks; the engine starts them when the
 /// callback returns.
 pub struct Opener<'a, S> {
-    pub(crate) requests: &'a mut Vec<(SocketAddrV4, S)>,
+    requests: &'a mut Vec<(SocketAddrV4, S)>,
 }
 
 impl<'a, S> Opener<'a, S> {
-    /// For backends: collect requests into `requests`.
-    pub fn new(requests: &'a mut Vec<(SocketAddrV4, S)>) -> Opener<'a, S> {
+    pub(crate) fn new(requests: &'a mut Vec<(SocketAddrV4, S)>) -> Opener<'a, S> {
         Opener { requests }
     }
 
@@ -139,15 +130,14 @@ impl<'a, S> Opener<'a, S> {
 
 /// One connection, as a callback sees it.
 pub struct Conn<'a, S> {
-    pub(crate) id: ConnId,
-    pub(crate) ops: &'a mut dyn Connection,
-    pub(crate) state: &'a mut S,
-    pub(crate) opener: Opener<'a, S>,
+    id: ConnId,
+    ops: &'a mut dyn Connection,
+    state: &'a mut S,
+    opener: Opener<'a, S>,
 }
 
 impl<'a, S> Conn<'a, S> {
-    /// For backends: the handle a callback gets.
-    pub fn new(
+    pub(crate) fn new(
         id: ConnId,
         ops: &'a mut dyn Connection,
         state: &'a mut S,
@@ -161,6 +151,7 @@ impl<'a, S> Conn<'a, S> {
         }
     }
 
+    /// This connection's id, valid until its `closed` callback.
     pub fn id(&self) -> ConnId {
         self.id
     }
@@ -168,9 +159,11 @@ impl<'a, S> Conn<'a, S> {
     pub fn state(&mut self) -> &mut S {
         self.state
     }
+    /// Our end of the connection.
     pub fn local_addr(&self) -> SocketAddrV4 {
         self.ops.local_addr()
     }
+    /// The peer's end of the connection.
     pub fn peer_addr(&self) -> SocketAddrV4 {
         self.ops.peer_addr()
     }
@@ -205,8 +198,9 @@ impl<'a, S> Conn<'a, S> {
         self.ops.notify_writable();
     }
     /// Arm this connection's one-shot timer `after` from now, replacing an armed one
-    /// (`None` cancels it). When it fires, [`Handler::timer`] runs; a connection that
-    /// has closed never sees its timer. Use it for idle and request timeouts.
+    /// (`None` cancels it). When it fires, [`Handler::timer`](super::Handler::timer)
+    /// runs; a connection that has closed never sees its timer. Use it for idle and
+    /// request timeouts.
     pub fn set_timer(&mut self, after: Option<Duration>) {
         self.ops.set_timer(after);
     }
@@ -219,7 +213,8 @@ impl<'a, S> Conn<'a, S> {
     pub fn shutdown_write(&mut self) {
         self.ops.shutdown_write();
     }
-    /// Abort with a RST; queued data is dropped. `closed` follows with `Aborted`.
+    /// Abort with a RST; queued data is dropped. `closed` follows with `Aborted`, and
+    /// no other callback runs for this connection.
     pub fn abort(&mut self) {
         self.ops.abort();
     }
@@ -229,75 +224,16 @@ impl<'a, S> Conn<'a, S> {
     }
 }
 
-/// The application's side of a worker. One value per worker, built on the worker's
-/// thread; all callbacks run inline on that thread.
-///
-/// Every connection the application sees gets exactly one `closed` call, with its state
-/// handed back by value.
-pub trait Handler {
-    /// Per-connection application state, kept next to the connection block.
-    type Conn;
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    /// A peer completed a handshake with one of our listeners. Return the connection's
-    /// state to accept it, or `None` to refuse it (it is reset).
-    fn accept(&mut self, local: SocketAddrV4, remote: SocketAddrV4) -> Option<Self::Conn>;
-
-    /// The connection is established: right after `accept` for passive opens, when the
-    /// handshake completes for active opens.
-    fn connected(&mut self, conn: &mut Conn<'_, Self::Conn>) {
-        let _ = conn;
-    }
-
-    /// In-order bytes from the peer, borrowed from the received frame where possible.
-    /// Return how many you consumed. If you took some but not all, the rest is offered
-    /// again straight away (so you may take one request at a time). Return 0 to pause:
-    /// the bytes stay queued in the stack (shrinking the advertised window) and are
-    /// offered again when more data arrives, after the next `writable` callback, or when
-    /// you call [`Engine::resume_receive`](crate::engine::Engine::resume_receive). When
-    /// the connection ends, unread bytes are offered one last time; what is still left
-    /// then is discarded and counted in [`Stats::unread_bytes_discarded`](crate::Stats).
-    fn data(&mut self, conn: &mut Conn<'_, Self::Conn>, data: &[u8]) -> usize;
-
-    /// Send space was freed after `send` refused some bytes (or `notify_writable`).
-    fn writable(&mut self, conn: &mut Conn<'_, Self::Conn>) {
-        let _ = conn;
-    }
-
-    /// The peer closed its sending side (FIN): no more data will arrive. Bytes you left
-    /// unconsumed are still offered afterwards.
-    fn peer_closed(&mut self, conn: &mut Conn<'_, Self::Conn>) {
-        let _ = conn;
-    }
-
-    /// The timer armed with [`Conn::set_timer`] fired.
-    fn timer(&mut self, conn: &mut Conn<'_, Self::Conn>) {
-        let _ = conn;
-    }
-
-    /// The connection is over; its state comes back to you.
-    fn closed(
-        &mut self,
-        opener: &mut Opener<'_, Self::Conn>,
-        state: Self::Conn,
-        reason: CloseReason,
-    ) {
-        let _ = (opener, state, reason);
-    }
-
-    /// An active open could not even start; its state comes back to you.
-    fn connect_failed(
-        &mut self,
-        opener: &mut Opener<'_, Self::Conn>,
-        remote: SocketAddrV4,
-        state: Self::Conn,
-        error: super::handler::ConnectError,
-    ) {
-        let _ = (opener, remote, state, error);
-    }
-
-    /// Called once per engine loop turn, after input and timers; a place to start
-    /// connections or do periodic work. Keep it cheap.
-    fn poll(&mut self, opener: &mut Opener<'_, Self::Conn>) {
-        let _ = opener;
+    #[test]
+    fn ids_pack_into_63_bits() {
+        let id = ConnId::new(0xffff_fffe, GENERATION_MASK);
+        let bits = id.to_bits();
+        assert_eq!(bits >> 63, 0);
+        assert_eq!(ConnId::from_bits(bits), id);
+        assert_eq!(ConnId::from_bits(bits | 1 << 63), id);
     }
 }

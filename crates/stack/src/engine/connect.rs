@@ -1,0 +1,110 @@
+//! Active opens: start a connection to a remote address on a local port whose return
+//! flow reaches this worker, and find the worker that owns a port on links without
+//! Toeplitz RSS.
+
+use std::net::SocketAddrV4;
+
+use super::{Engine, FlowKey};
+use crate::app::{AppCore, ConnId, ConnectError, Handler};
+use crate::io::PacketIo;
+use crate::tcp::tcb::Tcb;
+use crate::time::Clock;
+
+impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
+    /// Start the active opens the handler's callbacks asked for.
+    pub(super) fn start_requested_connects(&mut self) {
+        AppCore::start_requested(self, |e| &mut e.app, Self::start_connect);
+    }
+
+    pub(super) fn start_connect(
+        &mut self,
+        remote: SocketAddrV4,
+        state: H::Conn,
+    ) -> Result<ConnId, (ConnectError, H::Conn)> {
+        let state = self.app.may_open(state)?;
+        let Some(port) = self.pick_port(remote) else {
+            return Err((ConnectError::NoPortAvailable, state));
+        };
+        let key = FlowKey {
+            remote_ip: *remote.ip(),
+            remote_port: remote.port(),
+            local_port: port,
+        };
+        let local = self.local_addr(port);
+        let iss = self.isn.isn(local, remote, self.now);
+        let ts_offset = self.ts_offset(&key);
+        let tcb = Tcb::connect(
+            local,
+            remote,
+            iss,
+            ts_offset,
+            self.our_mss,
+            self.now,
+            &self.cfg.tcp,
+        );
+        self.stats.conns_opened_active += 1;
+        Ok(self.insert_conn(tcb, Some(state), key, None, None))
+    }
+
+    /// On a multi-queue link that does not steer by Toeplitz (TAP), active opens own
+    /// their local port by `port % queues`: the queue that should handle a segment for
+    /// ephemeral `port`, when that is not ours.
+    pub(super) fn port_owner(&self, port: u16) -> Option<u16> {
+        let caps = self.dev.capabilities();
+        if caps.rss.is_some() || caps.queue_count <= 1 || !self.cfg.ephemeral_ports.contains(&port)
+        {
+            return None;
+        }
+        let owner = port % caps.queue_count;
+        (owner != caps.queue).then_some(owner)
+    }
+
+    /// A free ephemeral port; on a multi-queue link one whose return flow the NIC's RSS
+    /// steers to this worker's queue (as Fastsocket, mTCP and Seastar do), or, on a link
+    /// without Toeplitz RSS, one this worker owns by `port % queues`.
+    fn pick_port(&mut self, remote: SocketAddrV4) -> Option<u16> {
+        let range = self.cfg.ephemeral_ports.clone();
+        let caps = self.dev.capabilities();
+        let flows = &self.flows;
+        let time_wait = &self.time_wait;
+        let is_free = |p: u16| {
+            let key = FlowKey {
+                remote_ip: *remote.ip(),
+                remote_port: remote.port(),
+                local_port: p,
+            };
+            !flows.contains_key(&key) && !time_wait.contains(&key)
+        };
+        let (queue, queues) = (caps.queue, caps.queue_count.max(1));
+        let start = self.next_port;
+        let next = |p: u16| {
+            if p >= *range.end() {
+                *range.start()
+            } else {
+                p + 1
+            }
+        };
+        let port = match (&caps.rss, caps.queue_count > 1) {
+            (Some(rss), true) => rss.pick_local_port(
+                self.cfg.ip,
+                *remote.ip(),
+                remote.port(),
+                caps.queue,
+                range.clone(),
+                start,
+                is_free,
+            ),
+            _ => {
+                // Without Toeplitz RSS the port itself says which queue owns the flow.
+                let span = (*range.end() as u32 - *range.start() as u32 + 1) as usize;
+                std::iter::successors(Some(start), |&p| Some(next(p)))
+                    .take(span)
+                    .find(|&p| p % queues == queue && is_free(p))
+            }
+        };
+        if let Some(p) = port {
+            self.next_port = next(p);
+        }
+        port
+    }
+}

@@ -1,0 +1,133 @@
+//! From the TCP state machine to the application: a segment or a timer goes into a
+//! connection's [`Tcb`], and the events it raises go to the [`AppCore`](crate::app),
+//! which decides the callbacks. Also the engine's timers and the RFC 5961 challenge-ACK
+//! budget.
+
+use std::net::SocketAddrV4;
+
+use super::{Block, Engine, TimerItem};
+use crate::app::{AppConn, Connection, Handler};
+use crate::io::PacketIo;
+use crate::tcp::recv_buffer::RecvBuffer;
+use crate::tcp::segment::Segment;
+use crate::tcp::tcb::RxOutcome;
+use crate::time::Clock;
+
+impl AppConn for Block {
+    type Ctx = ();
+    type Unread = RecvBuffer;
+
+    fn with_ops<R>(&mut self, _: &mut (), f: impl FnOnce(&mut dyn Connection) -> R) -> R {
+        f(&mut self.tcb)
+    }
+    fn addrs(&self) -> (SocketAddrV4, SocketAddrV4) {
+        (self.tcb.local(), self.tcb.remote())
+    }
+    fn is_closed(&self) -> bool {
+        self.tcb.is_closed()
+    }
+    fn unread_len(&self) -> usize {
+        self.tcb.readable_len()
+    }
+    fn take_unread(&mut self) -> RecvBuffer {
+        self.tcb.take_recv_buffer()
+    }
+    fn put_unread(&mut self, mut buf: RecvBuffer, consumed: usize, contiguous: bool, _: &mut ()) {
+        buf.consume(consumed);
+        if contiguous {
+            buf.make_contiguous();
+        }
+        self.tcb.put_recv_buffer(buf);
+    }
+    fn keep_unread(&mut self, rest: &[u8], _: &mut ()) {
+        self.tcb.keep_unconsumed(rest);
+    }
+}
+
+impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
+    /// A segment for the connection in slot `index`.
+    pub(super) fn conn_input(&mut self, index: usize, seg: &Segment, payload: &[u8]) {
+        let outcome = self.app[index].tcb.on_segment(self.now, seg, payload);
+        if outcome.challenge_ack && self.allow_challenge() {
+            self.app[index].tcb.send_challenge_ack();
+        }
+        self.dispatch(index, outcome, payload);
+        self.mark_dirty(index);
+    }
+
+    /// RFC 5961 §7: a global budget of challenge ACKs per second.
+    fn allow_challenge(&mut self) -> bool {
+        if self.now - self.challenge_window >= std::time::Duration::from_secs(1) {
+            self.challenge_window = self.now;
+            self.challenge_count = 0;
+        }
+        if self.challenge_count < self.cfg.tcp.challenge_ack_limit {
+            self.challenge_count += 1;
+            self.stats.challenge_acks += 1;
+            true
+        } else {
+            self.stats.challenge_acks_suppressed += 1;
+            false
+        }
+    }
+
+    /// Hand the events of input or a timer to the application core. `payload` is the
+    /// segment's, for bytes the state machine delivers straight from the frame.
+    pub(super) fn dispatch(&mut self, index: usize, outcome: RxOutcome, payload: &[u8]) {
+        let ev = self.app[index].tcb.take_events();
+        let ctx = &mut ();
+        if ev.connected {
+            self.release_half_open(index);
+            if !self.app.accept(index, &mut self.stats) {
+                self.app[index].tcb.abort();
+            }
+            self.app.connected(ctx, index);
+        }
+        // Bytes already unread are offered again with every event: the handler may
+        // have paused for something this event changed.
+        let direct = outcome.deliver.map_or(&[][..], |(a, b)| &payload[a..b]);
+        self.app.data(ctx, index, direct);
+        if ev.writable {
+            self.app.writable(ctx, index);
+        }
+        if ev.peer_closed {
+            self.app.peer_closed(ctx, index);
+        }
+        if ev.app_timer {
+            self.app.timer(ctx, index);
+        }
+        // Callbacks may have closed or aborted the connection.
+        if let Some(reason) = ev.closed.or(self.app[index].tcb.take_events().closed) {
+            self.release_half_open(index);
+            self.app.finish(ctx, index, reason, &mut self.stats);
+        }
+    }
+
+    pub(super) fn run_timers(&mut self) {
+        let mut expired = std::mem::take(&mut self.expired);
+        self.timers.expire(self.now, &mut expired);
+        for item in expired.drain(..) {
+            match item {
+                TimerItem::Conn { id, at } => {
+                    let Some(index) = self.app.index_of(id) else {
+                        continue;
+                    };
+                    let block = &mut self.app[index];
+                    if block.timer_at != Some(at) {
+                        continue;
+                    }
+                    block.timer_at = None;
+                    block.tcb.on_timer(self.now);
+                    self.dispatch(index, RxOutcome::default(), &[]);
+                    self.mark_dirty(index);
+                }
+                TimerItem::TimeWait { key, at } => {
+                    if let Some(at) = self.time_wait.expire(&key, at) {
+                        self.timers.schedule(at, TimerItem::TimeWait { key, at });
+                    }
+                }
+            }
+        }
+        self.expired = expired;
+    }
+}

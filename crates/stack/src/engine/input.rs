@@ -1,0 +1,156 @@
+//! The receive path: Ethernet → ARP/IPv4 → ICMP/TCP, and TCP demultiplexing to a
+//! connection, a TIME-WAIT entry, a listener, a sibling worker or a RST.
+
+use std::net::Ipv4Addr;
+
+use super::{timewait, Engine, FlowKey};
+use crate::app::Handler;
+use crate::ethernet::{self, DropReason, EthernetProtocol};
+use crate::icmp;
+use crate::io::{MacAddr, PacketIo, TxFrame};
+use crate::ipv4::{self, IpProtocol, Ipv4Header};
+use crate::tcp::segment::{ParseError, Segment, TxSegment};
+use crate::tcp::seq::SeqNum;
+use crate::time::Clock;
+
+/// Most frames held for sibling workers between two loop turns.
+const MAX_MISDIRECTED: usize = 1024;
+
+impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
+    pub(super) fn on_frame(&mut self, frame: &[u8], checksum_verified: bool) {
+        self.stats.frames_in += 1;
+        self.stats.bytes_in += frame.len() as u64;
+        let (eth, payload) = match ethernet::parse(frame) {
+            Ok(x) => x,
+            Err(r) => return self.stats.drop(r),
+        };
+        if !ethernet::accepts(self.mac, eth.dst) {
+            return self.stats.drop(DropReason::NotForUs);
+        }
+        match eth.ethertype {
+            EthernetProtocol::Arp => self.on_arp(payload),
+            EthernetProtocol::Ipv4 => self.on_ipv4(frame, eth.src, payload, checksum_verified),
+            _ => self.stats.drop(DropReason::UnknownEtherType),
+        }
+    }
+
+    fn on_ipv4(&mut self, frame: &[u8], src_mac: MacAddr, packet: &[u8], checksum_verified: bool) {
+        let (ip, l4) = match ipv4::parse(packet, self.cfg.ip, checksum_verified) {
+            Ok(x) => x,
+            Err(r) => return self.stats.drop(r),
+        };
+        match ip.protocol {
+            IpProtocol::Tcp => self.on_tcp(frame, src_mac, &ip, l4, checksum_verified),
+            IpProtocol::Icmp => self.on_icmp(src_mac, &ip, l4),
+            _ => self.stats.drop(DropReason::UnknownProtocol),
+        }
+    }
+
+    fn on_icmp(&mut self, src_mac: MacAddr, ip: &Ipv4Header, l4: &[u8]) {
+        let len = ipv4::TRANSPORT_OFFSET + l4.len();
+        let Some(mut buf) = self.dev.alloc_tx(len) else {
+            return self.stats.drop(DropReason::NoTxBuffer);
+        };
+        let ident = self.ident.next();
+        match icmp::echo_reply_frame(&mut buf, self.mac, self.cfg.ip, src_mac, ip, l4, ident) {
+            Ok(Some(n)) => {
+                buf.truncate(n);
+                self.stats.icmp_echo_replies += 1;
+                self.push_tx(buf);
+            }
+            Ok(None) => {}
+            Err(r) => self.stats.drop(r),
+        }
+    }
+
+    fn on_tcp(
+        &mut self,
+        frame: &[u8],
+        src_mac: MacAddr,
+        ip: &Ipv4Header,
+        l4: &[u8],
+        checksum_verified: bool,
+    ) {
+        if ip.is_broadcast() {
+            return self.stats.drop(DropReason::NotOurAddress);
+        }
+        let (seg, payload) = match Segment::parse(l4, ip.src, ip.dst, checksum_verified) {
+            Ok(x) => x,
+            Err(ParseError::Checksum) => return self.stats.drop(DropReason::BadTcpChecksum),
+            Err(ParseError::Malformed) => return self.stats.drop(DropReason::BadTcpHeader),
+        };
+        self.stats.segments_in += 1;
+        let key = FlowKey {
+            remote_ip: ip.src,
+            remote_port: seg.src_port,
+            local_port: seg.dst_port,
+        };
+        if let Some(&index) = self.flows.get(&key) {
+            return self.conn_input(index, &seg, payload);
+        }
+        let mut iss_floor = None;
+        let verdict = self
+            .time_wait
+            .on_segment(&key, &seg, self.now, self.cfg.tcp.time_wait);
+        match verdict {
+            None => {}
+            Some(timewait::Verdict::Reply(tx)) => {
+                // A restarted 2·MSL wait needs no new timer here: the entry's one timer
+                // reschedules itself when it fires (see `run_timers`).
+                return self.send_raw(src_mac, key, &tx);
+            }
+            Some(timewait::Verdict::Drop) => return,
+            Some(timewait::Verdict::Reopen { iss_floor: floor }) => {
+                self.stats.time_wait_reused += 1;
+                iss_floor = Some(floor);
+            }
+        }
+        if self.listeners.contains_key(&seg.dst_port) {
+            return self.listen_input(src_mac, ip, key, &seg, payload, iss_floor);
+        }
+        if let Some(owner) = self.port_owner(seg.dst_port) {
+            // An active open of a sibling worker, steered here by the link: hand it over.
+            if self.misdirected.len() < MAX_MISDIRECTED {
+                self.stats.misdirected_forwarded += 1;
+                self.misdirected.push((owner, frame.to_vec()));
+            } else {
+                self.stats.drop(DropReason::NoConnection);
+            }
+            return;
+        }
+        self.stats.drop(if seg.flags.syn {
+            DropReason::NoListener
+        } else {
+            DropReason::NoConnection
+        });
+        if !seg.flags.rst {
+            self.send_rst_reply(src_mac, ip.src, &seg);
+        }
+    }
+
+    /// RFC 9293 §3.10.7.1: a segment for no connection gets a RST that the sender will
+    /// accept.
+    pub(super) fn send_rst_reply(&mut self, mac: MacAddr, remote: Ipv4Addr, seg: &Segment) {
+        let tx = if seg.flags.ack {
+            TxSegment {
+                seq: seg.ack,
+                rst: true,
+                ..Default::default()
+            }
+        } else {
+            TxSegment {
+                seq: SeqNum(0),
+                ack: Some(seg.seq + seg.seg_len()),
+                rst: true,
+                ..Default::default()
+            }
+        };
+        self.stats.rsts_sent += 1;
+        let key = FlowKey {
+            remote_ip: remote,
+            remote_port: seg.src_port,
+            local_port: seg.dst_port,
+        };
+        self.send_raw(mac, key, &tx);
+    }
+}

@@ -1,0 +1,183 @@
+//! Passive opens: SYNs for a listening port start half-open connections up to the
+//! listener's backlog; past it, SYN cookies (RFC 4987 §3.6) answer statelessly and a
+//! returning cookie ACK rebuilds the connection.
+
+use std::net::SocketAddrV4;
+
+use super::{Engine, FlowKey};
+use crate::app::Handler;
+use crate::ethernet::DropReason;
+use crate::io::{MacAddr, PacketIo};
+use crate::ipv4::Ipv4Header;
+use crate::tcp::cookie;
+use crate::tcp::segment::{Segment, TxSegment};
+use crate::tcp::seq::SeqNum;
+use crate::tcp::tcb::{SynOptions, Tcb};
+use crate::time::Clock;
+
+/// A listening port.
+pub(super) struct Listener {
+    /// Most half-open connections before SYN cookies take over.
+    pub backlog: usize,
+    pub half_open: usize,
+}
+
+impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
+    /// A segment for no connection on a listening port.
+    pub(super) fn listen_input(
+        &mut self,
+        mac: MacAddr,
+        ip: &Ipv4Header,
+        key: FlowKey,
+        seg: &Segment,
+        payload: &[u8],
+        iss_floor: Option<SeqNum>,
+    ) {
+        if seg.flags.rst {
+            return;
+        }
+        let local = self.local_addr(key.local_port);
+        let remote = SocketAddrV4::new(key.remote_ip, key.remote_port);
+        if seg.flags.ack {
+            if !seg.flags.syn && self.cfg.syn_cookies && self.app.is_accepting() {
+                if let Some(index) = self.cookie_ack(mac, key, local, remote, seg) {
+                    return self.conn_input(index, seg, payload);
+                }
+            }
+            self.stats.drop(DropReason::NoConnection);
+            return self.send_rst_reply(mac, ip.src, seg);
+        }
+        if !seg.flags.syn {
+            return self.stats.drop(DropReason::NoConnection);
+        }
+        if self.app.is_full() {
+            self.stats.syns_dropped_overload += 1;
+            return;
+        }
+        let Some(listener) = self.listeners.get_mut(&key.local_port) else {
+            return;
+        };
+        if listener.half_open >= listener.backlog {
+            if self.cfg.syn_cookies {
+                self.send_cookie_syn_ack(mac, key, local, remote, seg);
+            } else {
+                self.stats.syns_dropped_overload += 1;
+            }
+            return;
+        }
+        listener.half_open += 1;
+        let mut iss = self.isn.isn(local, remote, self.now);
+        if let Some(floor) = iss_floor {
+            // Reopened from TIME-WAIT: start beyond the old incarnation's sequence space
+            // (RFC 1122 §4.2.2.13), whatever the clock-driven ISN says; old duplicates
+            // then cannot land in the new window, with or without timestamps.
+            iss = iss.max(floor);
+        }
+        let ts_offset = self.ts_offset(&key);
+        let tcb = Tcb::accept_syn(
+            local,
+            remote,
+            seg,
+            iss,
+            ts_offset,
+            self.our_mss,
+            self.now,
+            &self.cfg.tcp,
+        );
+        self.insert_conn(tcb, None, key, Some(mac), Some(key.local_port));
+    }
+
+    /// The half-open connection in `index` no longer counts against its listener's
+    /// backlog (it completed or died).
+    pub(super) fn release_half_open(&mut self, index: usize) {
+        if let Some(port) = self.app[index].listener.take() {
+            if let Some(l) = self.listeners.get_mut(&port) {
+                l.half_open = l.half_open.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Answer a SYN statelessly with a cookie (the backlog is full).
+    fn send_cookie_syn_ack(
+        &mut self,
+        mac: MacAddr,
+        key: FlowKey,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        seg: &Segment,
+    ) {
+        let mss = seg.mss.unwrap_or(536).min(self.our_mss);
+        let cookie = self.cookies.encode(local, remote, seg.seq, mss, self.now);
+        let tcp = &self.cfg.tcp;
+        let mut tx = TxSegment {
+            seq: cookie,
+            ack: Some(seg.seq + 1),
+            syn: true,
+            mss: Some(self.our_mss),
+            window: tcp.recv_buffer.min(65535) as u16,
+            ..Default::default()
+        };
+        // Window scale and SACK survive only inside our TSval (see tcp::cookie).
+        if let (true, Some((tsval, _))) = (tcp.timestamps, seg.timestamp) {
+            let peer_ws = if tcp.window_scaling { seg.wscale } else { None };
+            let sack = tcp.sack && seg.sack_permitted;
+            if peer_ws.is_some() {
+                tx.wscale = Some(tcp.rcv_wscale());
+            }
+            tx.sack_permitted = sack;
+            let clock = (self.now.as_millis() as u32).wrapping_add(self.ts_offset(&key));
+            let ours = cookie::tsval_with_options(clock, peer_ws, sack);
+            tx.timestamp = Some((ours, tsval));
+        }
+        self.stats.syn_cookies_sent += 1;
+        self.send_raw(mac, key, &tx);
+    }
+
+    /// An ACK for no connection on a listening port: a returning SYN cookie?
+    fn cookie_ack(
+        &mut self,
+        mac: MacAddr,
+        key: FlowKey,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        seg: &Segment,
+    ) -> Option<usize> {
+        if self.app.is_full() {
+            return None;
+        }
+        let client_isn = seg.seq - 1;
+        let cookie = seg.ack - 1;
+        let Some(mss) = self
+            .cookies
+            .decode(local, remote, client_isn, cookie, self.now)
+        else {
+            self.stats.syn_cookies_rejected += 1;
+            return None;
+        };
+        let mut opts = SynOptions {
+            mss: Some(mss),
+            ..Default::default()
+        };
+        if let (true, Some((tsval, tsecr))) = (self.cfg.tcp.timestamps, seg.timestamp) {
+            let (ws, sack) = cookie::decode_ts_options(tsecr);
+            opts.wscale = ws;
+            opts.sack_permitted = sack;
+            opts.timestamp = Some((tsval, tsecr));
+        }
+        let ts_offset = self.ts_offset(&key);
+        let tcb = Tcb::from_cookie(
+            local,
+            remote,
+            seg,
+            cookie,
+            opts,
+            ts_offset,
+            self.our_mss,
+            self.now,
+            &self.cfg.tcp,
+        );
+        self.stats.syn_cookies_accepted += 1;
+        let id = self.insert_conn(tcb, None, key, Some(mac), None);
+        Some(id.index() as usize)
+    }
+}

@@ -1,0 +1,270 @@
+//! The transmit path: connections with something to say build their segments straight
+//! into driver buffers (or park them with ARP while the next hop is unresolved), blocks
+//! that are done leave the table or become compact TIME-WAIT entries, and bursts go to
+//! the driver.
+
+use std::net::Ipv4Addr;
+
+use super::{Engine, FlowKey, TimerItem, TX_BURST};
+use crate::app::Handler;
+use crate::arp::EnqueueResult;
+use crate::checksum;
+use crate::ethernet::{self, DropReason, EthernetProtocol};
+use crate::io::{ChecksumOffload, ChecksumRequest, MacAddr, PacketIo, TxFrame, TxMeta};
+use crate::ipv4::{self, IdentCounter, IpProtocol};
+use crate::tcp::segment::TxSegment;
+use crate::tcp::send_buffer::SendBuffer;
+use crate::tcp::tcb::{CloseReason, State};
+use crate::time::Clock;
+
+impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
+    pub(super) fn flush_dirty(&mut self) {
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for index in dirty.drain(..) {
+            self.flush_conn(index);
+        }
+        self.dirty = dirty;
+    }
+
+    /// Let one connection send what it wants, then settle its timer and its fate.
+    fn flush_conn(&mut self, index: usize) {
+        let Some(block) = self.app.get_mut(index) else {
+            return;
+        };
+        if !block.dirty {
+            return;
+        }
+        block.dirty = false;
+        let mut segs = std::mem::take(&mut self.segs);
+        block.tcb.poll_transmit(self.now, &mut segs);
+        self.stats.retransmissions += block.tcb.take_retransmissions();
+        for seg in segs.drain(..) {
+            self.send_conn_segment(index, &seg);
+        }
+        self.segs = segs;
+
+        let block = &mut self.app[index];
+        match block.tcb.state() {
+            State::Closed => return self.remove_conn(index),
+            State::TimeWait => return self.enter_time_wait(index),
+            _ => {}
+        }
+        if let Some(at) = block.tcb.next_deadline() {
+            if block.timer_at.is_none_or(|t| at < t) {
+                block.timer_at = Some(at);
+                if let Some(id) = self.app.id(index) {
+                    self.timers.schedule(at, TimerItem::Conn { id, at });
+                }
+            }
+        }
+    }
+
+    fn remove_conn(&mut self, index: usize) {
+        let block = self.app.remove(&mut (), index, &mut self.stats);
+        self.flows.remove(&block.key);
+    }
+
+    /// Replace a connection block in TIME-WAIT by a compact entry (RFC 9293 §3.10.7.4
+    /// TIME-WAIT only needs to re-ACK a retransmitted FIN). For the application the
+    /// connection is over.
+    fn enter_time_wait(&mut self, index: usize) {
+        let block = &self.app[index];
+        let key = block.key;
+        let at = block
+            .tcb
+            .linger_deadline()
+            .unwrap_or(self.now + self.cfg.tcp.time_wait);
+        if self.time_wait.insert(key, &block.tcb, at) {
+            self.stats.time_wait_entered += 1;
+            self.timers.schedule(at, TimerItem::TimeWait { key, at });
+        }
+        self.flows.remove(&key);
+        self.app
+            .finish(&mut (), index, CloseReason::Normal, &mut self.stats);
+        self.app.remove(&mut (), index, &mut self.stats);
+    }
+
+    fn send_conn_segment(&mut self, index: usize, seg: &TxSegment) {
+        let block = &mut self.app[index];
+        if block.mac.is_none() {
+            block.mac = self.arp.lookup(block.next_hop, self.now);
+        }
+        let hop = block.next_hop;
+        let mut frame = TcpFrame {
+            src_mac: self.mac,
+            dst_mac: MacAddr::BROADCAST,
+            src_ip: self.cfg.ip,
+            key: block.key,
+            seg,
+            payload: Some(block.tcb.send_buffer()),
+            ident: 0,
+        };
+        if let Some(mac) = block.mac {
+            frame.dst_mac = mac;
+            let sent = frame.build_in(&mut self.dev, &mut self.ident, self.tx_csum);
+            self.push_segment(sent);
+        } else {
+            // Next hop unresolved: park the frame with ARP (copied; rare path), its
+            // destination filled in when the reply comes.
+            let mut parked = vec![0u8; frame.len()];
+            frame.ident = self.ident.next();
+            frame.write(&mut parked, ChecksumOffload::NONE);
+            self.stats.segments_out += 1;
+            match self.arp.enqueue(hop, parked, self.now) {
+                EnqueueResult::SendRequest => self.send_arp_request(hop),
+                EnqueueResult::Queued => {}
+                EnqueueResult::Dropped => self.stats.drop(DropReason::ArpQueueFull),
+            }
+            if self.arp.lookup(hop, self.now).is_some() {
+                self.send_arp_ready();
+            }
+        }
+    }
+
+    /// A segment outside any connection (RST replies, cookie SYN-ACKs, TIME-WAIT ACKs).
+    pub(super) fn send_raw(&mut self, mac: MacAddr, key: FlowKey, seg: &TxSegment) {
+        let mut frame = TcpFrame {
+            src_mac: self.mac,
+            dst_mac: mac,
+            src_ip: self.cfg.ip,
+            key,
+            seg,
+            payload: None,
+            ident: 0,
+        };
+        let sent = frame.build_in(&mut self.dev, &mut self.ident, self.tx_csum);
+        self.push_segment(sent);
+    }
+
+    /// Queue a segment's frame [`TcpFrame::build_in`] built (`None`: no buffer).
+    fn push_segment(&mut self, frame: Option<D::Tx>) {
+        match frame {
+            Some(buf) => {
+                self.stats.segments_out += 1;
+                self.push_tx(buf);
+            }
+            None => self.stats.drop(DropReason::NoTxBuffer),
+        }
+    }
+
+    pub(super) fn push_tx(&mut self, buf: D::Tx) {
+        self.stats.frames_out += 1;
+        self.stats.bytes_out += buf.len() as u64;
+        self.tx.push(buf);
+        if self.tx.len() >= TX_BURST {
+            self.submit();
+        }
+    }
+
+    pub(super) fn submit(&mut self) {
+        if !self.tx.is_empty() {
+            self.dev.transmit(&mut self.tx);
+        }
+    }
+}
+
+/// One TCP segment as an Ethernet frame: everything [`TcpFrame::write`] needs.
+struct TcpFrame<'a> {
+    src_mac: MacAddr,
+    dst_mac: MacAddr,
+    src_ip: Ipv4Addr,
+    key: FlowKey,
+    seg: &'a TxSegment,
+    /// The connection's send buffer, which holds the segment's payload.
+    payload: Option<&'a SendBuffer>,
+    ident: u16,
+}
+
+impl TcpFrame<'_> {
+    /// Write the frame into a transmit buffer of `dev`, numbering its datagram from
+    /// `ident`; `None` when the device has no buffer free.
+    fn build_in<D: PacketIo>(
+        &mut self,
+        dev: &mut D,
+        ident: &mut IdentCounter,
+        offload: ChecksumOffload,
+    ) -> Option<D::Tx> {
+        let mut buf = dev.alloc_tx(self.len())?;
+        self.ident = ident.next();
+        let meta = self.write(&mut buf, offload);
+        if meta != TxMeta::default() {
+            buf.set_meta(meta);
+        }
+        Some(buf)
+    }
+
+    /// The frame's length in bytes.
+    fn len(&self) -> usize {
+        ipv4::TRANSPORT_OFFSET + self.seg.header_len() + self.seg.payload_len
+    }
+
+    /// Build Ethernet + IPv4 + TCP headers and the payload into `buf` (exactly
+    /// [`TcpFrame::len`] long). Returns the offload request for the driver, if any.
+    fn write(&self, buf: &mut [u8], offload: ChecksumOffload) -> TxMeta {
+        let seg = self.seg;
+        let key = self.key;
+        let hl = seg.header_len();
+        let tcp_len = hl + seg.payload_len;
+        let ip_start = ethernet::HEADER_LEN;
+        let tcp_start = ipv4::TRANSPORT_OFFSET;
+        ethernet::write_header(
+            &mut buf[..ip_start],
+            self.src_mac,
+            self.dst_mac,
+            EthernetProtocol::Ipv4,
+        );
+        ipv4::write_header(
+            &mut buf[ip_start..tcp_start],
+            self.src_ip,
+            key.remote_ip,
+            IpProtocol::Tcp,
+            tcp_len,
+            ipv4::DEFAULT_TTL,
+            self.ident,
+            true,
+            !offload.ipv4,
+        );
+        seg.write_header(
+            &mut buf[tcp_start..tcp_start + hl],
+            key.local_port,
+            key.remote_port,
+        );
+        let payload = tcp_start + hl..tcp_start + tcp_len;
+        let csum_at = tcp_start + 16;
+        let pseudo = checksum::pseudo_header_v4(
+            self.src_ip.octets(),
+            key.remote_ip.octets(),
+            6,
+            tcp_len as u16,
+        );
+        let body = self.payload.filter(|_| seg.payload_len > 0);
+        let mut meta = TxMeta::default();
+        if offload.tcp {
+            if let Some(sb) = body {
+                sb.copy_out(seg.payload_offset, &mut buf[payload]);
+            }
+            // CHECKSUM_PARTIAL: the device adds the segment's sum to the pseudo-header sum.
+            let partial = checksum::fold(pseudo);
+            buf[csum_at..csum_at + 2].copy_from_slice(&partial.to_be_bytes());
+            meta.checksum = Some(ChecksumRequest {
+                start: tcp_start as u16,
+                offset: 16,
+            });
+            meta.tso_mss = seg.tso_mss;
+        } else {
+            // The payload's sum comes with the copy (from precomputed prefix sums for
+            // summed bodies), so the body is never read a second time.
+            let payload_sum = body.map_or(0, |sb| {
+                sb.copy_out_summed(seg.payload_offset, &mut buf[payload])
+            });
+            // The header is a multiple of four bytes long, so the payload starts even.
+            let sum = checksum::combine(
+                checksum::combine(pseudo, checksum::sum(&buf[tcp_start..tcp_start + hl])),
+                payload_sum,
+            );
+            let c = !checksum::fold(sum);
+            buf[csum_at..csum_at + 2].copy_from_slice(&c.to_be_bytes());
+        }
+        meta
+    }
+}
