@@ -21,7 +21,7 @@ use std::net::Ipv4Addr;
 pub use smoltcp::wire::IpProtocol;
 use smoltcp::wire::Ipv4Packet;
 
-use crate::ethernet::DropReason;
+use crate::drop::DropReason;
 
 /// Length of an IPv4 header without options, the only kind we emit.
 pub const HEADER_LEN: usize = 20;

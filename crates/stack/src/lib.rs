@@ -103,6 +103,7 @@
 pub mod app;
 pub mod arp;
 pub mod checksum;
+pub mod drop;
 pub mod engine;
 pub mod ethernet;
 pub mod icmp;

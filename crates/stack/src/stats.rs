@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::ethernet::DropReason;
+use crate::drop::DropReason;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stats {

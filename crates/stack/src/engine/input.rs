@@ -5,7 +5,8 @@ use std::net::Ipv4Addr;
 
 use super::{timewait, Engine, FlowKey};
 use crate::app::Handler;
-use crate::ethernet::{self, DropReason, EthernetProtocol};
+use crate::drop::DropReason;
+use crate::ethernet::{self, EthernetProtocol};
 use crate::icmp;
 use crate::io::{MacAddr, PacketIo, TxFrame};
 use crate::ipv4::{self, IpProtocol, Ipv4Header};

@@ -6,7 +6,7 @@ use std::net::SocketAddrV4;
 
 use super::{Engine, FlowKey};
 use crate::app::Handler;
-use crate::ethernet::DropReason;
+use crate::drop::DropReason;
 use crate::io::{MacAddr, PacketIo};
 use crate::ipv4::Ipv4Header;
 use crate::tcp::cookie;

@@ -21,8 +21,9 @@ use smoltcp::wire::{
 use super::*;
 use crate::app::{Conn, Opener};
 use crate::checksum;
+use crate::drop::DropReason;
 use crate::ethernet::EthernetHeader;
-use crate::ethernet::{self, DropReason, EthernetProtocol};
+use crate::ethernet::{self, EthernetProtocol};
 use crate::io::memory::{self, MemoryLink};
 use crate::io::Capabilities;
 use crate::ipv4::IpProtocol;

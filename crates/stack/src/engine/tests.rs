@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::app::{Conn, Opener};
-use crate::ethernet::DropReason;
+use crate::drop::DropReason;
 use crate::io::fault::FaultConfig;
 use crate::sim::{self, SimPair, SERVER_IP};
 use crate::tcp::tcb::CloseReason;

@@ -1,0 +1,141 @@
+//! [`DropReason`]: why a received frame (or one waiting to be sent) was dropped, one
+//! taxonomy for every layer, so each worker keeps its drop counters in one fixed array
+//! ([`Stats`](crate::Stats)).
+
+use std::fmt;
+
+/// Why a received frame (or a frame waiting to be sent) was dropped.
+///
+/// One enum for every layer so the engine can keep per-reason counters in a fixed array
+/// indexed by [`DropReason::index`]. Every variant is a counted, silent drop: bad input
+/// never panics and, unless the RFCs ask for an answer (a RST, an ICMP error), gets none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropReason {
+    /// The buffer is shorter than the fixed header of the layer parsing it.
+    Truncated,
+    /// The Ethernet destination is neither our MAC nor broadcast.
+    NotForUs,
+    /// An EtherType other than IPv4 or ARP (IPv6, VLAN-tagged, 802.3 length field...).
+    UnknownEtherType,
+    /// ARP that is not Ethernet/IPv4 (RFC 826 hardware/protocol types and lengths), has an
+    /// unknown operation, or carries an address no host may own (multicast MAC...).
+    BadArp,
+    /// IPv4 header with a version other than 4 or an IHL below 5 (RFC 791 §3.1).
+    BadIpHeader,
+    /// IPv4 header checksum mismatch (RFC 791 §3.1, RFC 1122 §3.2.1.2).
+    BadIpChecksum,
+    /// IPv4 total length smaller than the header or larger than the bytes received.
+    BadIpLength,
+    /// An IPv4 fragment: we do not reassemble (we send with DF and advertise an MSS that
+    /// fits the MTU, so peers have no reason to fragment towards us).
+    Fragment,
+    /// The IPv4 destination is not our address (nor the limited broadcast).
+    NotOurAddress,
+    /// The IPv4 source is one no datagram may come from: multicast, broadcast, loopback
+    /// or unspecified (RFC 1122 §3.2.1.3).
+    BadSourceAddress,
+    /// An IP protocol other than ICMP or TCP.
+    UnknownProtocol,
+    /// A malformed ICMP message (RFC 792), e.g. an Echo Request with a nonzero code.
+    BadIcmp,
+    /// ICMP checksum mismatch (RFC 792).
+    BadIcmpChecksum,
+    /// A malformed TCP header (data offset out of range, bad options) (RFC 9293 §3.1).
+    BadTcpHeader,
+    /// TCP checksum mismatch (RFC 9293 §3.1).
+    BadTcpChecksum,
+    /// A SYN to a port nobody listens on (answered with RST per RFC 9293 §3.10.7.1).
+    NoListener,
+    /// A non-SYN segment that matches no connection (answered with RST unless it is one).
+    NoConnection,
+    /// A frame waiting for ARP resolution was dropped: the per-address or total queue
+    /// was full.
+    ArpQueueFull,
+    /// A frame waiting for ARP resolution was dropped: the neighbour never answered.
+    ArpUnresolved,
+    /// No transmit buffer (or one too small) was available for a reply.
+    NoTxBuffer,
+}
+
+impl DropReason {
+    /// Number of variants: the length of a per-reason counter array.
+    pub const COUNT: usize = 20;
+
+    /// Every variant, in [`index`](DropReason::index) order.
+    pub const ALL: [DropReason; DropReason::COUNT] = [
+        DropReason::Truncated,
+        DropReason::NotForUs,
+        DropReason::UnknownEtherType,
+        DropReason::BadArp,
+        DropReason::BadIpHeader,
+        DropReason::BadIpChecksum,
+        DropReason::BadIpLength,
+        DropReason::Fragment,
+        DropReason::NotOurAddress,
+        DropReason::BadSourceAddress,
+        DropReason::UnknownProtocol,
+        DropReason::BadIcmp,
+        DropReason::BadIcmpChecksum,
+        DropReason::BadTcpHeader,
+        DropReason::BadTcpChecksum,
+        DropReason::NoListener,
+        DropReason::NoConnection,
+        DropReason::ArpQueueFull,
+        DropReason::ArpUnresolved,
+        DropReason::NoTxBuffer,
+    ];
+
+    /// Position of this reason in [`DropReason::ALL`] and in a counter array.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// A short stable name for statistics output.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DropReason::Truncated => "truncated",
+            DropReason::NotForUs => "not_for_us",
+            DropReason::UnknownEtherType => "unknown_ethertype",
+            DropReason::BadArp => "bad_arp",
+            DropReason::BadIpHeader => "bad_ip_header",
+            DropReason::BadIpChecksum => "bad_ip_checksum",
+            DropReason::BadIpLength => "bad_ip_length",
+            DropReason::Fragment => "ip_fragment",
+            DropReason::NotOurAddress => "not_our_address",
+            DropReason::BadSourceAddress => "bad_source_address",
+            DropReason::UnknownProtocol => "unknown_protocol",
+            DropReason::BadIcmp => "bad_icmp",
+            DropReason::BadIcmpChecksum => "bad_icmp_checksum",
+            DropReason::BadTcpHeader => "bad_tcp_header",
+            DropReason::BadTcpChecksum => "bad_tcp_checksum",
+            DropReason::NoListener => "no_listener",
+            DropReason::NoConnection => "no_connection",
+            DropReason::ArpQueueFull => "arp_queue_full",
+            DropReason::ArpUnresolved => "arp_unresolved",
+            DropReason::NoTxBuffer => "no_tx_buffer",
+        }
+    }
+}
+
+impl fmt::Display for DropReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drop_reason_table_is_consistent() {
+        let mut names = std::collections::HashSet::new();
+        for (i, r) in DropReason::ALL.iter().enumerate() {
+            assert_eq!(r.index(), i);
+            assert!(names.insert(r.name()), "duplicate name {}", r.name());
+            assert_eq!(r.to_string(), r.name());
+        }
+        assert_eq!(names.len(), DropReason::COUNT);
+        assert_eq!(DropReason::NoTxBuffer.index(), DropReason::COUNT - 1);
+    }
+}
