@@ -8,9 +8,9 @@ use std::thread;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use rusty::cli::link::{LinkKind, LinkSpec};
 use rusty::cli::CommonArgs;
 use rusty::launch;
-use rusty::runtime::link::{LinkKind, LinkSpec};
 use rusty::runtime::StopHandle;
 use rusty_echo::{Collector, LoadClient, LoadConfig, Mode};
 

@@ -13,7 +13,6 @@
 //! returns its statistics. A second signal exits at once.
 
 mod engine_worker;
-pub mod link;
 
 use std::fmt;
 use std::net::Ipv4Addr;

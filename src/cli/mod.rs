@@ -1,13 +1,19 @@
-//! Command-line flags every Rusty binary shares (clap), and how they shape a [`Launch`].
+//! The command line every Rusty binary shares: the flags (clap) and how they shape a
+//! [`Launch`]. The grammars of its values live beside it: link specs in [`link`],
+//! addresses and CPU lists in [`parse`].
+
+pub mod link;
+pub mod parse;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::launch::{parse_cidr, parse_cpus, Launch};
+use crate::launch::Launch;
+use link::parse_links;
+use parse::{parse_cidr, parse_cpus};
 use rusty_stack::io::fault::FaultConfig;
-use rusty_stack::runtime::link::parse_links;
 
 /// A CPU list such as `0,2-3` (one clap value, not several).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +41,8 @@ pub struct CommonArgs {
     /// Print per-worker counters every SECONDS.
     #[arg(long, value_name = "SECONDS")]
     pub stats: Option<u64>,
-    /// Configure the host side of the TAP link with this address (e.g. 10.0.2.1/24).
+    /// Configure the host side of the TAP link with this address (e.g. 10.0.2.1/24; without
+    /// a prefix, /24, as for link addresses).
     #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
     pub tap_host: Option<(std::net::Ipv4Addr, u8)>,
     /// Pin workers to these CPUs, in order (e.g. 0,2-3); default: the allowed CPU set.
@@ -145,10 +152,28 @@ mod tests {
         assert!(l.runtime.oversubscribe);
         assert_eq!(l.runtime.stats_interval, Some(Duration::from_secs(5)));
         assert_eq!(l.tap_host, Some((std::net::Ipv4Addr::new(10, 0, 0, 1), 24)));
+        assert_eq!(l.links[0].prefix_len, 24);
         assert_eq!(l.links.len(), 1);
         assert!(l.faults.is_some());
         let bad = Cli::try_parse_from(["x", "--fault-loss", "2"]).unwrap();
         assert!(bad.common.launch(&bad.links).is_err());
         assert!(Cli::try_parse_from(["x", "--cpus", "a"]).is_err());
+    }
+
+    #[test]
+    fn tap_host_reads_like_a_link_address() {
+        let bare = Cli::try_parse_from(["x", "--tap-host", "10.0.0.1"]).unwrap();
+        assert_eq!(
+            bare.common.tap_host,
+            Some((std::net::Ipv4Addr::new(10, 0, 0, 1), 24))
+        );
+        let wide = Cli::try_parse_from(["x", "--tap-host", "10.0.0.1/16"]).unwrap();
+        assert_eq!(wide.common.tap_host.map(|h| h.1), Some(16));
+        let err = Cli::try_parse_from(["x", "--tap-host", "10.0.0.1/40"]).unwrap_err();
+        assert!(
+            err.to_string().contains("prefix length /40 is over 32"),
+            "{err}"
+        );
+        assert!(Cli::try_parse_from(["x", "--tap-host", "tap0"]).is_err());
     }
 }
