@@ -1,17 +1,19 @@
 //! The command line every Rusty binary shares: the flags (clap) and how they shape a
 //! [`Launch`]. The grammars of its values live beside it: link specs in [`link`],
-//! addresses and CPU lists in [`parse`].
+//! addresses and CPU lists in [`parse`]; the logger the flags choose in [`logging`].
 
 pub mod link;
+pub mod logging;
 pub mod parse;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use crate::launch::Launch;
 use link::parse_links;
+pub use logging::LogLevel;
 use parse::{parse_cidr, parse_cpus};
 use rusty_stack::io::fault::FaultConfig;
 
@@ -21,15 +23,6 @@ pub struct CpuList(pub Vec<usize>);
 
 fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
     parse_cpus(s).map(CpuList)
-}
-
-/// How much the binary says on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-pub enum LogLevel {
-    Error,
-    Warn,
-    Info,
-    Debug,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -57,8 +50,11 @@ pub struct CommonArgs {
     /// Seconds open connections may run on after SIGINT/SIGTERM.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub grace: u64,
-    #[arg(long, value_enum, default_value_t = LogLevel::Info)]
-    pub log_level: LogLevel,
+    /// How much goes to stderr. Given, this level wins; otherwise RUST_LOG applies
+    /// (env_logger syntax, e.g. rusty_stack=debug; targets it does not name stay at
+    /// info); otherwise info, which shows status lines and worker counters.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub log_level: Option<LogLevel>,
     /// Send bulk data as MTU-sized segments even where the device offers TSO.
     #[arg(long)]
     pub no_tso: bool,
@@ -110,10 +106,6 @@ impl CommonArgs {
         }
         Ok(l)
     }
-
-    pub fn info(&self) -> bool {
-        self.log_level >= LogLevel::Info
-    }
 }
 
 #[cfg(test)]
@@ -158,6 +150,13 @@ mod tests {
         let bad = Cli::try_parse_from(["x", "--fault-loss", "2"]).unwrap();
         assert!(bad.common.launch(&bad.links).is_err());
         assert!(Cli::try_parse_from(["x", "--cpus", "a"]).is_err());
+        assert_eq!(
+            cli.common.log_level, None,
+            "no flag: RUST_LOG or info decide"
+        );
+        let quiet = Cli::try_parse_from(["x", "--log-level", "trace"]).unwrap();
+        assert_eq!(quiet.common.log_level, Some(LogLevel::Trace));
+        assert!(Cli::try_parse_from(["x", "--log-level", "loud"]).is_err());
     }
 
     #[test]

@@ -29,6 +29,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    cli.common.init_logging();
     let launch = match cli.common.launch(&cli.links) {
         Ok(l) => l,
         Err(e) => {
@@ -36,29 +37,25 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if cli.common.info() {
-        eprintln!(
-            "echo: listening on port {} ({})",
-            cli.port,
-            if launch.links.is_empty() {
-                "kernel sockets, all addresses".to_string()
-            } else {
-                launch
-                    .links
-                    .iter()
-                    .map(|l| format!("{} {} x{}", l.kind, l.ip, l.workers))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        );
-    }
+    log::info!(
+        "echo: listening on port {} ({})",
+        cli.port,
+        if launch.links.is_empty() {
+            "kernel sockets, all addresses".to_string()
+        } else {
+            launch
+                .links
+                .iter()
+                .map(|l| format!("{} {} x{}", l.kind, l.ip, l.workers))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
     let stop = StopHandle::new();
     match launch::run(&launch, Some(cli.port), &stop, |_| EchoServer::default()) {
         Ok(stats) => {
-            if cli.common.info() {
-                for (i, s) in stats.iter().enumerate() {
-                    eprintln!("worker {i}: {s}");
-                }
+            for (i, s) in stats.iter().enumerate() {
+                log::info!("worker {i}: {s}");
             }
             ExitCode::SUCCESS
         }
