@@ -56,6 +56,19 @@ impl Launch {
             tso: true,
         }
     }
+
+    /// Where the workers will run, for a binary's status line: `tap:tap0 10.0.2.2 x2,
+    /// kernel 0.0.0.0 x1`, or the default when no link was named.
+    pub fn describe_links(&self) -> String {
+        if self.links.is_empty() {
+            return "kernel sockets, all addresses".to_string();
+        }
+        self.links
+            .iter()
+            .map(|l| format!("{} {} x{}", l.kind, l.ip, l.workers))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 #[derive(Debug)]
@@ -283,6 +296,28 @@ mod tests {
             PathBuf::from("/tmp/x.w2.pcap")
         );
         assert_eq!(pcap_path(Path::new("cap"), 1, 2), PathBuf::from("cap.w1"));
+    }
+
+    #[test]
+    fn links_are_described_for_status_lines() {
+        assert_eq!(
+            Launch::new(Vec::new()).describe_links(),
+            "kernel sockets, all addresses"
+        );
+        let links = crate::cli::link::parse_links(&[
+            "2",
+            "tap0",
+            "10.0.2.2",
+            "2",
+            "kernel",
+            "127.0.0.1",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(
+            Launch::new(links).describe_links(),
+            "tap:tap0 10.0.2.2 x2, kernel 127.0.0.1 x1"
+        );
     }
 
     #[test]

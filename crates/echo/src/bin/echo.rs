@@ -40,16 +40,7 @@ fn main() -> ExitCode {
     log::info!(
         "echo: listening on port {} ({})",
         cli.port,
-        if launch.links.is_empty() {
-            "kernel sockets, all addresses".to_string()
-        } else {
-            launch
-                .links
-                .iter()
-                .map(|l| format!("{} {} x{}", l.kind, l.ip, l.workers))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
+        launch.describe_links()
     );
     let stop = StopHandle::new();
     match launch::run(&launch, Some(cli.port), &stop, |_| EchoServer::default()) {

@@ -84,16 +84,7 @@ fn main() -> ExitCode {
         cache.bytes(),
         cli.root.display(),
         cli.port,
-        if launch.links.is_empty() {
-            "kernel sockets, all addresses".to_string()
-        } else {
-            launch
-                .links
-                .iter()
-                .map(|l| format!("{} {} x{}", l.kind, l.ip, l.workers))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
+        launch.describe_links()
     );
     let cfg = HttpConfig {
         limits: Limits {
