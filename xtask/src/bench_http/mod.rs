@@ -37,10 +37,7 @@ mod wrk;
 use std::fs;
 use std::path::Path;
 
-use crate::common::{
-    build, check_cpus, interrupt_flag, release_bin, require_root, workspace_root, write_readme,
-    Netns, Result, RunArgs, TempDir,
-};
+use crate::common::{release_bin, write_readme, Netns, Result, RunArgs, TempDir};
 use crate::pages;
 use report::{readme_body, table, us, verdict};
 use runs::Ctx;
@@ -131,14 +128,7 @@ pub fn run(opts: &Options) -> Result<()> {
     if opts.run.duration == 0 || opts.run.rounds == 0 || opts.connections == 0 {
         return Err("--duration, --rounds and --connections must be at least 1".into());
     }
-    require_root("bench http")?;
-    check_cpus(opts.run.server_cpu, opts.run.client_cpu)?;
-    let interrupted = interrupt_flag()?;
-
-    let root = workspace_root();
-    if !opts.run.no_build {
-        build(&root, "rusty-httpd")?;
-    }
+    let (interrupted, root) = opts.run.prepare("bench http", "rusty-httpd")?;
     warn_if_busy();
     let httpd = release_bin(&root, "httpd")?;
 

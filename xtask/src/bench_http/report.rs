@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::tools::Tools;
 use super::wrk::Sample;
 use super::{Options, Server, CASES, GOAL, PORT, PREFIX, STACK_IP};
-use crate::common::{command_line, machine, median, thousands, utc_date};
+use crate::common::{median, provenance, thousands};
 use crate::pages::{self, PAGES, SMALL_PAGE};
 
 /// Microseconds as wrk-like text.
@@ -147,7 +147,7 @@ pub fn readme_body(
     format!(
         "### HTTP: httpd on Rusty (TAP) vs httpd on kernel sockets vs nginx\n\
          \n\
-         `{command}` — {date}, {machine}; {versions}.\n\
+         {provenance}; {versions}.\n\
          {rounds} run(s) × {d} s per case and server, rotating which server goes first; each\n\
          column is the median over the runs, requests/s also shows the slowest–fastest run.\n\
          \n\
@@ -173,9 +173,7 @@ pub fn readme_body(
          \n\
          {table}\n\
          {verdict}",
-        command = command_line(),
-        date = utc_date(),
-        machine = machine(),
+        provenance = provenance(),
         rounds = opts.run.rounds,
         d = opts.run.duration,
         scpu = opts.run.server_cpu,

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use super::wrk::{parse_wrk, Sample};
 use super::{Case, Load, Options, Server, PORT, PREFIX, STACK_IP};
 use crate::common::{
-    check_interrupted, children_of, listening, process_cpu_seconds, tail, Netns, Proc, Result,
+    check_interrupted, check_run, children_of, explain_run, listening, process_cpu_seconds, tail,
+    Netns, Proc, Result,
 };
 use crate::pages::SMALL_PAGE;
 
@@ -192,32 +193,9 @@ impl Ctx<'_> {
         running.stop();
 
         let out = fs::read_to_string(&client_log).unwrap_or_default();
-        let explain = || {
-            format!(
-                "\n--- wrk output ---\n{}\n--- server log (tail) ---\n{}",
-                out.trim_end(),
-                tail(&server_log, 20)
-            )
-        };
+        let explain = || explain_run("wrk", &out, &server_log);
         let what = format!("{} on {}", case.label, server.label());
-        let status = status.ok_or_else(|| {
-            format!(
-                "wrk ({what}) did not finish within {} s{}",
-                limit.as_secs(),
-                explain()
-            )
-        })?;
-        if !status.success() || !server_alive {
-            return Err(format!(
-                "{what} failed (wrk {status}, server {}){}",
-                if server_alive {
-                    "alive"
-                } else {
-                    "exited early"
-                },
-                explain()
-            ));
-        }
+        check_run("wrk", &what, status, limit, server_alive, explain)?;
         let mut s =
             parse_wrk(&out).ok_or_else(|| format!("could not read wrk's numbers{}", explain()))?;
         if s.requests == 0 || s.non_2xx > 0 {

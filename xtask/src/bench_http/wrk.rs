@@ -38,33 +38,38 @@ impl Sample {
 
 /// wrk's time ("263.00us", "1.20ms", "2.00s", "1.00m") in microseconds.
 fn parse_time_us(s: &str) -> Option<f64> {
-    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().ok()?;
-    let scale = match unit {
-        "us" => 1.0,
-        "ms" => 1e3,
-        "s" => 1e6,
-        "m" => 60e6,
-        "h" => 3600e6,
-        _ => return None,
-    };
-    Some(v * scale)
+    with_unit(
+        s,
+        &[
+            ("us", 1.0),
+            ("ms", 1e3),
+            ("s", 1e6),
+            ("m", 60e6),
+            ("h", 3600e6),
+        ],
+    )
 }
 
 /// wrk's byte count ("30.05MB", "512.00B"; binary units) in bytes.
 fn parse_bytes(s: &str) -> Option<f64> {
+    with_unit(
+        s,
+        &[
+            ("B", 1.0),
+            ("KB", 1024.0),
+            ("MB", 1024.0 * 1024.0),
+            ("GB", 1024.0 * 1024.0 * 1024.0),
+            ("TB", 1024.0f64.powi(4)),
+        ],
+    )
+}
+
+/// A number followed by one of `units` (name, scale), scaled; `None` for another unit.
+fn with_unit(s: &str, units: &[(&str, f64)]) -> Option<f64> {
     let split = s.find(|c: char| c.is_ascii_alphabetic())?;
     let (num, unit) = s.split_at(split);
     let v: f64 = num.parse().ok()?;
-    let scale = match unit {
-        "B" => 1.0,
-        "KB" => 1024.0,
-        "MB" => 1024.0 * 1024.0,
-        "GB" => 1024.0 * 1024.0 * 1024.0,
-        "TB" => 1024.0f64.powi(4),
-        _ => return None,
-    };
+    let scale = units.iter().find(|(name, _)| *name == unit)?.1;
     Some(v * scale)
 }
 
@@ -135,5 +140,8 @@ Transfer/sec:     30.05MB\n";
         assert_eq!(parse_time_us("2.00s"), Some(2e6));
         assert_eq!(parse_bytes("512.00B"), Some(512.0));
         assert_eq!(parse_bytes("1.5KB"), Some(1536.0));
+        assert_eq!(parse_time_us("1.00m"), Some(60e6));
+        assert_eq!(parse_time_us("3.00d"), None);
+        assert_eq!(parse_bytes("12"), None);
     }
 }
