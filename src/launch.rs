@@ -10,12 +10,12 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 
+use crate::cli::link::{LinkKind, LinkSpec, LinkSpecError};
 use rusty_drivers_tap::{TapConfig, TapError, TapQueue};
 use rusty_kernel::{kernel_worker, KernelConfig};
 use rusty_stack::io::fault::{FaultConfig, FaultInjector};
 use rusty_stack::io::pcap::PcapCapture;
 use rusty_stack::io::PacketIo;
-use rusty_stack::runtime::link::{LinkKind, LinkSpec, LinkSpecError};
 use rusty_stack::runtime::{self, RuntimeConfig, RuntimeError, StopHandle, Worker, WorkerContext};
 use rusty_stack::{EngineConfig, Handler, Stats, SystemClock, TcpConfig};
 
@@ -55,6 +55,19 @@ impl Launch {
             faults: None,
             tso: true,
         }
+    }
+
+    /// Where the workers will run, for a binary's status line: `tap:tap0 10.0.2.2 x2,
+    /// kernel 0.0.0.0 x1`, or the default when no link was named.
+    pub fn describe_links(&self) -> String {
+        if self.links.is_empty() {
+            return "kernel sockets, all addresses".to_string();
+        }
+        self.links
+            .iter()
+            .map(|l| format!("{} {} x{}", l.kind, l.ip, l.workers))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -268,46 +281,6 @@ where
     Ok(runtime::run(workers, &launch.runtime, stop)?)
 }
 
-/// Parse `a.b.c.d/len` (as for `--tap-host`).
-pub fn parse_cidr(s: &str) -> Result<(Ipv4Addr, u8), String> {
-    let (ip, len) = s
-        .split_once('/')
-        .ok_or_else(|| format!("'{s}' is not a.b.c.d/len"))?;
-    let ip = ip
-        .parse()
-        .map_err(|_| format!("'{ip}' is not an IPv4 address"))?;
-    let len: u8 = len
-        .parse()
-        .map_err(|_| format!("'{len}' is not a prefix length"))?;
-    if len > 32 {
-        return Err(format!("prefix length /{len} is over 32"));
-    }
-    Ok((ip, len))
-}
-
-/// Parse a CPU list such as `0,2-3`.
-pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        let bad = || format!("'{part}' is not a CPU number or range");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b {
-                    return Err(bad());
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    if out.is_empty() {
-        return Err(format!("'{s}' names no CPU"));
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,23 +299,31 @@ mod tests {
     }
 
     #[test]
-    fn parses_cidrs_and_cpu_lists() {
+    fn links_are_described_for_status_lines() {
         assert_eq!(
-            parse_cidr("10.0.0.1/24"),
-            Ok((Ipv4Addr::new(10, 0, 0, 1), 24))
+            Launch::new(Vec::new()).describe_links(),
+            "kernel sockets, all addresses"
         );
-        assert!(parse_cidr("10.0.0.1").is_err());
-        assert!(parse_cidr("10.0.0.1/40").is_err());
-        assert_eq!(parse_cpus("0,2-4"), Ok(vec![0, 2, 3, 4]));
-        assert!(parse_cpus("3-1").is_err());
-        assert!(parse_cpus("x").is_err());
+        let links = crate::cli::link::parse_links(&[
+            "2",
+            "tap0",
+            "10.0.2.2",
+            "2",
+            "kernel",
+            "127.0.0.1",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(
+            Launch::new(links).describe_links(),
+            "tap:tap0 10.0.2.2 x2, kernel 127.0.0.1 x1"
+        );
     }
 
     #[test]
     fn drivers_not_built_in_are_refused_clearly() {
         let links =
-            rusty_stack::runtime::link::parse_links(&["1", "ixgbe:0000:03:00.0", "10.0.0.2", "1"])
-                .unwrap();
+            crate::cli::link::parse_links(&["1", "ixgbe:0000:03:00.0", "10.0.0.2", "1"]).unwrap();
         let l = Launch::new(links);
         let err = workers(&l, Some(80), |_: &WorkerContext| rusty_echo_free_handler())
             .err()

@@ -2,8 +2,9 @@
 //!
 //! Rusty is a shared-nothing, event-driven user-space TCP/IP stack. This facade
 //! re-exports the public API of [`rusty_stack`] (see its documentation for the design
-//! and a complete example handler) and adds [`launch`], which turns the link specs of a
-//! command line into pinned workers on Rusty's stack or the kernel's.
+//! and a complete example handler) and adds the command line every binary shares
+//! ([`cli`]: flags, link specs, addresses) and [`launch`], which turns the link specs of
+//! a command line into pinned workers on Rusty's stack or the kernel's.
 
 pub mod cli;
 pub mod launch;

@@ -710,8 +710,7 @@ fn replay_hint(seed: u64) -> String {
 }
 
 /// Run one seed; `Err` describes what went wrong.
-/// With `trace`, every segment either side receives is printed.
-fn run_seed(seed: u64, slow_readers: bool, trace: bool) -> Result<Outcome, String> {
+fn run_seed(seed: u64, slow_readers: bool) -> Result<Outcome, String> {
     let scenario = Rc::new(Scenario::new(seed, slow_readers));
     let n = scenario.conns.len();
     let log = Rc::new(RefCell::new(Log {
@@ -750,7 +749,6 @@ fn run_seed(seed: u64, slow_readers: bool, trace: bool) -> Result<Outcome, Strin
         scenario.to_client,
         seed,
     );
-    net.set_trace(trace);
     net.server.listen(SERVER_PORT, scenario.backlog);
     // The first connection opens through the engine's API, the others through the
     // handler's opener (in `poll`, and from `closed` as slots free up).
@@ -865,11 +863,11 @@ fn run_seed(seed: u64, slow_readers: bool, trace: bool) -> Result<Outcome, Strin
 
 /// Run a seed, turning panics into errors too, so the seed is always reported.
 fn check_seed(seed: u64) -> Result<Outcome, String> {
-    check_seed_with(seed, false, false)
+    check_seed_with(seed, false)
 }
 
-fn check_seed_with(seed: u64, slow_readers: bool, trace: bool) -> Result<Outcome, String> {
-    match catch_unwind(AssertUnwindSafe(|| run_seed(seed, slow_readers, trace))) {
+fn check_seed_with(seed: u64, slow_readers: bool) -> Result<Outcome, String> {
+    match catch_unwind(AssertUnwindSafe(|| run_seed(seed, slow_readers))) {
         Ok(r) => r,
         Err(p) => Err(format!(
             "panicked: {}",
@@ -887,7 +885,7 @@ fn run_seeds(seeds: impl Iterator<Item = u64>, slow_readers: bool) {
     let (mut count, mut bytes, mut retransmissions, mut cookies, mut reused) = (0, 0, 0, 0, 0);
     for seed in seeds {
         count += 1;
-        match check_seed_with(seed, slow_readers, false) {
+        match check_seed_with(seed, slow_readers) {
             Ok(o) => {
                 bytes += o.bytes;
                 retransmissions += o.client.retransmissions + o.server.retransmissions;
@@ -969,11 +967,24 @@ fn replay() {
         scenario.to_server,
         scenario.to_client
     );
-    let trace = std::env::var_os("RUSTY_SIM_TRACE").is_some();
-    match check_seed_with(seed, slow, trace) {
+    if std::env::var_os("RUSTY_SIM_TRACE").is_some() {
+        trace_segments();
+    }
+    match check_seed_with(seed, slow) {
         Ok(o) => eprintln!("seed {seed} passed: {o:?}"),
         Err(e) => panic!("seed {seed} failed: {e}\n{}", replay_hint(seed)),
     }
+}
+
+/// The simulator logs every segment it delivers at `trace` level (`rusty_stack::sim`):
+/// show those lines, and only those, through the test harness's output.
+fn trace_segments() {
+    use std::io::Write;
+    let _ = env_logger::Builder::new()
+        .filter_module("rusty_stack::sim", log::LevelFilter::Trace)
+        .format(|out, record| writeln!(out, "{}", record.args()))
+        .is_test(true)
+        .try_init();
 }
 
 #[test]

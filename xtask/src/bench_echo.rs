@@ -30,9 +30,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    build, check_cpus, check_interrupted, command_line, interrupt_flag, listening, machine, median,
-    process_cpu_seconds, release_bin, require_root, tail, thousands, utc_date, workspace_root,
-    write_readme, Netns, Proc, Result, RunArgs,
+    check_interrupted, check_run, explain_run, listening, median, process_cpu_seconds, provenance,
+    release_bin, tail, thousands, write_readme, Netns, Proc, Result, RunArgs,
 };
 
 const PORT: u16 = 7;
@@ -110,14 +109,7 @@ pub fn run(opts: &Options) -> Result<()> {
     if opts.run.duration == 0 || opts.run.rounds == 0 {
         return Err("--duration and --rounds must be at least 1".into());
     }
-    require_root("bench echo")?;
-    check_cpus(opts.run.server_cpu, opts.run.client_cpu)?;
-    let interrupted = interrupt_flag()?;
-
-    let root = workspace_root();
-    if !opts.run.no_build {
-        build(&root, "rusty-echo")?;
-    }
+    let (interrupted, root) = opts.run.prepare("bench echo", "rusty-echo")?;
     let bins = Bins {
         echo: release_bin(&root, "echo")?,
         load: release_bin(&root, "echo-load")?,
@@ -252,35 +244,9 @@ impl Ctx<'_> {
         server.stop(Duration::from_secs(5));
 
         let out = fs::read_to_string(&client_log).unwrap_or_default();
-        let explain = || {
-            format!(
-                "\n--- echo-load output ---\n{}\n--- server log (tail) ---\n{}",
-                out.trim_end(),
-                tail(&server_log, 20)
-            )
-        };
-        let status = status.ok_or_else(|| {
-            format!(
-                "echo-load ({} {}) did not finish within {} s{}",
-                case.label,
-                backend.label(),
-                limit.as_secs(),
-                explain()
-            )
-        })?;
-        if !status.success() || !server_alive {
-            return Err(format!(
-                "{} on {} failed (echo-load {status}, server {}){}",
-                case.label,
-                backend.label(),
-                if server_alive {
-                    "alive"
-                } else {
-                    "exited early"
-                },
-                explain()
-            ));
-        }
+        let explain = || explain_run("echo-load", &out, &server_log);
+        let what = format!("{} on {}", case.label, backend.label());
+        check_run("echo-load", &what, status, limit, server_alive, explain)?;
         let mut s = parse_client(&out)
             .ok_or_else(|| format!("could not read echo-load's numbers{}", explain()))?;
         s.server_cpu_s = cpu_after? - cpu_before;
@@ -406,7 +372,6 @@ fn table(samples: &[Vec<(Backend, Sample)>]) -> String {
 }
 
 fn readme_body(opts: &Options, table: &str) -> String {
-    let command = command_line();
     let spin = opts
         .run
         .spin_us
@@ -416,7 +381,7 @@ fn readme_body(opts: &Options, table: &str) -> String {
     format!(
         "### Echo: Rusty on TAP vs the kernel's sockets\n\
          \n\
-         `{command}` — {date}, {machine}.\n\
+         {provenance}.\n\
          {rounds} run(s) × {d} s per case and backend, alternating which backend goes first;\n\
          each column is the median over the runs, messages/s also shows the slowest–fastest run.\n\
          \n\
@@ -431,8 +396,7 @@ fn readme_body(opts: &Options, table: &str) -> String {
          server's CPU includes the client kernel's receive work on both sides.\n\
          \n\
          {table}",
-        date = utc_date(),
-        machine = machine(),
+        provenance = provenance(),
         rounds = opts.run.rounds,
         d = opts.run.duration,
         scpu = opts.run.server_cpu,

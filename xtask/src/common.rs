@@ -38,6 +38,23 @@ pub struct RunArgs {
     pub no_build: bool,
 }
 
+impl RunArgs {
+    /// What every benchmark does before its first run: check that it runs as root on two
+    /// usable cores, catch SIGINT/SIGTERM, and (unless `--no-build`) build `package` in
+    /// release. `what` names the command for messages. Returns the interrupt flag and the
+    /// workspace root.
+    pub fn prepare(&self, what: &str, package: &str) -> Result<(Arc<AtomicBool>, PathBuf)> {
+        require_root(what)?;
+        check_cpus(self.server_cpu, self.client_cpu)?;
+        let interrupted = interrupt_flag()?;
+        let root = workspace_root();
+        if !self.no_build {
+            build(&root, package)?;
+        }
+        Ok((interrupted, root))
+    }
+}
+
 /// Fails unless running as root; `what` names the command for the message.
 pub fn require_root(what: &str) -> Result<()> {
     // SAFETY: geteuid has no preconditions.
@@ -429,6 +446,47 @@ pub fn listening(pid: i32, port: u16) -> bool {
     })
 }
 
+/// What a failed run shows: the client's whole output and the end of the server's log.
+pub fn explain_run(client: &str, out: &str, server_log: &Path) -> String {
+    format!(
+        "\n--- {client} output ---\n{}\n--- server log (tail) ---\n{}",
+        out.trim_end(),
+        tail(server_log, 20)
+    )
+}
+
+/// Fails unless the client finished within `limit` (`status` is `None` when it was
+/// killed for running longer) and exited 0, with the server still up. `what` names the
+/// case and server; `explain` adds the logs to the message.
+pub fn check_run(
+    client: &str,
+    what: &str,
+    status: Option<ExitStatus>,
+    limit: Duration,
+    server_alive: bool,
+    explain: impl Fn() -> String,
+) -> Result<()> {
+    let status = status.ok_or_else(|| {
+        format!(
+            "{client} ({what}) did not finish within {} s{}",
+            limit.as_secs(),
+            explain()
+        )
+    })?;
+    if !status.success() || !server_alive {
+        return Err(format!(
+            "{what} failed ({client} {status}, server {}){}",
+            if server_alive {
+                "alive"
+            } else {
+                "exited early"
+            },
+            explain()
+        ));
+    }
+    Ok(())
+}
+
 pub fn tail(path: &Path, lines: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
@@ -467,8 +525,13 @@ pub fn thousands(x: f64) -> String {
     out
 }
 
+/// Where a README table comes from: "`cargo xtask …` — DATE, MACHINE".
+pub fn provenance() -> String {
+    format!("`{}` — {}, {}", command_line(), utc_date(), machine())
+}
+
 /// `cargo xtask ARGS…` as this process was started.
-pub fn command_line() -> String {
+fn command_line() -> String {
     std::iter::once("cargo xtask".to_string())
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
@@ -476,7 +539,7 @@ pub fn command_line() -> String {
 }
 
 /// "N CPUs (MODEL), Linux RELEASE".
-pub fn machine() -> String {
+fn machine() -> String {
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let model = fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -492,7 +555,7 @@ pub fn machine() -> String {
 }
 
 /// Today's date in UTC as YYYY-MM-DD.
-pub fn utc_date() -> String {
+fn utc_date() -> String {
     let secs = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -17,7 +17,7 @@ use crate::engine::KernelEngine;
 /// `epoll_wait` (at most 10 ms) after `ctx.spin()` of idleness, and on a stop signal
 /// close the listeners and let connections finish within the grace period.
 ///
-/// A listen address that cannot be bound is reported on stderr and the worker ends at
+/// A listen address that cannot be bound is logged as an error and the worker ends at
 /// once; call [`KernelConfig::check_listen`] first to fail before starting workers.
 pub fn kernel_worker<H, F>(
     cfg: KernelConfig,
@@ -33,16 +33,13 @@ where
         let mut engine = match KernelEngine::new(handler, cfg) {
             Ok(e) => e,
             Err(e) => {
-                eprintln!("rusty-kernel: worker {}: epoll: {e}", ctx.index());
+                log::error!("worker {}: epoll: {e}", ctx.index());
                 return Stats::default();
             }
         };
         for (addr, backlog) in listen {
             if let Err(e) = engine.listen(addr, backlog) {
-                eprintln!(
-                    "rusty-kernel: worker {}: cannot listen on {addr}: {e}",
-                    ctx.index()
-                );
+                log::error!("worker {}: cannot listen on {addr}: {e}", ctx.index());
                 return engine.stats().clone();
             }
         }

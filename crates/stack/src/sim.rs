@@ -5,12 +5,13 @@
 //! so a run is a pure function of its seed and inputs, and a failing seed replays
 //! exactly. Time jumps straight to the next thing that can happen when both sides are
 //! idle, so a minute of TCP timers costs microseconds.
+//!
+//! For debugging a failing seed, every TCP segment either engine receives is logged with
+//! its virtual time at `trace` level, target `rusty_stack::sim` (a test that wants it
+//! installs a logger; without one the frames are not even parsed).
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
-
-use std::cell::Cell;
-use std::rc::Rc;
 
 use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
 
@@ -24,13 +25,12 @@ use crate::time::{Clock, Instant, VirtualClock};
 /// A queue of the simulated link, as each engine sees it.
 pub type SimLink = FaultInjector<Tap, VirtualClock>;
 
-/// The in-memory link end, plus an optional trace of every frame the engine receives
-/// (one line per TCP segment on stderr), for debugging a failing seed.
+/// The in-memory link end, plus a trace of every frame the engine receives (one `trace`
+/// log line per TCP segment), for debugging a failing seed.
 pub struct Tap {
     inner: MemoryLink,
     clock: VirtualClock,
     name: &'static str,
-    trace: Rc<Cell<bool>>,
 }
 
 impl Tap {
@@ -38,20 +38,20 @@ impl Tap {
         &self.inner
     }
 
-    fn print(&self, frame: &[u8]) {
+    fn trace(&self, frame: &[u8]) {
         let t = self.clock.now();
         let Ok(eth) = EthernetFrame::new_checked(frame) else {
-            return eprintln!("{t:?} {}<- runt frame", self.name);
+            return log::trace!("{t:?} {}<- runt frame", self.name);
         };
         if eth.ethertype() != EthernetProtocol::Ipv4 {
-            return eprintln!("{t:?} {}<- {}", self.name, eth.ethertype());
+            return log::trace!("{t:?} {}<- {}", self.name, eth.ethertype());
         }
         let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) else {
-            return eprintln!("{t:?} {}<- bad IPv4", self.name);
+            return log::trace!("{t:?} {}<- bad IPv4", self.name);
         };
         let ip_ok = ip.verify_checksum();
         let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
-            return eprintln!("{t:?} {}<- {} (not TCP)", self.name, ip.next_header());
+            return log::trace!("{t:?} {}<- {} (not TCP)", self.name, ip.next_header());
         };
         let ok = ip_ok
             && ip.next_header() == IpProtocol::Tcp
@@ -67,7 +67,7 @@ impl Tap {
         .filter(|(on, _)| *on)
         .map(|(_, c)| *c)
         .collect();
-        eprintln!(
+        log::trace!(
             "{t:?} {}<- {}>{} [{flags}] seq={} ack={} win={} len={}{}",
             self.name,
             tcp.src_port(),
@@ -92,9 +92,9 @@ impl PacketIo for Tap {
     fn receive(&mut self, out: &mut Vec<MemFrame>, max: usize) -> usize {
         let start = out.len();
         let n = self.inner.receive(out, max);
-        if self.trace.get() {
+        if log::log_enabled!(log::Level::Trace) {
             for frame in &out[start..] {
-                self.print(frame);
+                self.trace(frame);
             }
         }
         n
@@ -141,7 +141,6 @@ pub struct SimPair<HC: Handler, HS: Handler> {
     pub clock: VirtualClock,
     pub client: Engine<SimLink, HC, VirtualClock>,
     pub server: Engine<SimLink, HS, VirtualClock>,
-    trace: Rc<Cell<bool>>,
 }
 
 impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
@@ -160,12 +159,10 @@ impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
             Capabilities::new(CLIENT_MAC, 1500),
             Capabilities::new(SERVER_MAC, 1500),
         );
-        let trace = Rc::new(Cell::new(false));
         let tap = |inner, name| Tap {
             inner,
             clock: clock.clone(),
             name,
-            trace: trace.clone(),
         };
         let (a, b) = (tap(a, "client"), tap(b, "server"));
         let a = FaultInjector::new(a, clock.clone(), to_server, splitmix(seed));
@@ -174,13 +171,7 @@ impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
             client: Engine::new(a, client, clock.clone(), client_cfg),
             server: Engine::new(b, server, clock.clone(), server_cfg),
             clock,
-            trace,
         }
-    }
-
-    /// Print every TCP segment either engine receives (with the virtual time) to stderr.
-    pub fn set_trace(&mut self, on: bool) {
-        self.trace.set(on);
     }
 
     pub fn now(&self) -> Instant {

@@ -15,7 +15,8 @@ use rusty_echo::EchoServer;
     name = "echo",
     about = "Echo server on Rusty (TAP) or on kernel sockets",
     after_help = "Links: <n links> then, per link, <link> <ipv4>[/prefix] <n workers>, where <link> is\n\
-                  kernel, tapN or tap:NAME. Example: echo 7 1 tap0 10.0.2.2/24 2 --tap-host 10.0.2.1/24"
+                  kernel, tapN or tap:NAME; an address without a prefix is a /24 (so is --tap-host's).\n\
+                  Example: echo 7 1 tap0 10.0.2.2/24 2 --tap-host 10.0.2.1/24"
 )]
 struct Cli {
     /// TCP port to listen on.
@@ -28,6 +29,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    cli.common.init_logging();
     let launch = match cli.common.launch(&cli.links) {
         Ok(l) => l,
         Err(e) => {
@@ -35,29 +37,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if cli.common.info() {
-        eprintln!(
-            "echo: listening on port {} ({})",
-            cli.port,
-            if launch.links.is_empty() {
-                "kernel sockets, all addresses".to_string()
-            } else {
-                launch
-                    .links
-                    .iter()
-                    .map(|l| format!("{} {} x{}", l.kind, l.ip, l.workers))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        );
-    }
+    log::info!(
+        "echo: listening on port {} ({})",
+        cli.port,
+        launch.describe_links()
+    );
     let stop = StopHandle::new();
     match launch::run(&launch, Some(cli.port), &stop, |_| EchoServer::default()) {
         Ok(stats) => {
-            if cli.common.info() {
-                for (i, s) in stats.iter().enumerate() {
-                    eprintln!("worker {i}: {s}");
-                }
+            for (i, s) in stats.iter().enumerate() {
+                log::info!("worker {i}: {s}");
             }
             ExitCode::SUCCESS
         }

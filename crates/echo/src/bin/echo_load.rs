@@ -8,9 +8,9 @@ use std::thread;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use rusty::cli::link::{LinkKind, LinkSpec};
 use rusty::cli::CommonArgs;
 use rusty::launch;
-use rusty::runtime::link::{LinkKind, LinkSpec};
 use rusty::runtime::StopHandle;
 use rusty_echo::{Collector, LoadClient, LoadConfig, Mode};
 
@@ -52,6 +52,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    cli.common.init_logging();
     if cli.size == 0 || cli.connections == 0 || cli.workers == 0 {
         eprintln!("echo-load: --size, --connections and --workers must be at least 1");
         return ExitCode::from(2);
@@ -147,10 +148,8 @@ fn main() -> ExitCode {
         collector.finished(),
         workers
     );
-    if cli.common.info() {
-        for (i, s) in stats.iter().enumerate() {
-            eprintln!("worker {i}: {s}");
-        }
+    for (i, s) in stats.iter().enumerate() {
+        log::info!("worker {i}: {s}");
     }
     if r.failed > 0 || r.mismatches > 0 || collector.finished() < workers || r.messages == 0 {
         ExitCode::from(1)

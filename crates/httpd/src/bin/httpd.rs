@@ -28,7 +28,8 @@ fn seconds(s: &str) -> Result<Duration, String> {
     name = "httpd",
     about = "Static file server on Rusty (TAP) or on kernel sockets",
     after_help = "Links: <n links> then, per link, <link> <ipv4>[/prefix] <n workers>, where <link> is\n\
-                  kernel, tapN or tap:NAME. Example: httpd 80 ./pages 2 tap0 10.0.2.2 1 tap1 10.0.3.2 1"
+                  kernel, tapN or tap:NAME; an address without a prefix is a /24 (so is --tap-host's).\n\
+                  Example: httpd 80 ./pages 2 tap0 10.0.2.2 1 tap1 10.0.3.2 1"
 )]
 struct Cli {
     /// TCP port to listen on.
@@ -55,6 +56,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    cli.common.init_logging();
     let launch = match cli.common.launch(&cli.links) {
         Ok(l) => l,
         Err(e) => {
@@ -73,29 +75,17 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let info = cli.common.info();
     for (path, why) in cache.skipped() {
-        eprintln!("httpd: skipped {}: {why}", path.display());
+        log::warn!("skipped {}: {why}", path.display());
     }
-    if info {
-        eprintln!(
-            "httpd: serving {} files, {} bytes from {} on port {} ({})",
-            cache.files(),
-            cache.bytes(),
-            cli.root.display(),
-            cli.port,
-            if launch.links.is_empty() {
-                "kernel sockets, all addresses".to_string()
-            } else {
-                launch
-                    .links
-                    .iter()
-                    .map(|l| format!("{} {} x{}", l.kind, l.ip, l.workers))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        );
-    }
+    log::info!(
+        "httpd: serving {} files, {} bytes from {} on port {} ({})",
+        cache.files(),
+        cache.bytes(),
+        cli.root.display(),
+        cli.port,
+        launch.describe_links()
+    );
     let cfg = HttpConfig {
         limits: Limits {
             max_header_bytes: cli.max_header_bytes,
@@ -113,19 +103,17 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(stats) => {
-            if info {
-                for (i, s) in stats.iter().enumerate() {
-                    eprintln!("worker {i}: {s}");
-                }
-                let mut http = sink.lock().map(|v| v.clone()).unwrap_or_default();
-                http.sort_by_key(|(i, _)| *i);
-                let mut total = HttpStats::default();
-                for (i, s) in &http {
-                    eprintln!("httpd worker {i}: {s}");
-                    total.add(s);
-                }
-                eprintln!("httpd total: {total}");
+            for (i, s) in stats.iter().enumerate() {
+                log::info!("worker {i}: {s}");
             }
+            let mut http = sink.lock().map(|v| v.clone()).unwrap_or_default();
+            http.sort_by_key(|(i, _)| *i);
+            let mut total = HttpStats::default();
+            for (i, s) in &http {
+                log::info!("httpd worker {i}: {s}");
+                total.add(s);
+            }
+            log::info!("httpd total: {total}");
             ExitCode::SUCCESS
         }
         Err(e) => {

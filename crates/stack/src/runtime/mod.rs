@@ -11,9 +11,11 @@
 //! SIGINT/SIGTERM start a graceful stop: workers stop accepting, open connections get
 //! the configured grace period to finish, then every worker exits and the runtime
 //! returns its statistics. A second signal exits at once.
+//!
+//! The runtime says what it does (stopping, periodic stats) through the `log` facade;
+//! where that goes is the binary's choice.
 
 mod engine_worker;
-pub mod link;
 
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -41,7 +43,8 @@ pub struct RuntimeConfig {
     pub spin: Duration,
     /// How long open connections may run on after a stop signal.
     pub grace: Duration,
-    /// Print every worker's counters this often (to stderr).
+    /// Log every worker's counters this often (`log` at info level, so a binary's
+    /// default filter shows them).
     pub stats_interval: Option<Duration>,
     /// Install SIGINT/SIGTERM handlers (off in tests that run several runtimes).
     pub handle_signals: bool,
@@ -391,7 +394,7 @@ pub fn run(
     let mut latest: Vec<Option<Stats>> = vec![None; handles.len()];
     while !handles.iter().all(|h| h.is_finished()) {
         if term.load(Ordering::Relaxed) && stop.load(Ordering::Relaxed) == RUNNING {
-            eprintln!(
+            log::info!(
                 "rusty: stopping; open connections have {:?} to finish",
                 cfg.grace
             );
@@ -404,7 +407,7 @@ pub fn run(
             }
         }
         while let Ok((i, s)) = stats_rx.try_recv() {
-            eprintln!("worker {} ({}): {}", i, names[i], s);
+            log::info!("worker {} ({}): {}", i, names[i], s);
             latest[i] = Some(s);
         }
         thread::sleep(Duration::from_millis(20));

@@ -1,5 +1,6 @@
 //! Link specifications on the command line, one parser for every binary:
-//! `<n links> [<link> <ipv4>[/prefix] <n workers>]...`.
+//! `<n links> [<link> <ipv4>[/prefix] <n workers>]...`. The address is read by
+//! [`parse_cidr`], so a missing prefix means /24, as for `--tap-host`.
 //!
 //! A link is `kernel` (the host's own TCP), `tap0`/`tap:NAME` (a TAP device), and, for
 //! drivers that plug in later, `ixgbe:PCI-ADDR`, `mpipe:LINK` and `xdp:IFNAME`. Which of
@@ -9,6 +10,8 @@
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
+
+use super::parse::{parse_cidr, CidrError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkKind {
@@ -115,7 +118,7 @@ pub enum LinkSpecError {
     BadCount(String),
     WrongArgumentCount { links: usize, got: usize },
     BadLink(String),
-    BadAddress(String),
+    BadAddress(CidrError),
     BadWorkers(String),
     NotBuiltIn(String),
 }
@@ -130,10 +133,7 @@ impl fmt::Display for LinkSpecError {
                 links * 3
             ),
             LinkSpecError::BadLink(s) => write!(f, "{s}"),
-            LinkSpecError::BadAddress(s) => write!(
-                f,
-                "'{s}' is not an IPv4 address (a.b.c.d or a.b.c.d/prefix)"
-            ),
+            LinkSpecError::BadAddress(e) => write!(f, "{e}"),
             LinkSpecError::BadWorkers(s) => write!(f, "'{s}' is not a worker count (1 or more)"),
             LinkSpecError::NotBuiltIn(d) => {
                 write!(f, "the {d} driver is not built into this binary")
@@ -143,18 +143,6 @@ impl fmt::Display for LinkSpecError {
 }
 
 impl std::error::Error for LinkSpecError {}
-
-fn parse_addr(s: &str) -> Result<(Ipv4Addr, u8), LinkSpecError> {
-    let bad = || LinkSpecError::BadAddress(s.to_string());
-    let (ip, prefix) = match s.split_once('/') {
-        Some((ip, p)) => (ip, p.parse::<u8>().map_err(|_| bad())?),
-        None => (s, 24),
-    };
-    if prefix > 32 {
-        return Err(bad());
-    }
-    Ok((ip.parse().map_err(|_| bad())?, prefix))
-}
 
 /// Parse `<n links> [<link> <ipv4>[/prefix] <n workers>]...`. An empty list means no
 /// links (the caller's default).
@@ -175,7 +163,7 @@ pub fn parse_links<S: AsRef<str>>(args: &[S]) -> Result<Vec<LinkSpec>, LinkSpecE
     rest.chunks(3)
         .map(|c| {
             let kind: LinkKind = c[0].as_ref().parse()?;
-            let (ip, prefix_len) = parse_addr(c[1].as_ref())?;
+            let (ip, prefix_len) = parse_cidr(c[1].as_ref()).map_err(LinkSpecError::BadAddress)?;
             let w = c[2].as_ref();
             let workers = w
                 .parse::<usize>()
@@ -245,8 +233,18 @@ mod tests {
         ));
         assert!(matches!(
             parse_links(&["1", "tap0", "10.0.0.1/33", "1"]),
-            Err(LinkSpecError::BadAddress(_))
+            Err(LinkSpecError::BadAddress(CidrError::PrefixOver32(_, 33)))
         ));
+        assert!(matches!(
+            parse_links(&["1", "tap0", "10.0.0.1/x", "1"]),
+            Err(LinkSpecError::BadAddress(CidrError::NotAPrefix(_)))
+        ));
+        assert_eq!(
+            parse_links(&["1", "tap0", "10.0.0.300", "1"])
+                .unwrap_err()
+                .to_string(),
+            "'10.0.0.300' is not an IPv4 address (a.b.c.d or a.b.c.d/prefix; no prefix means /24)"
+        );
         assert!(matches!(
             parse_links(&["1", "tap0", "10.0.0.1", "0"]),
             Err(LinkSpecError::BadWorkers(_))

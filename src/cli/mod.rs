@@ -1,13 +1,21 @@
-//! Command-line flags every Rusty binary shares (clap), and how they shape a [`Launch`].
+//! The command line every Rusty binary shares: the flags (clap) and how they shape a
+//! [`Launch`]. The grammars of its values live beside it: link specs in [`link`],
+//! addresses and CPU lists in [`parse`]; the logger the flags choose in [`logging`].
+
+pub mod link;
+pub mod logging;
+pub mod parse;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
-use crate::launch::{parse_cidr, parse_cpus, Launch};
+use crate::launch::Launch;
+use link::parse_links;
+pub use logging::LogLevel;
+use parse::{parse_cidr, parse_cpus};
 use rusty_stack::io::fault::FaultConfig;
-use rusty_stack::runtime::link::parse_links;
 
 /// A CPU list such as `0,2-3` (one clap value, not several).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,15 +23,6 @@ pub struct CpuList(pub Vec<usize>);
 
 fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
     parse_cpus(s).map(CpuList)
-}
-
-/// How much the binary says on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-pub enum LogLevel {
-    Error,
-    Warn,
-    Info,
-    Debug,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -35,7 +34,8 @@ pub struct CommonArgs {
     /// Print per-worker counters every SECONDS.
     #[arg(long, value_name = "SECONDS")]
     pub stats: Option<u64>,
-    /// Configure the host side of the TAP link with this address (e.g. 10.0.2.1/24).
+    /// Configure the host side of the TAP link with this address (e.g. 10.0.2.1/24; without
+    /// a prefix, /24, as for link addresses).
     #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
     pub tap_host: Option<(std::net::Ipv4Addr, u8)>,
     /// Pin workers to these CPUs, in order (e.g. 0,2-3); default: the allowed CPU set.
@@ -50,8 +50,11 @@ pub struct CommonArgs {
     /// Seconds open connections may run on after SIGINT/SIGTERM.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub grace: u64,
-    #[arg(long, value_enum, default_value_t = LogLevel::Info)]
-    pub log_level: LogLevel,
+    /// How much goes to stderr. Given, this level wins; otherwise RUST_LOG applies
+    /// (env_logger syntax, e.g. rusty_stack=debug; targets it does not name stay at
+    /// info); otherwise info, which shows status lines and worker counters.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub log_level: Option<LogLevel>,
     /// Send bulk data as MTU-sized segments even where the device offers TSO.
     #[arg(long)]
     pub no_tso: bool,
@@ -103,10 +106,6 @@ impl CommonArgs {
         }
         Ok(l)
     }
-
-    pub fn info(&self) -> bool {
-        self.log_level >= LogLevel::Info
-    }
 }
 
 #[cfg(test)]
@@ -145,10 +144,35 @@ mod tests {
         assert!(l.runtime.oversubscribe);
         assert_eq!(l.runtime.stats_interval, Some(Duration::from_secs(5)));
         assert_eq!(l.tap_host, Some((std::net::Ipv4Addr::new(10, 0, 0, 1), 24)));
+        assert_eq!(l.links[0].prefix_len, 24);
         assert_eq!(l.links.len(), 1);
         assert!(l.faults.is_some());
         let bad = Cli::try_parse_from(["x", "--fault-loss", "2"]).unwrap();
         assert!(bad.common.launch(&bad.links).is_err());
         assert!(Cli::try_parse_from(["x", "--cpus", "a"]).is_err());
+        assert_eq!(
+            cli.common.log_level, None,
+            "no flag: RUST_LOG or info decide"
+        );
+        let quiet = Cli::try_parse_from(["x", "--log-level", "trace"]).unwrap();
+        assert_eq!(quiet.common.log_level, Some(LogLevel::Trace));
+        assert!(Cli::try_parse_from(["x", "--log-level", "loud"]).is_err());
+    }
+
+    #[test]
+    fn tap_host_reads_like_a_link_address() {
+        let bare = Cli::try_parse_from(["x", "--tap-host", "10.0.0.1"]).unwrap();
+        assert_eq!(
+            bare.common.tap_host,
+            Some((std::net::Ipv4Addr::new(10, 0, 0, 1), 24))
+        );
+        let wide = Cli::try_parse_from(["x", "--tap-host", "10.0.0.1/16"]).unwrap();
+        assert_eq!(wide.common.tap_host.map(|h| h.1), Some(16));
+        let err = Cli::try_parse_from(["x", "--tap-host", "10.0.0.1/40"]).unwrap_err();
+        assert!(
+            err.to_string().contains("prefix length /40 is over 32"),
+            "{err}"
+        );
+        assert!(Cli::try_parse_from(["x", "--tap-host", "tap0"]).is_err());
     }
 }

@@ -1,0 +1,144 @@
+//! The small value grammars of the command line: IPv4 addresses with a prefix length
+//! (`a.b.c.d[/len]`, for link addresses and `--tap-host`) and CPU lists (`0,2-3`).
+//!
+//! There is one address parser so that a link's address and the TAP's host address read
+//! the same way: a missing prefix means [`DEFAULT_PREFIX_LEN`] (/24) in both.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+
+/// The prefix length of an address given without one. The original Rusty's command line
+/// gave bare addresses on a /24 lab link, and [`EngineConfig::new`](crate::EngineConfig::new)
+/// assumes the same, so `10.0.2.2` and `10.0.2.2/24` mean one thing everywhere.
+pub const DEFAULT_PREFIX_LEN: u8 = 24;
+
+/// Why a `a.b.c.d[/len]` argument was refused; each names the argument it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CidrError {
+    /// The part before `/` (or the whole argument) is not a dotted-quad IPv4 address.
+    NotAnAddress(String),
+    /// The part after `/` is not a number.
+    NotAPrefix(String),
+    /// A prefix longer than an IPv4 address.
+    PrefixOver32(String, u32),
+}
+
+impl fmt::Display for CidrError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CidrError::NotAnAddress(s) => write!(
+                f,
+                "'{s}' is not an IPv4 address (a.b.c.d or a.b.c.d/prefix; no prefix means /{DEFAULT_PREFIX_LEN})"
+            ),
+            CidrError::NotAPrefix(s) => {
+                write!(f, "'{s}': the part after '/' is not a prefix length (0 to 32)")
+            }
+            CidrError::PrefixOver32(s, len) => {
+                write!(f, "'{s}': prefix length /{len} is over 32")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CidrError {}
+
+/// Parse `a.b.c.d` or `a.b.c.d/len`; a missing prefix means [`DEFAULT_PREFIX_LEN`].
+pub fn parse_cidr(s: &str) -> Result<(Ipv4Addr, u8), CidrError> {
+    let (ip, len) = match s.split_once('/') {
+        Some((ip, len)) => (ip, Some(len)),
+        None => (s, None),
+    };
+    let ip: Ipv4Addr = ip
+        .parse()
+        .map_err(|_| CidrError::NotAnAddress(s.to_string()))?;
+    let Some(len) = len else {
+        return Ok((ip, DEFAULT_PREFIX_LEN));
+    };
+    // Read wider than u8 so that /300 is reported as over 32, not as "not a number".
+    let len: u32 = len
+        .parse()
+        .map_err(|_| CidrError::NotAPrefix(s.to_string()))?;
+    match u8::try_from(len) {
+        Ok(len) if len <= 32 => Ok((ip, len)),
+        _ => Err(CidrError::PrefixOver32(s.to_string(), len)),
+    }
+}
+
+/// Parse a CPU list such as `0,2-3` into the CPUs in the order given.
+pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let bad = || format!("'{part}' is not a CPU number or range");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("'{s}' names no CPU"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_prefix_means_24() {
+        assert_eq!(
+            parse_cidr("10.0.0.1/16"),
+            Ok((Ipv4Addr::new(10, 0, 0, 1), 16))
+        );
+        assert_eq!(parse_cidr("10.0.0.1"), Ok((Ipv4Addr::new(10, 0, 0, 1), 24)));
+        assert_eq!(parse_cidr("10.0.0.1"), parse_cidr("10.0.0.1/24"));
+        assert_eq!(parse_cidr("0.0.0.0/0"), Ok((Ipv4Addr::UNSPECIFIED, 0)));
+        assert_eq!(
+            parse_cidr("10.0.0.1/32"),
+            Ok((Ipv4Addr::new(10, 0, 0, 1), 32))
+        );
+    }
+
+    #[test]
+    fn bad_addresses_are_refused_with_the_reason() {
+        for s in ["10.0.0.300", "10.0.0", "tap0", "", "/24", "10.0.0.1 /24"] {
+            assert_eq!(
+                parse_cidr(s),
+                Err(CidrError::NotAnAddress(s.into())),
+                "{s:?}"
+            );
+        }
+        for s in ["10.0.0.1/", "10.0.0.1/x", "10.0.0.1/-1", "10.0.0.1/24/8"] {
+            assert_eq!(parse_cidr(s), Err(CidrError::NotAPrefix(s.into())), "{s:?}");
+        }
+        assert_eq!(
+            parse_cidr("10.0.0.1/33"),
+            Err(CidrError::PrefixOver32("10.0.0.1/33".into(), 33))
+        );
+        assert_eq!(
+            parse_cidr("10.0.0.1/300").unwrap_err().to_string(),
+            "'10.0.0.1/300': prefix length /300 is over 32"
+        );
+        assert_eq!(
+            parse_cidr("10.0.0.300").unwrap_err().to_string(),
+            "'10.0.0.300' is not an IPv4 address (a.b.c.d or a.b.c.d/prefix; no prefix means /24)"
+        );
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpus("0,2-4"), Ok(vec![0, 2, 3, 4]));
+        assert_eq!(parse_cpus("3,1"), Ok(vec![3, 1]));
+        assert!(parse_cpus("3-1").is_err());
+        assert!(parse_cpus("x").is_err());
+        assert!(parse_cpus(",").is_err());
+        assert!(parse_cpus("1-").is_err());
+    }
+}

@@ -1,0 +1,260 @@
+//! `cargo xtask bench http`: `httpd` on Rusty's stack behind a TAP, the same `httpd` on
+//! the kernel's sockets and nginx, each on one pinned server core, under the same `wrk`
+//! on another core.
+//!
+//! Setup (needs root): wrk and nginx from the distribution (installed with apt-get when
+//! missing; without nginx its rows are skipped with a note), a temporary directory with
+//! the generated page set ([`crate::pages`]), the wrk script and nginx's prefix, and a
+//! private network namespace `rusty-bench-http-<pid>` holding a pre-created multi-queue
+//! TAP `rhtap<pid>` whose host side is 10.80.0.1/24. Every run starts a fresh server
+//! inside the namespace, pinned to the server core with `taskset`, then
+//! `taskset -c CLIENT wrk -t1 -cN -dDs --latency …` inside the namespace:
+//!
+//! - Rusty on TAP: `httpd 8080 PAGES 1 tap:rhtap<pid> 10.80.0.2/24 1`, wrk →
+//!   10.80.0.2:8080 through the namespace's kernel and the TAP;
+//! - kernel sockets: `httpd 8080 PAGES` (one worker: the allowed set is one core), wrk →
+//!   127.0.0.1:8080 over loopback;
+//! - nginx: `worker_processes 1`, `access_log off`, `sendfile on`, `open_file_cache`,
+//!   `keepalive_requests` 10⁸, master and worker pinned by `taskset`, wrk → 127.0.0.1:8080.
+//!
+//! Server CPU is utime + stime from `/proc/PID/stat` (for nginx, master plus workers),
+//! sampled just before wrk starts and just after it exits. Cases rotate their server
+//! order round by round; the table shows medians. On every exit path the processes
+//! started here are killed by PID, and the namespace, TAP and temporary directory are
+//! deleted.
+//!
+//! This file holds the cases, the servers and the loop over rounds; beside it: finding
+//! or installing wrk and nginx ([`tools`]), nginx's configuration ([`nginx`]), one
+//! measured run ([`runs`]), reading wrk's report ([`wrk`]) and the table, verdict and
+//! README section ([`report`]).
+
+mod nginx;
+mod report;
+mod runs;
+mod tools;
+mod wrk;
+
+use std::fs;
+use std::path::Path;
+
+use crate::common::{release_bin, write_readme, Netns, Result, RunArgs, TempDir};
+use crate::pages;
+use report::{readme_body, table, us, verdict};
+use runs::Ctx;
+use tools::Tools;
+use wrk::Sample;
+
+const PORT: u16 = 8080;
+const HOST_CIDR: &str = "10.80.0.1/24";
+const STACK_IP: &str = "10.80.0.2";
+const PREFIX: u8 = 24;
+const README_START: &str = "<!-- bench-http:start -->";
+const README_END: &str = "<!-- bench-http:end -->";
+/// The issue's goal for Rusty on TAP against the kernel-backend httpd, per server core.
+const GOAL: f64 = 3.0;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct Options {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// wrk's connections (`-c`), all on one wrk thread.
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// Leave nginx out.
+    #[arg(long)]
+    pub no_nginx: bool,
+    /// Do not apt-get install missing wrk/nginx; fail (wrk) or skip (nginx) instead.
+    #[arg(long)]
+    pub no_install: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Load {
+    Small,
+    SmallClose,
+    Random,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    label: &'static str,
+    tag: &'static str,
+    load: Load,
+}
+
+const CASES: [Case; 3] = [
+    Case {
+        label: "64 B, keep-alive",
+        tag: "small",
+        load: Load::Small,
+    },
+    Case {
+        label: "64 B, `Connection: close`",
+        tag: "close",
+        load: Load::SmallClose,
+    },
+    Case {
+        label: "random pages, keep-alive",
+        tag: "pages",
+        load: Load::Random,
+    },
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Server {
+    Tap,
+    Kernel,
+    Nginx,
+}
+
+impl Server {
+    fn label(self) -> &'static str {
+        match self {
+            Server::Tap => "httpd, Rusty on TAP",
+            Server::Kernel => "httpd, kernel sockets",
+            Server::Nginx => "nginx, 1 worker",
+        }
+    }
+}
+
+/// `cargo xtask gen-pages DIR`.
+pub fn gen_pages(dir: &Path) -> Result<()> {
+    let set = pages::write_pages(dir)?;
+    println!("{}: {}", dir.display(), set.summary());
+    Ok(())
+}
+
+pub fn run(opts: &Options) -> Result<()> {
+    if opts.run.duration == 0 || opts.run.rounds == 0 || opts.connections == 0 {
+        return Err("--duration, --rounds and --connections must be at least 1".into());
+    }
+    let (interrupted, root) = opts.run.prepare("bench http", "rusty-httpd")?;
+    warn_if_busy();
+    let httpd = release_bin(&root, "httpd")?;
+
+    let pid = std::process::id();
+    let tmp = TempDir::new(&format!("rusty-bench-http-{pid}"))?;
+    let tools = Tools::find_or_install(opts, tmp.path(), &interrupted)?;
+    fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .map_err(|e| format!("chmod {}: {e}", tmp.path().display()))?;
+    let page_dir = tmp.path().join("pages");
+    let set = pages::write_pages(&page_dir)?;
+    eprintln!("bench http: {}", set.summary());
+    let script = tmp.path().join("random-pages.lua");
+    fs::write(&script, pages::wrk_script())
+        .map_err(|e| format!("writing {}: {e}", script.display()))?;
+    let logs = tmp.path().join("logs");
+    fs::create_dir_all(&logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
+    let nginx_conf = match &tools.nginx {
+        Some(_) => Some(nginx::write_nginx_conf(tmp.path(), &page_dir)?),
+        None => None,
+    };
+
+    let net = Netns::create(
+        format!("rusty-bench-http-{pid}"),
+        format!("rhtap{pid}"),
+        HOST_CIDR,
+    )?;
+    // `Connection: close` opens a connection per request: give wrk the whole port range
+    // and let it reuse its own TIME-WAIT ports (both sysctls are per namespace).
+    net.sysctl("net.ipv4.ip_local_port_range", "1024 65535")?;
+    net.sysctl("net.ipv4.tcp_tw_reuse", "1")?;
+
+    let mut servers = vec![Server::Tap, Server::Kernel];
+    if tools.nginx.is_some() {
+        servers.push(Server::Nginx);
+    }
+    let ctx = Ctx {
+        opts,
+        httpd,
+        wrk: tools.wrk.clone(),
+        nginx: tools.nginx.clone(),
+        nginx_conf,
+        pages: page_dir,
+        script,
+        net: &net,
+        logs: &logs,
+        interrupted: &interrupted,
+    };
+
+    let total = opts.run.rounds * CASES.len() * servers.len();
+    eprintln!(
+        "bench http: {total} runs of {} s, {} connections (server on CPU {}, wrk on CPU {}, \
+         namespace {})",
+        opts.run.duration, opts.connections, opts.run.server_cpu, opts.run.client_cpu, net.name
+    );
+    let mut samples: Vec<Vec<(Server, Sample)>> = vec![Vec::new(); CASES.len()];
+    let mut n = 0;
+    let result: Result<()> = (|| {
+        for round in 0..opts.run.rounds {
+            for (ci, case) in CASES.iter().enumerate() {
+                let mut order = servers.clone();
+                order.rotate_left((round + ci) % servers.len());
+                for server in order {
+                    n += 1;
+                    let s = ctx.run_one(*case, server, n)?;
+                    eprintln!(
+                        "  [{n}/{total}] round {} {:<10} {:<22} {:>9.0} req/s {:>9.2} MB/s \
+                         server CPU {:.2} s ({:.3} s/100k req){}{}",
+                        round + 1,
+                        case.tag,
+                        server.label(),
+                        s.req_per_s,
+                        s.mb_per_s,
+                        s.server_cpu_s,
+                        s.cpu_per_100k(),
+                        s.latency_us
+                            .map(|(a, b)| format!(", p50/p99 {} / {}", us(a), us(b)))
+                            .unwrap_or_default(),
+                        if s.socket_errors > 0 {
+                            format!(", {} socket errors", s.socket_errors)
+                        } else {
+                            String::new()
+                        }
+                    );
+                    samples[ci].push((server, s));
+                }
+            }
+        }
+        Ok(())
+    })();
+    drop(net);
+    if let Err(e) = result {
+        let kept = tmp.keep();
+        return Err(format!(
+            "{e}\n(logs kept in {})",
+            kept.join("logs").display()
+        ));
+    }
+    drop(tmp);
+
+    let table = table(&samples, &servers);
+    let verdict = verdict(&samples);
+    println!("{table}\n{verdict}");
+    if !opts.run.no_readme {
+        let body = readme_body(opts, &set, &tools, &table, &verdict);
+        let path = write_readme(&root, README_START, README_END, &body)?;
+        eprintln!("bench http: table written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// Other work on the machine skews every number here: say so when the load is visible.
+fn warn_if_busy() {
+    let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    if let Some(one) = load
+        .split_whitespace()
+        .next()
+        .and_then(|l| l.parse::<f64>().ok())
+    {
+        if one > 0.5 {
+            eprintln!(
+                "bench http: warning: the 1-minute load average is {one:.2}; other processes \
+                 will skew the results"
+            );
+        }
+    }
+}
