@@ -14,6 +14,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
+use std::marker::PhantomData;
 use std::mem;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, OwnedFd};
@@ -44,6 +45,9 @@ struct Listener {
 }
 
 /// One worker's kernel-socket backend. See the [module docs](self).
+///
+/// Like Rusty's [`Engine`](rusty_stack::Engine) it is `!Send`: it belongs to the worker
+/// thread that built it ([`kernel_worker`](crate::kernel_worker) builds it there).
 pub struct KernelEngine<H: Handler> {
     app: AppCore<H, KernelConn>,
     cfg: KernelConfig,
@@ -60,6 +64,8 @@ pub struct KernelEngine<H: Handler> {
     timers: BinaryHeap<Reverse<(Instant, u64)>>,
     /// Connections with a live entry in `timers`.
     timers_live: usize,
+    /// Keeps the engine on its worker's thread.
+    _not_send: PhantomData<*const ()>,
 }
 
 impl<H: Handler> KernelEngine<H> {
@@ -78,6 +84,7 @@ impl<H: Handler> KernelEngine<H> {
             lingering: Vec::new(),
             timers: BinaryHeap::new(),
             timers_live: 0,
+            _not_send: PhantomData,
             cfg,
         })
     }

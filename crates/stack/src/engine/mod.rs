@@ -23,6 +23,7 @@ mod output;
 mod timewait;
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use ahash::RandomState;
@@ -72,6 +73,76 @@ struct Block {
 }
 
 /// One worker's protocol engine. See the [module docs](self).
+///
+/// An engine belongs to the worker thread that built it and never crosses to another:
+/// it is `!Send`, even over a device and handler that are `Send`, and the runtime
+/// builds each one on its own worker's thread
+/// ([`engine_worker`](crate::runtime::engine_worker)). Used where it was built, it
+/// works:
+///
+/// ```
+/// # use std::net::SocketAddrV4;
+/// # use rusty_stack::io::{Capabilities, OwnedFrame, PacketIo};
+/// # use rusty_stack::{sim, Conn, Engine, Handler, SystemClock};
+/// # struct App;
+/// # impl Handler for App {
+/// #     type Conn = ();
+/// #     fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> { None }
+/// #     fn data(&mut self, _: &mut Conn<'_, ()>, d: &[u8]) -> usize { d.len() }
+/// # }
+/// # /// A device that may cross threads: it receives nothing and drops what it sends.
+/// # struct Null(Capabilities);
+/// # impl PacketIo for Null {
+/// #     type Rx = OwnedFrame;
+/// #     type Tx = OwnedFrame;
+/// #     fn capabilities(&self) -> &Capabilities { &self.0 }
+/// #     fn receive(&mut self, _: &mut Vec<OwnedFrame>, _: usize) -> usize { 0 }
+/// #     fn alloc_tx(&mut self, len: usize) -> Option<OwnedFrame> {
+/// #         Some(OwnedFrame { data: vec![0; len], ..Default::default() })
+/// #     }
+/// #     fn transmit(&mut self, frames: &mut Vec<OwnedFrame>) { frames.clear() }
+/// # }
+/// # fn must_be_send<T: Send>(_: &T) {}
+/// # let (device, handler) = (Null(Capabilities::new(sim::SERVER_MAC, 1500)), App);
+/// # must_be_send(&device);
+/// # must_be_send(&handler);
+/// let cfg = sim::engine_config(sim::SERVER_IP, 1);
+/// let mut engine = Engine::new(device, handler, SystemClock::new(), cfg);
+/// engine.poll();
+/// ```
+///
+/// Moved to another thread, it does not compile:
+///
+/// ```compile_fail
+/// # use std::net::SocketAddrV4;
+/// # use rusty_stack::io::{Capabilities, OwnedFrame, PacketIo};
+/// # use rusty_stack::{sim, Conn, Engine, Handler, SystemClock};
+/// # struct App;
+/// # impl Handler for App {
+/// #     type Conn = ();
+/// #     fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> { None }
+/// #     fn data(&mut self, _: &mut Conn<'_, ()>, d: &[u8]) -> usize { d.len() }
+/// # }
+/// # /// A device that may cross threads: it receives nothing and drops what it sends.
+/// # struct Null(Capabilities);
+/// # impl PacketIo for Null {
+/// #     type Rx = OwnedFrame;
+/// #     type Tx = OwnedFrame;
+/// #     fn capabilities(&self) -> &Capabilities { &self.0 }
+/// #     fn receive(&mut self, _: &mut Vec<OwnedFrame>, _: usize) -> usize { 0 }
+/// #     fn alloc_tx(&mut self, len: usize) -> Option<OwnedFrame> {
+/// #         Some(OwnedFrame { data: vec![0; len], ..Default::default() })
+/// #     }
+/// #     fn transmit(&mut self, frames: &mut Vec<OwnedFrame>) { frames.clear() }
+/// # }
+/// # fn must_be_send<T: Send>(_: &T) {}
+/// # let (device, handler) = (Null(Capabilities::new(sim::SERVER_MAC, 1500)), App);
+/// # must_be_send(&device);
+/// # must_be_send(&handler);
+/// let cfg = sim::engine_config(sim::SERVER_IP, 1);
+/// let mut engine = Engine::new(device, handler, SystemClock::new(), cfg);
+/// std::thread::spawn(move || engine.poll());
+/// ```
 pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     dev: D,
     clock: C,
@@ -106,6 +177,8 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     arp_requests: Vec<Ipv4Addr>,
     arp_ready: Vec<Vec<u8>>,
     misdirected: Vec<(u16, Vec<u8>)>,
+    /// Keeps the engine on its worker's thread.
+    _not_send: PhantomData<*const ()>,
 }
 
 /// Largest transmit burst handed to the driver at once.
@@ -163,6 +236,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             arp_requests: Vec::new(),
             arp_ready: Vec::new(),
             misdirected: Vec::new(),
+            _not_send: PhantomData,
             cfg,
         }
     }
