@@ -261,26 +261,39 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     /// there are none. They are offered at once when nothing is unread ahead of them,
     /// else kept behind what is; then unread bytes are offered for as long as the
     /// handler makes progress.
+    #[inline]
     pub fn data(&mut self, ctx: &mut C::Ctx, index: usize, direct: &[u8]) {
-        if !self.is_live(index) {
+        let AppCore {
+            handler,
+            slots,
+            requests,
+            ..
+        } = self;
+        let Some(slot) = slots.get_mut(index).filter(|s| s.is_live()) else {
             return;
-        }
+        };
         if !direct.is_empty() {
-            if self.slots[index].conn.unread_len() == 0 {
+            if slot.conn.unread_len() == 0 {
                 let mut taken = 0;
-                let open = self.call(ctx, index, |h, c| taken = h.data(c, direct));
+                let open = slot.call(index, handler, requests, ctx, |h, c| {
+                    taken = h.data(c, direct)
+                });
                 let taken = taken.min(direct.len());
-                // Kept even when the callback ended the connection: they are then
-                // counted as discarded when it closes.
-                self.slots[index].conn.keep_unread(&direct[taken..], ctx);
+                if taken < direct.len() {
+                    // Kept even when the callback ended the connection: they are then
+                    // counted as discarded when it closes.
+                    slot.conn.keep_unread(&direct[taken..], ctx);
+                }
                 if taken == 0 || !open {
                     return;
                 }
             } else {
-                self.slots[index].conn.keep_unread(direct, ctx);
+                slot.conn.keep_unread(direct, ctx);
             }
         }
-        self.offer_unread(ctx, index);
+        if slot.conn.unread_len() > 0 {
+            self.offer_unread(ctx, index);
+        }
     }
 
     /// Send space freed after the application asked for it: `writable`, then unread
@@ -372,13 +385,6 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
 
     // ----- Internals -----
 
-    /// The connection exists, has application state and was not ended by a callback.
-    fn is_live(&self, index: usize) -> bool {
-        self.slots
-            .get(index)
-            .is_some_and(|s| s.app.is_some() && !s.ended)
-    }
-
     /// Run one callback on a live connection. Returns whether it is still live (the
     /// callback did not end it).
     fn call(
@@ -393,41 +399,73 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
             requests,
             ..
         } = self;
-        let Some(slot) = slots.get_mut(index) else {
-            return false;
-        };
-        let Some(state) = slot.app.as_mut().filter(|_| !slot.ended) else {
-            return false;
-        };
-        let id = ConnId::new(index as u32, slot.generation);
-        let was_closed = slot.conn.is_closed();
-        slot.conn.with_ops(ctx, |ops| {
-            f(handler, &mut Conn::new(id, ops, state, requests))
-        });
-        if !was_closed && slot.conn.is_closed() {
-            slot.ended = true;
+        match slots.get_mut(index) {
+            Some(slot) => slot.call(index, handler, requests, ctx, f),
+            None => false,
         }
-        !slot.ended
     }
 
     /// Offer the unread bytes for as long as the handler takes some.
     fn offer_unread(&mut self, ctx: &mut C::Ctx, index: usize) {
-        while self.is_live(index) && self.slots[index].conn.unread_len() > 0 {
-            // The bytes leave the connection while the handler reads them, so that it
+        let AppCore {
+            handler,
+            slots,
+            requests,
+            ..
+        } = self;
+        let Some(slot) = slots.get_mut(index) else {
+            return;
+        };
+        while slot.is_live() && slot.conn.unread_len() > 0 {
+            // The bytes leave the connection while the handler reads it, so that it
             // can use its connection handle at the same time.
-            let unread = self.slots[index].conn.take_unread();
+            let unread = slot.conn.take_unread();
             let len = unread.readable().len();
             let mut taken = 0;
-            let open = self.call(ctx, index, |h, c| taken = h.data(c, unread.readable()));
+            let open = slot.call(index, handler, requests, ctx, |h, c| {
+                taken = h.data(c, unread.readable())
+            });
             let taken = taken.min(len);
             // Nothing taken of a message that wraps the ring's end: the handler may
             // need all of it, so offer it again in one piece.
             let again = taken == 0 && len < unread.len() && open;
-            self.slots[index].conn.put_unread(unread, taken, again, ctx);
+            slot.conn.put_unread(unread, taken, again, ctx);
             if !again && (taken == 0 || !open) {
                 return;
             }
         }
+    }
+}
+
+impl<C: AppConn, S> Slot<C, S> {
+    /// Has application state and was not ended by a callback.
+    fn is_live(&self) -> bool {
+        self.app.is_some() && !self.ended
+    }
+
+    /// Run one callback on this connection (slot `index`) if it is live. Returns whether
+    /// it is still live (the callback did not end it).
+    #[inline]
+    fn call<H: Handler<Conn = S>>(
+        &mut self,
+        index: usize,
+        handler: &mut H,
+        requests: &mut Vec<(SocketAddrV4, S)>,
+        ctx: &mut C::Ctx,
+        f: impl FnOnce(&mut H, &mut Conn<'_, S>),
+    ) -> bool {
+        let Some(state) = self.app.as_mut().filter(|_| !self.ended) else {
+            return false;
+        };
+        let id = ConnId::new(index as u32, self.generation);
+        let was_closed = self.conn.is_closed();
+        self.conn.with_ops(ctx, |ops| {
+            f(handler, &mut Conn::new(id, ops, state, requests))
+        });
+        if !was_closed && self.conn.is_closed() {
+            self.ended = true;
+        }
+        !self.ended
     }
 }
 

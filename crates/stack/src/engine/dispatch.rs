@@ -17,6 +17,7 @@ impl AppConn for Block {
     type Ctx = ();
     type Unread = RecvBuffer;
 
+    #[inline]
     fn with_ops<R>(&mut self, _: &mut (), f: impl FnOnce(&mut dyn Connection) -> R) -> R {
         f(&mut self.tcb)
     }

@@ -107,9 +107,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         } else {
             // Next hop unresolved: park the frame with ARP (copied; rare path), its
             // destination filled in when the reply comes.
-            let mut parked = vec![0u8; frame.len()];
+            let header_len = seg.header_len();
+            let mut parked = vec![0u8; frame.len(header_len)];
             frame.ident = self.ident.next();
-            frame.write(&mut parked, ChecksumOffload::NONE);
+            frame.write(&mut parked, header_len, ChecksumOffload::NONE);
             self.stats.segments_out += 1;
             match self.arp.enqueue(hop, parked, self.now) {
                 EnqueueResult::SendRequest => self.send_arp_request(hop),
@@ -179,32 +180,36 @@ struct TcpFrame<'a> {
 impl TcpFrame<'_> {
     /// Write the frame into a transmit buffer of `dev`, numbering its datagram from
     /// `ident`; `None` when the device has no buffer free.
+    #[inline]
     fn build_in<D: PacketIo>(
         &mut self,
         dev: &mut D,
         ident: &mut IdentCounter,
         offload: ChecksumOffload,
     ) -> Option<D::Tx> {
-        let mut buf = dev.alloc_tx(self.len())?;
+        let header_len = self.seg.header_len();
+        let mut buf = dev.alloc_tx(self.len(header_len))?;
         self.ident = ident.next();
-        let meta = self.write(&mut buf, offload);
+        let meta = self.write(&mut buf, header_len, offload);
         if meta != TxMeta::default() {
             buf.set_meta(meta);
         }
         Some(buf)
     }
 
-    /// The frame's length in bytes.
-    fn len(&self) -> usize {
-        ipv4::TRANSPORT_OFFSET + self.seg.header_len() + self.seg.payload_len
+    /// The frame's length in bytes, with a TCP header of `header_len` bytes (the
+    /// segment's [`TxSegment::header_len`], computed once per frame).
+    #[inline]
+    fn len(&self, header_len: usize) -> usize {
+        ipv4::TRANSPORT_OFFSET + header_len + self.seg.payload_len
     }
 
-    /// Build Ethernet + IPv4 + TCP headers and the payload into `buf` (exactly
-    /// [`TcpFrame::len`] long). Returns the offload request for the driver, if any.
-    fn write(&self, buf: &mut [u8], offload: ChecksumOffload) -> TxMeta {
+    /// Build Ethernet + IPv4 + TCP headers (the TCP header `hl` bytes long) and the
+    /// payload into `buf` (exactly [`TcpFrame::len`] long). Returns the offload request
+    /// for the driver, if any.
+    fn write(&self, buf: &mut [u8], hl: usize, offload: ChecksumOffload) -> TxMeta {
         let seg = self.seg;
         let key = self.key;
-        let hl = seg.header_len();
         let tcp_len = hl + seg.payload_len;
         let ip_start = ethernet::HEADER_LEN;
         let tcp_start = ipv4::TRANSPORT_OFFSET;
