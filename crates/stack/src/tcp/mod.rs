@@ -5,6 +5,7 @@ pub mod cc;
 pub mod config;
 pub mod cookie;
 pub mod isn;
+pub(crate) mod options;
 pub mod pool;
 pub mod recv_buffer;
 pub mod rtt;

@@ -21,6 +21,7 @@ use bytes::Bytes;
 
 use super::cc::{Cc, CongestionControl, NewReno};
 use super::config::TcpConfig;
+use super::options::{ts_clock, DEFAULT_MSS, TS_OPTION_LEN};
 use super::recv_buffer::RecvBuffer;
 use super::rtt::RttEstimator;
 use super::segment::{Segment, TxSegment};
@@ -272,15 +273,6 @@ impl From<&Segment> for SynOptions {
 
 /// Fewest full segments sent as one TSO super-frame.
 const TSO_MIN_SEGMENTS: usize = 2;
-
-/// MSS assumed when the peer sends none (RFC 9293 §3.7.1).
-const DEFAULT_MSS: u16 = 536;
-/// Bytes of the timestamp option as sent (two NOPs + 10, RFC 7323 appendix A).
-const TS_OPTION_LEN: usize = 12;
-
-fn ts_clock(now: Instant, offset: u32) -> u32 {
-    (now.as_millis() as u32).wrapping_add(offset)
-}
 
 impl Tcb {
     fn new(
