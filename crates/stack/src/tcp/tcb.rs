@@ -28,6 +28,9 @@ use super::segment::{Segment, TxSegment};
 use super::send_buffer::SendBuffer;
 use super::seq::SeqNum;
 use crate::time::Instant;
+use timer_table::{Timer, TimerTable};
+
+mod timer_table;
 
 /// The connection states of RFC 9293 §3.3.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -123,7 +126,6 @@ struct Timestamps {
     offset: u32,
 }
 
-const NO_DEADLINE: Instant = Instant::FAR_FUTURE;
 /// PAWS: TS.Recent older than this is no longer trusted (RFC 7323 §5.5).
 const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 
@@ -201,19 +203,13 @@ pub struct Tcb {
     last_send: Instant,
     last_recv: Instant,
 
-    // Timers, as absolute deadlines (NO_DEADLINE when stopped).
-    rto_at: Instant,
-    persist_at: Instant,
+    /// Deadlines of the retransmission, persist, delayed-ACK, keepalive, linger and
+    /// application timers.
+    timers: TimerTable,
     persist_backoff: u32,
     /// Zero-window probes sent since the peer last answered with an acceptable ACK.
     persist_probes: u32,
-    delack_at: Instant,
-    keepalive_at: Instant,
     keepalive_sent: u32,
-    /// TIME-WAIT end or the FIN-WAIT-2 timeout.
-    linger_at: Instant,
-    /// The application's one-shot timer.
-    app_timer_at: Instant,
     /// The time of the latest input, timer or output call: "now" for calls the
     /// application makes from its callbacks.
     last_now: Instant,
@@ -326,15 +322,10 @@ impl Tcb {
             retries: 0,
             last_send: now,
             last_recv: now,
-            rto_at: NO_DEADLINE,
-            persist_at: NO_DEADLINE,
+            timers: TimerTable::default(),
             persist_backoff: 0,
             persist_probes: 0,
-            delack_at: NO_DEADLINE,
-            keepalive_at: NO_DEADLINE,
             keepalive_sent: 0,
-            linger_at: NO_DEADLINE,
-            app_timer_at: NO_DEADLINE,
             last_now: now,
             syn_pending: false,
             ack_now: false,
@@ -579,7 +570,7 @@ impl Tcb {
     }
     /// When TIME-WAIT (or the FIN-WAIT-2 timeout) ends.
     pub fn linger_deadline(&self) -> Option<Instant> {
-        (self.linger_at != NO_DEADLINE).then_some(self.linger_at)
+        self.timers.get(Timer::Linger)
     }
     /// Segments retransmitted since the last call.
     pub fn take_retransmissions(&mut self) -> u64 {
@@ -689,7 +680,8 @@ impl Tcb {
         self.rx_closed = true;
         self.shutdown_write();
         if self.state == State::FinWait2 {
-            self.linger_at = self.last_recv + self.cfg.fin_wait2_timeout;
+            self.timers
+                .set(Timer::Linger, self.last_recv + self.cfg.fin_wait2_timeout);
         }
     }
 
@@ -800,7 +792,7 @@ impl Tcb {
             self.state = State::SynReceived;
             self.snd_nxt = self.iss;
             self.syn_pending = true;
-            self.rto_at = NO_DEADLINE;
+            self.timers.stop(Timer::Rto);
         }
     }
 
@@ -809,7 +801,7 @@ impl Tcb {
         self.events.connected = true;
         self.retries = 0;
         self.rtt.reset_backoff();
-        self.rto_at = NO_DEADLINE;
+        self.timers.stop(Timer::Rto);
         self.arm_keepalive(now);
         if self.fin_queued {
             self.state = State::FinWait1;
@@ -927,7 +919,7 @@ impl Tcb {
                         && seg.flags.fin
                         && seg.seq + (seg.payload_len + 1) == self.rcv_nxt
                     {
-                        self.linger_at = now + self.cfg.time_wait;
+                        self.timers.set(Timer::Linger, now + self.cfg.time_wait);
                     }
                 }
                 return;
@@ -1023,7 +1015,7 @@ impl Tcb {
             // A retransmitted FIN: acknowledge again; in TIME-WAIT restart the 2·MSL wait.
             self.ack_now = true;
             if self.state == State::TimeWait {
-                self.linger_at = now + self.cfg.time_wait;
+                self.timers.set(Timer::Linger, now + self.cfg.time_wait);
             }
         }
     }
@@ -1096,15 +1088,15 @@ impl Tcb {
             self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
             self.snd_wl1 = seg.seq;
             self.snd_wl2 = seg.ack;
-            if self.snd_wnd > 0 && self.persist_at != NO_DEADLINE {
+            if self.snd_wnd > 0 && self.timers.is_armed(Timer::Persist) {
                 // Leave persist mode. Persist starts with nothing in flight, so only
                 // probe bytes can be outstanding: those the peer did not take are sent
                 // again at once as ordinary data rather than after an RTO.
-                self.persist_at = NO_DEADLINE;
+                self.timers.stop(Timer::Persist);
                 self.persist_backoff = 0;
                 self.snd_nxt = self.snd_una;
                 if self.snd_max > self.snd_una {
-                    self.rto_at = now + self.rtt.rto();
+                    self.timers.set(Timer::Rto, now + self.rtt.rto());
                 }
             }
         }
@@ -1115,7 +1107,8 @@ impl Tcb {
             State::FinWait1 if fin_acked => {
                 self.state = State::FinWait2;
                 if self.rx_closed {
-                    self.linger_at = now + self.cfg.fin_wait2_timeout;
+                    self.timers
+                        .set(Timer::Linger, now + self.cfg.fin_wait2_timeout);
                 }
             }
             State::Closing if fin_acked => self.enter_time_wait(now),
@@ -1200,7 +1193,7 @@ impl Tcb {
             } else {
                 self.cc.on_partial_ack(data_acked);
                 self.retransmit_una = true;
-                self.rto_at = now + self.rtt.rto();
+                self.timers.set(Timer::Rto, now + self.rtt.rto());
             }
         } else {
             self.cc.on_ack(data_acked, now);
@@ -1213,9 +1206,9 @@ impl Tcb {
 
         // RFC 6298 §5.2/5.3: stop the timer when all is acked, else restart it.
         if self.snd_una == self.snd_max {
-            self.rto_at = NO_DEADLINE;
+            self.timers.stop(Timer::Rto);
         } else if !(self.in_recovery && self.retransmit_una) {
-            self.rto_at = now + self.rtt.rto();
+            self.timers.set(Timer::Rto, now + self.rtt.rto());
         }
 
         if self.want_writable && data_acked > 0 && self.send_buf.space() > 0 && self.can_send() {
@@ -1287,8 +1280,9 @@ impl Tcb {
             self.unacked_segs += 1;
             if self.unacked_segs >= 2 {
                 self.ack_now = true;
-            } else if self.delack_at == NO_DEADLINE {
-                self.delack_at = now + self.cfg.delayed_ack;
+            } else if !self.timers.is_armed(Timer::DelayedAck) {
+                self.timers
+                    .set(Timer::DelayedAck, now + self.cfg.delayed_ack);
             }
         }
     }
@@ -1318,21 +1312,16 @@ impl Tcb {
 
     fn enter_time_wait(&mut self, now: Instant) {
         self.state = State::TimeWait;
-        self.rto_at = NO_DEADLINE;
-        self.persist_at = NO_DEADLINE;
-        self.keepalive_at = NO_DEADLINE;
-        self.linger_at = now + self.cfg.time_wait;
+        self.timers.stop(Timer::Rto);
+        self.timers.stop(Timer::Persist);
+        self.timers.stop(Timer::Keepalive);
+        self.timers.set(Timer::Linger, now + self.cfg.time_wait);
     }
 
     fn finish(&mut self, reason: CloseReason) {
         self.state = State::Closed;
         self.events.closed = Some(reason);
-        self.rto_at = NO_DEADLINE;
-        self.persist_at = NO_DEADLINE;
-        self.delack_at = NO_DEADLINE;
-        self.keepalive_at = NO_DEADLINE;
-        self.linger_at = NO_DEADLINE;
-        self.app_timer_at = NO_DEADLINE;
+        self.timers.stop_all();
         self.ack_now = false;
         self.syn_pending = false;
         self.retransmit_una = false;
@@ -1343,7 +1332,7 @@ impl Tcb {
     fn arm_keepalive(&mut self, now: Instant) {
         if let Some(ka) = self.cfg.keepalive {
             if self.state.is_synchronized() {
-                self.keepalive_at = now + ka.idle;
+                self.timers.set(Timer::Keepalive, now + ka.idle);
             }
         }
     }
@@ -1352,39 +1341,34 @@ impl Tcb {
 
     /// The earliest time [`Tcb::on_timer`] has work to do.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let t = self
-            .rto_at
-            .min(self.persist_at)
-            .min(self.delack_at)
-            .min(self.keepalive_at)
-            .min(self.linger_at)
-            .min(self.app_timer_at);
-        (t != NO_DEADLINE).then_some(t)
+        self.timers.next()
     }
 
     /// Arm the application's one-shot timer `after` from now (replacing an armed one),
     /// or cancel it; when it fires, [`Events::app_timer`] is raised. A closed
     /// connection's timer never fires.
     pub fn set_app_timer(&mut self, after: Option<Duration>) {
-        self.app_timer_at = match after {
-            Some(d) if !self.is_closed() => self.last_now + d,
-            _ => NO_DEADLINE,
-        };
+        match after {
+            Some(d) if !self.is_closed() => self.timers.set(Timer::App, self.last_now + d),
+            _ => self.timers.stop(Timer::App),
+        }
     }
 
     /// Fire whatever timers are due at `now`.
     pub fn on_timer(&mut self, now: Instant) {
         self.last_now = now;
-        if self.app_timer_at <= now {
-            self.app_timer_at = NO_DEADLINE;
+        // The order matters: a timer that ends the connection stops every later one, and
+        // the application's timer fires even then.
+        if self.timers.expired(Timer::App, now) {
+            self.timers.stop(Timer::App);
             self.events.app_timer = true;
         }
-        if self.rto_at <= now {
-            self.rto_at = NO_DEADLINE;
+        if self.timers.expired(Timer::Rto, now) {
+            self.timers.stop(Timer::Rto);
             self.on_rto(now);
         }
-        if self.persist_at <= now {
-            self.persist_at = NO_DEADLINE;
+        if self.timers.expired(Timer::Persist, now) {
+            self.timers.stop(Timer::Persist);
             // A zero window, or (nothing in flight) a window sender SWS avoidance will
             // not fill: either way no ACK is coming to unblock us.
             if (self.unsent_data() + self.flight_size() > 0 || self.fin_unsent())
@@ -1404,12 +1388,12 @@ impl Tcb {
                 self.persist_backoff = (self.persist_backoff + 1).min(16);
             }
         }
-        if self.delack_at <= now {
-            self.delack_at = NO_DEADLINE;
+        if self.timers.expired(Timer::DelayedAck, now) {
+            self.timers.stop(Timer::DelayedAck);
             self.ack_now = true;
         }
-        if self.keepalive_at <= now {
-            self.keepalive_at = NO_DEADLINE;
+        if self.timers.expired(Timer::Keepalive, now) {
+            self.timers.stop(Timer::Keepalive);
             if let Some(ka) = self.cfg.keepalive {
                 if self.keepalive_sent >= ka.probes {
                     self.finish(CloseReason::TimedOut);
@@ -1418,12 +1402,12 @@ impl Tcb {
                 if self.state.is_synchronized() && self.state != State::TimeWait {
                     self.keepalive_sent += 1;
                     self.keepalive_probe_pending = true;
-                    self.keepalive_at = now + ka.interval;
+                    self.timers.set(Timer::Keepalive, now + ka.interval);
                 }
             }
         }
-        if self.linger_at <= now {
-            self.linger_at = NO_DEADLINE;
+        if self.timers.expired(Timer::Linger, now) {
+            self.timers.stop(Timer::Linger);
             match self.state {
                 State::TimeWait => self.finish(CloseReason::Normal),
                 State::FinWait2 => self.finish(CloseReason::TimedOut),
@@ -1516,7 +1500,7 @@ impl Tcb {
             self.last_ack_sent = self.rcv_nxt;
             self.ack_now = false;
             self.unacked_segs = 0;
-            self.delack_at = NO_DEADLINE;
+            self.timers.stop(Timer::DelayedAck);
             if self.sack_ok && self.recv_buf.has_out_of_order() {
                 let mut ranges = [(0u32, 0u32); 3];
                 let n = self.recv_buf.sack_ranges(&mut ranges);
@@ -1577,7 +1561,8 @@ impl Tcb {
                 // Zero-window probe: one byte (or the FIN) at SND.UNA, beyond the window.
                 self.send_segment_at(now, self.snd_una, 1, true, out);
                 let backoff = self.rtt.rto() * (1 << self.persist_backoff.min(10));
-                self.persist_at = now + backoff.min(self.cfg.max_persist);
+                self.timers
+                    .set(Timer::Persist, now + backoff.min(self.cfg.max_persist));
             } else if self.flight_size() == 0 {
                 // §3.8.6.2.1 override timeout: SWS avoidance held back a segment smaller
                 // than the window and nothing in flight will bring an ACK (the peer's
@@ -1594,8 +1579,8 @@ impl Tcb {
             // Data left unsent with nothing in flight: only SWS avoidance holds it back.
             self.flight_size() == 0 && self.unsent_data() > 0
         };
-        if blocked && self.persist_at == NO_DEADLINE && self.rto_at == NO_DEADLINE {
-            self.persist_at = now + self.rtt.rto();
+        if blocked && !self.timers.is_armed(Timer::Persist) && !self.timers.is_armed(Timer::Rto) {
+            self.timers.set(Timer::Persist, now + self.rtt.rto());
         }
         if self.keepalive_probe_pending {
             self.keepalive_probe_pending = false;
@@ -1657,7 +1642,7 @@ impl Tcb {
         } else if self.retries > 0 {
             self.rtt_seq = None;
         }
-        self.rto_at = now + self.rtt.rto();
+        self.timers.set(Timer::Rto, now + self.rtt.rto());
     }
 
     /// Send new data (or data again after a timeout) as the windows allow.
@@ -1767,8 +1752,8 @@ impl Tcb {
             }
         }
         self.last_send = now;
-        if self.rto_at == NO_DEADLINE && !probe {
-            self.rto_at = now + self.rtt.rto();
+        if !self.timers.is_armed(Timer::Rto) && !probe {
+            self.timers.set(Timer::Rto, now + self.rtt.rto());
         }
     }
 }
