@@ -132,65 +132,111 @@ const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 /// A transmission control block: one TCP connection.
 pub struct Tcb {
     state: State,
-    local: SocketAddrV4,
-    remote: SocketAddrV4,
+    snd: SendSeq,
+    rcv: RecvSeq,
+    recovery: Recovery,
+    pending: PendingOutput,
+    timers: TimerTable,
 
-    // Send sequence space (§3.3.1).
-    iss: SeqNum,
-    snd_una: SeqNum,
-    /// Our SYN has been acknowledged: the send buffer's first byte is SND.UNA, not
-    /// ISS + 1. A flag, not `snd_una == iss`: SND.UNA comes back round to ISS after
-    /// 2^32 - 1 acknowledged bytes.
-    syn_acked: bool,
-    snd_nxt: SeqNum,
-    /// Highest sequence number sent so far (SND.NXT can be rewound by a timeout).
-    snd_max: SeqNum,
-    snd_wnd: usize,
-    snd_wl1: SeqNum,
-    snd_wl2: SeqNum,
-    /// The largest window the peer has offered (RFC 5961 §5.2 MAX.SND.WND).
-    max_snd_wnd: usize,
-    /// Peer's window-scale shift (0 unless both sides agreed, RFC 7323 §2).
-    snd_wscale: u8,
-    /// Payload bytes per full-sized segment, after the options we always send.
-    snd_mss: usize,
-    /// Most payload bytes the device segments for us in one TSO super-frame (0: no TSO).
-    tso_max: usize,
-    send_buf: SendBuffer,
-    /// The application closed its sending side: a FIN follows the queued data.
-    fin_queued: bool,
-    /// Sequence number of our FIN once queued.
-    snd_fin: Option<SeqNum>,
+    rtt: RttEstimator,
+    /// The segment being timed for an RTT sample (Karn's rule: none if retransmitted).
+    rtt_seq: Option<(SeqNum, Instant)>,
+    cc: Cc,
+    last_send: Instant,
+    last_recv: Instant,
+    /// The time of the latest input, timer or output call: "now" for calls the
+    /// application makes from its callbacks.
+    last_now: Instant,
+    /// Keepalive probes sent since the peer was last heard from (RFC 1122 §4.2.3.6).
+    keepalive_sent: u32,
+
+    // Settled by the handshake.
+    ts: Option<Timestamps>,
+    sack_ok: bool,
     /// Both sides agreed on window scaling.
     ws_ok: bool,
-
-    // Receive sequence space.
-    irs: SeqNum,
-    rcv_nxt: SeqNum,
-    /// Right edge of the window we last advertised; never moved left (§3.8.6).
-    rcv_adv: SeqNum,
-    rcv_wscale: u8,
-    /// RCV.NXT as of the last ACK we sent (RFC 7323 §4.3 Last.ACK.sent).
-    last_ack_sent: SeqNum,
-    recv_buf: RecvBuffer,
-    /// Sequence number of a FIN that arrived ahead of missing data.
-    fin_seq: Option<SeqNum>,
-    /// The application will not read any more (it called close): data is ACKed and dropped.
-    rx_closed: bool,
-    /// Our MSS as advertised in our SYN.
-    our_mss: u16,
     /// The connection began with an active open (it came through SYN-SENT): a RST in
     /// SYN-RECEIVED then means "connection refused" (§3.10.7.4).
     active_open: bool,
 
-    ts: Option<Timestamps>,
-    sack_ok: bool,
+    // For the application and the engine.
+    events: Events,
+    /// The application was refused bytes: raise `writable` once send space frees up.
+    want_writable: bool,
+    /// Segments sent again (timeouts, fast retransmit, SYN retries), for statistics.
+    retransmissions: u64,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    cfg: TcbLimits,
+}
 
-    rtt: RttEstimator,
-    cc: Cc,
-    /// The segment being timed for an RTT sample (Karn's rule: none if retransmitted).
-    rtt_seq: Option<(SeqNum, Instant)>,
+/// The send sequence space (RFC 9293 §3.3.1: ISS, SND.UNA, SND.NXT, SND.WND, SND.WL1,
+/// SND.WL2), what RFC 7323 and RFC 5961 add to it, the send buffer, our FIN and the
+/// persist state of zero-window probing (§3.8.6.1).
+struct SendSeq {
+    iss: SeqNum,
+    una: SeqNum,
+    nxt: SeqNum,
+    /// SND.MAX: the highest sequence number sent so far (SND.NXT can be rewound by a
+    /// timeout).
+    max: SeqNum,
+    wnd: usize,
+    wl1: SeqNum,
+    wl2: SeqNum,
+    /// MAX.SND.WND: the largest window the peer has offered (RFC 5961 §5.2).
+    max_wnd: usize,
+    /// Snd.Wind.Shift: the peer's window-scale shift (0 unless both sides agreed,
+    /// RFC 7323 §2).
+    wscale: u8,
+    /// Eff.snd.MSS (§3.7.1): payload bytes per full-sized segment, after the options we
+    /// always send.
+    mss: usize,
+    /// Most payload bytes the device segments for us in one TSO super-frame (0: no TSO).
+    tso_max: usize,
+    buf: SendBuffer,
+    /// Our SYN has been acknowledged: the send buffer's first byte is SND.UNA, not
+    /// ISS + 1. A flag, not `una == iss`: SND.UNA comes back round to ISS after
+    /// 2^32 - 1 acknowledged bytes.
+    syn_acked: bool,
+    /// The application closed its sending side: a FIN follows the queued data.
+    fin_queued: bool,
+    /// Sequence number of our FIN once queued.
+    fin: Option<SeqNum>,
+    /// Zero-window probes sent since the peer last answered with an acceptable ACK.
+    persist_probes: u32,
+    /// Exponent of the persist timer's backoff (at most 16).
+    persist_backoff: u8,
+}
+
+/// The receive sequence space (RFC 9293 §3.3.1: IRS, RCV.NXT, RCV.WND as the right edge
+/// advertised), what RFC 7323 adds to it, the receive buffer, the peer's FIN and the
+/// delayed-ACK count (§3.8.6.3).
+struct RecvSeq {
+    irs: SeqNum,
+    nxt: SeqNum,
+    /// Right edge of the window we last advertised (RCV.NXT + RCV.WND as sent); never
+    /// moved left (§3.8.6).
+    adv: SeqNum,
+    /// Rcv.Wind.Shift: our window-scale shift as the peer applies it (RFC 7323 §2).
+    wscale: u8,
+    /// Last.ACK.sent: RCV.NXT as of the last ACK we sent (RFC 7323 §4.3).
+    last_ack_sent: SeqNum,
+    buf: RecvBuffer,
+    /// Sequence number of a FIN that arrived ahead of missing data.
+    fin: Option<SeqNum>,
+    /// The application will not read any more (it called close): data is ACKed and dropped.
+    closed: bool,
+    /// Our MSS as advertised in our SYN (§3.7.1): the largest segment we receive.
+    mss: u16,
+    /// Full-sized segments received since our last ACK (ACK every second one, §3.8.6.3).
+    unacked_segs: u32,
+}
+
+/// Loss recovery: duplicate ACKs and fast retransmit (RFC 5681 §3.2), NewReno's
+/// "recover" (RFC 6582 §3.2) and consecutive retransmission timeouts (RFC 6298 §5).
+struct Recovery {
     dupacks: u32,
+    /// In fast recovery (RFC 6582 §3.2 steps 2 to 5).
     in_recovery: bool,
     /// RFC 6582 "recover": SND.MAX when fast recovery or a timeout began, while SND.UNA
     /// has not passed it yet; `None` once it has. Sequence comparisons only hold within
@@ -199,36 +245,22 @@ pub struct Tcb {
     recover: Option<SeqNum>,
     /// Fast retransmit: resend the segment at SND.UNA once.
     retransmit_una: bool,
+    /// Retransmission timeouts (or SYN retries) since the last progress.
     retries: u32,
-    last_send: Instant,
-    last_recv: Instant,
+}
 
-    /// Deadlines of the retransmission, persist, delayed-ACK, keepalive, linger and
-    /// application timers.
-    timers: TimerTable,
-    persist_backoff: u32,
-    /// Zero-window probes sent since the peer last answered with an acceptable ACK.
-    persist_probes: u32,
-    keepalive_sent: u32,
-    /// The time of the latest input, timer or output call: "now" for calls the
-    /// application makes from its callbacks.
-    last_now: Instant,
-
-    // Pending output.
-    syn_pending: bool,
+/// Segments owed to the peer that `poll_transmit` has not sent yet.
+struct PendingOutput {
+    /// Our SYN (or SYN-ACK), first or again.
+    syn: bool,
+    /// An ACK, now rather than delayed.
     ack_now: bool,
-    /// Full-sized segments received since our last ACK (ACK every second one, §3.8.6.3).
-    unacked_segs: u32,
-    probe_pending: bool,
-    keepalive_probe_pending: bool,
+    /// A zero-window probe or the SWS override segment (§3.8.6.1, §3.8.6.2.1).
+    probe: bool,
+    /// A keepalive probe (RFC 1122 §4.2.3.6).
+    keepalive_probe: bool,
     /// RST to send: <SEQ=x><CTL=RST> for an unacceptable ACK, or our abort.
-    rst_pending: Option<(SeqNum, Option<SeqNum>)>,
-    want_writable: bool,
-    /// Segments sent again (timeouts, fast retransmit, SYN retries), for statistics.
-    retransmissions: u64,
-
-    events: Events,
-    cfg: TcbLimits,
+    rst: Option<(SeqNum, Option<SeqNum>)>,
 }
 
 /// The parts of [`TcpConfig`] a connection consults after creation.
@@ -282,59 +314,67 @@ impl Tcb {
         let smss = our_mss as usize;
         Tcb {
             state: State::Closed,
-            local,
-            remote,
-            iss,
-            snd_una: iss,
-            syn_acked: false,
-            snd_nxt: iss,
-            snd_max: iss,
-            snd_wnd: 0,
-            snd_wl1: SeqNum(0),
-            snd_wl2: iss,
-            max_snd_wnd: 0,
-            snd_wscale: 0,
-            snd_mss: smss,
-            tso_max: 0,
-            send_buf: SendBuffer::new(cfg.send_buffer),
-            fin_queued: false,
-            snd_fin: None,
-            ws_ok: false,
-            irs: SeqNum(0),
-            rcv_nxt: SeqNum(0),
-            rcv_adv: SeqNum(0),
-            rcv_wscale: 0,
-            last_ack_sent: SeqNum(0),
-            recv_buf: RecvBuffer::new(cfg.recv_buffer, cfg.max_ooo_ranges),
-            fin_seq: None,
-            rx_closed: false,
-            our_mss,
-            active_open: false,
-            ts: None,
-            sack_ok: false,
+            snd: SendSeq {
+                iss,
+                una: iss,
+                nxt: iss,
+                max: iss,
+                wnd: 0,
+                wl1: SeqNum(0),
+                wl2: iss,
+                max_wnd: 0,
+                wscale: 0,
+                mss: smss,
+                tso_max: 0,
+                buf: SendBuffer::new(cfg.send_buffer),
+                syn_acked: false,
+                fin_queued: false,
+                fin: None,
+                persist_probes: 0,
+                persist_backoff: 0,
+            },
+            rcv: RecvSeq {
+                irs: SeqNum(0),
+                nxt: SeqNum(0),
+                adv: SeqNum(0),
+                wscale: 0,
+                last_ack_sent: SeqNum(0),
+                buf: RecvBuffer::new(cfg.recv_buffer, cfg.max_ooo_ranges),
+                fin: None,
+                closed: false,
+                mss: our_mss,
+                unacked_segs: 0,
+            },
+            recovery: Recovery {
+                dupacks: 0,
+                in_recovery: false,
+                recover: None,
+                retransmit_una: false,
+                retries: 0,
+            },
+            pending: PendingOutput {
+                syn: false,
+                ack_now: false,
+                probe: false,
+                keepalive_probe: false,
+                rst: None,
+            },
+            timers: TimerTable::default(),
             rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
-            cc: Cc::NewReno(NewReno::new(smss)),
             rtt_seq: None,
-            dupacks: 0,
-            in_recovery: false,
-            recover: None,
-            retransmit_una: false,
-            retries: 0,
+            cc: Cc::NewReno(NewReno::new(smss)),
             last_send: now,
             last_recv: now,
-            timers: TimerTable::default(),
-            persist_backoff: 0,
-            persist_probes: 0,
-            keepalive_sent: 0,
             last_now: now,
-            syn_pending: false,
-            ack_now: false,
-            unacked_segs: 0,
-            probe_pending: false,
-            keepalive_probe_pending: false,
-            rst_pending: None,
+            keepalive_sent: 0,
+            ts: None,
+            sack_ok: false,
+            ws_ok: false,
+            active_open: false,
             want_writable: false,
             retransmissions: 0,
+            local,
+            remote,
             events: Events::default(),
             cfg: TcbLimits {
                 max_retries: cfg.max_retries,
@@ -367,7 +407,7 @@ impl Tcb {
         let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
         tcb.state = State::SynSent;
         tcb.active_open = true;
-        tcb.rcv_wscale = if cfg.window_scaling {
+        tcb.rcv.wscale = if cfg.window_scaling {
             cfg.rcv_wscale()
         } else {
             0
@@ -379,7 +419,7 @@ impl Tcb {
                 offset: ts_offset,
             });
         }
-        tcb.syn_pending = true;
+        tcb.pending.syn = true;
         tcb
     }
 
@@ -398,15 +438,15 @@ impl Tcb {
     ) -> Tcb {
         let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
         tcb.state = State::SynReceived;
-        tcb.irs = syn.seq;
-        tcb.rcv_nxt = syn.seq + 1;
-        tcb.rcv_adv = tcb.rcv_nxt;
-        tcb.last_ack_sent = tcb.rcv_nxt;
+        tcb.rcv.irs = syn.seq;
+        tcb.rcv.nxt = syn.seq + 1;
+        tcb.rcv.adv = tcb.rcv.nxt;
+        tcb.rcv.last_ack_sent = tcb.rcv.nxt;
         tcb.negotiate(&SynOptions::from(syn), ts_offset, now);
-        tcb.snd_wnd = syn.window as usize;
-        tcb.max_snd_wnd = tcb.snd_wnd;
-        tcb.snd_wl1 = syn.seq;
-        tcb.syn_pending = true;
+        tcb.snd.wnd = syn.window as usize;
+        tcb.snd.max_wnd = tcb.snd.wnd;
+        tcb.snd.wl1 = syn.seq;
+        tcb.pending.syn = true;
         tcb
     }
 
@@ -426,21 +466,21 @@ impl Tcb {
         cfg: &TcpConfig,
     ) -> Tcb {
         let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
-        tcb.irs = ack.seq - 1;
-        tcb.rcv_nxt = ack.seq;
+        tcb.rcv.irs = ack.seq - 1;
+        tcb.rcv.nxt = ack.seq;
         tcb.negotiate(&opts, ts_offset, now);
-        tcb.snd_una = iss + 1;
-        tcb.syn_acked = true;
-        tcb.snd_nxt = tcb.snd_una;
-        tcb.snd_max = tcb.snd_una;
-        tcb.snd_wnd = (ack.window as usize) << tcb.snd_wscale;
-        tcb.max_snd_wnd = tcb.snd_wnd;
-        tcb.snd_wl1 = ack.seq;
-        tcb.snd_wl2 = ack.ack;
+        tcb.snd.una = iss + 1;
+        tcb.snd.syn_acked = true;
+        tcb.snd.nxt = tcb.snd.una;
+        tcb.snd.max = tcb.snd.una;
+        tcb.snd.wnd = (ack.window as usize) << tcb.snd.wscale;
+        tcb.snd.max_wnd = tcb.snd.wnd;
+        tcb.snd.wl1 = ack.seq;
+        tcb.snd.wl2 = ack.ack;
         // The cookie SYN-ACK offered the unscaled SYN window (see `advertise`): RCV.WND
         // starts there, so data on this very ACK is acceptable.
-        tcb.rcv_adv = tcb.rcv_nxt + tcb.syn_window();
-        tcb.last_ack_sent = tcb.rcv_nxt;
+        tcb.rcv.adv = tcb.rcv.nxt + tcb.syn_window();
+        tcb.rcv.last_ack_sent = tcb.rcv.nxt;
         if let (Some(ts), Some((tsval, _))) = (tcb.ts.as_mut(), ack.timestamp) {
             ts.recent = tsval;
         }
@@ -454,15 +494,15 @@ impl Tcb {
         if self.cfg.window_scaling {
             if let Some(ws) = peer.wscale {
                 self.ws_ok = true;
-                self.snd_wscale = ws.min(14);
-                self.rcv_wscale = self.rcv_wscale_for_buffer();
+                self.snd.wscale = ws.min(14);
+                self.rcv.wscale = self.rcv_wscale_for_buffer();
             } else {
-                self.snd_wscale = 0;
-                self.rcv_wscale = 0;
+                self.snd.wscale = 0;
+                self.rcv.wscale = 0;
             }
         } else {
-            self.snd_wscale = 0;
-            self.rcv_wscale = 0;
+            self.snd.wscale = 0;
+            self.rcv.wscale = 0;
         }
         self.sack_ok = self.cfg.sack && peer.sack_permitted;
         self.ts = match (self.cfg.timestamps, peer.timestamp) {
@@ -473,15 +513,15 @@ impl Tcb {
             }),
             _ => None,
         };
-        let mss = peer_mss.min(self.our_mss) as usize;
+        let mss = peer_mss.min(self.rcv.mss) as usize;
         // RFC 6691: the MSS excludes options; leave room for the ones on every segment.
-        self.snd_mss = mss - if self.ts.is_some() { TS_OPTION_LEN } else { 0 };
-        self.cc.set_mss(self.snd_mss);
+        self.snd.mss = mss - if self.ts.is_some() { TS_OPTION_LEN } else { 0 };
+        self.cc.set_mss(self.snd.mss);
     }
 
     fn rcv_wscale_for_buffer(&self) -> u8 {
         let mut shift = 0u8;
-        while shift < 14 && (self.recv_buf.capacity() >> shift) > 65535 {
+        while shift < 14 && (self.rcv.buf.capacity() >> shift) > 65535 {
             shift += 1;
         }
         shift
@@ -499,22 +539,22 @@ impl Tcb {
         self.remote
     }
     pub fn send_buffer(&self) -> &SendBuffer {
-        &self.send_buf
+        &self.snd.buf
     }
     pub fn snd_una(&self) -> SeqNum {
-        self.snd_una
+        self.snd.una
     }
     pub fn snd_nxt(&self) -> SeqNum {
-        self.snd_nxt
+        self.snd.nxt
     }
     pub fn rcv_nxt(&self) -> SeqNum {
-        self.rcv_nxt
+        self.rcv.nxt
     }
     pub fn snd_wnd(&self) -> usize {
-        self.snd_wnd
+        self.snd.wnd
     }
     pub fn snd_mss(&self) -> usize {
-        self.snd_mss
+        self.snd.mss
     }
     pub fn cwnd(&self) -> usize {
         self.cc.cwnd()
@@ -532,25 +572,25 @@ impl Tcb {
         self.sack_ok
     }
     pub fn window_scales(&self) -> (u8, u8) {
-        (self.snd_wscale, self.rcv_wscale)
+        (self.snd.wscale, self.rcv.wscale)
     }
     /// Let new data go out as TSO super-frames of up to `max_payload` bytes, which the
     /// device cuts into full segments ([`TxSegment::tso_mss`]). Zero turns it off.
     pub fn set_tso(&mut self, max_payload: usize) {
-        self.tso_max = max_payload;
+        self.snd.tso_max = max_payload;
     }
 
     /// Bytes the application may still queue by copy.
     pub fn send_space(&self) -> usize {
         if self.can_send() {
-            self.send_buf.space()
+            self.snd.buf.space()
         } else {
             0
         }
     }
     /// Bytes in flight: sent and not yet acknowledged (sequence space).
     pub fn flight_size(&self) -> usize {
-        self.snd_nxt.since(self.snd_una)
+        self.snd.nxt.since(self.snd.una)
     }
     /// The connection has been fully closed and may be dropped.
     pub fn is_closed(&self) -> bool {
@@ -558,7 +598,7 @@ impl Tcb {
     }
     /// Bytes of the receive buffer the application has not taken yet.
     pub fn readable_len(&self) -> usize {
-        self.recv_buf.readable_len()
+        self.rcv.buf.readable_len()
     }
     /// TS.Recent and our timestamp offset, when timestamps are in use (for TIME-WAIT).
     pub fn timestamp_state(&self) -> Option<(u32, u32)> {
@@ -566,7 +606,7 @@ impl Tcb {
     }
     /// Our window-scale shift as the peer applies it to our window field.
     pub fn rcv_wscale(&self) -> u8 {
-        self.rcv_wscale
+        self.rcv.wscale
     }
     /// When TIME-WAIT (or the FIN-WAIT-2 timeout) ends.
     pub fn linger_deadline(&self) -> Option<Instant> {
@@ -578,23 +618,23 @@ impl Tcb {
     }
     /// Number of consecutive retransmission timeouts without progress.
     pub fn retries(&self) -> u32 {
-        self.retries
+        self.recovery.retries
     }
 
     /// What the application has not read yet, as one contiguous slice (the receive buffer
     /// may hold more after it).
     pub fn readable(&self) -> &[u8] {
-        self.recv_buf.readable()
+        self.rcv.buf.readable()
     }
 
     /// Take the receive buffer out so the application can read it while it also holds a
     /// mutable handle on the connection; give it back with [`Tcb::put_recv_buffer`].
     pub fn take_recv_buffer(&mut self) -> RecvBuffer {
-        std::mem::replace(&mut self.recv_buf, RecvBuffer::new(0, 0))
+        std::mem::replace(&mut self.rcv.buf, RecvBuffer::new(0, 0))
     }
 
     pub fn put_recv_buffer(&mut self, buf: RecvBuffer) {
-        self.recv_buf = buf;
+        self.rcv.buf = buf;
         self.maybe_window_update();
     }
 
@@ -606,7 +646,7 @@ impl Tcb {
         matches!(
             self.state,
             State::SynSent | State::SynReceived | State::Established | State::CloseWait
-        ) && !self.fin_queued
+        ) && !self.snd.fin_queued
     }
 
     // ----- Application calls -----
@@ -617,7 +657,7 @@ impl Tcb {
         if !self.can_send() {
             return Err(SendError::Closed);
         }
-        let n = self.send_buf.push_copy(data);
+        let n = self.snd.buf.push_copy(data);
         if n < data.len() {
             self.want_writable = true;
         }
@@ -629,7 +669,7 @@ impl Tcb {
         if !self.can_send() {
             return Err(SendError::Closed);
         }
-        self.send_buf.push_shared(data);
+        self.snd.buf.push_shared(data);
         Ok(())
     }
 
@@ -643,7 +683,7 @@ impl Tcb {
         if !self.can_send() {
             return Err(SendError::Closed);
         }
-        self.send_buf.push_summed(body, range);
+        self.snd.buf.push_summed(body, range);
         Ok(())
     }
 
@@ -655,7 +695,7 @@ impl Tcb {
     /// Close our sending side after the queued data (CLOSE call, §3.10.4), keeping the
     /// receive side open: a half-close.
     pub fn shutdown_write(&mut self) {
-        if self.fin_queued {
+        if self.snd.fin_queued {
             return;
         }
         match self.state {
@@ -677,7 +717,7 @@ impl Tcb {
     /// Graceful close of both directions: FIN after queued data; data that arrives later
     /// is acknowledged and discarded.
     pub fn close(&mut self) {
-        self.rx_closed = true;
+        self.rcv.closed = true;
         self.shutdown_write();
         if self.state == State::FinWait2 {
             self.timers
@@ -697,28 +737,28 @@ impl Tcb {
         ) {
             // SND.NXT in the RFC's sense: the highest sequence number sent (our snd_nxt
             // may have been rewound by a timeout).
-            self.rst_pending = Some((self.snd_max, None));
+            self.pending.rst = Some((self.snd.max, None));
         }
         self.finish(CloseReason::Aborted);
     }
 
     /// The engine's rate limiter allowed a challenge ACK (RFC 5961 §7).
     pub fn send_challenge_ack(&mut self) {
-        self.ack_now = true;
+        self.pending.ack_now = true;
     }
 
     /// Hand back the part of a directly delivered payload the application did not
     /// consume; it is kept in the receive buffer and offered again later.
     pub fn keep_unconsumed(&mut self, rest: &[u8]) {
         if !rest.is_empty() {
-            let stored = self.recv_buf.write_at(0, rest);
+            let stored = self.rcv.buf.write_at(0, rest);
             debug_assert_eq!(stored, rest.len());
         }
     }
 
     /// The application consumed `n` bytes of [`Tcb::readable`].
     pub fn consume(&mut self, n: usize) {
-        self.recv_buf.consume(n);
+        self.rcv.buf.consume(n);
         self.maybe_window_update();
     }
 
@@ -728,11 +768,11 @@ impl Tcb {
         if !self.state.is_synchronized() && self.state != State::SynReceived {
             return;
         }
-        let edge = self.rcv_nxt + self.recv_buf.window();
-        let grown = edge.since(self.rcv_adv);
+        let edge = self.rcv.nxt + self.rcv.buf.window();
+        let grown = edge.since(self.rcv.adv);
         let threshold = self.sws_threshold();
-        if grown >= threshold && self.rcv_adv.since(self.rcv_nxt) < threshold {
-            self.ack_now = true;
+        if grown >= threshold && self.rcv.adv.since(self.rcv.nxt) < threshold {
+            self.pending.ack_now = true;
         }
     }
 
@@ -752,9 +792,9 @@ impl Tcb {
 
     /// §3.10.7.3.
     fn on_segment_syn_sent(&mut self, now: Instant, seg: &Segment) {
-        if seg.flags.ack && (seg.ack <= self.iss || seg.ack > self.snd_max) {
+        if seg.flags.ack && (seg.ack <= self.snd.iss || seg.ack > self.snd.max) {
             if !seg.flags.rst {
-                self.rst_pending = Some((seg.ack, None));
+                self.pending.rst = Some((seg.ack, None));
             }
             return;
         }
@@ -769,29 +809,29 @@ impl Tcb {
             return;
         }
         self.last_recv = now;
-        self.irs = seg.seq;
-        self.rcv_nxt = seg.seq + 1;
+        self.rcv.irs = seg.seq;
+        self.rcv.nxt = seg.seq + 1;
         // Our SYN offered its (unscaled) window before RCV.NXT was known.
-        self.rcv_adv = self.rcv_nxt + self.syn_window();
-        self.last_ack_sent = self.rcv_nxt;
+        self.rcv.adv = self.rcv.nxt + self.syn_window();
+        self.rcv.last_ack_sent = self.rcv.nxt;
         let offset = self.ts.map(|t| t.offset).unwrap_or(0);
         self.negotiate(&SynOptions::from(seg), offset, now);
-        self.snd_wl1 = seg.seq;
+        self.snd.wl1 = seg.seq;
         if seg.flags.ack {
             // RFC 7323 §2.2: the window field of a SYN (here a SYN-ACK) is never scaled.
-            self.snd_wnd = seg.window as usize;
-            self.max_snd_wnd = self.snd_wnd;
-            self.snd_wl2 = seg.ack;
+            self.snd.wnd = seg.window as usize;
+            self.snd.max_wnd = self.snd.wnd;
+            self.snd.wl2 = seg.ack;
             self.ack_advance(now, seg);
             self.enter_established(now);
-            self.ack_now = true;
+            self.pending.ack_now = true;
         } else {
             // Simultaneous open (§3.5, figure 7): answer with SYN-ACK on the same ISS.
-            self.snd_wnd = seg.window as usize;
-            self.max_snd_wnd = self.snd_wnd;
+            self.snd.wnd = seg.window as usize;
+            self.snd.max_wnd = self.snd.wnd;
             self.state = State::SynReceived;
-            self.snd_nxt = self.iss;
-            self.syn_pending = true;
+            self.snd.nxt = self.snd.iss;
+            self.pending.syn = true;
             self.timers.stop(Timer::Rto);
         }
     }
@@ -799,11 +839,11 @@ impl Tcb {
     fn enter_established(&mut self, now: Instant) {
         self.state = State::Established;
         self.events.connected = true;
-        self.retries = 0;
+        self.recovery.retries = 0;
         self.rtt.reset_backoff();
         self.timers.stop(Timer::Rto);
         self.arm_keepalive(now);
-        if self.fin_queued {
+        if self.snd.fin_queued {
             self.state = State::FinWait1;
         }
     }
@@ -813,12 +853,12 @@ impl Tcb {
         let wnd = self.rcv_window();
         let len = seg.seg_len();
         match (len, wnd) {
-            (0, 0) => seg.seq == self.rcv_nxt,
-            (0, _) => self.rcv_nxt.contains(wnd, seg.seq),
+            (0, 0) => seg.seq == self.rcv.nxt,
+            (0, _) => self.rcv.nxt.contains(wnd, seg.seq),
             (_, 0) => false,
             (_, _) => {
-                self.rcv_nxt.contains(wnd, seg.seq)
-                    || self.rcv_nxt.contains(wnd, seg.seq + (len - 1))
+                self.rcv.nxt.contains(wnd, seg.seq)
+                    || self.rcv.nxt.contains(wnd, seg.seq + (len - 1))
             }
         }
     }
@@ -827,18 +867,18 @@ impl Tcb {
     /// Space the application freed but that receiver SWS avoidance has not announced yet
     /// is not offered (§3.8.6.2.2 keeps RCV.WND fixed until the update is sent).
     fn rcv_window(&self) -> usize {
-        self.rcv_adv.since(self.rcv_nxt)
+        self.rcv.adv.since(self.rcv.nxt)
     }
 
     /// The window a SYN or SYN-ACK carries: unscaled, so at most 65535 (RFC 7323 §2.2).
     fn syn_window(&self) -> usize {
-        self.recv_buf.window().min(65535)
+        self.rcv.buf.window().min(65535)
     }
 
     /// Receiver SWS threshold (§3.8.6.2.2): min(Fr·RCV.BUFF, Eff.snd.MSS) with Fr = 1/2.
     fn sws_threshold(&self) -> usize {
-        (self.recv_buf.capacity() / 2)
-            .min(self.our_mss as usize)
+        (self.rcv.buf.capacity() / 2)
+            .min(self.rcv.mss as usize)
             .max(1)
     }
 
@@ -853,10 +893,10 @@ impl Tcb {
         if self.state == State::SynReceived
             && seg.flags.syn
             && !seg.flags.ack
-            && seg.seq == self.irs
+            && seg.seq == self.rcv.irs
         {
-            self.syn_pending = true;
-            self.snd_nxt = self.iss;
+            self.pending.syn = true;
+            self.snd.nxt = self.snd.iss;
             return;
         }
 
@@ -868,7 +908,7 @@ impl Tcb {
             && seg.flags.syn
             && seg.flags.ack
             && !seg.flags.rst
-            && seg.seq == self.irs
+            && seg.seq == self.rcv.irs
         {
             self.on_simultaneous_syn_ack(now, seg);
             return;
@@ -888,7 +928,7 @@ impl Tcb {
                 && (tsval.wrapping_sub(ts.recent) as i32) < 0
                 && now.saturating_duration_since(ts.recent_age) < PAWS_IDLE
             {
-                self.ack_now = true;
+                self.pending.ack_now = true;
                 return;
             }
         }
@@ -898,11 +938,11 @@ impl Tcb {
         if !self.acceptable(&seg) {
             // Zero window: still take ACK information from a segment at RCV.NXT (§3.10.7.4
             // "special allowance"), but not its data.
-            if self.rcv_window() == 0 && seg.seq == self.rcv_nxt && !seg.flags.rst {
+            if self.rcv_window() == 0 && seg.seq == self.rcv.nxt && !seg.flags.rst {
                 payload = &[];
                 seg.payload_len = 0;
                 seg.flags.fin = false;
-                self.ack_now = true;
+                self.pending.ack_now = true;
             } else {
                 if seg.flags.syn && !seg.flags.rst {
                     // RFC 5961 §4.2: a SYN in a synchronized state gets a challenge ACK
@@ -911,13 +951,13 @@ impl Tcb {
                     return;
                 }
                 if !seg.flags.rst {
-                    self.ack_now = true;
+                    self.pending.ack_now = true;
                     // TIME-WAIT (§3.10.7.4, eighth check): a retransmitted FIN is
                     // acknowledged again and restarts the 2·MSL wait. Being a duplicate,
                     // it never passes the sequence check, so it is recognised here.
                     if self.state == State::TimeWait
                         && seg.flags.fin
-                        && seg.seq + (seg.payload_len + 1) == self.rcv_nxt
+                        && seg.seq + (seg.payload_len + 1) == self.rcv.nxt
                     {
                         self.timers.set(Timer::Linger, now + self.cfg.time_wait);
                     }
@@ -928,7 +968,7 @@ impl Tcb {
 
         // RST (RFC 5961 §3.2): exact match resets, anything else in window is challenged.
         if seg.flags.rst {
-            if seg.seq == self.rcv_nxt {
+            if seg.seq == self.rcv.nxt {
                 let reason = if self.state == State::SynReceived && self.active_open {
                     CloseReason::Refused
                 } else {
@@ -947,13 +987,13 @@ impl Tcb {
 
         // Trim what lies before RCV.NXT or beyond the window (§3.10.7.4, "trimmed").
         let mut seq = seg.seq;
-        if seq < self.rcv_nxt {
-            let dup = self.rcv_nxt.since(seq).min(payload.len());
+        if seq < self.rcv.nxt {
+            let dup = self.rcv.nxt.since(seq).min(payload.len());
             payload = &payload[dup..];
             seq += dup;
         }
         let wnd = self.rcv_window();
-        let room = (self.rcv_nxt + wnd).since(seq);
+        let room = (self.rcv.nxt + wnd).since(seq);
         if payload.len() > room {
             payload = &payload[..room];
             seg.flags.fin = false;
@@ -964,7 +1004,7 @@ impl Tcb {
 
         // Update TS.Recent (RFC 7323 §4.3) now that the segment is acceptable.
         if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
-            if seg.seq <= self.last_ack_sent && (tsval.wrapping_sub(ts.recent) as i32) >= 0 {
+            if seg.seq <= self.rcv.last_ack_sent && (tsval.wrapping_sub(ts.recent) as i32) >= 0 {
                 ts.recent = tsval;
                 ts.recent_age = now;
             }
@@ -972,14 +1012,14 @@ impl Tcb {
 
         // ACK processing.
         if self.state == State::SynReceived {
-            if self.snd_una < seg.ack && seg.ack <= self.snd_max {
-                self.snd_wnd = (seg.window as usize) << self.snd_wscale;
-                self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
-                self.snd_wl1 = seg.seq;
-                self.snd_wl2 = seg.ack;
+            if self.snd.una < seg.ack && seg.ack <= self.snd.max {
+                self.snd.wnd = (seg.window as usize) << self.snd.wscale;
+                self.snd.max_wnd = self.snd.max_wnd.max(self.snd.wnd);
+                self.snd.wl1 = seg.seq;
+                self.snd.wl2 = seg.ack;
                 self.enter_established(now);
             } else {
-                self.rst_pending = Some((seg.ack, None));
+                self.pending.rst = Some((seg.ack, None));
                 return;
             }
         }
@@ -1004,7 +1044,7 @@ impl Tcb {
                 State::Established | State::FinWait1 | State::FinWait2 | State::SynReceived
             )
         {
-            self.fin_seq = Some(seq + payload.len());
+            self.rcv.fin = Some(seq + payload.len());
         }
         self.maybe_accept_fin(now);
         if matches!(
@@ -1013,7 +1053,7 @@ impl Tcb {
         ) && seg.flags.fin
         {
             // A retransmitted FIN: acknowledge again; in TIME-WAIT restart the 2·MSL wait.
-            self.ack_now = true;
+            self.pending.ack_now = true;
             if self.state == State::TimeWait {
                 self.timers.set(Timer::Linger, now + self.cfg.time_wait);
             }
@@ -1023,8 +1063,8 @@ impl Tcb {
     /// The peer's SYN-ACK in SYN-RECEIVED after a simultaneous open: it completes the
     /// handshake like the ACK of §3.10.7.4 (fifth check, SYN-RECEIVED).
     fn on_simultaneous_syn_ack(&mut self, now: Instant, seg: &Segment) {
-        if !(self.snd_una < seg.ack && seg.ack <= self.snd_max) {
-            self.rst_pending = Some((seg.ack, None));
+        if !(self.snd.una < seg.ack && seg.ack <= self.snd.max) {
+            self.pending.rst = Some((seg.ack, None));
             return;
         }
         self.last_recv = now;
@@ -1035,27 +1075,28 @@ impl Tcb {
             }
         }
         // RFC 7323 §2.2: a SYN's window field is not scaled.
-        self.snd_wnd = seg.window as usize;
-        self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
-        self.snd_wl1 = seg.seq;
-        self.snd_wl2 = seg.ack;
+        self.snd.wnd = seg.window as usize;
+        self.snd.max_wnd = self.snd.max_wnd.max(self.snd.wnd);
+        self.snd.wl1 = seg.seq;
+        self.snd.wl2 = seg.ack;
         self.ack_advance(now, seg);
         self.enter_established(now);
         // Its SYN was a duplicate: acknowledge it, which also covers a lost SYN-ACK of ours.
-        self.ack_now = true;
+        self.pending.ack_now = true;
     }
 
     /// Returns false when the segment must be dropped after the ACK check.
     fn process_ack(&mut self, now: Instant, seg: &Segment, out: &mut RxOutcome) -> bool {
         // RFC 5961 §5.2: acceptable ACKs lie in [SND.UNA - MAX.SND.WND, SND.NXT].
-        if seg.ack > self.snd_max {
-            self.ack_now = true;
+        if seg.ack > self.snd.max {
+            self.pending.ack_now = true;
             return false;
         }
         let oldest = SeqNum(
-            self.snd_una
+            self.snd
+                .una
                 .0
-                .wrapping_sub(self.max_snd_wnd.min(1 << 30) as u32),
+                .wrapping_sub(self.snd.max_wnd.min(1 << 30) as u32),
         );
         if seg.ack < oldest {
             out.challenge_ack = true;
@@ -1063,16 +1104,16 @@ impl Tcb {
         }
         // An acceptable ACK: the peer is alive and answering (RFC 1122 §4.2.2.17 keeps
         // a zero-window connection open as long as probes are answered).
-        self.persist_probes = 0;
+        self.snd.persist_probes = 0;
 
-        let old_wnd = self.snd_wnd;
-        if self.snd_una < seg.ack {
+        let old_wnd = self.snd.wnd;
+        if self.snd.una < seg.ack {
             self.ack_advance(now, seg);
-        } else if seg.ack == self.snd_una
+        } else if seg.ack == self.snd.una
             && seg.payload_len == 0
             && !seg.flags.fin
-            && self.snd_max > self.snd_una
-            && ((seg.window as usize) << self.snd_wscale) == old_wnd
+            && self.snd.max > self.snd.una
+            && ((seg.window as usize) << self.snd.wscale) == old_wnd
             // Answers to zero-window probes are not loss signals.
             && old_wnd != 0
         {
@@ -1081,21 +1122,21 @@ impl Tcb {
 
         // Window update (§3.10.7.4): only for SND.UNA =< SEG.ACK, and only from a segment
         // no older than the last update (SND.WL1/WL2 rule).
-        if self.snd_una <= seg.ack
-            && (self.snd_wl1 < seg.seq || (self.snd_wl1 == seg.seq && self.snd_wl2 <= seg.ack))
+        if self.snd.una <= seg.ack
+            && (self.snd.wl1 < seg.seq || (self.snd.wl1 == seg.seq && self.snd.wl2 <= seg.ack))
         {
-            self.snd_wnd = (seg.window as usize) << self.snd_wscale;
-            self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
-            self.snd_wl1 = seg.seq;
-            self.snd_wl2 = seg.ack;
-            if self.snd_wnd > 0 && self.timers.is_armed(Timer::Persist) {
+            self.snd.wnd = (seg.window as usize) << self.snd.wscale;
+            self.snd.max_wnd = self.snd.max_wnd.max(self.snd.wnd);
+            self.snd.wl1 = seg.seq;
+            self.snd.wl2 = seg.ack;
+            if self.snd.wnd > 0 && self.timers.is_armed(Timer::Persist) {
                 // Leave persist mode. Persist starts with nothing in flight, so only
                 // probe bytes can be outstanding: those the peer did not take are sent
                 // again at once as ordinary data rather than after an RTO.
                 self.timers.stop(Timer::Persist);
-                self.persist_backoff = 0;
-                self.snd_nxt = self.snd_una;
-                if self.snd_max > self.snd_una {
+                self.snd.persist_backoff = 0;
+                self.snd.nxt = self.snd.una;
+                if self.snd.max > self.snd.una {
                     self.timers.set(Timer::Rto, now + self.rtt.rto());
                 }
             }
@@ -1106,7 +1147,7 @@ impl Tcb {
         match self.state {
             State::FinWait1 if fin_acked => {
                 self.state = State::FinWait2;
-                if self.rx_closed {
+                if self.rcv.closed {
                     self.timers
                         .set(Timer::Linger, now + self.cfg.fin_wait2_timeout);
                 }
@@ -1123,46 +1164,46 @@ impl Tcb {
 
     /// Our FIN has been sent and acknowledged.
     fn fin_acked(&self) -> bool {
-        self.snd_fin.is_some_and(|f| self.snd_una > f)
+        self.snd.fin.is_some_and(|f| self.snd.una > f)
     }
 
     /// Queue our FIN after everything in the send buffer (its sequence number is fixed
     /// now: no data can be added after it).
     fn queue_fin(&mut self) {
-        self.fin_queued = true;
-        self.snd_fin = Some(self.data_start() + self.send_buf.len());
+        self.snd.fin_queued = true;
+        self.snd.fin = Some(self.data_start() + self.snd.buf.len());
     }
 
     /// Our FIN is queued and not sent since SND.NXT was last set (or rewound).
     fn fin_unsent(&self) -> bool {
-        self.snd_fin.is_some_and(|f| self.snd_nxt <= f)
+        self.snd.fin.is_some_and(|f| self.snd.nxt <= f)
     }
 
     /// Sequence number of the first byte in the send buffer.
     fn data_start(&self) -> SeqNum {
-        if self.syn_acked {
-            self.snd_una
+        if self.snd.syn_acked {
+            self.snd.una
         } else {
-            self.iss + 1
+            self.snd.iss + 1
         }
     }
 
     /// SND.UNA < SEG.ACK: new data acknowledged.
     fn ack_advance(&mut self, now: Instant, seg: &Segment) {
         let ack = seg.ack;
-        let mut acked = ack.since(self.snd_una);
-        if !self.syn_acked {
+        let mut acked = ack.since(self.snd.una);
+        if !self.snd.syn_acked {
             // The first ACK covers our SYN, which is not in the send buffer.
-            self.syn_acked = true;
+            self.snd.syn_acked = true;
             acked = acked.saturating_sub(1);
         }
-        let data_acked = acked.min(self.send_buf.len());
-        self.send_buf.consume(data_acked);
-        self.snd_una = ack;
-        if self.snd_nxt < ack {
-            self.snd_nxt = ack;
+        let data_acked = acked.min(self.snd.buf.len());
+        self.snd.buf.consume(data_acked);
+        self.snd.una = ack;
+        if self.snd.nxt < ack {
+            self.snd.nxt = ack;
         }
-        self.retries = 0;
+        self.recovery.retries = 0;
 
         // RTT sample: timestamps when the peer echoes ours (RFC 7323 §4.1), else Karn.
         let mut sampled = false;
@@ -1185,33 +1226,33 @@ impl Tcb {
         }
 
         // Congestion control and NewReno recovery (RFC 6582 §3.2).
-        if self.in_recovery {
-            if self.recover.is_none_or(|r| ack >= r) {
-                self.in_recovery = false;
-                let flight = self.snd_max.since(ack);
+        if self.recovery.in_recovery {
+            if self.recovery.recover.is_none_or(|r| ack >= r) {
+                self.recovery.in_recovery = false;
+                let flight = self.snd.max.since(ack);
                 self.cc.on_exit_recovery(flight);
             } else {
                 self.cc.on_partial_ack(data_acked);
-                self.retransmit_una = true;
+                self.recovery.retransmit_una = true;
                 self.timers.set(Timer::Rto, now + self.rtt.rto());
             }
         } else {
             self.cc.on_ack(data_acked, now);
         }
-        if !self.in_recovery && self.recover.is_some_and(|r| ack >= r) {
+        if !self.recovery.in_recovery && self.recovery.recover.is_some_and(|r| ack >= r) {
             // SND.UNA has passed "recover": it no longer holds anything back.
-            self.recover = None;
+            self.recovery.recover = None;
         }
-        self.dupacks = 0;
+        self.recovery.dupacks = 0;
 
         // RFC 6298 §5.2/5.3: stop the timer when all is acked, else restart it.
-        if self.snd_una == self.snd_max {
+        if self.snd.una == self.snd.max {
             self.timers.stop(Timer::Rto);
-        } else if !(self.in_recovery && self.retransmit_una) {
+        } else if !(self.recovery.in_recovery && self.recovery.retransmit_una) {
             self.timers.set(Timer::Rto, now + self.rtt.rto());
         }
 
-        if self.want_writable && data_acked > 0 && self.send_buf.space() > 0 && self.can_send() {
+        if self.want_writable && data_acked > 0 && self.snd.buf.space() > 0 && self.can_send() {
             self.want_writable = false;
             self.events.writable = true;
         }
@@ -1219,17 +1260,17 @@ impl Tcb {
 
     /// RFC 5681 §3.2 / RFC 6582 §3.2: duplicate ACKs.
     fn on_dup_ack(&mut self, now: Instant) {
-        self.dupacks += 1;
-        if self.in_recovery {
+        self.recovery.dupacks += 1;
+        if self.recovery.in_recovery {
             self.cc.on_dup_ack_in_recovery();
-        } else if self.dupacks == 3 {
+        } else if self.recovery.dupacks == 3 {
             // RFC 6582 §3.2 step 2: only if the ACK covers more than "recover" (avoid
             // a second reduction for losses of the same window).
-            if self.recover.is_none_or(|r| self.snd_una >= r) {
-                self.in_recovery = true;
-                self.recover = Some(self.snd_max);
+            if self.recovery.recover.is_none_or(|r| self.snd.una >= r) {
+                self.recovery.in_recovery = true;
+                self.recovery.recover = Some(self.snd.max);
                 self.cc.on_enter_recovery(self.flight_size(), now);
-                self.retransmit_una = true;
+                self.recovery.retransmit_una = true;
                 self.rtt_seq = None;
             }
         }
@@ -1243,30 +1284,30 @@ impl Tcb {
         seg: &Segment,
         out: &mut RxOutcome,
     ) {
-        let offset = seq.since(self.rcv_nxt);
-        let had_ooo = self.recv_buf.has_out_of_order();
-        if self.rx_closed {
+        let offset = seq.since(self.rcv.nxt);
+        let had_ooo = self.rcv.buf.has_out_of_order();
+        if self.rcv.closed {
             // The application has gone: ACK the data and drop it. It still goes through
             // the buffer, so out-of-order ranges held from before the close stay aligned
             // with RCV.NXT: they join up when the gap fills, SACK blocks stay true, and a
             // FIN behind them is accepted (`maybe_accept_fin` waits for no hole). What
             // becomes readable is discarded at once, along with anything the application
             // left unread, so the window stays open.
-            let advanced = self.recv_buf.write_at(offset, payload);
-            self.rcv_nxt += advanced;
-            let unread = self.recv_buf.readable_len();
-            self.recv_buf.consume(unread);
-            self.ack_now = true;
+            let advanced = self.rcv.buf.write_at(offset, payload);
+            self.rcv.nxt += advanced;
+            let unread = self.rcv.buf.readable_len();
+            self.rcv.buf.consume(unread);
+            self.pending.ack_now = true;
             return;
         }
-        if offset == 0 && !had_ooo && self.recv_buf.readable_len() == 0 {
-            self.rcv_nxt += payload.len();
+        if offset == 0 && !had_ooo && self.rcv.buf.readable_len() == 0 {
+            self.rcv.nxt += payload.len();
             // Relative to the segment's own payload: trimmed duplicate bytes are at its front.
             let front = seq.since(seg.seq);
             out.deliver = Some((front, front + payload.len()));
         } else {
-            let advanced = self.recv_buf.write_at(offset, payload);
-            self.rcv_nxt += advanced;
+            let advanced = self.rcv.buf.write_at(offset, payload);
+            self.rcv.nxt += advanced;
             if advanced > 0 {
                 out.readable = true;
             }
@@ -1275,11 +1316,11 @@ impl Tcb {
         // data that fills a gap; otherwise ACK every second full segment, or after the
         // delayed-ACK timeout.
         if offset > 0 || had_ooo {
-            self.ack_now = true;
+            self.pending.ack_now = true;
         } else {
-            self.unacked_segs += 1;
-            if self.unacked_segs >= 2 {
-                self.ack_now = true;
+            self.rcv.unacked_segs += 1;
+            if self.rcv.unacked_segs >= 2 {
+                self.pending.ack_now = true;
             } else if !self.timers.is_armed(Timer::DelayedAck) {
                 self.timers
                     .set(Timer::DelayedAck, now + self.cfg.delayed_ack);
@@ -1288,13 +1329,13 @@ impl Tcb {
     }
 
     fn maybe_accept_fin(&mut self, now: Instant) {
-        let Some(fin) = self.fin_seq else { return };
-        if fin != self.rcv_nxt || self.recv_buf.has_out_of_order() {
+        let Some(fin) = self.rcv.fin else { return };
+        if fin != self.rcv.nxt || self.rcv.buf.has_out_of_order() {
             return;
         }
-        self.fin_seq = None;
-        self.rcv_nxt += 1;
-        self.ack_now = true;
+        self.rcv.fin = None;
+        self.rcv.nxt += 1;
+        self.pending.ack_now = true;
         self.events.peer_closed = true;
         match self.state {
             State::SynReceived | State::Established => self.state = State::CloseWait,
@@ -1322,11 +1363,11 @@ impl Tcb {
         self.state = State::Closed;
         self.events.closed = Some(reason);
         self.timers.stop_all();
-        self.ack_now = false;
-        self.syn_pending = false;
-        self.retransmit_una = false;
-        self.probe_pending = false;
-        self.keepalive_probe_pending = false;
+        self.pending.ack_now = false;
+        self.pending.syn = false;
+        self.recovery.retransmit_una = false;
+        self.pending.probe = false;
+        self.pending.keepalive_probe = false;
     }
 
     fn arm_keepalive(&mut self, now: Instant) {
@@ -1372,25 +1413,25 @@ impl Tcb {
             // A zero window, or (nothing in flight) a window sender SWS avoidance will
             // not fill: either way no ACK is coming to unblock us.
             if (self.unsent_data() + self.flight_size() > 0 || self.fin_unsent())
-                && (self.snd_wnd == 0 || self.flight_size() == 0)
+                && (self.snd.wnd == 0 || self.flight_size() == 0)
             {
-                if self.snd_wnd == 0 {
+                if self.snd.wnd == 0 {
                     // Zero-window probes count like retransmissions: a peer that answers
                     // none of them is gone (RFC 1122 §4.2.2.17 only obliges us to wait
                     // while it keeps answering; Linux tcp_probe_timer does the same).
-                    if self.persist_probes >= self.cfg.max_retries {
+                    if self.snd.persist_probes >= self.cfg.max_retries {
                         self.finish(CloseReason::TimedOut);
                         return;
                     }
-                    self.persist_probes += 1;
+                    self.snd.persist_probes += 1;
                 }
-                self.probe_pending = true;
-                self.persist_backoff = (self.persist_backoff + 1).min(16);
+                self.pending.probe = true;
+                self.snd.persist_backoff = (self.snd.persist_backoff + 1).min(16);
             }
         }
         if self.timers.expired(Timer::DelayedAck, now) {
             self.timers.stop(Timer::DelayedAck);
-            self.ack_now = true;
+            self.pending.ack_now = true;
         }
         if self.timers.expired(Timer::Keepalive, now) {
             self.timers.stop(Timer::Keepalive);
@@ -1401,7 +1442,7 @@ impl Tcb {
                 }
                 if self.state.is_synchronized() && self.state != State::TimeWait {
                     self.keepalive_sent += 1;
-                    self.keepalive_probe_pending = true;
+                    self.pending.keepalive_probe = true;
                     self.timers.set(Timer::Keepalive, now + ka.interval);
                 }
             }
@@ -1425,35 +1466,35 @@ impl Tcb {
                 } else {
                     self.cfg.max_synack_retries
                 };
-                if self.retries >= limit {
+                if self.recovery.retries >= limit {
                     self.finish(CloseReason::TimedOut);
                     return;
                 }
-                self.retries += 1;
+                self.recovery.retries += 1;
                 self.rtt.backoff();
-                self.syn_pending = true;
-                self.snd_nxt = self.iss;
+                self.pending.syn = true;
+                self.snd.nxt = self.snd.iss;
             }
             State::Closed | State::Listen | State::TimeWait => {}
             _ => {
-                if self.snd_max == self.snd_una {
+                if self.snd.max == self.snd.una {
                     return;
                 }
-                if self.retries >= self.cfg.max_retries {
+                if self.recovery.retries >= self.cfg.max_retries {
                     self.finish(CloseReason::TimedOut);
                     return;
                 }
-                self.retries += 1;
-                let flight = self.snd_max.since(self.snd_una);
+                self.recovery.retries += 1;
+                let flight = self.snd.max.since(self.snd.una);
                 self.cc.on_rto(flight, now);
                 self.rtt.backoff();
-                self.in_recovery = false;
-                self.recover = Some(self.snd_max);
-                self.dupacks = 0;
+                self.recovery.in_recovery = false;
+                self.recovery.recover = Some(self.snd.max);
+                self.recovery.dupacks = 0;
                 self.rtt_seq = None;
-                self.retransmit_una = false;
+                self.recovery.retransmit_una = false;
                 // Go back N: resend from SND.UNA as the window allows.
-                self.snd_nxt = self.snd_una;
+                self.snd.nxt = self.snd.una;
             }
         }
     }
@@ -1461,18 +1502,18 @@ impl Tcb {
     // ----- Output -----
 
     fn unsent_data(&self) -> usize {
-        let sent = self.snd_nxt.since(self.data_start());
-        self.send_buf.len().saturating_sub(sent)
+        let sent = self.snd.nxt.since(self.data_start());
+        self.snd.buf.len().saturating_sub(sent)
     }
 
     /// The window field and SACK blocks for an outgoing segment; records what we
     /// advertised.
     fn advertise(&mut self, seg: &mut TxSegment, now: Instant) {
-        let buf_edge = self.rcv_nxt + self.recv_buf.window();
+        let buf_edge = self.rcv.nxt + self.rcv.buf.window();
         // Never shrink the window (§3.8.6), and move the right edge only by at least the
         // SWS threshold (§3.8.6.2.2 receiver SWS avoidance): otherwise keep offering the
         // edge already advertised. A SYN has advertised nothing yet.
-        let old_edge = self.rcv_adv.max(self.rcv_nxt);
+        let old_edge = self.rcv.adv.max(self.rcv.nxt);
         let edge = if seg.syn
             || (buf_edge > old_edge && buf_edge.since(old_edge) >= self.sws_threshold())
         {
@@ -1480,31 +1521,31 @@ impl Tcb {
         } else {
             old_edge
         };
-        let wnd = edge.since(self.rcv_nxt);
+        let wnd = edge.since(self.rcv.nxt);
         let field = if seg.syn {
             wnd.min(65535)
         } else {
-            (wnd >> self.rcv_wscale).min(65535)
+            (wnd >> self.rcv.wscale).min(65535)
         };
         // What the peer may now send is what the field says, after scaling.
-        let shift = if seg.syn { 0 } else { self.rcv_wscale };
-        let adv_edge = self.rcv_nxt + (field << shift);
-        if adv_edge > self.rcv_adv {
-            self.rcv_adv = adv_edge;
+        let shift = if seg.syn { 0 } else { self.rcv.wscale };
+        let adv_edge = self.rcv.nxt + (field << shift);
+        if adv_edge > self.rcv.adv {
+            self.rcv.adv = adv_edge;
         }
         seg.window = field as u16;
         if let Some(ts) = self.ts {
             seg.timestamp = Some((ts_clock(now, ts.offset), ts.recent));
         }
         if seg.ack.is_some() {
-            self.last_ack_sent = self.rcv_nxt;
-            self.ack_now = false;
-            self.unacked_segs = 0;
+            self.rcv.last_ack_sent = self.rcv.nxt;
+            self.pending.ack_now = false;
+            self.rcv.unacked_segs = 0;
             self.timers.stop(Timer::DelayedAck);
-            if self.sack_ok && self.recv_buf.has_out_of_order() {
+            if self.sack_ok && self.rcv.buf.has_out_of_order() {
                 let mut ranges = [(0u32, 0u32); 3];
-                let n = self.recv_buf.sack_ranges(&mut ranges);
-                let base = self.rcv_nxt;
+                let n = self.rcv.buf.sack_ranges(&mut ranges);
+                let base = self.rcv.nxt;
                 for (slot, (l, r)) in seg.sack.iter_mut().zip(ranges.iter().take(n)) {
                     *slot = Some(((base + *l as usize).0, (base + *r as usize).0));
                 }
@@ -1513,9 +1554,9 @@ impl Tcb {
     }
 
     fn sack_option_len(&self) -> usize {
-        if self.sack_ok && self.recv_buf.has_out_of_order() {
+        if self.sack_ok && self.rcv.buf.has_out_of_order() {
             let mut ranges = [(0u32, 0u32); 3];
-            let n = self.recv_buf.sack_ranges(&mut ranges);
+            let n = self.rcv.buf.sack_ranges(&mut ranges);
             (2 + 8 * n + 3) & !3
         } else {
             0
@@ -1525,7 +1566,7 @@ impl Tcb {
     /// Append the segments this connection wants sent now to `out`.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
         self.last_now = now;
-        if let Some((seq, ack)) = self.rst_pending.take() {
+        if let Some((seq, ack)) = self.pending.rst.take() {
             out.push(TxSegment {
                 seq,
                 ack,
@@ -1536,12 +1577,12 @@ impl Tcb {
         match self.state {
             State::Closed | State::Listen => return,
             State::SynSent | State::SynReceived => {
-                if self.syn_pending {
-                    self.syn_pending = false;
+                if self.pending.syn {
+                    self.pending.syn = false;
                     self.send_syn(now, out);
                 }
-                if self.state == State::SynReceived && self.ack_now {
-                    self.push_ack(now, self.snd_nxt, out);
+                if self.state == State::SynReceived && self.pending.ack_now {
+                    self.push_ack(now, self.snd.nxt, out);
                 }
                 return;
             }
@@ -1549,18 +1590,18 @@ impl Tcb {
         }
         let sent_before = out.len();
 
-        if self.retransmit_una {
-            self.retransmit_una = false;
-            self.send_segment_at(now, self.snd_una, usize::MAX, false, out);
+        if self.recovery.retransmit_una {
+            self.recovery.retransmit_una = false;
+            self.send_segment_at(now, self.snd.una, usize::MAX, false, out);
         }
         self.send_new(now, out);
 
-        if self.probe_pending {
-            self.probe_pending = false;
-            if self.snd_wnd == 0 {
+        if self.pending.probe {
+            self.pending.probe = false;
+            if self.snd.wnd == 0 {
                 // Zero-window probe: one byte (or the FIN) at SND.UNA, beyond the window.
-                self.send_segment_at(now, self.snd_una, 1, true, out);
-                let backoff = self.rtt.rto() * (1 << self.persist_backoff.min(10));
+                self.send_segment_at(now, self.snd.una, 1, true, out);
+                let backoff = self.rtt.rto() * (1 << self.snd.persist_backoff.min(10));
                 self.timers
                     .set(Timer::Persist, now + backoff.min(self.cfg.max_persist));
             } else if self.flight_size() == 0 {
@@ -1568,10 +1609,10 @@ impl Tcb {
                 // than the window and nothing in flight will bring an ACK (the peer's
                 // window update may have been lost): send what the window allows. The
                 // segment is ordinary data, covered by the RTO from here on.
-                self.send_segment_at(now, self.snd_nxt, self.snd_wnd, false, out);
+                self.send_segment_at(now, self.snd.nxt, self.snd.wnd, false, out);
             }
         }
-        let blocked = if self.snd_wnd == 0 {
+        let blocked = if self.snd.wnd == 0 {
             // Counted from SND.NXT: after a timeout rewound it, a FIN sent before the
             // window closed waits here too.
             self.unsent_data() > 0 || self.fin_unsent()
@@ -1582,12 +1623,12 @@ impl Tcb {
         if blocked && !self.timers.is_armed(Timer::Persist) && !self.timers.is_armed(Timer::Rto) {
             self.timers.set(Timer::Persist, now + self.rtt.rto());
         }
-        if self.keepalive_probe_pending {
-            self.keepalive_probe_pending = false;
+        if self.pending.keepalive_probe {
+            self.pending.keepalive_probe = false;
             // RFC 1122 §4.2.3.6: SEG.SEQ = SND.UNA-1, no data; the peer answers with an ACK.
-            self.push_ack(now, self.snd_una - 1usize, out);
+            self.push_ack(now, self.snd.una - 1usize, out);
         }
-        if self.ack_now && out.len() == sent_before {
+        if self.pending.ack_now && out.len() == sent_before {
             // A bare ACK carries SND.MAX, not SND.NXT: after a timeout SND.NXT is pulled
             // back to SND.UNA, and an ACK numbered below the peer's RCV.NXT would fail its
             // acceptability test (§3.10.7.4) and be dropped with its ACK field unread;
@@ -1596,11 +1637,11 @@ impl Tcb {
             // Nor past the peer's window: after a zero-window probe SND.MAX lies beyond
             // it, the only acceptable number is RCV.NXT = SND.UNA, and two zero windows
             // would deadlock on dropped ACKs (Linux tcp_acceptable_seq caps it likewise).
-            let wnd_end = self.snd_una + self.snd_wnd;
-            let seq = if self.snd_max > wnd_end {
+            let wnd_end = self.snd.una + self.snd.wnd;
+            let seq = if self.snd.max > wnd_end {
                 wnd_end
             } else {
-                self.snd_max
+                self.snd.max
             };
             self.push_ack(now, seq, out);
         }
@@ -1609,7 +1650,7 @@ impl Tcb {
     fn push_ack(&mut self, now: Instant, seq: SeqNum, out: &mut Vec<TxSegment>) {
         let mut seg = TxSegment {
             seq,
-            ack: Some(self.rcv_nxt),
+            ack: Some(self.rcv.nxt),
             ..Default::default()
         };
         self.advertise(&mut seg, now);
@@ -1619,27 +1660,27 @@ impl Tcb {
     fn send_syn(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
         let passive = self.state == State::SynReceived;
         let mut seg = TxSegment {
-            seq: self.iss,
-            ack: passive.then_some(self.rcv_nxt),
+            seq: self.snd.iss,
+            ack: passive.then_some(self.rcv.nxt),
             syn: true,
-            mss: Some(self.our_mss),
+            mss: Some(self.rcv.mss),
             ..Default::default()
         };
         // In a SYN-ACK, offer only what the peer offered (RFC 7323 §2.2, RFC 2018 §2).
         if self.cfg.window_scaling && (!passive || self.ws_ok) {
-            seg.wscale = Some(self.rcv_wscale);
+            seg.wscale = Some(self.rcv.wscale);
         }
         seg.sack_permitted = if passive { self.sack_ok } else { self.cfg.sack };
         // Timestamps: offered in a SYN when configured, echoed in a SYN-ACK only when the
         // peer offered them; `advertise` fills them in from `self.ts`.
         self.advertise(&mut seg, now);
         out.push(seg);
-        self.snd_nxt = self.iss + 1;
-        self.snd_max = self.snd_max.max(self.snd_nxt);
+        self.snd.nxt = self.snd.iss + 1;
+        self.snd.max = self.snd.max.max(self.snd.nxt);
         self.last_send = now;
-        if self.retries == 0 && self.rtt_seq.is_none() {
-            self.rtt_seq = Some((self.snd_nxt, now));
-        } else if self.retries > 0 {
+        if self.recovery.retries == 0 && self.rtt_seq.is_none() {
+            self.rtt_seq = Some((self.snd.nxt, now));
+        } else if self.recovery.retries > 0 {
             self.rtt_seq = None;
         }
         self.timers.set(Timer::Rto, now + self.rtt.rto());
@@ -1647,7 +1688,7 @@ impl Tcb {
 
     /// Send new data (or data again after a timeout) as the windows allow.
     fn send_new(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
-        if self.snd_nxt == self.snd_una && now - self.last_send > self.rtt.rto() {
+        if self.snd.nxt == self.snd.una && now - self.last_send > self.rtt.rto() {
             // RFC 5681 §4.1: restart window after an idle period.
             if self.unsent_data() > 0 {
                 self.cc.on_idle_restart();
@@ -1655,15 +1696,15 @@ impl Tcb {
         }
         loop {
             let avail = self.unsent_data();
-            let fin_due = avail == 0 && self.snd_fin.is_some_and(|f| self.snd_nxt <= f);
+            let fin_due = avail == 0 && self.snd.fin.is_some_and(|f| self.snd.nxt <= f);
             if avail == 0 && !fin_due {
                 break;
             }
-            let wnd = self.snd_wnd.min(self.cc.cwnd());
+            let wnd = self.snd.wnd.min(self.cc.cwnd());
             let usable = wnd.saturating_sub(self.flight_size());
-            let max_payload = self.snd_mss.saturating_sub(self.sack_option_len()).max(1);
+            let max_payload = self.snd.mss.saturating_sub(self.sack_option_len()).max(1);
             // With TSO, a run of full segments goes out as one super-frame.
-            let burst = (self.tso_max / max_payload).max(1) * max_payload;
+            let burst = (self.snd.tso_max / max_payload).max(1) * max_payload;
             let mut len = avail.min(burst).min(usable);
             if len < TSO_MIN_SEGMENTS * max_payload {
                 // Less than two full segments: nothing for the device to cut.
@@ -1681,11 +1722,11 @@ impl Tcb {
             }
             // Sender SWS avoidance (§3.8.6.2.1), without Nagle: send full segments, the
             // tail of the queue, or at least half the largest window the peer offered.
-            if len < max_payload && len < avail && usable < self.max_snd_wnd / 2 {
+            if len < max_payload && len < avail && usable < self.snd.max_wnd / 2 {
                 break;
             }
             let before = out.len();
-            self.send_segment_at(now, self.snd_nxt, len, false, out);
+            self.send_segment_at(now, self.snd.nxt, len, false, out);
             if out.len() == before {
                 break;
             }
@@ -1711,25 +1752,25 @@ impl Tcb {
         out: &mut Vec<TxSegment>,
     ) {
         let offset = seq.since(self.data_start());
-        let remaining = self.send_buf.len().saturating_sub(offset);
-        let mss = self.snd_mss.saturating_sub(self.sack_option_len()).max(1);
+        let remaining = self.snd.buf.len().saturating_sub(offset);
+        let mss = self.snd.mss.saturating_sub(self.sack_option_len()).max(1);
         // New data may be a TSO run of full segments (send_new sized it); everything
         // else (retransmissions, probes) is one segment.
-        let max_payload = if probe || seq < self.snd_max {
+        let max_payload = if probe || seq < self.snd.max {
             mss
         } else {
-            (self.tso_max / mss).max(1) * mss
+            (self.snd.tso_max / mss).max(1) * mss
         };
         let len = remaining.min(max_len).min(max_payload);
-        let fin = self.snd_fin == Some(seq + len);
+        let fin = self.snd.fin == Some(seq + len);
         if len == 0 && !fin {
             return;
         }
         let mut seg = TxSegment {
             seq,
-            ack: Some(self.rcv_nxt),
+            ack: Some(self.rcv.nxt),
             fin,
-            psh: offset + len == self.send_buf.len(),
+            psh: offset + len == self.snd.buf.len(),
             payload_offset: offset,
             payload_len: len,
             ..Default::default()
@@ -1737,13 +1778,13 @@ impl Tcb {
         self.advertise(&mut seg, now);
         out.push(seg);
         let end = seq + len + fin as usize;
-        self.snd_nxt = self.snd_nxt.max(end);
-        if end > self.snd_max {
+        self.snd.nxt = self.snd.nxt.max(end);
+        if end > self.snd.max {
             // Karn's rule: time only segments that carry nothing sent before.
-            if self.rtt_seq.is_none() && seq >= self.snd_max {
+            if self.rtt_seq.is_none() && seq >= self.snd.max {
                 self.rtt_seq = Some((end, now));
             }
-            self.snd_max = end;
+            self.snd.max = end;
         } else {
             self.retransmissions += 1;
             // Karn: a retransmission covering the timed segment spoils its sample.
@@ -1764,13 +1805,13 @@ impl std::fmt::Debug for Tcb {
             .field("state", &self.state)
             .field("local", &self.local)
             .field("remote", &self.remote)
-            .field("snd_una", &self.snd_una)
-            .field("snd_nxt", &self.snd_nxt)
-            .field("snd_max", &self.snd_max)
-            .field("snd_wnd", &self.snd_wnd)
-            .field("rcv_nxt", &self.rcv_nxt)
-            .field("send_queued", &self.send_buf.len())
-            .field("readable", &self.recv_buf.readable_len())
+            .field("snd_una", &self.snd.una)
+            .field("snd_nxt", &self.snd.nxt)
+            .field("snd_max", &self.snd.max)
+            .field("snd_wnd", &self.snd.wnd)
+            .field("rcv_nxt", &self.rcv.nxt)
+            .field("send_queued", &self.snd.buf.len())
+            .field("readable", &self.rcv.buf.readable_len())
             .finish()
     }
 }
