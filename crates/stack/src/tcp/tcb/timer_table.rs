@@ -76,6 +76,16 @@ impl TimerTable {
         self.deadlines[timer as usize] <= now
     }
 
+    /// `timer` is due at `now`: stop it and say so.
+    #[inline]
+    pub(super) fn take_expired(&mut self, timer: Timer, now: Instant) -> bool {
+        let due = self.expired(timer, now);
+        if due {
+            self.stop(timer);
+        }
+        due
+    }
+
     /// The earliest deadline of all armed timers.
     #[inline]
     pub(super) fn next(&self) -> Option<Instant> {
@@ -136,6 +146,17 @@ mod tests {
         assert!(t.expired(Timer::Rto, ms(50)));
         assert!(t.expired(Timer::Rto, ms(51)));
         assert!(!t.expired(Timer::Persist, ms(51)));
+    }
+
+    #[test]
+    fn take_expired_stops_only_a_due_timer() {
+        let mut t = TimerTable::default();
+        t.set(Timer::Keepalive, ms(50));
+        assert!(!t.take_expired(Timer::Keepalive, ms(49)));
+        assert_eq!(t.get(Timer::Keepalive), Some(ms(50)));
+        assert!(t.take_expired(Timer::Keepalive, ms(60)));
+        assert!(!t.is_armed(Timer::Keepalive));
+        assert!(!t.take_expired(Timer::Keepalive, ms(60)));
     }
 
     #[test]
