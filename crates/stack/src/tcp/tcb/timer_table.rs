@@ -89,7 +89,8 @@ impl TimerTable {
     /// The earliest deadline of all armed timers.
     #[inline]
     pub(super) fn next(&self) -> Option<Instant> {
-        let at = self.deadlines.iter().fold(STOPPED, |a, &b| a.min(b));
+        let [first, rest @ ..] = self.deadlines;
+        let at = rest.into_iter().fold(first, Instant::min);
         (at != STOPPED).then_some(at)
     }
 }
