@@ -6,6 +6,7 @@ pub mod config;
 mod connection;
 pub mod cookie;
 pub mod isn;
+pub(crate) mod options;
 pub mod pool;
 pub mod recv_buffer;
 pub mod rtt;

@@ -1,0 +1,385 @@
+//! Segment arrival (§3.10.7): the SYN-SENT rules, the checks of §3.10.7.4 in their
+//! order (sequence, RST, SYN, ACK, text, FIN) with PAWS (RFC 7323 §5) and the RFC 5961
+//! defences, received data and the peer's FIN. ACK processing proper is in `ack.rs`.
+
+use std::time::Duration;
+
+use super::timer_table::Timer;
+use super::{CloseReason, RxOutcome, State, SynOptions, Tcb};
+use crate::tcp::segment::Segment;
+use crate::tcp::seq::SeqNum;
+use crate::time::Instant;
+
+/// PAWS: TS.Recent older than this is no longer trusted (RFC 7323 §5.5).
+const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
+
+impl Tcb {
+    /// Process one incoming segment (§3.10.7). `payload` is the segment's data.
+    pub fn on_segment(&mut self, now: Instant, seg: &Segment, payload: &[u8]) -> RxOutcome {
+        self.last_now = now;
+        let mut out = RxOutcome::default();
+        match self.state {
+            State::Closed | State::Listen => {}
+            State::SynSent => self.on_segment_syn_sent(now, seg),
+            _ => self.on_segment_synchronized(now, seg, payload, &mut out),
+        }
+        out
+    }
+
+    /// §3.10.7.3.
+    fn on_segment_syn_sent(&mut self, now: Instant, seg: &Segment) {
+        if seg.flags.ack && (seg.ack <= self.snd.iss || seg.ack > self.snd.max) {
+            if !seg.flags.rst {
+                self.pending.rst = Some((seg.ack, None));
+            }
+            return;
+        }
+        if seg.flags.rst {
+            // RFC 5961 §3.2 leaves SYN-SENT as 9293 has it: only an acceptable ACK counts.
+            if seg.flags.ack {
+                self.finish(CloseReason::Refused);
+            }
+            return;
+        }
+        if !seg.flags.syn {
+            return;
+        }
+        self.last_recv = now;
+        self.rcv.irs = seg.seq;
+        self.rcv.nxt = seg.seq + 1;
+        // Our SYN offered its (unscaled) window before RCV.NXT was known.
+        self.rcv.adv = self.rcv.nxt + self.rcv.syn_window();
+        self.rcv.last_ack_sent = self.rcv.nxt;
+        let offset = self.ts.map(|t| t.offset).unwrap_or(0);
+        self.negotiate(&SynOptions::from(seg), offset, now);
+        if seg.flags.ack {
+            self.take_syn_ack(now, seg);
+        } else {
+            // Simultaneous open (§3.5, figure 7): answer with SYN-ACK on the same ISS.
+            self.snd.wnd = seg.window as usize;
+            self.snd.max_wnd = self.snd.wnd;
+            self.snd.wl1 = seg.seq;
+            self.state = State::SynReceived;
+            self.snd.nxt = self.snd.iss;
+            self.pending.syn = true;
+            self.timers.stop(Timer::Rto);
+        }
+    }
+
+    /// The handshake is complete (§3.10.7.3, §3.10.7.4 fifth check): ESTABLISHED, or
+    /// FIN-WAIT-1 straight away when the application has already closed.
+    pub(super) fn enter_established(&mut self, now: Instant) {
+        self.state = State::Established;
+        self.events.connected = true;
+        self.recovery.retries = 0;
+        self.rtt.reset_backoff();
+        self.timers.stop(Timer::Rto);
+        self.arm_keepalive(now);
+        if self.snd.fin_queued {
+            self.state = State::FinWait1;
+        }
+    }
+
+    /// Is the segment's sequence range acceptable (§3.10.7.4, first check)?
+    fn acceptable(&self, seg: &Segment) -> bool {
+        let wnd = self.rcv.window();
+        let len = seg.seg_len();
+        match (len, wnd) {
+            (0, 0) => seg.seq == self.rcv.nxt,
+            (0, _) => self.rcv.nxt.contains(wnd, seg.seq),
+            (_, 0) => false,
+            (_, _) => {
+                self.rcv.nxt.contains(wnd, seg.seq)
+                    || self.rcv.nxt.contains(wnd, seg.seq + (len - 1))
+            }
+        }
+    }
+
+    fn on_segment_synchronized(
+        &mut self,
+        now: Instant,
+        seg: &Segment,
+        payload: &[u8],
+        out: &mut RxOutcome,
+    ) {
+        // A retransmitted SYN while our SYN-ACK is unacknowledged: resend it.
+        if self.state == State::SynReceived
+            && seg.flags.syn
+            && !seg.flags.ack
+            && seg.seq == self.rcv.irs
+        {
+            self.pending.syn = true;
+            self.snd.nxt = self.snd.iss;
+            return;
+        }
+
+        // Simultaneous open (§3.5 figure 7, line 6): after an active open, the peer's
+        // SYN-ACK repeats its SYN (already counted in RCV.NXT, so the sequence check
+        // would call it old) and acknowledges ours. Take its ACK.
+        if self.state == State::SynReceived
+            && self.active_open
+            && seg.flags.syn
+            && seg.flags.ack
+            && !seg.flags.rst
+            && seg.seq == self.rcv.irs
+        {
+            self.on_simultaneous_syn_ack(now, seg);
+            return;
+        }
+
+        // A SYN in a synchronized state, irrespective of its sequence number, gets a
+        // challenge ACK and is dropped (RFC 5961 §4.2, RFC 9293 §3.10.7.4 fourth check):
+        // so it is tested before the sequence check, whose plain ACK is not rate limited.
+        if seg.flags.syn && !seg.flags.rst {
+            out.challenge_ack = true;
+            return;
+        }
+
+        // RFC 7323 §5.3: PAWS, before the sequence check.
+        if let (Some(ts), Some((tsval, _))) = (self.ts, seg.timestamp) {
+            if !seg.flags.rst
+                && ts.is_older(tsval)
+                && now.saturating_duration_since(ts.recent_age) < PAWS_IDLE
+            {
+                self.pending.ack_now = true;
+                return;
+            }
+        }
+
+        let mut seg = *seg;
+        let mut payload = payload;
+        if !self.acceptable(&seg) {
+            // Zero window: still take ACK information from a segment at RCV.NXT (§3.10.7.4
+            // "special allowance"), but not its data.
+            if self.rcv.window() == 0 && seg.seq == self.rcv.nxt && !seg.flags.rst {
+                payload = &[];
+                seg.payload_len = 0;
+                seg.flags.fin = false;
+                self.pending.ack_now = true;
+            } else {
+                if seg.flags.syn && !seg.flags.rst {
+                    // RFC 5961 §4.2: a SYN in a synchronized state gets a challenge ACK
+                    // whatever its sequence number, under the §7 rate limit.
+                    out.challenge_ack = true;
+                    return;
+                }
+                if !seg.flags.rst {
+                    self.pending.ack_now = true;
+                    // TIME-WAIT (§3.10.7.4, eighth check): a retransmitted FIN is
+                    // acknowledged again and restarts the 2·MSL wait. Being a duplicate,
+                    // it never passes the sequence check, so it is recognised here.
+                    if self.state == State::TimeWait
+                        && seg.flags.fin
+                        && seg.seq + (seg.payload_len + 1) == self.rcv.nxt
+                    {
+                        self.timers.set(Timer::Linger, now + self.cfg.time_wait);
+                    }
+                }
+                return;
+            }
+        }
+
+        // RST (RFC 5961 §3.2): exact match resets, anything else in window is challenged.
+        if seg.flags.rst {
+            if seg.seq == self.rcv.nxt {
+                let reason = if self.state == State::SynReceived && self.active_open {
+                    CloseReason::Refused
+                } else {
+                    CloseReason::Reset
+                };
+                self.finish(reason);
+            } else {
+                out.challenge_ack = true;
+            }
+            return;
+        }
+
+        if !seg.flags.ack {
+            return;
+        }
+
+        // Trim what lies before RCV.NXT or beyond the window (§3.10.7.4, "trimmed").
+        let mut seq = seg.seq;
+        if seq < self.rcv.nxt {
+            let dup = self.rcv.nxt.since(seq).min(payload.len());
+            payload = &payload[dup..];
+            seq += dup;
+        }
+        let wnd = self.rcv.window();
+        let room = (self.rcv.nxt + wnd).since(seq);
+        if payload.len() > room {
+            payload = &payload[..room];
+            seg.flags.fin = false;
+        }
+        self.last_recv = now;
+        self.keepalive_sent = 0;
+        self.arm_keepalive(now);
+
+        // Update TS.Recent (RFC 7323 §4.3) now that the segment is acceptable.
+        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
+            if seg.seq <= self.rcv.last_ack_sent {
+                ts.update_recent(tsval, now);
+            }
+        }
+
+        // ACK processing.
+        if self.state == State::SynReceived {
+            if self.snd.una < seg.ack && seg.ack <= self.snd.max {
+                let wnd = (seg.window as usize) << self.snd.wscale;
+                self.snd.update_window(wnd, seg.seq, seg.ack);
+                self.enter_established(now);
+            } else {
+                self.pending.rst = Some((seg.ack, None));
+                return;
+            }
+        }
+        if !self.process_ack(now, &seg, out) {
+            return;
+        }
+
+        // Segment text (§3.10.7.4, seventh).
+        if !payload.is_empty()
+            && matches!(
+                self.state,
+                State::Established | State::FinWait1 | State::FinWait2
+            )
+        {
+            self.receive_data(now, seq, payload, &seg, out);
+        }
+
+        // FIN (§3.10.7.4, eighth), possibly ahead of missing data.
+        if seg.flags.fin
+            && matches!(
+                self.state,
+                State::Established | State::FinWait1 | State::FinWait2 | State::SynReceived
+            )
+        {
+            self.rcv.fin = Some(seq + payload.len());
+        }
+        self.maybe_accept_fin(now);
+        if matches!(
+            self.state,
+            State::CloseWait | State::Closing | State::LastAck | State::TimeWait
+        ) && seg.flags.fin
+        {
+            // A retransmitted FIN: acknowledge again; in TIME-WAIT restart the 2·MSL wait.
+            self.pending.ack_now = true;
+            if self.state == State::TimeWait {
+                self.timers.set(Timer::Linger, now + self.cfg.time_wait);
+            }
+        }
+    }
+
+    /// The peer's SYN-ACK in SYN-RECEIVED after a simultaneous open: it completes the
+    /// handshake like the ACK of §3.10.7.4 (fifth check, SYN-RECEIVED).
+    fn on_simultaneous_syn_ack(&mut self, now: Instant, seg: &Segment) {
+        if !(self.snd.una < seg.ack && seg.ack <= self.snd.max) {
+            self.pending.rst = Some((seg.ack, None));
+            return;
+        }
+        self.last_recv = now;
+        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
+            ts.update_recent(tsval, now);
+        }
+        // Its SYN was a duplicate: the ACK we owe it also covers a lost SYN-ACK of ours.
+        self.take_syn_ack(now, seg);
+    }
+
+    /// A SYN-ACK that acknowledges our SYN completes the handshake: take its window and
+    /// ACK, enter ESTABLISHED and acknowledge its SYN (§3.10.7.3).
+    fn take_syn_ack(&mut self, now: Instant, seg: &Segment) {
+        // RFC 7323 §2.2: the window field of a SYN (here a SYN-ACK) is never scaled.
+        self.snd
+            .update_window(seg.window as usize, seg.seq, seg.ack);
+        self.ack_advance(now, seg);
+        self.enter_established(now);
+        self.pending.ack_now = true;
+    }
+
+    /// Segment text (§3.10.7.4, seventh check), trimmed to the window, at `seq`.
+    fn receive_data(
+        &mut self,
+        now: Instant,
+        seq: SeqNum,
+        payload: &[u8],
+        seg: &Segment,
+        out: &mut RxOutcome,
+    ) {
+        let offset = seq.since(self.rcv.nxt);
+        let had_ooo = self.rcv.buf.has_out_of_order();
+        if self.rcv.closed {
+            // The application has gone: ACK the data and drop it. It still goes through
+            // the buffer, so out-of-order ranges held from before the close stay aligned
+            // with RCV.NXT: they join up when the gap fills, SACK blocks stay true, and a
+            // FIN behind them is accepted (`maybe_accept_fin` waits for no hole). What
+            // becomes readable is discarded at once, along with anything the application
+            // left unread, so the window stays open.
+            let advanced = self.rcv.buf.write_at(offset, payload);
+            self.rcv.nxt += advanced;
+            let unread = self.rcv.buf.readable_len();
+            self.rcv.buf.consume(unread);
+            self.pending.ack_now = true;
+            return;
+        }
+        if offset == 0 && !had_ooo && self.rcv.buf.readable_len() == 0 {
+            self.rcv.nxt += payload.len();
+            // Relative to the segment's own payload: trimmed duplicate bytes are at its front.
+            let front = seq.since(seg.seq);
+            out.deliver = Some((front, front + payload.len()));
+        } else {
+            let advanced = self.rcv.buf.write_at(offset, payload);
+            self.rcv.nxt += advanced;
+            if advanced > 0 {
+                out.readable = true;
+            }
+        }
+        // RFC 5681 §4.2 / RFC 9293 §3.8.6.3: ACK at once for out-of-order data and for
+        // data that fills a gap; otherwise ACK every second full segment, or after the
+        // delayed-ACK timeout.
+        if offset > 0 || had_ooo {
+            self.pending.ack_now = true;
+        } else {
+            self.rcv.unacked_segs += 1;
+            if self.rcv.unacked_segs >= 2 {
+                self.pending.ack_now = true;
+            } else if !self.timers.is_armed(Timer::DelayedAck) {
+                self.timers
+                    .set(Timer::DelayedAck, now + self.cfg.delayed_ack);
+            }
+        }
+    }
+
+    /// Take the peer's FIN once everything before it has arrived (§3.10.7.4, eighth
+    /// check).
+    fn maybe_accept_fin(&mut self, now: Instant) {
+        let Some(fin) = self.rcv.fin else { return };
+        if fin != self.rcv.nxt || self.rcv.buf.has_out_of_order() {
+            return;
+        }
+        self.rcv.fin = None;
+        self.rcv.nxt += 1;
+        self.pending.ack_now = true;
+        self.events.peer_closed = true;
+        match self.state {
+            State::SynReceived | State::Established => self.state = State::CloseWait,
+            State::FinWait1 => {
+                if self.snd.fin_acked() {
+                    self.enter_time_wait(now);
+                } else {
+                    self.state = State::Closing;
+                }
+            }
+            State::FinWait2 => self.enter_time_wait(now),
+            _ => {}
+        }
+    }
+
+    /// TIME-WAIT: only the 2·MSL linger timer runs.
+    pub(super) fn enter_time_wait(&mut self, now: Instant) {
+        self.state = State::TimeWait;
+        self.timers.stop(Timer::Rto);
+        self.timers.stop(Timer::Persist);
+        self.timers.stop(Timer::Keepalive);
+        self.timers.set(Timer::Linger, now + self.cfg.time_wait);
+    }
+}

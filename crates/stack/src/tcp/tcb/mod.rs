@@ -1,0 +1,681 @@
+//! The TCP connection state machine (transmission control block), sans-IO.
+//!
+//! A [`Tcb`] takes parsed segments and the current time, and yields segments to send
+//! ([`Tcb::poll_transmit`]), events for the application ([`Tcb::take_events`]) and its next
+//! deadline ([`Tcb::next_deadline`]). It never reads a clock and never touches a device;
+//! the engine owns both. Section numbers refer to RFC 9293 unless said otherwise.
+//!
+//! What is implemented: all eleven states including simultaneous open and close; MSS,
+//! window scale, timestamps with PAWS (RFC 7323), SACK-permitted and SACK blocks on the
+//! receive side (RFC 2018); the RFC 6298 retransmission timer with Karn's rule or
+//! timestamp samples, backoff and a retry limit; NewReno congestion control (RFC 5681,
+//! RFC 6582) behind [`CongestionControl`]; delayed ACKs with immediate ACKs for
+//! out-of-order data; bounded out-of-order reassembly; receiver and sender silly-window
+//! avoidance; persist timer and zero-window probes; half-close; TIME-WAIT; the RFC 5961
+//! defences (challenge ACKs for in-window RSTs and SYNs, ACK range check); keepalive.
+//!
+//! One mechanism per file:
+//! - `mod.rs`: the block and its parts (send and receive sequence spaces, recovery,
+//!   pending output), accessors and the application's calls (send, close, abort);
+//! - `open.rs`: active and passive open, SYN cookies, option negotiation;
+//! - `input.rs`: segment arrival (§3.10.7), received data and FIN;
+//! - `ack.rs`: ACK processing, RTT samples and NewReno recovery;
+//! - `output.rs`: `poll_transmit`, packetisation, the advertised window;
+//! - `timers.rs`: what each timer does when it fires;
+//! - `timer_table.rs`: the timer kinds and their deadlines.
+
+use std::net::SocketAddrV4;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::cc::{Cc, CongestionControl};
+use super::recv_buffer::RecvBuffer;
+use super::rtt::RttEstimator;
+use super::segment::Segment;
+use super::send_buffer::SendBuffer;
+use super::seq::SeqNum;
+use crate::time::Instant;
+use timer_table::{Timer, TimerTable};
+
+mod ack;
+mod input;
+mod open;
+mod output;
+mod timer_table;
+mod timers;
+
+/// The connection states of RFC 9293 §3.3.2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    Closed,
+    Listen,
+    SynSent,
+    SynReceived,
+    Established,
+    FinWait1,
+    FinWait2,
+    CloseWait,
+    Closing,
+    LastAck,
+    TimeWait,
+}
+
+impl State {
+    /// States in which both sides' initial sequence numbers are known (RFC 9293 §3.10.7.4).
+    pub fn is_synchronized(self) -> bool {
+        !matches!(
+            self,
+            State::Closed | State::Listen | State::SynSent | State::SynReceived
+        )
+    }
+}
+
+/// Why a connection ended; handed to the application's `closed` callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CloseReason {
+    /// Both sides closed gracefully.
+    Normal,
+    /// The peer reset the connection.
+    Reset,
+    /// The peer refused an active open (RST in reply to our SYN).
+    Refused,
+    /// Retransmissions, keepalive probes or FIN-WAIT-2 ran out of time.
+    TimedOut,
+    /// The application aborted the connection (we sent a RST).
+    Aborted,
+}
+
+/// Application-visible events raised by the state machine, drained by the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Events {
+    /// The three-way handshake completed.
+    pub connected: bool,
+    /// Send space was freed after the application was refused some bytes.
+    pub writable: bool,
+    /// The peer sent its FIN: no more data will arrive.
+    pub peer_closed: bool,
+    /// The connection is finished; the engine must drop the block.
+    pub closed: Option<CloseReason>,
+    /// The application's timer ([`Tcb::set_app_timer`]) fired.
+    pub app_timer: bool,
+}
+
+impl Events {
+    pub fn is_empty(&self) -> bool {
+        *self == Events::default()
+    }
+}
+
+/// What one incoming segment produced for the engine to act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RxOutcome {
+    /// In-order payload bytes `payload[start..end]` for the application, taken straight
+    /// from the frame (the receive buffer was empty). Whatever the application does not
+    /// consume must be handed back with [`Tcb::keep_unconsumed`].
+    pub deliver: Option<(usize, usize)>,
+    /// The receive buffer holds new in-order bytes for the application.
+    pub readable: bool,
+    /// RFC 5961 asks for a challenge ACK; the engine applies its global rate limit and
+    /// calls [`Tcb::send_challenge_ack`] if allowed.
+    pub challenge_ack: bool,
+}
+
+/// Errors of the application-facing send calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// The sending side is closed (FIN queued, or the connection is gone).
+    Closed,
+}
+
+/// RFC 7323 timestamp state.
+#[derive(Debug, Clone, Copy)]
+struct Timestamps {
+    /// TS.Recent: the peer's TSval to echo (§4.3).
+    recent: u32,
+    /// When TS.Recent was last updated, for the 24-day PAWS validity rule (§5.5).
+    recent_age: Instant,
+    /// Added to our millisecond clock so TSvals do not reveal uptime (§7.1).
+    offset: u32,
+}
+
+impl Timestamps {
+    /// SEG.TSval is older than TS.Recent, in 2^32 modular arithmetic (§5.3 R1).
+    fn is_older(&self, tsval: u32) -> bool {
+        (tsval.wrapping_sub(self.recent) as i32) < 0
+    }
+
+    /// Take a TSval as TS.Recent unless it is older (§4.3).
+    fn update_recent(&mut self, tsval: u32, now: Instant) {
+        if !self.is_older(tsval) {
+            self.recent = tsval;
+            self.recent_age = now;
+        }
+    }
+}
+
+/// A transmission control block: one TCP connection.
+pub struct Tcb {
+    state: State,
+    snd: SendSeq,
+    rcv: RecvSeq,
+    recovery: Recovery,
+    pending: PendingOutput,
+    timers: TimerTable,
+
+    rtt: RttEstimator,
+    /// The segment being timed for an RTT sample (Karn's rule: none if retransmitted).
+    rtt_seq: Option<(SeqNum, Instant)>,
+    cc: Cc,
+    last_send: Instant,
+    last_recv: Instant,
+    /// The time of the latest input, timer or output call: "now" for calls the
+    /// application makes from its callbacks.
+    last_now: Instant,
+    /// Keepalive probes sent since the peer was last heard from (RFC 1122 §4.2.3.6).
+    keepalive_sent: u32,
+
+    // Settled by the handshake.
+    /// Timestamps, when both sides agreed on them (RFC 7323 §3).
+    ts: Option<Timestamps>,
+    /// Both sides agreed on SACK: our ACKs carry SACK blocks (RFC 2018).
+    sack_ok: bool,
+    /// Both sides agreed on window scaling.
+    ws_ok: bool,
+    /// The connection began with an active open (it came through SYN-SENT): a RST in
+    /// SYN-RECEIVED then means "connection refused" (§3.10.7.4).
+    active_open: bool,
+
+    // For the application and the engine.
+    events: Events,
+    /// The application was refused bytes: raise `writable` once send space frees up.
+    want_writable: bool,
+    /// Segments sent again (timeouts, fast retransmit, SYN retries), for statistics.
+    retransmissions: u64,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    cfg: TcbLimits,
+}
+
+/// The send sequence space (RFC 9293 §3.3.1: ISS, SND.UNA, SND.NXT, SND.WND, SND.WL1,
+/// SND.WL2), what RFC 7323 and RFC 5961 add to it, the send buffer, our FIN and the
+/// persist state of zero-window probing (§3.8.6.1).
+struct SendSeq {
+    iss: SeqNum,
+    una: SeqNum,
+    nxt: SeqNum,
+    /// SND.MAX: the highest sequence number sent so far (SND.NXT can be rewound by a
+    /// timeout).
+    max: SeqNum,
+    wnd: usize,
+    wl1: SeqNum,
+    wl2: SeqNum,
+    /// MAX.SND.WND: the largest window the peer has offered (RFC 5961 §5.2).
+    max_wnd: usize,
+    /// Snd.Wind.Shift: the peer's window-scale shift (0 unless both sides agreed,
+    /// RFC 7323 §2).
+    wscale: u8,
+    /// Eff.snd.MSS (§3.7.1): payload bytes per full-sized segment, after the options we
+    /// always send.
+    mss: usize,
+    /// Most payload bytes the device segments for us in one TSO super-frame (0: no TSO).
+    tso_max: usize,
+    buf: SendBuffer,
+    /// Our SYN has been acknowledged: the send buffer's first byte is SND.UNA, not
+    /// ISS + 1. A flag, not `una == iss`: SND.UNA comes back round to ISS after
+    /// 2^32 - 1 acknowledged bytes.
+    syn_acked: bool,
+    /// The application closed its sending side: a FIN follows the queued data.
+    fin_queued: bool,
+    /// Sequence number of our FIN once queued.
+    fin: Option<SeqNum>,
+    /// Zero-window probes sent since the peer last answered with an acceptable ACK.
+    persist_probes: u32,
+    /// Exponent of the persist timer's backoff (at most 16).
+    persist_backoff: u8,
+}
+
+/// The receive sequence space (RFC 9293 §3.3.1: IRS, RCV.NXT, RCV.WND as the right edge
+/// advertised), what RFC 7323 adds to it, the receive buffer, the peer's FIN and the
+/// delayed-ACK count (§3.8.6.3).
+struct RecvSeq {
+    irs: SeqNum,
+    nxt: SeqNum,
+    /// Right edge of the window we last advertised (RCV.NXT + RCV.WND as sent); never
+    /// moved left (§3.8.6).
+    adv: SeqNum,
+    /// Rcv.Wind.Shift: our window-scale shift as the peer applies it (RFC 7323 §2).
+    wscale: u8,
+    /// Last.ACK.sent: RCV.NXT as of the last ACK we sent (RFC 7323 §4.3).
+    last_ack_sent: SeqNum,
+    buf: RecvBuffer,
+    /// Sequence number of a FIN that arrived ahead of missing data.
+    fin: Option<SeqNum>,
+    /// The application will not read any more (it called close): data is ACKed and dropped.
+    closed: bool,
+    /// Our MSS as advertised in our SYN (§3.7.1): the largest segment we receive.
+    mss: u16,
+    /// Full-sized segments received since our last ACK (ACK every second one, §3.8.6.3).
+    unacked_segs: u32,
+}
+
+/// Loss recovery: duplicate ACKs and fast retransmit (RFC 5681 §3.2), NewReno's
+/// "recover" (RFC 6582 §3.2) and consecutive retransmission timeouts (RFC 6298 §5).
+struct Recovery {
+    dupacks: u32,
+    /// In fast recovery (RFC 6582 §3.2 steps 2 to 5).
+    in_recovery: bool,
+    /// RFC 6582 "recover": SND.MAX when fast recovery or a timeout began, while SND.UNA
+    /// has not passed it yet; `None` once it has. Sequence comparisons only hold within
+    /// 2^31, so a value left behind would read as "ahead" again after 2 GiB (§3.2 step 2
+    /// then never fires); dropping it keeps the test meaningful at any distance.
+    recover: Option<SeqNum>,
+    /// Fast retransmit: resend the segment at SND.UNA once.
+    retransmit_una: bool,
+    /// Retransmission timeouts (or SYN retries) since the last progress.
+    retries: u32,
+}
+
+/// Segments owed to the peer that `poll_transmit` has not sent yet.
+struct PendingOutput {
+    /// Our SYN (or SYN-ACK), first or again.
+    syn: bool,
+    /// An ACK, now rather than delayed.
+    ack_now: bool,
+    /// A zero-window probe or the SWS override segment (§3.8.6.1, §3.8.6.2.1).
+    probe: bool,
+    /// A keepalive probe (RFC 1122 §4.2.3.6).
+    keepalive_probe: bool,
+    /// RST to send: <SEQ=x><CTL=RST> for an unacceptable ACK, or our abort.
+    rst: Option<(SeqNum, Option<SeqNum>)>,
+}
+
+impl SendSeq {
+    /// Sequence number of the first byte in the send buffer.
+    fn data_start(&self) -> SeqNum {
+        if self.syn_acked {
+            self.una
+        } else {
+            self.iss + 1
+        }
+    }
+
+    /// Bytes in the send buffer not sent since SND.NXT was last set (or rewound).
+    fn unsent_data(&self) -> usize {
+        let sent = self.nxt.since(self.data_start());
+        self.buf.len().saturating_sub(sent)
+    }
+
+    /// Queue our FIN after everything in the send buffer (its sequence number is fixed
+    /// now: no data can be added after it).
+    fn queue_fin(&mut self) {
+        self.fin_queued = true;
+        self.fin = Some(self.data_start() + self.buf.len());
+    }
+
+    /// Our FIN is queued and not sent since SND.NXT was last set (or rewound).
+    fn fin_unsent(&self) -> bool {
+        self.fin.is_some_and(|f| self.nxt <= f)
+    }
+
+    /// Our FIN has been sent and acknowledged.
+    fn fin_acked(&self) -> bool {
+        self.fin.is_some_and(|f| self.una > f)
+    }
+
+    /// Take the window of a segment (§3.10.7.4: SND.WND, SND.WL1, SND.WL2) and keep
+    /// MAX.SND.WND up to date (RFC 5961 §5.2). `wnd` is already scaled.
+    fn update_window(&mut self, wnd: usize, seq: SeqNum, ack: SeqNum) {
+        self.wnd = wnd;
+        self.max_wnd = self.max_wnd.max(wnd);
+        self.wl1 = seq;
+        self.wl2 = ack;
+    }
+}
+
+impl RecvSeq {
+    /// RCV.WND: what we accept from RCV.NXT on, i.e. up to the right edge we advertised.
+    /// Space the application freed but that receiver SWS avoidance has not announced yet
+    /// is not offered (§3.8.6.2.2 keeps RCV.WND fixed until the update is sent).
+    fn window(&self) -> usize {
+        self.adv.since(self.nxt)
+    }
+
+    /// The window a SYN or SYN-ACK carries: unscaled, so at most 65535 (RFC 7323 §2.2).
+    fn syn_window(&self) -> usize {
+        self.buf.window().min(65535)
+    }
+
+    /// Receiver SWS threshold (§3.8.6.2.2): min(Fr·RCV.BUFF, Eff.snd.MSS) with Fr = 1/2.
+    fn sws_threshold(&self) -> usize {
+        (self.buf.capacity() / 2).min(self.mss as usize).max(1)
+    }
+
+    /// The smallest window-scale shift that lets the window field cover the whole
+    /// receive buffer (RFC 7323 §2.3: at most 14).
+    fn wscale_for_buffer(&self) -> u8 {
+        let mut shift = 0u8;
+        while shift < 14 && (self.buf.capacity() >> shift) > 65535 {
+            shift += 1;
+        }
+        shift
+    }
+}
+
+/// The parts of [`TcpConfig`](super::config::TcpConfig) a connection consults after
+/// creation.
+#[derive(Debug, Clone, Copy)]
+struct TcbLimits {
+    max_retries: u32,
+    max_syn_retries: u32,
+    max_synack_retries: u32,
+    delayed_ack: Duration,
+    time_wait: Duration,
+    fin_wait2_timeout: Duration,
+    max_persist: Duration,
+    keepalive: Option<super::config::Keepalive>,
+    window_scaling: bool,
+    timestamps: bool,
+    sack: bool,
+}
+
+/// Options a SYN carried that shape the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SynOptions {
+    pub mss: Option<u16>,
+    pub wscale: Option<u8>,
+    pub sack_permitted: bool,
+    pub timestamp: Option<(u32, u32)>,
+}
+
+impl From<&Segment> for SynOptions {
+    fn from(seg: &Segment) -> SynOptions {
+        SynOptions {
+            mss: seg.mss,
+            wscale: seg.wscale,
+            sack_permitted: seg.sack_permitted,
+            timestamp: seg.timestamp,
+        }
+    }
+}
+
+impl Tcb {
+    // ----- Accessors -----
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+    pub fn local(&self) -> SocketAddrV4 {
+        self.local
+    }
+    pub fn remote(&self) -> SocketAddrV4 {
+        self.remote
+    }
+    pub fn send_buffer(&self) -> &SendBuffer {
+        &self.snd.buf
+    }
+    pub fn snd_una(&self) -> SeqNum {
+        self.snd.una
+    }
+    pub fn snd_nxt(&self) -> SeqNum {
+        self.snd.nxt
+    }
+    pub fn rcv_nxt(&self) -> SeqNum {
+        self.rcv.nxt
+    }
+    pub fn snd_wnd(&self) -> usize {
+        self.snd.wnd
+    }
+    pub fn snd_mss(&self) -> usize {
+        self.snd.mss
+    }
+    pub fn cwnd(&self) -> usize {
+        self.cc.cwnd()
+    }
+    pub fn rto(&self) -> Duration {
+        self.rtt.rto()
+    }
+    pub fn srtt(&self) -> Option<Duration> {
+        self.rtt.srtt()
+    }
+    pub fn timestamps_enabled(&self) -> bool {
+        self.ts.is_some()
+    }
+    pub fn sack_enabled(&self) -> bool {
+        self.sack_ok
+    }
+    pub fn window_scales(&self) -> (u8, u8) {
+        (self.snd.wscale, self.rcv.wscale)
+    }
+    /// Let new data go out as TSO super-frames of up to `max_payload` bytes, which the
+    /// device cuts into full segments ([`TxSegment::tso_mss`](super::segment::TxSegment::tso_mss)). Zero turns it off.
+    pub fn set_tso(&mut self, max_payload: usize) {
+        self.snd.tso_max = max_payload;
+    }
+
+    /// Bytes the application may still queue by copy.
+    pub fn send_space(&self) -> usize {
+        if self.can_send() {
+            self.snd.buf.space()
+        } else {
+            0
+        }
+    }
+    /// Bytes in flight: sent and not yet acknowledged (sequence space).
+    pub fn flight_size(&self) -> usize {
+        self.snd.nxt.since(self.snd.una)
+    }
+    /// The connection has been fully closed and may be dropped.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+    /// Bytes of the receive buffer the application has not taken yet.
+    pub fn readable_len(&self) -> usize {
+        self.rcv.buf.readable_len()
+    }
+    /// TS.Recent and our timestamp offset, when timestamps are in use (for TIME-WAIT).
+    pub fn timestamp_state(&self) -> Option<(u32, u32)> {
+        self.ts.map(|t| (t.recent, t.offset))
+    }
+    /// Our window-scale shift as the peer applies it to our window field.
+    pub fn rcv_wscale(&self) -> u8 {
+        self.rcv.wscale
+    }
+    /// When TIME-WAIT (or the FIN-WAIT-2 timeout) ends.
+    pub fn linger_deadline(&self) -> Option<Instant> {
+        self.timers.get(Timer::Linger)
+    }
+    /// Segments retransmitted since the last call.
+    pub fn take_retransmissions(&mut self) -> u64 {
+        std::mem::take(&mut self.retransmissions)
+    }
+    /// Number of consecutive retransmission timeouts without progress.
+    pub fn retries(&self) -> u32 {
+        self.recovery.retries
+    }
+
+    /// What the application has not read yet, as one contiguous slice (the receive buffer
+    /// may hold more after it).
+    pub fn readable(&self) -> &[u8] {
+        self.rcv.buf.readable()
+    }
+
+    /// Take the receive buffer out so the application can read it while it also holds a
+    /// mutable handle on the connection; give it back with [`Tcb::put_recv_buffer`].
+    pub fn take_recv_buffer(&mut self) -> RecvBuffer {
+        std::mem::replace(&mut self.rcv.buf, RecvBuffer::new(0, 0))
+    }
+
+    pub fn put_recv_buffer(&mut self, buf: RecvBuffer) {
+        self.rcv.buf = buf;
+        self.maybe_window_update();
+    }
+
+    pub fn take_events(&mut self) -> Events {
+        std::mem::take(&mut self.events)
+    }
+
+    fn can_send(&self) -> bool {
+        matches!(
+            self.state,
+            State::SynSent | State::SynReceived | State::Established | State::CloseWait
+        ) && !self.snd.fin_queued
+    }
+
+    // ----- Application calls -----
+
+    /// Queue a copy of `data`; returns how many bytes fit. When not all fit, a
+    /// `writable` event follows once space frees up.
+    pub fn send(&mut self, data: &[u8]) -> Result<usize, SendError> {
+        if !self.can_send() {
+            return Err(SendError::Closed);
+        }
+        let n = self.snd.buf.push_copy(data);
+        if n < data.len() {
+            self.want_writable = true;
+        }
+        Ok(n)
+    }
+
+    /// Queue shared immutable bytes without copying them; retransmissions re-read them.
+    pub fn send_shared(&mut self, data: Bytes) -> Result<(), SendError> {
+        if !self.can_send() {
+            return Err(SendError::Closed);
+        }
+        self.snd.buf.push_shared(data);
+        Ok(())
+    }
+
+    /// Queue `body[range]` by reference with its precomputed checksums (see
+    /// [`SummedBytes`](crate::checksum::SummedBytes)).
+    pub fn send_summed(
+        &mut self,
+        body: &crate::checksum::SummedBytes,
+        range: std::ops::Range<usize>,
+    ) -> Result<(), SendError> {
+        if !self.can_send() {
+            return Err(SendError::Closed);
+        }
+        self.snd.buf.push_summed(body, range);
+        Ok(())
+    }
+
+    /// Ask for a `writable` event the next time acknowledged bytes free send space.
+    pub fn notify_writable(&mut self) {
+        self.want_writable = true;
+    }
+
+    /// Close our sending side after the queued data (CLOSE call, §3.10.4), keeping the
+    /// receive side open: a half-close.
+    pub fn shutdown_write(&mut self) {
+        if self.snd.fin_queued {
+            return;
+        }
+        match self.state {
+            State::SynSent => self.finish(CloseReason::Normal),
+            State::SynReceived | State::Established => {
+                self.snd.queue_fin();
+                if self.state == State::Established {
+                    self.state = State::FinWait1;
+                }
+            }
+            State::CloseWait => {
+                self.snd.queue_fin();
+                self.state = State::LastAck;
+            }
+            _ => {}
+        }
+    }
+
+    /// Graceful close of both directions: FIN after queued data; data that arrives later
+    /// is acknowledged and discarded.
+    pub fn close(&mut self) {
+        self.rcv.closed = true;
+        self.shutdown_write();
+        if self.state == State::FinWait2 {
+            self.timers
+                .set(Timer::Linger, self.last_recv + self.cfg.fin_wait2_timeout);
+        }
+    }
+
+    /// Abort (§3.10.5): send a RST if synchronized, drop everything, close now.
+    pub fn abort(&mut self) {
+        if matches!(
+            self.state,
+            State::SynReceived
+                | State::Established
+                | State::FinWait1
+                | State::FinWait2
+                | State::CloseWait
+        ) {
+            // SND.NXT in the RFC's sense: the highest sequence number sent (our snd_nxt
+            // may have been rewound by a timeout).
+            self.pending.rst = Some((self.snd.max, None));
+        }
+        self.finish(CloseReason::Aborted);
+    }
+
+    /// The engine's rate limiter allowed a challenge ACK (RFC 5961 §7).
+    pub fn send_challenge_ack(&mut self) {
+        self.pending.ack_now = true;
+    }
+
+    /// Hand back the part of a directly delivered payload the application did not
+    /// consume; it is kept in the receive buffer and offered again later.
+    pub fn keep_unconsumed(&mut self, rest: &[u8]) {
+        if !rest.is_empty() {
+            let stored = self.rcv.buf.write_at(0, rest);
+            debug_assert_eq!(stored, rest.len());
+        }
+    }
+
+    /// The application consumed `n` bytes of [`Tcb::readable`].
+    pub fn consume(&mut self, n: usize) {
+        self.rcv.buf.consume(n);
+        self.maybe_window_update();
+    }
+
+    /// Receiver SWS avoidance (§3.8.6.2.2): announce a larger window only once it has
+    /// grown by min(buffer/2, MSS) past what we last advertised.
+    fn maybe_window_update(&mut self) {
+        if !self.state.is_synchronized() && self.state != State::SynReceived {
+            return;
+        }
+        let edge = self.rcv.nxt + self.rcv.buf.window();
+        let grown = edge.since(self.rcv.adv);
+        let threshold = self.rcv.sws_threshold();
+        if grown >= threshold && self.rcv.adv.since(self.rcv.nxt) < threshold {
+            self.pending.ack_now = true;
+        }
+    }
+
+    /// The connection is over (CLOSED): stop every timer, drop what was still to be sent
+    /// but a RST, and tell the engine why.
+    fn finish(&mut self, reason: CloseReason) {
+        self.state = State::Closed;
+        self.events.closed = Some(reason);
+        self.timers.stop_all();
+        self.pending.ack_now = false;
+        self.pending.syn = false;
+        self.recovery.retransmit_una = false;
+        self.pending.probe = false;
+        self.pending.keepalive_probe = false;
+    }
+}
+
+impl std::fmt::Debug for Tcb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tcb")
+            .field("state", &self.state)
+            .field("local", &self.local)
+            .field("remote", &self.remote)
+            .field("snd_una", &self.snd.una)
+            .field("snd_nxt", &self.snd.nxt)
+            .field("snd_max", &self.snd.max)
+            .field("snd_wnd", &self.snd.wnd)
+            .field("rcv_nxt", &self.rcv.nxt)
+            .field("send_queued", &self.snd.buf.len())
+            .field("readable", &self.rcv.buf.readable_len())
+            .finish()
+    }
+}

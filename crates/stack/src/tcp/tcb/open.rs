@@ -1,0 +1,236 @@
+//! Opening a connection (§3.10.1, §3.10.7.2): the three ways a [`Tcb`] is born (active
+//! open, passive open, a returning SYN cookie) and the options the handshake settles
+//! (RFC 7323 §2.2, §3.2; RFC 2018 §2; RFC 6691).
+
+use std::net::SocketAddrV4;
+
+use super::timer_table::TimerTable;
+use super::{
+    Events, PendingOutput, Recovery, RecvSeq, SendSeq, State, SynOptions, Tcb, TcbLimits,
+    Timestamps,
+};
+use crate::tcp::cc::{Cc, CongestionControl, NewReno};
+use crate::tcp::config::TcpConfig;
+use crate::tcp::options::{DEFAULT_MSS, TS_OPTION_LEN};
+use crate::tcp::recv_buffer::RecvBuffer;
+use crate::tcp::rtt::RttEstimator;
+use crate::tcp::segment::Segment;
+use crate::tcp::send_buffer::SendBuffer;
+use crate::tcp::seq::SeqNum;
+use crate::time::Instant;
+
+impl Tcb {
+    /// A block in CLOSED with nothing sent or received; the public constructors below
+    /// move it into its first state.
+    fn new(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNum,
+        our_mss: u16,
+        now: Instant,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let smss = our_mss as usize;
+        Tcb {
+            state: State::Closed,
+            snd: SendSeq {
+                iss,
+                una: iss,
+                nxt: iss,
+                max: iss,
+                wnd: 0,
+                wl1: SeqNum(0),
+                wl2: iss,
+                max_wnd: 0,
+                wscale: 0,
+                mss: smss,
+                tso_max: 0,
+                buf: SendBuffer::new(cfg.send_buffer),
+                syn_acked: false,
+                fin_queued: false,
+                fin: None,
+                persist_probes: 0,
+                persist_backoff: 0,
+            },
+            rcv: RecvSeq {
+                irs: SeqNum(0),
+                nxt: SeqNum(0),
+                adv: SeqNum(0),
+                wscale: 0,
+                last_ack_sent: SeqNum(0),
+                buf: RecvBuffer::new(cfg.recv_buffer, cfg.max_ooo_ranges),
+                fin: None,
+                closed: false,
+                mss: our_mss,
+                unacked_segs: 0,
+            },
+            recovery: Recovery {
+                dupacks: 0,
+                in_recovery: false,
+                recover: None,
+                retransmit_una: false,
+                retries: 0,
+            },
+            pending: PendingOutput {
+                syn: false,
+                ack_now: false,
+                probe: false,
+                keepalive_probe: false,
+                rst: None,
+            },
+            timers: TimerTable::default(),
+            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            rtt_seq: None,
+            cc: Cc::NewReno(NewReno::new(smss)),
+            last_send: now,
+            last_recv: now,
+            last_now: now,
+            keepalive_sent: 0,
+            ts: None,
+            sack_ok: false,
+            ws_ok: false,
+            active_open: false,
+            want_writable: false,
+            retransmissions: 0,
+            local,
+            remote,
+            events: Events::default(),
+            cfg: TcbLimits {
+                max_retries: cfg.max_retries,
+                max_syn_retries: cfg.max_syn_retries,
+                max_synack_retries: cfg.max_synack_retries,
+                delayed_ack: cfg.delayed_ack,
+                time_wait: cfg.time_wait,
+                fin_wait2_timeout: cfg.fin_wait2_timeout,
+                max_persist: cfg.max_persist,
+                keepalive: cfg.keepalive,
+                window_scaling: cfg.window_scaling,
+                timestamps: cfg.timestamps,
+                sack: cfg.sack,
+            },
+        }
+    }
+
+    /// Active open (§3.10.1): the connection starts in SYN-SENT with a SYN to send.
+    /// `our_mss` is the largest segment our link carries (MTU - 40).
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNum,
+        ts_offset: u32,
+        our_mss: u16,
+        now: Instant,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
+        tcb.state = State::SynSent;
+        tcb.active_open = true;
+        tcb.rcv.wscale = if cfg.window_scaling {
+            cfg.rcv_wscale()
+        } else {
+            0
+        };
+        if cfg.timestamps {
+            tcb.ts = Some(Timestamps {
+                recent: 0,
+                recent_age: now,
+                offset: ts_offset,
+            });
+        }
+        tcb.pending.syn = true;
+        tcb
+    }
+
+    /// Passive open: a SYN arrived for a listener (§3.10.7.2). The connection starts in
+    /// SYN-RECEIVED with a SYN-ACK to send.
+    #[allow(clippy::too_many_arguments)]
+    pub fn accept_syn(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        syn: &Segment,
+        iss: SeqNum,
+        ts_offset: u32,
+        our_mss: u16,
+        now: Instant,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
+        tcb.state = State::SynReceived;
+        tcb.rcv.irs = syn.seq;
+        tcb.rcv.nxt = syn.seq + 1;
+        tcb.rcv.adv = tcb.rcv.nxt;
+        tcb.rcv.last_ack_sent = tcb.rcv.nxt;
+        tcb.negotiate(&SynOptions::from(syn), ts_offset, now);
+        tcb.snd.wnd = syn.window as usize;
+        tcb.snd.max_wnd = tcb.snd.wnd;
+        tcb.snd.wl1 = syn.seq;
+        tcb.pending.syn = true;
+        tcb
+    }
+
+    /// A connection rebuilt from a valid SYN-cookie ACK: straight to ESTABLISHED.
+    /// `iss` is the cookie (our SYN-ACK's sequence number), `irs` the client's ISN and
+    /// `opts` what the cookie preserved of the client's SYN.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_cookie(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        ack: &Segment,
+        iss: SeqNum,
+        opts: SynOptions,
+        ts_offset: u32,
+        our_mss: u16,
+        now: Instant,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
+        tcb.rcv.irs = ack.seq - 1;
+        tcb.rcv.nxt = ack.seq;
+        tcb.negotiate(&opts, ts_offset, now);
+        tcb.snd.una = iss + 1;
+        tcb.snd.syn_acked = true;
+        tcb.snd.nxt = tcb.snd.una;
+        tcb.snd.max = tcb.snd.una;
+        let wnd = (ack.window as usize) << tcb.snd.wscale;
+        tcb.snd.update_window(wnd, ack.seq, ack.ack);
+        // The cookie SYN-ACK offered the unscaled SYN window (see `advertise`): RCV.WND
+        // starts there, so data on this very ACK is acceptable.
+        tcb.rcv.adv = tcb.rcv.nxt + tcb.rcv.syn_window();
+        tcb.rcv.last_ack_sent = tcb.rcv.nxt;
+        if let (Some(ts), Some((tsval, _))) = (tcb.ts.as_mut(), ack.timestamp) {
+            ts.recent = tsval;
+        }
+        tcb.enter_established(now);
+        tcb
+    }
+
+    /// Settle options from the peer's SYN (RFC 7323 §2.2, §3.2; RFC 2018 §2).
+    pub(super) fn negotiate(&mut self, peer: &SynOptions, ts_offset: u32, now: Instant) {
+        let peer_mss = peer.mss.unwrap_or(DEFAULT_MSS).max(64);
+        match (self.cfg.window_scaling, peer.wscale) {
+            (true, Some(ws)) => {
+                self.ws_ok = true;
+                self.snd.wscale = ws.min(14);
+                self.rcv.wscale = self.rcv.wscale_for_buffer();
+            }
+            _ => {
+                self.snd.wscale = 0;
+                self.rcv.wscale = 0;
+            }
+        }
+        self.sack_ok = self.cfg.sack && peer.sack_permitted;
+        self.ts = match (self.cfg.timestamps, peer.timestamp) {
+            (true, Some((tsval, _))) => Some(Timestamps {
+                recent: tsval,
+                recent_age: now,
+                offset: self.ts.map(|t| t.offset).unwrap_or(ts_offset),
+            }),
+            _ => None,
+        };
+        let mss = peer_mss.min(self.rcv.mss) as usize;
+        // RFC 6691: the MSS excludes options; leave room for the ones on every segment.
+        self.snd.mss = mss - if self.ts.is_some() { TS_OPTION_LEN } else { 0 };
+        self.cc.set_mss(self.snd.mss);
+    }
+}

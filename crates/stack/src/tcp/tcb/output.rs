@@ -1,0 +1,324 @@
+//! Output: `poll_transmit` and the segments it builds (SYN and SYN-ACK, data with
+//! packetisation and TSO runs, probes, bare ACKs and RST), the window we advertise
+//! (§3.8.6, receiver SWS avoidance §3.8.6.2.2), sender SWS avoidance (§3.8.6.2.1) and
+//! SACK blocks (RFC 2018).
+
+use super::timer_table::Timer;
+use super::{State, Tcb};
+use crate::tcp::cc::CongestionControl;
+use crate::tcp::options::ts_clock;
+use crate::tcp::segment::TxSegment;
+use crate::tcp::seq::SeqNum;
+use crate::time::Instant;
+
+/// Fewest full segments sent as one TSO super-frame.
+const TSO_MIN_SEGMENTS: usize = 2;
+
+impl Tcb {
+    /// The window field and SACK blocks for an outgoing segment; records what we
+    /// advertised.
+    fn advertise(&mut self, seg: &mut TxSegment, now: Instant) {
+        let buf_edge = self.rcv.nxt + self.rcv.buf.window();
+        // Never shrink the window (§3.8.6), and move the right edge only by at least the
+        // SWS threshold (§3.8.6.2.2 receiver SWS avoidance): otherwise keep offering the
+        // edge already advertised. A SYN has advertised nothing yet.
+        let old_edge = self.rcv.adv.max(self.rcv.nxt);
+        let edge = if seg.syn
+            || (buf_edge > old_edge && buf_edge.since(old_edge) >= self.rcv.sws_threshold())
+        {
+            buf_edge
+        } else {
+            old_edge
+        };
+        let wnd = edge.since(self.rcv.nxt);
+        let field = if seg.syn {
+            wnd.min(65535)
+        } else {
+            (wnd >> self.rcv.wscale).min(65535)
+        };
+        // What the peer may now send is what the field says, after scaling.
+        let shift = if seg.syn { 0 } else { self.rcv.wscale };
+        let adv_edge = self.rcv.nxt + (field << shift);
+        if adv_edge > self.rcv.adv {
+            self.rcv.adv = adv_edge;
+        }
+        seg.window = field as u16;
+        if let Some(ts) = self.ts {
+            seg.timestamp = Some((ts_clock(now, ts.offset), ts.recent));
+        }
+        if seg.ack.is_some() {
+            self.rcv.last_ack_sent = self.rcv.nxt;
+            self.pending.ack_now = false;
+            self.rcv.unacked_segs = 0;
+            self.timers.stop(Timer::DelayedAck);
+            if self.sack_ok && self.rcv.buf.has_out_of_order() {
+                let mut ranges = [(0u32, 0u32); 3];
+                let n = self.rcv.buf.sack_ranges(&mut ranges);
+                let base = self.rcv.nxt;
+                for (slot, (l, r)) in seg.sack.iter_mut().zip(ranges.iter().take(n)) {
+                    *slot = Some(((base + *l as usize).0, (base + *r as usize).0));
+                }
+            }
+        }
+    }
+
+    /// Bytes the SACK option adds to a segment sent now (RFC 2018 §3, padded to 4).
+    fn sack_option_len(&self) -> usize {
+        if self.sack_ok && self.rcv.buf.has_out_of_order() {
+            let mut ranges = [(0u32, 0u32); 3];
+            let n = self.rcv.buf.sack_ranges(&mut ranges);
+            (2 + 8 * n + 3) & !3
+        } else {
+            0
+        }
+    }
+
+    /// Payload bytes of a full-sized segment sent now: Eff.snd.MSS less the SACK
+    /// blocks it carries.
+    fn max_payload(&self) -> usize {
+        self.snd.mss.saturating_sub(self.sack_option_len()).max(1)
+    }
+
+    /// The most new data one TSO super-frame carries: whole segments of `mss` bytes, at
+    /// least one.
+    fn tso_burst(&self, mss: usize) -> usize {
+        (self.snd.tso_max / mss).max(1) * mss
+    }
+
+    /// Append the segments this connection wants sent now to `out`.
+    pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+        self.last_now = now;
+        if let Some((seq, ack)) = self.pending.rst.take() {
+            out.push(TxSegment {
+                seq,
+                ack,
+                rst: true,
+                ..Default::default()
+            });
+        }
+        match self.state {
+            State::Closed | State::Listen => return,
+            State::SynSent | State::SynReceived => {
+                if self.pending.syn {
+                    self.pending.syn = false;
+                    self.send_syn(now, out);
+                }
+                if self.state == State::SynReceived && self.pending.ack_now {
+                    self.push_ack(now, self.snd.nxt, out);
+                }
+                return;
+            }
+            _ => {}
+        }
+        let sent_before = out.len();
+
+        if self.recovery.retransmit_una {
+            self.recovery.retransmit_una = false;
+            self.send_segment_at(now, self.snd.una, usize::MAX, false, out);
+        }
+        self.send_new(now, out);
+
+        if self.pending.probe {
+            self.pending.probe = false;
+            if self.snd.wnd == 0 {
+                // Zero-window probe: one byte (or the FIN) at SND.UNA, beyond the window.
+                self.send_segment_at(now, self.snd.una, 1, true, out);
+                let backoff = self.rtt.rto() * (1 << self.snd.persist_backoff.min(10));
+                self.timers
+                    .set(Timer::Persist, now + backoff.min(self.cfg.max_persist));
+            } else if self.flight_size() == 0 {
+                // §3.8.6.2.1 override timeout: SWS avoidance held back a segment smaller
+                // than the window and nothing in flight will bring an ACK (the peer's
+                // window update may have been lost): send what the window allows. The
+                // segment is ordinary data, covered by the RTO from here on.
+                self.send_segment_at(now, self.snd.nxt, self.snd.wnd, false, out);
+            }
+        }
+        let blocked = if self.snd.wnd == 0 {
+            // Counted from SND.NXT: after a timeout rewound it, a FIN sent before the
+            // window closed waits here too.
+            self.snd.unsent_data() > 0 || self.snd.fin_unsent()
+        } else {
+            // Data left unsent with nothing in flight: only SWS avoidance holds it back.
+            self.flight_size() == 0 && self.snd.unsent_data() > 0
+        };
+        if blocked && !self.timers.is_armed(Timer::Persist) && !self.timers.is_armed(Timer::Rto) {
+            self.timers.set(Timer::Persist, now + self.rtt.rto());
+        }
+        if self.pending.keepalive_probe {
+            self.pending.keepalive_probe = false;
+            // RFC 1122 §4.2.3.6: SEG.SEQ = SND.UNA-1, no data; the peer answers with an ACK.
+            self.push_ack(now, self.snd.una - 1usize, out);
+        }
+        if self.pending.ack_now && out.len() == sent_before {
+            // A bare ACK carries SND.MAX, not SND.NXT: after a timeout SND.NXT is pulled
+            // back to SND.UNA, and an ACK numbered below the peer's RCV.NXT would fail its
+            // acceptability test (§3.10.7.4) and be dropped with its ACK field unread;
+            // with both sides retransmitting, neither would ever learn of the other's
+            // progress (BSD tcp_output uses snd_max here for the same reason).
+            // Nor past the peer's window: after a zero-window probe SND.MAX lies beyond
+            // it, the only acceptable number is RCV.NXT = SND.UNA, and two zero windows
+            // would deadlock on dropped ACKs (Linux tcp_acceptable_seq caps it likewise).
+            let wnd_end = self.snd.una + self.snd.wnd;
+            let seq = if self.snd.max > wnd_end {
+                wnd_end
+            } else {
+                self.snd.max
+            };
+            self.push_ack(now, seq, out);
+        }
+    }
+
+    /// A segment with no data: an ACK, or a keepalive probe.
+    fn push_ack(&mut self, now: Instant, seq: SeqNum, out: &mut Vec<TxSegment>) {
+        let mut seg = TxSegment {
+            seq,
+            ack: Some(self.rcv.nxt),
+            ..Default::default()
+        };
+        self.advertise(&mut seg, now);
+        out.push(seg);
+    }
+
+    /// Our SYN (active open) or SYN-ACK (passive open), first or again (§3.10.1,
+    /// §3.10.7.2).
+    fn send_syn(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+        let passive = self.state == State::SynReceived;
+        let mut seg = TxSegment {
+            seq: self.snd.iss,
+            ack: passive.then_some(self.rcv.nxt),
+            syn: true,
+            mss: Some(self.rcv.mss),
+            ..Default::default()
+        };
+        // In a SYN-ACK, offer only what the peer offered (RFC 7323 §2.2, RFC 2018 §2).
+        if self.cfg.window_scaling && (!passive || self.ws_ok) {
+            seg.wscale = Some(self.rcv.wscale);
+        }
+        seg.sack_permitted = if passive { self.sack_ok } else { self.cfg.sack };
+        // Timestamps: offered in a SYN when configured, echoed in a SYN-ACK only when the
+        // peer offered them; `advertise` fills them in from `self.ts`.
+        self.advertise(&mut seg, now);
+        out.push(seg);
+        self.snd.nxt = self.snd.iss + 1;
+        self.snd.max = self.snd.max.max(self.snd.nxt);
+        self.last_send = now;
+        if self.recovery.retries == 0 && self.rtt_seq.is_none() {
+            self.rtt_seq = Some((self.snd.nxt, now));
+        } else if self.recovery.retries > 0 {
+            self.rtt_seq = None;
+        }
+        self.timers.set(Timer::Rto, now + self.rtt.rto());
+    }
+
+    /// Send new data (or data again after a timeout) as the windows allow.
+    fn send_new(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+        if self.snd.nxt == self.snd.una && now - self.last_send > self.rtt.rto() {
+            // RFC 5681 §4.1: restart window after an idle period.
+            if self.snd.unsent_data() > 0 {
+                self.cc.on_idle_restart();
+            }
+        }
+        loop {
+            let avail = self.snd.unsent_data();
+            let fin_due = avail == 0 && self.snd.fin_unsent();
+            if avail == 0 && !fin_due {
+                break;
+            }
+            let wnd = self.snd.wnd.min(self.cc.cwnd());
+            let usable = wnd.saturating_sub(self.flight_size());
+            let max_payload = self.max_payload();
+            // With TSO, a run of full segments goes out as one super-frame.
+            let mut len = avail.min(self.tso_burst(max_payload)).min(usable);
+            if len < TSO_MIN_SEGMENTS * max_payload {
+                // Less than two full segments: nothing for the device to cut.
+                len = len.min(max_payload);
+            }
+            if avail > 0 && len == 0 {
+                break;
+            }
+            if fin_due && usable == 0 {
+                // The FIN occupies sequence space too: into a closed window it goes only
+                // as a persist probe, which expects no ACK of it (§3.8.6.1), never with
+                // the retransmission timer, whose retries a live peer holding its window
+                // shut would exhaust.
+                break;
+            }
+            // Sender SWS avoidance (§3.8.6.2.1), without Nagle: send full segments, the
+            // tail of the queue, or at least half the largest window the peer offered.
+            if len < max_payload && len < avail && usable < self.snd.max_wnd / 2 {
+                break;
+            }
+            let before = out.len();
+            self.send_segment_at(now, self.snd.nxt, len, false, out);
+            if out.len() == before {
+                break;
+            }
+            if let Some(seg) = out.last_mut() {
+                if seg.payload_len > max_payload {
+                    seg.tso_mss = Some(max_payload as u16);
+                }
+            }
+            if fin_due {
+                break;
+            }
+        }
+    }
+
+    /// Emit one segment starting at `seq` with up to `max_len` payload bytes (and the FIN
+    /// if it fits after them). `probe` ignores the windows.
+    fn send_segment_at(
+        &mut self,
+        now: Instant,
+        seq: SeqNum,
+        max_len: usize,
+        probe: bool,
+        out: &mut Vec<TxSegment>,
+    ) {
+        let offset = seq.since(self.snd.data_start());
+        let remaining = self.snd.buf.len().saturating_sub(offset);
+        let mss = self.max_payload();
+        // New data may be a TSO run of full segments (send_new sized it); everything
+        // else (retransmissions, probes) is one segment.
+        let max_payload = if probe || seq < self.snd.max {
+            mss
+        } else {
+            self.tso_burst(mss)
+        };
+        let len = remaining.min(max_len).min(max_payload);
+        let fin = self.snd.fin == Some(seq + len);
+        if len == 0 && !fin {
+            return;
+        }
+        let mut seg = TxSegment {
+            seq,
+            ack: Some(self.rcv.nxt),
+            fin,
+            psh: offset + len == self.snd.buf.len(),
+            payload_offset: offset,
+            payload_len: len,
+            ..Default::default()
+        };
+        self.advertise(&mut seg, now);
+        out.push(seg);
+        let end = seq + len + fin as usize;
+        self.snd.nxt = self.snd.nxt.max(end);
+        if end > self.snd.max {
+            // Karn's rule: time only segments that carry nothing sent before.
+            if self.rtt_seq.is_none() && seq >= self.snd.max {
+                self.rtt_seq = Some((end, now));
+            }
+            self.snd.max = end;
+        } else {
+            self.retransmissions += 1;
+            // Karn: a retransmission covering the timed segment spoils its sample.
+            if self.rtt_seq.is_some_and(|(timed, _)| seq < timed) {
+                self.rtt_seq = None;
+            }
+        }
+        self.last_send = now;
+        if !self.timers.is_armed(Timer::Rto) && !probe {
+            self.timers.set(Timer::Rto, now + self.rtt.rto());
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! What happens when a timer fires: retransmission timeout (RFC 6298 §5, RFC 5681 §3.1),
+//! persist timer (§3.8.6.1), delayed ACK (§3.8.6.3), keepalive (RFC 1122 §4.2.3.6),
+//! TIME-WAIT and FIN-WAIT-2 (linger), and the application's timer. The deadlines
+//! themselves are kept in `timer_table.rs`.
+
+use std::time::Duration;
+
+use super::timer_table::Timer;
+use super::{CloseReason, State, Tcb};
+use crate::tcp::cc::CongestionControl;
+use crate::time::Instant;
+
+impl Tcb {
+    /// The earliest time [`Tcb::on_timer`] has work to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    /// Arm the application's one-shot timer `after` from now (replacing an armed one),
+    /// or cancel it; when it fires, [`Events::app_timer`](super::Events::app_timer) is raised. A closed
+    /// connection's timer never fires.
+    pub fn set_app_timer(&mut self, after: Option<Duration>) {
+        match after {
+            Some(d) if !self.is_closed() => self.timers.set(Timer::App, self.last_now + d),
+            _ => self.timers.stop(Timer::App),
+        }
+    }
+
+    /// Fire whatever timers are due at `now`.
+    pub fn on_timer(&mut self, now: Instant) {
+        self.last_now = now;
+        // In this order: the application's timer fires even when another timer then ends
+        // the connection, and once one has (`finish` stops every timer) the later ones
+        // find nothing due.
+        if self.timers.take_expired(Timer::App, now) {
+            self.events.app_timer = true;
+        }
+        if self.timers.take_expired(Timer::Rto, now) {
+            self.on_rto(now);
+        }
+        if self.timers.take_expired(Timer::Persist, now) {
+            self.on_persist();
+        }
+        if self.timers.take_expired(Timer::DelayedAck, now) {
+            self.pending.ack_now = true;
+        }
+        if self.timers.take_expired(Timer::Keepalive, now) {
+            self.on_keepalive(now);
+        }
+        if self.timers.take_expired(Timer::Linger, now) {
+            self.on_linger();
+        }
+    }
+
+    /// RFC 6298 §5.4–5.7 and RFC 5681 §3.1 on a retransmission timeout.
+    fn on_rto(&mut self, now: Instant) {
+        match self.state {
+            State::SynSent | State::SynReceived => {
+                let limit = if self.state == State::SynSent {
+                    self.cfg.max_syn_retries
+                } else {
+                    self.cfg.max_synack_retries
+                };
+                if self.recovery.retries >= limit {
+                    self.finish(CloseReason::TimedOut);
+                    return;
+                }
+                self.recovery.retries += 1;
+                self.rtt.backoff();
+                self.pending.syn = true;
+                self.snd.nxt = self.snd.iss;
+            }
+            State::Closed | State::Listen | State::TimeWait => {}
+            _ => {
+                if self.snd.max == self.snd.una {
+                    return;
+                }
+                if self.recovery.retries >= self.cfg.max_retries {
+                    self.finish(CloseReason::TimedOut);
+                    return;
+                }
+                self.recovery.retries += 1;
+                let flight = self.snd.max.since(self.snd.una);
+                self.cc.on_rto(flight, now);
+                self.rtt.backoff();
+                self.recovery.in_recovery = false;
+                self.recovery.recover = Some(self.snd.max);
+                self.recovery.dupacks = 0;
+                self.rtt_seq = None;
+                self.recovery.retransmit_una = false;
+                // Go back N: resend from SND.UNA as the window allows.
+                self.snd.nxt = self.snd.una;
+            }
+        }
+    }
+
+    /// The persist timer (§3.8.6.1): probe a zero window, or send what sender SWS
+    /// avoidance holds back when nothing in flight will bring an ACK (§3.8.6.2.1).
+    fn on_persist(&mut self) {
+        // A zero window, or (nothing in flight) a window sender SWS avoidance will not
+        // fill: either way no ACK is coming to unblock us.
+        if (self.snd.unsent_data() + self.flight_size() > 0 || self.snd.fin_unsent())
+            && (self.snd.wnd == 0 || self.flight_size() == 0)
+        {
+            if self.snd.wnd == 0 {
+                // Zero-window probes count like retransmissions: a peer that answers none
+                // of them is gone (RFC 1122 §4.2.2.17 only obliges us to wait while it
+                // keeps answering; Linux tcp_probe_timer does the same).
+                if self.snd.persist_probes >= self.cfg.max_retries {
+                    self.finish(CloseReason::TimedOut);
+                    return;
+                }
+                self.snd.persist_probes += 1;
+            }
+            self.pending.probe = true;
+            self.snd.persist_backoff = (self.snd.persist_backoff + 1).min(16);
+        }
+    }
+
+    /// Keepalive (RFC 1122 §4.2.3.6): probe an idle peer, give up after the configured
+    /// number of unanswered probes.
+    fn on_keepalive(&mut self, now: Instant) {
+        let Some(ka) = self.cfg.keepalive else { return };
+        if self.keepalive_sent >= ka.probes {
+            self.finish(CloseReason::TimedOut);
+            return;
+        }
+        if self.state.is_synchronized() && self.state != State::TimeWait {
+            self.keepalive_sent += 1;
+            self.pending.keepalive_probe = true;
+            self.timers.set(Timer::Keepalive, now + ka.interval);
+        }
+    }
+
+    /// The end of TIME-WAIT (2·MSL), or of the FIN-WAIT-2 timeout.
+    fn on_linger(&mut self) {
+        match self.state {
+            State::TimeWait => self.finish(CloseReason::Normal),
+            State::FinWait2 => self.finish(CloseReason::TimedOut),
+            _ => {}
+        }
+    }
+
+    /// Start (or restart) the keepalive idle time: the peer was just heard from.
+    pub(super) fn arm_keepalive(&mut self, now: Instant) {
+        if let Some(ka) = self.cfg.keepalive {
+            if self.state.is_synchronized() {
+                self.timers.set(Timer::Keepalive, now + ka.idle);
+            }
+        }
+    }
+}
