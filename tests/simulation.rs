@@ -37,7 +37,7 @@ use rusty_stack::io::fault::FaultConfig;
 use rusty_stack::sim::{self, SimPair, SERVER_IP};
 use rusty_stack::stats::Stats;
 use rusty_stack::tcp::config::TcpConfig;
-use rusty_stack::tcp::tcb::CloseReason;
+use rusty_stack::CloseReason;
 use rusty_stack::{Conn, ConnectError, Handler, Opener};
 
 const SERVER_PORT: u16 = 5001;

@@ -15,7 +15,9 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusty_stack::io::{Capabilities, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta};
+use rusty_stack::io::{
+    Capabilities, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta, ETHERNET_HEADER_LEN,
+};
 
 use crate::sys;
 use crate::vnet::{VnetHdr, VNET_HDR_LEN};
@@ -23,7 +25,7 @@ use crate::vnet::{VnetHdr, VNET_HDR_LEN};
 /// Receive buffer size: the virtio-net header plus the largest frame the kernel can hand
 /// over (a 64 KiB GSO super-frame: 14-byte Ethernet header, a 4-byte VLAN tag the kernel
 /// may insert, and an IPv4 datagram of up to 65535 bytes).
-pub const RX_BUF_LEN: usize = VNET_HDR_LEN + 14 + 4 + 65535;
+pub const RX_BUF_LEN: usize = VNET_HDR_LEN + ETHERNET_HEADER_LEN + 4 + 65535;
 
 /// Most idle buffers a pool keeps; buffers beyond this are freed when returned.
 const POOL_CAP: usize = 256;

@@ -117,9 +117,9 @@ pub mod tcp;
 pub mod time;
 pub mod timer;
 
-pub use app::{Conn, ConnId, ConnectError, Connection, Handler, Opener};
+pub use app::{CloseReason, Conn, ConnId, ConnectError, Connection, Handler, Opener, SendError};
 pub use engine::{Engine, EngineConfig};
 pub use stats::Stats;
 pub use tcp::config::TcpConfig;
-pub use tcp::tcb::{CloseReason, SendError, State};
+pub use tcp::tcb::State;
 pub use time::{Clock, Instant, SystemClock, VirtualClock};

@@ -1,6 +1,7 @@
 //! What a callback holds: the [`Conn`] handle on one connection, the [`Opener`] for
-//! starting new ones, the [`ConnId`] that names a connection, and the [`Connection`]
-//! trait every backend's connection implements behind the handle.
+//! starting new ones, the [`ConnId`] that names a connection, the [`Connection`]
+//! trait every backend's connection implements behind the handle, and the errors and
+//! close reasons a callback sees.
 
 use std::net::SocketAddrV4;
 use std::ops::Range;
@@ -9,7 +10,6 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::checksum::SummedBytes;
-use crate::tcp::tcb::SendError;
 
 /// Identifies a connection within one worker. Stale ids (of closed connections) are
 /// detected, never confused with a new connection in the same slot.
@@ -84,6 +84,28 @@ pub trait Connection {
     fn shutdown_write(&mut self);
     /// See [`Conn::abort`].
     fn abort(&mut self);
+}
+
+/// Why a connection ended; handed to the application's `closed` callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CloseReason {
+    /// Both sides closed gracefully.
+    Normal,
+    /// The peer reset the connection.
+    Reset,
+    /// The peer refused an active open (RST in reply to our SYN).
+    Refused,
+    /// Retransmissions, keepalive probes or FIN-WAIT-2 ran out of time.
+    TimedOut,
+    /// The application aborted the connection (we sent a RST).
+    Aborted,
+}
+
+/// Errors of the application-facing send calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// The sending side is closed (FIN queued, or the connection is gone).
+    Closed,
 }
 
 /// Why an active open could not start.

@@ -35,10 +35,10 @@ use std::ops::{Index, IndexMut};
 
 use slab::Slab;
 
+use super::conn::CloseReason;
 use super::conn::{Conn, ConnId, ConnectError, Connection, Opener, GENERATION_MASK};
 use super::handler::Handler;
 use crate::stats::Stats;
-use crate::tcp::tcb::CloseReason;
 
 /// What the core needs from a backend's connection block.
 pub trait AppConn {

@@ -9,8 +9,7 @@
 
 use std::net::SocketAddrV4;
 
-use super::conn::{Conn, ConnectError, Opener};
-use crate::tcp::tcb::CloseReason;
+use super::conn::{CloseReason, Conn, ConnectError, Opener};
 
 /// The application's side of a worker. One value per worker, built on the worker's
 /// thread; all callbacks run inline on that thread.

@@ -14,5 +14,5 @@ mod core;
 mod handler;
 
 pub use self::core::{AppConn, AppCore, UnreadBytes};
-pub use conn::{Conn, ConnId, ConnectError, Connection, Opener};
+pub use conn::{CloseReason, Conn, ConnId, ConnectError, Connection, Opener, SendError};
 pub use handler::Handler;

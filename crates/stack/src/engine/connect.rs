@@ -30,18 +30,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             remote_port: remote.port(),
             local_port: port,
         };
-        let local = self.local_addr(port);
-        let iss = self.isn.isn(local, remote, self.now);
-        let ts_offset = self.ts_offset(&key);
-        let tcb = Tcb::connect(
-            local,
-            remote,
-            iss,
-            ts_offset,
-            self.our_mss,
-            self.now,
-            &self.cfg.tcp,
-        );
+        let iss = self.isn.isn(self.local_addr(port), remote, self.now);
+        let tcb = Tcb::connect(&self.opening(&key, iss));
         self.stats.conns_opened_active += 1;
         Ok(self.insert_conn(tcb, Some(state), key, None, None))
     }

@@ -10,6 +10,7 @@ use crate::drop::DropReason;
 use crate::io::{MacAddr, PacketIo};
 use crate::ipv4::Ipv4Header;
 use crate::tcp::cookie;
+use crate::tcp::options::{ts_clock, DEFAULT_MSS};
 use crate::tcp::segment::{Segment, TxSegment};
 use crate::tcp::seq::SeqNum;
 use crate::tcp::tcb::{SynOptions, Tcb};
@@ -73,17 +74,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             // then cannot land in the new window, with or without timestamps.
             iss = iss.max(floor);
         }
-        let ts_offset = self.ts_offset(&key);
-        let tcb = Tcb::accept_syn(
-            local,
-            remote,
-            seg,
-            iss,
-            ts_offset,
-            self.our_mss,
-            self.now,
-            &self.cfg.tcp,
-        );
+        let tcb = Tcb::accept_syn(&self.opening(&key, iss), seg);
         self.insert_conn(tcb, None, key, Some(mac), Some(key.local_port));
     }
 
@@ -106,7 +97,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         remote: SocketAddrV4,
         seg: &Segment,
     ) {
-        let mss = seg.mss.unwrap_or(536).min(self.our_mss);
+        let mss = seg.mss.unwrap_or(DEFAULT_MSS).min(self.our_mss);
         let cookie = self.cookies.encode(local, remote, seg.seq, mss, self.now);
         let tcp = &self.cfg.tcp;
         let mut tx = TxSegment {
@@ -125,7 +116,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 tx.wscale = Some(tcp.rcv_wscale());
             }
             tx.sack_permitted = sack;
-            let clock = (self.now.as_millis() as u32).wrapping_add(self.ts_offset(&key));
+            let clock = ts_clock(self.now, self.ts_offset(&key));
             let ours = cookie::tsval_with_options(clock, peer_ws, sack);
             tx.timestamp = Some((ours, tsval));
         }
@@ -164,18 +155,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             opts.sack_permitted = sack;
             opts.timestamp = Some((tsval, tsecr));
         }
-        let ts_offset = self.ts_offset(&key);
-        let tcb = Tcb::from_cookie(
-            local,
-            remote,
-            seg,
-            cookie,
-            opts,
-            ts_offset,
-            self.our_mss,
-            self.now,
-            &self.cfg.tcp,
-        );
+        let tcb = Tcb::from_cookie(&self.opening(&key, cookie), seg, opts);
         self.stats.syn_cookies_accepted += 1;
         let id = self.insert_conn(tcb, None, key, Some(mac), None);
         Some(id.index() as usize)

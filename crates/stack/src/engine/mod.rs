@@ -37,7 +37,8 @@ use crate::stats::Stats;
 use crate::tcp::cookie::SynCookies;
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::segment::TxSegment;
-use crate::tcp::tcb::{State, Tcb};
+use crate::tcp::seq::SeqNum;
+use crate::tcp::tcb::{Opening, State, Tcb};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerWheel;
 use listen::Listener;
@@ -396,6 +397,19 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             self.local_addr(key.local_port),
             SocketAddrV4::new(key.remote_ip, key.remote_port),
         )
+    }
+
+    /// What a new connection on `key` starting at `iss` is created with.
+    fn opening(&self, key: &FlowKey, iss: SeqNum) -> Opening<'_> {
+        Opening {
+            local: self.local_addr(key.local_port),
+            remote: SocketAddrV4::new(key.remote_ip, key.remote_port),
+            iss,
+            ts_offset: self.ts_offset(key),
+            our_mss: self.our_mss,
+            now: self.now,
+            cfg: &self.cfg.tcp,
+        }
     }
 
     fn insert_conn(

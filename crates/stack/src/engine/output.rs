@@ -6,6 +6,7 @@
 use std::net::Ipv4Addr;
 
 use super::{Engine, FlowKey, TimerItem, TX_BURST};
+use crate::app::CloseReason;
 use crate::app::Handler;
 use crate::arp::EnqueueResult;
 use crate::checksum;
@@ -13,9 +14,9 @@ use crate::drop::DropReason;
 use crate::ethernet::{self, EthernetProtocol};
 use crate::io::{ChecksumOffload, ChecksumRequest, MacAddr, PacketIo, TxFrame, TxMeta};
 use crate::ipv4::{self, IdentCounter, IpProtocol};
-use crate::tcp::segment::TxSegment;
+use crate::tcp::segment::{self, TxSegment};
 use crate::tcp::send_buffer::SendBuffer;
-use crate::tcp::tcb::{CloseReason, State};
+use crate::tcp::tcb::State;
 use crate::time::Clock;
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
@@ -236,13 +237,8 @@ impl TcpFrame<'_> {
             key.remote_port,
         );
         let payload = tcp_start + hl..tcp_start + tcp_len;
-        let csum_at = tcp_start + 16;
-        let pseudo = checksum::pseudo_header_v4(
-            self.src_ip.octets(),
-            key.remote_ip.octets(),
-            6,
-            tcp_len as u16,
-        );
+        let csum_at = tcp_start + segment::CHECKSUM_OFFSET;
+        let pseudo = segment::pseudo_header_sum(self.src_ip, key.remote_ip, tcp_len as u16);
         let body = self.payload.filter(|_| seg.payload_len > 0);
         let mut meta = TxMeta::default();
         if offload.tcp {
@@ -254,7 +250,7 @@ impl TcpFrame<'_> {
             buf[csum_at..csum_at + 2].copy_from_slice(&partial.to_be_bytes());
             meta.checksum = Some(ChecksumRequest {
                 start: tcp_start as u16,
-                offset: 16,
+                offset: segment::CHECKSUM_OFFSET as u16,
             });
             meta.tso_mss = seg.tso_mss;
         } else {

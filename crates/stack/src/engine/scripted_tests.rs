@@ -19,6 +19,7 @@ use smoltcp::wire::{
 };
 
 use super::*;
+use crate::app::CloseReason;
 use crate::app::{Conn, Opener};
 use crate::checksum;
 use crate::drop::DropReason;
@@ -32,7 +33,6 @@ use crate::sim;
 use crate::tcp::cookie;
 use crate::tcp::segment::Segment;
 use crate::tcp::seq::SeqNum;
-use crate::tcp::tcb::CloseReason;
 use crate::time::VirtualClock;
 
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);

@@ -4,11 +4,11 @@ use std::net::SocketAddrV4;
 use std::time::Duration;
 
 use super::*;
+use crate::app::CloseReason;
 use crate::app::{Conn, Opener};
 use crate::drop::DropReason;
 use crate::io::fault::FaultConfig;
 use crate::sim::{self, SimPair, SERVER_IP};
-use crate::tcp::tcb::CloseReason;
 
 /// Echoes everything; closes when the peer does.
 #[derive(Default)]

@@ -11,6 +11,7 @@ use std::time::Duration;
 use ahash::RandomState;
 
 use super::FlowKey;
+use crate::tcp::options::ts_clock;
 use crate::tcp::segment::{Segment, TxSegment};
 use crate::tcp::seq::SeqNum;
 use crate::tcp::tcb::Tcb;
@@ -153,8 +154,7 @@ impl TimeWait {
             // catches up lazily, see `expire`).
             e.expires = now + time_wait;
         }
-        let timestamp =
-            e.ts.map(|(recent, offset)| ((now.as_millis() as u32).wrapping_add(offset), recent));
+        let timestamp = e.ts.map(|(recent, offset)| (ts_clock(now, offset), recent));
         Some(Verdict::Reply(TxSegment {
             seq: e.snd_nxt,
             ack: Some(e.rcv_nxt),

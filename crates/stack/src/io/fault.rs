@@ -18,7 +18,7 @@ use std::collections::BinaryHeap;
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
-use smoltcp::wire::Ipv4Packet;
+use smoltcp::wire::{EthernetProtocol, Ipv4Packet};
 
 use super::{Capabilities, PacketIo, TxFrame, TxMeta, ETHERNET_HEADER_LEN};
 use crate::time::{Clock, Instant};
@@ -330,9 +330,9 @@ impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
 
 /// Flip one random bit of the IPv4 packet in `frame`; false if it is not IPv4.
 fn flip_ipv4_bit(frame: &mut [u8], rng: &mut Rng) -> bool {
-    const ETHERTYPE_IPV4: [u8; 2] = [0x08, 0x00];
-    if frame.len() <= ETHERNET_HEADER_LEN || frame[12..14] != ETHERTYPE_IPV4 {
-        return false;
+    match crate::ethernet::parse(frame) {
+        Ok((eth, payload)) if eth.ethertype == EthernetProtocol::Ipv4 && !payload.is_empty() => {}
+        _ => return false,
     }
     // Stay inside the packet proper when its length is readable: bits flipped in the
     // Ethernet padding would be harmless and undetected, which teaches nothing.

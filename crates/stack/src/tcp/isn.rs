@@ -178,7 +178,7 @@ mod tests {
             assert_ne!(off, g.hash_tuple(l, r) as u32);
             // ISN - TSval at one instant must not be the same for every tuple (it would
             // be µs/4 - ms, the engine clock, if both used the same F).
-            let tsval = (t.as_millis() as u32).wrapping_add(off);
+            let tsval = crate::tcp::options::ts_clock(t, off);
             diffs.push(g.isn(l, r, t).0.wrapping_sub(tsval));
         }
         diffs.sort_unstable();

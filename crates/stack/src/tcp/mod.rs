@@ -3,7 +3,6 @@
 
 pub mod cc;
 pub mod config;
-mod connection;
 pub mod cookie;
 pub mod isn;
 pub(crate) mod options;

@@ -11,6 +11,16 @@ use smoltcp::wire::{IpAddress, TcpControl, TcpPacket, TcpRepr, TcpTimestampRepr}
 
 use super::seq::SeqNum;
 use crate::checksum;
+use crate::ipv4::IpProtocol;
+
+/// Where the checksum sits in a TCP header (RFC 9293 §3.1).
+pub const CHECKSUM_OFFSET: usize = 16;
+
+/// The sum of the IPv4 pseudo-header of a TCP segment of `len` bytes (header and
+/// payload) from `src` to `dst`, which its checksum covers (RFC 9293 §3.1).
+pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, len: u16) -> u32 {
+    checksum::pseudo_header_v4(src.octets(), dst.octets(), IpProtocol::Tcp.into(), len)
+}
 
 /// Why a TCP segment could not be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +78,7 @@ impl Segment {
         let (s, d) = (IpAddress::Ipv4(src), IpAddress::Ipv4(dst));
         if !checksum_verified {
             let len = u16::try_from(tcp.len()).map_err(|_| ParseError::Malformed)?;
-            let pseudo = checksum::pseudo_header_v4(src.octets(), dst.octets(), 6, len);
+            let pseudo = pseudo_header_sum(src, dst, len);
             if !checksum::verify_with(pseudo, tcp) {
                 return Err(ParseError::Checksum);
             }
@@ -191,9 +201,9 @@ mod tests {
         let mut buf = vec![0u8; hl + payload.len()];
         tx.write_header(&mut buf[..hl], 1234, 80);
         buf[hl..].copy_from_slice(payload);
-        let ph = checksum::pseudo_header_v4(src.octets(), dst.octets(), 6, buf.len() as u16);
+        let ph = pseudo_header_sum(src, dst, buf.len() as u16);
         let c = !checksum::fold(ph + checksum::sum(&buf));
-        buf[16..18].copy_from_slice(&c.to_be_bytes());
+        buf[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 2].copy_from_slice(&c.to_be_bytes());
         let (seg, p) = Segment::parse(&buf, src, dst, false).expect("parses");
         (seg, p.to_vec())
     }

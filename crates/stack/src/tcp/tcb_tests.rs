@@ -9,7 +9,8 @@ use std::time::Duration;
 use super::config::{Keepalive, TcpConfig};
 use super::segment::{Segment, TxSegment};
 use super::seq::SeqNum;
-use super::tcb::{CloseReason, Events, RxOutcome, State, SynOptions, Tcb};
+use super::tcb::{Events, Opening, RxOutcome, State, SynOptions, Tcb};
+use crate::app::CloseReason;
 use crate::time::Instant;
 
 const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
@@ -24,6 +25,19 @@ const RBUF: usize = 64000;
 
 fn ms(n: u64) -> Instant {
     Instant::from_millis(n)
+}
+
+/// What a connection between [`LOCAL`] and [`REMOTE`] is created with.
+fn open(iss: SeqNum, ts_offset: u32, our_mss: u16, now: Instant, cfg: &TcpConfig) -> Opening<'_> {
+    Opening {
+        local: LOCAL,
+        remote: REMOTE,
+        iss,
+        ts_offset,
+        our_mss,
+        now,
+        cfg,
+    }
 }
 
 fn cfg() -> TcpConfig {
@@ -168,7 +182,7 @@ fn passive(cfg: &TcpConfig) -> Tcb {
 }
 
 fn passive_at(cfg: &TcpConfig, iss: u32, irs: u32) -> Tcb {
-    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &syn(irs), SeqNum(iss), 0, MSS, ms(0), cfg);
+    let mut tcb = Tcb::accept_syn(&open(SeqNum(iss), 0, MSS, ms(0), cfg), &syn(irs));
     let out = tx(&mut tcb, ms(0));
     assert_eq!(out.len(), 1);
     assert!(out[0].syn);
@@ -187,7 +201,7 @@ fn passive_at(cfg: &TcpConfig, iss: u32, irs: u32) -> Tcb {
 fn passive_sack(cfg: &TcpConfig) -> Tcb {
     let mut s = syn(IRS);
     s.sack_permitted = true;
-    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &s, SeqNum(ISS), 0, MSS, ms(0), cfg);
+    let mut tcb = Tcb::accept_syn(&open(SeqNum(ISS), 0, MSS, ms(0), cfg), &s);
     tx(&mut tcb, ms(0));
     rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 65535));
     assert_eq!(tcb.state(), State::Established);
@@ -198,7 +212,7 @@ fn passive_sack(cfg: &TcpConfig) -> Tcb {
 
 /// Active open against a peer that sends a plain SYN-ACK (MSS only).
 fn active(cfg: &TcpConfig) -> Tcb {
-    let mut tcb = Tcb::connect(LOCAL, REMOTE, SeqNum(ISS), 0, MSS, ms(0), cfg);
+    let mut tcb = Tcb::connect(&open(SeqNum(ISS), 0, MSS, ms(0), cfg));
     let out = tx(&mut tcb, ms(0));
     assert_eq!(out.len(), 1);
     let mut sa = syn(IRS);
@@ -222,7 +236,7 @@ fn cookie(cfg: &TcpConfig) -> Tcb {
         ..SynOptions::default()
     };
     let a = ack(IRS + 1, ISS + 1, 65535);
-    let mut tcb = Tcb::from_cookie(LOCAL, REMOTE, &a, SeqNum(ISS), opts, 0, MSS, ms(0), cfg);
+    let mut tcb = Tcb::from_cookie(&open(SeqNum(ISS), 0, MSS, ms(0), cfg), &a, opts);
     assert_eq!(tcb.state(), State::Established);
     assert!(events(&mut tcb).connected);
     assert!(tx(&mut tcb, ms(0)).is_empty());
@@ -249,7 +263,7 @@ const W: u16 = RBUF as u16;
 #[test]
 fn handshake_passive_plain_syn_gets_only_mss() {
     let cfg = cfg();
-    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &syn(IRS), SeqNum(ISS), 0, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::accept_syn(&open(SeqNum(ISS), 0, MSS, ms(0), &cfg), &syn(IRS));
     assert_eq!(tcb.state(), State::SynReceived);
     let out = tx(&mut tcb, ms(0));
     // RFC 7323 §2.2/§3.2, RFC 2018 §2: no WS, SACK-permitted or TS unless offered.
@@ -288,7 +302,7 @@ fn handshake_passive_plain_syn_gets_only_mss() {
 fn handshake_passive_with_all_options() {
     let cfg = TcpConfig::default(); // 256 KiB receive buffer: shift 3
     let s = syn_full(IRS, 1400, 7, 100);
-    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &s, SeqNum(ISS), 5000, MSS, ms(20), &cfg);
+    let mut tcb = Tcb::accept_syn(&open(SeqNum(ISS), 5000, MSS, ms(20), &cfg), &s);
     let out = tx(&mut tcb, ms(20));
     assert_eq!(
         out,
@@ -323,7 +337,7 @@ fn handshake_passive_with_all_options() {
 #[test]
 fn handshake_active_options_negotiated() {
     let cfg = TcpConfig::default();
-    let mut tcb = Tcb::connect(LOCAL, REMOTE, SeqNum(ISS), 7, MSS, ms(10), &cfg);
+    let mut tcb = Tcb::connect(&open(SeqNum(ISS), 7, MSS, ms(10), &cfg));
     assert_eq!(tcb.state(), State::SynSent);
     let out = tx(&mut tcb, ms(10));
     assert_eq!(
@@ -371,7 +385,7 @@ fn handshake_active_options_negotiated() {
 #[test]
 fn handshake_active_peer_without_options() {
     let cfg = TcpConfig::default();
-    let mut tcb = Tcb::connect(LOCAL, REMOTE, SeqNum(ISS), 7, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::connect(&open(SeqNum(ISS), 7, MSS, ms(0), &cfg));
     tx(&mut tcb, ms(0));
     let mut sa = seg(IRS);
     sa.flags.syn = true;
@@ -392,7 +406,7 @@ fn handshake_active_peer_without_options() {
 #[test]
 fn syn_sent_unacceptable_ack_gets_rst() {
     let cfg = cfg();
-    let mut tcb = Tcb::connect(LOCAL, REMOTE, SeqNum(ISS), 0, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::connect(&open(SeqNum(ISS), 0, MSS, ms(0), &cfg));
     tx(&mut tcb, ms(0));
     // §3.10.7.3: SEG.ACK =< ISS or > SND.NXT: <SEQ=SEG.ACK><CTL=RST>.
     let mut sa = syn(IRS);
@@ -463,7 +477,7 @@ fn writable_event_after_send_space_frees() {
 #[test]
 fn simultaneous_open_syn_then_ack() {
     let cfg = cfg();
-    let mut tcb = Tcb::connect(LOCAL, REMOTE, SeqNum(ISS), 0, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::connect(&open(SeqNum(ISS), 0, MSS, ms(0), &cfg));
     tx(&mut tcb, ms(0));
     // §3.5 figure 7: a SYN without ACK in SYN-SENT.
     rx(&mut tcb, ms(1), &syn(IRS));
@@ -488,7 +502,7 @@ fn simultaneous_open_syn_then_ack() {
 #[test]
 fn simultaneous_open_syn_ack_establishes() {
     let cfg = cfg();
-    let mut tcb = Tcb::connect(LOCAL, REMOTE, SeqNum(ISS), 0, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::connect(&open(SeqNum(ISS), 0, MSS, ms(0), &cfg));
     tx(&mut tcb, ms(0));
     rx(&mut tcb, ms(1), &syn(IRS));
     tx(&mut tcb, ms(1));
@@ -556,7 +570,7 @@ fn rst_out_of_window_ignored() {
 #[test]
 fn rst_in_syn_sent() {
     let cfg = cfg();
-    let mut tcb = Tcb::connect(LOCAL, REMOTE, SeqNum(ISS), 0, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::connect(&open(SeqNum(ISS), 0, MSS, ms(0), &cfg));
     tx(&mut tcb, ms(0));
     // Without ACK: ignored (§3.10.7.3).
     rx(&mut tcb, ms(1), &rst(0));
@@ -580,7 +594,7 @@ fn rst_in_syn_sent() {
 #[test]
 fn rst_in_syn_received_after_active_open_is_refused() {
     let cfg = cfg();
-    let mut tcb = Tcb::connect(LOCAL, REMOTE, SeqNum(ISS), 0, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::connect(&open(SeqNum(ISS), 0, MSS, ms(0), &cfg));
     tx(&mut tcb, ms(0));
     rx(&mut tcb, ms(1), &syn(IRS));
     tx(&mut tcb, ms(1));
@@ -588,7 +602,7 @@ fn rst_in_syn_received_after_active_open_is_refused() {
     rx(&mut tcb, ms(2), &rst(IRS + 1));
     assert_eq!(events(&mut tcb), closed(CloseReason::Refused));
 
-    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &syn(IRS), SeqNum(ISS), 0, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::accept_syn(&open(SeqNum(ISS), 0, MSS, ms(0), &cfg), &syn(IRS));
     tx(&mut tcb, ms(0));
     rx(&mut tcb, ms(2), &rst(IRS + 1));
     assert_eq!(tcb.state(), State::Closed);
@@ -1120,7 +1134,7 @@ fn syn_retransmission_and_give_up() {
         timestamps: false,
         ..cfg()
     };
-    let mut tcb = Tcb::connect(LOCAL, REMOTE, SeqNum(ISS), 0, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::connect(&open(SeqNum(ISS), 0, MSS, ms(0), &cfg));
     let first = tx(&mut tcb, ms(0));
     assert_eq!(first.len(), 1);
     assert!(first[0].syn);
@@ -1140,7 +1154,7 @@ fn syn_retransmission_and_give_up() {
 #[test]
 fn synack_retransmission() {
     let cfg = cfg();
-    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &syn(IRS), SeqNum(ISS), 0, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::accept_syn(&open(SeqNum(ISS), 0, MSS, ms(0), &cfg), &syn(IRS));
     let first = tx(&mut tcb, ms(0));
     assert_eq!(tick(&mut tcb, ms(1000)), first);
     // A retransmitted SYN from the peer gets the SYN-ACK again.
@@ -1201,7 +1215,7 @@ fn fast_retransmit_and_newreno_recovery() {
 fn passive_ts() -> Tcb {
     let cfg = cfg();
     let s = with_ts(syn(IRS), 100, 0);
-    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &s, SeqNum(ISS), 1000, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::accept_syn(&open(SeqNum(ISS), 1000, MSS, ms(0), &cfg), &s);
     let out = tx(&mut tcb, ms(0));
     assert_eq!(out[0].timestamp, Some((1000, 100)));
     rx(
@@ -1279,7 +1293,7 @@ fn half_close_sends_fin_after_data_and_keeps_receiving() {
     tcb.send(&payload(100)).unwrap();
     tcb.shutdown_write();
     assert_eq!(tcb.state(), State::FinWait1);
-    assert_eq!(tcb.send(b"x"), Err(super::tcb::SendError::Closed));
+    assert_eq!(tcb.send(b"x"), Err(crate::app::SendError::Closed));
     assert_eq!(
         tx(&mut tcb, ms(0)),
         vec![TxSegment {
@@ -1399,7 +1413,7 @@ fn window_scaling_applies_both_ways() {
     };
     let mut s = syn(IRS);
     s.wscale = Some(2);
-    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &s, SeqNum(ISS), 0, MSS, ms(0), &cfg);
+    let mut tcb = Tcb::accept_syn(&open(SeqNum(ISS), 0, MSS, ms(0), &cfg), &s);
     let out = tx(&mut tcb, ms(0));
     assert_eq!(out[0].wscale, Some(3));
     assert_eq!(out[0].window, 65535);
@@ -1482,7 +1496,7 @@ fn passive_big_mss() -> Tcb {
     let cfg = cfg();
     let mut s = syn(IRS);
     s.mss = Some(BIG_MSS);
-    let mut tcb = Tcb::accept_syn(LOCAL, REMOTE, &s, SeqNum(ISS), 0, BIG_MSS, ms(0), &cfg);
+    let mut tcb = Tcb::accept_syn(&open(SeqNum(ISS), 0, BIG_MSS, ms(0), &cfg), &s);
     tx(&mut tcb, ms(0));
     rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 65535));
     assert_eq!(tcb.state(), State::Established);

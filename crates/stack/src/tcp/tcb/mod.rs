@@ -35,15 +35,19 @@ use super::rtt::RttEstimator;
 use super::segment::Segment;
 use super::send_buffer::SendBuffer;
 use super::seq::SeqNum;
+use crate::app::{CloseReason, SendError};
 use crate::time::Instant;
 use timer_table::{Timer, TimerTable};
 
 mod ack;
+mod connection;
 mod input;
 mod open;
 mod output;
 mod timer_table;
 mod timers;
+
+pub use open::Opening;
 
 /// The connection states of RFC 9293 §3.3.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,21 +73,6 @@ impl State {
             State::Closed | State::Listen | State::SynSent | State::SynReceived
         )
     }
-}
-
-/// Why a connection ended; handed to the application's `closed` callback.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CloseReason {
-    /// Both sides closed gracefully.
-    Normal,
-    /// The peer reset the connection.
-    Reset,
-    /// The peer refused an active open (RST in reply to our SYN).
-    Refused,
-    /// Retransmissions, keepalive probes or FIN-WAIT-2 ran out of time.
-    TimedOut,
-    /// The application aborted the connection (we sent a RST).
-    Aborted,
 }
 
 /// Application-visible events raised by the state machine, drained by the engine.
@@ -119,13 +108,6 @@ pub struct RxOutcome {
     /// RFC 5961 asks for a challenge ACK; the engine applies its global rate limit and
     /// calls [`Tcb::send_challenge_ack`] if allowed.
     pub challenge_ack: bool,
-}
-
-/// Errors of the application-facing send calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SendError {
-    /// The sending side is closed (FIN queued, or the connection is gone).
-    Closed,
 }
 
 /// RFC 7323 timestamp state.

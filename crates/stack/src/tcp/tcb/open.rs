@@ -19,17 +19,39 @@ use crate::tcp::send_buffer::SendBuffer;
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
 
+/// What every new connection is created with, whichever way it opens.
+#[derive(Debug, Clone, Copy)]
+pub struct Opening<'a> {
+    /// Our end of the connection.
+    pub local: SocketAddrV4,
+    /// The peer's end.
+    pub remote: SocketAddrV4,
+    /// Our initial sequence number (RFC 9293 §3.4.1; RFC 6528).
+    pub iss: SeqNum,
+    /// Added to our millisecond clock in the TSvals we send, so they do not reveal
+    /// uptime (RFC 7323 §7.1).
+    pub ts_offset: u32,
+    /// The largest segment our link carries (MTU - 40), announced in our SYN.
+    pub our_mss: u16,
+    /// The time of the opening.
+    pub now: Instant,
+    /// The engine's TCP settings; the connection copies what it needs.
+    pub cfg: &'a TcpConfig,
+}
+
 impl Tcb {
     /// A block in CLOSED with nothing sent or received; the public constructors below
     /// move it into its first state.
-    fn new(
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-        iss: SeqNum,
-        our_mss: u16,
-        now: Instant,
-        cfg: &TcpConfig,
-    ) -> Tcb {
+    fn new(p: &Opening<'_>) -> Tcb {
+        let &Opening {
+            local,
+            remote,
+            iss,
+            our_mss,
+            now,
+            cfg,
+            ..
+        } = p;
         let smss = our_mss as usize;
         Tcb {
             state: State::Closed,
@@ -112,18 +134,9 @@ impl Tcb {
     }
 
     /// Active open (§3.10.1): the connection starts in SYN-SENT with a SYN to send.
-    /// `our_mss` is the largest segment our link carries (MTU - 40).
-    #[allow(clippy::too_many_arguments)]
-    pub fn connect(
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-        iss: SeqNum,
-        ts_offset: u32,
-        our_mss: u16,
-        now: Instant,
-        cfg: &TcpConfig,
-    ) -> Tcb {
-        let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
+    pub fn connect(p: &Opening<'_>) -> Tcb {
+        let (now, cfg) = (p.now, p.cfg);
+        let mut tcb = Tcb::new(p);
         tcb.state = State::SynSent;
         tcb.active_open = true;
         tcb.rcv.wscale = if cfg.window_scaling {
@@ -135,7 +148,7 @@ impl Tcb {
             tcb.ts = Some(Timestamps {
                 recent: 0,
                 recent_age: now,
-                offset: ts_offset,
+                offset: p.ts_offset,
             });
         }
         tcb.pending.syn = true;
@@ -144,24 +157,14 @@ impl Tcb {
 
     /// Passive open: a SYN arrived for a listener (§3.10.7.2). The connection starts in
     /// SYN-RECEIVED with a SYN-ACK to send.
-    #[allow(clippy::too_many_arguments)]
-    pub fn accept_syn(
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-        syn: &Segment,
-        iss: SeqNum,
-        ts_offset: u32,
-        our_mss: u16,
-        now: Instant,
-        cfg: &TcpConfig,
-    ) -> Tcb {
-        let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
+    pub fn accept_syn(p: &Opening<'_>, syn: &Segment) -> Tcb {
+        let mut tcb = Tcb::new(p);
         tcb.state = State::SynReceived;
         tcb.rcv.irs = syn.seq;
         tcb.rcv.nxt = syn.seq + 1;
         tcb.rcv.adv = tcb.rcv.nxt;
         tcb.rcv.last_ack_sent = tcb.rcv.nxt;
-        tcb.negotiate(&SynOptions::from(syn), ts_offset, now);
+        tcb.negotiate(&SynOptions::from(syn), p.ts_offset, p.now);
         tcb.snd.wnd = syn.window as usize;
         tcb.snd.max_wnd = tcb.snd.wnd;
         tcb.snd.wl1 = syn.seq;
@@ -170,24 +173,14 @@ impl Tcb {
     }
 
     /// A connection rebuilt from a valid SYN-cookie ACK: straight to ESTABLISHED.
-    /// `iss` is the cookie (our SYN-ACK's sequence number), `irs` the client's ISN and
-    /// `opts` what the cookie preserved of the client's SYN.
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_cookie(
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-        ack: &Segment,
-        iss: SeqNum,
-        opts: SynOptions,
-        ts_offset: u32,
-        our_mss: u16,
-        now: Instant,
-        cfg: &TcpConfig,
-    ) -> Tcb {
-        let mut tcb = Tcb::new(local, remote, iss, our_mss, now, cfg);
+    /// `p.iss` is the cookie (our SYN-ACK's sequence number) and `opts` what the cookie
+    /// preserved of the client's SYN; the client's ISN is the ACK's sequence number - 1.
+    pub fn from_cookie(p: &Opening<'_>, ack: &Segment, opts: SynOptions) -> Tcb {
+        let (iss, now) = (p.iss, p.now);
+        let mut tcb = Tcb::new(p);
         tcb.rcv.irs = ack.seq - 1;
         tcb.rcv.nxt = ack.seq;
-        tcb.negotiate(&opts, ts_offset, now);
+        tcb.negotiate(&opts, p.ts_offset, now);
         tcb.snd.una = iss + 1;
         tcb.snd.syn_acked = true;
         tcb.snd.nxt = tcb.snd.una;

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::recv_buffer::RecvBuffer;
-use super::tcb::{SendError, Tcb};
-use crate::app::{Connection, UnreadBytes};
+use super::Tcb;
+use crate::app::{Connection, SendError, UnreadBytes};
 use crate::checksum::SummedBytes;
+use crate::tcp::recv_buffer::RecvBuffer;
 
 impl Connection for Tcb {
     fn local_addr(&self) -> SocketAddrV4 {
