@@ -21,6 +21,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use rusty_stack::app::AppCore;
+use rusty_stack::app::OpenResult;
 use rusty_stack::{CloseReason, ConnId, ConnectError, Connection, Handler, Stats};
 
 use crate::config::{bind_listener, KernelConfig};
@@ -45,6 +46,12 @@ struct Listener {
 }
 
 /// One worker's kernel-socket backend. See the [module docs](self).
+///
+/// Its counters ([`stats`](Self::stats)): kernel sockets hide frames and segments, so
+/// `frames_*` stay 0; `bytes_in`/`bytes_out` count TCP payload bytes read from and
+/// written to the kernel, `segments_in`/`segments_out` the reads and sends that moved
+/// bytes; `rsts_sent` counts aborts and refused accepts (closes with `SO_LINGER` 0).
+/// Its `connection_count` includes active opens still connecting.
 ///
 /// Like Rusty's [`Engine`](rusty_stack::Engine) it is `!Send`: it belongs to the worker
 /// thread that built it ([`kernel_worker`](crate::kernel_worker) builds it there).
@@ -116,11 +123,7 @@ impl<H: Handler> KernelEngine<H> {
 
     /// Start a non-blocking connect to `remote`. The handler's `connected` or `closed`
     /// follows; failures that leave no connection come back as the error.
-    pub fn connect(
-        &mut self,
-        remote: SocketAddrV4,
-        state: H::Conn,
-    ) -> Result<ConnId, (ConnectError, H::Conn)> {
+    pub fn connect(&mut self, remote: SocketAddrV4, state: H::Conn) -> OpenResult<H::Conn> {
         let state = self.app.may_open(state)?;
         let Ok(fd) = sys::tcp_socket() else {
             return Err((ConnectError::TooManyConnections, state));
@@ -208,28 +211,11 @@ impl<H: Handler> KernelEngine<H> {
         work
     }
 
-    /// The application's handler.
-    pub fn handler(&self) -> &H {
-        self.app.handler()
-    }
-    /// The application's handler.
-    pub fn handler_mut(&mut self) -> &mut H {
-        self.app.handler_mut()
-    }
-    /// This worker's counters. Kernel sockets hide frames and segments, so `frames_*`
-    /// stay 0; `bytes_in`/`bytes_out` count TCP payload bytes read from and written to
-    /// the kernel, `segments_in`/`segments_out` the reads and sends that moved bytes;
-    /// `rsts_sent` counts aborts and refused accepts (closes with `SO_LINGER` 0).
-    pub fn stats(&self) -> &Stats {
-        &self.stats
-    }
+    rusty_stack::app_accessors!(H);
+
     /// What the engine was built with.
     pub fn config(&self) -> &KernelConfig {
         &self.cfg
-    }
-    /// Open connections, including active opens still connecting.
-    pub fn connection_count(&self) -> usize {
-        self.app.len()
     }
     /// Local addresses of the listeners.
     pub fn listen_addrs(&self) -> impl Iterator<Item = SocketAddrV4> + '_ {

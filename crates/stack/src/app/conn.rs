@@ -132,6 +132,10 @@ impl std::fmt::Display for ConnectError {
 
 impl std::error::Error for ConnectError {}
 
+/// What starting an active open gives: the new connection's id, or why it could not
+/// start, with the application state `S` handed back.
+pub type OpenResult<S> = Result<ConnId, (ConnectError, S)>;
+
 /// Active opens requested from inside callbacks; the engine starts them when the
 /// callback returns.
 pub struct Opener<'a, S> {

@@ -36,7 +36,7 @@ use std::ops::{Index, IndexMut};
 use slab::Slab;
 
 use super::conn::CloseReason;
-use super::conn::{Conn, ConnId, ConnectError, Connection, Opener, GENERATION_MASK};
+use super::conn::{Conn, ConnId, ConnectError, Connection, OpenResult, Opener, GENERATION_MASK};
 use super::handler::Handler;
 use crate::stats::Stats;
 
@@ -365,7 +365,7 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     pub fn start_requested<B>(
         backend: &mut B,
         core: impl Fn(&mut B) -> &mut Self,
-        mut open: impl FnMut(&mut B, SocketAddrV4, H::Conn) -> Result<ConnId, (ConnectError, H::Conn)>,
+        mut open: impl FnMut(&mut B, SocketAddrV4, H::Conn) -> OpenResult<H::Conn>,
     ) {
         let mut batch = std::mem::take(&mut core(backend).requests);
         for (remote, state) in batch.drain(..) {

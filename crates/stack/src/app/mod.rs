@@ -14,5 +14,36 @@ mod core;
 mod handler;
 
 pub use self::core::{AppConn, AppCore, UnreadBytes};
-pub use conn::{CloseReason, Conn, ConnId, ConnectError, Connection, Opener, SendError};
+pub use conn::{
+    CloseReason, Conn, ConnId, ConnectError, Connection, OpenResult, Opener, SendError,
+};
 pub use handler::Handler;
+
+/// Defines the accessors every backend's engine offers over its application core, for
+/// a type with an `app: AppCore<H, _>` field and a `stats: Stats` field: `handler`,
+/// `handler_mut`, `stats` and `connection_count`. Both backends invoke it inside their
+/// engine's `impl` block (`rusty_stack::app_accessors!(H);`), so their surfaces cannot
+/// drift apart.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! app_accessors {
+    ($handler:ident) => {
+        /// The application's handler.
+        pub fn handler(&self) -> &$handler {
+            self.app.handler()
+        }
+        /// The application's handler.
+        pub fn handler_mut(&mut self) -> &mut $handler {
+            self.app.handler_mut()
+        }
+        /// This worker's counters.
+        pub fn stats(&self) -> &$crate::Stats {
+            &self.stats
+        }
+        /// Connections in the worker's table (see the engine's docs for which states
+        /// that covers).
+        pub fn connection_count(&self) -> usize {
+            self.app.len()
+        }
+    };
+}

@@ -5,7 +5,7 @@
 use std::net::SocketAddrV4;
 
 use super::{Engine, FlowKey};
-use crate::app::{AppCore, ConnId, ConnectError, Handler};
+use crate::app::{AppCore, ConnectError, Handler, OpenResult};
 use crate::io::PacketIo;
 use crate::tcp::tcb::Tcb;
 use crate::time::Clock;
@@ -20,7 +20,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         &mut self,
         remote: SocketAddrV4,
         state: H::Conn,
-    ) -> Result<ConnId, (ConnectError, H::Conn)> {
+    ) -> OpenResult<H::Conn> {
         let state = self.app.may_open(state)?;
         let Some(port) = self.pick_port(remote) else {
             return Err((ConnectError::NoPortAvailable, state));

@@ -30,7 +30,7 @@ use ahash::RandomState;
 
 pub use config::EngineConfig;
 
-use crate::app::{AppCore, ConnId, ConnectError, Handler};
+use crate::app::{AppCore, ConnId, Handler, OpenResult};
 use crate::io::{ChecksumOffload, MacAddr, PacketIo, RxFrame};
 use crate::ipv4::{self, IdentCounter};
 use crate::stats::Stats;
@@ -73,7 +73,9 @@ struct Block {
     listener: Option<u16>,
 }
 
-/// One worker's protocol engine. See the [module docs](self).
+/// One worker's protocol engine. See the [module docs](self). Its
+/// `connection_count` counts live connection blocks: every state but TIME-WAIT, whose
+/// compact entries [`Engine::time_wait_count`] counts.
 ///
 /// An engine belongs to the worker thread that built it and never crosses to another:
 /// it is `!Send`, even over a device and handler that are `Send`, and the runtime
@@ -266,11 +268,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     /// Start an active open to `remote`. The handler's `connected` or `closed` follows.
-    pub fn connect(
-        &mut self,
-        remote: SocketAddrV4,
-        state: H::Conn,
-    ) -> Result<ConnId, (ConnectError, H::Conn)> {
+    pub fn connect(&mut self, remote: SocketAddrV4, state: H::Conn) -> OpenResult<H::Conn> {
         self.now = self.clock.now();
         self.start_connect(remote, state)
     }
@@ -291,18 +289,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         true
     }
 
-    /// The application's handler.
-    pub fn handler(&self) -> &H {
-        self.app.handler()
-    }
-    /// The application's handler.
-    pub fn handler_mut(&mut self) -> &mut H {
-        self.app.handler_mut()
-    }
-    /// This engine's counters.
-    pub fn stats(&self) -> &Stats {
-        &self.stats
-    }
+    crate::app_accessors!(H);
+
     /// The packet-IO queue.
     pub fn device(&self) -> &D {
         &self.dev
@@ -314,10 +302,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// What the engine was built with.
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
-    }
-    /// Live connection blocks (every state but TIME-WAIT).
-    pub fn connection_count(&self) -> usize {
-        self.app.len()
     }
     /// Compact TIME-WAIT entries.
     pub fn time_wait_count(&self) -> usize {

@@ -20,7 +20,7 @@ use smoltcp::wire::{
 
 use super::*;
 use crate::app::CloseReason;
-use crate::app::{Conn, Opener};
+use crate::app::{Conn, ConnectError, Opener};
 use crate::checksum;
 use crate::drop::DropReason;
 use crate::ethernet::EthernetHeader;
