@@ -19,6 +19,11 @@ pub struct EngineConfig {
     pub arp: ArpConfig,
     /// Most live connection blocks per engine (TIME-WAIT entries are not counted).
     pub max_connections: usize,
+    /// Bytes of drained connection-buffer storage the engine keeps for reuse, per size
+    /// class (8 classes of rings, 2 KiB … 256 KiB), so that busy connections do not go
+    /// to the allocator for every request. Rings beyond it go back to the allocator.
+    /// The pool starts empty; this bounds what it holds (at most 8 × this).
+    pub buffer_pool: usize,
     /// Most TIME-WAIT entries; past this, connections skip TIME-WAIT (Linux
     /// tcp_max_tw_buckets behaves the same way).
     pub max_time_wait: usize,
@@ -46,6 +51,7 @@ impl EngineConfig {
             tcp: TcpConfig::default(),
             arp: ArpConfig::default(),
             max_connections: 65536,
+            buffer_pool: crate::tcp::pool::DEFAULT_BYTES_PER_CLASS,
             max_time_wait: 65536,
             syn_cookies: true,
             rx_burst: 32,

@@ -8,18 +8,23 @@ use std::net::SocketAddrV4;
 use super::{Block, Engine, TimerItem};
 use crate::app::{AppConn, Connection, Handler};
 use crate::io::PacketIo;
+use crate::tcp::pool::RingPool;
 use crate::tcp::recv_buffer::RecvBuffer;
 use crate::tcp::segment::Segment;
-use crate::tcp::tcb::RxOutcome;
+use crate::tcp::tcb::{RxOutcome, TcbConn};
 use crate::time::Clock;
 
 impl AppConn for Block {
-    type Ctx = ();
+    /// The engine's ring pool, which the buffers take storage from and give it back to.
+    type Ctx = RingPool;
     type Unread = RecvBuffer;
 
     #[inline]
-    fn with_ops<R>(&mut self, _: &mut (), f: impl FnOnce(&mut dyn Connection) -> R) -> R {
-        f(&mut self.tcb)
+    fn with_ops<R>(&mut self, pool: &mut RingPool, f: impl FnOnce(&mut dyn Connection) -> R) -> R {
+        f(&mut TcbConn {
+            tcb: &mut self.tcb,
+            pool,
+        })
     }
     fn addrs(&self) -> (SocketAddrV4, SocketAddrV4) {
         (self.tcb.local(), self.tcb.remote())
@@ -33,22 +38,30 @@ impl AppConn for Block {
     fn take_unread(&mut self) -> RecvBuffer {
         self.tcb.take_recv_buffer()
     }
-    fn put_unread(&mut self, mut buf: RecvBuffer, consumed: usize, contiguous: bool, _: &mut ()) {
-        buf.consume(consumed);
+    fn put_unread(
+        &mut self,
+        mut buf: RecvBuffer,
+        consumed: usize,
+        contiguous: bool,
+        pool: &mut RingPool,
+    ) {
+        buf.consume(consumed, pool);
         if contiguous {
             buf.make_contiguous();
         }
         self.tcb.put_recv_buffer(buf);
     }
-    fn keep_unread(&mut self, rest: &[u8], _: &mut ()) {
-        self.tcb.keep_unconsumed(rest);
+    fn keep_unread(&mut self, rest: &[u8], pool: &mut RingPool) {
+        self.tcb.keep_unconsumed(rest, pool);
     }
 }
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// A segment for the connection in slot `index`.
     pub(super) fn conn_input(&mut self, index: usize, seg: &Segment, payload: &[u8]) {
-        let outcome = self.app[index].tcb.on_segment(self.now, seg, payload);
+        let outcome = self.app[index]
+            .tcb
+            .on_segment(self.now, seg, payload, &mut self.pool);
         if outcome.challenge_ack && self.allow_challenge() {
             self.app[index].tcb.send_challenge_ack();
         }
@@ -76,31 +89,32 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// segment's, for bytes the state machine delivers straight from the frame.
     pub(super) fn dispatch(&mut self, index: usize, outcome: RxOutcome, payload: &[u8]) {
         let ev = self.app[index].tcb.take_events();
-        let ctx = &mut ();
         if ev.connected {
             self.release_half_open(index);
             if !self.app.accept(index, &mut self.stats) {
                 self.app[index].tcb.abort();
             }
-            self.app.connected(ctx, index);
+            self.app.connected(&mut self.pool, index);
         }
+        let (app, pool) = (&mut self.app, &mut self.pool);
         // Bytes already unread are offered again with every event: the handler may
         // have paused for something this event changed.
         let direct = outcome.deliver.map_or(&[][..], |(a, b)| &payload[a..b]);
-        self.app.data(ctx, index, direct);
+        app.data(pool, index, direct);
         if ev.writable {
-            self.app.writable(ctx, index);
+            app.writable(pool, index);
         }
         if ev.peer_closed {
-            self.app.peer_closed(ctx, index);
+            app.peer_closed(pool, index);
         }
         if ev.app_timer {
-            self.app.timer(ctx, index);
+            app.timer(pool, index);
         }
         // Callbacks may have closed or aborted the connection.
-        if let Some(reason) = ev.closed.or(self.app[index].tcb.take_events().closed) {
+        if let Some(reason) = ev.closed.or(app[index].tcb.take_events().closed) {
             self.release_half_open(index);
-            self.app.finish(ctx, index, reason, &mut self.stats);
+            self.app
+                .finish(&mut self.pool, index, reason, &mut self.stats);
         }
     }
 

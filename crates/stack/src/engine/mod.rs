@@ -36,6 +36,7 @@ use crate::ipv4::{self, IdentCounter};
 use crate::stats::Stats;
 use crate::tcp::cookie::SynCookies;
 use crate::tcp::isn::IsnGenerator;
+use crate::tcp::pool::RingPool;
 use crate::tcp::segment::TxSegment;
 use crate::tcp::seq::SeqNum;
 use crate::tcp::tcb::{Opening, State, Tcb};
@@ -158,6 +159,8 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     tso_payload: usize,
     /// The handler and the connection blocks, with the rules for calling it.
     app: AppCore<H, Block>,
+    /// Ring storage the connections' buffers take and give back.
+    pool: RingPool,
     flows: HashMap<FlowKey, usize, RandomState>,
     listeners: HashMap<u16, Listener, RandomState>,
     time_wait: TimeWait,
@@ -218,6 +221,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 _ => 0,
             },
             app: AppCore::new(handler, cfg.max_connections, 65536),
+            pool: RingPool::new(cfg.buffer_pool),
             flows: HashMap::with_hasher(RandomState::new()),
             listeners: HashMap::with_hasher(RandomState::new()),
             time_wait: TimeWait::new(cfg.max_time_wait),

@@ -62,7 +62,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     fn remove_conn(&mut self, index: usize) {
-        let block = self.app.remove(&mut (), index, &mut self.stats);
+        let mut block = self.app.remove(&mut self.pool, index, &mut self.stats);
+        block.tcb.release_buffers(&mut self.pool);
         self.flows.remove(&block.key);
     }
 
@@ -82,8 +83,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         self.flows.remove(&key);
         self.app
-            .finish(&mut (), index, CloseReason::Normal, &mut self.stats);
-        self.app.remove(&mut (), index, &mut self.stats);
+            .finish(&mut self.pool, index, CloseReason::Normal, &mut self.stats);
+        let mut block = self.app.remove(&mut self.pool, index, &mut self.stats);
+        block.tcb.release_buffers(&mut self.pool);
     }
 
     fn send_conn_segment(&mut self, index: usize, seg: &TxSegment) {

@@ -87,6 +87,18 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
 }
 
 fn echo_once(len: usize, faults: FaultConfig, seed: u64) {
+    echo_with_pools(len, faults, seed, None);
+}
+
+/// Echo `len` bytes; with `pool`, both engines keep that many idle ring bytes per size
+/// class. Returns the idle ring bytes each engine's pool holds afterwards
+/// (client, server).
+fn echo_with_pools(
+    len: usize,
+    faults: FaultConfig,
+    seed: u64,
+    pool: Option<usize>,
+) -> (usize, usize) {
     let payload = pattern(len, seed as u8);
     let sender = Sender {
         payload: payload.clone(),
@@ -95,11 +107,16 @@ fn echo_once(len: usize, faults: FaultConfig, seed: u64) {
         closed: Vec::new(),
         peer_closed: false,
     };
+    let config = |ip| {
+        let mut cfg = sim::engine_config(ip, seed);
+        cfg.buffer_pool = pool.unwrap_or(cfg.buffer_pool);
+        cfg
+    };
     let mut net = SimPair::new(
         sender,
-        sim::engine_config(sim::CLIENT_IP, seed),
+        config(sim::CLIENT_IP),
         Echo::default(),
-        sim::engine_config(SERVER_IP, seed),
+        config(SERVER_IP),
         faults,
         faults,
         seed,
@@ -110,7 +127,9 @@ fn echo_once(len: usize, faults: FaultConfig, seed: u64) {
         .map_err(|(e, _)| e)
         .expect("connect");
     let done = net.run_until(Duration::from_secs(600), |n| {
-        !n.client.handler().closed.is_empty() && n.server.connection_count() == 0
+        !n.client.handler().closed.is_empty()
+            && n.server.connection_count() == 0
+            && n.client.connection_count() == 0
     });
     let c = net.client.handler();
     assert!(
@@ -131,6 +150,20 @@ fn echo_once(len: usize, faults: FaultConfig, seed: u64) {
         net.server.stats(),
         net.client.device().stats()
     );
+    (net.client.pool.idle_bytes(), net.server.pool.idle_bytes())
+}
+
+/// Buffer storage comes from the engine's own pool and goes back to it when the
+/// connection is done; the configured size bounds what the pool keeps.
+#[test]
+fn buffer_storage_returns_to_the_engines_pool() {
+    let (client, server) = echo_with_pools(100_000, FaultConfig::none(), 3, None);
+    assert!(client > 0 && server > 0, "client {client}, server {server}");
+    let kept = 64 * 1024;
+    let (client, server) = echo_with_pools(100_000, FaultConfig::none(), 3, Some(kept));
+    assert!(client <= 8 * kept && server <= 8 * kept);
+    let (client, server) = echo_with_pools(100_000, FaultConfig::none(), 3, Some(0));
+    assert_eq!((client, server), (0, 0), "a zero-sized pool keeps nothing");
 }
 
 #[test]

@@ -11,15 +11,17 @@
 //! or CPU. Each range remembers when it was last written, so SACK blocks can be reported
 //! most-recent first (RFC 2018 §4).
 //!
-//! Memory: an idle connection owns nothing. The ring is allocated on the first stored
-//! byte, sized to what is held (a power of two, at least [`MIN_RING`], at most
-//! `capacity`), grown by doubling, and freed once nothing is readable and nothing is held
-//! out of order.
+//! Memory: an idle connection owns nothing. The ring is taken from the engine's
+//! [`RingPool`] on the first stored byte, sized to what is held (a power of two, at
+//! least [`MIN_RING`], at most `capacity`), grown by doubling, and given back once
+//! nothing is readable and nothing is held out of order. The calls that may take or
+//! give back storage borrow the pool; [`RecvBuffer::release`] returns the ring of a
+//! buffer that is going away.
 
 /// Smallest ring allocated.
 pub use super::pool::MIN_RING;
 
-use super::pool::{self, wrap};
+use super::pool::{wrap, RingPool};
 
 /// One out-of-order range, `[start, end)` relative to `rcv_nxt`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,10 +53,11 @@ impl RecvBuffer {
     /// A buffer of `capacity` bytes keeping at most `max_ranges` disjoint out-of-order
     /// ranges. Allocates nothing.
     pub fn new(capacity: usize, max_ranges: usize) -> Self {
-        let mut b = RecvBuffer::default();
-        b.capacity = capacity;
-        b.max_ranges = max_ranges;
-        b
+        RecvBuffer {
+            capacity,
+            max_ranges,
+            ..RecvBuffer::default()
+        }
     }
 
     pub fn capacity(&self) -> usize {
@@ -85,7 +88,7 @@ impl RecvBuffer {
     ///
     /// Returns how many bytes became readable (by how much `rcv_nxt` advances),
     /// including previously held out-of-order data the write connected.
-    pub fn write_at(&mut self, offset: usize, data: &[u8]) -> usize {
+    pub fn write_at(&mut self, offset: usize, data: &[u8], pool: &mut RingPool) -> usize {
         let window = self.window();
         if offset >= window || data.is_empty() {
             return 0;
@@ -100,7 +103,7 @@ impl RecvBuffer {
             if first == last && self.ranges.len() >= self.max_ranges {
                 return 0;
             }
-            self.store(offset, data);
+            self.store(offset, data, pool);
             if self.ranges.capacity() == 0 {
                 // Exactly one allocation per out-of-order episode: there are never more
                 // than max_ranges ranges.
@@ -123,7 +126,7 @@ impl RecvBuffer {
             return 0;
         }
 
-        self.store(0, data);
+        self.store(0, data, pool);
         let mut advanced = end;
         if !self.ranges.is_empty() {
             let joined = self.ranges.partition_point(|r| r.start <= advanced);
@@ -165,7 +168,7 @@ impl RecvBuffer {
 
     /// Drops `n` bytes the application has read (at most `readable_len`). Frees the
     /// storage when nothing is left.
-    pub fn consume(&mut self, n: usize) {
+    pub fn consume(&mut self, n: usize, pool: &mut RingPool) {
         let n = n.min(self.readable_len);
         if n == 0 {
             return;
@@ -173,7 +176,7 @@ impl RecvBuffer {
         self.readable_len -= n;
         self.head = wrap(self.head + n, self.ring.len());
         if self.readable_len == 0 && self.ranges.is_empty() {
-            pool::give(std::mem::take(&mut self.ring));
+            pool.give(std::mem::take(&mut self.ring));
             self.ranges.clear();
             self.head = 0;
         }
@@ -204,12 +207,19 @@ impl RecvBuffer {
         written
     }
 
+    /// Give the ring back to `pool` and forget everything held: the connection is
+    /// going away.
+    pub fn release(&mut self, pool: &mut RingPool) {
+        pool.give(std::mem::take(&mut self.ring));
+        *self = RecvBuffer::new(self.capacity, self.max_ranges);
+    }
+
     /// Copies `data` to ring position `rcv_nxt + offset`, allocating or growing the ring
     /// as needed. The caller has clipped `offset + data.len()` to `window()`.
-    fn store(&mut self, offset: usize, data: &[u8]) {
+    fn store(&mut self, offset: usize, data: &[u8], pool: &mut RingPool) {
         let need = self.readable_len + offset + data.len();
         if need > self.ring.len() {
-            self.grow(need);
+            self.grow(need, pool);
         }
         let size = self.ring.len();
         let at = wrap(wrap(self.head + self.readable_len, size) + offset, size);
@@ -220,10 +230,10 @@ impl RecvBuffer {
 
     /// Reallocates the ring to hold at least `need` bytes from the head, keeping readable
     /// and out-of-order data at the same distance from the head.
-    fn grow(&mut self, need: usize) {
+    fn grow(&mut self, need: usize, pool: &mut RingPool) {
         // Bytes from the head up to the end of the last out-of-order range.
         let span = self.readable_len + self.ranges.last().map_or(0, |r| r.end);
-        pool::regrow(&mut self.ring, &mut self.head, span, need, self.capacity);
+        pool.regrow(&mut self.ring, &mut self.head, span, need, self.capacity);
     }
 }
 
@@ -233,15 +243,14 @@ fn to_u32(x: usize) -> u32 {
     u32::try_from(x).unwrap_or(u32::MAX)
 }
 
-impl Drop for RecvBuffer {
-    fn drop(&mut self) {
-        pool::give(std::mem::take(&mut self.ring));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pool for one call: storage comes from the allocator and goes back to it.
+    fn pool() -> RingPool {
+        RingPool::default()
+    }
     use proptest::prelude::*;
 
     /// Drains all readable bytes of a copy of `b`.
@@ -253,7 +262,7 @@ mod tests {
             assert!(!s.is_empty());
             out.extend_from_slice(s);
             let n = s.len();
-            b.consume(n);
+            b.consume(n, &mut pool());
         }
         out
     }
@@ -268,13 +277,13 @@ mod tests {
     fn in_order_writes_become_readable() {
         let mut b = RecvBuffer::new(100, 4);
         assert!(b.ring.is_empty());
-        assert_eq!(b.write_at(0, b"hello"), 5);
-        assert_eq!(b.write_at(0, b" world"), 6);
+        assert_eq!(b.write_at(0, b"hello", &mut pool()), 5);
+        assert_eq!(b.write_at(0, b" world", &mut pool()), 6);
         assert_eq!(b.readable(), b"hello world");
         assert_eq!(b.window(), 89);
-        b.consume(6);
+        b.consume(6, &mut pool());
         assert_eq!(b.readable(), b"world");
-        b.consume(5);
+        b.consume(5, &mut pool());
         assert_eq!(b.readable_len(), 0);
         assert!(b.ring.is_empty(), "storage freed when drained");
         assert_eq!(b.window(), 100);
@@ -283,17 +292,17 @@ mod tests {
     #[test]
     fn gap_filled_releases_out_of_order_data() {
         let mut b = RecvBuffer::new(100, 4);
-        assert_eq!(b.write_at(5, b"fghij"), 0);
-        assert_eq!(b.write_at(15, b"pq"), 0);
+        assert_eq!(b.write_at(5, b"fghij", &mut pool()), 0);
+        assert_eq!(b.write_at(15, b"pq", &mut pool()), 0);
         assert!(b.has_out_of_order());
         assert_eq!(b.readable_len(), 0);
         assert_eq!(b.window(), 100);
         assert_eq!(sacks(&b), vec![(15, 17), (5, 10)]);
         // Fills [0,5) and connects [5,10); [15,17) stays out of order, now at 5..7.
-        assert_eq!(b.write_at(0, b"abcde"), 10);
+        assert_eq!(b.write_at(0, b"abcde", &mut pool()), 10);
         assert_eq!(readable_bytes(&b), b"abcdefghij");
         assert_eq!(sacks(&b), vec![(5, 7)]);
-        assert_eq!(b.write_at(0, b"klmno"), 7);
+        assert_eq!(b.write_at(0, b"klmno", &mut pool()), 7);
         assert_eq!(readable_bytes(&b), b"abcdefghijklmnopq");
         assert!(!b.has_out_of_order());
     }
@@ -301,30 +310,30 @@ mod tests {
     #[test]
     fn writes_are_clipped_to_the_window() {
         let mut b = RecvBuffer::new(8, 4);
-        assert_eq!(b.write_at(0, b"abcdefghijkl"), 8);
+        assert_eq!(b.write_at(0, b"abcdefghijkl", &mut pool()), 8);
         assert_eq!(b.window(), 0);
-        assert_eq!(b.write_at(0, b"x"), 0);
-        b.consume(3);
-        assert_eq!(b.write_at(2, b"XYZ"), 0);
+        assert_eq!(b.write_at(0, b"x", &mut pool()), 0);
+        b.consume(3, &mut pool());
+        assert_eq!(b.write_at(2, b"XYZ", &mut pool()), 0);
         assert_eq!(sacks(&b), vec![(2, 3)]);
-        assert_eq!(b.write_at(0, b"mn"), 3);
+        assert_eq!(b.write_at(0, b"mn", &mut pool()), 3);
         assert_eq!(readable_bytes(&b), b"defghmnX");
-        assert_eq!(b.write_at(usize::MAX, b"zz"), 0);
+        assert_eq!(b.write_at(usize::MAX, b"zz", &mut pool()), 0);
     }
 
     #[test]
     fn range_bound_rejects_new_ranges_but_not_merges_or_in_order() {
         let mut b = RecvBuffer::new(1000, 2);
-        assert_eq!(b.write_at(10, b"aa"), 0);
-        assert_eq!(b.write_at(20, b"bb"), 0);
-        assert_eq!(b.write_at(30, b"cc"), 0); // third range: dropped
+        assert_eq!(b.write_at(10, b"aa", &mut pool()), 0);
+        assert_eq!(b.write_at(20, b"bb", &mut pool()), 0);
+        assert_eq!(b.write_at(30, b"cc", &mut pool()), 0); // third range: dropped
         assert_eq!(sacks(&b), vec![(20, 22), (10, 12)]);
-        assert_eq!(b.write_at(12, b"AA"), 0); // touches [10,12): merges
-        assert_eq!(b.write_at(18, b"BBB"), 0); // overlaps [20,22)
+        assert_eq!(b.write_at(12, b"AA", &mut pool()), 0); // touches [10,12): merges
+        assert_eq!(b.write_at(18, b"BBB", &mut pool()), 0); // overlaps [20,22)
         assert_eq!(sacks(&b), vec![(18, 22), (10, 14)]);
-        assert_eq!(b.write_at(13, &[b'x'; 6]), 0); // bridges both ranges into one
+        assert_eq!(b.write_at(13, &[b'x'; 6], &mut pool()), 0); // bridges both ranges into one
         assert_eq!(sacks(&b), vec![(10, 22)]);
-        assert_eq!(b.write_at(0, &[b'.'; 10]), 22);
+        assert_eq!(b.write_at(0, &[b'.'; 10], &mut pool()), 22);
         assert!(!b.has_out_of_order());
         let mut want = vec![b'.'; 10];
         want.extend_from_slice(b"aaAxxxxxxBBb");
@@ -334,19 +343,19 @@ mod tests {
     #[test]
     fn zero_max_ranges_keeps_only_in_order_data() {
         let mut b = RecvBuffer::new(100, 0);
-        assert_eq!(b.write_at(1, b"b"), 0);
+        assert_eq!(b.write_at(1, b"b", &mut pool()), 0);
         assert!(!b.has_out_of_order());
         assert!(b.ring.is_empty());
-        assert_eq!(b.write_at(0, b"a"), 1);
+        assert_eq!(b.write_at(0, b"a", &mut pool()), 1);
     }
 
     #[test]
     fn sack_order_follows_recency_and_respects_out_len() {
         let mut b = RecvBuffer::new(1000, 8);
-        b.write_at(100, b"x");
-        b.write_at(300, b"x");
-        b.write_at(200, b"x");
-        b.write_at(101, b"y"); // refreshes the first range
+        b.write_at(100, b"x", &mut pool());
+        b.write_at(300, b"x", &mut pool());
+        b.write_at(200, b"x", &mut pool());
+        b.write_at(101, b"y", &mut pool()); // refreshes the first range
         let mut out = [(0, 0); 2];
         assert_eq!(b.sack_ranges(&mut out), 2);
         assert_eq!(out, [(100, 102), (200, 201)]);
@@ -358,21 +367,21 @@ mod tests {
     fn ring_grows_keeping_wrapped_and_out_of_order_data() {
         let mut b = RecvBuffer::new(1 << 16, 8);
         let stream: Vec<u8> = (0..20_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
-        assert_eq!(b.write_at(0, &stream[..2000]), 2000);
+        assert_eq!(b.write_at(0, &stream[..2000], &mut pool()), 2000);
         assert_eq!(b.ring.len(), MIN_RING);
-        b.consume(1500);
+        b.consume(1500, &mut pool());
         // Wraps inside the 2048 ring, then an out-of-order write forces growth.
-        assert_eq!(b.write_at(0, &stream[2000..2400]), 400);
-        assert_eq!(b.write_at(600, &stream[3000..3100]), 0);
+        assert_eq!(b.write_at(0, &stream[2000..2400], &mut pool()), 400);
+        assert_eq!(b.write_at(600, &stream[3000..3100], &mut pool()), 0);
         assert!(b.ring.len() >= 1600);
-        assert_eq!(b.write_at(5000, &stream[7400..9000]), 0);
+        assert_eq!(b.write_at(5000, &stream[7400..9000], &mut pool()), 0);
         assert_eq!(b.ring.len(), 8192);
-        assert_eq!(b.write_at(0, &stream[2400..3000]), 700);
+        assert_eq!(b.write_at(0, &stream[2400..3000], &mut pool()), 700);
         assert_eq!(readable_bytes(&b), stream[1500..3100].to_vec());
-        b.consume(1600);
+        b.consume(1600, &mut pool());
         assert!(b.has_out_of_order());
         assert_eq!(sacks(&b), vec![(4300, 5900)]);
-        assert_eq!(b.write_at(0, &stream[3100..7400]), 5900);
+        assert_eq!(b.write_at(0, &stream[3100..7400], &mut pool()), 5900);
         assert_eq!(readable_bytes(&b), stream[3100..9000].to_vec());
     }
 
@@ -452,11 +461,11 @@ mod tests {
                                 held.resize(cap, false);
                             }
                         }
-                        prop_assert_eq!(b.write_at(off, &data), expect);
+                        prop_assert_eq!(b.write_at(off, &data, &mut pool()), expect);
                         rcv_nxt += expect;
                     }
                     Op::Consume(n) => {
-                        b.consume(n);
+                        b.consume(n, &mut pool());
                         read += n.min(rcv_nxt - read);
                     }
                 }
@@ -492,21 +501,21 @@ mod tests {
     fn make_contiguous_joins_a_wrapped_view() {
         let mut b = RecvBuffer::new(MIN_RING, 4);
         let fill: Vec<u8> = (0..MIN_RING).map(|i| (i * 7) as u8).collect();
-        assert_eq!(b.write_at(0, &fill[..1500]), 1500);
-        b.consume(1400);
+        assert_eq!(b.write_at(0, &fill[..1500], &mut pool()), 1500);
+        b.consume(1400, &mut pool());
         // 100 + 1000 readable bytes from position 1400 wrap the 2048-byte ring; 100 more
         // sit out of order beyond a 100-byte gap.
-        assert_eq!(b.write_at(0, &fill[1500..]), MIN_RING - 1500);
-        assert_eq!(b.write_at(0, &fill[..452]), 452);
+        assert_eq!(b.write_at(0, &fill[1500..], &mut pool()), MIN_RING - 1500);
+        assert_eq!(b.write_at(0, &fill[..452], &mut pool()), 452);
         assert_eq!(b.readable_len(), 1100);
-        assert_eq!(b.write_at(100, &fill[..100]), 0);
+        assert_eq!(b.write_at(100, &fill[..100], &mut pool()), 0);
         assert!(b.readable().len() < 1100);
         b.make_contiguous();
         let mut want = fill[1400..].to_vec();
         want.extend_from_slice(&fill[..452]);
         assert_eq!(b.readable(), &want[..]);
         assert_eq!(
-            b.write_at(0, &fill[..100]),
+            b.write_at(0, &fill[..100], &mut pool()),
             200,
             "the gap fills and joins the held range"
         );

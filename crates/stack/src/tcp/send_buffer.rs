@@ -13,16 +13,19 @@
 //! Retransmission re-reads any byte from the front by offset, so nothing leaves the buffer
 //! before it is acknowledged ([`SendBuffer::consume`]).
 //!
-//! Memory: an idle connection owns nothing. The ring is allocated on the first copy, sized
-//! to what is queued (a power of two, at least [`MIN_RING`], at most `capacity`), grown by
-//! doubling while the application queues more, and freed as soon as no copied byte
-//! remains. Small responses therefore never pay for a full-capacity allocation.
+//! Memory: an idle connection owns nothing. The ring is taken from the engine's
+//! [`RingPool`] on the first copy, sized to what is queued (a power of two, at least
+//! [`MIN_RING`], at most `capacity`), grown by doubling while the application queues
+//! more, and given back as soon as no copied byte remains. Small responses therefore
+//! never pay for a full-capacity allocation. The calls that may take or give back
+//! storage borrow the pool; [`SendBuffer::release`] returns the ring of a buffer that
+//! is going away.
 
 use std::collections::VecDeque;
 
 use bytes::Bytes;
 
-use super::pool::{self, wrap};
+use super::pool::{wrap, RingPool};
 use crate::checksum::{self, SummedBytes};
 
 /// Smallest ring allocated, so that a burst of small writes does not regrow every time.
@@ -71,9 +74,10 @@ pub struct SendBuffer {
 impl SendBuffer {
     /// A buffer that will hold at most `capacity` copied bytes. Allocates nothing.
     pub fn new(capacity: usize) -> Self {
-        let mut b = SendBuffer::default();
-        b.capacity = capacity;
-        b
+        SendBuffer {
+            capacity,
+            ..SendBuffer::default()
+        }
     }
 
     /// Bound on copied bytes.
@@ -96,14 +100,14 @@ impl SendBuffer {
     }
 
     /// Copies as much of `data` as fits and returns how much that was.
-    pub fn push_copy(&mut self, data: &[u8]) -> usize {
+    pub fn push_copy(&mut self, data: &[u8], pool: &mut RingPool) -> usize {
         let n = data.len().min(self.space());
         if n == 0 {
             return 0;
         }
         let need = self.ring_len + n;
         if need > self.ring.len() {
-            self.grow(need);
+            self.grow(need, pool);
         }
         let size = self.ring.len();
         let tail = wrap(self.head + self.ring_len, size);
@@ -253,7 +257,7 @@ impl SendBuffer {
 
     /// Removes `n` acknowledged bytes from the front (more than queued empties the
     /// buffer). Frees the ring when no copied byte remains.
-    pub fn consume(&mut self, n: usize) {
+    pub fn consume(&mut self, n: usize, pool: &mut RingPool) {
         let mut n = n.min(self.len);
         self.len -= n;
         let size = self.ring.len();
@@ -282,9 +286,16 @@ impl SendBuffer {
             }
         }
         if self.ring_len == 0 && !self.ring.is_empty() {
-            pool::give(std::mem::take(&mut self.ring));
+            pool.give(std::mem::take(&mut self.ring));
             self.head = 0;
         }
+    }
+
+    /// Give the ring back to `pool` and drop everything queued: the connection is
+    /// going away.
+    pub fn release(&mut self, pool: &mut RingPool) {
+        pool.give(std::mem::take(&mut self.ring));
+        *self = SendBuffer::new(self.capacity);
     }
 
     /// The shared chunk holding the byte at `offset`, and that byte's position within
@@ -308,8 +319,8 @@ impl SendBuffer {
 
     /// Reallocates the ring so it holds at least `need` bytes, keeping the queued copied
     /// bytes in order at the start of the new ring.
-    fn grow(&mut self, need: usize) {
-        pool::regrow(
+    fn grow(&mut self, need: usize, pool: &mut RingPool) {
+        pool.regrow(
             &mut self.ring,
             &mut self.head,
             self.ring_len,
@@ -319,15 +330,14 @@ impl SendBuffer {
     }
 }
 
-impl Drop for SendBuffer {
-    fn drop(&mut self) {
-        pool::give(std::mem::take(&mut self.ring));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pool for one call: storage comes from the allocator and goes back to it.
+    fn pool() -> RingPool {
+        RingPool::default()
+    }
     use proptest::prelude::*;
     use std::collections::VecDeque;
 
@@ -342,9 +352,9 @@ mod tests {
         let mut b = SendBuffer::new(10);
         assert!(b.ring.is_empty());
         assert_eq!(b.space(), 10);
-        assert_eq!(b.push_copy(b"hello"), 5);
-        assert_eq!(b.push_copy(b"world!!"), 5);
-        assert_eq!(b.push_copy(b"x"), 0);
+        assert_eq!(b.push_copy(b"hello", &mut pool()), 5);
+        assert_eq!(b.push_copy(b"world!!", &mut pool()), 5);
+        assert_eq!(b.push_copy(b"x", &mut pool()), 0);
         assert_eq!(b.len(), 10);
         assert_eq!(b.space(), 0);
         assert_eq!(read_all(&b), b"helloworld");
@@ -355,15 +365,15 @@ mod tests {
     #[test]
     fn shared_chunks_do_not_use_copy_space_and_keep_order() {
         let mut b = SendBuffer::new(4);
-        b.push_copy(b"HTTP");
+        b.push_copy(b"HTTP", &mut pool());
         b.push_shared(Bytes::from_static(b"<body>"));
         b.push_shared(Bytes::new());
         assert_eq!(b.space(), 0);
         assert_eq!(b.len(), 10);
-        b.consume(4);
+        b.consume(4, &mut pool());
         assert_eq!(b.space(), 4);
         assert!(b.ring.is_empty(), "ring freed once no copied byte remains");
-        b.push_copy(b"!!");
+        b.push_copy(b"!!", &mut pool());
         assert_eq!(read_all(&b), b"<body>!!");
         let mut mid = [0u8; 4];
         b.copy_out(4, &mut mid);
@@ -373,14 +383,14 @@ mod tests {
     #[test]
     fn shared_chunk_at_reports_offset_within_original_chunk() {
         let mut b = SendBuffer::new(100);
-        b.push_copy(b"abc");
+        b.push_copy(b"abc", &mut pool());
         let body = Bytes::from_static(b"0123456789");
         b.push_shared(body.clone());
         assert!(b.shared_chunk_at(0).is_none());
         assert!(b.shared_chunk_at(2).is_none());
         let (c, off) = b.shared_chunk_at(3).unwrap();
         assert_eq!((c.as_ptr(), off), (body.as_ptr(), 0));
-        b.consume(5); // "abc" and "01"
+        b.consume(5, &mut pool()); // "abc" and "01"
         let (c, off) = b.shared_chunk_at(1).unwrap();
         assert_eq!((c.as_ptr(), off), (body.as_ptr(), 3));
         assert!(b.shared_chunk_at(8).is_none());
@@ -390,9 +400,9 @@ mod tests {
     fn ring_wraps_and_for_each_chunk_splits_at_the_wrap() {
         let mut b = SendBuffer::new(MIN_RING);
         let first: Vec<u8> = (0..MIN_RING).map(|i| i as u8).collect();
-        assert_eq!(b.push_copy(&first), MIN_RING);
-        b.consume(MIN_RING - 10);
-        assert_eq!(b.push_copy(&[0xAA; 20]), 20);
+        assert_eq!(b.push_copy(&first, &mut pool()), MIN_RING);
+        b.consume(MIN_RING - 10, &mut pool());
+        assert_eq!(b.push_copy(&[0xAA; 20], &mut pool()), 20);
         let mut pieces = Vec::new();
         b.for_each_chunk(5, 20, |s| pieces.push(s.to_vec()));
         assert_eq!(pieces.len(), 2);
@@ -403,19 +413,19 @@ mod tests {
     #[test]
     fn ring_grows_lazily_and_preserves_wrapped_data() {
         let mut b = SendBuffer::new(1 << 20);
-        b.push_copy(&[1; 100]);
+        b.push_copy(&[1; 100], &mut pool());
         assert_eq!(b.ring.len(), MIN_RING);
-        b.push_copy(&[2; 3000]);
-        b.consume(2500);
-        b.push_copy(&[3; 1000]); // wraps in the 4096 ring
+        b.push_copy(&[2; 3000], &mut pool());
+        b.consume(2500, &mut pool());
+        b.push_copy(&[3; 1000], &mut pool()); // wraps in the 4096 ring
         assert_eq!(b.ring.len(), 4096);
-        b.push_copy(&[4; 5000]); // grows, relinearising the wrapped data
+        b.push_copy(&[4; 5000], &mut pool()); // grows, relinearising the wrapped data
         assert_eq!(b.ring.len(), 8192);
         let mut want = vec![2; 600];
         want.extend_from_slice(&[3; 1000]);
         want.extend_from_slice(&[4; 5000]);
         assert_eq!(read_all(&b), want);
-        b.consume(usize::MAX);
+        b.consume(usize::MAX, &mut pool());
         assert!(b.is_empty());
         assert!(b.ring.is_empty());
     }
@@ -423,7 +433,7 @@ mod tests {
     #[test]
     fn zero_capacity_accepts_only_shared() {
         let mut b = SendBuffer::new(0);
-        assert_eq!(b.push_copy(b"abc"), 0);
+        assert_eq!(b.push_copy(b"abc", &mut pool()), 0);
         b.push_shared(Bytes::from_static(b"abc"));
         assert_eq!(read_all(&b), b"abc");
     }
@@ -432,7 +442,7 @@ mod tests {
     #[test]
     fn out_of_range_copy_out_is_clamped_in_release() {
         let mut b = SendBuffer::new(8);
-        b.push_copy(b"abc");
+        b.push_copy(b"abc", &mut pool());
         let mut dst = [0u8; 5];
         b.copy_out(1, &mut dst);
         assert_eq!(&dst, b"bc\0\0\0");
@@ -469,7 +479,7 @@ mod tests {
                     Op::Copy(d) => {
                         let copied = model.iter().filter(|m| m.1.is_none()).count();
                         let want = d.len().min(cap - copied);
-                        prop_assert_eq!(b.push_copy(&d), want);
+                        prop_assert_eq!(b.push_copy(&d, &mut pool()), want);
                         model.extend(d[..want].iter().map(|&x| (x, None)));
                     }
                     Op::Shared(d) => {
@@ -480,7 +490,7 @@ mod tests {
                         model.extend(d.iter().enumerate().map(|(i, &x)| (x, Some((id, i)))));
                     }
                     Op::Consume(n) => {
-                        b.consume(n);
+                        b.consume(n, &mut pool());
                         let n = n.min(model.len());
                         model.drain(..n);
                     }
@@ -533,10 +543,10 @@ mod tests {
             let mut b = SendBuffer::new(6000);
             for (kind, x, y) in ops {
                 match kind {
-                    0 => { b.push_copy(&body[..x % 3000]); }
+                    0 => { b.push_copy(&body[..x % 3000], &mut pool()); }
                     1 => b.push_shared(Bytes::copy_from_slice(&body[x % 4000..x % 4000 + y % 2000])),
                     2 => b.push_summed(&summed, x..x + y),
-                    _ => b.consume(x % 700),
+                    _ => b.consume(x % 700, &mut pool()),
                 }
             }
             let off = window.0.min(b.len());

@@ -7,6 +7,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
 use super::config::{Keepalive, TcpConfig};
+use super::pool::RingPool;
 use super::segment::{Segment, TxSegment};
 use super::seq::SeqNum;
 use super::tcb::{Events, Opening, RxOutcome, State, SynOptions, Tcb};
@@ -115,10 +116,15 @@ fn payload(len: usize) -> Vec<u8> {
 
 // ----- Driving a Tcb -----
 
+/// A pool for one call: buffer storage comes from the allocator and goes back to it.
+fn pool() -> RingPool {
+    RingPool::default()
+}
+
 /// Feed a segment; its payload is `seg.payload_len` pattern bytes.
 fn rx(tcb: &mut Tcb, now: Instant, seg: &Segment) -> RxOutcome {
     let p = payload(seg.payload_len);
-    tcb.on_segment(now, seg, &p)
+    tcb.on_segment(now, seg, &p, &mut pool())
 }
 
 fn tx(tcb: &mut Tcb, now: Instant) -> Vec<TxSegment> {
@@ -428,7 +434,7 @@ fn syn_sent_unacceptable_ack_gets_rst() {
 fn active_open_then_data_both_ways() {
     let mut tcb = active(&cfg());
     assert_eq!(tcb.snd_wnd(), 65535);
-    tcb.send(&payload(300)).unwrap();
+    tcb.send(&payload(300), &mut pool()).unwrap();
     assert_eq!(
         tx(&mut tcb, ms(1)),
         vec![exp_data(ISS + 1, IRS + 1, W, 0, 300, true)]
@@ -451,7 +457,7 @@ fn writable_event_after_send_space_frees() {
         ..cfg()
     };
     let mut tcb = passive(&cfg);
-    assert_eq!(tcb.send(&payload(5000)), Ok(4096));
+    assert_eq!(tcb.send(&payload(5000), &mut pool()), Ok(4096));
     assert_eq!(tcb.send_space(), 0);
     assert_eq!(tx(&mut tcb, ms(0)).len(), 3);
     rx(&mut tcb, ms(10), &ack(IRS + 1, ISS + 1 + MSS as u32, 65535));
@@ -630,7 +636,7 @@ fn syn_in_established_is_challenged() {
 #[test]
 fn ack_of_unsent_data_is_answered_and_dropped() {
     let mut tcb = passive(&cfg());
-    assert_eq!(tcb.send(&payload(100)), Ok(100));
+    assert_eq!(tcb.send(&payload(100), &mut pool()), Ok(100));
     assert_eq!(
         tx(&mut tcb, ms(0)),
         vec![exp_data(ISS + 1, IRS + 1, W, 0, 100, true)]
@@ -668,7 +674,7 @@ fn ack_too_old_is_challenged() {
 #[test]
 fn old_ack_does_not_update_window() {
     let mut tcb = passive(&cfg());
-    tcb.send(&payload(100)).unwrap();
+    tcb.send(&payload(100), &mut pool()).unwrap();
     tx(&mut tcb, ms(0));
     rx(&mut tcb, ms(1), &data(IRS + 1, ISS + 101, 10));
     assert_eq!(tcb.snd_una(), SeqNum(ISS + 101));
@@ -693,7 +699,7 @@ fn data_beyond_window_is_trimmed() {
     assert_eq!(out.deliver, Some((0, 1000)));
     assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 1001));
     // The application keeps all of it: the window closes.
-    tcb.keep_unconsumed(&payload(1000));
+    tcb.keep_unconsumed(&payload(1000), &mut pool());
     // One segment: the ACK is delayed.
     assert!(tx(&mut tcb, ms(1)).is_empty());
     assert_eq!(
@@ -850,7 +856,7 @@ fn receiver_zero_window_probe_and_window_update() {
     let m = MSS as usize;
     let out = rx(&mut tcb, ms(1), &data(IRS + 1, ISS + 1, m));
     assert_eq!(out.deliver, Some((0, m)));
-    tcb.keep_unconsumed(&payload(m));
+    tcb.keep_unconsumed(&payload(m), &mut pool());
     assert!(tx(&mut tcb, ms(1)).is_empty());
     let out = rx(&mut tcb, ms(2), &data(IRS + 1 + m as u32, ISS + 1, m));
     assert!(out.readable);
@@ -881,13 +887,13 @@ fn receiver_zero_window_probe_and_window_update() {
 
     // Receiver SWS avoidance (§3.8.6.2.2): 1000 freed bytes < min(4096/2, MSS) stay
     // unannounced, even in the reply to a probe.
-    tcb.consume(1000);
+    tcb.consume(1000, &mut pool());
     assert!(tx(&mut tcb, ms(101)).is_empty());
     rx(&mut tcb, ms(102), &data(edge, ISS + 1, 1));
     assert_eq!(tx(&mut tcb, ms(102)), vec![exp_ack(ISS + 1, edge, 0)]);
     assert_eq!(tcb.rcv_nxt(), SeqNum(edge));
     // 2000 freed: announce it at once.
-    tcb.consume(1000);
+    tcb.consume(1000, &mut pool());
     assert_eq!(tx(&mut tcb, ms(103)), vec![exp_ack(ISS + 1, edge, 2000)]);
 }
 
@@ -897,7 +903,7 @@ fn sender_zero_window_persist_probes_with_backoff() {
     // The peer closes its window.
     rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
     assert_eq!(tcb.snd_wnd(), 0);
-    tcb.send(&payload(100)).unwrap();
+    tcb.send(&payload(100), &mut pool()).unwrap();
     assert!(tx(&mut tcb, ms(0)).is_empty());
     // Persist timer armed at the RTO (1 s).
     assert_eq!(tcb.next_deadline(), Some(ms(1000)));
@@ -939,7 +945,7 @@ fn sender_zero_window_persist_probes_with_backoff() {
 fn sender_zero_window_probe_accepted() {
     let mut tcb = cookie(&cfg());
     rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
-    tcb.send(&payload(100)).unwrap();
+    tcb.send(&payload(100), &mut pool()).unwrap();
     assert!(tx(&mut tcb, ms(0)).is_empty());
     assert_eq!(tick(&mut tcb, ms(1000)).len(), 1);
     // The peer took the probe byte and opened its window.
@@ -967,7 +973,7 @@ fn fin_in_established_then_last_ack() {
     // A FIN is acknowledged at once.
     assert_eq!(tx(&mut tcb, ms(1)), vec![exp_ack(ISS + 1, IRS + 2, W - 1)]);
     // Data can still be sent in CLOSE-WAIT.
-    tcb.send(&payload(10)).unwrap();
+    tcb.send(&payload(10), &mut pool()).unwrap();
     assert_eq!(
         tx(&mut tcb, ms(2)),
         vec![exp_data(ISS + 1, IRS + 2, W - 1, 0, 10, true)]
@@ -1083,7 +1089,7 @@ fn rto_backoff_and_give_up() {
         ..cfg()
     };
     let mut tcb = cookie(&cfg);
-    tcb.send(&payload(100)).unwrap();
+    tcb.send(&payload(100), &mut pool()).unwrap();
     let seg = exp_data(ISS + 1, IRS + 1, W, 0, 100, true);
     assert_eq!(tx(&mut tcb, ms(0)), vec![seg]);
     // RFC 6298 §2.1: initial RTO 1 s; §5.5: doubled per timeout.
@@ -1105,7 +1111,7 @@ fn rto_backoff_and_give_up() {
 fn rto_retransmits_from_snd_una_and_collapses_cwnd() {
     let mut tcb = passive(&cfg());
     let m = MSS as usize;
-    tcb.send(&payload(3 * m)).unwrap();
+    tcb.send(&payload(3 * m), &mut pool()).unwrap();
     assert_eq!(tx(&mut tcb, ms(0)).len(), 3);
     // First segment acknowledged, the others lost.
     rx(&mut tcb, ms(100), &ack(IRS + 1, ISS + 1 + m as u32, 65535));
@@ -1170,7 +1176,7 @@ fn fast_retransmit_and_newreno_recovery() {
     let mut tcb = passive(&cfg());
     let m = MSS as usize;
     let mu = MSS as u32;
-    tcb.send(&payload(10 * m)).unwrap();
+    tcb.send(&payload(10 * m), &mut pool()).unwrap();
     let out = tx(&mut tcb, ms(0));
     // RFC 6928 initial window: 10 segments.
     assert_eq!(out.len(), 10);
@@ -1268,7 +1274,7 @@ fn rtt_sample_from_timestamps_survives_retransmission() {
     // Handshake sample: 20 ms; RTO = max(min_rto 200 ms, 20 + 4·10).
     assert_eq!(tcb.srtt(), Some(Duration::from_millis(20)));
     assert_eq!(tcb.rto(), Duration::from_millis(200));
-    tcb.send(&payload(100)).unwrap();
+    tcb.send(&payload(100), &mut pool()).unwrap();
     let first = tx(&mut tcb, ms(100));
     assert_eq!(first[0].timestamp, Some((1100, 120)));
     let again = tick(&mut tcb, ms(300));
@@ -1290,10 +1296,13 @@ fn rtt_sample_from_timestamps_survives_retransmission() {
 #[test]
 fn half_close_sends_fin_after_data_and_keeps_receiving() {
     let mut tcb = passive(&cfg());
-    tcb.send(&payload(100)).unwrap();
+    tcb.send(&payload(100), &mut pool()).unwrap();
     tcb.shutdown_write();
     assert_eq!(tcb.state(), State::FinWait1);
-    assert_eq!(tcb.send(b"x"), Err(crate::app::SendError::Closed));
+    assert_eq!(
+        tcb.send(b"x", &mut pool()),
+        Err(crate::app::SendError::Closed)
+    );
     assert_eq!(
         tx(&mut tcb, ms(0)),
         vec![TxSegment {
@@ -1333,7 +1342,7 @@ fn data_after_close_is_acked_and_discarded() {
 #[test]
 fn abort_sends_rst_at_snd_nxt() {
     let mut tcb = passive(&cfg());
-    tcb.send(&payload(100)).unwrap();
+    tcb.send(&payload(100), &mut pool()).unwrap();
     tx(&mut tcb, ms(0));
     tcb.abort();
     assert_eq!(tcb.state(), State::Closed);
@@ -1354,7 +1363,7 @@ fn abort_sends_rst_at_snd_nxt() {
 fn abort_after_rto_uses_highest_sent_sequence() {
     let mut tcb = passive(&cfg());
     let m = MSS as usize;
-    tcb.send(&payload(3 * m)).unwrap();
+    tcb.send(&payload(3 * m), &mut pool()).unwrap();
     tx(&mut tcb, ms(0));
     tick(&mut tcb, ms(1000));
     tcb.abort();
@@ -1423,7 +1432,7 @@ fn window_scaling_applies_both_ways() {
     assert_eq!(tcb.snd_wnd(), 4000);
     // Our window field = RCV.WND >> Rcv.Wind.Shift.
     rx(&mut tcb, ms(2), &data(IRS + 1, ISS + 1, 1000));
-    tcb.keep_unconsumed(&payload(1000));
+    tcb.keep_unconsumed(&payload(1000), &mut pool());
     rx(&mut tcb, ms(3), &data(IRS + 1001, ISS + 1, 1000));
     assert_eq!(
         tx(&mut tcb, ms(3)),
@@ -1444,7 +1453,7 @@ fn exchange_across_sequence_wrap() {
     let mut tcb = passive_at(&cfg, iss, irs);
     let s = iss.wrapping_add(1);
     let r = irs.wrapping_add(1);
-    tcb.send(&payload(100)).unwrap();
+    tcb.send(&payload(100), &mut pool()).unwrap();
     assert_eq!(tx(&mut tcb, ms(0)), vec![exp_data(s, r, W, 0, 100, true)]);
     let out = rx(&mut tcb, ms(10), &data(r, s.wrapping_add(100), 100));
     assert_eq!(out.deliver, Some((0, 100)));
@@ -1533,7 +1542,7 @@ fn snd_una_back_at_iss_after_four_gib_keeps_the_stream_aligned() {
     let mut tcb = passive_big_mss();
     stream(&mut tcb, (1u64 << 32) - 1);
     assert_eq!(tcb.snd_una(), SeqNum(ISS));
-    tcb.send(&payload(100)).unwrap();
+    tcb.send(&payload(100), &mut pool()).unwrap();
     assert_eq!(
         tx(&mut tcb, ms(20)),
         vec![exp_data(ISS, IRS + 1, W, 0, 100, true)]
@@ -1541,7 +1550,7 @@ fn snd_una_back_at_iss_after_four_gib_keeps_the_stream_aligned() {
     rx(&mut tcb, ms(30), &ack(IRS + 1, ISS + 100, 65535));
     assert_eq!(tcb.send_buffer().len(), 0, "all 100 bytes acknowledged");
     assert_eq!(tcb.flight_size(), 0);
-    tcb.send(&payload(50)).unwrap();
+    tcb.send(&payload(50), &mut pool()).unwrap();
     assert_eq!(
         tx(&mut tcb, ms(40)),
         vec![exp_data(ISS + 100, IRS + 1, W, 0, 50, true)]
@@ -1560,7 +1569,7 @@ fn fast_retransmit_works_after_two_gib() {
     let mut tcb = passive_big_mss();
     stream(&mut tcb, (1u64 << 31) + 10 * BIG_MSS as u64);
     let una = tcb.snd_una();
-    tcb.send(&payload(BIG_MSS as usize)).unwrap();
+    tcb.send(&payload(BIG_MSS as usize), &mut pool()).unwrap();
     assert_eq!(tx(&mut tcb, ms(20)).len(), 1);
     for _ in 0..3 {
         rx(&mut tcb, ms(30), &ack(IRS + 1, una.0, 65535));
@@ -1585,7 +1594,7 @@ fn few_retries_cfg() -> TcpConfig {
 fn unanswered_zero_window_probes_time_out() {
     let mut tcb = cookie(&few_retries_cfg());
     rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
-    tcb.send(&payload(100)).unwrap();
+    tcb.send(&payload(100), &mut pool()).unwrap();
     assert!(tx(&mut tcb, ms(0)).is_empty());
     for i in 0..3 {
         let t = tcb.next_deadline().expect("persist timer");
@@ -1606,7 +1615,7 @@ fn unanswered_zero_window_probes_time_out() {
 fn answered_zero_window_probes_keep_the_connection() {
     let mut tcb = cookie(&few_retries_cfg());
     rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
-    tcb.send(&payload(100)).unwrap();
+    tcb.send(&payload(100), &mut pool()).unwrap();
     tx(&mut tcb, ms(0));
     for i in 0..10 {
         let t = tcb.next_deadline().expect("persist timer");

@@ -8,6 +8,7 @@ use super::timer_table::Timer;
 use super::{CloseReason, RxOutcome, State, Tcb};
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::options::ts_clock;
+use crate::tcp::pool::RingPool;
 use crate::tcp::segment::Segment;
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
@@ -15,7 +16,13 @@ use crate::time::Instant;
 impl Tcb {
     /// The ACK field of an acceptable segment in a synchronized state. Returns false
     /// when the segment must be dropped after the ACK check.
-    pub(super) fn process_ack(&mut self, now: Instant, seg: &Segment, out: &mut RxOutcome) -> bool {
+    pub(super) fn process_ack(
+        &mut self,
+        now: Instant,
+        seg: &Segment,
+        out: &mut RxOutcome,
+        pool: &mut RingPool,
+    ) -> bool {
         // RFC 5961 §5.2: acceptable ACKs lie in [SND.UNA - MAX.SND.WND, SND.NXT].
         if seg.ack > self.snd.max {
             self.pending.ack_now = true;
@@ -37,7 +44,7 @@ impl Tcb {
 
         let old_wnd = self.snd.wnd;
         if self.snd.una < seg.ack {
-            self.ack_advance(now, seg);
+            self.ack_advance(now, seg, pool);
         } else if seg.ack == self.snd.una
             && seg.payload_len == 0
             && !seg.flags.fin
@@ -90,7 +97,7 @@ impl Tcb {
     }
 
     /// SND.UNA < SEG.ACK: new data acknowledged.
-    pub(super) fn ack_advance(&mut self, now: Instant, seg: &Segment) {
+    pub(super) fn ack_advance(&mut self, now: Instant, seg: &Segment, pool: &mut RingPool) {
         let ack = seg.ack;
         let mut acked = ack.since(self.snd.una);
         if !self.snd.syn_acked {
@@ -99,7 +106,7 @@ impl Tcb {
             acked = acked.saturating_sub(1);
         }
         let data_acked = acked.min(self.snd.buf.len());
-        self.snd.buf.consume(data_acked);
+        self.snd.buf.consume(data_acked, pool);
         self.snd.una = ack;
         if self.snd.nxt < ack {
             self.snd.nxt = ack;

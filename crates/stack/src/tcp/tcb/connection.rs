@@ -1,4 +1,5 @@
-//! Rusty's TCP connection as the application sees it: [`Connection`] for [`Tcb`], the
+//! Rusty's TCP connection as the application sees it: [`TcbConn`], a [`Tcb`] with the
+//! engine's ring pool lent to it for one callback, implements [`Connection`], the
 //! operations behind every [`Conn`](crate::Conn) handle on Rusty's engine.
 
 use std::net::SocketAddrV4;
@@ -10,41 +11,48 @@ use bytes::Bytes;
 use super::Tcb;
 use crate::app::{Connection, SendError, UnreadBytes};
 use crate::checksum::SummedBytes;
+use crate::tcp::pool::RingPool;
 use crate::tcp::recv_buffer::RecvBuffer;
 
-impl Connection for Tcb {
+/// A connection block and the pool its buffers take storage from, for one callback.
+pub(crate) struct TcbConn<'a> {
+    pub(crate) tcb: &'a mut Tcb,
+    pub(crate) pool: &'a mut RingPool,
+}
+
+impl Connection for TcbConn<'_> {
     fn local_addr(&self) -> SocketAddrV4 {
-        self.local()
+        self.tcb.local()
     }
     fn peer_addr(&self) -> SocketAddrV4 {
-        self.remote()
+        self.tcb.remote()
     }
     fn send_space(&self) -> usize {
-        Tcb::send_space(self)
+        self.tcb.send_space()
     }
     fn send(&mut self, data: &[u8]) -> Result<usize, SendError> {
-        Tcb::send(self, data)
+        self.tcb.send(data, self.pool)
     }
     fn send_shared(&mut self, data: Bytes) -> Result<(), SendError> {
-        Tcb::send_shared(self, data)
+        self.tcb.send_shared(data)
     }
     fn send_summed(&mut self, body: &SummedBytes, range: Range<usize>) -> Result<(), SendError> {
-        Tcb::send_summed(self, body, range)
+        self.tcb.send_summed(body, range)
     }
     fn notify_writable(&mut self) {
-        Tcb::notify_writable(self)
+        self.tcb.notify_writable()
     }
     fn set_timer(&mut self, after: Option<Duration>) {
-        Tcb::set_app_timer(self, after)
+        self.tcb.set_app_timer(after)
     }
     fn close(&mut self) {
-        Tcb::close(self)
+        self.tcb.close()
     }
     fn shutdown_write(&mut self) {
-        Tcb::shutdown_write(self)
+        self.tcb.shutdown_write()
     }
     fn abort(&mut self) {
-        Tcb::abort(self)
+        self.tcb.abort()
     }
 }
 

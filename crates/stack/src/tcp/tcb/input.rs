@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::timer_table::Timer;
 use super::{CloseReason, RxOutcome, State, SynOptions, Tcb};
+use crate::tcp::pool::RingPool;
 use crate::tcp::segment::Segment;
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
@@ -15,19 +16,25 @@ const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 
 impl Tcb {
     /// Process one incoming segment (§3.10.7). `payload` is the segment's data.
-    pub fn on_segment(&mut self, now: Instant, seg: &Segment, payload: &[u8]) -> RxOutcome {
+    pub fn on_segment(
+        &mut self,
+        now: Instant,
+        seg: &Segment,
+        payload: &[u8],
+        pool: &mut RingPool,
+    ) -> RxOutcome {
         self.last_now = now;
         let mut out = RxOutcome::default();
         match self.state {
             State::Closed | State::Listen => {}
-            State::SynSent => self.on_segment_syn_sent(now, seg),
-            _ => self.on_segment_synchronized(now, seg, payload, &mut out),
+            State::SynSent => self.on_segment_syn_sent(now, seg, pool),
+            _ => self.on_segment_synchronized(now, seg, payload, &mut out, pool),
         }
         out
     }
 
     /// §3.10.7.3.
-    fn on_segment_syn_sent(&mut self, now: Instant, seg: &Segment) {
+    fn on_segment_syn_sent(&mut self, now: Instant, seg: &Segment, pool: &mut RingPool) {
         if seg.flags.ack && (seg.ack <= self.snd.iss || seg.ack > self.snd.max) {
             if !seg.flags.rst {
                 self.pending.rst = Some((seg.ack, None));
@@ -53,7 +60,7 @@ impl Tcb {
         let offset = self.ts.map(|t| t.offset).unwrap_or(0);
         self.negotiate(&SynOptions::from(seg), offset, now);
         if seg.flags.ack {
-            self.take_syn_ack(now, seg);
+            self.take_syn_ack(now, seg, pool);
         } else {
             // Simultaneous open (§3.5, figure 7): answer with SYN-ACK on the same ISS.
             self.snd.wnd = seg.window as usize;
@@ -101,6 +108,7 @@ impl Tcb {
         seg: &Segment,
         payload: &[u8],
         out: &mut RxOutcome,
+        pool: &mut RingPool,
     ) {
         // A retransmitted SYN while our SYN-ACK is unacknowledged: resend it.
         if self.state == State::SynReceived
@@ -123,7 +131,7 @@ impl Tcb {
             && !seg.flags.rst
             && seg.seq == self.rcv.irs
         {
-            self.on_simultaneous_syn_ack(now, seg);
+            self.on_simultaneous_syn_ack(now, seg, pool);
             return;
         }
 
@@ -233,7 +241,7 @@ impl Tcb {
                 return;
             }
         }
-        if !self.process_ack(now, &seg, out) {
+        if !self.process_ack(now, &seg, out, pool) {
             return;
         }
 
@@ -244,7 +252,7 @@ impl Tcb {
                 State::Established | State::FinWait1 | State::FinWait2
             )
         {
-            self.receive_data(now, seq, payload, &seg, out);
+            self.receive_data(now, seq, payload, &seg, out, pool);
         }
 
         // FIN (§3.10.7.4, eighth), possibly ahead of missing data.
@@ -272,7 +280,7 @@ impl Tcb {
 
     /// The peer's SYN-ACK in SYN-RECEIVED after a simultaneous open: it completes the
     /// handshake like the ACK of §3.10.7.4 (fifth check, SYN-RECEIVED).
-    fn on_simultaneous_syn_ack(&mut self, now: Instant, seg: &Segment) {
+    fn on_simultaneous_syn_ack(&mut self, now: Instant, seg: &Segment, pool: &mut RingPool) {
         if !(self.snd.una < seg.ack && seg.ack <= self.snd.max) {
             self.pending.rst = Some((seg.ack, None));
             return;
@@ -282,16 +290,16 @@ impl Tcb {
             ts.update_recent(tsval, now);
         }
         // Its SYN was a duplicate: the ACK we owe it also covers a lost SYN-ACK of ours.
-        self.take_syn_ack(now, seg);
+        self.take_syn_ack(now, seg, pool);
     }
 
     /// A SYN-ACK that acknowledges our SYN completes the handshake: take its window and
     /// ACK, enter ESTABLISHED and acknowledge its SYN (§3.10.7.3).
-    fn take_syn_ack(&mut self, now: Instant, seg: &Segment) {
+    fn take_syn_ack(&mut self, now: Instant, seg: &Segment, pool: &mut RingPool) {
         // RFC 7323 §2.2: the window field of a SYN (here a SYN-ACK) is never scaled.
         self.snd
             .update_window(seg.window as usize, seg.seq, seg.ack);
-        self.ack_advance(now, seg);
+        self.ack_advance(now, seg, pool);
         self.enter_established(now);
         self.pending.ack_now = true;
     }
@@ -304,6 +312,7 @@ impl Tcb {
         payload: &[u8],
         seg: &Segment,
         out: &mut RxOutcome,
+        pool: &mut RingPool,
     ) {
         let offset = seq.since(self.rcv.nxt);
         let had_ooo = self.rcv.buf.has_out_of_order();
@@ -314,10 +323,10 @@ impl Tcb {
             // FIN behind them is accepted (`maybe_accept_fin` waits for no hole). What
             // becomes readable is discarded at once, along with anything the application
             // left unread, so the window stays open.
-            let advanced = self.rcv.buf.write_at(offset, payload);
+            let advanced = self.rcv.buf.write_at(offset, payload, pool);
             self.rcv.nxt += advanced;
             let unread = self.rcv.buf.readable_len();
-            self.rcv.buf.consume(unread);
+            self.rcv.buf.consume(unread, pool);
             self.pending.ack_now = true;
             return;
         }
@@ -327,7 +336,7 @@ impl Tcb {
             let front = seq.since(seg.seq);
             out.deliver = Some((front, front + payload.len()));
         } else {
-            let advanced = self.rcv.buf.write_at(offset, payload);
+            let advanced = self.rcv.buf.write_at(offset, payload, pool);
             self.rcv.nxt += advanced;
             if advanced > 0 {
                 out.readable = true;

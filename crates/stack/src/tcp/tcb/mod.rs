@@ -30,6 +30,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::cc::{Cc, CongestionControl};
+use super::pool::RingPool;
 use super::recv_buffer::RecvBuffer;
 use super::rtt::RttEstimator;
 use super::segment::Segment;
@@ -47,6 +48,7 @@ mod output;
 mod timer_table;
 mod timers;
 
+pub(crate) use connection::TcbConn;
 pub use open::Opening;
 
 /// The connection states of RFC 9293 §3.3.2.
@@ -508,11 +510,11 @@ impl Tcb {
 
     /// Queue a copy of `data`; returns how many bytes fit. When not all fit, a
     /// `writable` event follows once space frees up.
-    pub fn send(&mut self, data: &[u8]) -> Result<usize, SendError> {
+    pub fn send(&mut self, data: &[u8], pool: &mut RingPool) -> Result<usize, SendError> {
         if !self.can_send() {
             return Err(SendError::Closed);
         }
-        let n = self.snd.buf.push_copy(data);
+        let n = self.snd.buf.push_copy(data, pool);
         if n < data.len() {
             self.want_writable = true;
         }
@@ -604,17 +606,25 @@ impl Tcb {
 
     /// Hand back the part of a directly delivered payload the application did not
     /// consume; it is kept in the receive buffer and offered again later.
-    pub fn keep_unconsumed(&mut self, rest: &[u8]) {
+    pub fn keep_unconsumed(&mut self, rest: &[u8], pool: &mut RingPool) {
         if !rest.is_empty() {
-            let stored = self.rcv.buf.write_at(0, rest);
+            let stored = self.rcv.buf.write_at(0, rest, pool);
             debug_assert_eq!(stored, rest.len());
         }
     }
 
     /// The application consumed `n` bytes of [`Tcb::readable`].
-    pub fn consume(&mut self, n: usize) {
-        self.rcv.buf.consume(n);
+    pub fn consume(&mut self, n: usize, pool: &mut RingPool) {
+        self.rcv.buf.consume(n, pool);
         self.maybe_window_update();
+    }
+
+    /// Give both buffers' storage back to `pool`: the block is going away (closed, or
+    /// replaced by a compact TIME-WAIT entry). A block dropped without this frees its
+    /// storage to the allocator instead.
+    pub fn release_buffers(&mut self, pool: &mut RingPool) {
+        self.snd.buf.release(pool);
+        self.rcv.buf.release(pool);
     }
 
     /// Receiver SWS avoidance (§3.8.6.2.2): announce a larger window only once it has
