@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
+use crate::sys;
 
 pub type Result<T> = std::result::Result<T, String>;
 
@@ -57,8 +58,7 @@ impl RunArgs {
 
 /// Fails unless running as root; `what` names the command for the message.
 pub fn require_root(what: &str) -> Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if sys::euid() != 0 {
         return Err(format!(
             "`cargo xtask {what}` must run as root: it creates a network namespace and a \
              TAP device (try `sudo -E cargo xtask {what}`)"
@@ -166,9 +166,8 @@ impl Proc {
 
     pub fn kill(&mut self, sig: i32) {
         if matches!(self.try_status(), Ok(None)) {
-            // SAFETY: kill has no memory preconditions; the PID is our unreaped child, so
-            // it cannot have been reused.
-            unsafe { libc::kill(self.pid(), sig) };
+            // The PID is our unreaped child, so it cannot have been reused.
+            sys::kill(self.pid(), sig);
         }
     }
 
@@ -374,19 +373,7 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
 }
 
 pub fn allowed_cpus() -> Result<Vec<usize>> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(format!(
-                "sched_getaffinity: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect())
-    }
+    sys::allowed_cpus().map_err(|e| format!("sched_getaffinity: {e}"))
 }
 
 /// utime + stime of process `pid` (all its threads), in seconds.
@@ -394,8 +381,7 @@ pub fn process_cpu_seconds(pid: i32) -> Result<f64> {
     let path = format!("/proc/{pid}/stat");
     let stat = fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
     let ticks = parse_stat_ticks(&stat).ok_or_else(|| format!("unexpected {path}: {stat}"))?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = sys::clock_ticks_per_second();
     Ok(ticks as f64 / hz.max(1) as f64)
 }
 

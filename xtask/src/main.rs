@@ -19,6 +19,9 @@ mod bench_http;
 mod common;
 mod pages;
 mod readme;
+// The crate's only unsafe code: each system call behind a safe function.
+#[allow(unsafe_code)]
+mod sys;
 
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", about = "Rusty project automation")]

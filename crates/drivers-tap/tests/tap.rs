@@ -25,8 +25,7 @@ const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether this test may run; panics instead of skipping under RUSTY_REQUIRE_PRIVILEGED=1.
 fn privileged(test: &str) -> bool {
-    // SAFETY: geteuid() takes no arguments and cannot fail.
-    let euid = unsafe { libc::geteuid() };
+    let euid = rusty_testnet::euid().unwrap_or(u32::MAX);
     let reason = if euid != 0 {
         Some("not root (creating a TAP needs CAP_NET_ADMIN)")
     } else if !Path::new("/dev/net/tun").exists() {
@@ -266,21 +265,7 @@ fn inet_checksum(data: &[u8]) -> u16 {
 
 /// One ICMP echo request (RFC 792) to `ip` from a raw socket; waits for the reply.
 fn raw_ping(ip: Ipv4Addr) -> io::Result<()> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: socket() takes no pointers.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_INET,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::IPPROTO_ICMP,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh socket nothing else owns. A raw socket takes sendto and
-    // recvfrom like a datagram socket, which is all UdpSocket calls.
-    let sock = unsafe { UdpSocket::from_raw_fd(fd) };
+    let sock = rusty_testnet::sys::raw_icmp_socket()?;
     sock.set_read_timeout(Some(Duration::from_millis(500)))?;
     let id = (std::process::id() as u16).to_be_bytes();
     let mut req = vec![8, 0, 0, 0, id[0], id[1], 0, 1];

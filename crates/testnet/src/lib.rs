@@ -11,6 +11,10 @@
 //! `RUSTY_REQUIRE_PRIVILEGED=1` turns every "skip" (not root, tool missing) into a
 //! failure.
 
+// Signals and raw sockets: the crate's only unsafe code.
+#[allow(unsafe_code)]
+pub mod sys;
+
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::Read;
@@ -36,7 +40,7 @@ fn skip(test: &str, why: &str) -> Option<Tools> {
 }
 
 /// Effective uid from /proc/self/status (no libc needed).
-fn euid() -> Option<u32> {
+pub fn euid() -> Option<u32> {
     let status = fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("Uid:"))?;
     line.split_whitespace().nth(2)?.parse().ok()

@@ -61,8 +61,8 @@ impl Running {
         for &w in &self.workers {
             let comm = fs::read_to_string(format!("/proc/{w}/comm")).unwrap_or_default();
             if comm.trim() == "nginx" {
-                // SAFETY: kill has no memory preconditions; the PID was checked above.
-                unsafe { libc::kill(w, libc::SIGKILL) };
+                // The PID was checked above to name an nginx process.
+                crate::sys::kill(w, libc::SIGKILL);
             }
         }
     }

@@ -193,10 +193,7 @@ impl Server {
 
     /// SIGTERM, wait (bounded) for a clean exit, and return the log.
     pub fn stop(mut self) -> String {
-        // SAFETY: kill(2) on our own child's pid, which we have not reaped yet.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
-        }
+        rusty_testnet::sys::terminate(&mut self.child).expect("SIGTERM to httpd");
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(Some(st)) = self.child.try_wait() {
