@@ -24,7 +24,7 @@ use rusty::time::VirtualClock;
 use rusty::{Conn, Engine, Handler};
 
 /// Size of a request and of a response.
-pub const MESSAGE_LEN: usize = 64;
+pub(crate) const MESSAGE_LEN: usize = 64;
 const SERVER_PORT: u16 = 7;
 const REQUEST: [u8; MESSAGE_LEN] = [b'q'; MESSAGE_LEN];
 const RESPONSE: [u8; MESSAGE_LEN] = [b'r'; MESSAGE_LEN];
@@ -33,13 +33,13 @@ const STALL_TURNS: u32 = 1000;
 
 /// Bytes of the current message received so far on one connection.
 #[derive(Debug, Default)]
-pub struct Partial {
+pub(crate) struct Partial {
     received: usize,
 }
 
 /// The client: one outstanding request per connection, counts completed round trips.
 #[derive(Debug, Default)]
-pub struct RrClient {
+pub(crate) struct RrClient {
     pub connected: usize,
     pub completed: u64,
     pub send_failures: u64,
@@ -85,7 +85,7 @@ impl Handler for RrClient {
 
 /// The server: answers every complete 64-byte request with a 64-byte response.
 #[derive(Debug, Default)]
-pub struct RrServer {
+pub(crate) struct RrServer {
     pub served: u64,
     pub send_failures: u64,
 }
@@ -115,23 +115,23 @@ impl Handler for RrServer {
     }
 }
 
-pub type ClientEngine<D> = Engine<D, RrClient, VirtualClock>;
-pub type ServerEngine<D> = Engine<D, RrServer, VirtualClock>;
+pub(crate) type ClientEngine<D> = Engine<D, RrClient, VirtualClock>;
+pub(crate) type ServerEngine<D> = Engine<D, RrServer, VirtualClock>;
 
 /// One loop turn of the client engine (a separate symbol for profilers).
 #[inline(never)]
-pub fn client_turn<D: PacketIo>(client: &mut ClientEngine<D>) -> usize {
+pub(crate) fn client_turn<D: PacketIo>(client: &mut ClientEngine<D>) -> usize {
     client.poll()
 }
 
 /// One loop turn of the server engine (a separate symbol for profilers).
 #[inline(never)]
-pub fn server_turn<D: PacketIo>(server: &mut ServerEngine<D>) -> usize {
+pub(crate) fn server_turn<D: PacketIo>(server: &mut ServerEngine<D>) -> usize {
     server.poll()
 }
 
 /// A client and a server engine with `connections` established connections.
-pub struct RrPair<D: PacketIo> {
+pub(crate) struct RrPair<D: PacketIo> {
     pub clock: VirtualClock,
     pub client: ClientEngine<D>,
     pub server: ServerEngine<D>,
@@ -147,18 +147,18 @@ fn link() -> (MemoryLink, MemoryLink) {
 
 impl RrPair<MemoryLink> {
     /// Two engines on a bare in-memory link.
-    pub fn memory(connections: usize) -> Result<RrPair<MemoryLink>, String> {
+    pub(crate) fn memory(connections: usize) -> Result<RrPair<MemoryLink>, String> {
         let clock = VirtualClock::new();
         let (a, b) = link();
         RrPair::build(clock, a, b, connections)
     }
 }
 
-pub type FaultLink = FaultInjector<MemoryLink, VirtualClock>;
+pub(crate) type FaultLink = FaultInjector<MemoryLink, VirtualClock>;
 
 impl RrPair<FaultLink> {
     /// Two engines on the in-memory link behind fault injectors configured with no faults.
-    pub fn fault_injector(connections: usize) -> Result<RrPair<FaultLink>, String> {
+    pub(crate) fn fault_injector(connections: usize) -> Result<RrPair<FaultLink>, String> {
         let clock = VirtualClock::new();
         let (a, b) = link();
         let a = FaultInjector::new(a, clock.clone(), FaultConfig::none(), 1);
@@ -202,7 +202,7 @@ impl<D: PacketIo> RrPair<D> {
 
     /// Run loop turns until at least `requests` more round trips have completed; returns
     /// how many completed (fewer only if the exchange got stuck: see [`RrPair::describe`]).
-    pub fn run(&mut self, requests: u64) -> u64 {
+    pub(crate) fn run(&mut self, requests: u64) -> u64 {
         let start = self.client.handler().completed;
         let target = start + requests;
         self.turn_until(|p| p.client.handler().completed >= target);
@@ -228,7 +228,7 @@ impl<D: PacketIo> RrPair<D> {
     }
 
     /// Both engines' counters, for error messages and sanity checks.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "client {:?} / {}; server {:?} / {}",
             self.client.handler(),
@@ -239,7 +239,7 @@ impl<D: PacketIo> RrPair<D> {
     }
 
     /// Segments the two engines retransmitted (zero in a healthy run).
-    pub fn retransmissions(&self) -> u64 {
+    pub(crate) fn retransmissions(&self) -> u64 {
         self.client.stats().retransmissions + self.server.stats().retransmissions
     }
 }

@@ -42,7 +42,7 @@ const README_START: &str = "<!-- bench-echo:start -->";
 const README_END: &str = "<!-- bench-echo:end -->";
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -105,7 +105,7 @@ impl Sample {
     }
 }
 
-pub fn run(opts: &Options) -> Result<()> {
+pub(crate) fn run(opts: &Options) -> Result<()> {
     if opts.run.duration == 0 || opts.run.rounds == 0 {
         return Err("--duration and --rounds must be at least 1".into());
     }

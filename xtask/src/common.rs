@@ -10,11 +10,11 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 use crate::sys;
 
-pub type Result<T> = std::result::Result<T, String>;
+pub(crate) type Result<T> = std::result::Result<T, String>;
 
 /// Flags every scripted benchmark takes.
 #[derive(Debug, Clone, clap::Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Seconds of load per run.
     #[arg(long, default_value_t = 5)]
     pub duration: u64,
@@ -44,7 +44,7 @@ impl RunArgs {
     /// usable cores, catch SIGINT/SIGTERM, and (unless `--no-build`) build `package` in
     /// release. `what` names the command for messages. Returns the interrupt flag and the
     /// workspace root.
-    pub fn prepare(&self, what: &str, package: &str) -> Result<(Arc<AtomicBool>, PathBuf)> {
+    pub(crate) fn prepare(&self, what: &str, package: &str) -> Result<(Arc<AtomicBool>, PathBuf)> {
         require_root(what)?;
         check_cpus(self.server_cpu, self.client_cpu)?;
         let interrupted = interrupt_flag()?;
@@ -57,7 +57,7 @@ impl RunArgs {
 }
 
 /// Fails unless running as root; `what` names the command for the message.
-pub fn require_root(what: &str) -> Result<()> {
+pub(crate) fn require_root(what: &str) -> Result<()> {
     if sys::euid() != 0 {
         return Err(format!(
             "`cargo xtask {what}` must run as root: it creates a network namespace and a \
@@ -68,7 +68,7 @@ pub fn require_root(what: &str) -> Result<()> {
 }
 
 /// Checks that the two cores differ and are both in this process's allowed set.
-pub fn check_cpus(server: usize, client: usize) -> Result<()> {
+pub(crate) fn check_cpus(server: usize, client: usize) -> Result<()> {
     if server == client {
         return Err("--server-cpu and --client-cpu must differ".into());
     }
@@ -85,7 +85,7 @@ pub fn check_cpus(server: usize, client: usize) -> Result<()> {
 }
 
 /// A flag raised by SIGINT/SIGTERM, so that a run stops and cleans up.
-pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>> {
     let interrupted = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&interrupted))
@@ -94,7 +94,7 @@ pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
     Ok(interrupted)
 }
 
-pub fn check_interrupted(interrupted: &AtomicBool) -> Result<()> {
+pub(crate) fn check_interrupted(interrupted: &AtomicBool) -> Result<()> {
     if interrupted.load(Ordering::Relaxed) {
         Err("interrupted; cleaning up".into())
     } else {
@@ -103,7 +103,7 @@ pub fn check_interrupted(interrupted: &AtomicBool) -> Result<()> {
 }
 
 /// A child process, killed by PID and reaped when dropped.
-pub struct Proc {
+pub(crate) struct Proc {
     name: &'static str,
     child: Child,
     done: Option<ExitStatus>,
@@ -111,7 +111,7 @@ pub struct Proc {
 
 impl Proc {
     /// Starts `cmd` with stdin from /dev/null and stdout and stderr into `log`.
-    pub fn spawn(name: &'static str, mut cmd: Command, log: &Path) -> Result<Proc> {
+    pub(crate) fn spawn(name: &'static str, mut cmd: Command, log: &Path) -> Result<Proc> {
         let file = fs::File::create(log).map_err(|e| format!("creating {}: {e}", log.display()))?;
         let err = file
             .try_clone()
@@ -130,11 +130,11 @@ impl Proc {
     }
 
     /// `ip netns exec` and `taskset` exec the program in place, so this is its PID.
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.child.id() as i32
     }
 
-    pub fn try_status(&mut self) -> Result<Option<ExitStatus>> {
+    pub(crate) fn try_status(&mut self) -> Result<Option<ExitStatus>> {
         if self.done.is_none() {
             self.done = self
                 .child
@@ -145,7 +145,7 @@ impl Proc {
     }
 
     /// Its exit status, or `None` when it ran past `limit` (it is then killed).
-    pub fn wait_for(
+    pub(crate) fn wait_for(
         &mut self,
         limit: Duration,
         interrupted: &AtomicBool,
@@ -164,7 +164,7 @@ impl Proc {
         }
     }
 
-    pub fn kill(&mut self, sig: i32) {
+    pub(crate) fn kill(&mut self, sig: i32) {
         if matches!(self.try_status(), Ok(None)) {
             // The PID is our unreaped child, so it cannot have been reused.
             sys::kill(self.pid(), sig);
@@ -172,7 +172,7 @@ impl Proc {
     }
 
     /// `sig` (SIGINT or SIGTERM), then SIGKILL if it is still there after `grace`.
-    pub fn stop_with(&mut self, sig: i32, grace: Duration) {
+    pub(crate) fn stop_with(&mut self, sig: i32, grace: Duration) {
         self.kill(sig);
         let deadline = Instant::now() + grace;
         while matches!(self.try_status(), Ok(None)) && Instant::now() < deadline {
@@ -185,7 +185,7 @@ impl Proc {
     }
 
     /// SIGINT, then SIGKILL if it is still there after `grace`.
-    pub fn stop(&mut self, grace: Duration) {
+    pub(crate) fn stop(&mut self, grace: Duration) {
         self.stop_with(libc::SIGINT, grace);
     }
 }
@@ -201,13 +201,13 @@ impl Drop for Proc {
 
 /// A private network namespace holding a multi-queue TAP whose host side has an
 /// address; both deleted when dropped.
-pub struct Netns {
+pub(crate) struct Netns {
     pub name: String,
     pub tap: String,
 }
 
 impl Netns {
-    pub fn create(name: String, tap: String, host_cidr: &str) -> Result<Netns> {
+    pub(crate) fn create(name: String, tap: String, host_cidr: &str) -> Result<Netns> {
         ip(&["netns", "add", &name])?;
         // From here on, Drop deletes whatever was made.
         let ns = Netns { name, tap };
@@ -232,7 +232,7 @@ impl Netns {
     }
 
     /// `ip netns exec NAME taskset -c CPU PROGRAM`.
-    pub fn exec_pinned(&self, cpu: usize, program: &Path) -> Command {
+    pub(crate) fn exec_pinned(&self, cpu: usize, program: &Path) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.name, "taskset", "-c"])
             .arg(cpu.to_string())
@@ -241,7 +241,7 @@ impl Netns {
     }
 
     /// Sets a (namespaced) sysctl inside the namespace.
-    pub fn sysctl(&self, key: &str, value: &str) -> Result<()> {
+    pub(crate) fn sysctl(&self, key: &str, value: &str) -> Result<()> {
         let out = Command::new("ip")
             .args(["netns", "exec", &self.name, "sysctl", "-q", "-w"])
             .arg(format!("{key}={value}"))
@@ -258,7 +258,7 @@ impl Netns {
         }
     }
 
-    pub fn tap_has_carrier(&self) -> bool {
+    pub(crate) fn tap_has_carrier(&self) -> bool {
         let out = Command::new("ip")
             .args(["-n", &self.name, "-o", "link", "show", "dev", &self.tap])
             .stderr(Stdio::null())
@@ -280,7 +280,7 @@ impl Drop for Netns {
     }
 }
 
-pub fn ip(args: &[&str]) -> Result<()> {
+pub(crate) fn ip(args: &[&str]) -> Result<()> {
     let out = Command::new("ip")
         .args(args)
         .output()
@@ -297,22 +297,22 @@ pub fn ip(args: &[&str]) -> Result<()> {
 }
 
 /// A temporary directory, removed with its contents when dropped.
-pub struct TempDir(pub PathBuf);
+pub(crate) struct TempDir(pub PathBuf);
 
 impl TempDir {
-    pub fn new(name: &str) -> Result<TempDir> {
+    pub(crate) fn new(name: &str) -> Result<TempDir> {
         let path = std::env::temp_dir().join(name);
         let _ = fs::remove_dir_all(&path);
         fs::create_dir_all(&path).map_err(|e| format!("creating {}: {e}", path.display()))?;
         Ok(TempDir(path))
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 
     /// Leaves the directory in place (for its logs) and says where it is.
-    pub fn keep(self) -> PathBuf {
+    pub(crate) fn keep(self) -> PathBuf {
         let p = self.0.clone();
         std::mem::forget(self);
         p
@@ -326,7 +326,7 @@ impl Drop for TempDir {
 }
 
 /// `cargo build --release -p PACKAGE` in the workspace.
-pub fn build(root: &Path, package: &str) -> Result<()> {
+pub(crate) fn build(root: &Path, package: &str) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .args(["build", "--release", "-p", package])
@@ -342,7 +342,7 @@ pub fn build(root: &Path, package: &str) -> Result<()> {
     }
 }
 
-pub fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest
         .parent()
@@ -350,7 +350,7 @@ pub fn workspace_root() -> PathBuf {
 }
 
 /// The release binary `name` of the workspace (honouring `CARGO_TARGET_DIR`).
-pub fn release_bin(root: &Path, name: &str) -> Result<PathBuf> {
+pub(crate) fn release_bin(root: &Path, name: &str) -> Result<PathBuf> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
@@ -364,7 +364,7 @@ pub fn release_bin(root: &Path, name: &str) -> Result<PathBuf> {
 
 /// The first `name` on `PATH` (plus /usr/sbin and /sbin, which a non-login root shell
 /// may lack).
-pub fn find_program(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .chain(["/usr/local/sbin", "/usr/sbin", "/sbin"].map(PathBuf::from))
@@ -372,12 +372,12 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-pub fn allowed_cpus() -> Result<Vec<usize>> {
+pub(crate) fn allowed_cpus() -> Result<Vec<usize>> {
     sys::allowed_cpus().map_err(|e| format!("sched_getaffinity: {e}"))
 }
 
 /// utime + stime of process `pid` (all its threads), in seconds.
-pub fn process_cpu_seconds(pid: i32) -> Result<f64> {
+pub(crate) fn process_cpu_seconds(pid: i32) -> Result<f64> {
     let path = format!("/proc/{pid}/stat");
     let stat = fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
     let ticks = parse_stat_ticks(&stat).ok_or_else(|| format!("unexpected {path}: {stat}"))?;
@@ -386,7 +386,7 @@ pub fn process_cpu_seconds(pid: i32) -> Result<f64> {
 }
 
 /// utime + stime in clock ticks from the text of `/proc/PID/stat`.
-pub fn parse_stat_ticks(stat: &str) -> Option<u64> {
+pub(crate) fn parse_stat_ticks(stat: &str) -> Option<u64> {
     // The command name (field 2) is in parentheses and may hold spaces; fields after it
     // start at 3 (state), so utime (14) and stime (15) are the 12th and 13th.
     let rest = &stat[stat.rfind(')')? + 1..];
@@ -397,13 +397,13 @@ pub fn parse_stat_ticks(stat: &str) -> Option<u64> {
 }
 
 /// The parent PID from the text of `/proc/PID/stat`.
-pub fn parse_stat_ppid(stat: &str) -> Option<i32> {
+pub(crate) fn parse_stat_ppid(stat: &str) -> Option<i32> {
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// PIDs of the live children of `pid` (from the parent field of every `/proc/N/stat`).
-pub fn children_of(pid: i32) -> Vec<i32> {
+pub(crate) fn children_of(pid: i32) -> Vec<i32> {
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -418,7 +418,7 @@ pub fn children_of(pid: i32) -> Vec<i32> {
 }
 
 /// Whether process `pid`'s network namespace has a TCP socket listening on `port`.
-pub fn listening(pid: i32, port: u16) -> bool {
+pub(crate) fn listening(pid: i32, port: u16) -> bool {
     let want = format!(":{port:04X}");
     ["tcp", "tcp6"].iter().any(|f| {
         fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
@@ -433,7 +433,7 @@ pub fn listening(pid: i32, port: u16) -> bool {
 }
 
 /// What a failed run shows: the client's whole output and the end of the server's log.
-pub fn explain_run(client: &str, out: &str, server_log: &Path) -> String {
+pub(crate) fn explain_run(client: &str, out: &str, server_log: &Path) -> String {
     format!(
         "\n--- {client} output ---\n{}\n--- server log (tail) ---\n{}",
         out.trim_end(),
@@ -444,7 +444,7 @@ pub fn explain_run(client: &str, out: &str, server_log: &Path) -> String {
 /// Fails unless the client finished within `limit` (`status` is `None` when it was
 /// killed for running longer) and exited 0, with the server still up. `what` names the
 /// case and server; `explain` adds the logs to the message.
-pub fn check_run(
+pub(crate) fn check_run(
     client: &str,
     what: &str,
     status: Option<ExitStatus>,
@@ -473,13 +473,13 @@ pub fn check_run(
     Ok(())
 }
 
-pub fn tail(path: &Path, lines: usize) -> String {
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-pub fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.retain(|x| !x.is_nan());
     if v.is_empty() {
         return f64::NAN;
@@ -493,7 +493,7 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-pub fn thousands(x: f64) -> String {
+pub(crate) fn thousands(x: f64) -> String {
     if !x.is_finite() {
         return "—".into();
     }
@@ -512,7 +512,7 @@ pub fn thousands(x: f64) -> String {
 }
 
 /// Where a README table comes from: "`cargo xtask …` — DATE, MACHINE".
-pub fn provenance() -> String {
+pub(crate) fn provenance() -> String {
     format!("`{}` — {}, {}", command_line(), utc_date(), machine())
 }
 
@@ -550,7 +550,7 @@ fn utc_date() -> String {
 }
 
 /// Proleptic Gregorian date of `days` since 1970-01-01 (Howard Hinnant's algorithm).
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -564,7 +564,7 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
 }
 
 /// Writes `body` into README.md between `start` and `end`.
-pub fn write_readme(root: &Path, start: &str, end: &str, body: &str) -> Result<PathBuf> {
+pub(crate) fn write_readme(root: &Path, start: &str, end: &str, body: &str) -> Result<PathBuf> {
     let path = root.join("README.md");
     let text = fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     fs::write(&path, crate::readme::put_block(&text, start, end, body))

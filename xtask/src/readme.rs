@@ -2,7 +2,7 @@
 
 /// `text` with `body` between the `start` and `end` marker lines. Without the markers,
 /// the block goes at the end of the `## Benchmarks` section (made at the end if missing).
-pub fn put_block(text: &str, start: &str, end: &str, body: &str) -> String {
+pub(crate) fn put_block(text: &str, start: &str, end: &str, body: &str) -> String {
     let block = format!("{start}\n{}\n{end}", body.trim_end());
     if let Some(s) = text.find(start) {
         if let Some(e) = text[s..].find(end).map(|e| s + e) {

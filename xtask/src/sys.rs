@@ -6,20 +6,20 @@
 use std::io;
 
 /// The effective user id.
-pub fn euid() -> u32 {
+pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
 
 /// Send `sig` to `pid`. The caller makes sure `pid` still names the process it means
 /// (its own unreaped child, or one whose identity it has just checked).
-pub fn kill(pid: i32, sig: i32) {
+pub(crate) fn kill(pid: i32, sig: i32) {
     // SAFETY: kill has no memory preconditions.
     unsafe { libc::kill(pid, sig) };
 }
 
 /// The CPUs this process may run on, in order.
-pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data, valid all-zero; sched_getaffinity writes at most
     // its size into it, and CPU_ISSET reads it.
     unsafe {
@@ -34,7 +34,7 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
 }
 
 /// Clock ticks per second (`/proc/PID/stat` times are in ticks).
-pub fn clock_ticks_per_second() -> i64 {
+pub(crate) fn clock_ticks_per_second() -> i64 {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_CLK_TCK) }
 }

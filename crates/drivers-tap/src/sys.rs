@@ -11,7 +11,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
 /// Longest interface name, NUL excluded (`IFNAMSIZ - 1`).
-pub const MAX_IFNAME: usize = libc::IFNAMSIZ - 1;
+pub(crate) const MAX_IFNAME: usize = libc::IFNAMSIZ - 1;
 
 /// An all-zero `struct ifreq` naming `name` (which must be at most [`MAX_IFNAME`] bytes
 /// and hold no NUL; callers check).
@@ -55,7 +55,7 @@ fn ioctl_ifreq(fd: &impl AsRawFd, req: libc::c_ulong, arg: &mut libc::ifreq) -> 
 
 /// Open `/dev/net/tun` non-blocking and attach it, as one queue, to the TAP `name`
 /// (created if missing) with `flags` (`IFF_*`). Returns the file and the device's name.
-pub fn open_tap_queue(
+pub(crate) fn open_tap_queue(
     name: &str,
     flags: c_int,
 ) -> Result<(File, String), (&'static str, io::Error)> {
@@ -73,7 +73,7 @@ pub fn open_tap_queue(
 
 /// `TUNSETVNETHDRSZ`: the length of the virtio-net header on this queue.
 #[allow(clippy::unnecessary_cast)]
-pub fn set_vnet_hdr_len(file: &File, len: usize) -> io::Result<()> {
+pub(crate) fn set_vnet_hdr_len(file: &File, len: usize) -> io::Result<()> {
     let len = c_int::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: TUNSETVNETHDRSZ reads one `int` through its argument pointer, which points
     // at `len`, alive for the call.
@@ -93,7 +93,7 @@ pub fn set_vnet_hdr_len(file: &File, len: usize) -> io::Result<()> {
 
 /// `TUNSETOFFLOAD`: which offloads (`TUN_F_*`) the kernel may use on frames it hands us.
 #[allow(clippy::unnecessary_cast)]
-pub fn set_offload(file: &File, flags: c_uint) -> io::Result<()> {
+pub(crate) fn set_offload(file: &File, flags: c_uint) -> io::Result<()> {
     // SAFETY: TUNSETOFFLOAD takes its argument by value (an unsigned long); no memory
     // is read or written through it.
     let rc = unsafe {
@@ -112,7 +112,7 @@ pub fn set_offload(file: &File, flags: c_uint) -> io::Result<()> {
 
 /// Block until `file` is readable or `timeout` passes (`ppoll`, nanosecond timeout).
 /// Interruptions and errors simply end the wait: callers poll the queue next anyway.
-pub fn wait_readable(file: &File, timeout: Duration) {
+pub(crate) fn wait_readable(file: &File, timeout: Duration) {
     let mut pfd = libc::pollfd {
         fd: file.as_raw_fd(),
         events: libc::POLLIN,
@@ -155,40 +155,40 @@ fn sockaddr_in(ip: Ipv4Addr) -> libc::sockaddr {
 }
 
 /// Host-side interface settings, made through `SIOCSIF*` ioctls.
-pub struct Interface {
+pub(crate) struct Interface {
     sock: OwnedFd,
     name: String,
 }
 
 impl Interface {
-    pub fn new(name: &str) -> io::Result<Interface> {
+    pub(crate) fn new(name: &str) -> io::Result<Interface> {
         Ok(Interface {
             sock: inet_socket()?,
             name: name.to_string(),
         })
     }
 
-    pub fn set_mtu(&self, mtu: usize) -> io::Result<()> {
+    pub(crate) fn set_mtu(&self, mtu: usize) -> io::Result<()> {
         let mut req = ifreq(&self.name);
         req.ifr_ifru.ifru_mtu =
             c_int::try_from(mtu).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         ioctl_ifreq(&self.sock, libc::SIOCSIFMTU, &mut req)
     }
 
-    pub fn set_addr(&self, ip: Ipv4Addr) -> io::Result<()> {
+    pub(crate) fn set_addr(&self, ip: Ipv4Addr) -> io::Result<()> {
         let mut req = ifreq(&self.name);
         req.ifr_ifru.ifru_addr = sockaddr_in(ip);
         ioctl_ifreq(&self.sock, libc::SIOCSIFADDR, &mut req)
     }
 
-    pub fn set_netmask(&self, mask: Ipv4Addr) -> io::Result<()> {
+    pub(crate) fn set_netmask(&self, mask: Ipv4Addr) -> io::Result<()> {
         let mut req = ifreq(&self.name);
         req.ifr_ifru.ifru_netmask = sockaddr_in(mask);
         ioctl_ifreq(&self.sock, libc::SIOCSIFNETMASK, &mut req)
     }
 
     /// Set `IFF_UP`, keeping the other flags.
-    pub fn bring_up(&self) -> io::Result<()> {
+    pub(crate) fn bring_up(&self) -> io::Result<()> {
         let mut req = ifreq(&self.name);
         ioctl_ifreq(&self.sock, libc::SIOCGIFFLAGS, &mut req)?;
         // SAFETY: SIOCGIFFLAGS just filled `ifru_flags`, the union member read here.
@@ -199,7 +199,7 @@ impl Interface {
 }
 
 /// `buf.len()` random bytes from the kernel's CSPRNG.
-pub fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
+pub(crate) fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
     let mut filled = 0;
     // getrandom() returns at most 32 MiB per call and may be interrupted; a few calls
     // always suffice for the handful of bytes asked here.

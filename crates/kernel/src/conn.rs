@@ -18,7 +18,7 @@ use crate::queue::{RecvBuffer, SendQueue, MAX_IOV};
 use crate::sys;
 
 /// What a failed socket call means to the application.
-pub fn close_reason(e: &io::Error) -> CloseReason {
+pub(crate) fn close_reason(e: &io::Error) -> CloseReason {
     match e.raw_os_error() {
         Some(libc::ECONNREFUSED) => CloseReason::Refused,
         Some(libc::ETIMEDOUT | libc::EHOSTUNREACH | libc::ENETUNREACH) => CloseReason::TimedOut,
@@ -28,7 +28,7 @@ pub fn close_reason(e: &io::Error) -> CloseReason {
 
 /// One connection's block in the worker's table: the socket, its buffers, what the
 /// kernel reported and what the application asked for.
-pub struct KernelConn {
+pub(crate) struct KernelConn {
     pub fd: OwnedFd,
     local: SocketAddrV4,
     peer: SocketAddrV4,
@@ -87,7 +87,7 @@ pub struct KernelConn {
 }
 
 impl KernelConn {
-    pub fn new(
+    pub(crate) fn new(
         fd: OwnedFd,
         local: SocketAddrV4,
         peer: SocketAddrV4,
@@ -131,7 +131,7 @@ impl KernelConn {
 
     /// Write queued bytes until the queue empties or the socket is full. Returns how many
     /// bytes the kernel took.
-    pub fn flush(&mut self) -> usize {
+    pub(crate) fn flush(&mut self) -> usize {
         let mut total = 0;
         while !self.queue.is_empty() && self.can_write && self.error.is_none() {
             let (r, want) = {

@@ -8,7 +8,7 @@ use std::io::IoSlice;
 use bytes::Bytes;
 
 /// Most chunks handed to one `sendmsg` (well under IOV_MAX).
-pub const MAX_IOV: usize = 64;
+pub(crate) const MAX_IOV: usize = 64;
 
 #[derive(Debug)]
 enum Chunk {
@@ -29,7 +29,7 @@ impl Chunk {
 /// `send_buffer`; shared chunks do not (their memory is owned elsewhere), as in
 /// Rusty's own send buffer.
 #[derive(Debug, Default)]
-pub struct SendQueue {
+pub(crate) struct SendQueue {
     chunks: VecDeque<Chunk>,
     /// Bytes of the front chunk already written.
     front_written: usize,
@@ -38,17 +38,17 @@ pub struct SendQueue {
 }
 
 impl SendQueue {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.chunks.is_empty()
     }
 
     /// Unwritten copied bytes held.
-    pub fn copied(&self) -> usize {
+    pub(crate) fn copied(&self) -> usize {
         self.copied
     }
 
     /// Copy at most `limit` bytes of `data`; returns how many.
-    pub fn push_copy(&mut self, data: &[u8], limit: usize) -> usize {
+    pub(crate) fn push_copy(&mut self, data: &[u8], limit: usize) -> usize {
         let n = data.len().min(limit);
         if n == 0 {
             return 0;
@@ -64,14 +64,14 @@ impl SendQueue {
         n
     }
 
-    pub fn push_shared(&mut self, data: Bytes) {
+    pub(crate) fn push_shared(&mut self, data: Bytes) {
         if !data.is_empty() {
             self.chunks.push_back(Chunk::Shared(data));
         }
     }
 
     /// Fill `out` with slices over the unwritten bytes, in order; returns how many.
-    pub fn slices<'a>(&'a self, out: &mut [IoSlice<'a>; MAX_IOV]) -> usize {
+    pub(crate) fn slices<'a>(&'a self, out: &mut [IoSlice<'a>; MAX_IOV]) -> usize {
         let mut n = 0;
         for (slot, c) in out.iter_mut().zip(self.chunks.iter()) {
             let b = c.bytes();
@@ -82,7 +82,7 @@ impl SendQueue {
     }
 
     /// The kernel took `n` more bytes from the front.
-    pub fn advance(&mut self, mut n: usize) {
+    pub(crate) fn advance(&mut self, mut n: usize) {
         while n > 0 {
             let Some(front) = self.chunks.front() else {
                 debug_assert!(false, "advanced past the queue");
@@ -104,28 +104,28 @@ impl SendQueue {
     }
 
     /// Drop everything (the connection is gone).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         *self = SendQueue::default();
     }
 }
 
 /// Received bytes the application has not consumed. Owns no memory while empty.
 #[derive(Debug, Default)]
-pub struct RecvBuffer {
+pub(crate) struct RecvBuffer {
     data: Vec<u8>,
     start: usize,
 }
 
 impl RecvBuffer {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.data.len() - self.start
     }
 
-    pub fn readable(&self) -> &[u8] {
+    pub(crate) fn readable(&self) -> &[u8] {
         &self.data[self.start..]
     }
 
-    pub fn extend(&mut self, bytes: &[u8]) {
+    pub(crate) fn extend(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
         }
@@ -136,7 +136,7 @@ impl RecvBuffer {
         self.data.extend_from_slice(bytes);
     }
 
-    pub fn consume(&mut self, n: usize) {
+    pub(crate) fn consume(&mut self, n: usize) {
         self.start += n.min(self.len());
         if self.start == self.data.len() {
             *self = RecvBuffer::default();

@@ -59,7 +59,7 @@ fn own(fd: libc::c_int) -> OwnedFd {
 }
 
 /// A non-blocking, close-on-exec IPv4 TCP socket.
-pub fn tcp_socket() -> io::Result<OwnedFd> {
+pub(crate) fn tcp_socket() -> io::Result<OwnedFd> {
     // SAFETY: socket(2) takes no pointers.
     let fd = cvt(unsafe {
         libc::socket(
@@ -92,19 +92,19 @@ fn set_int_option(
 
 /// SO_REUSEADDR and SO_REUSEPORT: every worker binds its own listener to the same
 /// address and the kernel spreads incoming connections over them.
-pub fn set_reuse(fd: BorrowedFd<'_>) -> io::Result<()> {
+pub(crate) fn set_reuse(fd: BorrowedFd<'_>) -> io::Result<()> {
     set_int_option(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
     set_int_option(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)
 }
 
 /// TCP_NODELAY: what the application queues in one loop turn goes out at once, as on
 /// Rusty's own stack (no Nagle delay).
-pub fn set_nodelay(fd: BorrowedFd<'_>) -> io::Result<()> {
+pub(crate) fn set_nodelay(fd: BorrowedFd<'_>) -> io::Result<()> {
     set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
 }
 
 /// SO_LINGER {on, 0}: the next close sends a RST and drops queued data.
-pub fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {
+pub(crate) fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {
     let value = libc::linger {
         l_onoff: 1,
         l_linger: 0,
@@ -123,7 +123,7 @@ pub fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {
 }
 
 /// The socket's pending error (SO_ERROR), which reading clears.
-pub fn take_error(fd: BorrowedFd<'_>) -> io::Result<Option<io::Error>> {
+pub(crate) fn take_error(fd: BorrowedFd<'_>) -> io::Result<Option<io::Error>> {
     let mut value: libc::c_int = 0;
     let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: value and len are live locals; len holds value's size.
@@ -139,7 +139,7 @@ pub fn take_error(fd: BorrowedFd<'_>) -> io::Result<Option<io::Error>> {
     Ok((value != 0).then(|| io::Error::from_raw_os_error(value)))
 }
 
-pub fn bind(fd: BorrowedFd<'_>, addr: SocketAddrV4) -> io::Result<()> {
+pub(crate) fn bind(fd: BorrowedFd<'_>, addr: SocketAddrV4) -> io::Result<()> {
     let sa = to_sockaddr(addr);
     // SAFETY: sa is a live sockaddr_in and its exact size is passed.
     cvt(unsafe {
@@ -152,7 +152,7 @@ pub fn bind(fd: BorrowedFd<'_>, addr: SocketAddrV4) -> io::Result<()> {
     .map(drop)
 }
 
-pub fn listen(fd: BorrowedFd<'_>, backlog: usize) -> io::Result<()> {
+pub(crate) fn listen(fd: BorrowedFd<'_>, backlog: usize) -> io::Result<()> {
     let backlog = backlog.clamp(1, libc::c_int::MAX as usize) as libc::c_int;
     // SAFETY: listen(2) takes no pointers.
     cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) }).map(drop)
@@ -160,12 +160,12 @@ pub fn listen(fd: BorrowedFd<'_>, backlog: usize) -> io::Result<()> {
 
 /// How a non-blocking connect started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectStart {
+pub(crate) enum ConnectStart {
     Connected,
     InProgress,
 }
 
-pub fn connect(fd: BorrowedFd<'_>, addr: SocketAddrV4) -> io::Result<ConnectStart> {
+pub(crate) fn connect(fd: BorrowedFd<'_>, addr: SocketAddrV4) -> io::Result<ConnectStart> {
     let sa = to_sockaddr(addr);
     // SAFETY: sa is a live sockaddr_in and its exact size is passed.
     let r = unsafe {
@@ -185,7 +185,7 @@ pub fn connect(fd: BorrowedFd<'_>, addr: SocketAddrV4) -> io::Result<ConnectStar
 }
 
 /// Accept one connection as a non-blocking, close-on-exec socket.
-pub fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddrV4)> {
+pub(crate) fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddrV4)> {
     retry(|| {
         // SAFETY: sockaddr_in is plain old data; all zeroes is a valid value.
         let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
@@ -204,7 +204,7 @@ pub fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddrV4)> {
     })
 }
 
-pub fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddrV4> {
+pub(crate) fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddrV4> {
     // SAFETY: sockaddr_in is plain old data; all zeroes is a valid value.
     let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
     let mut len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
@@ -220,12 +220,12 @@ pub fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddrV4> {
 }
 
 /// shutdown(SHUT_WR): FIN after what the kernel holds.
-pub fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
+pub(crate) fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: shutdown(2) takes no pointers.
     cvt(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) }).map(drop)
 }
 
-pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     retry(|| {
         // SAFETY: buf is a live, writable slice of exactly buf.len() bytes.
         cvt_size(unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
@@ -233,7 +233,7 @@ pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// send(2) with MSG_NOSIGNAL: a reset peer is an EPIPE error, never a SIGPIPE.
-pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+pub(crate) fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
     retry(|| {
         // SAFETY: buf is a live slice of exactly buf.len() bytes.
         cvt_size(unsafe {
@@ -248,7 +248,7 @@ pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
 }
 
 /// Gathered send (sendmsg(2) with MSG_NOSIGNAL): one syscall for many queued chunks.
-pub fn send_vectored(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+pub(crate) fn send_vectored(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
     retry(|| {
         // SAFETY: msghdr is plain old data; all zeroes is a valid (empty) value.
         let mut msg: libc::msghdr = unsafe { mem::zeroed() };
@@ -262,22 +262,22 @@ pub fn send_vectored(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usi
 }
 
 /// An epoll instance and its event buffer.
-pub struct Epoll {
+pub(crate) struct Epoll {
     fd: OwnedFd,
     events: Vec<libc::epoll_event>,
     ready: usize,
 }
 
-pub const IN: u32 = libc::EPOLLIN as u32;
-pub const OUT: u32 = libc::EPOLLOUT as u32;
-pub const RDHUP: u32 = libc::EPOLLRDHUP as u32;
-pub const HUP: u32 = libc::EPOLLHUP as u32;
-pub const ERR: u32 = libc::EPOLLERR as u32;
-pub const ET: u32 = libc::EPOLLET as u32;
+pub(crate) const IN: u32 = libc::EPOLLIN as u32;
+pub(crate) const OUT: u32 = libc::EPOLLOUT as u32;
+pub(crate) const RDHUP: u32 = libc::EPOLLRDHUP as u32;
+pub(crate) const HUP: u32 = libc::EPOLLHUP as u32;
+pub(crate) const ERR: u32 = libc::EPOLLERR as u32;
+pub(crate) const ET: u32 = libc::EPOLLET as u32;
 
 impl Epoll {
     /// An instance reporting at most `capacity` events per wait.
-    pub fn new(capacity: usize) -> io::Result<Epoll> {
+    pub(crate) fn new(capacity: usize) -> io::Result<Epoll> {
         // SAFETY: epoll_create1(2) takes no pointers.
         let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         Ok(Epoll {
@@ -289,7 +289,7 @@ impl Epoll {
 
     /// Watch `fd` for `events`, reported with `token`. Closing the descriptor removes
     /// it (the crate never duplicates descriptors).
-    pub fn add(&self, fd: BorrowedFd<'_>, events: u32, token: u64) -> io::Result<()> {
+    pub(crate) fn add(&self, fd: BorrowedFd<'_>, events: u32, token: u64) -> io::Result<()> {
         let mut ev = libc::epoll_event { events, u64: token };
         // SAFETY: ev is a live epoll_event the kernel only reads.
         cvt(unsafe {
@@ -305,7 +305,7 @@ impl Epoll {
 
     /// Wait up to `timeout` (rounded up to whole milliseconds) for events; returns how
     /// many are ready for [`Epoll::event`]. An interrupted wait reports none.
-    pub fn wait(&mut self, timeout: Duration) -> io::Result<usize> {
+    pub(crate) fn wait(&mut self, timeout: Duration) -> io::Result<usize> {
         let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
         // SAFETY: the buffer holds events.len() live epoll_event slots, and the kernel
         // writes at most maxevents of them.
@@ -326,7 +326,7 @@ impl Epoll {
     }
 
     /// The `i`th event of the last wait: (event bits, token).
-    pub fn event(&self, i: usize) -> (u32, u64) {
+    pub(crate) fn event(&self, i: usize) -> (u32, u64) {
         let ev = self.events[..self.ready][i];
         (ev.events, ev.u64)
     }

@@ -54,7 +54,7 @@ const README_END: &str = "<!-- bench-http:end -->";
 const GOAL: f64 = 3.0;
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     #[command(flatten)]
     pub run: RunArgs,
     /// wrk's connections (`-c`), all on one wrk thread.
@@ -118,13 +118,13 @@ impl Server {
 }
 
 /// `cargo xtask gen-pages DIR`.
-pub fn gen_pages(dir: &Path) -> Result<()> {
+pub(crate) fn gen_pages(dir: &Path) -> Result<()> {
     let set = pages::write_pages(dir)?;
     println!("{}: {}", dir.display(), set.summary());
     Ok(())
 }
 
-pub fn run(opts: &Options) -> Result<()> {
+pub(crate) fn run(opts: &Options) -> Result<()> {
     if opts.run.duration == 0 || opts.run.rounds == 0 || opts.connections == 0 {
         return Err("--duration, --rounds and --connections must be at least 1".into());
     }

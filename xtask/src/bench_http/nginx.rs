@@ -8,7 +8,7 @@ use super::PORT;
 use crate::common::Result;
 
 /// nginx's configuration and prefix under `tmp/nginx`; returns the configuration file.
-pub fn write_nginx_conf(tmp: &Path, pages: &Path) -> Result<PathBuf> {
+pub(super) fn write_nginx_conf(tmp: &Path, pages: &Path) -> Result<PathBuf> {
     let prefix = tmp.join("nginx");
     fs::create_dir_all(prefix.join("logs")).map_err(|e| format!("creating nginx dirs: {e}"))?;
     let conf = prefix.join("nginx.conf");

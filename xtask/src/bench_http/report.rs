@@ -10,7 +10,7 @@ use crate::common::{median, provenance, thousands};
 use crate::pages::{self, PAGES, SMALL_PAGE};
 
 /// Microseconds as wrk-like text.
-pub fn us(v: f64) -> String {
+pub(super) fn us(v: f64) -> String {
     if v >= 1e6 {
         format!("{:.2} s", v / 1e6)
     } else if v >= 1e3 {
@@ -31,7 +31,7 @@ fn med(runs: &[(Server, Sample)], server: Server, f: impl Fn(&Sample) -> f64) ->
 }
 
 /// Medians per (case, server) and the ratios of Rusty on TAP to the others.
-pub fn table(samples: &[Vec<(Server, Sample)>], servers: &[Server]) -> String {
+pub(super) fn table(samples: &[Vec<(Server, Sample)>], servers: &[Server]) -> String {
     let mut t = String::new();
     t.push_str(
         "| case | server | requests/s (min–max) | MB/s | server CPU s per 100k requests | server core busy | p50 / p99 latency | socket errors |\n\
@@ -92,7 +92,7 @@ pub fn table(samples: &[Vec<(Server, Sample)>], servers: &[Server]) -> String {
 }
 
 /// Where Rusty on TAP stands against the goal (≥ 3× the kernel-backend httpd per core).
-pub fn verdict(samples: &[Vec<(Server, Sample)>]) -> String {
+pub(super) fn verdict(samples: &[Vec<(Server, Sample)>]) -> String {
     let mut parts = Vec::new();
     let mut met = 0;
     for (case, runs) in CASES.iter().zip(samples) {
@@ -117,7 +117,7 @@ pub fn verdict(samples: &[Vec<(Server, Sample)>]) -> String {
     )
 }
 
-pub fn readme_body(
+pub(super) fn readme_body(
     opts: &Options,
     set: &pages::PageSet,
     tools: &Tools,

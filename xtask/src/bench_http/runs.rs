@@ -17,7 +17,7 @@ use crate::common::{
 use crate::pages::SMALL_PAGE;
 
 /// What every run needs: the options, the programs, the namespace and where logs go.
-pub struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     pub opts: &'a Options,
     pub httpd: PathBuf,
     pub wrk: PathBuf,
@@ -153,7 +153,7 @@ impl Ctx<'_> {
         }
     }
 
-    pub fn run_one(&self, case: Case, server: Server, n: usize) -> Result<Sample> {
+    pub(super) fn run_one(&self, case: Case, server: Server, n: usize) -> Result<Sample> {
         check_interrupted(self.interrupted)?;
         let tag = format!("{n:02}-{}-{:?}", case.tag, server).to_lowercase();
         let server_log = self.logs.join(format!("{tag}-server.log"));

@@ -10,7 +10,7 @@ use super::Options;
 use crate::common::{check_interrupted, find_program, tail, Proc, Result};
 
 /// wrk and (maybe) nginx, and why nginx is missing.
-pub struct Tools {
+pub(super) struct Tools {
     pub wrk: PathBuf,
     pub nginx: Option<PathBuf>,
     pub nginx_note: Option<String>,
@@ -19,7 +19,7 @@ pub struct Tools {
 }
 
 impl Tools {
-    pub fn find_or_install(opts: &Options, tmp: &Path, interrupted: &AtomicBool) -> Result<Tools> {
+    pub(super) fn find_or_install(opts: &Options, tmp: &Path, interrupted: &AtomicBool) -> Result<Tools> {
         let mut wrk = find_program("wrk");
         let mut nginx = if opts.no_nginx {
             None

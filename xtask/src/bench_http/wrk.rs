@@ -4,7 +4,7 @@
 
 /// One wrk run.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Sample {
+pub(super) struct Sample {
     pub requests: u64,
     pub req_per_s: f64,
     pub mb_per_s: f64,
@@ -18,7 +18,7 @@ pub struct Sample {
 }
 
 impl Sample {
-    pub fn cpu_per_100k(&self) -> f64 {
+    pub(super) fn cpu_per_100k(&self) -> f64 {
         if self.requests == 0 {
             f64::NAN
         } else {
@@ -27,7 +27,7 @@ impl Sample {
     }
 
     /// How busy the server's core was: its CPU time over wall time, in percent.
-    pub fn busy_percent(&self) -> f64 {
+    pub(super) fn busy_percent(&self) -> f64 {
         if self.wall_s > 0.0 {
             100.0 * self.server_cpu_s / self.wall_s
         } else {
@@ -74,7 +74,7 @@ fn with_unit(s: &str, units: &[(&str, f64)]) -> Option<f64> {
 }
 
 /// Requests, requests/s, MB/s (10⁶ bytes), p50/p99, errors from wrk's report.
-pub fn parse_wrk(out: &str) -> Option<Sample> {
+pub(super) fn parse_wrk(out: &str) -> Option<Sample> {
     let mut s = Sample::default();
     let (mut rate, mut count) = (false, false);
     let (mut p50, mut p99) = (None, None);

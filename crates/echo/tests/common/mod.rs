@@ -4,16 +4,16 @@
 
 #![allow(dead_code)]
 
-pub use rusty_testnet::*;
+pub(crate) use rusty_testnet::*;
 
 /// Path of the `echo` binary under test.
-pub const ECHO: &str = env!("CARGO_BIN_EXE_echo");
+pub(crate) const ECHO: &str = env!("CARGO_BIN_EXE_echo");
 /// Path of the `echo-load` binary under test.
-pub const ECHO_LOAD: &str = env!("CARGO_BIN_EXE_echo-load");
+pub(crate) const ECHO_LOAD: &str = env!("CARGO_BIN_EXE_echo-load");
 
 /// Outcome of a run of [`CLIENT_PY`], parsed from its `SUMMARY` line.
 #[derive(Debug, Clone, Default)]
-pub struct ClientSummary {
+pub(crate) struct ClientSummary {
     pub conns: u64,
     pub complete: u64,
     pub prefix_bad: u64,
@@ -24,7 +24,7 @@ pub struct ClientSummary {
 }
 
 impl ClientSummary {
-    pub fn parse(log: &str) -> Option<ClientSummary> {
+    pub(crate) fn parse(log: &str) -> Option<ClientSummary> {
         let line = log.lines().rev().find(|l| l.starts_with("SUMMARY "))?;
         let mut s = ClientSummary::default();
         for kv in line.split_whitespace().skip(1) {
@@ -49,7 +49,7 @@ impl ClientSummary {
 /// second thread reads the echo; each checks that what came back is a prefix of what
 /// was sent (byte by byte, as it arrives) and, at EOF, that the SHA-256 of the echo
 /// equals that of the data. Exits 0 iff every connection got its whole echo back.
-pub const CLIENT_PY: &str = r#"
+pub(crate) const CLIENT_PY: &str = r#"
 import argparse, hashlib, math, os, random, socket, sys, threading, time
 
 p = argparse.ArgumentParser()
@@ -173,7 +173,7 @@ os._exit(0 if complete == a.conns and not timed_out else 1)
 /// seconds for any reply (ARP, workers starting), then send COUNT echo requests with
 /// random payloads and require each reply to carry our id, sequence and payload and a
 /// valid checksum. Exits 0 iff all COUNT came back.
-pub const ICMP_PY: &str = r#"
+pub(crate) const ICMP_PY: &str = r#"
 import os, socket, struct, sys, time
 host, count, wait = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 

@@ -15,20 +15,20 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 /// Path of the `httpd` binary under test.
-pub const HTTPD: &str = env!("CARGO_BIN_EXE_httpd");
+pub(crate) const HTTPD: &str = env!("CARGO_BIN_EXE_httpd");
 
 /// The Python client checks.
-pub fn checks_py() -> PathBuf {
+pub(crate) fn checks_py() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/checks.py")
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// A scratch directory, removed on drop.
-pub struct Scratch(pub PathBuf);
+pub(crate) struct Scratch(pub PathBuf);
 
 impl Scratch {
-    pub fn new(name: &str) -> Scratch {
+    pub(crate) fn new(name: &str) -> Scratch {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let d = std::env::temp_dir().join(format!("rusty-httpd-{}-{n}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
@@ -46,7 +46,7 @@ impl Drop for Scratch {
 }
 
 /// Deterministic pseudo-random bytes (xorshift64*).
-pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn noise(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
     let mut out = Vec::with_capacity(len + 8);
     while out.len() < len {
@@ -62,7 +62,7 @@ pub fn noise(len: usize, seed: u64) -> Vec<u8> {
 /// Write the test site under `dir/root` (and a secret outside it, for the symlink
 /// that must not be followed); with `big`, also `/big.bin` of that many bytes.
 /// Returns the root.
-pub fn make_site(dir: &Path, big: Option<usize>) -> PathBuf {
+pub(crate) fn make_site(dir: &Path, big: Option<usize>) -> PathBuf {
     let root = dir.join("root");
     fs::create_dir_all(root.join("sub")).unwrap();
     fs::create_dir_all(root.join("nosub")).unwrap();
@@ -104,14 +104,14 @@ pub fn make_site(dir: &Path, big: Option<usize>) -> PathBuf {
 }
 
 /// SHA-256 of a file, hex.
-pub fn sha256_file(path: &Path) -> String {
+pub(crate) fn sha256_file(path: &Path) -> String {
     let data = fs::read(path).unwrap();
     let d = Sha256::digest(&data);
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A port nothing listens on right now.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -119,7 +119,7 @@ pub fn free_port() -> u16 {
 }
 
 /// `httpd` on kernel sockets on 127.0.0.1 (no privileges needed); killed on drop.
-pub struct Server {
+pub(crate) struct Server {
     pub port: u16,
     child: Child,
     log: PathBuf,
@@ -129,7 +129,7 @@ pub struct Server {
 impl Server {
     /// Start `httpd PORT ROOT 1 kernel 127.0.0.1 WORKERS extra...` on a free port and
     /// wait until it accepts connections (another port if that one was taken meanwhile).
-    pub fn start(root: &Path, log_dir: &Path, workers: usize, extra: &[&str]) -> Server {
+    pub(crate) fn start(root: &Path, log_dir: &Path, workers: usize, extra: &[&str]) -> Server {
         for _ in 0..4 {
             if let Some(s) = Server::try_start(root, log_dir, workers, extra) {
                 return s;
@@ -183,16 +183,16 @@ impl Server {
         Some(s)
     }
 
-    pub fn base(&self) -> String {
+    pub(crate) fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// SIGTERM, wait (bounded) for a clean exit, and return the log.
-    pub fn stop(mut self) -> String {
+    pub(crate) fn stop(mut self) -> String {
         rusty_testnet::sys::terminate(&mut self.child).expect("SIGTERM to httpd");
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -227,7 +227,7 @@ impl Drop for Server {
 }
 
 /// A counter from the `httpd total:` line httpd prints when it stops.
-pub fn total_counter(log: &str, name: &str) -> u64 {
+pub(crate) fn total_counter(log: &str, name: &str) -> u64 {
     let line = log
         .lines()
         .find(|l| l.starts_with("httpd total: "))
@@ -240,14 +240,14 @@ pub fn total_counter(log: &str, name: &str) -> u64 {
 
 /// A response as `curl -i` prints it: status, header lines, body.
 #[derive(Debug)]
-pub struct CurlResponse {
+pub(crate) struct CurlResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl CurlResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -256,7 +256,7 @@ impl CurlResponse {
 }
 
 /// Parse the last response of `curl -i` output (earlier ones: redirects followed).
-pub fn parse_curl_i(out: &[u8]) -> CurlResponse {
+pub(crate) fn parse_curl_i(out: &[u8]) -> CurlResponse {
     let mut rest = out;
     loop {
         let split = rest
@@ -290,10 +290,10 @@ pub fn parse_curl_i(out: &[u8]) -> CurlResponse {
 
 /// Runs curl with some arguments and returns (success, stdout, stderr): directly, or
 /// inside a test namespace.
-pub type CurlRunner<'a> = dyn Fn(&[&str]) -> (bool, Vec<u8>, String) + 'a;
+pub(crate) type CurlRunner<'a> = dyn Fn(&[&str]) -> (bool, Vec<u8>, String) + 'a;
 
 /// Run the local curl, bounded by `--max-time`.
-pub fn local_curl(curl: &Path) -> impl Fn(&[&str]) -> (bool, Vec<u8>, String) + '_ {
+pub(crate) fn local_curl(curl: &Path) -> impl Fn(&[&str]) -> (bool, Vec<u8>, String) + '_ {
     move |args: &[&str]| {
         let out = Command::new(curl)
             .args(["--max-time", "60", "-sS"])
@@ -312,7 +312,7 @@ pub fn local_curl(curl: &Path) -> impl Fn(&[&str]) -> (bool, Vec<u8>, String) + 
 /// The curl checks: GET, HEAD, Range, conditional GET, keep-alive reuse over several
 /// URLs in one invocation, HTTP/1.0, redirects, errors and traversal. `base` is
 /// `http://host:port`, `root` the served directory.
-pub fn curl_checks(curl: &CurlRunner<'_>, base: &str, root: &Path) {
+pub(crate) fn curl_checks(curl: &CurlRunner<'_>, base: &str, root: &Path) {
     let file = |p: &str| fs::read(root.join(p)).unwrap();
     let get = |args: &[&str]| {
         let (ok, out, err) = curl(args);
@@ -456,7 +456,7 @@ pub fn curl_checks(curl: &CurlRunner<'_>, base: &str, root: &Path) {
 
 /// Run `checks.py` with `python3` (via `run`, which returns its exit status and
 /// output); fail with the output unless every check passed.
-pub fn assert_checks_passed(what: &str, ok: bool, output: &str) {
+pub(crate) fn assert_checks_passed(what: &str, ok: bool, output: &str) {
     let passed = output
         .lines()
         .any(|l| l.starts_with("SUMMARY ") && l.ends_with(" failed=0"));
@@ -467,7 +467,7 @@ pub fn assert_checks_passed(what: &str, ok: bool, output: &str) {
 }
 
 /// Run checks.py locally against 127.0.0.1.
-pub fn local_checks(python: &Path, port: u16, root: &Path, checks: &[&str], extra: &[&str]) {
+pub(crate) fn local_checks(python: &Path, port: u16, root: &Path, checks: &[&str], extra: &[&str]) {
     let out = Command::new(python)
         .arg("-u")
         .arg(checks_py())

@@ -14,7 +14,7 @@ use rusty_stack::runtime::{run, RuntimeConfig, StopHandle, Worker, WorkerContext
 use rusty_stack::{Handler, Stats};
 
 /// A loopback port nobody listens on right now.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -22,12 +22,12 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-pub fn loopback(port: u16) -> SocketAddrV4 {
+pub(crate) fn loopback(port: u16) -> SocketAddrV4 {
     SocketAddrV4::new([127, 0, 0, 1].into(), port)
 }
 
 /// A running runtime of kernel workers.
-pub struct Server {
+pub(crate) struct Server {
     pub addr: SocketAddrV4,
     pub stop: StopHandle,
     pub thread: JoinHandle<Vec<Stats>>,
@@ -35,7 +35,7 @@ pub struct Server {
 
 impl Server {
     /// Stop gracefully and return the summed counters and how long stopping took.
-    pub fn stop(self) -> (Stats, Duration) {
+    pub(crate) fn stop(self) -> (Stats, Duration) {
         let t = Instant::now();
         self.stop.stop();
         let per_worker = self.thread.join().unwrap();
@@ -49,7 +49,7 @@ impl Server {
 
 /// Start `workers` kernel workers listening on a fresh loopback port (unless `listen` is
 /// false), each with a handler from `make`.
-pub fn start<H, F>(
+pub(crate) fn start<H, F>(
     workers: usize,
     grace: Duration,
     listen: bool,
@@ -70,7 +70,7 @@ where
 }
 
 /// [`start`] with a runtime configuration of the caller's.
-pub fn start_with<H, F>(
+pub(crate) fn start_with<H, F>(
     workers: usize,
     rcfg: RuntimeConfig,
     listen: bool,
@@ -106,7 +106,7 @@ where
 }
 
 /// Connect, retrying while the workers are still starting.
-pub fn connect(addr: SocketAddrV4) -> TcpStream {
+pub(crate) fn connect(addr: SocketAddrV4) -> TcpStream {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         match TcpStream::connect(addr) {
@@ -126,7 +126,7 @@ pub fn connect(addr: SocketAddrV4) -> TcpStream {
 
 /// Send `data` from a second thread while reading everything back until EOF, starting
 /// to read after `read_delay` (so the echo backs up into the server).
-pub fn echo_round(stream: TcpStream, data: Vec<u8>, read_delay: Duration) -> io::Result<Vec<u8>> {
+pub(crate) fn echo_round(stream: TcpStream, data: Vec<u8>, read_delay: Duration) -> io::Result<Vec<u8>> {
     let mut writer = stream.try_clone()?;
     let w = thread::spawn(move || -> io::Result<()> {
         writer.write_all(&data)?;
@@ -142,17 +142,17 @@ pub fn echo_round(stream: TcpStream, data: Vec<u8>, read_delay: Duration) -> io:
 
 /// A log the handlers on all workers append to.
 #[derive(Clone, Default)]
-pub struct Log(pub Arc<Mutex<Vec<String>>>);
+pub(crate) struct Log(pub Arc<Mutex<Vec<String>>>);
 
 impl Log {
-    pub fn push(&self, s: impl Into<String>) {
+    pub(crate) fn push(&self, s: impl Into<String>) {
         self.0.lock().unwrap().push(s.into());
     }
-    pub fn snapshot(&self) -> Vec<String> {
+    pub(crate) fn snapshot(&self) -> Vec<String> {
         self.0.lock().unwrap().clone()
     }
     /// Wait until `pred` holds for the log (at most 10 s).
-    pub fn wait_for(&self, what: &str, pred: impl Fn(&[String]) -> bool) -> Vec<String> {
+    pub(crate) fn wait_for(&self, what: &str, pred: impl Fn(&[String]) -> bool) -> Vec<String> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let snap = self.snapshot();
@@ -169,19 +169,19 @@ impl Log {
 }
 
 /// Deterministic pseudo-random bytes (xorshift64*).
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.next_u64() as u8).collect()
     }
 }

@@ -55,24 +55,24 @@ pub(crate) struct TimeWait {
 }
 
 impl TimeWait {
-    pub fn new(max: usize) -> TimeWait {
+    pub(super) fn new(max: usize) -> TimeWait {
         TimeWait {
             entries: HashMap::with_hasher(RandomState::new()),
             max,
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn contains(&self, key: &FlowKey) -> bool {
+    pub(super) fn contains(&self, key: &FlowKey) -> bool {
         self.entries.contains_key(key)
     }
 
     /// Remember `tcb` (which is in TIME-WAIT) until `expires`. False when the table is full
     /// and the connection skips TIME-WAIT.
-    pub fn insert(&mut self, key: FlowKey, tcb: &Tcb, expires: Instant) -> bool {
+    pub(super) fn insert(&mut self, key: FlowKey, tcb: &Tcb, expires: Instant) -> bool {
         if self.entries.len() >= self.max {
             return false;
         }
@@ -94,7 +94,7 @@ impl TimeWait {
     /// engine schedules the entry's next (and only) timer. A timer left over from an
     /// entry that was since removed and inserted again is ignored.
     #[must_use]
-    pub fn expire(&mut self, key: &FlowKey, at: Instant) -> Option<Instant> {
+    pub(super) fn expire(&mut self, key: &FlowKey, at: Instant) -> Option<Instant> {
         let e = self.entries.get_mut(key)?;
         if e.timer_at != at {
             return None;
@@ -110,7 +110,7 @@ impl TimeWait {
     /// A segment for `key`: `None` when the pair is not in TIME-WAIT. One hash lookup
     /// (a second one only to remove the entry). `get_mut`, not the entry API: that one
     /// may grow the table even on a miss, and most lookups here miss.
-    pub fn on_segment(
+    pub(super) fn on_segment(
         &mut self,
         key: &FlowKey,
         seg: &Segment,
