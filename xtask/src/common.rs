@@ -1,6 +1,7 @@
 //! Pieces the benchmarks share: child processes killed by PID, the benchmark's network
 //! namespace with its TAP, `/proc` CPU accounting, building, and table formatting.
 
+use crate::sys;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -8,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
-use crate::sys;
 
 pub(crate) type Result<T> = std::result::Result<T, String>;
 

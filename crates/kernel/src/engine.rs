@@ -45,7 +45,7 @@ struct Listener {
     ready: bool,
 }
 
-/// One worker's kernel-socket backend. See the [module docs](self).
+/// One worker's kernel-socket backend: see [the crate docs](crate) for how it behaves.
 ///
 /// Its counters ([`stats`](Self::stats)): kernel sockets hide frames and segments, so
 /// `frames_*` stay 0; `bytes_in`/`bytes_out` count TCP payload bytes read from and

@@ -210,6 +210,7 @@ impl PrefixSums {
         self.len
     }
 
+    /// Whether the data was empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -284,6 +285,7 @@ pub struct Partial {
 }
 
 impl Partial {
+    /// An empty sum.
     pub fn new() -> Partial {
         Partial::default()
     }
@@ -310,6 +312,7 @@ impl Partial {
         self.len
     }
 
+    /// Nothing added yet.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -340,15 +343,19 @@ impl SummedBytes {
         let sums = std::sync::Arc::new(PrefixSums::new(&bytes, block));
         SummedBytes { bytes, sums }
     }
+    /// The bytes.
     pub fn bytes(&self) -> &bytes::Bytes {
         &self.bytes
     }
+    /// Their prefix sums.
     pub fn sums(&self) -> &PrefixSums {
         &self.sums
     }
+    /// Length of the bytes.
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
+    /// Whether there are no bytes.
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }

@@ -7,17 +7,17 @@
 //! [`DropReason::UnknownEtherType`].
 
 use smoltcp::wire::EthernetFrame;
-pub use smoltcp::wire::EthernetProtocol;
+pub(crate) use smoltcp::wire::EthernetProtocol;
 
 use crate::drop::DropReason;
 use crate::io::MacAddr;
 
 /// Length of an Ethernet II header: destination, source, EtherType.
-pub const HEADER_LEN: usize = crate::io::ETHERNET_HEADER_LEN;
+pub(crate) const HEADER_LEN: usize = crate::io::ETHERNET_HEADER_LEN;
 
 /// The header fields of a received frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EthernetHeader {
+pub(crate) struct EthernetHeader {
     pub dst: MacAddr,
     pub src: MacAddr,
     pub ethertype: EthernetProtocol,
@@ -28,7 +28,7 @@ pub struct EthernetHeader {
 /// The payload is everything after the 14-byte header, including any padding the sender
 /// added to reach the 60-byte minimum frame; the IPv4 layer trims it using the IP total
 /// length. The frame check sequence is assumed to have been stripped by the device.
-pub fn parse(frame: &[u8]) -> Result<(EthernetHeader, &[u8]), DropReason> {
+pub(crate) fn parse(frame: &[u8]) -> Result<(EthernetHeader, &[u8]), DropReason> {
     let frame = EthernetFrame::new_checked(frame).map_err(|_| DropReason::Truncated)?;
     let header = EthernetHeader {
         dst: frame.dst_addr(),
@@ -43,7 +43,12 @@ pub fn parse(frame: &[u8]) -> Result<(EthernetHeader, &[u8]), DropReason> {
 /// # Panics
 /// If `buf` is shorter than [`HEADER_LEN`]: the caller sizes its transmit buffers, so a
 /// short one is a bug in the stack, not bad input.
-pub fn write_header(buf: &mut [u8], src: MacAddr, dst: MacAddr, ethertype: EthernetProtocol) {
+pub(crate) fn write_header(
+    buf: &mut [u8],
+    src: MacAddr,
+    dst: MacAddr,
+    ethertype: EthernetProtocol,
+) {
     let mut frame = EthernetFrame::new_unchecked(&mut buf[..HEADER_LEN]);
     frame.set_dst_addr(dst);
     frame.set_src_addr(src);
@@ -53,7 +58,7 @@ pub fn write_header(buf: &mut [u8], src: MacAddr, dst: MacAddr, ethertype: Ether
 /// Whether a frame with destination `dst` is for this host: unicast to `our_mac` or
 /// broadcast (ARP requests). Multicast is not accepted: the stack joins no group (no IGMP),
 /// so a multicast frame can only be flooding from a switch.
-pub fn accepts(our_mac: MacAddr, dst: MacAddr) -> bool {
+pub(crate) fn accepts(our_mac: MacAddr, dst: MacAddr) -> bool {
     dst == our_mac || dst.is_broadcast()
 }
 

@@ -17,7 +17,8 @@ use crate::io::MacAddr;
 use crate::ipv4::{self, IpProtocol, Ipv4Header};
 
 /// Length of the fixed ICMP header: type, code, checksum and the 4-byte rest-of-header.
-pub const HEADER_LEN: usize = 8;
+#[cfg(test)]
+pub(crate) const HEADER_LEN: usize = 8;
 
 /// Answer an ICMP message.
 ///
@@ -28,7 +29,7 @@ pub const HEADER_LEN: usize = 8;
 ///
 /// `request` is the whole ICMP message, i.e. the IPv4 payload already trimmed to the IP
 /// total length. An `out` shorter than `request` yields [`DropReason::NoTxBuffer`].
-pub fn echo_reply(request: &[u8], out: &mut [u8]) -> Result<Option<usize>, DropReason> {
+pub(crate) fn echo_reply(request: &[u8], out: &mut [u8]) -> Result<Option<usize>, DropReason> {
     let packet = Icmpv4Packet::new_checked(request).map_err(|_| DropReason::Truncated)?;
     // ICMP checksums are never offloaded to the NIC, so always verify (RFC 792: the
     // ones'-complement sum over the whole message).
@@ -71,7 +72,7 @@ pub fn echo_reply(request: &[u8], out: &mut [u8]) -> Result<Option<usize>, DropR
 /// answering would make us a smurf-attack amplifier). The reply always comes from
 /// `our_ip`, carries DF and [`ipv4::DEFAULT_TTL`], and has its IPv4 checksum filled in.
 /// `out` must hold `14 + 20 + request_icmp.len()` bytes, else [`DropReason::NoTxBuffer`].
-pub fn echo_reply_frame(
+pub(crate) fn echo_reply_frame(
     out: &mut [u8],
     our_mac: MacAddr,
     our_ip: Ipv4Addr,

@@ -18,24 +18,24 @@
 
 use std::net::Ipv4Addr;
 
-pub use smoltcp::wire::IpProtocol;
+pub(crate) use smoltcp::wire::IpProtocol;
 use smoltcp::wire::Ipv4Packet;
 
 use crate::drop::DropReason;
 
 /// Length of an IPv4 header without options, the only kind we emit.
-pub const HEADER_LEN: usize = 20;
+pub(crate) const HEADER_LEN: usize = 20;
 
 /// Where the transport header starts in an Ethernet frame we build: after the Ethernet
 /// header and an IPv4 header without options.
-pub const TRANSPORT_OFFSET: usize = crate::ethernet::HEADER_LEN + HEADER_LEN;
+pub(crate) const TRANSPORT_OFFSET: usize = crate::ethernet::HEADER_LEN + HEADER_LEN;
 
 /// The TTL we send with: RFC 1700's recommended default, as Linux uses.
-pub const DEFAULT_TTL: u8 = 64;
+pub(crate) const DEFAULT_TTL: u8 = 64;
 
 /// The fields of a received IPv4 header that the layers above use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ipv4Header {
+pub(crate) struct Ipv4Header {
     pub src: Ipv4Addr,
     pub dst: Ipv4Addr,
     pub protocol: IpProtocol,
@@ -49,12 +49,13 @@ pub struct Ipv4Header {
 
 impl Ipv4Header {
     /// Length of the transport payload.
-    pub fn payload_len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn payload_len(&self) -> usize {
         usize::from(self.total_len) - usize::from(self.header_len)
     }
 
     /// Whether the datagram was sent to the limited broadcast address.
-    pub fn is_broadcast(&self) -> bool {
+    pub(crate) fn is_broadcast(&self) -> bool {
         self.dst.is_broadcast()
     }
 }
@@ -65,7 +66,7 @@ impl Ipv4Header {
 /// The payload is trimmed to the header's Total Length, which drops the padding Ethernet
 /// adds to short frames. Pass `checksum_verified` when the device verified the header
 /// checksum ([`RxMeta::checksum_verified`](crate::io::RxMeta)).
-pub fn parse(
+pub(crate) fn parse(
     packet: &[u8],
     our_ip: Ipv4Addr,
     checksum_verified: bool,
@@ -134,7 +135,7 @@ fn is_valid_source(src: Ipv4Addr) -> bool {
 /// If `buf` is shorter than [`HEADER_LEN`]: the caller sizes its transmit buffers, so a
 /// short one is a bug in the stack, not bad input.
 #[allow(clippy::too_many_arguments)]
-pub fn write_header(
+pub(crate) fn write_header(
     buf: &mut [u8],
     src: Ipv4Addr,
     dst: Ipv4Addr,
@@ -177,18 +178,19 @@ pub fn write_header(
 /// carry DF, so a plain wrapping counter per worker is enough. Starting at a random value
 /// keeps restarts and sibling workers from emitting the same sequence.
 #[derive(Debug, Clone)]
-pub struct IdentCounter {
+pub(crate) struct IdentCounter {
     next: u16,
 }
 
 impl IdentCounter {
     /// A counter whose first value is `start`.
-    pub fn new(start: u16) -> IdentCounter {
+    pub(crate) fn new(start: u16) -> IdentCounter {
         IdentCounter { next: start }
     }
 
     /// A counter starting at a random value (zero if the OS has no randomness to give).
-    pub fn random() -> IdentCounter {
+    #[cfg(test)]
+    pub(crate) fn random() -> IdentCounter {
         let mut b = [0u8; 2];
         let start = match getrandom::getrandom(&mut b) {
             Ok(()) => u16::from_ne_bytes(b),
@@ -199,7 +201,7 @@ impl IdentCounter {
 
     /// The identification for the next datagram.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> u16 {
+    pub(crate) fn next(&mut self) -> u16 {
         let id = self.next;
         self.next = self.next.wrapping_add(1);
         id

@@ -8,6 +8,23 @@
 //! data path is shared between workers. The TCP connection state machine ([`tcp::tcb`])
 //! is sans-IO: segments and time in, segments, events and a deadline out.
 //!
+//! ## What is public, for whom
+//!
+//! - Applications: [`Handler`], [`Conn`], [`Opener`] and the types they use (the
+//!   [`app`] module), [`EngineConfig`] and [`TcpConfig`], [`Stats`], and the
+//!   [`runtime`] that runs pinned workers.
+//! - Backends: [`app::AppCore`] and [`app::AppConn`], the one implementation of the
+//!   callback rules that Rusty's [`Engine`] and the kernel-socket backend both drive.
+//! - Drivers: the packet-IO seam ([`io::PacketIo`], [`io::Capabilities`]) and the RSS
+//!   description ([`rss`]); the in-memory link, fault injector and pcap capture in
+//!   [`io`] decorate any driver.
+//! - Tests and simulation: [`sim`] joins two engines over the faulty in-memory link on
+//!   virtual time ([`time::VirtualClock`]); [`tcp::tcb::Tcb`] is the sans-IO state
+//!   machine on its own, for scripted tests and fuzzing.
+//!
+//! The wire formats (Ethernet, ARP, IPv4, ICMP), the timer wheel and the engine's own
+//! bookkeeping are internal.
+//!
 //! ## A complete application
 //!
 //! An echo server and a client that checks its echo, on two engines joined by the
@@ -100,22 +117,24 @@
 //! assert_eq!(net.client.handler().done, Some(CloseReason::Normal));
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod app;
 pub mod arp;
 pub mod checksum;
 pub mod drop;
 pub mod engine;
-pub mod ethernet;
-pub mod icmp;
+pub(crate) mod ethernet;
+pub(crate) mod icmp;
 pub mod io;
-pub mod ipv4;
+pub(crate) mod ipv4;
 pub mod rss;
 pub mod runtime;
 pub mod sim;
 pub mod stats;
 pub mod tcp;
 pub mod time;
-pub mod timer;
+pub(crate) mod timer;
 
 pub use app::{CloseReason, Conn, ConnId, ConnectError, Connection, Handler, Opener, SendError};
 pub use engine::{Engine, EngineConfig};

@@ -120,6 +120,7 @@ pub fn ipv4_tcp_input(
 /// tables are built lazily by [`RssConfig::hasher`] and cached (and rebuilt if someone
 /// changes `key` after the fact).
 pub struct RssConfig {
+    /// The Toeplitz hash key (40 bytes on most NICs).
     pub key: Vec<u8>,
     /// Queue index for each table entry; the entry for a hash is `hash % len`.
     pub indirection: Vec<u16>,
@@ -127,6 +128,7 @@ pub struct RssConfig {
 }
 
 impl RssConfig {
+    /// A configuration of `key` and `indirection` (hash → queue; non-empty).
     pub fn new(key: Vec<u8>, indirection: Vec<u16>) -> RssConfig {
         RssConfig {
             key,

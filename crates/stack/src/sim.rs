@@ -34,6 +34,7 @@ pub struct Tap {
 }
 
 impl Tap {
+    /// The link under the tap.
     pub fn inner(&self) -> &MemoryLink {
         &self.inner
     }
@@ -113,9 +114,13 @@ impl PacketIo for Tap {
     }
 }
 
+/// The client engine's address.
 pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+/// The server engine's address.
 pub const SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+/// The client engine's MAC.
 pub const CLIENT_MAC: MacAddr = smoltcp::wire::EthernetAddress([0x02, 0, 0, 0, 0, 1]);
+/// The server engine's MAC.
 pub const SERVER_MAC: MacAddr = smoltcp::wire::EthernetAddress([0x02, 0, 0, 0, 0, 2]);
 
 /// A deterministic engine configuration for address `ip`, keyed by `seed`.
@@ -138,8 +143,11 @@ fn splitmix(mut x: u64) -> u64 {
 
 /// Two engines on one simulated wire.
 pub struct SimPair<HC: Handler, HS: Handler> {
+    /// The virtual clock both engines read.
     pub clock: VirtualClock,
+    /// The engine that opens connections (usually).
     pub client: Engine<SimLink, HC, VirtualClock>,
+    /// The engine that listens (usually).
     pub server: Engine<SimLink, HS, VirtualClock>,
 }
 
@@ -174,6 +182,7 @@ impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
         }
     }
 
+    /// The virtual time.
     pub fn now(&self) -> Instant {
         self.clock.now()
     }

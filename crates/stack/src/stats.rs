@@ -5,38 +5,63 @@ use std::fmt;
 
 use crate::drop::DropReason;
 
+/// One worker's counters, since it started. On the kernel backend, frame and segment
+/// counters mean reads and writes (see `KernelEngine`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stats {
+    /// Frames received from the device (and from siblings).
     pub frames_in: u64,
+    /// Frames handed to the device.
     pub frames_out: u64,
+    /// Bytes of the frames received.
     pub bytes_in: u64,
+    /// Bytes of the frames sent.
     pub bytes_out: u64,
     /// Frames dropped, by reason ([`DropReason::index`]).
     pub drops: [u64; DropReason::COUNT],
+    /// ARP requests sent to resolve a next hop.
     pub arp_requests_sent: u64,
+    /// ARP replies sent for our address.
     pub arp_replies_sent: u64,
+    /// ICMP echo replies sent (answers to ping).
     pub icmp_echo_replies: u64,
+    /// Active opens started.
     pub conns_opened_active: u64,
+    /// Passive opens the application accepted.
     pub conns_opened_passive: u64,
     /// Connections the application refused in `accept`.
     pub conns_refused: u64,
+    /// Connections that ended normally (both sides closed).
     pub conns_closed: u64,
     /// Connections that ended by a RST we received.
     pub conns_reset: u64,
+    /// Connections that ended because retransmissions, probes or a linger timed out.
     pub conns_timed_out: u64,
+    /// Connections we aborted (the application, or a refused accept).
     pub conns_aborted: u64,
+    /// TCP segments received with a valid header and checksum.
     pub segments_in: u64,
+    /// TCP segments sent.
     pub segments_out: u64,
+    /// Segments sent again (timeouts, fast retransmit, SYN retries).
     pub retransmissions: u64,
+    /// RSTs sent (for segments that match no connection, and aborts).
     pub rsts_sent: u64,
+    /// Challenge ACKs sent (RFC 5961).
     pub challenge_acks: u64,
+    /// Challenge ACKs the rate limit held back (RFC 5961 §7).
     pub challenge_acks_suppressed: u64,
+    /// SYN-ACKs carrying a SYN cookie (the backlog was full).
     pub syn_cookies_sent: u64,
+    /// Connections rebuilt from a valid cookie ACK.
     pub syn_cookies_accepted: u64,
+    /// ACKs on a listening port whose cookie did not check out.
     pub syn_cookies_rejected: u64,
     /// SYNs dropped because the engine held its maximum of connections.
     pub syns_dropped_overload: u64,
+    /// Connections that entered (compact) TIME-WAIT.
     pub time_wait_entered: u64,
+    /// TIME-WAIT entries a new SYN reopened (RFC 6191 / RFC 1122 §4.2.2.13).
     pub time_wait_reused: u64,
     /// Received bytes the application never consumed before its connection ended.
     pub unread_bytes_discarded: u64,
@@ -81,12 +106,15 @@ impl Default for Stats {
 }
 
 impl Stats {
+    /// Count one dropped frame.
     pub fn drop(&mut self, reason: DropReason) {
         self.drops[reason.index()] += 1;
     }
+    /// Frames dropped for `reason`.
     pub fn dropped(&self, reason: DropReason) -> u64 {
         self.drops[reason.index()]
     }
+    /// Frames dropped for any reason.
     pub fn total_drops(&self) -> u64 {
         self.drops.iter().sum()
     }

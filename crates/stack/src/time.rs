@@ -18,15 +18,19 @@ impl Instant {
     /// A time later than any the engine will reach; used as "no deadline".
     pub const FAR_FUTURE: Instant = Instant(u64::MAX / 2);
 
+    /// `us` microseconds after the epoch.
     pub const fn from_micros(us: u64) -> Instant {
         Instant(us)
     }
+    /// `ms` milliseconds after the epoch.
     pub const fn from_millis(ms: u64) -> Instant {
         Instant(ms * 1000)
     }
+    /// Microseconds since the epoch.
     pub const fn as_micros(self) -> u64 {
         self.0
     }
+    /// Milliseconds since the epoch.
     pub const fn as_millis(self) -> u64 {
         self.0 / 1000
     }
@@ -75,6 +79,7 @@ impl Sub<Instant> for Instant {
 
 /// A source of monotonic time. The engine reads it once per loop turn.
 pub trait Clock {
+    /// The current time (monotonic).
     fn now(&self) -> Instant;
 }
 
@@ -85,6 +90,7 @@ pub struct SystemClock {
 }
 
 impl SystemClock {
+    /// A clock whose epoch is now.
     pub fn new() -> SystemClock {
         SystemClock {
             epoch: std::time::Instant::now(),
@@ -112,9 +118,11 @@ pub struct VirtualClock {
 }
 
 impl VirtualClock {
+    /// A clock at time zero that only moves when told.
     pub fn new() -> VirtualClock {
         VirtualClock::default()
     }
+    /// Move the clock forward by `d`.
     pub fn advance(&self, d: Duration) {
         self.now.set(self.now.get() + d);
     }

@@ -38,7 +38,7 @@ struct Entry<T> {
 
 /// A hashed timing wheel of items of type `T` (typically a connection handle and a timer
 /// kind). See the module docs.
-pub struct TimerWheel<T> {
+pub(crate) struct TimerWheel<T> {
     tick_us: u64,
     mask: usize,
     /// Slot `i` holds the items of the one tick `t` in `cur_tick..cur_tick + slots` with
@@ -68,7 +68,7 @@ impl<T> TimerWheel<T> {
     /// to a power of two (at least 2) and `tick` to at least 1 µs. Deadlines any distance
     /// ahead are accepted; one revolution (`tick * slots`, e.g. 1 ms × 1024) should cover
     /// the common timers (retransmission, delayed ACK) so that few go through the overflow.
-    pub fn new(now: Instant, tick: Duration, slots: usize) -> Self {
+    pub(crate) fn new(now: Instant, tick: Duration, slots: usize) -> Self {
         let n = slots.max(2).next_power_of_two();
         let tick_us = u64::try_from(tick.as_micros()).unwrap_or(u64::MAX).max(1);
         let now = now.as_micros();
@@ -88,22 +88,14 @@ impl<T> TimerWheel<T> {
         }
     }
 
-    /// The wheel's tick.
-    pub fn tick(&self) -> Duration {
-        Duration::from_micros(self.tick_us)
-    }
-
-    /// Number of slots (a power of two).
-    pub fn slots(&self) -> usize {
-        self.slots.len()
-    }
-
     /// Number of pending items, stale ones included.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
@@ -124,7 +116,7 @@ impl<T> TimerWheel<T> {
 
     /// Queues `item` to fire at `deadline`. A deadline in the past fires on the next
     /// [`expire`](Self::expire).
-    pub fn schedule(&mut self, deadline: Instant, item: T) {
+    pub(crate) fn schedule(&mut self, deadline: Instant, item: T) {
         let deadline = deadline.as_micros();
         let tick = (deadline / self.tick_us).max(self.cur_tick);
         let entry = Entry { deadline, item };
@@ -144,7 +136,7 @@ impl<T> TimerWheel<T> {
     /// revolution) plus the items fired, plus a sweep of the overflow once per half
     /// revolution. Time never goes backwards; a `now` earlier than a previous call's only
     /// fires what is due by it in the current slot and the overflow.
-    pub fn expire(&mut self, now: Instant, out: &mut Vec<T>) {
+    pub(crate) fn expire(&mut self, now: Instant, out: &mut Vec<T>) {
         let now = now.as_micros();
         if now < self.earliest {
             // Nothing is due (the cached earliest deadline is exact), but far items still
@@ -249,7 +241,7 @@ impl<T> TimerWheel<T> {
     /// The earliest pending deadline, or `None` when the wheel is empty. Exact (stale
     /// items included) and O(1). After [`expire`](Self::expire)`(now)` it is later than
     /// `now`, so an engine that sleeps until it does not spin.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         if self.len == 0 {
             None
         } else {

@@ -19,7 +19,11 @@ pub(super) struct Tools {
 }
 
 impl Tools {
-    pub(super) fn find_or_install(opts: &Options, tmp: &Path, interrupted: &AtomicBool) -> Result<Tools> {
+    pub(super) fn find_or_install(
+        opts: &Options,
+        tmp: &Path,
+        interrupted: &AtomicBool,
+    ) -> Result<Tools> {
         let mut wrk = find_program("wrk");
         let mut nginx = if opts.no_nginx {
             None

@@ -126,7 +126,11 @@ pub(crate) fn connect(addr: SocketAddrV4) -> TcpStream {
 
 /// Send `data` from a second thread while reading everything back until EOF, starting
 /// to read after `read_delay` (so the echo backs up into the server).
-pub(crate) fn echo_round(stream: TcpStream, data: Vec<u8>, read_delay: Duration) -> io::Result<Vec<u8>> {
+pub(crate) fn echo_round(
+    stream: TcpStream,
+    data: Vec<u8>,
+    read_delay: Duration,
+) -> io::Result<Vec<u8>> {
     let mut writer = stream.try_clone()?;
     let w = thread::spawn(move || -> io::Result<()> {
         writer.write_all(&data)?;

@@ -96,7 +96,8 @@ struct Slot<C, S> {
     finished: bool,
 }
 
-/// One worker's handler and connection table. See the [module docs](self).
+/// One worker's handler and connection table: see [the application core](crate::app)
+/// for the rules it keeps.
 pub struct AppCore<H: Handler, C> {
     handler: H,
     slots: Slab<Slot<C, H::Conn>>,

@@ -7,6 +7,9 @@ use crate::arp::ArpConfig;
 use crate::tcp::config::TcpConfig;
 
 #[derive(Debug, Clone)]
+/// What one engine (one worker on one queue of one link) is configured with.
+/// [`EngineConfig::new`] gives the defaults, which follow Linux where the RFCs leave a
+/// choice.
 pub struct EngineConfig {
     /// This link's IPv4 address.
     pub ip: Ipv4Addr,
@@ -15,7 +18,9 @@ pub struct EngineConfig {
     /// Where everything outside the subnet goes. Without one, every address is treated
     /// as on-link.
     pub gateway: Option<Ipv4Addr>,
+    /// TCP tunables every connection of this engine copies.
     pub tcp: TcpConfig,
+    /// Neighbour cache tuning.
     pub arp: ArpConfig,
     /// Most live connection blocks per engine (TIME-WAIT entries are not counted).
     pub max_connections: usize,
@@ -43,6 +48,8 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
+    /// The defaults for an engine at `ip`: a /24 with every address on-link, 65,536
+    /// connections, SYN cookies on, TSO where the device offers it, fresh keys from the OS.
     pub fn new(ip: Ipv4Addr) -> EngineConfig {
         EngineConfig {
             ip,
@@ -69,6 +76,7 @@ impl EngineConfig {
         }
     }
 
+    /// Whether `dst` is inside this link's subnet (`prefix_len` 0: every address is).
     pub fn on_link(&self, dst: Ipv4Addr) -> bool {
         let mask = if self.prefix_len == 0 {
             0

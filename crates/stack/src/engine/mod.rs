@@ -8,7 +8,7 @@
 //! buffers, and hands the burst to the driver in one call.
 //!
 //! The rooms: this file holds the engine's state, its public API and the loop turn;
-//! [`input`](self::input) demultiplexes received frames; `listen` answers SYNs (with
+//! `input` demultiplexes received frames; `listen` answers SYNs (with
 //! SYN cookies past the backlog); `connect` starts active opens and picks their ports;
 //! `dispatch` hands TCP events to the application core and fires timers; `output`
 //! builds frames; `arp` glues the ARP cache to the device.

@@ -68,11 +68,15 @@ impl Default for FaultConfig {
 pub struct FaultStats {
     /// Frames handed to the wrapped queue (duplicates included).
     pub forwarded: u64,
+    /// Frames dropped.
     pub lost: u64,
+    /// Frames sent twice.
     pub duplicated: u64,
+    /// Frames with a bit flipped.
     pub corrupted: u64,
     /// Frames held back by `delay`/`jitter` (reordered frames are counted separately).
     pub delayed: u64,
+    /// Frames held back so later ones overtook them.
     pub reordered: u64,
     /// Duplicates not sent because the wrapped queue had no buffer.
     pub duplicate_alloc_failures: u64,
@@ -208,6 +212,8 @@ pub struct FaultInjector<D: PacketIo, C: Clock> {
 }
 
 impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
+    /// Faults on `inner`'s transmit path per `config`, drawn from a generator seeded with
+    /// `seed` (the same seed replays the same faults).
     pub fn new(inner: D, clock: C, config: FaultConfig, seed: u64) -> FaultInjector<D, C> {
         FaultInjector {
             inner,
@@ -221,6 +227,7 @@ impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
         }
     }
 
+    /// The faults this injector applies.
     pub fn config(&self) -> &FaultConfig {
         &self.config
     }
@@ -230,6 +237,7 @@ impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
         self.config = config;
     }
 
+    /// What it did so far.
     pub fn stats(&self) -> FaultStats {
         self.stats
     }
@@ -244,10 +252,12 @@ impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
         self.held.len()
     }
 
+    /// The decorated queue.
     pub fn inner(&self) -> &D {
         &self.inner
     }
 
+    /// The decorated queue.
     pub fn inner_mut(&mut self) -> &mut D {
         &mut self.inner
     }

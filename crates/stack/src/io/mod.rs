@@ -40,6 +40,7 @@ pub struct Capabilities {
     pub lro: bool,
     /// This queue's index on its link, and how many queues the link has.
     pub queue: u16,
+    /// How many queues the link has (workers on it).
     pub queue_count: u16,
     /// The RSS hash key and indirection table the hardware steers flows with, when it
     /// steers by Toeplitz. With this the stack can predict which queue a flow lands on.
@@ -74,15 +75,19 @@ pub const ETHERNET_HEADER_LEN: usize = 14;
 /// Per-protocol checksum offload flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ChecksumOffload {
+    /// The device fills in IPv4 header checksums.
     pub ipv4: bool,
+    /// The device computes TCP checksums (from the partial sum the stack writes).
     pub tcp: bool,
 }
 
 impl ChecksumOffload {
+    /// No offload: the stack computes every checksum.
     pub const NONE: ChecksumOffload = ChecksumOffload {
         ipv4: false,
         tcp: false,
     };
+    /// Every offload this seam knows.
     pub const ALL: ChecksumOffload = ChecksumOffload {
         ipv4: true,
         tcp: true,
@@ -112,12 +117,15 @@ pub struct TxMeta {
 /// See [`TxMeta::checksum`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChecksumRequest {
+    /// Offset in the frame where checksumming starts (the transport header).
     pub start: u16,
+    /// Offset from `start` where the folded checksum goes.
     pub offset: u16,
 }
 
 /// A received frame, owned by the driver, lent to the stack until dropped.
 pub trait RxFrame: Deref<Target = [u8]> {
+    /// What the device knows about this frame (checksum verified, GSO size).
     fn meta(&self) -> RxMeta {
         RxMeta::default()
     }
@@ -136,9 +144,12 @@ pub trait TxFrame: DerefMut<Target = [u8]> {
 
 /// One (link, queue) pair: the only way the stack moves frames.
 pub trait PacketIo {
+    /// Received frames: the driver's own buffers, lent to the stack.
     type Rx: RxFrame;
+    /// Transmit buffers: the driver's own, filled by the stack.
     type Tx: TxFrame;
 
+    /// What this queue is and offers.
     fn capabilities(&self) -> &Capabilities;
 
     /// Append up to `max` received frames to `out`; returns how many were appended.
@@ -167,7 +178,9 @@ pub trait PacketIo {
 /// decorators.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OwnedFrame {
+    /// The frame's bytes.
     pub data: Vec<u8>,
+    /// What the device reported about it.
     pub meta: RxMeta,
 }
 

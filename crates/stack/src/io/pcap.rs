@@ -64,6 +64,7 @@ impl<D: PacketIo, C: Clock, W: Write> PcapCapture<D, C, W> {
         })
     }
 
+    /// How many frames were captured, and whether writing failed.
     pub fn stats(&self) -> CaptureStats {
         self.stats
     }
@@ -73,10 +74,12 @@ impl<D: PacketIo, C: Clock, W: Write> PcapCapture<D, C, W> {
         self.writer.is_some()
     }
 
+    /// The decorated queue.
     pub fn inner(&self) -> &D {
         &self.inner
     }
 
+    /// The decorated queue.
     pub fn inner_mut(&mut self) -> &mut D {
         &mut self.inner
     }

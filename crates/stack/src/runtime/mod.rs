@@ -68,14 +68,18 @@ impl Default for RuntimeConfig {
 pub enum RuntimeError {
     /// More workers than usable cores, without `oversubscribe`.
     TooManyWorkers {
+        /// Workers asked for.
         workers: usize,
+        /// Cores usable.
         cores: usize,
     },
     /// A core named in `cpus` is not in the process's allowed set.
     CpuNotAllowed(usize),
     /// The allowed CPU set could not be read.
     NoCpus,
+    /// A worker thread could not start.
     Spawn(std::io::Error),
+    /// The signal handlers could not be installed.
     Signals(std::io::Error),
     /// A worker panicked.
     WorkerPanicked(String),
@@ -107,20 +111,27 @@ pub enum ControlMsg {
     /// A worker on link `link` learned this ARP mapping (the reply may have landed on
     /// another worker's queue than the one that asked).
     Arp {
+        /// The link it was learned on.
         link: usize,
+        /// The neighbour's address.
         ip: Ipv4Addr,
+        /// Its MAC.
         mac: MacAddr,
     },
     /// A frame that landed on the wrong queue of link `link`, for the worker serving
     /// `queue` (links that do not steer by Toeplitz, such as TAP).
     Frame {
+        /// The link it arrived on.
         link: usize,
+        /// The queue whose worker owns its flow.
         queue: u16,
+        /// The whole frame.
         data: Vec<u8>,
     },
 }
 
 impl ControlMsg {
+    /// The link this message concerns.
     pub fn link(&self) -> usize {
         match self {
             ControlMsg::Arp { link, .. } | ControlMsg::Frame { link, .. } => *link,
@@ -131,6 +142,7 @@ impl ControlMsg {
 /// Where a worker is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopState {
+    /// Serving normally.
     Running,
     /// Stop accepting; let open connections finish until the grace period ends.
     Draining,
@@ -170,12 +182,15 @@ impl WorkerContext {
     pub fn core(&self) -> Option<usize> {
         self.core
     }
+    /// How long open connections may run on after a stop signal.
     pub fn grace(&self) -> Duration {
         self.grace
     }
+    /// How long an idle worker keeps polling before it parks.
     pub fn spin(&self) -> Duration {
         self.spin
     }
+    /// Where the runtime is in its life: running, draining, or exiting.
     pub fn stop_state(&self) -> StopState {
         match self.stop.load(Ordering::Relaxed) {
             RUNNING => StopState::Running,
@@ -206,6 +221,8 @@ impl WorkerContext {
             false
         }
     }
+    /// Hand the runtime a snapshot of this worker's counters (when
+    /// [`WorkerContext::stats_due`]).
     pub fn send_stats(&self, stats: Stats) {
         let _ = self.stats_tx.try_send((self.index, stats));
     }
@@ -234,6 +251,7 @@ pub struct LoopControl {
 }
 
 impl LoopControl {
+    /// A fresh loop: not idle, not draining.
     pub fn new() -> LoopControl {
         LoopControl::default()
     }
@@ -269,8 +287,12 @@ impl LoopControl {
 
 /// One worker to run: a name for messages, the link it serves, and its body.
 pub struct Worker {
+    /// The worker's thread name (`tap0-q1`, `kernel-0`), for messages.
     pub name: String,
+    /// The link it serves (its position in the list of links).
     pub link: usize,
+    /// What runs on the worker's pinned thread until the runtime stops it; returns the
+    /// final counters.
     pub body: Box<dyn FnOnce(WorkerContext) -> Stats + Send>,
 }
 
@@ -312,6 +334,7 @@ pub struct StopHandle {
 }
 
 impl StopHandle {
+    /// A handle that has not been stopped.
     pub fn new() -> StopHandle {
         StopHandle {
             flag: Arc::new(AtomicBool::new(false)),

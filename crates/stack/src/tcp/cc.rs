@@ -11,13 +11,13 @@ use crate::time::Instant;
 
 /// "Arbitrarily high" initial ssthresh (RFC 5681 §3.1), with room left so that adding to
 /// it never overflows.
-pub const INITIAL_SSTHRESH: usize = usize::MAX / 2;
+pub(crate) const INITIAL_SSTHRESH: usize = usize::MAX / 2;
 
 /// Upper bound on cwnd, so that growth saturates instead of overflowing.
 const MAX_CWND: usize = usize::MAX / 2;
 
 /// What the connection tells its congestion controller.
-pub trait CongestionControl {
+pub(crate) trait CongestionControl {
     fn cwnd(&self) -> usize;
     fn ssthresh(&self) -> usize;
     /// New data acknowledged outside fast recovery (RFC 5681 §3.1: slow start with
@@ -45,14 +45,14 @@ pub trait CongestionControl {
 }
 
 /// The initial window of RFC 6928 §2: min(10*SMSS, max(2*SMSS, 14600)).
-pub fn initial_window(smss: usize) -> usize {
+pub(crate) fn initial_window(smss: usize) -> usize {
     smss.saturating_mul(10)
         .min(smss.saturating_mul(2).max(14_600))
 }
 
 /// NewReno: RFC 5681 with the fast-recovery modification of RFC 6582.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewReno {
+pub(crate) struct NewReno {
     smss: usize,
     cwnd: usize,
     ssthresh: usize,
@@ -64,7 +64,7 @@ pub struct NewReno {
 impl NewReno {
     /// A controller for a sender whose maximum segment size is `smss` (0 is treated as
     /// 1), starting at the initial window in slow start.
-    pub fn new(smss: usize) -> Self {
+    pub(crate) fn new(smss: usize) -> Self {
         let smss = smss.max(1);
         NewReno {
             smss,
@@ -74,7 +74,8 @@ impl NewReno {
         }
     }
 
-    pub fn smss(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn smss(&self) -> usize {
         self.smss
     }
 
@@ -185,18 +186,20 @@ impl CongestionControl for NewReno {
 
 /// The congestion controller of one connection: enum dispatch over the algorithms.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Cc {
+pub(crate) enum Cc {
     NewReno(NewReno),
 }
 
 impl Cc {
     /// NewReno for a sender MSS of `smss`.
-    pub fn new_reno(smss: usize) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new_reno(smss: usize) -> Self {
         Cc::NewReno(NewReno::new(smss))
     }
 
     /// The sender MSS the window is counted in.
-    pub fn smss(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn smss(&self) -> usize {
         match self {
             Cc::NewReno(c) => c.smss(),
         }

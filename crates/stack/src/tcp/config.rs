@@ -25,6 +25,7 @@ impl Default for Keepalive {
     }
 }
 
+/// TCP settings of one engine: buffer sizes, options offered, timers and limits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TcpConfig {
     /// Bytes the application may queue by copy per connection (shared, zero-copy sends
@@ -41,10 +42,13 @@ pub struct TcpConfig {
     pub timestamps: bool,
     /// Offer SACK-permitted and send SACK blocks (RFC 2018).
     pub sack: bool,
-    /// RFC 6298 retransmission timer bounds. Linux uses a 200 ms minimum; the RFC's 1 s
-    /// is the initial value.
+    /// RFC 6298 §2.1 initial retransmission timeout (1 s).
     pub initial_rto: Duration,
+    /// Lower bound of the retransmission timeout. RFC 6298 §2.4 says 1 s; like Linux we
+    /// use 200 ms.
     pub min_rto: Duration,
+    /// Upper bound of the retransmission timeout after backoff (RFC 6298 §2.5: at least
+    /// 60 s).
     pub max_rto: Duration,
     /// Retransmissions of data (or FIN) before the connection is aborted (Linux tcp_retries2: 15).
     pub max_retries: u32,
@@ -61,6 +65,7 @@ pub struct TcpConfig {
     pub fin_wait2_timeout: Duration,
     /// Maximum persist (zero-window probe) interval.
     pub max_persist: Duration,
+    /// Keepalive probing, off when `None` (RFC 1122 §4.2.3.6: off by default).
     pub keepalive: Option<Keepalive>,
     /// Challenge ACKs (RFC 5961 §7) the engine sends per second at most, over all
     /// connections (Linux tcp_challenge_ack_limit: 1000).

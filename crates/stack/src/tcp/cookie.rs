@@ -46,20 +46,20 @@ use std::net::SocketAddrV4;
 
 use siphasher::sip::SipHasher24;
 
-use crate::tcp::isn::{random_secret, tuple_bytes};
+use crate::tcp::isn::tuple_bytes;
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
 
 /// MSS values a cookie can carry, ascending. 88 is the smallest MSS worth using (as
 /// Linux's `TCP_MIN_MSS`); 536 is the RFC 9293 default; 1220/1360/1440 cover tunnels and
 /// IPv6-derived paths; 1452 is PPPoE; 1460 Ethernet; 8960 jumbo frames.
-pub const MSS_TABLE: [u16; 8] = [88, 536, 1220, 1360, 1440, 1452, 1460, 8960];
+pub(crate) const MSS_TABLE: [u16; 8] = [88, 536, 1220, 1360, 1440, 1452, 1460, 8960];
 
 /// Length of one counter period, in microseconds (64 s).
-pub const PERIOD_US: u64 = 64_000_000;
+pub(crate) const PERIOD_US: u64 = 64_000_000;
 
 /// Oldest accepted cookie, in counter periods.
-pub const MAX_AGE: u64 = 2;
+pub(crate) const MAX_AGE: u64 = 2;
 
 const COUNTER_BITS: u32 = 5;
 const COUNTER_MASK: u64 = (1 << COUNTER_BITS) - 1;
@@ -69,7 +69,7 @@ const MAC_MASK: u32 = (1 << MSS_SHIFT) - 1;
 const DOMAIN: u8 = b'C';
 
 /// Low TSval bits given up to carry window scale and SACK-permitted.
-pub const TS_OPTION_BITS: u32 = 5;
+pub(crate) const TS_OPTION_BITS: u32 = 5;
 const TS_OPTION_MASK: u32 = (1 << TS_OPTION_BITS) - 1;
 const TS_NO_WSCALE: u32 = 0xf;
 const TS_SACK: u32 = 0x10;
@@ -79,21 +79,22 @@ const MAX_WSCALE: u8 = 14;
 /// The SYN-cookie codec of one listener (or one worker): a keyed MAC. See the module docs
 /// for the layout.
 #[derive(Debug, Clone)]
-pub struct SynCookies {
+pub(crate) struct SynCookies {
     hasher: SipHasher24,
 }
 
 impl SynCookies {
     /// Cookies keyed with `secret` (deterministic; for tests and simulation).
-    pub fn new(secret: [u8; 16]) -> Self {
+    pub(crate) fn new(secret: [u8; 16]) -> Self {
         SynCookies {
             hasher: SipHasher24::new_with_key(&secret),
         }
     }
 
     /// Cookies keyed with a fresh random secret (see [`random_secret`] for its fallback).
-    pub fn random() -> Self {
-        SynCookies::new(random_secret())
+    #[cfg(test)]
+    pub(crate) fn random() -> Self {
+        SynCookies::new(crate::tcp::isn::random_secret())
     }
 
     fn mac(
@@ -118,7 +119,7 @@ impl SynCookies {
     /// sequence number `client_isn` and MSS option `mss` (536 when the SYN had none,
     /// RFC 9293 §3.7.1), sent at `now`. The MSS is rounded down to [`MSS_TABLE`]; below
     /// the smallest entry the smallest entry is used.
-    pub fn encode(
+    pub(crate) fn encode(
         &self,
         local: SocketAddrV4,
         remote: SocketAddrV4,
@@ -140,7 +141,7 @@ impl SynCookies {
     /// SEG.SEQ - 1`) at `now` and returns the MSS it carries, or `None` when the MAC does
     /// not match (wrong tuple, wrong client ISN, forged or corrupted) or the cookie is more
     /// than [`MAX_AGE`] periods old (or from the future).
-    pub fn decode(
+    pub(crate) fn decode(
         &self,
         local: SocketAddrV4,
         remote: SocketAddrV4,
@@ -167,13 +168,13 @@ impl SynCookies {
 /// Packs the client's window-scale shift and SACK-permitted into the low
 /// [`TS_OPTION_BITS`] bits (see the module docs). A shift above 14 is clamped to 14, as
 /// RFC 7323 §2.3 tells a receiver to do.
-pub fn encode_ts_options(wscale: Option<u8>, sack: bool) -> u32 {
+pub(crate) fn encode_ts_options(wscale: Option<u8>, sack: bool) -> u32 {
     let w = wscale.map_or(TS_NO_WSCALE, |w| u32::from(w.min(MAX_WSCALE)));
     w | if sack { TS_SACK } else { 0 }
 }
 
 /// Unpacks what [`encode_ts_options`] packed, from the TSecr of the returning ACK.
-pub fn decode_ts_options(tsval: u32) -> (Option<u8>, bool) {
+pub(crate) fn decode_ts_options(tsval: u32) -> (Option<u8>, bool) {
     let w = tsval & TS_NO_WSCALE;
     // `w <= 15` fits in a u8.
     let wscale = (w != TS_NO_WSCALE).then_some(w as u8);
@@ -182,7 +183,7 @@ pub fn decode_ts_options(tsval: u32) -> (Option<u8>, bool) {
 
 /// The SYN-ACK TSval to send instead of `tsval`: at most 31 below it (modulo 2^32), never
 /// above, with the options in its low bits.
-pub fn tsval_with_options(tsval: u32, wscale: Option<u8>, sack: bool) -> u32 {
+pub(crate) fn tsval_with_options(tsval: u32, wscale: Option<u8>, sack: bool) -> u32 {
     let v = (tsval & !TS_OPTION_MASK) | encode_ts_options(wscale, sack);
     if v > tsval {
         v.wrapping_sub(TS_OPTION_MASK + 1)

@@ -21,7 +21,7 @@ use crate::time::Instant;
 /// from the OS when it can) mixed with the wall-clock time, the process id and a stack
 /// address. That fallback is guessable in principle, which only weakens the blind-attack
 /// protection of RFC 6528, never correctness; it is better than refusing to start.
-pub fn random_secret() -> [u8; 16] {
+pub(crate) fn random_secret() -> [u8; 16] {
     let mut key = [0u8; 16];
     if getrandom::getrandom(&mut key).is_ok() {
         return key;
@@ -58,25 +58,26 @@ const TS_TAG: &[u8; 8] = b"rusty-ts";
 
 /// RFC 6528 ISN generator. One per worker (or shared read-only); cheap to call.
 #[derive(Debug, Clone)]
-pub struct IsnGenerator {
+pub(crate) struct IsnGenerator {
     hasher: SipHasher24,
 }
 
 impl IsnGenerator {
     /// A generator keyed with `secret` (deterministic; for tests and simulation).
-    pub fn new(secret: [u8; 16]) -> Self {
+    pub(crate) fn new(secret: [u8; 16]) -> Self {
         IsnGenerator {
             hasher: SipHasher24::new_with_key(&secret),
         }
     }
 
     /// A generator keyed with a fresh [`random_secret`].
-    pub fn random() -> Self {
+    #[cfg(test)]
+    pub(crate) fn random() -> Self {
         IsnGenerator::new(random_secret())
     }
 
     /// `F(localip, localport, remoteip, remoteport, secretkey)` of RFC 6528 §3.
-    pub fn hash_tuple(&self, local: SocketAddrV4, remote: SocketAddrV4) -> u64 {
+    pub(crate) fn hash_tuple(&self, local: SocketAddrV4, remote: SocketAddrV4) -> u64 {
         self.hasher.hash(&tuple_bytes(local, remote))
     }
 
@@ -88,7 +89,7 @@ impl IsnGenerator {
     /// clock straight off it, then predict ISNs for other tuples up to their `F`. So the
     /// input is domain-separated with a tag no 4-tuple hash shares (SipHash is a PRF:
     /// distinct inputs give independent outputs).
-    pub fn ts_offset(&self, local: SocketAddrV4, remote: SocketAddrV4) -> u32 {
+    pub(crate) fn ts_offset(&self, local: SocketAddrV4, remote: SocketAddrV4) -> u32 {
         let mut input = [0u8; TS_TAG.len() + 12];
         input[..TS_TAG.len()].copy_from_slice(TS_TAG);
         input[TS_TAG.len()..].copy_from_slice(&tuple_bytes(local, remote));
@@ -98,7 +99,7 @@ impl IsnGenerator {
 
     /// The ISN for a connection on this 4-tuple opened at `now`: `M + F` (RFC 6528 §3),
     /// `M` counting 4 µs ticks of the engine's clock (RFC 9293 §3.4.1), modulo 2^32.
-    pub fn isn(&self, local: SocketAddrV4, remote: SocketAddrV4, now: Instant) -> SeqNum {
+    pub(crate) fn isn(&self, local: SocketAddrV4, remote: SocketAddrV4, now: Instant) -> SeqNum {
         // Truncation to 32 bits is the point: both terms live in sequence space.
         let m = (now.as_micros() / 4) as u32;
         let f = self.hash_tuple(local, remote) as u32;

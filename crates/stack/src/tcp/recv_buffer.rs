@@ -18,9 +18,6 @@
 //! give back storage borrow the pool; [`RecvBuffer::release`] returns the ring of a
 //! buffer that is going away.
 
-/// Smallest ring allocated.
-pub use super::pool::MIN_RING;
-
 use super::pool::{wrap, RingPool};
 
 /// One out-of-order range, `[start, end)` relative to `rcv_nxt`.
@@ -34,7 +31,7 @@ struct OooRange {
 
 /// Received bytes not yet read by the application, plus out-of-order data.
 #[derive(Debug, Clone, Default)]
-pub struct RecvBuffer {
+pub(crate) struct RecvBuffer {
     /// Ring; `ring.len()` is its current size (0 when unallocated).
     ring: Vec<u8>,
     capacity: usize,
@@ -52,7 +49,7 @@ pub struct RecvBuffer {
 impl RecvBuffer {
     /// A buffer of `capacity` bytes keeping at most `max_ranges` disjoint out-of-order
     /// ranges. Allocates nothing.
-    pub fn new(capacity: usize, max_ranges: usize) -> Self {
+    pub(crate) fn new(capacity: usize, max_ranges: usize) -> Self {
         RecvBuffer {
             capacity,
             max_ranges,
@@ -60,22 +57,22 @@ impl RecvBuffer {
         }
     }
 
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }
 
     /// In-order bytes waiting for the application.
-    pub fn readable_len(&self) -> usize {
+    pub(crate) fn readable_len(&self) -> usize {
         self.readable_len
     }
 
     /// Space from `rcv_nxt` onward: what may be advertised (RFC 9293 §3.8.6.2 leaves the
     /// silly-window rules to the caller).
-    pub fn window(&self) -> usize {
+    pub(crate) fn window(&self) -> usize {
         self.capacity - self.readable_len
     }
 
-    pub fn has_out_of_order(&self) -> bool {
+    pub(crate) fn has_out_of_order(&self) -> bool {
         !self.ranges.is_empty()
     }
 
@@ -88,7 +85,7 @@ impl RecvBuffer {
     ///
     /// Returns how many bytes became readable (by how much `rcv_nxt` advances),
     /// including previously held out-of-order data the write connected.
-    pub fn write_at(&mut self, offset: usize, data: &[u8], pool: &mut RingPool) -> usize {
+    pub(crate) fn write_at(&mut self, offset: usize, data: &[u8], pool: &mut RingPool) -> usize {
         let window = self.window();
         if offset >= window || data.is_empty() {
             return 0;
@@ -147,7 +144,7 @@ impl RecvBuffer {
     /// The first contiguous slice of readable data; shorter than
     /// [`readable_len`](Self::readable_len) when the ring wraps (consume it and call
     /// again for the rest).
-    pub fn readable(&self) -> &[u8] {
+    pub(crate) fn readable(&self) -> &[u8] {
         if self.readable_len == 0 {
             return &[];
         }
@@ -159,7 +156,7 @@ impl RecvBuffer {
     /// `readable_len` bytes). Costs a pass over the ring; the engine calls it only when
     /// the application could not use a wrapped prefix. Out-of-order data keeps its place
     /// relative to the head.
-    pub fn make_contiguous(&mut self) {
+    pub(crate) fn make_contiguous(&mut self) {
         if self.head + self.readable_len > self.ring.len() {
             self.ring.rotate_left(self.head);
             self.head = 0;
@@ -168,7 +165,7 @@ impl RecvBuffer {
 
     /// Drops `n` bytes the application has read (at most `readable_len`). Frees the
     /// storage when nothing is left.
-    pub fn consume(&mut self, n: usize, pool: &mut RingPool) {
+    pub(crate) fn consume(&mut self, n: usize, pool: &mut RingPool) {
         let n = n.min(self.readable_len);
         if n == 0 {
             return;
@@ -186,7 +183,7 @@ impl RecvBuffer {
     /// into `out`, most recently written first, then the others by decreasing recency
     /// (RFC 2018 §4: the first block holds the latest segment, the following ones
     /// repeat the most recently reported). Returns how many were written.
-    pub fn sack_ranges(&self, out: &mut [(u32, u32)]) -> usize {
+    pub(crate) fn sack_ranges(&self, out: &mut [(u32, u32)]) -> usize {
         let mut below = u64::MAX;
         let mut written = 0;
         for slot in out.iter_mut() {
@@ -209,7 +206,7 @@ impl RecvBuffer {
 
     /// Give the ring back to `pool` and forget everything held: the connection is
     /// going away.
-    pub fn release(&mut self, pool: &mut RingPool) {
+    pub(crate) fn release(&mut self, pool: &mut RingPool) {
         pool.give(std::mem::take(&mut self.ring));
         *self = RecvBuffer::new(self.capacity, self.max_ranges);
     }
@@ -246,6 +243,7 @@ fn to_u32(x: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::pool::MIN_RING;
 
     /// A pool for one call: storage comes from the allocator and goes back to it.
     fn pool() -> RingPool {

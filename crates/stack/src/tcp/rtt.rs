@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 /// Clock granularity G of RFC 6298 §2: the engine's timers tick in 1 ms.
-pub const CLOCK_GRANULARITY: Duration = Duration::from_millis(1);
+pub(crate) const CLOCK_GRANULARITY: Duration = Duration::from_millis(1);
 
 /// RFC 6298 estimator state for one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RttEstimator {
+pub(crate) struct RttEstimator {
     srtt: Option<Duration>,
     rttvar: Duration,
     /// RTO before backoff, already clamped to [min_rto, max_rto].
@@ -26,7 +26,7 @@ impl RttEstimator {
     /// `initial_rto` applies until the first sample (RFC 6298 §2.1: 1 s); every RTO is
     /// kept within [`min_rto`, `max_rto`] (§2.4 asks for a 1 s floor; Linux uses 200 ms;
     /// §2.5 allows an upper bound of at least 60 s).
-    pub fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
+    pub(crate) fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
         let max_rto = max_rto.max(min_rto);
         RttEstimator {
             srtt: None,
@@ -40,7 +40,7 @@ impl RttEstimator {
 
     /// Feeds one RTT measurement R (RFC 6298 §2.2, §2.3) and clears the backoff: the
     /// path answered, so the RTO is recomputed from fresh state (§5.7).
-    pub fn sample(&mut self, rtt: Duration) {
+    pub(crate) fn sample(&mut self, rtt: Duration) {
         match self.srtt {
             None => {
                 // §2.2: SRTT <- R, RTTVAR <- R/2.
@@ -64,33 +64,35 @@ impl RttEstimator {
 
     /// The current RTO: the estimate doubled once per backoff (RFC 6298 §5.5), at most
     /// `max_rto`.
-    pub fn rto(&self) -> Duration {
+    pub(crate) fn rto(&self) -> Duration {
         1u32.checked_shl(self.backoff)
             .and_then(|factor| self.base_rto.checked_mul(factor))
             .map_or(self.max_rto, |rto| rto.min(self.max_rto))
     }
 
     /// The retransmission timer expired: double the RTO (RFC 6298 §5.5).
-    pub fn backoff(&mut self) {
+    pub(crate) fn backoff(&mut self) {
         self.backoff = self.backoff.saturating_add(1);
     }
 
     /// Timeouts since the last sample or reset; the caller aborts after too many.
-    pub fn backoff_count(&self) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn backoff_count(&self) -> u32 {
         self.backoff
     }
 
-    pub fn reset_backoff(&mut self) {
+    pub(crate) fn reset_backoff(&mut self) {
         self.backoff = 0;
     }
 
     /// SRTT, once there has been a sample.
-    pub fn srtt(&self) -> Option<Duration> {
+    pub(crate) fn srtt(&self) -> Option<Duration> {
         self.srtt
     }
 
     /// RTTVAR, once there has been a sample.
-    pub fn rttvar(&self) -> Option<Duration> {
+    #[cfg(test)]
+    pub(crate) fn rttvar(&self) -> Option<Duration> {
         self.srtt.map(|_| self.rttvar)
     }
 }

@@ -34,29 +34,42 @@ pub enum ParseError {
 /// The control bits the state machine acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Flags {
+    /// Synchronize sequence numbers.
     pub syn: bool,
+    /// The acknowledgment field is significant.
     pub ack: bool,
+    /// No more data from the sender.
     pub fin: bool,
+    /// Reset the connection.
     pub rst: bool,
+    /// Push: deliver without waiting for more.
     pub psh: bool,
 }
 
 /// A parsed incoming segment. The payload is not part of it: it stays in the frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Segment {
+    /// The sender's port.
     pub src_port: u16,
+    /// Our port.
     pub dst_port: u16,
+    /// SEG.SEQ: the sequence number of the first byte (or of the SYN).
     pub seq: SeqNum,
-    /// Meaningful only when `flags.ack` is set.
+    /// SEG.ACK. Meaningful only when `flags.ack` is set.
     pub ack: SeqNum,
+    /// The control bits.
     pub flags: Flags,
     /// The raw window field, not yet scaled.
     pub window: u16,
+    /// The MSS option (SYNs).
     pub mss: Option<u16>,
+    /// The window-scale option (SYNs).
     pub wscale: Option<u8>,
+    /// The SACK-permitted option (SYNs).
     pub sack_permitted: bool,
     /// (TSval, TSecr), RFC 7323.
     pub timestamp: Option<(u32, u32)>,
+    /// Bytes of payload after the header.
     pub payload_len: usize,
 }
 
@@ -114,22 +127,33 @@ impl Segment {
 /// unacknowledged data byte).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TxSegment {
+    /// SEG.SEQ.
     pub seq: SeqNum,
     /// Sent with the ACK bit when `Some`.
     pub ack: Option<SeqNum>,
+    /// SYN bit.
     pub syn: bool,
+    /// FIN bit.
     pub fin: bool,
+    /// RST bit.
     pub rst: bool,
+    /// PSH bit.
     pub psh: bool,
     /// The window field as sent (already scaled down).
     pub window: u16,
+    /// MSS option (SYNs).
     pub mss: Option<u16>,
+    /// Window-scale option (SYNs).
     pub wscale: Option<u8>,
+    /// SACK-permitted option (SYNs).
     pub sack_permitted: bool,
+    /// (TSval, TSecr), RFC 7323.
     pub timestamp: Option<(u32, u32)>,
     /// SACK blocks (left edge, right edge), RFC 2018.
     pub sack: [Option<(u32, u32)>; 3],
+    /// Where the payload starts in the send buffer, from its first unacknowledged byte.
     pub payload_offset: usize,
+    /// Bytes of payload.
     pub payload_len: usize,
     /// A TSO super-frame: the device cuts the payload into segments of this size.
     pub tso_mss: Option<u16>,

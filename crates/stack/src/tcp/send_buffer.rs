@@ -28,9 +28,6 @@ use bytes::Bytes;
 use super::pool::{wrap, RingPool};
 use crate::checksum::{self, SummedBytes};
 
-/// Smallest ring allocated, so that a burst of small writes does not regrow every time.
-pub use super::pool::MIN_RING;
-
 /// A run of queued bytes of one kind.
 #[derive(Debug, Clone)]
 enum Chunk {
@@ -56,7 +53,7 @@ impl Chunk {
 
 /// Unacknowledged outgoing bytes, counted from `snd_una` (offset 0).
 #[derive(Debug, Clone, Default)]
-pub struct SendBuffer {
+pub(crate) struct SendBuffer {
     /// Copy ring; `ring.len()` is its current size (0 when unallocated).
     ring: Vec<u8>,
     /// Bound on copied bytes held.
@@ -73,34 +70,30 @@ pub struct SendBuffer {
 
 impl SendBuffer {
     /// A buffer that will hold at most `capacity` copied bytes. Allocates nothing.
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         SendBuffer {
             capacity,
             ..SendBuffer::default()
         }
     }
 
-    /// Bound on copied bytes.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// Total queued, unacknowledged bytes (copied and shared).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Copy space left: how many more bytes [`push_copy`](Self::push_copy) accepts.
-    pub fn space(&self) -> usize {
+    pub(crate) fn space(&self) -> usize {
         self.capacity - self.ring_len
     }
 
     /// Copies as much of `data` as fits and returns how much that was.
-    pub fn push_copy(&mut self, data: &[u8], pool: &mut RingPool) -> usize {
+    pub(crate) fn push_copy(&mut self, data: &[u8], pool: &mut RingPool) -> usize {
         let n = data.len().min(self.space());
         if n == 0 {
             return 0;
@@ -124,7 +117,7 @@ impl SendBuffer {
     }
 
     /// Queues a shared chunk without copying it. Always accepted; empty is a no-op.
-    pub fn push_shared(&mut self, data: Bytes) {
+    pub(crate) fn push_shared(&mut self, data: Bytes) {
         if data.is_empty() {
             return;
         }
@@ -139,7 +132,7 @@ impl SendBuffer {
     /// Queue `body[range]` by reference, with the body's precomputed checksums, so the
     /// payload checksum of segments cut from it never re-reads the bytes
     /// ([`SendBuffer::copy_out_summed`]). A range beyond the body is clipped.
-    pub fn push_summed(&mut self, body: &SummedBytes, range: std::ops::Range<usize>) {
+    pub(crate) fn push_summed(&mut self, body: &SummedBytes, range: std::ops::Range<usize>) {
         let end = range.end.min(body.len());
         let start = range.start.min(end);
         if start == end {
@@ -160,7 +153,7 @@ impl SendBuffer {
     ///
     /// [`copy_out`]: SendBuffer::copy_out
     /// [`push_summed`]: SendBuffer::push_summed
-    pub fn copy_out_summed(&self, offset: usize, dst: &mut [u8]) -> u32 {
+    pub(crate) fn copy_out_summed(&self, offset: usize, dst: &mut [u8]) -> u32 {
         let mut at = 0;
         let mut acc = 0u32;
         self.for_each_piece(offset, dst.len(), |piece, summed| {
@@ -180,7 +173,7 @@ impl SendBuffer {
     ///
     /// The caller guarantees the range is queued; a range running past the end is a bug
     /// (debug assertion) and in release only the queued part is copied.
-    pub fn copy_out(&self, offset: usize, dst: &mut [u8]) {
+    pub(crate) fn copy_out(&self, offset: usize, dst: &mut [u8]) {
         let mut at = 0;
         self.for_each_chunk(offset, dst.len(), |s| {
             dst[at..at + s.len()].copy_from_slice(s);
@@ -191,7 +184,7 @@ impl SendBuffer {
     /// Visits bytes `[offset, offset + len)` as contiguous slices, in order (for
     /// checksumming or scatter-gather transmit). Same range contract as
     /// [`copy_out`](Self::copy_out).
-    pub fn for_each_chunk(&self, offset: usize, len: usize, mut f: impl FnMut(&[u8])) {
+    pub(crate) fn for_each_chunk(&self, offset: usize, len: usize, mut f: impl FnMut(&[u8])) {
         self.for_each_piece(offset, len, |piece, _| f(piece));
     }
 
@@ -257,7 +250,7 @@ impl SendBuffer {
 
     /// Removes `n` acknowledged bytes from the front (more than queued empties the
     /// buffer). Frees the ring when no copied byte remains.
-    pub fn consume(&mut self, n: usize, pool: &mut RingPool) {
+    pub(crate) fn consume(&mut self, n: usize, pool: &mut RingPool) {
         let mut n = n.min(self.len);
         self.len -= n;
         let size = self.ring.len();
@@ -293,7 +286,7 @@ impl SendBuffer {
 
     /// Give the ring back to `pool` and drop everything queued: the connection is
     /// going away.
-    pub fn release(&mut self, pool: &mut RingPool) {
+    pub(crate) fn release(&mut self, pool: &mut RingPool) {
         pool.give(std::mem::take(&mut self.ring));
         *self = SendBuffer::new(self.capacity);
     }
@@ -302,7 +295,8 @@ impl SendBuffer {
     /// the chunk *as it was pushed* (so offsets into precomputed per-chunk checksum
     /// tables stay valid after acknowledgements). `None` if that byte was copied or is
     /// not queued.
-    pub fn shared_chunk_at(&self, offset: usize) -> Option<(&Bytes, usize)> {
+    #[cfg(test)]
+    pub(crate) fn shared_chunk_at(&self, offset: usize) -> Option<(&Bytes, usize)> {
         let mut skip = offset;
         for chunk in &self.chunks {
             let run = chunk.len();
@@ -333,6 +327,7 @@ impl SendBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::pool::MIN_RING;
 
     /// A pool for one call: storage comes from the allocator and goes back to it.
     fn pool() -> RingPool {

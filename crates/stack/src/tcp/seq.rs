@@ -7,6 +7,8 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
+/// A 32-bit TCP sequence number, compared in sequence space (RFC 9293 §3.4: modulo 2^32,
+/// `a < b` when `b` is less than 2^31 ahead of `a`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct SeqNum(pub u32);
 
@@ -24,6 +26,7 @@ impl SeqNum {
             other
         }
     }
+    /// The smaller of two sequence numbers (the one further behind).
     pub fn min(self, other: SeqNum) -> SeqNum {
         if self <= other {
             self

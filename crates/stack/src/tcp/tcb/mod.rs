@@ -9,7 +9,7 @@
 //! window scale, timestamps with PAWS (RFC 7323), SACK-permitted and SACK blocks on the
 //! receive side (RFC 2018); the RFC 6298 retransmission timer with Karn's rule or
 //! timestamp samples, backoff and a retry limit; NewReno congestion control (RFC 5681,
-//! RFC 6582) behind [`CongestionControl`]; delayed ACKs with immediate ACKs for
+//! RFC 6582) behind `CongestionControl`; delayed ACKs with immediate ACKs for
 //! out-of-order data; bounded out-of-order reassembly; receiver and sender silly-window
 //! avoidance; persist timer and zero-window probes; half-close; TIME-WAIT; the RFC 5961
 //! defences (challenge ACKs for in-window RSTs and SYNs, ACK range check); keepalive.
@@ -33,7 +33,7 @@ use super::cc::{Cc, CongestionControl};
 use super::pool::RingPool;
 use super::recv_buffer::RecvBuffer;
 use super::rtt::RttEstimator;
-use super::segment::Segment;
+use super::segment::{Segment, TxSegment};
 use super::send_buffer::SendBuffer;
 use super::seq::SeqNum;
 use crate::app::{CloseReason, SendError};
@@ -54,16 +54,27 @@ pub use open::Opening;
 /// The connection states of RFC 9293 §3.3.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum State {
+    /// No connection (also: the block is finished and may be dropped).
     Closed,
+    /// Waiting for a SYN (listeners live in the engine; no block is in this state).
     Listen,
+    /// Our SYN is sent; waiting for the peer's SYN.
     SynSent,
+    /// Both SYNs seen; waiting for the ACK of ours.
     SynReceived,
+    /// The handshake is done: data flows both ways.
     Established,
+    /// We closed; our FIN is not acknowledged yet.
     FinWait1,
+    /// Our FIN is acknowledged; waiting for the peer's.
     FinWait2,
+    /// The peer closed; waiting for us to close.
     CloseWait,
+    /// Both closed at once; waiting for the ACK of our FIN.
     Closing,
+    /// The peer closed first, then we did; waiting for the ACK of our FIN.
     LastAck,
+    /// Both FINs are acknowledged; waiting 2·MSL for stray segments.
     TimeWait,
 }
 
@@ -93,6 +104,7 @@ pub struct Events {
 }
 
 impl Events {
+    /// Nothing happened.
     pub fn is_empty(&self) -> bool {
         *self == Events::default()
     }
@@ -366,9 +378,13 @@ struct TcbLimits {
 /// Options a SYN carried that shape the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SynOptions {
+    /// Maximum segment size (RFC 9293 §3.7.1); 536 when absent.
     pub mss: Option<u16>,
+    /// Window-scale shift (RFC 7323 §2).
     pub wscale: Option<u8>,
+    /// SACK-permitted (RFC 2018 §2).
     pub sack_permitted: bool,
+    /// (TSval, TSecr) (RFC 7323 §3).
     pub timestamp: Option<(u32, u32)>,
 }
 
@@ -386,54 +402,78 @@ impl From<&Segment> for SynOptions {
 impl Tcb {
     // ----- Accessors -----
 
+    /// The connection's state.
     pub fn state(&self) -> State {
         self.state
     }
+    /// Our end of the connection.
     pub fn local(&self) -> SocketAddrV4 {
         self.local
     }
+    /// The peer's end.
     pub fn remote(&self) -> SocketAddrV4 {
         self.remote
     }
-    pub fn send_buffer(&self) -> &SendBuffer {
+    pub(crate) fn send_buffer(&self) -> &SendBuffer {
         &self.snd.buf
     }
+    /// Copy the payload of `seg` (a segment [`Tcb::poll_transmit`] produced, not yet
+    /// acknowledged) into `out`, which is `seg.payload_len` bytes long: what a driver of
+    /// the state machine puts after the TCP header.
+    pub fn write_payload(&self, seg: &TxSegment, out: &mut [u8]) {
+        self.snd.buf.copy_out(seg.payload_offset, out);
+    }
+    /// SND.UNA: the oldest sequence number not yet acknowledged.
     pub fn snd_una(&self) -> SeqNum {
         self.snd.una
     }
+    /// SND.NXT: the next sequence number to send.
     pub fn snd_nxt(&self) -> SeqNum {
         self.snd.nxt
     }
+    /// RCV.NXT: the next sequence number expected from the peer.
     pub fn rcv_nxt(&self) -> SeqNum {
         self.rcv.nxt
     }
+    /// SND.WND: the peer's receive window, in bytes (scaled).
     pub fn snd_wnd(&self) -> usize {
         self.snd.wnd
     }
+    /// Payload bytes per full-sized segment we send (after the options on every one).
     pub fn snd_mss(&self) -> usize {
         self.snd.mss
     }
+    /// The congestion window (RFC 5681), in bytes.
     pub fn cwnd(&self) -> usize {
         self.cc.cwnd()
     }
+    /// The slow-start threshold (RFC 5681 §3.1), in bytes.
+    pub fn ssthresh(&self) -> usize {
+        self.cc.ssthresh()
+    }
+    /// The current retransmission timeout (RFC 6298), backoff included.
     pub fn rto(&self) -> Duration {
         self.rtt.rto()
     }
+    /// The smoothed round-trip time, once there is a sample (RFC 6298).
     pub fn srtt(&self) -> Option<Duration> {
         self.rtt.srtt()
     }
+    /// Both sides agreed on timestamps (RFC 7323).
     pub fn timestamps_enabled(&self) -> bool {
         self.ts.is_some()
     }
+    /// Both sides agreed on SACK (RFC 2018).
     pub fn sack_enabled(&self) -> bool {
         self.sack_ok
     }
+    /// Window-scale shifts (the peer's, ours); zeros unless both sides agreed.
     pub fn window_scales(&self) -> (u8, u8) {
         (self.snd.wscale, self.rcv.wscale)
     }
     /// Let new data go out as TSO super-frames of up to `max_payload` bytes, which the
     /// device cuts into full segments ([`TxSegment::tso_mss`](super::segment::TxSegment::tso_mss)). Zero turns it off.
-    pub fn set_tso(&mut self, max_payload: usize) {
+    pub(crate) fn set_tso(&mut self, max_payload: usize) {
         self.snd.tso_max = max_payload;
     }
 
@@ -458,7 +498,7 @@ impl Tcb {
         self.rcv.buf.readable_len()
     }
     /// TS.Recent and our timestamp offset, when timestamps are in use (for TIME-WAIT).
-    pub fn timestamp_state(&self) -> Option<(u32, u32)> {
+    pub(crate) fn timestamp_state(&self) -> Option<(u32, u32)> {
         self.ts.map(|t| (t.recent, t.offset))
     }
     /// Our window-scale shift as the peer applies it to our window field.
@@ -466,7 +506,7 @@ impl Tcb {
         self.rcv.wscale
     }
     /// When TIME-WAIT (or the FIN-WAIT-2 timeout) ends.
-    pub fn linger_deadline(&self) -> Option<Instant> {
+    pub(crate) fn linger_deadline(&self) -> Option<Instant> {
         self.timers.get(Timer::Linger)
     }
     /// Segments retransmitted since the last call.
@@ -486,15 +526,16 @@ impl Tcb {
 
     /// Take the receive buffer out so the application can read it while it also holds a
     /// mutable handle on the connection; give it back with [`Tcb::put_recv_buffer`].
-    pub fn take_recv_buffer(&mut self) -> RecvBuffer {
+    pub(crate) fn take_recv_buffer(&mut self) -> RecvBuffer {
         std::mem::replace(&mut self.rcv.buf, RecvBuffer::new(0, 0))
     }
 
-    pub fn put_recv_buffer(&mut self, buf: RecvBuffer) {
+    pub(crate) fn put_recv_buffer(&mut self, buf: RecvBuffer) {
         self.rcv.buf = buf;
         self.maybe_window_update();
     }
 
+    /// The events raised since the last call, for the application.
     pub fn take_events(&mut self) -> Events {
         std::mem::take(&mut self.events)
     }
