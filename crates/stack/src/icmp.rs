@@ -84,9 +84,7 @@ pub(crate) fn echo_reply_frame(
     if request_ip.is_broadcast() {
         return Ok(None);
     }
-    const IP_AT: usize = ethernet::HEADER_LEN;
-    const ICMP_AT: usize = IP_AT + ipv4::HEADER_LEN;
-    let Some(icmp_out) = out.get_mut(ICMP_AT..) else {
+    let Some(icmp_out) = out.get_mut(ipv4::TRANSPORT_OFFSET..) else {
         return Err(DropReason::NoTxBuffer);
     };
     let Some(icmp_len) = echo_reply(request_icmp, icmp_out)? else {
@@ -94,7 +92,7 @@ pub(crate) fn echo_reply_frame(
     };
     ethernet::write_header(out, our_mac, request_src_mac, EthernetProtocol::Ipv4);
     ipv4::write_header(
-        &mut out[IP_AT..],
+        &mut out[ethernet::HEADER_LEN..],
         our_ip,
         request_ip.src,
         IpProtocol::Icmp,
@@ -104,7 +102,7 @@ pub(crate) fn echo_reply_frame(
         true,
         true,
     );
-    Ok(Some(ICMP_AT + icmp_len))
+    Ok(Some(ipv4::TRANSPORT_OFFSET + icmp_len))
 }
 
 #[cfg(test)]
