@@ -135,6 +135,7 @@ fn is_valid_source(src: Ipv4Addr) -> bool {
 /// If `buf` is shorter than [`HEADER_LEN`]: the caller sizes its transmit buffers, so a
 /// short one is a bug in the stack, not bad input.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 pub(crate) fn write_header(
     buf: &mut [u8],
     src: Ipv4Addr,

@@ -363,7 +363,19 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     /// Start the active opens callbacks asked for with `open`, the backend's own
     /// connect; `core` finds this table inside the backend. Opens that fail to start
     /// go back to the handler through `connect_failed`.
+    #[inline]
     pub fn start_requested<B>(
+        backend: &mut B,
+        core: impl Fn(&mut B) -> &mut Self,
+        open: impl FnMut(&mut B, SocketAddrV4, H::Conn) -> OpenResult<H::Conn>,
+    ) {
+        // Called every loop turn; almost always there is nothing to start.
+        if !core(backend).requests.is_empty() {
+            Self::start_batch(backend, core, open);
+        }
+    }
+
+    fn start_batch<B>(
         backend: &mut B,
         core: impl Fn(&mut B) -> &mut Self,
         mut open: impl FnMut(&mut B, SocketAddrV4, H::Conn) -> OpenResult<H::Conn>,
