@@ -64,21 +64,29 @@ pub fn parse_cidr(s: &str) -> Result<(Ipv4Addr, u8), CidrError> {
     }
 }
 
+/// Highest CPU number a list may name: Linux's `NR_CPUS` limit on x86_64, so that a
+/// typo such as `0-4000000000` is refused instead of allocating a list that size.
+pub const MAX_CPU: usize = 8191;
+
 /// Parse a CPU list such as `0,2-3` into the CPUs in the order given.
 pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
     for part in s.split(',').filter(|p| !p.is_empty()) {
         let bad = || format!("'{part}' is not a CPU number or range");
+        let cpu = |n: &str| match n.parse::<usize>() {
+            Ok(c) if c <= MAX_CPU => Ok(c),
+            Ok(_) => Err(format!("CPU {n} is above {MAX_CPU}")),
+            Err(_) => Err(bad()),
+        };
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                let (a, b) = (cpu(a)?, cpu(b)?);
                 if a > b {
                     return Err(bad());
                 }
                 out.extend(a..=b);
             }
-            None => out.push(part.parse().map_err(|_| bad())?),
+            None => out.push(cpu(part)?),
         }
     }
     if out.is_empty() {
@@ -140,5 +148,11 @@ mod tests {
         assert!(parse_cpus("x").is_err());
         assert!(parse_cpus(",").is_err());
         assert!(parse_cpus("1-").is_err());
+        assert_eq!(
+            parse_cpus("0-4000000000"),
+            Err("CPU 4000000000 is above 8191".to_string()),
+            "refused, not allocated"
+        );
+        assert_eq!(parse_cpus("8191").map(|v| v.len()), Ok(1));
     }
 }

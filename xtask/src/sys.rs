@@ -12,8 +12,12 @@ pub(crate) fn euid() -> u32 {
 }
 
 /// Send `sig` to `pid`. The caller makes sure `pid` still names the process it means
-/// (its own unreaped child, or one whose identity it has just checked).
+/// (its own unreaped child, or one whose identity it has just checked). Never a process
+/// group or "every process": a `pid` of 0 or below is refused.
 pub(crate) fn kill(pid: i32, sig: i32) {
+    if pid <= 0 {
+        return;
+    }
     // SAFETY: kill has no memory preconditions.
     unsafe { libc::kill(pid, sig) };
 }

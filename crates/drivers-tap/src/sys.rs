@@ -41,10 +41,18 @@ fn ifreq_name(req: &libc::ifreq) -> String {
 }
 
 /// `ioctl(fd, req, &mut ifreq)`.
+///
+/// # Safety
+/// `req` is a request that reads and/or writes one `struct ifreq` at its argument (such
+/// as TUNSETIFF and SIOC[SG]IF*), and nothing beyond it.
 #[allow(clippy::unnecessary_cast)] // the request type is c_ulong on glibc, c_int on musl
-fn ioctl_ifreq(fd: &impl AsRawFd, req: libc::c_ulong, arg: &mut libc::ifreq) -> io::Result<()> {
-    // SAFETY: every request this module passes (TUNSETIFF, SIOC[SG]IF*) reads and/or
-    // writes one `struct ifreq`, and `arg` is a valid, exclusive one for the call.
+unsafe fn ioctl_ifreq(
+    fd: &impl AsRawFd,
+    req: libc::c_ulong,
+    arg: &mut libc::ifreq,
+) -> io::Result<()> {
+    // SAFETY: by this function's contract the request touches one `struct ifreq`, and
+    // `arg` is a valid, exclusive one for the call.
     let rc = unsafe { libc::ioctl(fd.as_raw_fd(), req as libc::Ioctl, arg as *mut libc::ifreq) };
     if rc < 0 {
         Err(io::Error::last_os_error())
@@ -67,7 +75,9 @@ pub(crate) fn open_tap_queue(
         .map_err(|e| ("opening /dev/net/tun", e))?;
     let mut req = ifreq(name);
     req.ifr_ifru.ifru_flags = flags as libc::c_short;
-    ioctl_ifreq(&file, libc::TUNSETIFF as libc::c_ulong, &mut req).map_err(|e| ("TUNSETIFF", e))?;
+    // SAFETY: TUNSETIFF takes one ifreq.
+    unsafe { ioctl_ifreq(&file, libc::TUNSETIFF as libc::c_ulong, &mut req) }
+        .map_err(|e| ("TUNSETIFF", e))?;
     Ok((file, ifreq_name(&req)))
 }
 
@@ -172,29 +182,34 @@ impl Interface {
         let mut req = ifreq(&self.name);
         req.ifr_ifru.ifru_mtu =
             c_int::try_from(mtu).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        ioctl_ifreq(&self.sock, libc::SIOCSIFMTU, &mut req)
+        // SAFETY: SIOCSIFMTU takes one ifreq.
+        unsafe { ioctl_ifreq(&self.sock, libc::SIOCSIFMTU, &mut req) }
     }
 
     pub(crate) fn set_addr(&self, ip: Ipv4Addr) -> io::Result<()> {
         let mut req = ifreq(&self.name);
         req.ifr_ifru.ifru_addr = sockaddr_in(ip);
-        ioctl_ifreq(&self.sock, libc::SIOCSIFADDR, &mut req)
+        // SAFETY: SIOCSIFADDR takes one ifreq.
+        unsafe { ioctl_ifreq(&self.sock, libc::SIOCSIFADDR, &mut req) }
     }
 
     pub(crate) fn set_netmask(&self, mask: Ipv4Addr) -> io::Result<()> {
         let mut req = ifreq(&self.name);
         req.ifr_ifru.ifru_netmask = sockaddr_in(mask);
-        ioctl_ifreq(&self.sock, libc::SIOCSIFNETMASK, &mut req)
+        // SAFETY: SIOCSIFNETMASK takes one ifreq.
+        unsafe { ioctl_ifreq(&self.sock, libc::SIOCSIFNETMASK, &mut req) }
     }
 
     /// Set `IFF_UP`, keeping the other flags.
     pub(crate) fn bring_up(&self) -> io::Result<()> {
         let mut req = ifreq(&self.name);
-        ioctl_ifreq(&self.sock, libc::SIOCGIFFLAGS, &mut req)?;
+        // SAFETY: SIOCGIFFLAGS takes one ifreq.
+        unsafe { ioctl_ifreq(&self.sock, libc::SIOCGIFFLAGS, &mut req) }?;
         // SAFETY: SIOCGIFFLAGS just filled `ifru_flags`, the union member read here.
         let flags = unsafe { req.ifr_ifru.ifru_flags };
         req.ifr_ifru.ifru_flags = flags | libc::IFF_UP as libc::c_short;
-        ioctl_ifreq(&self.sock, libc::SIOCSIFFLAGS, &mut req)
+        // SAFETY: SIOCSIFFLAGS takes one ifreq.
+        unsafe { ioctl_ifreq(&self.sock, libc::SIOCSIFFLAGS, &mut req) }
     }
 }
 

@@ -52,9 +52,13 @@ fn from_sockaddr(sa: &libc::sockaddr_in) -> SocketAddrV4 {
     )
 }
 
-fn own(fd: libc::c_int) -> OwnedFd {
-    // SAFETY: callers pass a descriptor a syscall just created for us; nothing else
-    // holds it, so the OwnedFd becomes its only owner and closes it exactly once.
+/// Take ownership of `fd`, which then closes when the `OwnedFd` drops.
+///
+/// # Safety
+/// `fd` is an open descriptor nothing else owns: one a system call just created.
+unsafe fn own(fd: libc::c_int) -> OwnedFd {
+    // SAFETY: by this function's contract, the OwnedFd becomes the descriptor's only
+    // owner and closes it exactly once.
     unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
@@ -68,7 +72,8 @@ pub(crate) fn tcp_socket() -> io::Result<OwnedFd> {
             0,
         )
     })?;
-    Ok(own(fd))
+    // SAFETY: socket(2) just created `fd`.
+    Ok(unsafe { own(fd) })
 }
 
 fn set_int_option(
@@ -200,7 +205,8 @@ pub(crate) fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddrV4)> 
                 libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
             )
         })?;
-        Ok((own(new), from_sockaddr(&sa)))
+        // SAFETY: accept4(2) just created `new`.
+        Ok((unsafe { own(new) }, from_sockaddr(&sa)))
     })
 }
 
@@ -281,7 +287,8 @@ impl Epoll {
         // SAFETY: epoll_create1(2) takes no pointers.
         let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         Ok(Epoll {
-            fd: own(fd),
+            // SAFETY: epoll_create1(2) just created `fd`.
+            fd: unsafe { own(fd) },
             events: vec![libc::epoll_event { events: 0, u64: 0 }; capacity.max(1)],
             ready: 0,
         })

@@ -37,6 +37,9 @@ enum Take {
     Chunks,
     /// One whole line per offer; pauses (takes 0) on a partial line.
     Lines,
+    /// Takes nothing, ever: each offer is logged on its own (`offer N`), so that a
+    /// backend offering the same unread bytes again shows.
+    Nothing,
 }
 
 const CHUNK: usize = 100;
@@ -74,6 +77,10 @@ impl Handler for EchoServer {
                 Some(end) => conn.send(&data[..=end]).unwrap(),
                 None => 0,
             },
+            Take::Nothing => {
+                self.log.push(format!("offer {}", data.len()));
+                return 0;
+            }
         };
         *conn.state() += 1;
         record(&mut self.log, format!("data {n}"));
@@ -354,6 +361,35 @@ fn a_timer_outlived_by_its_connection_looks_the_same_on_both_backends() {
             "connected",
             &format!("data {n}"),
             "peer_closed",
+            "closed Normal"
+        ]
+    );
+    assert_eq!(kernel.0, rusty.0, "client callbacks");
+    assert_eq!(kernel.1, rusty.1, "server callbacks");
+}
+
+/// A handler that paused (took nothing) is offered its unread bytes again only when
+/// more arrive, after `writable`, on `resume_receive`, or a last time when the
+/// connection ends: not because an ACK or a timer came by. Here the server never takes
+/// the client's bytes; its idle timer closes the connection.
+#[test]
+fn a_paused_handler_is_not_offered_its_bytes_again_by_a_timer_on_either_backend() {
+    let (rusty, kernel) = both(|| {
+        let (mut client, mut server) = echo(b"no newline", Take::Nothing, false);
+        client.keep_open = true;
+        server.idle = Some(Duration::from_millis(200));
+        (client, server)
+    });
+    assert_eq!(
+        rusty.1,
+        [
+            "accept true",
+            "connected",
+            "offer 10",
+            "timer",
+            "peer_closed",
+            // The last offer as the connection ends.
+            "offer 10",
             "closed Normal"
         ]
     );

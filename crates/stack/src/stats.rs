@@ -33,7 +33,7 @@ pub struct Stats {
     pub conns_refused: u64,
     /// Connections that ended normally (both sides closed).
     pub conns_closed: u64,
-    /// Connections that ended by a RST we received.
+    /// Connections that ended by a RST we received (also active opens refused with one).
     pub conns_reset: u64,
     /// Connections that ended because retransmissions, probes or a linger timed out.
     pub conns_timed_out: u64,
@@ -45,7 +45,8 @@ pub struct Stats {
     pub segments_out: u64,
     /// Segments sent again (timeouts, fast retransmit, SYN retries).
     pub retransmissions: u64,
-    /// RSTs sent (for segments that match no connection, and aborts).
+    /// RSTs sent: answers to segments for no connection or with an unacceptable ACK,
+    /// and aborts (the application's, and refused accepts).
     pub rsts_sent: u64,
     /// Challenge ACKs sent (RFC 5961).
     pub challenge_acks: u64,

@@ -176,8 +176,11 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     }
 
     /// Add a connection, with the application's state for active opens or `None` for a
-    /// passive open that has not been accepted yet.
+    /// passive open that has not been accepted yet. The backend checks first that the
+    /// table is not full.
     pub fn insert(&mut self, conn: C, app: Option<H::Conn>) -> ConnId {
+        // Backends refuse new connections first ([`AppCore::is_full`], `may_open`).
+        debug_assert!(!self.is_full(), "insert into a full connection table");
         let id = self.next_id();
         self.next_generation = (self.next_generation + 1) & GENERATION_MASK;
         if self.next_generation == 0 {

@@ -15,7 +15,10 @@ use super::conn::{CloseReason, Conn, ConnectError, Opener};
 /// thread; all callbacks run inline on that thread.
 ///
 /// Every connection the application sees gets exactly one `closed` call, with its state
-/// handed back by value.
+/// handed back by value. The one exception is a worker that stops with connections
+/// still open (the grace period after a stop signal ran out): the engine is dropped
+/// with them and no callback runs. The kernel backend then resets their peers; Rusty's
+/// engine sends nothing, so its peers learn by their own timeouts.
 pub trait Handler {
     /// Per-connection application state, kept next to the connection block.
     type Conn;

@@ -361,10 +361,11 @@ pub(crate) fn fill_dst(frame: &mut [u8], mac: MacAddr) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arp::wire::tests::receive;
     use crate::arp::wire::*;
     use crate::ethernet;
     use proptest::prelude::*;
-    use smoltcp::wire::{EthernetAddress, EthernetProtocol};
+    use smoltcp::wire::EthernetAddress;
 
     const US: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
     const THEM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
@@ -376,16 +377,9 @@ mod tests {
         Instant::from_millis(ms)
     }
 
-    /// Parse a built frame the way the engine will: Ethernet, then ARP.
-    fn receive(frame: &[u8], our_ip: Ipv4Addr) -> (ethernet::EthernetHeader, ArpInput) {
-        let (eth, payload) = ethernet::parse(frame).unwrap();
-        assert_eq!(eth.ethertype, EthernetProtocol::Arp);
-        (eth, process(payload, our_ip).unwrap())
-    }
-
     fn frame(tag: u8) -> Vec<u8> {
         let mut f = vec![0u8; 20];
-        f[14] = tag;
+        f[ethernet::HEADER_LEN] = tag;
         f
     }
 
@@ -452,7 +446,10 @@ mod tests {
         assert_eq!(cache.lookup(THEM, t(10)), Some(THEM_MAC));
         let ready: Vec<Vec<u8>> = cache.take_ready(THEM).collect();
         assert_eq!(
-            ready.iter().map(|f| f[14]).collect::<Vec<_>>(),
+            ready
+                .iter()
+                .map(|f| f[ethernet::HEADER_LEN])
+                .collect::<Vec<_>>(),
             vec![0, 1, 2, 3, 4]
         );
         assert!(ready.iter().all(|f| &f[..6] == THEM_MAC.as_bytes()));

@@ -189,8 +189,11 @@ pub(crate) fn build_gratuitous(buf: &mut [u8], our_mac: MacAddr, our_ip: Ipv4Add
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// Where the ARP packet starts in a frame.
+    const H: usize = ethernet::HEADER_LEN;
     use proptest::prelude::*;
 
     const US: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -200,8 +203,11 @@ mod tests {
     const THEM_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
     const OTHER_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 3]);
 
-    /// Parse a built frame the way the engine will: Ethernet, then ARP.
-    fn receive(frame: &[u8], our_ip: Ipv4Addr) -> (ethernet::EthernetHeader, ArpInput) {
+    /// Parse a built frame the way the engine does: Ethernet, then ARP.
+    pub(in crate::arp) fn receive(
+        frame: &[u8],
+        our_ip: Ipv4Addr,
+    ) -> (ethernet::EthernetHeader, ArpInput) {
         let (eth, payload) = ethernet::parse(frame).unwrap();
         assert_eq!(eth.ethertype, EthernetProtocol::Arp);
         (eth, process(payload, our_ip).unwrap())
@@ -237,7 +243,7 @@ mod tests {
         let ArpRepr::EthernetIpv4 {
             target_hardware_addr,
             ..
-        } = ArpRepr::parse(&ArpPacket::new_checked(&buf[14..FRAME_LEN]).unwrap()).unwrap()
+        } = ArpRepr::parse(&ArpPacket::new_checked(&buf[H..FRAME_LEN]).unwrap()).unwrap()
         else {
             unreachable!()
         };
@@ -276,7 +282,7 @@ mod tests {
         let good = buf;
         for len in [0, 7, 8, 27] {
             assert_eq!(
-                process(&good[14..14 + len], US),
+                process(&good[H..H + len], US),
                 Err(DropReason::Truncated),
                 "{len}"
             );
@@ -285,12 +291,12 @@ mod tests {
         for (pos, val) in [(15, 6), (16, 0x86), (18, 8), (19, 16)] {
             let mut b = good;
             b[pos] = val;
-            assert_eq!(process(&b[14..], US), Err(DropReason::BadArp), "{pos}");
+            assert_eq!(process(&b[H..], US), Err(DropReason::BadArp), "{pos}");
         }
         // Operation 3 (RARP request).
         let mut b = good;
         b[21] = 3;
-        assert_eq!(process(&b[14..], US), Err(DropReason::BadArp));
+        assert_eq!(process(&b[H..], US), Err(DropReason::BadArp));
         // Sender MAC broadcast / multicast / zero, sender IP broadcast.
         for mac in [
             MacAddr::BROADCAST,
@@ -298,14 +304,14 @@ mod tests {
             EthernetAddress([0; 6]),
         ] {
             build_request(&mut buf, mac, THEM, US);
-            assert_eq!(process(&buf[14..], US), Err(DropReason::BadArp));
+            assert_eq!(process(&buf[H..], US), Err(DropReason::BadArp));
         }
         build_request(&mut buf, THEM_MAC, Ipv4Addr::BROADCAST, US);
-        assert_eq!(process(&buf[14..], US), Err(DropReason::BadArp));
+        assert_eq!(process(&buf[H..], US), Err(DropReason::BadArp));
         // Trailing Ethernet padding is fine.
         let mut padded = good.to_vec();
         padded.resize(60, 0);
-        assert!(process(&padded[14..], US).is_ok());
+        assert!(process(&padded[H..], US).is_ok());
     }
 
     proptest! {
@@ -323,11 +329,11 @@ mod tests {
         }
 
         #[test]
-        fn mutated_packets_never_panic(pos in 0usize..FRAME_LEN - 14, val in any::<u8>()) {
+        fn mutated_packets_never_panic(pos in 0usize..FRAME_LEN - H, val in any::<u8>()) {
             let mut buf = [0u8; FRAME_LEN];
             build_request(&mut buf, THEM_MAC, THEM, US);
-            buf[14 + pos] = val;
-            let _ = process(&buf[14..], US);
+            buf[H + pos] = val;
+            let _ = process(&buf[H..], US);
         }
     }
 }

@@ -6,10 +6,10 @@ use std::ops::RangeInclusive;
 use crate::arp::ArpConfig;
 use crate::tcp::config::TcpConfig;
 
-#[derive(Debug, Clone)]
 /// What one engine (one worker on one queue of one link) is configured with.
 /// [`EngineConfig::new`] gives the defaults, which follow Linux where the RFCs leave a
 /// choice.
+#[derive(Debug, Clone)]
 pub struct EngineConfig {
     /// This link's IPv4 address.
     pub ip: Ipv4Addr,

@@ -97,10 +97,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             self.app.connected(&mut self.pool, index);
         }
         let (app, pool) = (&mut self.app, &mut self.pool);
-        // Bytes already unread are offered again with every event: the handler may
-        // have paused for something this event changed.
-        let direct = outcome.deliver.map_or(&[][..], |(a, b)| &payload[a..b]);
-        app.data(pool, index, direct);
+        // New in-order bytes: straight from the frame, or stored behind unread ones.
+        // A handler that paused is offered its unread bytes again only then (and after
+        // `writable`, or on `resume_receive`), as on every backend.
+        match outcome.deliver {
+            Some((a, b)) => app.data(pool, index, &payload[a..b]),
+            None if outcome.readable => app.data(pool, index, &[]),
+            None => {}
+        }
         if ev.writable {
             app.writable(pool, index);
         }

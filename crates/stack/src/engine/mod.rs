@@ -37,7 +37,7 @@ use crate::stats::Stats;
 use crate::tcp::cookie::SynCookies;
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::pool::RingPool;
-use crate::tcp::segment::TxSegment;
+use crate::tcp::segment::{self, TxSegment};
 use crate::tcp::seq::SeqNum;
 use crate::tcp::tcb::{Opening, State, Tcb};
 use crate::time::{Clock, Instant};
@@ -200,7 +200,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let mut cookie_key = [0u8; 16];
         isn_key.copy_from_slice(&secret[..16]);
         cookie_key.copy_from_slice(&secret[16..]);
-        let our_mss = (caps.mtu.saturating_sub(40)).clamp(64, 65495) as u16;
+        // RFC 9293 §3.7.1: the MTU less the IPv4 and TCP headers without options.
+        let our_mss = caps
+            .mtu
+            .saturating_sub(ipv4::HEADER_LEN + segment::MIN_HEADER_LEN)
+            .clamp(64, 65495) as u16;
         let ports = cfg.ephemeral_ports.clone();
         let span = (*ports.end() as u32 - *ports.start() as u32 + 1).max(1);
         let next_port = *ports.start()
@@ -216,7 +220,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             // IPv4 header and the largest TCP header.
             tso_payload: match caps.tso_max {
                 Some(max) if caps.tx_checksum.tcp && cfg.tso => {
-                    max.saturating_sub(ipv4::HEADER_LEN + 60)
+                    max.saturating_sub(ipv4::HEADER_LEN + segment::MAX_HEADER_LEN)
                 }
                 _ => 0,
             },
@@ -284,9 +288,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let Some(index) = self.app.index_of(id) else {
             return false;
         };
-        // Through `dispatch`, which offers the buffered bytes and then handles whatever
-        // the callbacks did (an abort or close inside `data` gets its close reason,
-        // statistics and `closed` callback like anywhere else).
+        self.app.data(&mut self.pool, index, &[]);
+        // Then `dispatch` settles whatever the callbacks did (an abort or close inside
+        // `data` gets its close reason, statistics and `closed` like anywhere else).
         self.dispatch(index, Default::default(), &[]);
         self.mark_dirty(index);
         self.end_turn();

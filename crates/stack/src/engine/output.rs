@@ -41,6 +41,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         block.tcb.poll_transmit(self.now, &mut segs);
         self.stats.retransmissions += block.tcb.take_retransmissions();
         for seg in segs.drain(..) {
+            // Aborts (the application's, or a refused accept) and answers to
+            // unacceptable ACKs, counted like the RSTs sent for no connection.
+            self.stats.rsts_sent += u64::from(seg.rst);
             self.send_conn_segment(index, &seg);
         }
         self.segs = segs;

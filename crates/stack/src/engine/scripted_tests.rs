@@ -1533,6 +1533,12 @@ fn refused_accept_resets_the_peer() {
     assert!(net.handler().connected.is_empty());
     assert!(net.handler().closed.is_empty(), "no state was handed out");
     assert_eq!(net.stats().conns_refused, 1);
+    assert_eq!(net.stats().conns_aborted, 1);
+    assert_eq!(
+        net.stats().rsts_sent,
+        1,
+        "counted as the kernel backend counts it"
+    );
     assert_eq!(net.stats().conns_opened_passive, 0);
     assert_eq!(net.eng.connection_count(), 0);
 
@@ -2037,6 +2043,7 @@ fn abort_inside_resumed_delivery_is_reported_as_aborted() {
     assert_eq!(net.handler().data_calls, 2);
     assert_eq!(net.handler().closed, vec![CloseReason::Aborted]);
     assert_eq!(net.stats().conns_aborted, 1);
+    assert_eq!(net.stats().rsts_sent, 1);
     assert_eq!(net.stats().conns_closed, 0);
     assert_eq!(net.eng.connection_count(), 0);
     assert!(!net.eng.resume_receive(id));

@@ -11,7 +11,7 @@
 //! [`EngineConfig::buffer_pool`]: crate::EngineConfig::buffer_pool
 
 /// Smallest ring handed out; rings are powers of two from here.
-pub const MIN_RING: usize = 2048;
+pub(crate) const MIN_RING: usize = 2048;
 /// Size classes kept: 2 KiB … 256 KiB.
 const CLASSES: usize = 8;
 
@@ -44,7 +44,7 @@ impl RingPool {
     }
 
     /// A ring of exactly `size` bytes (contents unspecified).
-    pub fn take(&mut self, size: usize) -> Vec<u8> {
+    pub(crate) fn take(&mut self, size: usize) -> Vec<u8> {
         if let Some(ring) = class(size).and_then(|c| self.classes[c].pop()) {
             return ring;
         }
@@ -53,7 +53,7 @@ impl RingPool {
 
     /// Give a ring back for reuse (or to the allocator when its class is full, or it
     /// is no ring size).
-    pub fn give(&mut self, ring: Vec<u8>) {
+    pub(crate) fn give(&mut self, ring: Vec<u8>) {
         let Some(c) = class(ring.len()) else { return };
         let kept = &mut self.classes[c];
         if ring.capacity() == ring.len() && (kept.len() + 1) * ring.len() <= self.bytes_per_class {
@@ -64,7 +64,7 @@ impl RingPool {
     /// Replace `ring` by a pooled ring that holds at least `need` bytes (a power of
     /// two, at least [`MIN_RING`], at most `capacity`), moving the `keep` bytes that
     /// start at `*head` (wrapping) to its start; the old ring comes back to the pool.
-    pub fn regrow(
+    pub(crate) fn regrow(
         &mut self,
         ring: &mut Vec<u8>,
         head: &mut usize,
@@ -107,7 +107,7 @@ fn class(size: usize) -> Option<usize> {
 }
 
 /// `x mod size` for `x < 2 * size` (ring arithmetic without a division).
-pub fn wrap(x: usize, size: usize) -> usize {
+pub(crate) fn wrap(x: usize, size: usize) -> usize {
     if x >= size {
         x - size
     } else {

@@ -30,7 +30,8 @@ struct OooRange {
 }
 
 /// Received bytes not yet read by the application, plus out-of-order data.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
+#[cfg_attr(test, derive(Clone))]
 pub(crate) struct RecvBuffer {
     /// Ring; `ring.len()` is its current size (0 when unallocated).
     ring: Vec<u8>,

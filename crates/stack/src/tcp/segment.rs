@@ -16,6 +16,12 @@ use crate::ipv4::IpProtocol;
 /// Where the checksum sits in a TCP header (RFC 9293 §3.1).
 pub const CHECKSUM_OFFSET: usize = 16;
 
+/// A TCP header without options (RFC 9293 §3.1: data offset 5).
+pub const MIN_HEADER_LEN: usize = 20;
+
+/// The largest TCP header, options included (data offset 15).
+pub const MAX_HEADER_LEN: usize = 60;
+
 /// The sum of the IPv4 pseudo-header of a TCP segment of `len` bytes (header and
 /// payload) from `src` to `dst`, which its checksum covers (RFC 9293 §3.1).
 pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, len: u16) -> u32 {
