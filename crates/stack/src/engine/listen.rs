@@ -2,8 +2,6 @@
 //! listener's backlog; past it, SYN cookies (RFC 4987 §3.6) answer statelessly and a
 //! returning cookie ACK rebuilds the connection.
 
-use std::net::SocketAddrV4;
-
 use super::{Engine, FlowKey};
 use crate::app::Handler;
 use crate::drop::DropReason;
@@ -37,11 +35,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         if seg.flags.rst {
             return;
         }
-        let local = self.local_addr(key.local_port);
-        let remote = SocketAddrV4::new(key.remote_ip, key.remote_port);
         if seg.flags.ack {
             if !seg.flags.syn && self.cfg.syn_cookies && self.app.is_accepting() {
-                if let Some(index) = self.cookie_ack(mac, key, local, remote, seg) {
+                if let Some(index) = self.cookie_ack(mac, key, seg) {
                     return self.conn_input(index, seg, payload);
                 }
             }
@@ -60,13 +56,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         };
         if listener.half_open >= listener.backlog {
             if self.cfg.syn_cookies {
-                self.send_cookie_syn_ack(mac, key, local, remote, seg);
+                self.send_cookie_syn_ack(mac, key, seg);
             } else {
                 self.stats.syns_dropped_overload += 1;
             }
             return;
         }
         listener.half_open += 1;
+        let (local, remote) = self.endpoints(&key);
         let mut iss = self.isn.isn(local, remote, self.now);
         if let Some(floor) = iss_floor {
             // Reopened from TIME-WAIT: start beyond the old incarnation's sequence space
@@ -89,14 +86,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     /// Answer a SYN statelessly with a cookie (the backlog is full).
-    fn send_cookie_syn_ack(
-        &mut self,
-        mac: MacAddr,
-        key: FlowKey,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-        seg: &Segment,
-    ) {
+    fn send_cookie_syn_ack(&mut self, mac: MacAddr, key: FlowKey, seg: &Segment) {
+        let (local, remote) = self.endpoints(&key);
         let mss = seg.mss.unwrap_or(DEFAULT_MSS).min(self.our_mss);
         let cookie = self.cookies.encode(local, remote, seg.seq, mss, self.now);
         let tcp = &self.cfg.tcp;
@@ -125,17 +116,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     /// An ACK for no connection on a listening port: a returning SYN cookie?
-    fn cookie_ack(
-        &mut self,
-        mac: MacAddr,
-        key: FlowKey,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-        seg: &Segment,
-    ) -> Option<usize> {
+    fn cookie_ack(&mut self, mac: MacAddr, key: FlowKey, seg: &Segment) -> Option<usize> {
         if self.app.is_full() {
             return None;
         }
+        let (local, remote) = self.endpoints(&key);
         let client_isn = seg.seq - 1;
         let cookie = seg.ack - 1;
         let Some(mss) = self

@@ -385,7 +385,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// RFC 7323 §7.1 TSval offset: a hash domain-separated from the ISN's, so that
     /// ISN - TSval does not reveal the engine clock (see [`IsnGenerator::ts_offset`]).
     fn ts_offset(&self, key: &FlowKey) -> u32 {
-        self.isn.ts_offset(
+        let (local, remote) = self.endpoints(key);
+        self.isn.ts_offset(local, remote)
+    }
+
+    /// (our end, the peer's end) of the flow `key`.
+    fn endpoints(&self, key: &FlowKey) -> (SocketAddrV4, SocketAddrV4) {
+        (
             self.local_addr(key.local_port),
             SocketAddrV4::new(key.remote_ip, key.remote_port),
         )
@@ -393,9 +399,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     /// What a new connection on `key` starting at `iss` is created with.
     fn opening(&self, key: &FlowKey, iss: SeqNum) -> Opening<'_> {
+        let (local, remote) = self.endpoints(key);
         Opening {
-            local: self.local_addr(key.local_port),
-            remote: SocketAddrV4::new(key.remote_ip, key.remote_port),
+            local,
+            remote,
             iss,
             ts_offset: self.ts_offset(key),
             our_mss: self.our_mss,
