@@ -113,8 +113,8 @@ pub fn privileged(test: &str, tools: &[&str]) -> Option<Tools> {
         return skip(test, "/dev/net/tun is missing");
     }
     let mut found = HashMap::new();
-    // `ip` and `kill` (procps) are needed by the harness itself.
-    for &t in ["ip", "kill"].iter().chain(tools) {
+    // `ip` is needed by the harness itself.
+    for &t in ["ip"].iter().chain(tools) {
         match which(t) {
             Some(p) => {
                 found.insert(t.to_string(), p);
@@ -455,10 +455,8 @@ impl TestNet {
         if !self.running(p) {
             self.fail(&format!("{} exited before SIGTERM", self.label(p)));
         }
-        let pid = self.pid(p).to_string();
-        let (ok, out) = quick(self.tools.get("kill"), &["-TERM", &pid]);
-        if !ok {
-            self.fail(&format!("kill -TERM {pid}: {out}"));
+        if let Err(e) = sys::terminate(&mut self.children[p.0].child) {
+            self.fail(&format!("SIGTERM to {}: {e}", self.label(p)));
         }
     }
 
