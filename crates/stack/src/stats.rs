@@ -45,6 +45,19 @@ pub struct Stats {
     pub segments_out: u64,
     /// Segments sent again (timeouts, fast retransmit, SYN retries).
     pub retransmissions: u64,
+    /// Payload bytes sent again (every kind of retransmission).
+    pub retransmitted_bytes: u64,
+    /// Loss recoveries entered on duplicate ACKs or SACK (RFC 6675, RFC 6582).
+    pub fast_retransmits: u64,
+    /// Segments RACK marked lost by time (RFC 8985 §6.2).
+    pub rack_losses: u64,
+    /// Tail loss probes sent (RFC 8985 §7).
+    pub tlps: u64,
+    /// Retransmission timeouts of established connections (RFC 6298 §5.4).
+    pub rtos: u64,
+    /// Congestion-window reductions undone because the retransmission was spurious
+    /// (D-SACK, RFC 2883; timestamps, RFC 3522).
+    pub spurious_undos: u64,
     /// RSTs sent: answers to segments for no connection or with an unacceptable ACK,
     /// and aborts (the application's, and refused accepts).
     pub rsts_sent: u64,
@@ -91,6 +104,12 @@ impl Default for Stats {
             segments_in: 0,
             segments_out: 0,
             retransmissions: 0,
+            retransmitted_bytes: 0,
+            fast_retransmits: 0,
+            rack_losses: 0,
+            tlps: 0,
+            rtos: 0,
+            spurious_undos: 0,
             rsts_sent: 0,
             challenge_acks: 0,
             challenge_acks_suppressed: 0,
@@ -142,6 +161,12 @@ impl Stats {
             segments_in,
             segments_out,
             retransmissions,
+            retransmitted_bytes,
+            fast_retransmits,
+            rack_losses,
+            tlps,
+            rtos,
+            spurious_undos,
             rsts_sent,
             challenge_acks,
             challenge_acks_suppressed,
@@ -164,12 +189,18 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "frames in {} out {}; segments in {} out {}; retransmissions {}; conns opened {}+{} closed {} reset {} timed-out {} aborted {} refused {}; rst sent {}; syn cookies {}/{}",
+            "frames in {} out {}; segments in {} out {}; retransmissions {} ({} bytes; fast {} rack-lost {} tlp {} rto {} undone {}); conns opened {}+{} closed {} reset {} timed-out {} aborted {} refused {}; rst sent {}; syn cookies {}/{}",
             self.frames_in,
             self.frames_out,
             self.segments_in,
             self.segments_out,
             self.retransmissions,
+            self.retransmitted_bytes,
+            self.fast_retransmits,
+            self.rack_losses,
+            self.tlps,
+            self.rtos,
+            self.spurious_undos,
             self.conns_opened_passive,
             self.conns_opened_active,
             self.conns_closed,

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+pub use super::cc::CongestionAlgorithm;
+
 /// Keepalive probing (RFC 1122 §4.2.3.6); off unless configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Keepalive {
@@ -42,6 +44,8 @@ pub struct TcpConfig {
     pub timestamps: bool,
     /// Offer SACK-permitted and send SACK blocks (RFC 2018).
     pub sack: bool,
+    /// The congestion-control algorithm (see [`CongestionAlgorithm`]).
+    pub congestion_control: CongestionAlgorithm,
     /// RFC 6298 §2.1 initial retransmission timeout (1 s).
     pub initial_rto: Duration,
     /// Lower bound of the retransmission timeout. RFC 6298 §2.4 says 1 s; like Linux we
@@ -81,6 +85,7 @@ impl Default for TcpConfig {
             window_scaling: true,
             timestamps: true,
             sack: true,
+            congestion_control: CongestionAlgorithm::default(),
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_millis(200),
             max_rto: Duration::from_secs(60),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::timer_table::Timer;
 use super::{CloseReason, RxOutcome, State, Tcb};
-use crate::tcp::cc::CongestionControl;
+use crate::tcp::cc::{AckSample, CongestionControl};
 use crate::tcp::options::ts_clock;
 use crate::tcp::pool::RingPool;
 use crate::tcp::segment::Segment;
@@ -138,14 +138,22 @@ impl Tcb {
             if self.recovery.recover.is_none_or(|r| ack >= r) {
                 self.recovery.in_recovery = false;
                 let flight = self.snd.max.since(ack);
-                self.cc.on_exit_recovery(flight);
+                let _ = flight;
+                self.cc.on_recovery_end(now);
             } else {
-                self.cc.on_partial_ack(data_acked);
                 self.recovery.retransmit_una = true;
                 self.timers.set(Timer::Rto, now + self.rtt.rto());
             }
         } else {
-            self.cc.on_ack(data_acked, now);
+            self.cc.on_ack(&AckSample {
+                now,
+                delivered: data_acked,
+                rtt: None,
+                srtt: self.rtt.srtt(),
+                una: self.snd.una,
+                snd_max: self.snd.max,
+                app_limited: false,
+            });
         }
         if !self.recovery.in_recovery && self.recovery.recover.is_some_and(|r| ack >= r) {
             // SND.UNA has passed "recover": it no longer holds anything back.
@@ -170,14 +178,13 @@ impl Tcb {
     fn on_dup_ack(&mut self, now: Instant) {
         self.recovery.dupacks += 1;
         if self.recovery.in_recovery {
-            self.cc.on_dup_ack_in_recovery();
         } else if self.recovery.dupacks == 3 {
             // RFC 6582 §3.2 step 2: only if the ACK covers more than "recover" (avoid
             // a second reduction for losses of the same window).
             if self.recovery.recover.is_none_or(|r| self.snd.una >= r) {
                 self.recovery.in_recovery = true;
                 self.recovery.recover = Some(self.snd.max);
-                self.cc.on_enter_recovery(self.flight_size(), now);
+                self.cc.on_congestion(self.flight_size(), now);
                 self.recovery.retransmit_una = true;
                 self.rtt_seq = None;
             }

@@ -9,7 +9,7 @@ use super::{
     Events, PendingOutput, Recovery, RecvSeq, SendSeq, State, SynOptions, Tcb, TcbLimits,
     Timestamps,
 };
-use crate::tcp::cc::{Cc, CongestionControl, NewReno};
+use crate::tcp::cc::{Cc, CongestionControl};
 use crate::tcp::config::TcpConfig;
 use crate::tcp::options::{DEFAULT_MSS, TS_OPTION_LEN};
 use crate::tcp::recv_buffer::RecvBuffer;
@@ -103,7 +103,7 @@ impl Tcb {
             timers: TimerTable::default(),
             rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
             rtt_seq: None,
-            cc: Cc::NewReno(NewReno::new(smss)),
+            cc: Cc::new(cfg.congestion_control, smss),
             last_send: now,
             last_recv: now,
             last_now: now,

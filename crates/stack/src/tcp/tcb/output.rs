@@ -216,7 +216,7 @@ impl Tcb {
         if self.snd.nxt == self.snd.una && now - self.last_send > self.rtt.rto() {
             // RFC 5681 §4.1: restart window after an idle period.
             if self.snd.unsent_data() > 0 {
-                self.cc.on_idle_restart();
+                self.cc.on_idle_restart(now);
             }
         }
         loop {

@@ -81,7 +81,7 @@ impl Tcb {
                 }
                 self.recovery.retries += 1;
                 let flight = self.snd.max.since(self.snd.una);
-                self.cc.on_rto(flight, now);
+                self.cc.on_rto(flight, self.recovery.retries == 1, now);
                 self.rtt.backoff();
                 self.recovery.in_recovery = false;
                 self.recovery.recover = Some(self.snd.max);

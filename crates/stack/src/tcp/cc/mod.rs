@@ -1,0 +1,215 @@
+//! Congestion control: the [`CongestionControl`] trait a connection drives, the
+//! algorithms behind it, and the [`Cc`] enum that dispatches to them without a vtable.
+//!
+//! The connection decides *when* things happen: it detects loss (SACK scoreboard,
+//! RACK, duplicate ACKs, timeouts), runs loss recovery and paces sending during it with
+//! Proportional Rate Reduction (RFC 6937), and decides that a reduction was spurious. An
+//! algorithm only decides what happens to `cwnd` and `ssthresh`: how the window grows
+//! on ACKs outside recovery, what a congestion event reduces it to, where it restarts
+//! after a timeout or idle period, and what an undo restores. All quantities are bytes.
+//!
+//! Algorithms: [`NewReno`](newreno::NewReno) (RFC 5681) and CUBIC (RFC 9438, with
+//! HyStart++, RFC 9406), chosen per engine with
+//! [`TcpConfig::congestion_control`](super::config::TcpConfig::congestion_control).
+
+use std::time::Duration;
+
+use super::seq::SeqNum;
+use crate::time::Instant;
+
+mod newreno;
+
+pub(crate) use newreno::NewReno;
+
+/// "Arbitrarily high" initial ssthresh (RFC 5681 §3.1), with room left so that adding to
+/// it never overflows.
+pub(crate) const INITIAL_SSTHRESH: usize = usize::MAX / 2;
+
+/// Upper bound on cwnd, so that growth saturates instead of overflowing.
+pub(crate) const MAX_CWND: usize = usize::MAX / 2;
+
+/// The congestion-control algorithm an engine's connections use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CongestionAlgorithm {
+    /// NewReno (RFC 5681 slow start and congestion avoidance; loss recovery by the
+    /// connection, RFC 6675 / RFC 6582 with RFC 6937).
+    #[default]
+    NewReno,
+}
+
+impl CongestionAlgorithm {
+    /// The name used on command lines and in logs (`newreno`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CongestionAlgorithm::NewReno => "newreno",
+        }
+    }
+
+    /// Parse a name as [`CongestionAlgorithm::name`] spells it (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "newreno" | "reno" => Some(CongestionAlgorithm::NewReno),
+            _ => None,
+        }
+    }
+}
+
+/// What one ACK that acknowledged new data tells the algorithm (outside recovery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AckSample {
+    /// When the ACK arrived.
+    pub now: Instant,
+    /// Bytes newly delivered by this ACK: cumulatively acknowledged plus newly SACKed.
+    pub delivered: usize,
+    /// The round-trip time this ACK measured, if it measured one (timestamps or Karn).
+    pub rtt: Option<Duration>,
+    /// The smoothed round-trip time after this ACK (RFC 6298), once there is one.
+    pub srtt: Option<Duration>,
+    /// SND.UNA after this ACK.
+    pub una: SeqNum,
+    /// SND.MAX: the highest sequence number sent so far (a round ends when SND.UNA
+    /// passes the SND.MAX it began with, RFC 9406 §4.2).
+    pub snd_max: SeqNum,
+    /// The sender used less than the window before this ACK (application- or
+    /// receiver-window-limited): the window should not grow on it (RFC 7661 §4.1).
+    pub app_limited: bool,
+}
+
+/// What the connection tells its congestion controller.
+pub(crate) trait CongestionControl {
+    /// The congestion window, bytes.
+    fn cwnd(&self) -> usize;
+    /// The slow-start threshold, bytes.
+    fn ssthresh(&self) -> usize;
+    /// New data delivered outside loss recovery: grow the window.
+    fn on_ack(&mut self, ack: &AckSample);
+    /// Loss detected (fast retransmit, SACK or RACK): the start of loss recovery. Set
+    /// ssthresh to the reduced window and cwnd to it as well (the connection paces
+    /// sending during recovery itself, RFC 6937); remember what an [`undo`] restores.
+    /// `flight_size` is the data outstanding when loss was detected (RFC 5681 eq. 4).
+    ///
+    /// [`undo`]: CongestionControl::undo
+    fn on_congestion(&mut self, flight_size: usize, now: Instant);
+    /// Loss recovery ended at its recovery point (RFC 6675 §5, RFC 6937: cwnd =
+    /// ssthresh).
+    fn on_recovery_end(&mut self, now: Instant);
+    /// Retransmission timeout (RFC 5681 §3.1 eq. 4, loss window of one segment); like
+    /// [`on_congestion`](CongestionControl::on_congestion) it remembers what an undo
+    /// restores. `first` is false for the backed-off timeouts that follow the first
+    /// one without progress in between (they do not reduce ssthresh again).
+    fn on_rto(&mut self, flight_size: usize, first: bool, now: Instant);
+    /// The last reduction was spurious (D-SACK or Eifel detection): restore the window
+    /// and threshold it replaced.
+    fn undo(&mut self, now: Instant);
+    /// Restart after idle (RFC 5681 §4.1): cwnd = min(cwnd, restart window = IW).
+    fn on_idle_restart(&mut self, now: Instant);
+    /// The sender's MSS changed (set once after the handshake). Zero is ignored.
+    fn set_mss(&mut self, smss: usize);
+}
+
+/// The initial window of RFC 6928 §2: min(10*SMSS, max(2*SMSS, 14600)).
+pub(crate) fn initial_window(smss: usize) -> usize {
+    smss.saturating_mul(10)
+        .min(smss.saturating_mul(2).max(14_600))
+}
+
+/// The congestion controller of one connection: enum dispatch over the algorithms.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Cc {
+    NewReno(NewReno),
+}
+
+impl Cc {
+    /// A controller running `algorithm` for a sender MSS of `smss`.
+    pub(crate) fn new(algorithm: CongestionAlgorithm, smss: usize) -> Self {
+        match algorithm {
+            CongestionAlgorithm::NewReno => Cc::NewReno(NewReno::new(smss)),
+        }
+    }
+
+    /// Which algorithm this is.
+    pub(crate) fn algorithm(&self) -> CongestionAlgorithm {
+        match self {
+            Cc::NewReno(_) => CongestionAlgorithm::NewReno,
+        }
+    }
+}
+
+/// Forward every trait method to the algorithm inside.
+macro_rules! dispatch {
+    ($self:ident, $c:ident => $e:expr) => {
+        match $self {
+            Cc::NewReno($c) => $e,
+        }
+    };
+}
+
+impl CongestionControl for Cc {
+    #[inline]
+    fn cwnd(&self) -> usize {
+        dispatch!(self, c => c.cwnd())
+    }
+    #[inline]
+    fn ssthresh(&self) -> usize {
+        dispatch!(self, c => c.ssthresh())
+    }
+    #[inline]
+    fn on_ack(&mut self, ack: &AckSample) {
+        dispatch!(self, c => c.on_ack(ack))
+    }
+    #[inline]
+    fn on_congestion(&mut self, flight_size: usize, now: Instant) {
+        dispatch!(self, c => c.on_congestion(flight_size, now))
+    }
+    #[inline]
+    fn on_recovery_end(&mut self, now: Instant) {
+        dispatch!(self, c => c.on_recovery_end(now))
+    }
+    #[inline]
+    fn on_rto(&mut self, flight_size: usize, first: bool, now: Instant) {
+        dispatch!(self, c => c.on_rto(flight_size, first, now))
+    }
+    #[inline]
+    fn undo(&mut self, now: Instant) {
+        dispatch!(self, c => c.undo(now))
+    }
+    #[inline]
+    fn on_idle_restart(&mut self, now: Instant) {
+        dispatch!(self, c => c.on_idle_restart(now))
+    }
+    #[inline]
+    fn set_mss(&mut self, smss: usize) {
+        dispatch!(self, c => c.set_mss(smss))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initial_window_per_rfc6928() {
+        assert_eq!(initial_window(1460), 14_600);
+        assert_eq!(initial_window(536), 5_360);
+        assert_eq!(initial_window(1000), 10_000);
+        assert_eq!(initial_window(2000), 14_600);
+        assert_eq!(initial_window(8960), 17_920);
+        assert_eq!(initial_window(usize::MAX), usize::MAX);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for a in [CongestionAlgorithm::NewReno] {
+            assert_eq!(CongestionAlgorithm::from_name(a.name()), Some(a));
+        }
+        assert_eq!(
+            CongestionAlgorithm::from_name("NewReno"),
+            Some(CongestionAlgorithm::NewReno)
+        );
+        assert_eq!(CongestionAlgorithm::from_name("bbr"), None);
+        assert_eq!(
+            Cc::new(CongestionAlgorithm::NewReno, 1460).algorithm(),
+            CongestionAlgorithm::NewReno
+        );
+    }
+}

@@ -1,0 +1,305 @@
+//! NewReno: RFC 5681 slow start (with appropriate byte counting, RFC 3465) and
+//! congestion avoidance, the RFC 5681 eq. 4 reduction to half the flight, and the
+//! initial window of RFC 6928. Loss recovery itself (which segments to resend, how fast
+//! to send during it) is the connection's: RFC 6675 and RFC 6937.
+
+use super::{initial_window, AckSample, CongestionControl, INITIAL_SSTHRESH, MAX_CWND};
+use crate::time::Instant;
+
+/// NewReno: RFC 5681 with the reduction of RFC 6582 §3.2 step 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NewReno {
+    smss: usize,
+    cwnd: usize,
+    ssthresh: usize,
+    /// Bytes acknowledged in congestion avoidance not yet turned into cwnd growth
+    /// (RFC 5681 §3.1 byte counting; RFC 3465 §2.1).
+    bytes_acked: usize,
+    /// (cwnd, ssthresh) before the last reduction, for an undo.
+    prior: Option<(usize, usize)>,
+}
+
+impl NewReno {
+    /// A controller for a sender whose maximum segment size is `smss` (0 is treated as
+    /// 1), starting at the initial window in slow start.
+    pub(crate) fn new(smss: usize) -> Self {
+        let smss = smss.max(1);
+        NewReno {
+            smss,
+            cwnd: initial_window(smss),
+            ssthresh: INITIAL_SSTHRESH,
+            bytes_acked: 0,
+            prior: None,
+        }
+    }
+
+    /// RFC 5681 eq. 4 / RFC 6582 step 2: half the flight, at least two segments.
+    fn halved(&self, flight_size: usize) -> usize {
+        (flight_size / 2).max(self.smss.saturating_mul(2))
+    }
+}
+
+impl CongestionControl for NewReno {
+    fn cwnd(&self) -> usize {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> usize {
+        self.ssthresh
+    }
+
+    fn on_ack(&mut self, ack: &AckSample) {
+        let acked = ack.delivered;
+        if acked == 0 || ack.app_limited {
+            // RFC 7661 §4.1: a window the sender did not use is not validated by ACKs.
+            return;
+        }
+        if self.cwnd < self.ssthresh {
+            // §3.1 slow start with appropriate byte counting (RFC 3465 §2.3, L = 2*SMSS):
+            // a delayed ACK covers two segments, so slow start still doubles cwnd per
+            // RTT, while a stretch ACK (or ACK division by a misbehaving receiver) cannot
+            // produce a burst larger than two segments.
+            self.cwnd = self
+                .cwnd
+                .saturating_add(acked.min(2 * self.smss))
+                .min(MAX_CWND);
+            self.bytes_acked = 0;
+        } else {
+            // §3.1 congestion avoidance with byte counting: one SMSS per cwnd of bytes
+            // acknowledged, i.e. about one SMSS per RTT.
+            self.bytes_acked = self.bytes_acked.saturating_add(acked);
+            if self.bytes_acked >= self.cwnd {
+                self.bytes_acked -= self.cwnd;
+                self.cwnd = self.cwnd.saturating_add(self.smss).min(MAX_CWND);
+            }
+        }
+    }
+
+    fn on_congestion(&mut self, flight_size: usize, _now: Instant) {
+        self.prior = Some((self.cwnd, self.ssthresh));
+        self.ssthresh = self.halved(flight_size);
+        self.cwnd = self.ssthresh;
+        self.bytes_acked = 0;
+    }
+
+    fn on_recovery_end(&mut self, _now: Instant) {
+        self.cwnd = self.ssthresh;
+        self.bytes_acked = 0;
+    }
+
+    fn on_rto(&mut self, flight_size: usize, first: bool, _now: Instant) {
+        if first {
+            self.prior = Some((self.cwnd, self.ssthresh));
+            self.ssthresh = self.halved(flight_size);
+        }
+        // Loss window (RFC 5681 §3.1): one segment, then slow start again.
+        self.cwnd = self.smss;
+        self.bytes_acked = 0;
+    }
+
+    fn undo(&mut self, _now: Instant) {
+        if let Some((cwnd, ssthresh)) = self.prior.take() {
+            // As Linux does: never lower what has grown since.
+            self.cwnd = self.cwnd.max(cwnd);
+            self.ssthresh = self.ssthresh.max(ssthresh);
+            self.bytes_acked = 0;
+        }
+    }
+
+    fn on_idle_restart(&mut self, _now: Instant) {
+        self.cwnd = self.cwnd.min(initial_window(self.smss));
+        self.bytes_acked = 0;
+    }
+
+    fn set_mss(&mut self, smss: usize) {
+        if smss == 0 || smss == self.smss {
+            return;
+        }
+        let old_iw = initial_window(self.smss);
+        if self.cwnd == old_iw && self.ssthresh == INITIAL_SSTHRESH {
+            // Nothing sent yet that changed the window: start from the IW for this MSS.
+            self.cwnd = initial_window(smss);
+        } else {
+            // Keep the window's size in segments (as a packet-counting stack would).
+            let segments = self.cwnd.div_ceil(self.smss).max(1);
+            self.cwnd = segments.saturating_mul(smss).min(MAX_CWND);
+            if self.ssthresh != INITIAL_SSTHRESH {
+                self.ssthresh = self.ssthresh.max(smss.saturating_mul(2));
+            }
+        }
+        self.smss = smss;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::seq::SeqNum;
+
+    const MSS: usize = 1460;
+    const T: Instant = Instant::ZERO;
+
+    fn ack(delivered: usize) -> AckSample {
+        AckSample {
+            now: T,
+            delivered,
+            rtt: None,
+            srtt: None,
+            una: SeqNum(0),
+            snd_max: SeqNum(0),
+            app_limited: false,
+        }
+    }
+
+    #[test]
+    fn starts_at_the_initial_window_in_slow_start() {
+        let c = NewReno::new(MSS);
+        assert_eq!(c.cwnd(), 14_600);
+        assert_eq!(c.ssthresh(), INITIAL_SSTHRESH);
+    }
+
+    #[test]
+    fn slow_start_grows_by_at_most_two_smss_per_ack() {
+        let mut c = NewReno::new(MSS);
+        c.on_ack(&ack(MSS));
+        assert_eq!(c.cwnd(), 14_600 + MSS);
+        c.on_ack(&ack(500));
+        assert_eq!(c.cwnd(), 14_600 + MSS + 500);
+        // A delayed ACK for two segments adds both.
+        c.on_ack(&ack(2 * MSS));
+        assert_eq!(c.cwnd(), 14_600 + 3 * MSS + 500);
+        // A stretch ACK of 4 segments adds only two (RFC 3465 L = 2*SMSS).
+        c.on_ack(&ack(4 * MSS));
+        assert_eq!(c.cwnd(), 14_600 + 5 * MSS + 500);
+        c.on_ack(&ack(0));
+        assert_eq!(c.cwnd(), 14_600 + 5 * MSS + 500);
+    }
+
+    #[test]
+    fn an_application_limited_sender_does_not_grow_its_window() {
+        let mut c = NewReno::new(MSS);
+        let mut a = ack(MSS);
+        a.app_limited = true;
+        c.on_ack(&a);
+        assert_eq!(c.cwnd(), 14_600);
+    }
+
+    #[test]
+    fn congestion_avoidance_adds_one_smss_per_window_of_acked_bytes() {
+        let mut c = NewReno::new(MSS);
+        // Move to congestion avoidance with cwnd = 10 segments.
+        c.on_congestion(20 * MSS, T);
+        c.on_recovery_end(T);
+        assert_eq!(c.ssthresh(), 10 * MSS);
+        assert_eq!(c.cwnd(), 10 * MSS);
+        // One full window of ACKs, segment by segment: +1 SMSS exactly at the end.
+        for i in 0..10 {
+            assert_eq!(c.cwnd(), 10 * MSS, "ack {i}");
+            c.on_ack(&ack(MSS));
+        }
+        assert_eq!(c.cwnd(), 11 * MSS);
+        // The next window is 11 segments long.
+        for _ in 0..10 {
+            c.on_ack(&ack(MSS));
+        }
+        assert_eq!(c.cwnd(), 11 * MSS);
+        c.on_ack(&ack(MSS));
+        assert_eq!(c.cwnd(), 12 * MSS);
+    }
+
+    #[test]
+    fn congestion_halves_the_flight_and_recovery_ends_at_ssthresh() {
+        let mut c = NewReno::new(MSS);
+        c.on_congestion(20 * MSS, T);
+        assert_eq!(c.ssthresh(), 10 * MSS);
+        assert_eq!(c.cwnd(), 10 * MSS);
+        c.on_recovery_end(T);
+        assert_eq!(c.cwnd(), 10 * MSS);
+        // A small flight halves to at least two segments.
+        c.on_congestion(MSS, T);
+        assert_eq!(c.ssthresh(), 2 * MSS);
+    }
+
+    #[test]
+    fn undo_restores_the_window_before_the_reduction() {
+        let mut c = NewReno::new(MSS);
+        for _ in 0..10 {
+            c.on_ack(&ack(MSS));
+        }
+        assert_eq!(c.cwnd(), 20 * MSS);
+        c.on_congestion(20 * MSS, T);
+        assert_eq!(c.cwnd(), 10 * MSS);
+        c.undo(T);
+        assert_eq!(c.cwnd(), 20 * MSS);
+        assert_eq!(c.ssthresh(), INITIAL_SSTHRESH);
+        // Nothing to undo twice.
+        c.on_rto(20 * MSS, true, T);
+        c.undo(T);
+        c.undo(T);
+        assert_eq!(c.cwnd(), 20 * MSS);
+    }
+
+    #[test]
+    fn rto_collapses_to_loss_window_then_slow_starts() {
+        let mut c = NewReno::new(MSS);
+        for _ in 0..30 {
+            c.on_ack(&ack(MSS));
+        }
+        c.on_rto(30 * MSS, true, T);
+        assert_eq!(c.cwnd(), MSS);
+        assert_eq!(c.ssthresh(), 15 * MSS);
+        c.on_ack(&ack(MSS));
+        assert_eq!(c.cwnd(), 2 * MSS);
+        // A backed-off timeout does not halve again (RFC 5681 §3.1 on eq. 4).
+        c.on_rto(2 * MSS, false, T);
+        assert_eq!(c.cwnd(), MSS);
+        assert_eq!(c.ssthresh(), 15 * MSS);
+        c.on_rto(0, true, T);
+        assert_eq!(c.ssthresh(), 2 * MSS);
+    }
+
+    #[test]
+    fn idle_restart_caps_cwnd_at_initial_window() {
+        let mut c = NewReno::new(MSS);
+        for _ in 0..20 {
+            c.on_ack(&ack(MSS));
+        }
+        assert_eq!(c.cwnd(), 30 * MSS);
+        c.on_idle_restart(T);
+        assert_eq!(c.cwnd(), 14_600);
+        c.on_rto(4 * MSS, true, T);
+        c.on_idle_restart(T);
+        assert_eq!(c.cwnd(), MSS, "a smaller cwnd is kept");
+    }
+
+    #[test]
+    fn set_mss_before_data_uses_the_new_initial_window() {
+        let mut c = NewReno::new(536);
+        assert_eq!(c.cwnd(), 5_360);
+        c.set_mss(1460);
+        assert_eq!(c.cwnd(), 14_600);
+        c.set_mss(8960);
+        assert_eq!(c.cwnd(), 17_920);
+        c.on_ack(&ack(8960));
+        assert_eq!(c.cwnd(), 17_920 + 8960);
+        // After growth the window keeps its size in segments.
+        c.set_mss(1000);
+        assert_eq!(c.cwnd(), 3 * 1000);
+        c.set_mss(0); // nonsense: ignored
+        assert_eq!(c.cwnd(), 3000);
+        assert_eq!(c.smss, 1000);
+    }
+
+    #[test]
+    fn growth_saturates_instead_of_overflowing() {
+        let mut c = NewReno::new(usize::MAX / 4);
+        for _ in 0..10 {
+            c.on_ack(&ack(usize::MAX));
+            c.on_congestion(usize::MAX, T);
+            c.undo(T);
+            c.on_recovery_end(T);
+            c.on_rto(usize::MAX, true, T);
+        }
+        assert!(c.cwnd() <= MAX_CWND);
+    }
+}
