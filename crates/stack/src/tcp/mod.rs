@@ -9,6 +9,7 @@ pub(crate) mod options;
 pub mod pool;
 pub(crate) mod recv_buffer;
 pub(crate) mod rtt;
+pub(crate) mod scoreboard;
 pub mod segment;
 pub(crate) mod send_buffer;
 pub mod seq;

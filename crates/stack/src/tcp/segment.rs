@@ -75,6 +75,10 @@ pub struct Segment {
     pub sack_permitted: bool,
     /// (TSval, TSecr), RFC 7323.
     pub timestamp: Option<(u32, u32)>,
+    /// SACK blocks (left edge, right edge) as received, RFC 2018: not validated here
+    /// (the connection checks them against its send sequence space). A fourth block
+    /// (possible only without timestamps) is not kept.
+    pub sack: [Option<(u32, u32)>; 3],
     /// Bytes of payload after the header.
     pub payload_len: usize,
 }
@@ -122,6 +126,7 @@ impl Segment {
             wscale: repr.window_scale,
             sack_permitted: repr.sack_permitted,
             timestamp: repr.timestamp.map(|t| (t.tsval, t.tsecr)),
+            sack: repr.sack_ranges,
             payload_len: repr.payload.len(),
         };
         Ok((seg, repr.payload))
@@ -275,6 +280,7 @@ mod tests {
         let (seg, p) = roundtrip(tx, b"hello");
         assert!(seg.flags.fin && seg.flags.ack && seg.flags.psh);
         assert_eq!(seg.ack, SeqNum(5));
+        assert_eq!(seg.sack, [Some((10, 20)), Some((30, 40)), None]);
         assert_eq!(p, b"hello");
         assert_eq!(seg.seg_len(), 6);
 
@@ -349,6 +355,8 @@ mod tests {
             prop_assert_eq!(seg.wscale, tx.wscale);
             prop_assert_eq!(seg.sack_permitted, tx.sack_permitted);
             prop_assert_eq!(seg.timestamp, tx.timestamp);
+            let blocks = |s: &[Option<(u32, u32)>; 3]| s.iter().flatten().copied().collect::<Vec<_>>();
+            prop_assert_eq!(blocks(&seg.sack), blocks(&tx.sack));
             prop_assert_eq!(p, payload);
         }
 

@@ -1,0 +1,869 @@
+//! The sender's scoreboard: one record per segment sent and not yet cumulatively
+//! acknowledged, with what the peer's SACK blocks (RFC 2018), RACK (RFC 8985) and the
+//! DupThresh rule (RFC 6675) have said about it. From it come `pipe` (RFC 6675 §4), the
+//! next segment to retransmit (NextSeg rule 1), and time-based loss detection.
+//!
+//! The records cover exactly [SND.UNA, SND.MAX) in order, without gaps: new data is
+//! appended as it is sent, retransmissions update the records they cover (split at
+//! their edges), cumulative ACKs pop from the front. A TSO super-frame is one record
+//! until a SACK block or a retransmission cuts it. Nothing here allocates until data is
+//! in flight, and a connection whose data is all acknowledged holds no records.
+//!
+//! Hostile SACK blocks (empty, reversed, below SND.UNA, beyond SND.MAX, wrapping) are
+//! ignored; nothing a peer sends can make this code panic.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::seq::SeqNum;
+use crate::time::Instant;
+
+/// RFC 6675 §2 DupThresh: segments SACKed above a hole before it counts as lost.
+pub(crate) const DUP_THRESH: usize = 3;
+
+/// The peer SACKed it.
+const SACKED: u8 = 1;
+/// Deemed lost (RACK, DupThresh, a timeout); cleared if SACKed or acknowledged.
+const LOST: u8 = 2;
+/// Retransmitted, and that retransmission is still thought to be in flight.
+const RETRANS: u8 = 4;
+/// Retransmitted at least once (its RTT is ambiguous, RFC 8985 §6.2 step 2).
+const EVER_RETRANS: u8 = 8;
+
+/// One segment as sent (or a TSO run of them), last transmitted at `xmit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Sent {
+    start: SeqNum,
+    end: SeqNum,
+    xmit: Instant,
+    flags: u8,
+}
+
+impl Sent {
+    fn len(&self) -> usize {
+        self.end.since(self.start)
+    }
+    fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+/// RACK state (RFC 8985 §5.2, §6.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rack {
+    /// RACK.xmit_ts and RACK.end_seq: the most recently sent segment delivered so far.
+    xmit: Option<Instant>,
+    end: SeqNum,
+    /// RACK.rtt: the RTT of that segment.
+    rtt: Duration,
+    /// RACK.min_RTT.
+    min_rtt: Option<Duration>,
+    /// RACK.fack: the highest sequence number delivered (cumulatively or selectively).
+    fack: SeqNum,
+    /// RACK.reordering_seen.
+    reordering_seen: bool,
+    /// RACK.reo_wnd_mult and RACK.reo_wnd_persist (§6.2 step 4).
+    reo_wnd_mult: u32,
+    reo_wnd_persist: u32,
+    /// RACK.dsack_round: SND.MAX when the last D-SACK widened the window.
+    dsack_round: Option<SeqNum>,
+}
+
+/// What one ACK's SACK and cumulative parts did to the scoreboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct SackOutcome {
+    /// The first block was a D-SACK (RFC 2883 §4): a duplicate the peer received.
+    pub dsack: bool,
+    /// Blocks ignored as invalid.
+    pub invalid_blocks: u32,
+}
+
+/// What a loss-detection pass found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct LossOutcome {
+    /// Records RACK newly marked lost by time.
+    pub rack_lost: u32,
+    /// Records newly marked lost by the DupThresh rule (RFC 6675 IsLost).
+    pub dupthresh_lost: u32,
+    /// When the next not-yet-lost record's reordering window runs out: arm the RACK
+    /// reordering timer for then (RFC 8985 §6.3).
+    pub timeout: Option<Instant>,
+}
+
+/// The sender's record of what is in flight. See the module docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Scoreboard {
+    segs: VecDeque<Sent>,
+    /// Bytes in SACKed records.
+    sacked: usize,
+    /// Bytes in records marked lost (retransmitted or not).
+    lost: usize,
+    /// Bytes in records whose retransmission is in flight.
+    retrans: usize,
+    rack: Rack,
+}
+
+impl Default for Scoreboard {
+    fn default() -> Self {
+        Scoreboard {
+            segs: VecDeque::new(),
+            sacked: 0,
+            lost: 0,
+            retrans: 0,
+            rack: Rack {
+                xmit: None,
+                end: SeqNum(0),
+                rtt: Duration::ZERO,
+                min_rtt: None,
+                fack: SeqNum(0),
+                reordering_seen: false,
+                reo_wnd_mult: 1,
+                reo_wnd_persist: 0,
+                dsack_round: None,
+            },
+        }
+    }
+}
+
+impl Scoreboard {
+    /// Bytes the peer has SACKed above SND.UNA.
+    pub(crate) fn sacked_bytes(&self) -> usize {
+        self.sacked
+    }
+
+    /// Bytes marked lost.
+    pub(crate) fn lost_bytes(&self) -> usize {
+        self.lost
+    }
+
+    /// Nothing is SACKed, lost or retransmitted: the fast path (no loss detection to
+    /// run on an ACK).
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.sacked == 0 && self.lost == 0 && self.retrans == 0
+    }
+
+    /// RACK.reordering_seen.
+    pub(crate) fn reordering_seen(&self) -> bool {
+        self.rack.reordering_seen
+    }
+
+    /// RFC 6675 §4 pipe (as Linux counts it): outstanding bytes less those SACKed or
+    /// lost, plus retransmissions in flight. `outstanding` is SND.MAX − SND.UNA.
+    pub(crate) fn pipe(&self, outstanding: usize) -> usize {
+        outstanding
+            .saturating_sub(self.sacked + self.lost)
+            .saturating_add(self.retrans)
+    }
+
+    /// Record a transmission of [start, end) at `now`: new data past the last record is
+    /// appended, anything below it is a retransmission of the records it covers.
+    pub(crate) fn on_transmit(&mut self, start: SeqNum, end: SeqNum, now: Instant) {
+        if end <= start {
+            return;
+        }
+        let tail = self.segs.back().map(|s| s.end);
+        let new_from = match tail {
+            Some(t) if start < t => {
+                let upto = if end < t { end } else { t };
+                self.retransmitted(start, upto, now);
+                t
+            }
+            _ => start,
+        };
+        if new_from < end {
+            self.segs.push_back(Sent {
+                start: new_from,
+                end,
+                xmit: now,
+                flags: 0,
+            });
+        }
+    }
+
+    /// A retransmission of [start, end), inside the records.
+    fn retransmitted(&mut self, start: SeqNum, end: SeqNum, now: Instant) {
+        let (Some(first), Some(last)) = (self.split_at(start), self.split_at(end)) else {
+            return;
+        };
+        for i in first..last {
+            let s = &mut self.segs[i];
+            if s.has(SACKED) {
+                continue;
+            }
+            if !s.has(RETRANS) {
+                self.retrans += s.len();
+            }
+            s.flags |= RETRANS | EVER_RETRANS;
+            s.xmit = now;
+        }
+    }
+
+    /// Make `seq` a record boundary; returns the index of the record starting there (or
+    /// the record count if `seq` is the end). `None` if `seq` lies outside the records.
+    fn split_at(&mut self, seq: SeqNum) -> Option<usize> {
+        let front = self.segs.front()?.start;
+        let back = self.segs.back()?.end;
+        if seq < front || seq > back {
+            return None;
+        }
+        if seq == back {
+            return Some(self.segs.len());
+        }
+        // Records are contiguous and sorted: the first whose end is past `seq`.
+        let i = self.segs.partition_point(|s| s.end <= seq);
+        let s = self.segs[i];
+        if s.start == seq {
+            return Some(i);
+        }
+        let (left, right) = (Sent { end: seq, ..s }, Sent { start: seq, ..s });
+        self.segs[i] = left;
+        self.segs.insert(i + 1, right);
+        Some(i + 1)
+    }
+
+    /// Drop the accounting of a record leaving the scoreboard (acknowledged) or
+    /// becoming SACKed.
+    fn unaccount(&mut self, s: &Sent, len: usize) {
+        if s.has(SACKED) {
+            self.sacked -= len;
+        }
+        if s.has(LOST) {
+            self.lost -= len;
+        }
+        if s.has(RETRANS) {
+            self.retrans -= len;
+        }
+    }
+
+    /// A cumulative ACK up to `una`: pop what it covers, feeding RACK (RFC 8985 §6.2)
+    /// with each record it delivered that was not SACKed before.
+    pub(crate) fn on_cumulative_ack(&mut self, una: SeqNum, now: Instant) {
+        let mut best: Option<Sent> = None;
+        while let Some(&s) = self.segs.front() {
+            if s.start >= una {
+                break;
+            }
+            if s.end <= una {
+                self.segs.pop_front();
+                self.unaccount(&s, s.len());
+                if !s.has(SACKED) {
+                    self.rack_delivered(&s, now, &mut best);
+                }
+            } else {
+                // Part of a record (a TSO run, or a partial segment) acknowledged.
+                let cut = una.since(s.start);
+                self.unaccount(&s, cut);
+                let acked = Sent { end: una, ..s };
+                if !s.has(SACKED) {
+                    self.rack_delivered(&acked, now, &mut best);
+                }
+                self.segs[0].start = una;
+                break;
+            }
+        }
+        self.rack_advance(best, now);
+        if self.segs.is_empty() {
+            // Give the memory of a large flight back once it is all acknowledged.
+            if self.segs.capacity() > 64 {
+                self.segs = VecDeque::new();
+            }
+        }
+    }
+
+    /// Take the SACK blocks of an ACK whose cumulative part has already been applied
+    /// (SND.UNA = `una`); `prior_una` is SND.UNA before that ACK, `snd_max` the highest
+    /// sequence number sent. Blocks outside (`una`, `snd_max`] are ignored, except that a
+    /// first block at or below the cumulative ACK, or inside the second block, is a
+    /// D-SACK (RFC 2883 §4).
+    pub(crate) fn on_sack(
+        &mut self,
+        blocks: &[Option<(u32, u32)>; 3],
+        una: SeqNum,
+        snd_max: SeqNum,
+        now: Instant,
+    ) -> SackOutcome {
+        let mut out = SackOutcome::default();
+        let valid = |l: SeqNum, r: SeqNum| l < r && r.since(l) < (1 << 30);
+        if let Some((l, r)) = blocks[0] {
+            let (l, r) = (SeqNum(l), SeqNum(r));
+            let inside_second =
+                blocks[1].is_some_and(|(l2, r2)| SeqNum(l2) <= l && r <= SeqNum(r2));
+            if valid(l, r) && (r <= una || inside_second) && r <= snd_max {
+                out.dsack = true;
+                self.on_dsack(snd_max);
+            }
+        }
+        let mut best: Option<Sent> = None;
+        for (i, block) in blocks.iter().enumerate() {
+            let Some((l, r)) = *block else { continue };
+            if i == 0 && out.dsack {
+                continue;
+            }
+            let (l, r) = (SeqNum(l), SeqNum(r));
+            if !valid(l, r) || l < una || r > snd_max {
+                out.invalid_blocks += 1;
+                continue;
+            }
+            self.mark_sacked(l, r, now, &mut best);
+        }
+        self.rack_advance(best, now);
+        out
+    }
+
+    fn mark_sacked(&mut self, l: SeqNum, r: SeqNum, now: Instant, best: &mut Option<Sent>) {
+        // Only the records the block covers whole are SACKed: cut at its edges first.
+        let (Some(first), Some(last)) = (self.split_at(l), self.split_at(r)) else {
+            return;
+        };
+        for i in first..last {
+            let s = self.segs[i];
+            if s.has(SACKED) {
+                continue;
+            }
+            self.unaccount(&s, s.len());
+            self.sacked += s.len();
+            self.segs[i].flags = (s.flags & EVER_RETRANS) | SACKED;
+            self.rack_delivered(&s, now, best);
+        }
+    }
+
+    /// A D-SACK arrived (RFC 8985 §6.2 step 4): widen the reordering window, once per
+    /// round trip.
+    fn on_dsack(&mut self, snd_max: SeqNum) {
+        self.rack.reordering_seen = true;
+        if self.rack.dsack_round.is_none() {
+            self.rack.dsack_round = Some(snd_max);
+            self.rack.reo_wnd_mult = (self.rack.reo_wnd_mult + 1).min(64);
+            self.rack.reo_wnd_persist = 16;
+        }
+    }
+
+    /// RACK_update (RFC 8985 §6.2 step 2) for one delivered record: keep the most
+    /// recently sent, and notice reordering (step 3).
+    fn rack_delivered(&mut self, s: &Sent, now: Instant, best: &mut Option<Sent>) {
+        let rtt = now.saturating_duration_since(s.xmit);
+        if s.has(EVER_RETRANS) {
+            // Which transmission was delivered is ambiguous: a sample shorter than the
+            // path's minimum RTT must be the original's.
+            if self.rack.min_rtt.is_some_and(|m| rtt < m) {
+                return;
+            }
+        } else {
+            self.rack.min_rtt = Some(self.rack.min_rtt.map_or(rtt, |m| m.min(rtt)));
+            if s.end < self.rack.fack {
+                // Delivered below what was already delivered, never retransmitted:
+                // the network reordered it.
+                self.rack.reordering_seen = true;
+            }
+        }
+        if best.is_none_or(|b| sent_after(s.xmit, s.end, b.xmit, b.end)) {
+            *best = Some(*s);
+        }
+    }
+
+    fn rack_advance(&mut self, best: Option<Sent>, now: Instant) {
+        let Some(b) = best else { return };
+        if b.end > self.rack.fack || self.rack.xmit.is_none() {
+            self.rack.fack = b.end;
+        }
+        if self
+            .rack
+            .xmit
+            .is_none_or(|x| sent_after(b.xmit, b.end, x, self.rack.end))
+        {
+            self.rack.xmit = Some(b.xmit);
+            self.rack.end = b.end;
+            self.rack.rtt = now.saturating_duration_since(b.xmit);
+        }
+    }
+
+    /// RACK.reo_wnd (RFC 8985 §6.2 step 4). Until reordering has been seen, the window is
+    /// zero in recovery and once DupThresh segments' worth is SACKed, which is where the
+    /// DupThresh rule of RFC 6675 would declare the loss anyway.
+    pub(crate) fn reo_wnd(
+        &mut self,
+        una: SeqNum,
+        in_recovery: bool,
+        leaving_recovery: bool,
+        srtt: Duration,
+        mss: usize,
+    ) -> Duration {
+        if self.rack.dsack_round.is_some_and(|r| una >= r) {
+            self.rack.dsack_round = None;
+        }
+        if leaving_recovery && self.rack.reo_wnd_persist > 0 {
+            self.rack.reo_wnd_persist -= 1;
+            if self.rack.reo_wnd_persist == 0 {
+                self.rack.reo_wnd_mult = 1;
+            }
+        }
+        if !self.rack.reordering_seen
+            && (in_recovery || self.sacked >= DUP_THRESH.saturating_mul(mss))
+        {
+            return Duration::ZERO;
+        }
+        let min_rtt = self.rack.min_rtt.unwrap_or(srtt);
+        (min_rtt / 4)
+            .saturating_mul(self.rack.reo_wnd_mult)
+            .min(srtt)
+    }
+
+    /// Loss detection (RFC 8985 §6.2 step 5, and RFC 6675 IsLost while no reordering has
+    /// been seen): mark lost every record sent before the most recently delivered one
+    /// whose reordering window has run out, and every hole with more than
+    /// (DupThresh − 1)·SMSS bytes SACKed above it.
+    pub(crate) fn detect_loss(
+        &mut self,
+        now: Instant,
+        reo_wnd: Duration,
+        mss: usize,
+    ) -> LossOutcome {
+        let mut out = LossOutcome::default();
+        let dupthresh = !self.rack.reordering_seen;
+        let mut sacked_above = 0usize;
+        let threshold = (DUP_THRESH - 1).saturating_mul(mss);
+        for i in (0..self.segs.len()).rev() {
+            let s = self.segs[i];
+            if s.has(SACKED) {
+                sacked_above = sacked_above.saturating_add(s.len());
+                continue;
+            }
+            if s.has(LOST) && !s.has(RETRANS) {
+                continue; // already waiting for its retransmission
+            }
+            let mut lost_by_time = false;
+            if let Some(rx) = self.rack.xmit {
+                if sent_after(rx, self.rack.end, s.xmit, s.end) {
+                    let deadline = s.xmit + self.rack.rtt.saturating_add(reo_wnd);
+                    if deadline <= now {
+                        lost_by_time = true;
+                    } else {
+                        out.timeout = Some(out.timeout.map_or(deadline, |t| t.min(deadline)));
+                    }
+                }
+            }
+            // IsLost (RFC 6675 §4) applies to what was not retransmitted yet.
+            let lost_by_count = dupthresh && !s.has(RETRANS) && sacked_above > threshold;
+            if lost_by_time || lost_by_count {
+                self.mark_lost(i);
+                if lost_by_time {
+                    out.rack_lost += 1;
+                } else {
+                    out.dupthresh_lost += 1;
+                }
+            }
+        }
+        out
+    }
+
+    fn mark_lost(&mut self, i: usize) {
+        let s = self.segs[i];
+        if s.has(RETRANS) {
+            self.retrans -= s.len();
+        }
+        if !s.has(LOST) {
+            self.lost += s.len();
+        }
+        self.segs[i].flags = (s.flags & !RETRANS) | LOST;
+    }
+
+    /// Mark the first `mss` bytes at SND.UNA lost (the third duplicate ACK, or a partial
+    /// ACK, from a peer without SACK: RFC 6582 / RFC 5681 §3.2). Returns whether the
+    /// head was newly marked.
+    pub(crate) fn mark_head_lost(&mut self, mss: usize) -> bool {
+        let Some(front) = self.segs.front().copied() else {
+            return false;
+        };
+        if front.has(SACKED) || (front.has(LOST) && !front.has(RETRANS)) {
+            return false;
+        }
+        let cut = front.start + front.len().min(mss.max(1));
+        if self.split_at(cut).is_none() {
+            return false;
+        }
+        self.mark_lost(0);
+        true
+    }
+
+    /// A retransmission timeout: everything not SACKed is lost, and no retransmission
+    /// is in flight any more (RFC 6675 §5.1; RFC 5681 §3.1).
+    pub(crate) fn mark_all_lost(&mut self) {
+        for i in 0..self.segs.len() {
+            if !self.segs[i].has(SACKED) {
+                self.mark_lost(i);
+            }
+        }
+    }
+
+    /// Forget the lost marks (an undo: the retransmissions were spurious). Records
+    /// whose retransmission is in flight stay counted as such.
+    pub(crate) fn clear_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            s.flags &= !LOST;
+        }
+        self.lost = 0;
+        self.rack.reordering_seen = true;
+    }
+
+    /// NextSeg rule 1 (RFC 6675 §4): the first lost record not retransmitted since,
+    /// as [start, end) cut to at most `mss` bytes.
+    pub(crate) fn next_lost(&self, mss: usize) -> Option<(SeqNum, SeqNum)> {
+        self.segs
+            .iter()
+            .find(|s| s.has(LOST) && !s.has(RETRANS) && !s.has(SACKED))
+            .map(|s| (s.start, s.start + s.len().min(mss.max(1))))
+    }
+
+    /// NextSeg rule 4 (RFC 6675 §4): the rescue retransmission, the last `mss` bytes
+    /// of the highest record neither SACKed nor retransmitted, if anything above it
+    /// is SACKed or it is the tail.
+    pub(crate) fn rescue(&self, mss: usize) -> Option<(SeqNum, SeqNum)> {
+        let s = self
+            .segs
+            .iter()
+            .rev()
+            .find(|s| !s.has(SACKED) && !s.has(RETRANS))?;
+        let len = s.len().min(mss.max(1));
+        Some((s.end - len, s.end))
+    }
+
+    /// The last record (for a tail loss probe that resends, RFC 8985 §7.3), cut to its
+    /// last `mss` bytes.
+    pub(crate) fn last(&self, mss: usize) -> Option<(SeqNum, SeqNum)> {
+        let s = self.segs.back()?;
+        let len = s.len().min(mss.max(1));
+        Some((s.end - len, s.end))
+    }
+
+    /// Drop every record (the connection is closing or restarting its send side).
+    pub(crate) fn clear(&mut self) {
+        let rack = self.rack;
+        *self = Scoreboard::default();
+        self.rack = rack;
+    }
+
+    #[cfg(test)]
+    fn records(&self) -> Vec<(u32, u32, u8)> {
+        self.segs
+            .iter()
+            .map(|s| (s.start.0, s.end.0, s.flags))
+            .collect()
+    }
+}
+
+/// RACK_sent_after (RFC 8985 §6.2): was (t1, seq1) sent after (t2, seq2)?
+fn sent_after(t1: Instant, seq1: SeqNum, t2: Instant, seq2: SeqNum) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: usize = 1000;
+
+    fn ms(n: u64) -> Instant {
+        Instant::ZERO + Duration::from_millis(n)
+    }
+
+    /// Ten segments of MSS bytes from 1000, sent at 0, 1, ... 9 ms.
+    fn ten() -> Scoreboard {
+        let mut b = Scoreboard::default();
+        for i in 0..10u32 {
+            b.on_transmit(
+                SeqNum(1000 + i * 1000),
+                SeqNum(2000 + i * 1000),
+                ms(i as u64),
+            );
+        }
+        b
+    }
+
+    fn check_counts(b: &Scoreboard) {
+        let sum = |f: u8| -> usize { b.segs.iter().filter(|s| s.has(f)).map(|s| s.len()).sum() };
+        assert_eq!(b.sacked, sum(SACKED));
+        assert_eq!(b.lost, sum(LOST));
+        assert_eq!(b.retrans, sum(RETRANS));
+        for w in b.segs.iter().collect::<Vec<_>>().windows(2) {
+            assert_eq!(w[0].end, w[1].start, "records stay contiguous");
+        }
+    }
+
+    #[test]
+    fn records_cover_the_flight_and_cumulative_acks_pop_them() {
+        let mut b = ten();
+        assert_eq!(b.segs.len(), 10);
+        assert_eq!(b.pipe(10_000), 10_000);
+        b.on_cumulative_ack(SeqNum(3500), ms(20));
+        assert_eq!(b.segs.front().unwrap().start, SeqNum(3500));
+        assert_eq!(b.segs.len(), 8);
+        b.on_cumulative_ack(SeqNum(11_000), ms(21));
+        assert!(b.segs.is_empty());
+        check_counts(&b);
+    }
+
+    #[test]
+    fn three_sacked_segments_mark_the_hole_below_lost() {
+        let mut b = ten();
+        // Segment 1000..2000 lost; the peer SACKs 2000..5000.
+        let out = b.on_sack(
+            &[Some((2000, 5000)), None, None],
+            SeqNum(1000),
+            SeqNum(11_000),
+            ms(20),
+        );
+        assert!(!out.dsack);
+        assert_eq!(b.sacked_bytes(), 3000);
+        let reo = b.reo_wnd(SeqNum(1000), false, false, Duration::from_millis(20), MSS);
+        assert_eq!(
+            reo,
+            Duration::ZERO,
+            "DupThresh segments SACKed, no reordering seen"
+        );
+        let loss = b.detect_loss(ms(20), reo, MSS);
+        assert_eq!(loss.rack_lost + loss.dupthresh_lost, 1);
+        assert_eq!(b.next_lost(MSS), Some((SeqNum(1000), SeqNum(2000))));
+        assert_eq!(b.pipe(10_000), 10_000 - 3000 - 1000);
+        // Its retransmission is in flight again.
+        b.on_transmit(SeqNum(1000), SeqNum(2000), ms(21));
+        assert_eq!(b.next_lost(MSS), None);
+        assert_eq!(b.pipe(10_000), 7000);
+        check_counts(&b);
+    }
+
+    #[test]
+    fn several_holes_are_all_found_in_one_pass() {
+        let mut b = ten();
+        // Holes at 1000, 4000 and 7000; everything else SACKed.
+        let blocks = [Some((8000, 11_000)), Some((5000, 7000)), Some((2000, 4000))];
+        b.on_sack(&blocks, SeqNum(1000), SeqNum(11_000), ms(30));
+        let reo = b.reo_wnd(SeqNum(1000), false, false, Duration::from_millis(20), MSS);
+        let loss = b.detect_loss(ms(30), reo, MSS);
+        assert_eq!(loss.rack_lost + loss.dupthresh_lost, 3);
+        let mut holes = vec![];
+        while let Some((s, e)) = b.next_lost(MSS) {
+            holes.push(s.0);
+            b.on_transmit(s, e, ms(31));
+        }
+        assert_eq!(holes, [1000, 4000, 7000]);
+        check_counts(&b);
+    }
+
+    #[test]
+    fn reordering_within_the_window_marks_nothing_until_it_expires() {
+        let mut b = ten();
+        // One segment SACKed above a hole: not DupThresh, so RACK's window applies.
+        b.on_sack(
+            &[Some((2000, 3000)), None, None],
+            SeqNum(1000),
+            SeqNum(11_000),
+            ms(20),
+        );
+        let srtt = Duration::from_millis(20);
+        let reo = b.reo_wnd(SeqNum(1000), false, false, srtt, MSS);
+        assert_eq!(reo, Duration::from_millis(19) / 4, "min_rtt / 4");
+        let loss = b.detect_loss(ms(20), reo, MSS);
+        assert_eq!(loss.rack_lost, 0);
+        let t = loss.timeout.expect("a reordering timer");
+        assert!(t > ms(20));
+        // The late segment arrives in time: reordering, nothing lost.
+        b.on_cumulative_ack(SeqNum(3000), ms(21));
+        assert!(b.reordering_seen());
+        assert_eq!(b.lost_bytes(), 0);
+        check_counts(&b);
+    }
+
+    #[test]
+    fn rack_marks_a_hole_lost_once_its_window_expires() {
+        let mut b = ten();
+        b.on_sack(
+            &[Some((2000, 3000)), None, None],
+            SeqNum(1000),
+            SeqNum(11_000),
+            ms(20),
+        );
+        let reo = b.reo_wnd(SeqNum(1000), false, false, Duration::from_millis(20), MSS);
+        let t = b.detect_loss(ms(20), reo, MSS).timeout.unwrap();
+        let loss = b.detect_loss(t, reo, MSS);
+        assert_eq!(loss.rack_lost, 1);
+        assert_eq!(b.next_lost(MSS), Some((SeqNum(1000), SeqNum(2000))));
+    }
+
+    #[test]
+    fn a_lost_retransmission_is_detected_again() {
+        let mut b = ten();
+        b.on_sack(
+            &[Some((2000, 5000)), None, None],
+            SeqNum(1000),
+            SeqNum(11_000),
+            ms(20),
+        );
+        b.detect_loss(ms(20), Duration::ZERO, MSS);
+        b.on_transmit(SeqNum(1000), SeqNum(2000), ms(21));
+        // Segments sent after the retransmission get SACKed; it did not arrive.
+        b.on_transmit(SeqNum(11_000), SeqNum(12_000), ms(22));
+        let blocks = [Some((2000, 12_000)), None, None];
+        b.on_sack(&blocks, SeqNum(1000), SeqNum(12_000), ms(45));
+        let loss = b.detect_loss(ms(45), Duration::ZERO, MSS);
+        assert_eq!(loss.rack_lost, 1);
+        assert_eq!(b.next_lost(MSS), Some((SeqNum(1000), SeqNum(2000))));
+        check_counts(&b);
+    }
+
+    #[test]
+    fn hostile_blocks_are_ignored() {
+        let mut b = ten();
+        let una = SeqNum(1000);
+        let max = SeqNum(11_000);
+        for blocks in [
+            [Some((5000, 5000)), None, None],               // empty
+            [Some((6000, 5000)), None, None],               // reversed
+            [Some((10_000, 12_000)), None, None],           // beyond SND.MAX
+            [Some((500, 1500)), Some((100, 200)), None],    // straddles SND.UNA
+            [Some((0x8000_0000, 0x8000_1000)), None, None], // far away
+            [Some((u32::MAX, 100)), None, None],            // wraps, huge
+        ] {
+            b.on_sack(&blocks, una, max, ms(20));
+        }
+        assert_eq!(b.sacked_bytes(), 0);
+        assert_eq!(b.segs.len(), 10);
+        check_counts(&b);
+    }
+
+    #[test]
+    fn dsack_is_recognised_below_the_ack_and_inside_the_second_block() {
+        let mut b = ten();
+        b.on_cumulative_ack(SeqNum(3000), ms(20));
+        let out = b.on_sack(
+            &[Some((1000, 2000)), None, None],
+            SeqNum(3000),
+            SeqNum(11_000),
+            ms(20),
+        );
+        assert!(out.dsack);
+        assert!(b.reordering_seen());
+        let out = b.on_sack(
+            &[Some((5000, 6000)), Some((5000, 7000)), None],
+            SeqNum(3000),
+            SeqNum(11_000),
+            ms(21),
+        );
+        assert!(out.dsack);
+        assert_eq!(b.sacked_bytes(), 2000, "the second block still counts");
+        check_counts(&b);
+    }
+
+    #[test]
+    fn tso_records_are_cut_by_sack_blocks_and_retransmissions() {
+        let mut b = Scoreboard::default();
+        b.on_transmit(SeqNum(0), SeqNum(8000), ms(0));
+        b.on_sack(
+            &[Some((3000, 5000)), None, None],
+            SeqNum(0),
+            SeqNum(8000),
+            ms(10),
+        );
+        assert_eq!(b.records().len(), 3);
+        b.mark_all_lost();
+        assert_eq!(b.lost_bytes(), 6000);
+        assert_eq!(b.next_lost(MSS), Some((SeqNum(0), SeqNum(1000))));
+        b.on_transmit(SeqNum(0), SeqNum(1000), ms(11));
+        assert_eq!(b.next_lost(MSS), Some((SeqNum(1000), SeqNum(2000))));
+        b.on_cumulative_ack(SeqNum(500), ms(12));
+        check_counts(&b);
+        assert_eq!(b.pipe(7500), 7500 - 2000 - 5500 + 500);
+    }
+
+    #[test]
+    fn rescue_and_tail_pick_the_highest_unsacked() {
+        let mut b = ten();
+        b.on_sack(
+            &[Some((2000, 9000)), None, None],
+            SeqNum(1000),
+            SeqNum(11_000),
+            ms(20),
+        );
+        assert_eq!(b.rescue(MSS), Some((SeqNum(10_000), SeqNum(11_000))));
+        assert_eq!(b.last(MSS), Some((SeqNum(10_000), SeqNum(11_000))));
+        b.on_transmit(SeqNum(10_000), SeqNum(11_000), ms(21));
+        assert_eq!(b.rescue(MSS), Some((SeqNum(9000), SeqNum(10_000))));
+    }
+
+    #[test]
+    fn non_sack_head_marking_and_clear() {
+        let mut b = ten();
+        assert!(b.mark_head_lost(MSS));
+        assert!(
+            !b.mark_head_lost(MSS),
+            "already waiting for its retransmission"
+        );
+        assert_eq!(b.next_lost(MSS), Some((SeqNum(1000), SeqNum(2000))));
+        b.clear_lost();
+        assert_eq!(b.lost_bytes(), 0);
+        check_counts(&b);
+        b.clear();
+        assert!(b.is_quiet());
+    }
+
+    #[test]
+    fn arbitrary_operations_keep_the_counts_true() {
+        // A small deterministic fuzz over every operation.
+        let mut rng = 0x1234_5678_u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for _ in 0..200 {
+            let mut b = Scoreboard::default();
+            let mut una = SeqNum(next() as u32);
+            let mut max = una;
+            for step in 0..60u64 {
+                let now = ms(step);
+                match next() % 7 {
+                    0 | 1 => {
+                        let len = 1 + (next() % 3000) as usize;
+                        b.on_transmit(max, max + len, now);
+                        max += len;
+                    }
+                    2 => {
+                        let a = (next() % 4000) as usize;
+                        let l = una + a;
+                        let r = l + (next() % 3000) as usize;
+                        let blocks = [Some((l.0, r.0)), Some((r.0, (r + 500usize).0)), None];
+                        b.on_sack(&blocks, una, max, now);
+                    }
+                    3 => {
+                        let out = max.since(una);
+                        if out > 0 {
+                            una += (next() as usize) % (out + 1);
+                            b.on_cumulative_ack(una, now);
+                        }
+                    }
+                    4 => {
+                        b.detect_loss(now, Duration::from_millis(next() % 5), 1000);
+                    }
+                    5 => {
+                        if let Some((s, e)) = b.next_lost(1000).or_else(|| b.rescue(1000)) {
+                            b.on_transmit(s, e, now);
+                        }
+                    }
+                    _ => {
+                        if next() % 4 == 0 {
+                            b.mark_all_lost();
+                        } else {
+                            b.mark_head_lost(1000);
+                        }
+                    }
+                }
+                check_counts(&b);
+                assert!(b.pipe(max.since(una)) <= max.since(una) + b.retrans);
+                if let Some(f) = b.segs.front() {
+                    assert_eq!(f.start, una);
+                    assert_eq!(b.segs.back().unwrap().end, max);
+                }
+            }
+        }
+    }
+}
