@@ -126,6 +126,21 @@ impl Default for Stats {
 }
 
 impl Stats {
+    /// Add one connection's retransmission and loss-recovery events.
+    #[inline]
+    pub fn count_loss(&mut self, c: &crate::tcp::tcb::LossCounters) {
+        if *c == Default::default() {
+            return;
+        }
+        self.retransmissions += u64::from(c.retransmitted_segments);
+        self.retransmitted_bytes += u64::from(c.retransmitted_bytes);
+        self.fast_retransmits += u64::from(c.fast_retransmits);
+        self.rack_losses += u64::from(c.rack_losses);
+        self.tlps += u64::from(c.tlps);
+        self.rtos += u64::from(c.rtos);
+        self.spurious_undos += u64::from(c.spurious_undos);
+    }
+
     /// Count one dropped frame.
     pub fn drop(&mut self, reason: DropReason) {
         self.drops[reason.index()] += 1;

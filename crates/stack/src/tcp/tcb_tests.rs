@@ -1172,7 +1172,7 @@ fn synack_retransmission() {
 // ----- 12. Fast retransmit and NewReno -----
 
 #[test]
-fn fast_retransmit_and_newreno_recovery() {
+fn fast_retransmit_and_newreno_recovery_without_sack() {
     let mut tcb = passive(&cfg());
     let m = MSS as usize;
     let mu = MSS as u32;
@@ -1197,20 +1197,23 @@ fn fast_retransmit_and_newreno_recovery() {
         tx(&mut tcb, ms(52)),
         vec![exp_data(ISS + 1 + mu, IRS + 1, W, 0, m, false)]
     );
-    // RFC 6582 §3.2 step 2: ssthresh = FlightSize/2, cwnd = ssthresh + 3·SMSS.
+    // RFC 6582 §3.2 step 2 / RFC 5681 eq. 4: ssthresh = FlightSize/2; PRR (RFC 6937)
+    // paces the recovery, so cwnd is the target from the start.
     let flight = 9 * m;
-    assert_eq!(tcb.cwnd(), flight / 2 + 3 * m);
-    // Partial ACK (segments 2 and 3): retransmit the next hole, segment 4.
+    assert_eq!(tcb.ssthresh(), flight / 2);
+    assert_eq!(tcb.cwnd(), flight / 2);
+    // Partial ACK (segments 2 and 3): retransmit the next hole, segment 4 (RFC 6582
+    // §3.2 step 5), as PRR allows: 3 segments delivered × ssthresh / RecoverFS = 1.5,
+    // less the one already sent.
     rx(&mut tcb, ms(100), &ack(IRS + 1, ISS + 1 + 3 * mu, 65535));
     assert_eq!(
         tx(&mut tcb, ms(100)),
         vec![exp_data(ISS + 1 + 3 * mu, IRS + 1, W, 0, m, false)]
     );
-    // Step 5: deflate by the amount acked, add back one SMSS.
-    assert_eq!(tcb.cwnd(), flight / 2 + 3 * m - 2 * m + m);
-    // Full ACK: leave recovery, cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS).
+    // Full ACK: leave recovery with cwnd = ssthresh (RFC 6937 §3).
     rx(&mut tcb, ms(150), &ack(IRS + 1, ISS + 1 + 10 * mu, 65535));
-    assert_eq!(tcb.cwnd(), 2 * m);
+    assert_eq!(tcb.cwnd(), flight / 2);
+    assert_eq!(tcb.take_counters().fast_retransmits, 1);
     assert_eq!(tcb.next_deadline(), None);
     assert!(tx(&mut tcb, ms(150)).is_empty());
 }
@@ -1325,16 +1328,30 @@ fn half_close_sends_fin_after_data_and_keeps_receiving() {
 }
 
 #[test]
-fn data_after_close_is_acked_and_discarded() {
+fn data_after_close_is_answered_with_rst() {
+    // RFC 1122 §4.2.2.13, as Linux does: nobody will read it, so the peer is told.
     let mut tcb = fin_wait_1(&cfg());
+    events(&mut tcb);
     let out = rx(&mut tcb, ms(1), &data(IRS + 1, ISS + 1, 100));
     assert_eq!(out, RxOutcome::default());
-    assert_eq!(tcb.readable_len(), 0);
-    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 101));
+    assert_eq!(tcb.state(), State::Closed);
+    assert_eq!(events(&mut tcb), closed(CloseReason::Aborted));
     assert_eq!(
         tx(&mut tcb, ms(1)),
-        vec![exp_ack(ISS + 2, IRS + 101, W - 100)]
+        vec![TxSegment {
+            seq: SeqNum(ISS + 1),
+            rst: true,
+            ..TxSegment::default()
+        }]
     );
+}
+
+#[test]
+fn a_bare_fin_after_close_is_accepted() {
+    let mut tcb = fin_wait_1(&cfg());
+    rx(&mut tcb, ms(1), &fin(ack(IRS + 1, ISS + 2, 65535)));
+    assert_eq!(tcb.state(), State::TimeWait);
+    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 2));
 }
 
 // ----- 15. Abort -----
@@ -1686,7 +1703,7 @@ fn fin_wait_1_probes_run_out_without_answers() {
 /// out-of-order range held from before the close joins up when the gap fills, the SACK
 /// blocks stay true, and the peer's FIN behind it is accepted.
 #[test]
-fn fin_after_out_of_order_data_is_accepted_after_close() {
+fn gap_filled_after_close_resets_the_connection() {
     let mut tcb = passive_sack(&cfg());
     rx(&mut tcb, ms(1), &data(IRS + 101, ISS + 1, 100));
     let out = tx(&mut tcb, ms(1));
@@ -1695,16 +1712,12 @@ fn fin_after_out_of_order_data_is_accepted_after_close() {
     let out = tx(&mut tcb, ms(2));
     assert_eq!(out.len(), 1);
     assert!(out[0].fin && out[0].seq == SeqNum(ISS + 1));
-    // The gap, acknowledging our FIN.
+    // The gap arrives after the application closed: new data nobody will read, so
+    // the connection is reset (RFC 1122 §4.2.2.13), out-of-order bytes and all.
     rx(&mut tcb, ms(3), &data(IRS + 1, ISS + 2, 100));
-    assert_eq!(tcb.state(), State::FinWait2);
-    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 201));
-    assert_eq!(tcb.readable_len(), 0);
+    assert_eq!(tcb.state(), State::Closed);
     let out = tx(&mut tcb, ms(3));
     assert_eq!(out.len(), 1);
-    assert_eq!(out[0].ack, Some(SeqNum(IRS + 201)));
-    assert_eq!(out[0].sack, [None; 3], "no hole left to report");
-    rx(&mut tcb, ms(4), &fin(ack(IRS + 201, ISS + 2, 65535)));
-    assert_eq!(tcb.state(), State::TimeWait);
-    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 202));
+    assert!(out[0].rst);
+    assert_eq!(out[0].seq, SeqNum(ISS + 2));
 }

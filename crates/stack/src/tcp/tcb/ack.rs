@@ -1,17 +1,39 @@
 //! ACK processing (§3.10.7.4, fifth check): the RFC 5961 §5.2 range test, SND.UNA and
-//! the send window, RTT samples (RFC 7323 §4.1, Karn), duplicate ACKs and NewReno
-//! recovery (RFC 5681 §3.2, RFC 6582 §3.2), and our FIN being acknowledged.
+//! the send window, RTT samples (RFC 7323 §4.1, Karn), and our FIN being acknowledged;
+//! then what the ACK says about loss: SACK blocks into the scoreboard, RACK and DupThresh
+//! loss detection (RFC 8985, RFC 6675), duplicate ACKs from peers without SACK (RFC 5681
+//! §3.2, RFC 6582), loss recovery with Proportional Rate Reduction (RFC 6937), tail
+//! loss probes (RFC 8985 §7), undo of spurious reductions (RFC 2883, RFC 3522), and
+//! window growth outside recovery.
 
 use std::time::Duration;
 
 use super::timer_table::Timer;
-use super::{CloseReason, RxOutcome, State, Tcb};
+use super::{CloseReason, Prr, RxOutcome, State, Tcb, Undo};
 use crate::tcp::cc::{AckSample, CongestionControl};
 use crate::tcp::options::ts_clock;
 use crate::tcp::pool::RingPool;
+use crate::tcp::scoreboard::DUP_THRESH;
 use crate::tcp::segment::Segment;
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
+
+/// What an ACK changed, as `on_delivery` needs it.
+#[derive(Clone, Copy)]
+struct AckFacts {
+    /// SND.UNA and the SACKed bytes before the ACK.
+    prior_una: SeqNum,
+    prior_sacked: usize,
+    /// Its first SACK block was a D-SACK.
+    dsack: bool,
+    /// A duplicate ACK (RFC 5681 §2, RFC 6675 §2).
+    dupack: bool,
+    /// The RTT sample it gave.
+    rtt: Option<Duration>,
+}
+
+/// RFC 8985 §7.2 WCDelAckT: the longest a peer may delay the ACK of a lone segment.
+const WORST_CASE_DELAYED_ACK: Duration = Duration::from_millis(200);
 
 impl Tcb {
     /// The ACK field of an acceptable segment in a synchronized state. Returns false
@@ -43,17 +65,40 @@ impl Tcb {
         self.snd.persist_probes = 0;
 
         let old_wnd = self.snd.wnd;
+        let prior_una = self.snd.una;
+        let prior_sacked = self.board.sacked_bytes();
+        let mut rtt = None;
         if self.snd.una < seg.ack {
-            self.ack_advance(now, seg, pool);
-        } else if seg.ack == self.snd.una
+            rtt = self.ack_advance(now, seg, pool);
+        }
+        let mut dsack = false;
+        if self.sack_ok && seg.sack[0].is_some() && self.snd.syn_acked {
+            dsack = self
+                .board
+                .on_sack(&seg.sack, self.snd.una, self.snd.max, now)
+                .dsack;
+        }
+        // RFC 5681 §2 duplicate ACK (RFC 6675 §2 also counts ACKs that SACK new data).
+        let dupack = seg.ack == prior_una
             && seg.payload_len == 0
             && !seg.flags.fin
             && self.snd.max > self.snd.una
-            && ((seg.window as usize) << self.snd.wscale) == old_wnd
+            && (((seg.window as usize) << self.snd.wscale) == old_wnd
+                || self.board.sacked_bytes() > prior_sacked)
             // Answers to zero-window probes are not loss signals.
-            && old_wnd != 0
-        {
-            self.on_dup_ack(now);
+            && old_wnd != 0;
+        if dupack {
+            self.recovery.dupacks += 1;
+        }
+        if self.state.is_synchronized() || self.snd.syn_acked {
+            let facts = AckFacts {
+                prior_una,
+                prior_sacked,
+                dsack,
+                dupack,
+                rtt,
+            };
+            self.on_delivery(now, seg, &facts);
         }
 
         // Window update (§3.10.7.4): only for SND.UNA =< SEG.ACK, and only from a segment
@@ -69,6 +114,8 @@ impl Tcb {
                 // again at once as ordinary data rather than after an RTO.
                 self.timers.stop(Timer::Persist);
                 self.snd.persist_backoff = 0;
+                // The probe bytes' records go too: they are sent again as new ones.
+                self.board.clear();
                 self.snd.nxt = self.snd.una;
                 if self.snd.max > self.snd.una {
                     self.timers.set(Timer::Rto, now + self.rtt.rto());
@@ -96,8 +143,13 @@ impl Tcb {
         true
     }
 
-    /// SND.UNA < SEG.ACK: new data acknowledged.
-    pub(super) fn ack_advance(&mut self, now: Instant, seg: &Segment, pool: &mut RingPool) {
+    /// SND.UNA < SEG.ACK: new data acknowledged. Returns the RTT sample it gave.
+    pub(super) fn ack_advance(
+        &mut self,
+        now: Instant,
+        seg: &Segment,
+        pool: &mut RingPool,
+    ) -> Option<Duration> {
         let ack = seg.ack;
         let mut acked = ack.since(self.snd.una);
         if !self.snd.syn_acked {
@@ -111,60 +163,36 @@ impl Tcb {
         if self.snd.nxt < ack {
             self.snd.nxt = ack;
         }
+        self.board.on_cumulative_ack(ack, now);
         self.recovery.retries = 0;
+        self.recovery.dupacks = 0;
 
         // RTT sample: timestamps when the peer echoes ours (RFC 7323 §4.1), else Karn.
-        let mut sampled = false;
+        let mut sample = None;
         if let (Some(ts), Some((_, tsecr))) = (self.ts, seg.timestamp) {
             if tsecr != 0 {
                 let delta = ts_clock(now, ts.offset).wrapping_sub(tsecr);
                 if (delta as i32) >= 0 {
-                    self.rtt.sample(Duration::from_millis(delta as u64));
-                    sampled = true;
+                    sample = Some(Duration::from_millis(delta as u64));
                 }
             }
         }
         if let Some((seq, sent)) = self.rtt_seq {
             if ack >= seq {
-                if !sampled {
-                    self.rtt.sample(now - sent);
+                if sample.is_none() {
+                    sample = Some(now - sent);
                 }
                 self.rtt_seq = None;
             }
         }
-
-        // Congestion control and NewReno recovery (RFC 6582 §3.2).
-        if self.recovery.in_recovery {
-            if self.recovery.recover.is_none_or(|r| ack >= r) {
-                self.recovery.in_recovery = false;
-                let flight = self.snd.max.since(ack);
-                let _ = flight;
-                self.cc.on_recovery_end(now);
-            } else {
-                self.recovery.retransmit_una = true;
-                self.timers.set(Timer::Rto, now + self.rtt.rto());
-            }
-        } else {
-            self.cc.on_ack(&AckSample {
-                now,
-                delivered: data_acked,
-                rtt: None,
-                srtt: self.rtt.srtt(),
-                una: self.snd.una,
-                snd_max: self.snd.max,
-                app_limited: false,
-            });
+        if let Some(r) = sample {
+            self.rtt.sample(r);
         }
-        if !self.recovery.in_recovery && self.recovery.recover.is_some_and(|r| ack >= r) {
-            // SND.UNA has passed "recover": it no longer holds anything back.
-            self.recovery.recover = None;
-        }
-        self.recovery.dupacks = 0;
 
         // RFC 6298 §5.2/5.3: stop the timer when all is acked, else restart it.
         if self.snd.una == self.snd.max {
             self.timers.stop(Timer::Rto);
-        } else if !(self.recovery.in_recovery && self.recovery.retransmit_una) {
+        } else {
             self.timers.set(Timer::Rto, now + self.rtt.rto());
         }
 
@@ -172,22 +200,238 @@ impl Tcb {
             self.want_writable = false;
             self.events.writable = true;
         }
+        sample
     }
 
-    /// RFC 5681 §3.2 / RFC 6582 §3.2: duplicate ACKs.
-    fn on_dup_ack(&mut self, now: Instant) {
-        self.recovery.dupacks += 1;
-        if self.recovery.in_recovery {
-        } else if self.recovery.dupacks == 3 {
-            // RFC 6582 §3.2 step 2: only if the ACK covers more than "recover" (avoid
-            // a second reduction for losses of the same window).
-            if self.recovery.recover.is_none_or(|r| self.snd.una >= r) {
-                self.recovery.in_recovery = true;
-                self.recovery.recover = Some(self.snd.max);
-                self.cc.on_congestion(self.flight_size(), now);
-                self.recovery.retransmit_una = true;
-                self.rtt_seq = None;
+    /// Everything an acceptable ACK says about delivery and loss, after SND.UNA and the
+    /// scoreboard have taken it.
+    fn on_delivery(&mut self, now: Instant, seg: &Segment, facts: &AckFacts) {
+        let AckFacts {
+            prior_una,
+            prior_sacked,
+            dsack,
+            dupack,
+            rtt,
+        } = *facts;
+        let acked = self.snd.una.since(prior_una);
+        let mss = self.max_payload();
+        // RFC 6937 DeliveredData: the change in SND.UNA plus the change in SACKed bytes;
+        // a duplicate ACK without SACK information stands for one segment (§3).
+        let mut delivered = (acked + self.board.sacked_bytes()).saturating_sub(prior_sacked);
+        if dupack && delivered == 0 {
+            delivered = mss;
+        }
+
+        self.check_spurious(now, seg, prior_una, dsack);
+        self.tlp_on_ack(now, seg, dsack);
+
+        // Loss detection: RACK and DupThresh on the scoreboard (RFC 8985 §6.2).
+        let leaving =
+            self.recovery.in_recovery && self.recovery.recover.is_none_or(|r| self.snd.una >= r);
+        if !self.board.is_quiet() || self.recovery.in_recovery {
+            self.detect_loss(now, leaving);
+        }
+        // Peers without SACK: the third duplicate ACK, and partial ACKs in recovery,
+        // mark the segment at SND.UNA lost (RFC 5681 §3.2, RFC 6582 §3.2 step 5).
+        if self.board.sacked_bytes() == 0 {
+            let third_dup =
+                self.recovery.dupacks == DUP_THRESH as u32 && !self.recovery.in_recovery;
+            let partial = self.recovery.in_recovery && acked > 0 && !leaving && !self.sack_ok;
+            if third_dup || partial {
+                self.board.mark_head_lost(mss);
             }
         }
+
+        if leaving {
+            self.recovery.in_recovery = false;
+            self.recovery.recover = None;
+            self.cc.on_recovery_end(now);
+        }
+        if !self.recovery.in_recovery
+            && self.board.lost_bytes() > 0
+            && self.recovery.recover.is_none_or(|r| self.snd.una >= r)
+        {
+            self.enter_recovery(now);
+        }
+        if !self.recovery.in_recovery && self.recovery.recover.is_some_and(|r| self.snd.una >= r) {
+            // SND.UNA has passed "recover": it no longer holds anything back.
+            self.recovery.recover = None;
+        }
+
+        if self.recovery.in_recovery {
+            self.prr_update(delivered);
+        } else if delivered > 0 {
+            let prior_flight = self.snd.max.since(prior_una);
+            let cwnd = self.cc.cwnd();
+            let in_slow_start = cwnd < self.cc.ssthresh();
+            // RFC 7661 / Linux tcp_is_cwnd_limited: in slow start the window may grow
+            // while the flight reached half of it.
+            let app_limited =
+                !(self.cwnd_limited || in_slow_start && cwnd < prior_flight.saturating_mul(2));
+            self.cc.on_ack(&AckSample {
+                now,
+                delivered,
+                rtt,
+                srtt: self.rtt.srtt(),
+                una: self.snd.una,
+                snd_max: self.snd.max,
+                app_limited,
+            });
+        }
+        self.arm_tlp(now);
+    }
+
+    /// Run RACK and DupThresh loss detection and (re)arm the reordering timer.
+    pub(super) fn detect_loss(&mut self, now: Instant, leaving_recovery: bool) {
+        let mss = self.max_payload();
+        let srtt = self.rtt.srtt().unwrap_or(self.rtt.rto());
+        let reo = self.board.reo_wnd(
+            self.snd.una,
+            self.recovery.in_recovery,
+            leaving_recovery,
+            srtt,
+            mss,
+        );
+        let loss = self.board.detect_loss(now, reo, mss);
+        self.counters.rack_losses += loss.rack_lost;
+        match loss.timeout {
+            Some(at) => self.timers.set(Timer::Reorder, at),
+            None => self.timers.stop(Timer::Reorder),
+        }
+    }
+
+    /// Loss detected: enter recovery (RFC 6675 §5), reduce the window once (RFC 5681
+    /// eq. 4 through the congestion controller) and start PRR (RFC 6937).
+    pub(super) fn enter_recovery(&mut self, now: Instant) {
+        let flight = self.snd.max.since(self.snd.una);
+        self.recovery.in_recovery = true;
+        self.recovery.recover = Some(self.snd.max);
+        self.recovery.rescued = false;
+        self.recovery.tlp = None;
+        self.timers.stop(Timer::Tlp);
+        self.recovery.prr = Prr {
+            recover_fs: flight.max(1),
+            ..Prr::default()
+        };
+        self.recovery.undo = Some(Undo::default());
+        self.cc.on_congestion(flight, now);
+        self.counters.fast_retransmits += 1;
+        self.rtt_seq = None;
+    }
+
+    /// RFC 6937 §3: how much this ACK lets us send during recovery.
+    pub(super) fn prr_update(&mut self, delivered: usize) {
+        let mss = self.max_payload();
+        let pipe = self.pipe();
+        let ssthresh = self.cc.ssthresh();
+        let p = &mut self.recovery.prr;
+        p.delivered = p.delivered.saturating_add(delivered);
+        let sndcnt = if pipe > ssthresh {
+            // Proportional part: ceil(prr_delivered * ssthresh / RecoverFS) - prr_out.
+            let target = (p.delivered as u128 * ssthresh as u128).div_ceil(p.recover_fs as u128);
+            (target.min(usize::MAX as u128) as usize).saturating_sub(p.out)
+        } else {
+            // PRR-SSRB: back up to ssthresh, at most one segment beyond what was delivered.
+            let limit = p
+                .delivered
+                .saturating_sub(p.out)
+                .max(delivered)
+                .saturating_add(mss);
+            (ssthresh - pipe).min(limit)
+        };
+        // The fast retransmit itself always goes (RFC 6937 §3.1 on the first ACK).
+        p.budget = if p.out == 0 { sndcnt.max(mss) } else { sndcnt };
+    }
+
+    /// Spurious retransmissions (RFC 2883 §5: every retransmission of the episode came
+    /// back as a D-SACK; RFC 3522 Eifel: the ACK of the first retransmitted segment
+    /// echoes the TSval of its original transmission): undo the reduction.
+    fn check_spurious(&mut self, now: Instant, seg: &Segment, prior_una: SeqNum, dsack: bool) {
+        let Some(undo) = self.recovery.undo.as_mut() else {
+            return;
+        };
+        let mut spurious = false;
+        if dsack && undo.retrans > 0 {
+            undo.retrans -= 1;
+            spurious = undo.retrans == 0;
+        }
+        if let (Some((first, tsval)), false) = (undo.first, undo.eifel_done) {
+            if prior_una <= first && first < self.snd.una {
+                undo.eifel_done = true;
+                if let Some((_, tsecr)) = seg.timestamp {
+                    if tsecr != 0 && (tsecr.wrapping_sub(tsval) as i32) < 0 {
+                        spurious = true;
+                    }
+                }
+            }
+        }
+        if spurious {
+            self.recovery.undo = None;
+            self.cc.undo(now);
+            self.board.clear_lost();
+            self.recovery.in_recovery = false;
+            self.counters.spurious_undos += 1;
+        }
+    }
+
+    /// RFC 8985 §7.4: an ACK for the tail loss probe. A probe that resent old data and
+    /// is acknowledged without a D-SACK repaired a real loss: reduce the window once.
+    fn tlp_on_ack(&mut self, now: Instant, seg: &Segment, dsack: bool) {
+        let Some((end, retrans)) = self.recovery.tlp else {
+            return;
+        };
+        if seg.ack < end {
+            return;
+        }
+        if !retrans || dsack {
+            self.recovery.tlp = None;
+        } else if seg.ack > end || !self.sack_ok {
+            self.recovery.tlp = None;
+            let flight = self.snd.max.since(self.snd.una);
+            self.recovery.undo = None;
+            self.cc.on_congestion(flight, now);
+            self.cc.on_recovery_end(now);
+        }
+    }
+
+    /// Arm the tail loss probe (RFC 8985 §7.2) when data is in flight, outside
+    /// recovery, with nothing SACKed; stop it otherwise.
+    pub(super) fn arm_tlp(&mut self, now: Instant) {
+        let flight = self.snd.max.since(self.snd.una);
+        let eligible = self.sack_ok
+            && flight > 0
+            && self.snd.wnd > 0
+            && !self.recovery.in_recovery
+            && self.recovery.tlp.is_none()
+            && self.recovery.retries == 0
+            && self.board.is_quiet()
+            && matches!(
+                self.state,
+                State::Established
+                    | State::CloseWait
+                    | State::FinWait1
+                    | State::Closing
+                    | State::LastAck
+            );
+        let Some(srtt) = self.rtt.srtt().filter(|_| eligible) else {
+            self.timers.stop(Timer::Tlp);
+            return;
+        };
+        let mut pto = srtt.saturating_mul(2);
+        if flight <= self.snd.mss {
+            pto = pto.saturating_add(WORST_CASE_DELAYED_ACK);
+        }
+        let mut at = now + pto.max(Duration::from_millis(10));
+        if let Some(rto) = self.timers.get(Timer::Rto) {
+            if rto < at {
+                at = rto;
+            }
+        }
+        self.timers.set(Timer::Tlp, at);
+    }
+
+    /// RFC 6675 pipe: our estimate of the bytes still in the network.
+    pub(super) fn pipe(&self) -> usize {
+        self.board.pipe(self.snd.max.since(self.snd.una))
     }
 }

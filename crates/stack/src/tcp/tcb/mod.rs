@@ -33,6 +33,7 @@ use super::cc::{Cc, CongestionControl};
 use super::pool::RingPool;
 use super::recv_buffer::RecvBuffer;
 use super::rtt::RttEstimator;
+use super::scoreboard::Scoreboard;
 use super::segment::{Segment, TxSegment};
 use super::send_buffer::SendBuffer;
 use super::seq::SeqNum;
@@ -163,6 +164,11 @@ pub struct Tcb {
     /// The segment being timed for an RTT sample (Karn's rule: none if retransmitted).
     rtt_seq: Option<(SeqNum, Instant)>,
     cc: Cc,
+    /// What is in flight and what the peer's SACK blocks and RACK say about it.
+    board: Scoreboard,
+    /// The last time new data was offered, the congestion window (not the application
+    /// or the peer's window) was what held it back (RFC 7661).
+    cwnd_limited: bool,
     last_send: Instant,
     last_recv: Instant,
     /// The time of the latest input, timer or output call: "now" for calls the
@@ -186,8 +192,8 @@ pub struct Tcb {
     events: Events,
     /// The application was refused bytes: raise `writable` once send space frees up.
     want_writable: bool,
-    /// Segments sent again (timeouts, fast retransmit, SYN retries), for statistics.
-    retransmissions: u64,
+    /// Retransmissions and loss-recovery events, for statistics.
+    counters: LossCounters,
     local: SocketAddrV4,
     remote: SocketAddrV4,
     cfg: TcbLimits,
@@ -255,21 +261,71 @@ struct RecvSeq {
     unacked_segs: u32,
 }
 
-/// Loss recovery: duplicate ACKs and fast retransmit (RFC 5681 §3.2), NewReno's
-/// "recover" (RFC 6582 §3.2) and consecutive retransmission timeouts (RFC 6298 §5).
+/// Loss recovery (RFC 6675 with RACK-TLP, RFC 8985, and PRR, RFC 6937), duplicate ACKs
+/// for peers without SACK (RFC 5681 §3.2, RFC 6582), consecutive retransmission
+/// timeouts (RFC 6298 §5) and what an undo needs (RFC 2883, RFC 3522).
 struct Recovery {
     dupacks: u32,
-    /// In fast recovery (RFC 6582 §3.2 steps 2 to 5).
+    /// In loss recovery (RFC 6675 §5), sending under PRR.
     in_recovery: bool,
-    /// RFC 6582 "recover": SND.MAX when fast recovery or a timeout began, while SND.UNA
-    /// has not passed it yet; `None` once it has. Sequence comparisons only hold within
-    /// 2^31, so a value left behind would read as "ahead" again after 2 GiB (§3.2 step 2
-    /// then never fires); dropping it keeps the test meaningful at any distance.
+    /// The recovery point (RFC 6675 "RecoveryPoint", RFC 6582 "recover"): SND.MAX when
+    /// recovery or a timeout began, while SND.UNA has not passed it yet; `None` once it
+    /// has. Sequence comparisons only hold within 2^31, so a value left behind would read
+    /// as "ahead" again after 2 GiB; dropping it keeps the test meaningful at any
+    /// distance.
     recover: Option<SeqNum>,
-    /// Fast retransmit: resend the segment at SND.UNA once.
-    retransmit_una: bool,
     /// Retransmission timeouts (or SYN retries) since the last progress.
     retries: u32,
+    /// Proportional Rate Reduction state while in recovery.
+    prr: Prr,
+    /// The rescue retransmission of this recovery was sent (RFC 6675 §4 NextSeg rule 4).
+    rescued: bool,
+    /// The tail loss probe in flight (RFC 8985 §7): TLP.end_seq and whether it resent
+    /// old data.
+    tlp: Option<(SeqNum, bool)>,
+    /// Evidence that the last reduction was spurious.
+    undo: Option<Undo>,
+}
+
+/// RFC 6937 state: RecoverFS, prr_delivered, prr_out and what the latest ACK allows.
+#[derive(Debug, Clone, Copy, Default)]
+struct Prr {
+    recover_fs: usize,
+    delivered: usize,
+    out: usize,
+    /// sndcnt: bytes the latest ACK lets us send.
+    budget: usize,
+}
+
+/// Since the last reduction (fast recovery, a TLP repair or a timeout): retransmissions
+/// not yet shown to be duplicates by a D-SACK (RFC 2883 §5), and for Eifel detection
+/// (RFC 3522) the first retransmission's sequence number and TSval.
+#[derive(Debug, Clone, Copy, Default)]
+struct Undo {
+    retrans: u32,
+    first: Option<(SeqNum, u32)>,
+    /// The Eifel test has been made for this episode.
+    eifel_done: bool,
+}
+
+/// Retransmissions and loss-recovery events of one connection since the last
+/// [`Tcb::take_counters`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LossCounters {
+    /// Segments sent again (timeouts, fast retransmit, probes that resend, SYN retries).
+    pub retransmitted_segments: u32,
+    /// Payload bytes sent again.
+    pub retransmitted_bytes: u32,
+    /// Loss recoveries entered (RFC 6675 §5).
+    pub fast_retransmits: u32,
+    /// Segments RACK marked lost by time (RFC 8985 §6.2).
+    pub rack_losses: u32,
+    /// Tail loss probes sent (RFC 8985 §7).
+    pub tlps: u32,
+    /// Retransmission timeouts in a synchronized state (RFC 6298 §5.4).
+    pub rtos: u32,
+    /// Reductions undone as spurious.
+    pub spurious_undos: u32,
 }
 
 /// Segments owed to the peer that `poll_transmit` has not sent yet.
@@ -282,6 +338,8 @@ struct PendingOutput {
     probe: bool,
     /// A keepalive probe (RFC 1122 §4.2.3.6).
     keepalive_probe: bool,
+    /// A tail loss probe (RFC 8985 §7.3).
+    tlp: bool,
     /// RST to send: <SEQ=x><CTL=RST> for an unacceptable ACK, or our abort.
     rst: Option<(SeqNum, Option<SeqNum>)>,
 }
@@ -509,9 +567,9 @@ impl Tcb {
     pub(crate) fn linger_deadline(&self) -> Option<Instant> {
         self.timers.get(Timer::Linger)
     }
-    /// Segments retransmitted since the last call.
-    pub fn take_retransmissions(&mut self) -> u64 {
-        std::mem::take(&mut self.retransmissions)
+    /// Retransmissions and loss-recovery events since the last call.
+    pub fn take_counters(&mut self) -> LossCounters {
+        std::mem::take(&mut self.counters)
     }
     /// Number of consecutive retransmission timeouts without progress.
     pub fn retries(&self) -> u32 {
@@ -690,8 +748,9 @@ impl Tcb {
         self.timers.stop_all();
         self.pending.ack_now = false;
         self.pending.syn = false;
-        self.recovery.retransmit_una = false;
         self.pending.probe = false;
+        self.pending.tlp = false;
+        self.board.clear();
         self.pending.keepalive_probe = false;
     }
 }

@@ -75,7 +75,7 @@ impl Tcb {
 
     /// Payload bytes of a full-sized segment sent now: Eff.snd.MSS less the SACK
     /// blocks it carries.
-    fn max_payload(&self) -> usize {
+    pub(super) fn max_payload(&self) -> usize {
         self.snd.mss.saturating_sub(self.sack_option_len()).max(1)
     }
 
@@ -112,11 +112,20 @@ impl Tcb {
         }
         let sent_before = out.len();
 
-        if self.recovery.retransmit_una {
-            self.recovery.retransmit_una = false;
-            self.send_segment_at(now, self.snd.una, usize::MAX, false, out);
+        if self.pending.tlp {
+            self.pending.tlp = false;
+            self.send_tlp(now, out);
         }
+        // RFC 6675 §5 NextSeg: repair what is lost first (rule 1), then new data (rule 2),
+        // then in recovery the rescue retransmission (rule 4).
+        self.send_lost(now, out);
         self.send_new(now, out);
+        if self.recovery.in_recovery && !self.recovery.rescued {
+            self.send_rescue(now, out);
+        }
+        if out.len() > sent_before {
+            self.arm_tlp(now);
+        }
 
         if self.pending.probe {
             self.pending.probe = false;
@@ -211,7 +220,82 @@ impl Tcb {
         self.timers.set(Timer::Rto, now + self.rtt.rto());
     }
 
-    /// Send new data (or data again after a timeout) as the windows allow.
+    /// What congestion control lets us send now: PRR's allowance in recovery
+    /// (RFC 6937), cwnd less pipe otherwise (RFC 6675 §5).
+    fn cc_room(&self) -> usize {
+        if self.recovery.in_recovery {
+            self.recovery.prr.budget
+        } else {
+            self.cc.cwnd().saturating_sub(self.pipe())
+        }
+    }
+
+    /// Bytes of new data the peer's window still takes from SND.NXT on.
+    fn rwnd_room(&self) -> usize {
+        let edge = self.snd.una + self.snd.wnd;
+        if self.snd.nxt >= edge {
+            0
+        } else {
+            edge.since(self.snd.nxt)
+        }
+    }
+
+    /// Retransmit what the scoreboard says is lost, as congestion control allows
+    /// (NextSeg rule 1).
+    fn send_lost(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+        while self.board.lost_bytes() > 0 && self.cc_room() > 0 {
+            let Some((start, end)) = self.board.next_lost(self.max_payload()) else {
+                break;
+            };
+            let before = out.len();
+            self.send_segment_at(now, start, end.since(start), false, out);
+            if out.len() == before {
+                break;
+            }
+        }
+    }
+
+    /// NextSeg rule 4 (RFC 6675 §4): once per recovery, when nothing lost or new can go,
+    /// resend the highest segment not SACKed so a lost tail cannot wait for a timeout.
+    fn send_rescue(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+        if self.cc_room() == 0 || self.board.lost_bytes() > 0 || self.snd.unsent_data() > 0 {
+            return;
+        }
+        if self.board.sacked_bytes() == 0 {
+            return;
+        }
+        if let Some((start, end)) = self.board.rescue(self.max_payload()) {
+            self.recovery.rescued = true;
+            self.send_segment_at(now, start, end.since(start), false, out);
+        }
+    }
+
+    /// The tail loss probe (RFC 8985 §7.3): a new segment if the peer's window takes
+    /// one, otherwise the last segment sent, again; then the RTO is armed afresh.
+    fn send_tlp(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+        if self.snd.max == self.snd.una || self.recovery.in_recovery {
+            return;
+        }
+        let before = out.len();
+        let mss = self.max_payload();
+        let unsent = self.snd.unsent_data();
+        let retrans = if unsent > 0 && self.rwnd_room() >= unsent.min(mss) {
+            self.send_segment_at(now, self.snd.nxt, mss, false, out);
+            false
+        } else if let Some((start, end)) = self.board.last(mss) {
+            self.send_segment_at(now, start, end.since(start), false, out);
+            true
+        } else {
+            return;
+        };
+        if out.len() > before {
+            self.counters.tlps += 1;
+            self.recovery.tlp = Some((self.snd.max, retrans));
+            self.timers.set(Timer::Rto, now + self.rtt.rto());
+        }
+    }
+
+    /// Send new data as the windows allow.
     fn send_new(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
         if self.snd.nxt == self.snd.una && now - self.last_send > self.rtt.rto() {
             // RFC 5681 §4.1: restart window after an idle period.
@@ -223,11 +307,15 @@ impl Tcb {
             let avail = self.snd.unsent_data();
             let fin_due = avail == 0 && self.snd.fin_unsent();
             if avail == 0 && !fin_due {
+                self.cwnd_limited = false;
                 break;
             }
-            let wnd = self.snd.wnd.min(self.cc.cwnd());
-            let usable = wnd.saturating_sub(self.flight_size());
+            let cc_room = self.cc_room();
+            let rwnd_room = self.rwnd_room();
+            let usable = rwnd_room.min(cc_room);
             let max_payload = self.max_payload();
+            // RFC 7661: remember whether the congestion window is what holds data back.
+            self.cwnd_limited = cc_room < rwnd_room && cc_room < avail.min(max_payload);
             // With TSO, a run of full segments goes out as one super-frame.
             let mut len = avail.min(self.tso_burst(max_payload)).min(usable);
             if len < TSO_MIN_SEGMENTS * max_payload {
@@ -310,11 +398,28 @@ impl Tcb {
             }
             self.snd.max = end;
         } else {
-            self.retransmissions += 1;
+            self.counters.retransmitted_segments += 1;
+            self.counters.retransmitted_bytes =
+                self.counters.retransmitted_bytes.saturating_add(len as u32);
+            if let Some(undo) = self.recovery.undo.as_mut() {
+                undo.retrans += 1;
+                if undo.first.is_none() {
+                    if let Some(ts) = self.ts {
+                        undo.first = Some((seq, ts_clock(now, ts.offset)));
+                    }
+                }
+            }
             // Karn: a retransmission covering the timed segment spoils its sample.
             if self.rtt_seq.is_some_and(|(timed, _)| seq < timed) {
                 self.rtt_seq = None;
             }
+        }
+        self.board.on_transmit(seq, end, now);
+        if !probe && self.recovery.in_recovery {
+            let sent = end.since(seq);
+            let prr = &mut self.recovery.prr;
+            prr.out = prr.out.saturating_add(sent);
+            prr.budget = prr.budget.saturating_sub(sent);
         }
         self.last_send = now;
         if !self.timers.is_armed(Timer::Rto) && !probe {

@@ -8,6 +8,10 @@ use crate::time::Instant;
 pub(super) enum Timer {
     /// Retransmission timeout (RFC 6298).
     Rto,
+    /// Tail loss probe timeout (RFC 8985 §7.2).
+    Tlp,
+    /// RACK reordering timer (RFC 8985 §6.3).
+    Reorder,
     /// Persist timer: zero-window probes and the SWS override (§3.8.6.1, §3.8.6.2.1).
     Persist,
     /// Delayed ACK (§3.8.6.3).
@@ -21,7 +25,7 @@ pub(super) enum Timer {
 }
 
 impl Timer {
-    const COUNT: usize = 6;
+    const COUNT: usize = 8;
 }
 
 /// A deadline for each [`Timer`]; a stopped timer holds [`Instant::FAR_FUTURE`], a time
@@ -101,6 +105,8 @@ mod tests {
 
     const ALL: [Timer; Timer::COUNT] = [
         Timer::Rto,
+        Timer::Tlp,
+        Timer::Reorder,
         Timer::Persist,
         Timer::DelayedAck,
         Timer::Keepalive,

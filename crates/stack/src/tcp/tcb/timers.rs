@@ -35,6 +35,12 @@ impl Tcb {
         if self.timers.take_expired(Timer::App, now) {
             self.events.app_timer = true;
         }
+        if self.timers.take_expired(Timer::Reorder, now) {
+            self.on_reorder_timeout(now);
+        }
+        if self.timers.take_expired(Timer::Tlp, now) {
+            self.on_tlp_timeout();
+        }
         if self.timers.take_expired(Timer::Rto, now) {
             self.on_rto(now);
         }
@@ -81,16 +87,49 @@ impl Tcb {
                 }
                 self.recovery.retries += 1;
                 let flight = self.snd.max.since(self.snd.una);
-                self.cc.on_rto(flight, self.recovery.retries == 1, now);
+                let first = self.recovery.retries == 1;
+                self.cc.on_rto(flight, first, now);
+                self.counters.rtos += 1;
                 self.rtt.backoff();
                 self.recovery.in_recovery = false;
                 self.recovery.recover = Some(self.snd.max);
                 self.recovery.dupacks = 0;
+                self.recovery.tlp = None;
+                if first {
+                    self.recovery.undo = Some(Default::default());
+                }
                 self.rtt_seq = None;
-                self.recovery.retransmit_una = false;
-                // Go back N: resend from SND.UNA as the window allows.
-                self.snd.nxt = self.snd.una;
+                self.timers.stop(Timer::Tlp);
+                self.timers.stop(Timer::Reorder);
+                // Everything not SACKed is lost (RFC 6675 §5.1): resent in order from
+                // SND.UNA as the (now one-segment) window allows.
+                self.board.mark_all_lost();
             }
+        }
+    }
+
+    /// The RACK reordering timer (RFC 8985 §6.3): records whose reordering window has
+    /// run out are lost now, and recovery starts if it has not.
+    fn on_reorder_timeout(&mut self, now: Instant) {
+        if !self.state.is_synchronized() || self.state == State::TimeWait {
+            return;
+        }
+        self.detect_loss(now, false);
+        if self.board.lost_bytes() == 0 {
+            return;
+        }
+        if !self.recovery.in_recovery && self.recovery.recover.is_none_or(|r| self.snd.una >= r) {
+            self.enter_recovery(now);
+        }
+        if self.recovery.in_recovery {
+            self.prr_update(0);
+        }
+    }
+
+    /// The probe timeout (RFC 8985 §7.3): send a tail loss probe.
+    fn on_tlp_timeout(&mut self) {
+        if self.snd.max != self.snd.una && !self.recovery.in_recovery {
+            self.pending.tlp = true;
         }
     }
 
