@@ -7,6 +7,8 @@ pub(crate) mod cookie;
 pub(crate) mod isn;
 pub(crate) mod options;
 pub mod pool;
+#[cfg(test)]
+mod recovery_tests;
 pub(crate) mod recv_buffer;
 pub(crate) mod rtt;
 pub(crate) mod scoreboard;

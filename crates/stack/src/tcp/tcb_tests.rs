@@ -14,22 +14,28 @@ use super::tcb::{Events, Opening, RxOutcome, State, SynOptions, Tcb};
 use crate::app::CloseReason;
 use crate::time::Instant;
 
-const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
-const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 40000);
+pub(super) const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
+pub(super) const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 40000);
 /// Our initial sequence number.
-const ISS: u32 = 1000;
+pub(super) const ISS: u32 = 1000;
 /// The peer's initial sequence number.
-const IRS: u32 = 5000;
-const MSS: u16 = 1460;
+pub(super) const IRS: u32 = 5000;
+pub(super) const MSS: u16 = 1460;
 /// A receive buffer small enough that window scaling is not needed (window field = buffer).
-const RBUF: usize = 64000;
+pub(super) const RBUF: usize = 64000;
 
-fn ms(n: u64) -> Instant {
+pub(super) fn ms(n: u64) -> Instant {
     Instant::from_millis(n)
 }
 
 /// What a connection between [`LOCAL`] and [`REMOTE`] is created with.
-fn open(iss: SeqNum, ts_offset: u32, our_mss: u16, now: Instant, cfg: &TcpConfig) -> Opening<'_> {
+pub(super) fn open(
+    iss: SeqNum,
+    ts_offset: u32,
+    our_mss: u16,
+    now: Instant,
+    cfg: &TcpConfig,
+) -> Opening<'_> {
     Opening {
         local: LOCAL,
         remote: REMOTE,
@@ -41,7 +47,7 @@ fn open(iss: SeqNum, ts_offset: u32, our_mss: u16, now: Instant, cfg: &TcpConfig
     }
 }
 
-fn cfg() -> TcpConfig {
+pub(super) fn cfg() -> TcpConfig {
     TcpConfig {
         recv_buffer: RBUF,
         ..TcpConfig::default()
@@ -51,7 +57,7 @@ fn cfg() -> TcpConfig {
 // ----- Segment construction -----
 
 /// A bare segment from the peer.
-fn seg(seq: u32) -> Segment {
+pub(super) fn seg(seq: u32) -> Segment {
     Segment {
         src_port: REMOTE.port(),
         dst_port: LOCAL.port(),
@@ -61,7 +67,7 @@ fn seg(seq: u32) -> Segment {
     }
 }
 
-fn syn(seq: u32) -> Segment {
+pub(super) fn syn(seq: u32) -> Segment {
     let mut s = seg(seq);
     s.flags.syn = true;
     s.mss = Some(MSS);
@@ -69,7 +75,7 @@ fn syn(seq: u32) -> Segment {
 }
 
 /// SYN with every option: MSS, window scale, SACK-permitted, timestamps.
-fn syn_full(seq: u32, mss: u16, ws: u8, tsval: u32) -> Segment {
+pub(super) fn syn_full(seq: u32, mss: u16, ws: u8, tsval: u32) -> Segment {
     let mut s = syn(seq);
     s.mss = Some(mss);
     s.wscale = Some(ws);
@@ -78,7 +84,7 @@ fn syn_full(seq: u32, mss: u16, ws: u8, tsval: u32) -> Segment {
     s
 }
 
-fn ack(seq: u32, ack: u32, window: u16) -> Segment {
+pub(super) fn ack(seq: u32, ack: u32, window: u16) -> Segment {
     let mut s = seg(seq);
     s.flags.ack = true;
     s.ack = SeqNum(ack);
@@ -86,61 +92,61 @@ fn ack(seq: u32, ack: u32, window: u16) -> Segment {
     s
 }
 
-fn data(seq: u32, ack_no: u32, len: usize) -> Segment {
+pub(super) fn data(seq: u32, ack_no: u32, len: usize) -> Segment {
     let mut s = ack(seq, ack_no, 65535);
     s.flags.psh = true;
     s.payload_len = len;
     s
 }
 
-fn fin(mut s: Segment) -> Segment {
+pub(super) fn fin(mut s: Segment) -> Segment {
     s.flags.fin = true;
     s
 }
 
-fn rst(seq: u32) -> Segment {
+pub(super) fn rst(seq: u32) -> Segment {
     let mut s = seg(seq);
     s.flags.rst = true;
     s.window = 0;
     s
 }
 
-fn with_ts(mut s: Segment, tsval: u32, tsecr: u32) -> Segment {
+pub(super) fn with_ts(mut s: Segment, tsval: u32, tsecr: u32) -> Segment {
     s.timestamp = Some((tsval, tsecr));
     s
 }
 
-fn payload(len: usize) -> Vec<u8> {
+pub(super) fn payload(len: usize) -> Vec<u8> {
     (0..len).map(|i| i as u8).collect()
 }
 
 // ----- Driving a Tcb -----
 
 /// A pool for one call: buffer storage comes from the allocator and goes back to it.
-fn pool() -> RingPool {
+pub(super) fn pool() -> RingPool {
     RingPool::default()
 }
 
 /// Feed a segment; its payload is `seg.payload_len` pattern bytes.
-fn rx(tcb: &mut Tcb, now: Instant, seg: &Segment) -> RxOutcome {
+pub(super) fn rx(tcb: &mut Tcb, now: Instant, seg: &Segment) -> RxOutcome {
     let p = payload(seg.payload_len);
     tcb.on_segment(now, seg, &p, &mut pool())
 }
 
-fn tx(tcb: &mut Tcb, now: Instant) -> Vec<TxSegment> {
+pub(super) fn tx(tcb: &mut Tcb, now: Instant) -> Vec<TxSegment> {
     let mut out = Vec::new();
     tcb.poll_transmit(now, &mut out);
     out
 }
 
 /// Fire due timers, then collect what is sent.
-fn tick(tcb: &mut Tcb, now: Instant) -> Vec<TxSegment> {
+pub(super) fn tick(tcb: &mut Tcb, now: Instant) -> Vec<TxSegment> {
     tcb.on_timer(now);
     tx(tcb, now)
 }
 
 /// The pure ACK we expect: no options (no timestamps, no SACK).
-fn exp_ack(seq: u32, ack: u32, window: u16) -> TxSegment {
+pub(super) fn exp_ack(seq: u32, ack: u32, window: u16) -> TxSegment {
     TxSegment {
         seq: SeqNum(seq),
         ack: Some(SeqNum(ack)),
@@ -150,7 +156,14 @@ fn exp_ack(seq: u32, ack: u32, window: u16) -> TxSegment {
 }
 
 /// The data segment we expect (payload offset counted from SND.UNA's byte).
-fn exp_data(seq: u32, ack: u32, window: u16, offset: usize, len: usize, psh: bool) -> TxSegment {
+pub(super) fn exp_data(
+    seq: u32,
+    ack: u32,
+    window: u16,
+    offset: usize,
+    len: usize,
+    psh: bool,
+) -> TxSegment {
     TxSegment {
         seq: SeqNum(seq),
         ack: Some(SeqNum(ack)),
@@ -162,7 +175,7 @@ fn exp_data(seq: u32, ack: u32, window: u16, offset: usize, len: usize, psh: boo
     }
 }
 
-fn exp_fin(seq: u32, ack: u32, window: u16) -> TxSegment {
+pub(super) fn exp_fin(seq: u32, ack: u32, window: u16) -> TxSegment {
     TxSegment {
         fin: true,
         psh: true,
@@ -170,11 +183,11 @@ fn exp_fin(seq: u32, ack: u32, window: u16) -> TxSegment {
     }
 }
 
-fn events(tcb: &mut Tcb) -> Events {
+pub(super) fn events(tcb: &mut Tcb) -> Events {
     tcb.take_events()
 }
 
-fn closed(reason: CloseReason) -> Events {
+pub(super) fn closed(reason: CloseReason) -> Events {
     Events {
         closed: Some(reason),
         ..Events::default()
@@ -183,11 +196,11 @@ fn closed(reason: CloseReason) -> Events {
 
 /// Passive open with a plain SYN (MSS only), completed at time 0: ESTABLISHED, no
 /// timestamps, no SACK, no window scaling. The peer's window is 65535.
-fn passive(cfg: &TcpConfig) -> Tcb {
+pub(super) fn passive(cfg: &TcpConfig) -> Tcb {
     passive_at(cfg, ISS, IRS)
 }
 
-fn passive_at(cfg: &TcpConfig, iss: u32, irs: u32) -> Tcb {
+pub(super) fn passive_at(cfg: &TcpConfig, iss: u32, irs: u32) -> Tcb {
     let mut tcb = Tcb::accept_syn(&open(SeqNum(iss), 0, MSS, ms(0), cfg), &syn(irs));
     let out = tx(&mut tcb, ms(0));
     assert_eq!(out.len(), 1);
@@ -204,7 +217,7 @@ fn passive_at(cfg: &TcpConfig, iss: u32, irs: u32) -> Tcb {
 }
 
 /// Passive open where the peer offered SACK (no timestamps, no window scaling).
-fn passive_sack(cfg: &TcpConfig) -> Tcb {
+pub(super) fn passive_sack(cfg: &TcpConfig) -> Tcb {
     let mut s = syn(IRS);
     s.sack_permitted = true;
     let mut tcb = Tcb::accept_syn(&open(SeqNum(ISS), 0, MSS, ms(0), cfg), &s);
@@ -217,7 +230,7 @@ fn passive_sack(cfg: &TcpConfig) -> Tcb {
 }
 
 /// Active open against a peer that sends a plain SYN-ACK (MSS only).
-fn active(cfg: &TcpConfig) -> Tcb {
+pub(super) fn active(cfg: &TcpConfig) -> Tcb {
     let mut tcb = Tcb::connect(&open(SeqNum(ISS), 0, MSS, ms(0), cfg));
     let out = tx(&mut tcb, ms(0));
     assert_eq!(out.len(), 1);
@@ -236,7 +249,7 @@ fn active(cfg: &TcpConfig) -> Tcb {
 
 /// ESTABLISHED straight from a SYN-cookie ACK: no handshake RTT sample, so the RTO is
 /// still the initial 1 s (RFC 6298 §2.1). No options; the peer's window is 65535.
-fn cookie(cfg: &TcpConfig) -> Tcb {
+pub(super) fn cookie(cfg: &TcpConfig) -> Tcb {
     let opts = SynOptions {
         mss: Some(MSS),
         ..SynOptions::default()
@@ -251,7 +264,7 @@ fn cookie(cfg: &TcpConfig) -> Tcb {
 }
 
 /// Established, then our FIN sent: FIN-WAIT-1 with nothing else outstanding.
-fn fin_wait_1(cfg: &TcpConfig) -> Tcb {
+pub(super) fn fin_wait_1(cfg: &TcpConfig) -> Tcb {
     let mut tcb = passive(cfg);
     tcb.close();
     assert_eq!(tcb.state(), State::FinWait1);
@@ -262,7 +275,7 @@ fn fin_wait_1(cfg: &TcpConfig) -> Tcb {
     tcb
 }
 
-const W: u16 = RBUF as u16;
+pub(super) const W: u16 = RBUF as u16;
 
 // ----- 1. Three-way handshake -----
 

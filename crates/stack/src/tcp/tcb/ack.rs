@@ -87,7 +87,7 @@ impl Tcb {
                 || self.board.sacked_bytes() > prior_sacked)
             // Answers to zero-window probes are not loss signals.
             && old_wnd != 0;
-        if dupack {
+        if dupack && !(dsack && self.board.sacked_bytes() == prior_sacked) {
             self.recovery.dupacks += 1;
         }
         if self.state.is_synchronized() || self.snd.syn_acked {
@@ -95,7 +95,7 @@ impl Tcb {
                 prior_una,
                 prior_sacked,
                 dsack,
-                dupack,
+                dupack: dupack && !dsack,
                 rtt,
             };
             self.on_delivery(now, seg, &facts);

@@ -39,7 +39,7 @@ impl Tcb {
             self.on_reorder_timeout(now);
         }
         if self.timers.take_expired(Timer::Tlp, now) {
-            self.on_tlp_timeout();
+            self.on_tlp_timeout(now);
         }
         if self.timers.take_expired(Timer::Rto, now) {
             self.on_rto(now);
@@ -127,9 +127,12 @@ impl Tcb {
     }
 
     /// The probe timeout (RFC 8985 §7.3): send a tail loss probe.
-    fn on_tlp_timeout(&mut self) {
+    fn on_tlp_timeout(&mut self, now: Instant) {
         if self.snd.max != self.snd.una && !self.recovery.in_recovery {
             self.pending.tlp = true;
+            // The probe goes instead of a timeout due at the same moment (§7.2 caps
+            // the PTO at the RTO); the RTO is armed afresh behind it.
+            self.timers.set(Timer::Rto, now + self.rtt.rto());
         }
     }
 
