@@ -2003,6 +2003,75 @@ fn reopened_pair_starts_beyond_old_sequence_space() {
     assert_eq!(out[0].payload, b"bye");
 }
 
+/// Simulation seed 119439: a client that closed second (so it kept no TIME-WAIT) reused
+/// its port at once, and its clock-driven ISN had moved one less than the old incarnation
+/// consumed, so its SYN carried the sequence number of its old FIN, RCV.NXT - 1 here.
+/// Refused, that SYN got the TIME-WAIT ACK, whose ACK = RCV.NXT = ISS + 1 is acceptable in
+/// SYN-SENT (RFC 9293 §3.10.7.3): the client dropped it without the RST that would have
+/// ended TIME-WAIT (RFC 5961 §4.2), and its SYNs bounced until it gave up. A SYN at or past
+/// the old FIN opens a receive space (from SEG.SEQ + 1 >= RCV.NXT) no old segment reaches:
+/// it reopens the pair (RFC 6191: greater than the last sequence number seen, the FIN's,
+/// or at it where refusing cannot work), without timestamps or with an equal TSval.
+#[test]
+fn time_wait_reopens_on_syn_at_the_old_fin() {
+    let mut net = Net::new(
+        config(),
+        Recorder {
+            reply_and_close: Some(b"bye".to_vec()),
+            ..Default::default()
+        },
+    );
+    net.eng.listen(PORT, 16);
+    let old = close_into_time_wait(&mut net, 40000, SeqNum(1000), BARE);
+    let fin_seq = old.snd_nxt - 1;
+
+    // Below the old FIN: refused, and the ACK acknowledges more than that SYN, so a
+    // SYN-SENT peer answers it with the RST that ends TIME-WAIT.
+    let out = send_syn(&mut net, 40000, fin_seq - 1, BARE);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].is_pure_ack());
+    assert!(out[0].seg.ack > fin_seq, "SYN-SENT would accept {out:?}");
+    assert_eq!(net.eng.time_wait_count(), 1);
+
+    // At the old FIN's sequence number: reopened, our ISS beyond the old sequence space.
+    let out = send_syn(&mut net, 40000, fin_seq, BARE);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].is_syn_ack(), "refused with {out:?}");
+    assert_eq!(out[0].seg.ack, old.snd_nxt);
+    assert!(out[0].seg.seq - old.rcv_nxt >= 65537);
+    assert_eq!(net.eng.time_wait_count(), 0);
+    assert_eq!(net.stats().time_wait_reused, 1);
+    let mut pc = PeerConn::after_syn_ack(40000, fin_seq, BARE, &out[0]);
+    assert!(pc.ack(&mut net).is_empty());
+    // A duplicate of the old FIN lies below the new RCV.NXT: only a duplicate ACK.
+    let mut dup = pc.seg(&net);
+    dup.seq = fin_seq;
+    dup.ack = Some(old.rcv_nxt);
+    dup.fin = true;
+    let out = pc.send(&mut net, &dup, &[]);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].is_pure_ack());
+    assert_eq!(out[0].seg.ack, old.snd_nxt);
+    assert_eq!(net.handler().peer_closed, 1);
+    let out = pc.data(&mut net, b"again");
+    assert_eq!(out[0].payload, b"bye");
+
+    // Just past the old FIN (RCV.NXT itself) reopens too.
+    let old = close_into_time_wait(&mut net, 40001, SeqNum(5000), BARE);
+    let out = send_syn(&mut net, 40001, old.snd_nxt, BARE);
+    assert!(out.len() == 1 && out[0].is_syn_ack(), "{out:?}");
+
+    // With timestamps, an equal TSval leaves it to the sequence number (RFC 6191).
+    let old = close_into_time_wait(&mut net, 40002, SeqNum(9000), FULL);
+    let out = send_syn(&mut net, 40002, old.snd_nxt - 2, FULL);
+    assert!(out.len() == 1 && out[0].is_pure_ack(), "{out:?}");
+    assert_eq!(net.eng.time_wait_count(), 1);
+    let out = send_syn(&mut net, 40002, old.snd_nxt - 1, FULL);
+    assert!(out.len() == 1 && out[0].is_syn_ack(), "{out:?}");
+    assert_eq!(net.eng.time_wait_count(), 0);
+    assert_eq!(net.stats().time_wait_reused, 3);
+}
+
 /// RFC 7323 §7.1: ISN - TSval must not be the same for every connection opened at one
 /// instant (it would be the engine's clock if both used the same hash).
 #[test]

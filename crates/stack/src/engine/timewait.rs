@@ -133,10 +133,20 @@ impl TimeWait {
         }
         if seg.flags.syn && !seg.flags.ack {
             // RFC 6191 / RFC 1122 §4.2.2.13: a new SYN may reopen the pair if it cannot be
-            // confused with the old connection: newer timestamp, or higher sequence number.
+            // confused with the old connection: newer timestamp, or (equal timestamp or
+            // none) a sequence number at or past the old FIN, RCV.NXT - 1. The new receive
+            // space then starts at SEG.SEQ + 1 >= RCV.NXT, beyond every old segment. At
+            // exactly RCV.NXT - 1 refusing cannot even work: the ACK below would ack this
+            // SYN, which SYN-SENT accepts and drops without the RST that ends TIME-WAIT
+            // (RFC 9293 §3.10.7.3, RFC 5961 §4.2), so the peer's SYNs bounce for 2·MSL.
+            let past_old_fin = seg.seq + 1 >= e.rcv_nxt;
             let newer = match (e.ts, seg.timestamp) {
-                (Some((recent, _)), Some((tsval, _))) => (tsval.wrapping_sub(recent) as i32) > 0,
-                _ => seg.seq > e.rcv_nxt,
+                (Some((recent, _)), Some((tsval, _))) => match tsval.wrapping_sub(recent) as i32 {
+                    d if d > 0 => true,
+                    0 => past_old_fin,
+                    _ => false,
+                },
+                _ => past_old_fin,
             };
             if newer {
                 self.entries.remove(key);
