@@ -173,6 +173,20 @@ impl Knobs {
         }
     }
 
+    /// Linux's defaults: every option on, full buffers, 40 ms delayed ACKs.
+    fn plain() -> Knobs {
+        let d = TcpConfig::default();
+        Knobs {
+            send_buffer: d.send_buffer,
+            recv_buffer: d.recv_buffer,
+            max_ooo_ranges: d.max_ooo_ranges,
+            window_scaling: true,
+            timestamps: true,
+            sack: true,
+            delayed_ack: d.delayed_ack,
+        }
+    }
+
     /// The TCP configuration of an engine (see the module docs for the limits).
     fn tcp_config(&self) -> TcpConfig {
         TcpConfig {
@@ -202,6 +216,8 @@ struct Scenario {
     /// At most this many connections are open at once; the next opens when one closes.
     concurrency: usize,
     conns: Vec<ConnSpec>,
+    /// Faults chosen to exercise SACK-based recovery, if any.
+    sack_profile: Option<SackProfile>,
 }
 
 fn faults(rng: &mut Rng) -> FaultConfig {
@@ -222,6 +238,41 @@ fn faults(rng: &mut Rng) -> FaultConfig {
             Duration::ZERO
         },
         reorder_delay: Duration::from_micros(rng.range(500, 5_000)),
+        ..FaultConfig::none()
+    }
+}
+
+/// The profiles that keep the sender's SACK scoreboard busy (several holes per window,
+/// RACK's reordering window, lost ACKs), applied on top of a seed's faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SackProfile {
+    /// Losses in bursts (mean burst 1.4–3 frames), both directions.
+    BurstyLoss,
+    /// Heavy reordering within a few milliseconds, both directions.
+    Reordering,
+    /// Toward the client many frames lost (for data from the server, mostly its ACKs).
+    AckLoss,
+}
+
+impl SackProfile {
+    fn apply(self, rng: &mut Rng, f: &mut FaultConfig) {
+        if f.delay.is_zero() {
+            // Loss recovery needs a round trip to exist: give the path one.
+            f.delay = Duration::from_micros(rng.range(1_000, 20_000));
+        }
+        match self {
+            SackProfile::BurstyLoss => {
+                // Stationary loss = loss / (1 - burst + loss): at most about 14 %.
+                f.loss = 0.005 + rng.unit() * 0.045;
+                f.burst = 0.3 + rng.unit() * 0.4;
+            }
+            SackProfile::Reordering => {
+                f.reorder = 0.05 + rng.unit() * 0.25;
+                f.reorder_delay = Duration::from_micros(rng.range(200, 8_000));
+                f.loss = rng.unit() * 0.03;
+            }
+            SackProfile::AckLoss => f.loss = 0.05 + rng.unit() * 0.15,
+        }
     }
 }
 
@@ -308,6 +359,20 @@ impl Scenario {
                 server_read_limit: read_limit(&mut rng, slow_readers),
             })
             .collect();
+        // Drawn last, so the draws above (and what older seeds meant) stay as they were.
+        let mut to_client = to_client;
+        let sack_profile = rng.chance(0.3).then(|| match rng.below(3) {
+            0 => SackProfile::BurstyLoss,
+            1 => SackProfile::Reordering,
+            _ => SackProfile::AckLoss,
+        });
+        if let Some(profile) = sack_profile {
+            profile.apply(&mut rng, &mut to_client);
+            // Cookie scenarios keep the path toward the server clean (see above).
+            if backlog == 128 && profile != SackProfile::AckLoss {
+                profile.apply(&mut rng, &mut to_server);
+            }
+        }
         Scenario {
             client,
             server,
@@ -317,6 +382,7 @@ impl Scenario {
             to_client,
             concurrency,
             conns,
+            sack_profile,
         }
     }
 
@@ -711,7 +777,12 @@ fn replay_hint(seed: u64) -> String {
 
 /// Run one seed; `Err` describes what went wrong.
 fn run_seed(seed: u64, slow_readers: bool) -> Result<Outcome, String> {
-    let scenario = Rc::new(Scenario::new(seed, slow_readers));
+    run_scenario(seed, Scenario::new(seed, slow_readers))
+}
+
+/// Run `scenario` with the engines seeded by `seed`.
+fn run_scenario(seed: u64, scenario: Scenario) -> Result<Outcome, String> {
+    let scenario = Rc::new(scenario);
     let n = scenario.conns.len();
     let log = Rc::new(RefCell::new(Log {
         client_closed: vec![Vec::new(); n],
@@ -925,11 +996,110 @@ fn many_seeds() {
     run_seeds(0..500, false);
 }
 
-/// The long run: `cargo test --test simulation -- --ignored`.
+/// The long run: `cargo test --release --test simulation -- --ignored`, seeds 500..5500,
+/// or the range in `RUSTY_SIM_SEEDS` (`START..END`, e.g. `0..100000` for an offline run
+/// over 100k seeds).
 #[test]
 #[ignore]
 fn thousands_of_seeds() {
-    run_seeds(500..5500, false);
+    let range = std::env::var("RUSTY_SIM_SEEDS")
+        .ok()
+        .map(|s| parse_seed_range(&s).unwrap_or_else(|e| panic!("RUSTY_SIM_SEEDS: {e}")))
+        .unwrap_or(500..5500);
+    run_seeds(range, false);
+}
+
+/// `START..END` (END exclusive).
+fn parse_seed_range(s: &str) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = s
+        .trim()
+        .split_once("..")
+        .ok_or_else(|| format!("{s:?} is not START..END"))?;
+    let a: u64 = a.trim().parse().map_err(|e| format!("{a:?}: {e}"))?;
+    let b: u64 = b.trim().parse().map_err(|e| format!("{b:?}: {e}"))?;
+    if a >= b {
+        return Err(format!("{s:?} is empty"));
+    }
+    Ok(a..b)
+}
+
+#[test]
+fn seed_ranges_parse() {
+    assert_eq!(parse_seed_range("0..100000"), Ok(0..100_000));
+    assert_eq!(parse_seed_range(" 5 .. 7 "), Ok(5..7));
+    assert!(parse_seed_range("7..5").is_err());
+    assert!(parse_seed_range("5").is_err());
+    assert!(parse_seed_range("a..b").is_err());
+}
+
+/// The seeds of the CI range that run a SACK profile: each must pass (they are in
+/// `many_seeds` too) and, together, make the senders recover from loss with SACK.
+#[test]
+fn sack_heavy_seeds_recover_with_sack() {
+    let seeds: Vec<u64> = (0..500)
+        .filter(|&s| Scenario::new(s, false).sack_profile.is_some())
+        .take(40)
+        .collect();
+    assert!(seeds.len() >= 20, "the CI range holds SACK-heavy seeds");
+    let (mut fast, mut rack) = (0, 0);
+    for &seed in &seeds {
+        let o =
+            check_seed(seed).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", replay_hint(seed)));
+        fast += o.client.fast_retransmits + o.server.fast_retransmits;
+        rack += o.client.rack_losses + o.server.rack_losses;
+    }
+    assert!(
+        fast > 0 && rack > 0,
+        "fast recoveries {fast}, RACK losses {rack}"
+    );
+}
+
+/// One data segment lost in the middle of a long transfer is repaired by SACK recovery
+/// (or a tail loss probe), never by a retransmission timeout.
+#[test]
+fn a_single_loss_in_a_long_transfer_needs_no_timeout() {
+    for (frame, delay_ms) in [(400u64, 5u64), (1_000, 20), (1_777, 1)] {
+        let path = FaultConfig {
+            delay: Duration::from_millis(delay_ms),
+            ..FaultConfig::none()
+        };
+        let mut scenario = Scenario::new(1, false);
+        scenario.client = Knobs::plain();
+        scenario.server = Knobs::plain();
+        scenario.backlog = 128;
+        scenario.client_ports = None;
+        scenario.to_server = FaultConfig {
+            drop_frame: Some(frame),
+            ..path
+        };
+        scenario.to_client = path;
+        scenario.concurrency = 1;
+        scenario.sack_profile = None;
+        scenario.conns = vec![ConnSpec {
+            to_server: Flow {
+                len: 4 << 20,
+                key: 7,
+                shared: false,
+            },
+            to_client: Flow {
+                len: 0,
+                key: 8,
+                shared: false,
+            },
+            close: ClosePattern::ClientFirst,
+            second_uses_close: true,
+            client_read_limit: None,
+            server_read_limit: None,
+        }];
+        let o = run_scenario(1, scenario).unwrap_or_else(|e| panic!("frame {frame}: {e}"));
+        let c = &o.client;
+        assert_eq!(c.rtos, 0, "frame {frame}: {c:?}");
+        assert_eq!(
+            c.retransmissions, 1,
+            "frame {frame}: exactly the lost segment"
+        );
+        assert!(c.fast_retransmits + c.tlps >= 1, "frame {frame}");
+    }
 }
 
 /// Readers that consume only part of what each `data` call offers. The rest stays in

@@ -28,6 +28,13 @@ use crate::time::{Clock, Instant};
 pub struct FaultConfig {
     /// Drop the frame.
     pub loss: f64,
+    /// After a dropped frame, drop the next one too with this probability instead of
+    /// `loss` (a two-state Gilbert model: losses come in bursts of mean length
+    /// 1 / (1 − burst)).
+    pub burst: f64,
+    /// Drop exactly the frame with this number (counting from 0, in the order frames
+    /// reach the injector), for tests that need one known loss.
+    pub drop_frame: Option<u64>,
     /// Also send a copy of the frame.
     pub duplicate: f64,
     /// Hold the frame an extra `reorder_delay`, so later frames overtake it.
@@ -47,6 +54,8 @@ impl FaultConfig {
     pub fn none() -> FaultConfig {
         FaultConfig {
             loss: 0.0,
+            burst: 0.0,
+            drop_frame: None,
             duplicate: 0.0,
             reorder: 0.0,
             corrupt: 0.0,
@@ -208,6 +217,10 @@ pub struct FaultInjector<D: PacketIo, C: Clock> {
     seq: u64,
     /// Burst handed to the wrapped queue; kept to reuse its allocation.
     out: Vec<D::Tx>,
+    /// Frames that reached the injector.
+    frames: u64,
+    /// The last frame was dropped and bursts are configured.
+    in_burst: bool,
     stats: FaultStats,
 }
 
@@ -223,6 +236,8 @@ impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
             held: BinaryHeap::new(),
             seq: 0,
             out: Vec::new(),
+            frames: 0,
+            in_burst: false,
             stats: FaultStats::default(),
         }
     }
@@ -309,10 +324,19 @@ impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
 
     fn process(&mut self, tx: FaultTx<D::Tx>, now: Instant) {
         let FaultTx { mut frame, meta } = tx;
-        if self.rng.chance(self.config.loss) {
+        let number = self.frames;
+        self.frames += 1;
+        let p = if self.in_burst {
+            self.config.burst
+        } else {
+            self.config.loss
+        };
+        if self.config.drop_frame == Some(number) || self.rng.chance(p) {
             self.stats.lost += 1;
+            self.in_burst = self.config.burst > 0.0;
             return;
         }
+        self.in_burst = false;
         if self.rng.chance(self.config.duplicate) {
             match self.inner.alloc_tx(frame.len()) {
                 Some(mut copy) => {
@@ -593,6 +617,8 @@ mod tests {
     fn run(seed: u64) -> (Vec<Vec<u8>>, FaultStats) {
         let config = FaultConfig {
             loss: 0.1,
+            burst: 0.0,
+            drop_frame: None,
             duplicate: 0.1,
             reorder: 0.1,
             corrupt: 0.1,
