@@ -813,6 +813,7 @@ fn harsh(loss: f64) -> FaultConfig {
         delay: Duration::from_micros(500),
         jitter: Duration::from_millis(2),
         reorder_delay: Duration::from_millis(3),
+        ..FaultConfig::none()
     }
 }
 
