@@ -6,20 +6,33 @@
 //! the engine owns both. Section numbers refer to RFC 9293 unless said otherwise.
 //!
 //! What is implemented: all eleven states including simultaneous open and close; MSS,
-//! window scale, timestamps with PAWS (RFC 7323), SACK-permitted and SACK blocks on the
-//! receive side (RFC 2018); the RFC 6298 retransmission timer with Karn's rule or
-//! timestamp samples, backoff and a retry limit; NewReno congestion control (RFC 5681,
-//! RFC 6582) behind `CongestionControl`; delayed ACKs with immediate ACKs for
+//! window scale, timestamps with PAWS (RFC 7323), SACK (RFC 2018) both ways; the RFC
+//! 6298 retransmission timer with Karn's rule or timestamp samples, backoff and a retry
+//! limit; loss recovery over the sender's scoreboard (`scoreboard.rs`): SACK-based
+//! recovery (RFC 6675: pipe, NextSeg, DupThresh, the rescue retransmission), RACK-TLP
+//! (RFC 8985: time-based loss detection with a reordering window that D-SACKs widen,
+//! tail loss probes), Proportional Rate Reduction (RFC 6937), duplicate ACKs and
+//! partial ACKs for peers without SACK (RFC 5681, RFC 6582), undo of spurious
+//! reductions on D-SACK (RFC 2883) or timestamps (Eifel, RFC 3522); congestion control
+//! behind `CongestionControl` (`cc/`); delayed ACKs with immediate ACKs for
 //! out-of-order data; bounded out-of-order reassembly; receiver and sender silly-window
-//! avoidance; persist timer and zero-window probes; half-close; TIME-WAIT; the RFC 5961
+//! avoidance; persist timer and zero-window probes; half-close; a RST for data that
+//! arrives after the application closed (RFC 1122 §4.2.2.13); TIME-WAIT; the RFC 5961
 //! defences (challenge ACKs for in-window RSTs and SYNs, ACK range check); keepalive.
+//!
+//! Decisions where the RFCs leave a choice, as Linux makes them: RACK marks losses by
+//! time and, until reordering has been seen, DupThresh by count; a retransmission
+//! timeout marks everything not SACKed lost (instead of going back N) and keeps the
+//! SACK information; a tail loss probe needs SACK and resends the last segment when no
+//! new data may go; an undo restores the window only upward.
 //!
 //! One mechanism per file:
 //! - `mod.rs`: the block and its parts (send and receive sequence spaces, recovery,
 //!   pending output), accessors and the application's calls (send, close, abort);
 //! - `open.rs`: active and passive open, SYN cookies, option negotiation;
 //! - `input.rs`: segment arrival (§3.10.7), received data and FIN;
-//! - `ack.rs`: ACK processing, RTT samples and NewReno recovery;
+//! - `ack.rs`: ACK processing, RTT samples, loss detection, recovery with PRR, TLP and
+//!   undo;
 //! - `output.rs`: `poll_transmit`, packetisation, the advertised window;
 //! - `timers.rs`: what each timer does when it fires;
 //! - `timer_table.rs`: the timer kinds and their deadlines.
