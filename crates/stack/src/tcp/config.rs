@@ -67,6 +67,11 @@ pub struct TcpConfig {
     /// After the application closed its side, how long FIN-WAIT-2 waits for the peer's
     /// FIN before dropping the connection (Linux tcp_fin_timeout: 60 s).
     pub fin_wait2_timeout: Duration,
+    /// After the application closes, how long data that still arrives is acknowledged
+    /// and discarded (a lingering close, as nginx's `lingering_timeout` does, so a reply
+    /// sent just before the close is not destroyed by a reset). Data arriving later gets
+    /// a RST: nobody will read it (RFC 1122 §4.2.2.13; Linux resets at once).
+    pub close_linger: Duration,
     /// Maximum persist (zero-window probe) interval.
     pub max_persist: Duration,
     /// Keepalive probing, off when `None` (RFC 1122 §4.2.3.6: off by default).
@@ -95,6 +100,7 @@ impl Default for TcpConfig {
             delayed_ack: Duration::from_millis(40),
             time_wait: Duration::from_secs(60),
             fin_wait2_timeout: Duration::from_secs(60),
+            close_linger: Duration::from_secs(5),
             max_persist: Duration::from_secs(60),
             keepalive: None,
             challenge_ack_limit: 1000,

@@ -240,12 +240,21 @@ impl Scoreboard {
     /// with each record it delivered that was not SACKed before.
     pub(crate) fn on_cumulative_ack(&mut self, una: SeqNum, now: Instant) {
         let mut best: Option<Sent> = None;
+        // Nothing SACKed, lost or resent: the records went out in sequence order, so the
+        // last one acknowledged is the most recently sent and the only one RACK needs.
+        let quiet = self.is_quiet();
         while let Some(&s) = self.segs.front() {
             if s.start >= una {
                 break;
             }
             if s.end <= una {
                 self.segs.pop_front();
+                if quiet {
+                    if self.segs.front().is_none_or(|n| n.start >= una) {
+                        self.rack_delivered(&s, now, &mut best);
+                    }
+                    continue;
+                }
                 self.unaccount(&s, s.len());
                 if !s.has(SACKED) {
                     self.rack_delivered(&s, now, &mut best);

@@ -1341,16 +1341,30 @@ fn half_close_sends_fin_after_data_and_keeps_receiving() {
 }
 
 #[test]
-fn data_after_close_is_answered_with_rst() {
+fn data_after_close_is_acked_and_discarded_while_lingering() {
+    let mut tcb = fin_wait_1(&cfg());
+    let out = rx(&mut tcb, ms(1), &data(IRS + 1, ISS + 1, 100));
+    assert_eq!(out, RxOutcome::default());
+    assert_eq!(tcb.readable_len(), 0);
+    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 101));
+    assert_eq!(
+        tx(&mut tcb, ms(1)),
+        vec![exp_ack(ISS + 2, IRS + 101, W - 100)]
+    );
+}
+
+#[test]
+fn data_after_the_close_linger_is_answered_with_rst() {
     // RFC 1122 §4.2.2.13, as Linux does: nobody will read it, so the peer is told.
     let mut tcb = fin_wait_1(&cfg());
     events(&mut tcb);
-    let out = rx(&mut tcb, ms(1), &data(IRS + 1, ISS + 1, 100));
+    let late = ms(0) + cfg().close_linger;
+    let out = rx(&mut tcb, late, &data(IRS + 1, ISS + 1, 100));
     assert_eq!(out, RxOutcome::default());
     assert_eq!(tcb.state(), State::Closed);
     assert_eq!(events(&mut tcb), closed(CloseReason::Aborted));
     assert_eq!(
-        tx(&mut tcb, ms(1)),
+        tx(&mut tcb, late),
         vec![TxSegment {
             seq: SeqNum(ISS + 1),
             rst: true,
@@ -1716,7 +1730,7 @@ fn fin_wait_1_probes_run_out_without_answers() {
 /// out-of-order range held from before the close joins up when the gap fills, the SACK
 /// blocks stay true, and the peer's FIN behind it is accepted.
 #[test]
-fn gap_filled_after_close_resets_the_connection() {
+fn fin_after_out_of_order_data_is_accepted_after_close() {
     let mut tcb = passive_sack(&cfg());
     rx(&mut tcb, ms(1), &data(IRS + 101, ISS + 1, 100));
     let out = tx(&mut tcb, ms(1));
@@ -1725,12 +1739,16 @@ fn gap_filled_after_close_resets_the_connection() {
     let out = tx(&mut tcb, ms(2));
     assert_eq!(out.len(), 1);
     assert!(out[0].fin && out[0].seq == SeqNum(ISS + 1));
-    // The gap arrives after the application closed: new data nobody will read, so
-    // the connection is reset (RFC 1122 §4.2.2.13), out-of-order bytes and all.
+    // The gap, acknowledging our FIN, while the close lingers.
     rx(&mut tcb, ms(3), &data(IRS + 1, ISS + 2, 100));
-    assert_eq!(tcb.state(), State::Closed);
+    assert_eq!(tcb.state(), State::FinWait2);
+    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 201));
+    assert_eq!(tcb.readable_len(), 0);
     let out = tx(&mut tcb, ms(3));
     assert_eq!(out.len(), 1);
-    assert!(out[0].rst);
-    assert_eq!(out[0].seq, SeqNum(ISS + 2));
+    assert_eq!(out[0].ack, Some(SeqNum(IRS + 201)));
+    assert_eq!(out[0].sack, [None; 3], "no hole left to report");
+    rx(&mut tcb, ms(4), &fin(ack(IRS + 201, ISS + 2, 65535)));
+    assert_eq!(tcb.state(), State::TimeWait);
+    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 202));
 }

@@ -316,14 +316,27 @@ impl Tcb {
     ) {
         let offset = seq.since(self.rcv.nxt);
         let had_ooo = self.rcv.buf.has_out_of_order();
-        if self.rcv.closed {
-            // The application has gone and new data arrived that nobody will read:
-            // RFC 1122 §4.2.2.13 lets us reset so the peer learns its data was lost, and
-            // Linux does (TCPAbortOnData). The RST carries SEG.ACK as its sequence
-            // number, as for any segment answered with a reset (§3.10.7).
+        if self.rcv.closed && now >= self.rcv.discard_until {
+            // The application closed a while ago and new data still arrives that
+            // nobody will read: RFC 1122 §4.2.2.13 lets us reset so the peer learns its
+            // data was lost, and Linux does (TCPAbortOnData). The RST carries SEG.ACK
+            // as its sequence number, as for any segment answered with a reset.
             self.pending.rst = Some((seg.ack, None));
-            let _ = (now, out);
             self.finish(CloseReason::Aborted);
+            return;
+        }
+        if self.rcv.closed {
+            // A lingering close: ACK the data and drop it. It still goes through the
+            // buffer, so out-of-order ranges held from before the close stay aligned
+            // with RCV.NXT: they join up when the gap fills, SACK blocks stay true, and
+            // a FIN behind them is accepted (`maybe_accept_fin` waits for no hole). What
+            // becomes readable is discarded at once, along with anything the
+            // application left unread, so the window stays open.
+            let advanced = self.rcv.buf.write_at(offset, payload, pool);
+            self.rcv.nxt += advanced;
+            let unread = self.rcv.buf.readable_len();
+            self.rcv.buf.consume(unread, pool);
+            self.pending.ack_now = true;
             return;
         }
         if offset == 0 && !had_ooo && self.rcv.buf.readable_len() == 0 {

@@ -266,8 +266,10 @@ struct RecvSeq {
     buf: RecvBuffer,
     /// Sequence number of a FIN that arrived ahead of missing data.
     fin: Option<SeqNum>,
-    /// The application will not read any more (it called close): data is ACKed and dropped.
+    /// The application will not read any more (it called close): data is ACKed and
+    /// dropped until `discard_until`, and answered with a RST after.
     closed: bool,
+    discard_until: Instant,
     /// Our MSS as advertised in our SYN (§3.7.1): the largest segment we receive.
     mss: u16,
     /// Full-sized segments received since our last ACK (ACK every second one, §3.8.6.3).
@@ -439,6 +441,7 @@ struct TcbLimits {
     delayed_ack: Duration,
     time_wait: Duration,
     fin_wait2_timeout: Duration,
+    close_linger: Duration,
     max_persist: Duration,
     keepalive: Option<super::config::Keepalive>,
     window_scaling: bool,
@@ -683,9 +686,13 @@ impl Tcb {
         }
     }
 
-    /// Graceful close of both directions: FIN after queued data; data that arrives later
-    /// is acknowledged and discarded.
+    /// Graceful close of both directions: FIN after queued data; data that arrives within
+    /// [`TcpConfig::close_linger`](super::config::TcpConfig::close_linger) is
+    /// acknowledged and discarded, data after that resets the connection.
     pub fn close(&mut self) {
+        if !self.rcv.closed {
+            self.rcv.discard_until = self.last_now + self.cfg.close_linger;
+        }
         self.rcv.closed = true;
         self.shutdown_write();
         if self.state == State::FinWait2 {
