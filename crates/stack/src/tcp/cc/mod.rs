@@ -9,8 +9,8 @@
 //! after a timeout or idle period, and what an undo restores. All quantities are bytes.
 //!
 //! Algorithms: [`Cubic`](cubic::Cubic) (RFC 9438, leaving the initial slow start with
-//! HyStart++, RFC 9406, in [`hystart`]) and [`NewReno`](newreno::NewReno) (RFC 5681),
-//! chosen per engine with
+//! HyStart++, RFC 9406, in [`hystart`]), the default as on Linux, and
+//! [`NewReno`](newreno::NewReno) (RFC 5681), chosen per engine with
 //! [`TcpConfig::congestion_control`](super::config::TcpConfig::congestion_control).
 
 use std::time::Duration;
@@ -36,10 +36,10 @@ pub(crate) const MAX_CWND: usize = usize::MAX / 2;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CongestionAlgorithm {
     /// CUBIC (RFC 9438) with HyStart++ (RFC 9406), as Linux runs by default.
+    #[default]
     Cubic,
     /// NewReno (RFC 5681 slow start and congestion avoidance; loss recovery by the
     /// connection, RFC 6675 / RFC 6582 with RFC 6937).
-    #[default]
     NewReno,
 }
 
@@ -228,5 +228,6 @@ mod tests {
             Some(CongestionAlgorithm::Cubic)
         );
         assert_eq!(CongestionAlgorithm::from_name("bbr"), None);
+        assert_eq!(CongestionAlgorithm::default(), CongestionAlgorithm::Cubic);
     }
 }
