@@ -7,22 +7,25 @@
 //! need segments (K, the cubic term, W_est's increment).
 //!
 //! Choices the RFC leaves open:
-//! - ssthresh = β·cwnd, not β·FlightSize (§4.6 allows either; Linux uses cwnd). The
-//!   RFC asks an implementation that uses cwnd to keep cwnd from growing while less than
-//!   it is in flight: ACKs flagged [`app_limited`](AckSample::app_limited) never grow
-//!   the window (§5.8, RFC 7661).
-//! - Time spent application-limited does not count towards t: an app-limited ACK pauses
-//!   the curve's clock and the next cwnd-limited ACK moves the epoch start later by the
-//!   pause, so the window does not leap after an app-limited period (Linux does the same
-//!   for idle periods). An idle restart (RFC 5681 §4.1) starts a new epoch.
+//! - ssthresh = β·cwnd, not β·FlightSize (§4.6 allows either; Linux and Windows use
+//!   cwnd, which does not collapse the window of an application-limited flow). The RFC
+//!   asks an implementation that uses cwnd to keep cwnd from growing while less than it
+//!   is in flight: ACKs flagged [`app_limited`](AckSample::app_limited) never grow the
+//!   window (§5.8, RFC 7661).
+//! - t must not include time spent application-limited (§4.2, §5.8): an app-limited ACK
+//!   pauses the curve's clock and the next cwnd-limited ACK moves the epoch start later
+//!   by the pause, so the window does not leap after an app-limited period (Linux does
+//!   the same for idle periods). An idle restart (RFC 5681 §4.1) starts a new epoch.
 //! - When W_max is unknown or below cwnd at the start of congestion avoidance (after a
 //!   timeout, §4.8; after HyStart++ left slow start without loss, §4.10; after an undo),
 //!   K = 0 and the curve starts at cwnd.
 //! - In the Reno-friendly region cwnd = max(cwnd, W_est): W_est only ever raises cwnd.
 //! - A timeout during loss recovery does not reduce ssthresh a second time for the same
 //!   losses (as Linux); it still collapses cwnd to one segment.
-//! - An undo restores the curve as it was, paused for the time the reduction lasted
-//!   (§4.9: W_max, K, epoch start and W_est of before), never lowering cwnd or ssthresh.
+//! - An undo (§4.9) restores cwnd, cwnd_prior, W_max and the curve (K, epoch start,
+//!   W_est) of before the reduction if cwnd is still below cwnd_prior, the curve paused
+//!   for the time the reduction lasted; ssthresh is never lowered. If cwnd has already
+//!   grown back, the current state stays.
 
 use std::time::Duration;
 
@@ -302,14 +305,18 @@ impl CongestionControl for Cubic {
     }
 
     fn undo(&mut self, _now: Instant) {
-        if let Some(p) = self.prior.take() {
-            // As Linux: never lower what has grown since.
+        let Some(p) = self.prior.take() else {
+            return;
+        };
+        self.in_recovery = false;
+        // §4.9: only while the window is still below the one the reduction left;
+        // once it has grown back, the current state is the better one.
+        if self.cwnd < self.cwnd_prior {
             self.cwnd = self.cwnd.max(p.cwnd);
             self.ssthresh = self.ssthresh.max(p.ssthresh);
             self.w_max = p.w_max;
             self.cwnd_prior = p.cwnd_prior;
             self.epoch = p.epoch;
-            self.in_recovery = false;
         }
     }
 
@@ -580,7 +587,7 @@ mod tests {
         );
         let want = closed_form(100.0, 70.0, 2.6) * MSS as f64;
         assert!((c.cwnd() as f64 - want).abs() <= 2.0);
-        // Nothing to undo twice; an undo never lowers what grew since.
+        // Nothing to undo twice.
         let grown = c.cwnd();
         c.undo(at(4000));
         assert_eq!(c.cwnd(), grown);
@@ -602,11 +609,14 @@ mod tests {
         assert_eq!(c.ssthresh(), 70 * MSS);
         assert_eq!(c.w_max, 100 * MSS);
         assert_eq!(c.cwnd_prior, 100 * MSS);
-        // What grew past the restored window stays.
+        // Undone after the window grew back past cwnd_prior: the current state stays.
         c.on_congestion(cwnd, at(400));
+        let w_max = c.w_max;
         c.cwnd = 2 * cwnd;
         c.undo(at(500));
         assert_eq!(c.cwnd(), 2 * cwnd);
+        assert_eq!(c.w_max, w_max);
+        assert!(c.prior.is_none());
     }
 
     #[test]
