@@ -17,6 +17,7 @@ use rusty_stack::io::fault::{FaultConfig, FaultInjector};
 use rusty_stack::io::pcap::PcapCapture;
 use rusty_stack::io::PacketIo;
 use rusty_stack::runtime::{self, RuntimeConfig, RuntimeError, StopHandle, Worker, WorkerContext};
+use rusty_stack::tcp::config::CongestionAlgorithm;
 use rusty_stack::{EngineConfig, Handler, Stats, SystemClock, TcpConfig};
 
 /// Drivers this build can run.
@@ -31,8 +32,11 @@ pub struct Launch {
     /// Address and prefix for the host side of the (single) TAP link.
     pub tap_host: Option<(Ipv4Addr, u8)>,
     pub runtime: RuntimeConfig,
-    /// TCP settings for Rusty's engines.
+    /// TCP settings for Rusty's engines (see [`Launch::engine_tcp`]).
     pub tcp: TcpConfig,
+    /// The congestion control asked for: Rusty's engines run it instead of `tcp`'s, and
+    /// the kernel backend asks the kernel for it. `None`: each backend's default.
+    pub congestion_control: Option<CongestionAlgorithm>,
     pub max_connections: usize,
     pub backlog: usize,
     /// Inject faults on the transmit path of Rusty's workers (testing): the config and
@@ -50,11 +54,22 @@ impl Launch {
             tap_host: None,
             runtime: RuntimeConfig::default(),
             tcp: TcpConfig::default(),
+            congestion_control: None,
             max_connections: 65536,
             backlog: 1024,
             faults: None,
             tso: true,
         }
+    }
+
+    /// The TCP settings Rusty's engines run with: `tcp` and the congestion control asked
+    /// for.
+    pub fn engine_tcp(&self) -> TcpConfig {
+        let mut tcp = self.tcp.clone();
+        if let Some(cc) = self.congestion_control {
+            tcp.congestion_control = cc;
+        }
+        tcp
     }
 
     /// Where the workers will run, for a binary's status line: `tap:tap0 10.0.2.2 x2,
@@ -169,6 +184,7 @@ where
                         .unwrap_or_default(),
                     max_connections: launch.max_connections,
                     send_buffer: launch.tcp.send_buffer,
+                    congestion_control: launch.congestion_control,
                     ..KernelConfig::default()
                 };
                 cfg.check_listen().map_err(LaunchError::Listen)?;
@@ -188,7 +204,7 @@ where
                 for (q, dev) in queues.into_iter().enumerate() {
                     let mut cfg = EngineConfig::new(link.ip);
                     cfg.prefix_len = link.prefix_len;
-                    cfg.tcp = launch.tcp.clone();
+                    cfg.tcp = launch.engine_tcp();
                     cfg.max_connections = launch.max_connections;
                     cfg.tso = launch.tso;
                     let ports = listen

@@ -1,6 +1,7 @@
 //! The command line every Rusty binary shares: the flags (clap) and how they shape a
 //! [`Launch`]. The grammars of its values live beside it: link specs in [`link`],
-//! addresses and CPU lists in [`parse`]; the logger the flags choose in [`logging`].
+//! addresses, CPU lists and congestion-control names in [`parse`]; the logger the flags
+//! choose in [`logging`].
 
 pub mod link;
 pub mod logging;
@@ -14,8 +15,9 @@ use clap::Args;
 use crate::launch::Launch;
 use link::parse_links;
 pub use logging::LogLevel;
-use parse::{parse_cidr, parse_cpus};
+use parse::{parse_cidr, parse_congestion, parse_cpus};
 use rusty_stack::io::fault::FaultConfig;
+use rusty_stack::tcp::config::CongestionAlgorithm;
 
 /// A CPU list such as `0,2-3` (one clap value, not several).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +60,11 @@ pub struct CommonArgs {
     /// Send bulk data as MTU-sized segments even where the device offers TSO.
     #[arg(long)]
     pub no_tso: bool,
+    /// Congestion control: cubic or newreno. Rusty's engines run CUBIC without it; the
+    /// kernel backend asks the kernel for it (TCP_CONGESTION; NewReno is the kernel's
+    /// reno) and otherwise keeps the system default.
+    #[arg(long, value_name = "NAME", value_parser = parse_congestion)]
+    pub cc: Option<CongestionAlgorithm>,
     /// Testing: drop this fraction (0..1) of the frames Rusty's workers send.
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     pub fault_loss: f64,
@@ -85,6 +92,7 @@ impl CommonArgs {
         l.runtime.grace = Duration::from_secs(self.grace);
         l.runtime.stats_interval = self.stats.filter(|&s| s > 0).map(Duration::from_secs);
         l.tso = !self.no_tso;
+        l.congestion_control = self.cc;
         for (name, p) in [
             ("--fault-loss", self.fault_loss),
             ("--fault-duplicate", self.fault_duplicate),
@@ -157,6 +165,34 @@ mod tests {
         let quiet = Cli::try_parse_from(["x", "--log-level", "trace"]).unwrap();
         assert_eq!(quiet.common.log_level, Some(LogLevel::Trace));
         assert!(Cli::try_parse_from(["x", "--log-level", "loud"]).is_err());
+    }
+
+    #[test]
+    fn cc_chooses_the_congestion_control_of_both_backends() {
+        let none = Cli::try_parse_from(["x"]).unwrap();
+        let l = none.common.launch(&none.links).unwrap();
+        assert_eq!(l.congestion_control, None, "each backend's default");
+        assert_eq!(
+            l.engine_tcp().congestion_control,
+            CongestionAlgorithm::Cubic
+        );
+        let reno = Cli::try_parse_from(["x", "--cc", "newreno"]).unwrap();
+        let l = reno.common.launch(&reno.links).unwrap();
+        assert_eq!(l.congestion_control, Some(CongestionAlgorithm::NewReno));
+        assert_eq!(
+            l.engine_tcp().congestion_control,
+            CongestionAlgorithm::NewReno
+        );
+        let cubic = Cli::try_parse_from(["x", "--cc", "cubic"]).unwrap();
+        let l = cubic.common.launch(&cubic.links).unwrap();
+        assert_eq!(l.congestion_control, Some(CongestionAlgorithm::Cubic));
+        let err = Cli::try_parse_from(["x", "--cc", "bbr"]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("unknown congestion control 'bbr' (expected cubic or newreno)"),
+            "{err}"
+        );
+        assert!(Cli::try_parse_from(["x", "--cc"]).is_err());
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! The small value grammars of the command line: IPv4 addresses with a prefix length
-//! (`a.b.c.d[/len]`, for link addresses and `--tap-host`) and CPU lists (`0,2-3`).
+//! (`a.b.c.d[/len]`, for link addresses and `--tap-host`), CPU lists (`0,2-3`) and
+//! congestion-control names (`cubic`).
 //!
 //! There is one address parser so that a link's address and the TAP's host address read
 //! the same way: a missing prefix means [`DEFAULT_PREFIX_LEN`] (/24) in both.
 
 use std::fmt;
 use std::net::Ipv4Addr;
+
+use rusty_stack::tcp::config::CongestionAlgorithm;
 
 /// The prefix length of an address given without one. The original Rusty's command line
 /// gave bare addresses on a /24 lab link, and [`EngineConfig::new`](crate::EngineConfig::new)
@@ -95,6 +98,17 @@ pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
+/// Parse a congestion-control name as [`CongestionAlgorithm::name`] spells it.
+pub fn parse_congestion(s: &str) -> Result<CongestionAlgorithm, String> {
+    CongestionAlgorithm::from_name(s).ok_or_else(|| {
+        let names: Vec<_> = CongestionAlgorithm::ALL.iter().map(|a| a.name()).collect();
+        format!(
+            "unknown congestion control '{s}' (expected {})",
+            names.join(" or ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +151,19 @@ mod tests {
         assert_eq!(
             parse_cidr("10.0.0.300").unwrap_err().to_string(),
             "'10.0.0.300' is not an IPv4 address (a.b.c.d or a.b.c.d/prefix; no prefix means /24)"
+        );
+    }
+
+    #[test]
+    fn congestion_control_names() {
+        assert_eq!(parse_congestion("cubic"), Ok(CongestionAlgorithm::Cubic));
+        assert_eq!(
+            parse_congestion("NewReno"),
+            Ok(CongestionAlgorithm::NewReno)
+        );
+        assert_eq!(
+            parse_congestion("bbr"),
+            Err("unknown congestion control 'bbr' (expected cubic or newreno)".to_string())
         );
     }
 

@@ -1,10 +1,14 @@
-//! How a kernel-backend worker listens and bounds its memory: [`KernelConfig`], and
-//! the listening socket every worker binds with `SO_REUSEPORT`.
+//! How a kernel-backend worker listens and bounds its memory: [`KernelConfig`], the
+//! listening socket every worker binds with `SO_REUSEPORT`, and the congestion control
+//! asked of the kernel.
 
 use std::io;
 use std::net::SocketAddrV4;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use rusty_stack::tcp::config::CongestionAlgorithm;
 
 use crate::sys;
 
@@ -27,6 +31,11 @@ pub struct KernelConfig {
     /// After `close`, how long to wait for the peer's FIN before giving up with
     /// `TimedOut` (Rusty's FIN-WAIT-2 timeout).
     pub fin_timeout: Duration,
+    /// Congestion control to ask the kernel for on every socket (`TCP_CONGESTION`; the
+    /// kernel calls NewReno `reno`), e.g. to match Rusty's engines; `None` keeps the
+    /// system default (`net.ipv4.tcp_congestion_control`). A kernel that lacks the module, or does not
+    /// let this user choose it, keeps its default and a warning says so.
+    pub congestion_control: Option<CongestionAlgorithm>,
 }
 
 impl Default for KernelConfig {
@@ -38,6 +47,7 @@ impl Default for KernelConfig {
             recv_buffer: 256 * 1024,
             max_connections: 65536,
             fin_timeout: Duration::from_secs(60),
+            congestion_control: None,
         }
     }
 }
@@ -49,17 +59,88 @@ impl KernelConfig {
     /// is shared, not refused.
     pub fn check_listen(&self) -> io::Result<()> {
         for (addr, backlog) in &self.listen {
-            bind_listener(*addr, *backlog)
+            bind_listener(*addr, *backlog, None)
                 .map_err(|e| io::Error::new(e.kind(), format!("listen on {addr}: {e}")))?;
         }
         Ok(())
     }
 }
 
-pub(crate) fn bind_listener(addr: SocketAddrV4, backlog: usize) -> io::Result<OwnedFd> {
+/// A listening socket on `addr`; the connections it accepts run `cc` (if the kernel
+/// will), chosen before `listen` so that none is accepted with the default.
+pub(crate) fn bind_listener(
+    addr: SocketAddrV4,
+    backlog: usize,
+    cc: Option<CongestionAlgorithm>,
+) -> io::Result<OwnedFd> {
     let fd = sys::tcp_socket()?;
     sys::set_reuse(fd.as_fd())?;
     sys::bind(fd.as_fd(), addr)?;
+    set_congestion_control(fd.as_fd(), cc);
     sys::listen(fd.as_fd(), backlog)?;
     Ok(fd)
+}
+
+/// The Linux module that runs `algorithm` (as `net.ipv4.tcp_available_congestion_control`
+/// names it): `cubic`, and `reno` for NewReno.
+pub(crate) fn linux_name(algorithm: CongestionAlgorithm) -> &'static str {
+    match algorithm {
+        CongestionAlgorithm::Cubic => "cubic",
+        CongestionAlgorithm::NewReno => "reno",
+    }
+}
+
+/// Ask the kernel to run `cc` on `fd`. Not fatal when it will not: the socket keeps the
+/// system default, and the first refusal in the process is logged.
+pub(crate) fn set_congestion_control(fd: BorrowedFd<'_>, cc: Option<CongestionAlgorithm>) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let Some(cc) = cc else {
+        return;
+    };
+    let name = linux_name(cc);
+    if let Err(e) = sys::set_congestion(fd, name) {
+        if !WARNED.swap(true, Ordering::Relaxed) {
+            log::warn!(
+                "the kernel will not run congestion control {name} ({e}); its default applies \
+                 (load it with `modprobe tcp_{name}`, or allow it in \
+                 net.ipv4.tcp_allowed_congestion_control)"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, TcpStream};
+
+    #[test]
+    fn accepted_connections_run_the_listeners_congestion_control() {
+        // Reno is built into every Linux kernel, so any user may choose it.
+        let any = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0);
+        let fd = bind_listener(any, 8, Some(CongestionAlgorithm::NewReno)).unwrap();
+        assert_eq!(sys::congestion(fd.as_fd()).unwrap(), "reno");
+        let addr = sys::local_addr(fd.as_fd()).unwrap();
+        let _client = TcpStream::connect(addr).unwrap();
+        let accepted = (0..100)
+            .find_map(|_| {
+                sys::accept(fd.as_fd()).ok().or_else(|| {
+                    std::thread::sleep(Duration::from_millis(10));
+                    None
+                })
+            })
+            .expect("the connection is accepted");
+        assert_eq!(sys::congestion(accepted.0.as_fd()).unwrap(), "reno");
+    }
+
+    #[test]
+    fn a_congestion_control_the_kernel_lacks_is_not_fatal() {
+        let fd = sys::tcp_socket().unwrap();
+        let before = sys::congestion(fd.as_fd()).unwrap();
+        assert!(sys::set_congestion(fd.as_fd(), "no-such-cc").is_err());
+        set_congestion_control(fd.as_fd(), None);
+        assert_eq!(sys::congestion(fd.as_fd()).unwrap(), before);
+        let none = bind_listener(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), 8, None).unwrap();
+        assert_eq!(sys::congestion(none.as_fd()).unwrap(), before);
+    }
 }

@@ -24,7 +24,7 @@ use rusty_stack::app::AppCore;
 use rusty_stack::app::OpenResult;
 use rusty_stack::{CloseReason, ConnId, ConnectError, Connection, Handler, Stats};
 
-use crate::config::{bind_listener, KernelConfig};
+use crate::config::{bind_listener, set_congestion_control, KernelConfig};
 use crate::conn::{close_reason, KernelConn};
 use crate::sys::{self, ConnectStart, Epoll};
 
@@ -101,7 +101,7 @@ impl<H: Handler> KernelEngine<H> {
     /// Listen on `addr` with its own `SO_REUSEPORT` socket; returns the bound address
     /// (useful with port 0).
     pub fn listen(&mut self, addr: SocketAddrV4, backlog: usize) -> io::Result<SocketAddrV4> {
-        let fd = bind_listener(addr, backlog)?;
+        let fd = bind_listener(addr, backlog, self.cfg.congestion_control)?;
         let bound = sys::local_addr(fd.as_fd())?;
         let token = LISTENER_TOKEN | self.listeners.len() as u64;
         self.epoll.add(fd.as_fd(), sys::IN | sys::ET, token)?;
@@ -129,6 +129,7 @@ impl<H: Handler> KernelEngine<H> {
             return Err((ConnectError::TooManyConnections, state));
         };
         let _ = sys::set_nodelay(fd.as_fd());
+        set_congestion_control(fd.as_fd(), self.cfg.congestion_control);
         let (immediate, error) = match sys::connect(fd.as_fd(), remote) {
             Ok(ConnectStart::Connected) => (true, None),
             Ok(ConnectStart::InProgress) => (false, None),

@@ -36,7 +36,9 @@
 //!
 //! Differences only a packet trace shows: `closed(Normal)` comes when our FIN is handed
 //! to the kernel and the peer's has been read, not when our FIN is acknowledged; the
-//! kernel's own TCP decides segment sizes, windows and timers.
+//! kernel's own TCP decides segment sizes, windows and timers, and runs its own
+//! congestion control (the module [`KernelConfig::congestion_control`] asks for, if the
+//! kernel has it; its default otherwise).
 //!
 //! [`Bytes`]: bytes::Bytes
 

@@ -127,6 +127,46 @@ pub(crate) fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {
     .map(drop)
 }
 
+/// TCP_CONGESTION: run the kernel's congestion-control module `name` on the socket (a
+/// listener's choice is inherited by the connections it accepts). Fails with ENOENT
+/// when the kernel has no such module and EPERM when this user may not choose it.
+pub(crate) fn set_congestion(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
+    let len = libc::socklen_t::try_from(name.len())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: the option value points at `name`'s bytes and exactly their length is
+    // passed (the kernel needs no terminating NUL).
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            len,
+        )
+    })
+    .map(drop)
+}
+
+/// The name of the congestion-control module the socket runs (TCP_CONGESTION).
+#[cfg(test)]
+pub(crate) fn congestion(fd: BorrowedFd<'_>) -> io::Result<String> {
+    let mut name = [0u8; 32];
+    let mut len = name.len() as libc::socklen_t;
+    // SAFETY: name and len are live locals; len holds name's size.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_mut_ptr().cast(),
+            &mut len,
+        )
+    })?;
+    let name = &name[..(len as usize).min(name.len())];
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    Ok(String::from_utf8_lossy(&name[..end]).into_owned())
+}
+
 /// The socket's pending error (SO_ERROR), which reading clears.
 pub(crate) fn take_error(fd: BorrowedFd<'_>) -> io::Result<Option<io::Error>> {
     let mut value: libc::c_int = 0;

@@ -1186,7 +1186,11 @@ fn synack_retransmission() {
 
 #[test]
 fn fast_retransmit_and_newreno_recovery_without_sack() {
-    let mut tcb = passive(&cfg());
+    let cfg = TcpConfig {
+        congestion_control: super::config::CongestionAlgorithm::NewReno,
+        ..cfg()
+    };
+    let mut tcb = passive(&cfg);
     let m = MSS as usize;
     let mu = MSS as u32;
     tcb.send(&payload(10 * m), &mut pool()).unwrap();

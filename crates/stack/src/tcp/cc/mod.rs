@@ -8,8 +8,9 @@
 //! on ACKs outside recovery, what a congestion event reduces it to, where it restarts
 //! after a timeout or idle period, and what an undo restores. All quantities are bytes.
 //!
-//! Algorithms: [`NewReno`](newreno::NewReno) (RFC 5681) and CUBIC (RFC 9438, with
-//! HyStart++, RFC 9406), chosen per engine with
+//! Algorithms: [`Cubic`](cubic::Cubic) (RFC 9438, leaving the initial slow start with
+//! HyStart++, RFC 9406, in [`hystart`]), the default as on Linux, and
+//! [`NewReno`](newreno::NewReno) (RFC 5681), chosen per engine with
 //! [`TcpConfig::congestion_control`](super::config::TcpConfig::congestion_control).
 
 use std::time::Duration;
@@ -17,8 +18,11 @@ use std::time::Duration;
 use super::seq::SeqNum;
 use crate::time::Instant;
 
+mod cubic;
+mod hystart;
 mod newreno;
 
+pub(crate) use cubic::Cubic;
 pub(crate) use newreno::NewReno;
 
 /// "Arbitrarily high" initial ssthresh (RFC 5681 §3.1), with room left so that adding to
@@ -31,16 +35,23 @@ pub(crate) const MAX_CWND: usize = usize::MAX / 2;
 /// The congestion-control algorithm an engine's connections use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CongestionAlgorithm {
+    /// CUBIC (RFC 9438) with HyStart++ (RFC 9406), as Linux runs by default.
+    #[default]
+    Cubic,
     /// NewReno (RFC 5681 slow start and congestion avoidance; loss recovery by the
     /// connection, RFC 6675 / RFC 6582 with RFC 6937).
-    #[default]
     NewReno,
 }
 
 impl CongestionAlgorithm {
-    /// The name used on command lines and in logs (`newreno`).
+    /// Every algorithm.
+    pub const ALL: [CongestionAlgorithm; 2] =
+        [CongestionAlgorithm::Cubic, CongestionAlgorithm::NewReno];
+
+    /// The name used on command lines and in logs (`cubic`, `newreno`).
     pub fn name(self) -> &'static str {
         match self {
+            CongestionAlgorithm::Cubic => "cubic",
             CongestionAlgorithm::NewReno => "newreno",
         }
     }
@@ -48,6 +59,7 @@ impl CongestionAlgorithm {
     /// Parse a name as [`CongestionAlgorithm::name`] spells it (case-insensitive).
     pub fn from_name(name: &str) -> Option<Self> {
         match name.to_ascii_lowercase().as_str() {
+            "cubic" => Some(CongestionAlgorithm::Cubic),
             "newreno" | "reno" => Some(CongestionAlgorithm::NewReno),
             _ => None,
         }
@@ -116,6 +128,7 @@ pub(crate) fn initial_window(smss: usize) -> usize {
 /// The congestion controller of one connection: enum dispatch over the algorithms.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Cc {
+    Cubic(Cubic),
     NewReno(NewReno),
 }
 
@@ -123,6 +136,7 @@ impl Cc {
     /// A controller running `algorithm` for a sender MSS of `smss`.
     pub(crate) fn new(algorithm: CongestionAlgorithm, smss: usize) -> Self {
         match algorithm {
+            CongestionAlgorithm::Cubic => Cc::Cubic(Cubic::new(smss)),
             CongestionAlgorithm::NewReno => Cc::NewReno(NewReno::new(smss)),
         }
     }
@@ -131,6 +145,7 @@ impl Cc {
     #[cfg(test)]
     pub(crate) fn algorithm(&self) -> CongestionAlgorithm {
         match self {
+            Cc::Cubic(_) => CongestionAlgorithm::Cubic,
             Cc::NewReno(_) => CongestionAlgorithm::NewReno,
         }
     }
@@ -140,6 +155,7 @@ impl Cc {
 macro_rules! dispatch {
     ($self:ident, $c:ident => $e:expr) => {
         match $self {
+            Cc::Cubic($c) => $e,
             Cc::NewReno($c) => $e,
         }
     };
@@ -200,18 +216,19 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        let all = [CongestionAlgorithm::NewReno];
-        assert!(all
-            .iter()
-            .all(|&a| CongestionAlgorithm::from_name(a.name()) == Some(a)));
+        for a in CongestionAlgorithm::ALL {
+            assert_eq!(CongestionAlgorithm::from_name(a.name()), Some(a));
+            assert_eq!(Cc::new(a, 1460).algorithm(), a);
+        }
         assert_eq!(
             CongestionAlgorithm::from_name("NewReno"),
             Some(CongestionAlgorithm::NewReno)
         );
-        assert_eq!(CongestionAlgorithm::from_name("bbr"), None);
         assert_eq!(
-            Cc::new(CongestionAlgorithm::NewReno, 1460).algorithm(),
-            CongestionAlgorithm::NewReno
+            CongestionAlgorithm::from_name("CUBIC"),
+            Some(CongestionAlgorithm::Cubic)
         );
+        assert_eq!(CongestionAlgorithm::from_name("bbr"), None);
+        assert_eq!(CongestionAlgorithm::default(), CongestionAlgorithm::Cubic);
     }
 }

@@ -87,7 +87,9 @@ impl Tcb {
                 }
                 self.recovery.retries += 1;
                 let flight = self.snd.max.since(self.snd.una);
-                let first = self.recovery.retries == 1;
+                // A timeout during fast recovery is the same loss episode: no second
+                // reduction of ssthresh (as Linux's tcp_enter_loss).
+                let first = self.recovery.retries == 1 && !self.recovery.in_recovery;
                 self.cc.on_rto(flight, first, now);
                 self.counters.rtos += 1;
                 self.rtt.backoff();
