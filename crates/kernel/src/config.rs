@@ -31,6 +31,10 @@ pub struct KernelConfig {
     /// After `close`, how long to wait for the peer's FIN before giving up with
     /// `TimedOut` (Rusty's FIN-WAIT-2 timeout).
     pub fin_timeout: Duration,
+    /// After `close`, how long data that still arrives is read and dropped; data read
+    /// later resets the connection (like `TcpConfig::close_linger`, RFC 1122
+    /// §4.2.2.13).
+    pub close_linger: Duration,
     /// Congestion control to ask the kernel for on every socket (`TCP_CONGESTION`; the
     /// kernel calls NewReno `reno`), e.g. to match Rusty's engines; `None` keeps the
     /// system default (`net.ipv4.tcp_congestion_control`). A kernel that lacks the module, or does not
@@ -47,6 +51,7 @@ impl Default for KernelConfig {
             recv_buffer: 256 * 1024,
             max_connections: 65536,
             fin_timeout: Duration::from_secs(60),
+            close_linger: Duration::from_secs(5),
             congestion_control: None,
         }
     }

@@ -61,6 +61,8 @@ pub(crate) struct KernelConn {
     pub fin_requested: bool,
     /// `close`: incoming bytes are read and dropped.
     pub rx_closed: bool,
+    /// When the application closed: data read after `close_linger` from then resets.
+    pub closed_at: Option<Instant>,
     pub aborted: bool,
     /// `peer_closed` was called.
     pub peer_closed_told: bool,
@@ -112,6 +114,7 @@ impl KernelConn {
             writable_soon: false,
             fin_requested: false,
             rx_closed: false,
+            closed_at: None,
             aborted: false,
             peer_closed_told: false,
             timer_at: None,
@@ -237,6 +240,9 @@ impl Connection for KernelConn {
     }
 
     fn close(&mut self) {
+        if !self.rx_closed {
+            self.closed_at = Some(Instant::now());
+        }
         self.rx_closed = true;
         self.shutdown_write();
     }

@@ -444,6 +444,14 @@ impl<H: Handler> KernelEngine<H> {
                     }
                     if !c.rx_closed {
                         self.app.data(&mut (), index, &self.rbuf[..n]);
+                    } else if c
+                        .closed_at
+                        .is_some_and(|at| at.elapsed() >= self.cfg.close_linger)
+                    {
+                        // Data long after the application closed: reset, as Rusty's
+                        // engine does (RFC 1122 §4.2.2.13).
+                        c.aborted = true;
+                        return;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => c.can_read = false,
