@@ -54,10 +54,11 @@ struct Rack {
     /// RACK.xmit_ts and RACK.end_seq: the most recently sent segment delivered so far.
     xmit: Option<Instant>,
     end: SeqNum,
-    /// RACK.rtt: the RTT of that segment.
-    rtt: Duration,
+    /// RACK.rtt: the RTT of that segment, microseconds (plain integers: this runs on
+    /// every ACK).
+    rtt: u64,
     /// RACK.min_RTT.
-    min_rtt: Option<Duration>,
+    min_rtt: Option<u64>,
     /// RACK.fack: the highest sequence number delivered (cumulatively or selectively).
     fack: SeqNum,
     /// RACK.reordering_seen.
@@ -113,7 +114,7 @@ impl Default for Scoreboard {
             rack: Rack {
                 xmit: None,
                 end: SeqNum(0),
-                rtt: Duration::ZERO,
+                rtt: 0,
                 min_rtt: None,
                 fack: SeqNum(0),
                 reordering_seen: false,
@@ -351,7 +352,7 @@ impl Scoreboard {
     /// RACK_update (RFC 8985 §6.2 step 2) for one delivered record: keep the most
     /// recently sent, and notice reordering (step 3).
     fn rack_delivered(&mut self, s: &Sent, now: Instant, best: &mut Option<Sent>) {
-        let rtt = now.saturating_duration_since(s.xmit);
+        let rtt = now.as_micros().saturating_sub(s.xmit.as_micros());
         if s.has(EVER_RETRANS) {
             // Which transmission was delivered is ambiguous: a sample shorter than the
             // path's minimum RTT must be the original's.
@@ -383,7 +384,7 @@ impl Scoreboard {
         {
             self.rack.xmit = Some(b.xmit);
             self.rack.end = b.end;
-            self.rack.rtt = now.saturating_duration_since(b.xmit);
+            self.rack.rtt = now.as_micros().saturating_sub(b.xmit.as_micros());
         }
     }
 
@@ -412,7 +413,7 @@ impl Scoreboard {
         {
             return Duration::ZERO;
         }
-        let min_rtt = self.rack.min_rtt.unwrap_or(srtt);
+        let min_rtt = self.rack.min_rtt.map_or(srtt, Duration::from_micros);
         (min_rtt / 4)
             .saturating_mul(self.rack.reo_wnd_mult)
             .min(srtt)
@@ -444,7 +445,8 @@ impl Scoreboard {
             let mut lost_by_time = false;
             if let Some(rx) = self.rack.xmit {
                 if sent_after(rx, self.rack.end, s.xmit, s.end) {
-                    let deadline = s.xmit + self.rack.rtt.saturating_add(reo_wnd);
+                    let deadline =
+                        s.xmit + Duration::from_micros(self.rack.rtt).saturating_add(reo_wnd);
                     if deadline <= now {
                         lost_by_time = true;
                     } else {

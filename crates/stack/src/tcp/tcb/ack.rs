@@ -32,6 +32,10 @@ struct AckFacts {
     rtt: Option<Duration>,
 }
 
+/// The shortest probe timeout, microseconds (Linux: TCP_TIMEOUT_MIN, 2 jiffies;
+/// RFC 8985 §7.2 leaves it to the timer granularity).
+const MIN_PTO_US: u64 = 10_000;
+
 /// RFC 8985 §7.2 WCDelAckT: the longest a peer may delay the ACK of a lone segment.
 const WORST_CASE_DELAYED_ACK: Duration = Duration::from_millis(200);
 
@@ -417,11 +421,12 @@ impl Tcb {
             self.timers.stop(Timer::Tlp);
             return;
         };
-        let mut pto = srtt.saturating_mul(2);
+        // In microseconds: this runs on every ACK.
+        let mut pto = (srtt.as_micros() as u64).saturating_mul(2);
         if flight <= self.snd.mss {
-            pto = pto.saturating_add(WORST_CASE_DELAYED_ACK);
+            pto = pto.saturating_add(WORST_CASE_DELAYED_ACK.as_micros() as u64);
         }
-        let mut at = now + pto.max(Duration::from_millis(10));
+        let mut at = Instant::from_micros(now.as_micros().saturating_add(pto.max(MIN_PTO_US)));
         if let Some(rto) = self.timers.get(Timer::Rto) {
             if rto < at {
                 at = rto;

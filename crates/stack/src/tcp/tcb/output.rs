@@ -123,7 +123,7 @@ impl Tcb {
         if self.recovery.in_recovery && !self.recovery.rescued {
             self.send_rescue(now, out);
         }
-        if out.len() > sent_before {
+        if out.len() > sent_before && !self.timers.is_armed(Timer::Tlp) {
             self.arm_tlp(now);
         }
 
