@@ -204,6 +204,9 @@ fn refused_sends_get_writable_once_the_queue_drains() {
     );
     let mut c = client(addr);
     let reader = thread::spawn(move || {
+        // Start late, so the socket's buffers fill and some sends are refused (a reader
+        // keeping pace on the other core could otherwise take all 32 MB as it goes).
+        thread::sleep(Duration::from_millis(100));
         let mut buf = vec![0u8; 1 << 16];
         let mut got = 0;
         while got < 32 * 1024 * 1024 {
@@ -287,6 +290,44 @@ fn after_close_incoming_bytes_are_dropped_until_the_peers_fin() {
     );
     assert_eq!(e.stats().bytes_in, 5 + (1 << 20));
     assert_eq!(e.stats().rsts_sent, 0);
+}
+
+#[test]
+fn data_after_the_close_linger_resets_the_peer() {
+    // RFC 1122 §4.2.2.13, as Rusty's engine does: bytes arriving once the lingering
+    // close is over are answered with a reset.
+    let (mut e, addr) = server(
+        Probe {
+            close_on_data: true,
+            ..Probe::default()
+        },
+        KernelConfig {
+            close_linger: Duration::from_millis(100),
+            ..KernelConfig::default()
+        },
+    );
+    let mut c = client(addr);
+    c.write_all(b"first").unwrap();
+    drive(&mut e, "first data", |e| !e.handler().offers.is_empty());
+    let mut buf = [0u8; 4];
+    assert_eq!(c.read(&mut buf).unwrap(), 0, "FIN after close");
+    // Within the linger: dropped quietly.
+    c.write_all(b"early").unwrap();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(150) {
+        e.poll(Duration::from_millis(1));
+    }
+    assert!(e.handler().closed.is_empty());
+    c.write_all(b"late").unwrap();
+    drive(&mut e, "closed", |e| !e.handler().closed.is_empty());
+    assert_eq!(e.handler().closed, [CloseReason::Aborted]);
+    assert_eq!(e.stats().rsts_sent, 1);
+    // The reset reaches the client.
+    thread::sleep(Duration::from_millis(20));
+    let r = c
+        .write_all(b"more")
+        .and_then(|_| c.read(&mut buf).map(|_| ()));
+    assert!(r.is_err(), "the peer sees the reset");
 }
 
 #[test]
