@@ -40,20 +40,35 @@ pub(crate) struct RunArgs {
 }
 
 impl RunArgs {
-    /// What every benchmark does before its first run: check that it runs as root on two
-    /// usable cores, catch SIGINT/SIGTERM, and (unless `--no-build`) build `package` in
-    /// release. `what` names the command for messages. Returns the interrupt flag and the
-    /// workspace root.
+    /// [`prepare`] for this benchmark's flags and `package`.
     pub(crate) fn prepare(&self, what: &str, package: &str) -> Result<(Arc<AtomicBool>, PathBuf)> {
-        require_root(what)?;
-        check_cpus(self.server_cpu, self.client_cpu)?;
-        let interrupted = interrupt_flag()?;
-        let root = workspace_root();
-        if !self.no_build {
-            build(&root, package)?;
-        }
-        Ok((interrupted, root))
+        prepare(
+            what,
+            &[package],
+            (self.server_cpu, self.client_cpu),
+            self.no_build,
+        )
     }
+}
+
+/// What every benchmark does before its first run: check that it runs as root on two
+/// usable cores (`cpus`: server, client), catch SIGINT/SIGTERM, and (unless `no_build`)
+/// build `packages` in release. `what` names the command for messages. Returns the
+/// interrupt flag and the workspace root.
+pub(crate) fn prepare(
+    what: &str,
+    packages: &[&str],
+    cpus: (usize, usize),
+    no_build: bool,
+) -> Result<(Arc<AtomicBool>, PathBuf)> {
+    require_root(what)?;
+    check_cpus(cpus.0, cpus.1)?;
+    let interrupted = interrupt_flag()?;
+    let root = workspace_root();
+    if !no_build {
+        build(&root, packages)?;
+    }
+    Ok((interrupted, root))
 }
 
 /// Fails unless running as root; `what` names the command for the message.
@@ -208,6 +223,13 @@ pub(crate) struct Netns {
 
 impl Netns {
     pub(crate) fn create(name: String, tap: String, host_cidr: &str) -> Result<Netns> {
+        let ns = Netns::create_unaddressed(name, tap)?;
+        ip(&["-n", &ns.name, "addr", "add", host_cidr, "dev", &ns.tap])?;
+        Ok(ns)
+    }
+
+    /// The namespace and its TAP (up), with no address on the TAP's host side.
+    pub(crate) fn create_unaddressed(name: String, tap: String) -> Result<Netns> {
         ip(&["netns", "add", &name])?;
         // From here on, Drop deletes whatever was made.
         let ns = Netns { name, tap };
@@ -226,18 +248,13 @@ impl Netns {
             "multi_queue",
             "vnet_hdr",
         ])?;
-        ip(&["-n", n, "addr", "add", host_cidr, "dev", t])?;
         ip(&["-n", n, "link", "set", t, "up"])?;
         Ok(ns)
     }
 
     /// `ip netns exec NAME taskset -c CPU PROGRAM`.
     pub(crate) fn exec_pinned(&self, cpu: usize, program: &Path) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.name, "taskset", "-c"])
-            .arg(cpu.to_string())
-            .arg(program);
-        c
+        exec_pinned(&self.name, cpu, program)
     }
 
     /// Sets a (namespaced) sysctl inside the namespace.
@@ -278,6 +295,16 @@ impl Drop for Netns {
             }
         }
     }
+}
+
+/// `ip netns exec NS taskset -c CPU PROGRAM` (both exec in place, so the child's PID
+/// is the program's).
+pub(crate) fn exec_pinned(ns: &str, cpu: usize, program: &Path) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, "taskset", "-c"])
+        .arg(cpu.to_string())
+        .arg(program);
+    c
 }
 
 pub(crate) fn ip(args: &[&str]) -> Result<()> {
@@ -325,11 +352,13 @@ impl Drop for TempDir {
     }
 }
 
-/// `cargo build --release -p PACKAGE` in the workspace.
-pub(crate) fn build(root: &Path, package: &str) -> Result<()> {
+/// `cargo build --release -p PACKAGE…` in the workspace.
+pub(crate) fn build(root: &Path, packages: &[&str]) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let args: Vec<&str> = packages.iter().flat_map(|p| ["-p", p]).collect();
     let status = Command::new(cargo)
-        .args(["build", "--release", "-p", package])
+        .args(["build", "--release"])
+        .args(&args)
         .current_dir(root)
         .status()
         .map_err(|e| format!("running cargo: {e}"))?;
@@ -337,7 +366,8 @@ pub(crate) fn build(root: &Path, package: &str) -> Result<()> {
         Ok(())
     } else {
         Err(format!(
-            "`cargo build --release -p {package}` failed ({status})"
+            "`cargo build --release {}` failed ({status})",
+            args.join(" ")
         ))
     }
 }
@@ -383,6 +413,28 @@ pub(crate) fn process_cpu_seconds(pid: i32) -> Result<f64> {
     let ticks = parse_stat_ticks(&stat).ok_or_else(|| format!("unexpected {path}: {stat}"))?;
     let hz = sys::clock_ticks_per_second();
     Ok(ticks as f64 / hz.max(1) as f64)
+}
+
+/// CPU time the whole machine has spent busy (every CPU, all but idle and iowait), in
+/// seconds, from `/proc/stat`.
+pub(crate) fn machine_cpu_seconds() -> Result<f64> {
+    let stat = fs::read_to_string("/proc/stat").map_err(|e| format!("reading /proc/stat: {e}"))?;
+    let ticks = parse_busy_ticks(&stat).ok_or("unexpected /proc/stat".to_string())?;
+    let hz = sys::clock_ticks_per_second();
+    Ok(ticks as f64 / hz.max(1) as f64)
+}
+
+/// Busy clock ticks of all CPUs from the text of `/proc/stat`: user, nice, system, irq,
+/// softirq and steal of the `cpu` line (guest time is already inside user and nice).
+pub(crate) fn parse_busy_ticks(stat: &str) -> Option<u64> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().ok())
+        .collect::<Option<_>>()?;
+    let at = |i: usize| f.get(i).copied().unwrap_or(0);
+    (f.len() >= 4).then(|| at(0) + at(1) + at(2) + at(5) + at(6) + at(7))
 }
 
 /// utime + stime in clock ticks from the text of `/proc/PID/stat`.
@@ -581,6 +633,14 @@ mod tests {
         let stat = "1234 (echo (x) y) S 1 2 3 4 5 6 7 8 9 10 150 25 0 0 20 0 3 0";
         assert_eq!(parse_stat_ticks(stat), Some(175));
         assert_eq!(parse_stat_ppid(stat), Some(1));
+    }
+
+    #[test]
+    fn reads_machine_busy_time() {
+        let stat = "cpu  100 5 50 1000 20 3 7 2 40 0\ncpu0 50 2 25 500 10 1 3 1 20 0\n";
+        assert_eq!(parse_busy_ticks(stat), Some(100 + 5 + 50 + 3 + 7 + 2));
+        assert_eq!(parse_busy_ticks("cpu  1 2 3 4\n"), Some(6));
+        assert_eq!(parse_busy_ticks("intr 5\n"), None);
     }
 
     #[test]

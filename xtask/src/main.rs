@@ -8,6 +8,10 @@
 //!   httpd on Rusty's stack (TAP), the same httpd on the kernel's sockets and nginx, one
 //!   server core each, under the same wrk; prints a table and writes it into the README
 //!   (see [`bench_http`]).
+//! - `cargo xtask bench loss [--quick] [--single SIZE] [--multi NxSIZE] [--loss P,…] …`:
+//!   bulk transfers under nftables random loss in both directions, Rusty as sender and
+//!   as receiver, each against the same application on Linux's TCP behind a veth pair;
+//!   prints a table and writes it into the README (see [`bench_loss`]).
 //! - `cargo xtask gen-pages DIR`: the HTTP benchmark's page set (see [`pages`]).
 
 use std::process::ExitCode;
@@ -16,6 +20,7 @@ use clap::{Parser, Subcommand};
 
 mod bench_echo;
 mod bench_http;
+mod bench_loss;
 mod common;
 mod pages;
 mod readme;
@@ -50,6 +55,9 @@ enum Bench {
     Echo(bench_echo::Options),
     /// httpd on TAP vs httpd on the kernel backend vs nginx, under wrk (needs root).
     Http(bench_http::Options),
+    /// Bulk transfers under random loss: Rusty vs Linux as sender and receiver (needs
+    /// root).
+    Loss(bench_loss::Options),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +69,9 @@ fn main() -> ExitCode {
         Command::Bench {
             which: Bench::Http(opts),
         } => bench_http::run(&opts),
+        Command::Bench {
+            which: Bench::Loss(opts),
+        } => bench_loss::run(&opts),
         Command::GenPages { dir } => bench_http::gen_pages(&dir),
     };
     match result {

@@ -1,13 +1,16 @@
 //! # rusty-echo
 //!
-//! An echo server and a load client, written once against Rusty's [`Handler`] API, so
-//! they run unchanged on Rusty's own stack (TAP) and on the kernel's sockets.
+//! An echo server, a discard server (RFC 863) and a load client, written once against
+//! Rusty's [`Handler`] API, so they run unchanged on Rusty's own stack (TAP) and on the
+//! kernel's sockets.
 //!
 //! [`Handler`]: rusty_stack::Handler
 
+pub mod discard;
 pub mod load;
 pub mod server;
 
+pub use discard::{DiscardServer, DiscardSink, DiscardStats};
 pub use load::{Collector, LoadClient, LoadConfig, Mode, Report};
 pub use server::EchoServer;
 

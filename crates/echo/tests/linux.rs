@@ -9,13 +9,20 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{ClientSummary, Proc, TestNet, Tools, CLIENT_PY, ECHO, ECHO_LOAD, ICMP_PY};
+use common::{
+    ClientSummary, Proc, TestNet, Tools, CLIENT_PY, DISCARD_PY, ECHO, ECHO_LOAD, ICMP_PY,
+};
 
 const PORT: &str = "7";
 
 /// Start `echo` on a fresh TAP with `workers` queues (plus `extra` flags), and hand the
 /// TAP's host side to the namespace once it has attached.
 fn start_tap_echo(net: &mut TestNet, workers: usize, extra: &[&str]) -> Proc {
+    start_tap_echo_on(net, workers, extra).0
+}
+
+/// [`start_tap_echo`], also returning the TAP's name.
+fn start_tap_echo_on(net: &mut TestNet, workers: usize, extra: &[&str]) -> (Proc, String) {
     let tap = net.create_tap();
     let mut cmd = Command::new(ECHO);
     cmd.args([
@@ -29,7 +36,7 @@ fn start_tap_echo(net: &mut TestNet, workers: usize, extra: &[&str]) -> Proc {
     .args(extra);
     let echo = net.spawn("echo", cmd);
     net.move_tap_when_attached(&tap, workers, echo);
-    echo
+    (echo, tap)
 }
 
 /// Run [`CLIENT_PY`] inside the namespace against `host:7` and wait for it.
@@ -46,6 +53,7 @@ fn run_clients(
     (p, summary)
 }
 
+/// [`CLIENT_PY`] in the namespace, or behind the bridge once the test made one.
 fn spawn_clients(net: &mut TestNet, host: &str, args: &[&str]) -> Proc {
     let script = net.write("client.py", CLIENT_PY);
     let mut all = vec![
@@ -56,7 +64,11 @@ fn spawn_clients(net: &mut TestNet, host: &str, args: &[&str]) -> Proc {
     ];
     all.extend(args.iter().map(|s| s.to_string()));
     let python = net.tools.get("python3").to_path_buf();
-    net.spawn_in_ns("clients", python, &all)
+    if net.peer_ns.is_some() {
+        net.spawn_in_peer("clients", python, &all)
+    } else {
+        net.spawn_in_ns("clients", python, &all)
+    }
 }
 
 /// Every connection got its whole echo back with an equal SHA-256.
@@ -444,5 +456,91 @@ fn sigterm_mid_transfer_loses_nothing() {
     eprintln!(
         "sigterm_mid_transfer_loses_nothing: echo stopped {took:?} after SIGTERM \
          (clients still running then: {still_sending}); {s:?}"
+    );
+}
+
+/// 9. Loss in both directions, one segment at a time: the kernel peer sits behind a
+///    bridge that drops 3% of the TCP packets towards it and, independently, 3% of
+///    those from it, with no super-packets on either side (Rusty `--no-tso`, the peer
+///    `gso_max_segs 1`); 8 connections each echo 2 MB byte-exact (SHA-256) in time.
+#[test]
+fn echo_on_tap_with_loss_both_ways() {
+    let Some(mut net) = setup("echo_on_tap_with_loss_both_ways", &["python3", "nft"]) else {
+        return;
+    };
+    let (echo, tap) = start_tap_echo_on(&mut net, 2, &["--grace", "2", "--no-tso"]);
+    net.bridge_peer(&tap);
+    net.drop_bridged_percent(3);
+    let host = net.stack_ip();
+    let (clients, s) = run_clients(
+        &mut net,
+        &host,
+        &[
+            "--conns",
+            "8",
+            "--max",
+            "2000000",
+            "--big",
+            "8",
+            "--seed",
+            "9",
+            "--deadline",
+            "120",
+        ],
+        Duration::from_secs(130),
+    );
+    assert_all_echoed(&net, clients, &s, 8);
+    let (to_peer, from_peer) = net.dropped_bridged();
+    eprintln!(
+        "echo_on_tap_with_loss_both_ways: the bridge dropped {to_peer} packets from Rusty \
+         and {from_peer} to it; {s:?}"
+    );
+    stop(&mut net, echo, Duration::from_secs(5));
+}
+
+/// 10. `echo --discard` on TAP with the kernel peer behind the same lossy bridge (3%
+///     each way): 6 connections send 1 MB each and half-close; each gets EOF with
+///     nothing before it, and on SIGTERM the server reports exactly the bytes sent,
+///     with no failed connection.
+#[test]
+fn discard_on_tap_with_loss_both_ways() {
+    let Some(mut net) = setup("discard_on_tap_with_loss_both_ways", &["python3", "nft"]) else {
+        return;
+    };
+    let (server, tap) = start_tap_echo_on(&mut net, 2, &["--grace", "2", "--discard"]);
+    net.bridge_peer(&tap);
+    net.drop_bridged_percent(3);
+    let script = net.write("discard.py", DISCARD_PY);
+    let python = net.tools.get("python3").to_path_buf();
+    let (conns, size) = (6u64, 1_000_000u64);
+    let args = [
+        script.display().to_string(),
+        net.stack_ip(),
+        PORT.to_string(),
+        conns.to_string(),
+        size.to_string(),
+        "90".to_string(),
+    ];
+    let clients = net.spawn_in_peer("discard.py", python, &args);
+    let status = net.wait_ok(clients, Duration::from_secs(120));
+    if !status.success() {
+        net.fail(&format!("discard.py exited with {status}"));
+    }
+    let (to_peer, from_peer) = net.dropped_bridged();
+    stop(&mut net, server, Duration::from_secs(5));
+    let log = net.log(server);
+    let total = log
+        .lines()
+        .find_map(|l| l.strip_prefix("discard total: "))
+        .unwrap_or_else(|| net.fail("echo --discard printed no total"));
+    let want = format!("{} bytes discarded on ", conns * size);
+    if !total.starts_with(&want) || !total.ends_with("(0 failed)") {
+        net.fail(&format!(
+            "discard total `{total}`; wanted `{want}… (0 failed)`"
+        ));
+    }
+    eprintln!(
+        "discard_on_tap_with_loss_both_ways: the bridge dropped {to_peer} packets from \
+         Rusty and {from_peer} to it; {total}"
     );
 }

@@ -6,7 +6,9 @@
 //! (`rt<pid>t<n>`, at most 15 characters) and its own /24 (`10.78.N.0/24`, the
 //! namespace's kernel is `.1`, Rusty is `.2`). A TAP is pre-created in the root
 //! namespace, Rusty attaches to it there, and then its host side is moved into the
-//! test's namespace, so all test traffic stays inside that namespace.
+//! test's namespace, so all test traffic stays inside that namespace. Tests of loss
+//! put the kernel peer one hop further, in a second namespace behind a bridge
+//! ([`TestNet::bridge_peer`]), so that what the rules drop is lost to both stacks.
 //!
 //! `RUSTY_REQUIRE_PRIVILEGED=1` turns every "skip" (not root, tool missing) into a
 //! failure.
@@ -145,6 +147,8 @@ pub struct TestNet {
     pub subnet: u8,
     pub dir: PathBuf,
     pub tools: Tools,
+    /// The Linux peer's own namespace, once [`bridge_peer`](Self::bridge_peer) made it.
+    pub peer_ns: Option<String>,
     taps: Vec<String>,
     children: Vec<Child_>,
     ns_created: bool,
@@ -195,6 +199,7 @@ impl TestNet {
             subnet: 0,
             dir,
             tools,
+            peer_ns: None,
             taps: Vec::new(),
             children: Vec::new(),
             ns_created: false,
@@ -313,6 +318,96 @@ impl TestNet {
         dropped
     }
 
+    /// Put the Linux peer one hop away from Rusty, so that loss rules sit between the
+    /// two stacks instead of inside one: a bridge `rtbr` in the test's namespace joins
+    /// `tap` (its host address removed) and a veth `rtpeer` whose other end, `peer0` in a
+    /// namespace of its own (`<ns>p`), takes `host_ip()/24`. Call it after
+    /// [`move_tap_when_attached`](Self::move_tap_when_attached); start the peer's
+    /// programs with [`spawn_in_peer`](Self::spawn_in_peer).
+    ///
+    /// Why: nftables dropping in the output path of the host that sends is no loss to
+    /// that host's TCP, which sees the failed transmit and simply sends again; on a
+    /// bridge, neither end can tell. The peer's kernel sends one segment per packet
+    /// (`gso_max_segs 1`), so a rule drops single segments, not 64 KiB super-packets;
+    /// give Rusty `--no-tso` for the same.
+    pub fn bridge_peer(&mut self, tap: &str) {
+        let ns = self.ns.clone();
+        let peer = format!("{ns}p");
+        self.ip(&["netns", "add", &peer]);
+        self.peer_ns = Some(peer.clone());
+        self.ip(&["-n", &peer, "link", "set", "lo", "up"]);
+        self.ip(&["-n", &ns, "addr", "flush", "dev", tap]);
+        self.ip(&["-n", &ns, "link", "add", "rtbr", "type", "bridge"]);
+        self.ip(&[
+            "-n", &ns, "link", "add", "rtpeer", "type", "veth", "peer", "name", "peer0", "netns",
+            &peer,
+        ]);
+        for dev in [tap, "rtpeer", "rtbr"] {
+            if dev != "rtbr" {
+                self.ip(&["-n", &ns, "link", "set", "dev", dev, "master", "rtbr"]);
+            }
+            self.ip(&["-n", &ns, "link", "set", "dev", dev, "up"]);
+        }
+        let cidr = format!("{}/24", self.host_ip());
+        self.ip(&["-n", &peer, "addr", "add", &cidr, "dev", "peer0"]);
+        self.ip(&[
+            "-n",
+            &peer,
+            "link",
+            "set",
+            "dev",
+            "peer0",
+            "gso_max_segs",
+            "1",
+            "up",
+        ]);
+    }
+
+    /// Make the bridge of [`bridge_peer`](Self::bridge_peer) drop `percent`% of the TCP
+    /// packets it forwards towards the peer and, drawn independently, `percent`% of
+    /// those from the peer (nftables `numgen random`, bridge table `rusty_drop`, one
+    /// counter per direction). Needs the `nft` tool.
+    pub fn drop_bridged_percent(&self, percent: u32) {
+        let draw = format!("meta l4proto tcp numgen random mod 100 < {percent}");
+        let rules = [
+            "table bridge rusty_drop {".to_string(),
+            "  chain to_peer {\n    counter drop\n  }".into(),
+            "  chain from_peer {\n    counter drop\n  }".into(),
+            "  chain pass {".into(),
+            "    type filter hook forward priority filter; policy accept;".into(),
+            format!("    oifname \"rtpeer\" {draw} jump to_peer"),
+            format!("    iifname \"rtpeer\" {draw} jump from_peer"),
+            "  }\n}\n".into(),
+        ]
+        .join("\n");
+        let file = self.write("loss.nft", &rules);
+        let nft = self.tools.get("nft").to_path_buf();
+        let (ok, out) = self.ns_quick(&nft, &["-f", &file.display().to_string()]);
+        if !ok {
+            self.fail(&format!("nft -f {}: {out}\n{rules}", file.display()));
+        }
+    }
+
+    /// How many packets the rules of [`drop_bridged_percent`](Self::drop_bridged_percent)
+    /// have dropped, (towards the peer, from it); fails the test when either dropped none.
+    pub fn dropped_bridged(&self) -> (u64, u64) {
+        let nft = self.tools.get("nft").to_path_buf();
+        let count = |chain: &str| {
+            let (_, rules) = self.ns_quick(&nft, &["list", "chain", "bridge", "rusty_drop", chain]);
+            let n: u64 = rules
+                .split_whitespace()
+                .skip_while(|w| *w != "packets")
+                .nth(1)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            if n == 0 {
+                self.fail(&format!("the bridge dropped nothing in {chain}:\n{rules}"));
+            }
+            n
+        };
+        (count("to_peer"), count("from_peer"))
+    }
+
     /// Pre-create a persistent multi-queue TAP with virtio-net headers in the root
     /// namespace; Rusty attaches to it by name (`tap:NAME`).
     pub fn create_tap(&mut self) -> String {
@@ -405,6 +500,24 @@ impl TestNet {
     pub fn spawn_in_ns(&mut self, label: &str, program: impl AsRef<Path>, args: &[String]) -> Proc {
         let mut cmd = self.ns_command(program);
         cmd.args(args);
+        self.spawn(label, cmd)
+    }
+
+    /// Start `program args` in the peer's namespace of [`bridge_peer`](Self::bridge_peer).
+    pub fn spawn_in_peer(
+        &mut self,
+        label: &str,
+        program: impl AsRef<Path>,
+        args: &[String],
+    ) -> Proc {
+        let peer = self
+            .peer_ns
+            .clone()
+            .unwrap_or_else(|| self.fail("spawn_in_peer before bridge_peer"));
+        let mut cmd = Command::new(self.tools.get("ip"));
+        cmd.args(["netns", "exec", &peer])
+            .arg(program.as_ref())
+            .args(args);
         self.spawn(label, cmd)
     }
 
@@ -557,6 +670,12 @@ impl Drop for TestNet {
             // Wherever the device is now; deleting the namespace would remove it too.
             let _ = quick(&ip, &["-n", &self.ns, "link", "del", "dev", tap]);
             let _ = quick(&ip, &["link", "del", "dev", tap]);
+        }
+        if let Some(peer) = &self.peer_ns {
+            let (ok, out) = quick(&ip, &["netns", "del", peer]);
+            if !ok {
+                eprintln!("{}: deleting namespace {peer}: {out}", self.test);
+            }
         }
         if self.ns_created {
             let (ok, out) = quick(&ip, &["netns", "del", &self.ns]);

@@ -1,6 +1,7 @@
-//! `echo <port> [<n links> [<link> <ipv4> <n workers>]...]`: an echo server on Rusty's
-//! stack (TAP) or, without links, on the kernel's sockets on all addresses with one
-//! worker per core.
+//! `echo <port> [<n links> [<link> <ipv4> <n workers>]...] [--discard]`: an echo server
+//! on Rusty's stack (TAP) or, without links, on the kernel's sockets on all addresses
+//! with one worker per core. With `--discard`, a discard server (RFC 863) instead: what
+//! arrives is dropped, nothing is sent, and each connection closes after its peer does.
 
 use std::process::ExitCode;
 
@@ -8,12 +9,12 @@ use clap::Parser;
 use rusty::cli::CommonArgs;
 use rusty::launch;
 use rusty::runtime::StopHandle;
-use rusty_echo::EchoServer;
+use rusty_echo::{DiscardServer, DiscardSink, DiscardStats, EchoServer};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "echo",
-    about = "Echo server on Rusty (TAP) or on kernel sockets",
+    about = "Echo (or discard) server on Rusty (TAP) or on kernel sockets",
     after_help = "Links: <n links> then, per link, <link> <ipv4>[/prefix] <n workers>, where <link> is\n\
                   kernel, tapN or tap:NAME; an address without a prefix is a /24 (so is --tap-host's).\n\
                   Example: echo 7 1 tap0 10.0.2.2/24 2 --tap-host 10.0.2.1/24"
@@ -23,6 +24,10 @@ struct Cli {
     port: u16,
     /// Link specs (see below).
     links: Vec<String>,
+    /// Discard (RFC 863) instead of echoing: consume and drop every byte, send nothing,
+    /// close when the peer closes. The counters printed on stop include the bytes taken.
+    #[arg(long)]
+    discard: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -37,16 +42,36 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let name = if cli.discard { "discard" } else { "echo" };
     log::info!(
-        "echo: listening on port {} ({})",
+        "{name}: listening on port {} ({})",
         cli.port,
         launch.describe_links()
     );
     let stop = StopHandle::new();
-    match launch::run(&launch, Some(cli.port), &stop, |_| EchoServer::default()) {
+    let sink = DiscardSink::default();
+    let result = if cli.discard {
+        let handler_sink = sink.clone();
+        launch::run(&launch, Some(cli.port), &stop, move |ctx| {
+            DiscardServer::default().with_sink(ctx.index(), handler_sink.clone())
+        })
+    } else {
+        launch::run(&launch, Some(cli.port), &stop, |_| EchoServer::default())
+    };
+    match result {
         Ok(stats) => {
             for (i, s) in stats.iter().enumerate() {
                 log::info!("worker {i}: {s}");
+            }
+            if cli.discard {
+                let mut taken = sink.lock().map(|v| v.clone()).unwrap_or_default();
+                taken.sort_by_key(|(i, _)| *i);
+                let mut total = DiscardStats::default();
+                for (i, s) in &taken {
+                    log::info!("discard worker {i}: {s}");
+                    total.add(s);
+                }
+                log::info!("discard total: {total}");
             }
             ExitCode::SUCCESS
         }

@@ -227,3 +227,56 @@ for k in range(count):
 print(f"ICMP {ok}/{count} replies from {host}", flush=True)
 sys.exit(0 if ok == count else 1)
 "#;
+
+/// Discard client: `discard.py HOST PORT CONNS BYTES DEADLINE`: first wait (up to 15 s)
+/// until a connection to the server opens, then `CONNS` connections at once each send
+/// `BYTES` random bytes, half-close and read to EOF, which a discard server sends once it
+/// has taken everything. Prints `SUMMARY ok=N sent=S back=B secs=T`; exits 0 iff every
+/// connection got its EOF with nothing before it, within `DEADLINE` seconds.
+pub(crate) const DISCARD_PY: &str = r#"
+import os, socket, sys, threading, time
+host, port, conns, size, deadline = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+start = time.monotonic()
+while True:
+    try:
+        socket.create_connection((host, port), timeout=10).close()
+        break
+    except OSError as e:
+        if time.monotonic() - start > 15:
+            print(f"SUMMARY ok=0 sent=0 back=0 secs=0 (server not ready: {e!r})", flush=True)
+            os._exit(2)
+        time.sleep(0.05)
+end = time.monotonic() + deadline
+res = [dict(ok=False, sent=0, back=0, error=None) for _ in range(conns)]
+
+def run(i):
+    r = res[i]
+    data = os.urandom(size)
+    try:
+        s = socket.create_connection((host, port), timeout=30)
+        s.sendall(data)
+        r["sent"] = size
+        s.shutdown(socket.SHUT_WR)
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            r["back"] += len(b)
+        s.close()
+        r["ok"] = r["back"] == 0
+    except OSError as e:
+        r["error"] = repr(e)
+
+threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(conns)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(max(end - time.monotonic(), 0.01))
+for i, r in enumerate(res):
+    if not r["ok"]:
+        print(f"CONN {i} {r}", flush=True)
+ok = sum(r["ok"] for r in res)
+print(f"SUMMARY ok={ok} sent={sum(r['sent'] for r in res)} back={sum(r['back'] for r in res)} "
+      f"secs={time.monotonic() - start:.2f}", flush=True)
+os._exit(0 if ok == conns else 1)
+"#;
