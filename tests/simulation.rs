@@ -1180,3 +1180,49 @@ fn payload_check_detects_a_wrong_byte() {
     fill_payload(43, 13, &mut part);
     assert_ne!(&whole[13..], &part[..]);
 }
+
+/// Random loss of 1 % of the frames each way (data and ACKs), one long transfer: loss
+/// recovery (SACK, RACK, PRR) and the probes repair everything without a single
+/// retransmission timeout, and resend nothing that was not lost.
+#[test]
+fn one_percent_loss_each_way_needs_no_timeout() {
+    for seed in 0..8u64 {
+        let path = FaultConfig {
+            delay: Duration::from_micros(300),
+            loss: 0.01,
+            ..FaultConfig::none()
+        };
+        let mut scenario = Scenario::new(1, false);
+        scenario.client = Knobs::plain();
+        scenario.server = Knobs::plain();
+        scenario.backlog = 128;
+        scenario.client_ports = None;
+        scenario.to_server = path;
+        scenario.to_client = path;
+        scenario.concurrency = 1;
+        scenario.sack_profile = None;
+        scenario.conns = vec![ConnSpec {
+            to_server: Flow {
+                len: 4 << 20,
+                key: 7,
+                shared: false,
+            },
+            to_client: Flow {
+                len: 0,
+                key: 8,
+                shared: false,
+            },
+            close: ClosePattern::ClientFirst,
+            second_uses_close: true,
+            client_read_limit: None,
+            server_read_limit: None,
+        }];
+        let o = run_scenario(seed, scenario).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let c = &o.client;
+        assert_eq!(c.rtos, 0, "seed {seed}: {c}");
+        assert!(
+            c.fast_retransmits > 0 && c.rack_losses > 0,
+            "seed {seed}: {c}"
+        );
+    }
+}

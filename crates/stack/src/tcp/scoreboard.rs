@@ -92,7 +92,7 @@ pub(crate) struct LossOutcome {
 }
 
 /// The sender's record of what is in flight. See the module docs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Scoreboard {
     segs: VecDeque<Sent>,
     /// Bytes in SACKed records.
@@ -102,6 +102,12 @@ pub(crate) struct Scoreboard {
     /// Bytes in records whose retransmission is in flight.
     retrans: usize,
     rack: Rack,
+}
+
+impl std::fmt::Debug for Scoreboard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "rack {:?} segs {:?}", self.rack, self.dump())
+    }
 }
 
 impl Default for Scoreboard {
@@ -539,10 +545,10 @@ impl Scoreboard {
         Some((s.end - len, s.end))
     }
 
-    /// The last record (for a tail loss probe that resends, RFC 8985 §7.3), cut to its
-    /// last `mss` bytes.
+    /// What a probe that resends carries (RFC 8985 §7.3): the last `mss` bytes of the
+    /// highest record the peer has not SACKed.
     pub(crate) fn last(&self, mss: usize) -> Option<(SeqNum, SeqNum)> {
-        let s = self.segs.back()?;
+        let s = self.segs.iter().rev().find(|s| !s.has(SACKED))?;
         let len = s.len().min(mss.max(1));
         Some((s.end - len, s.end))
     }
@@ -552,6 +558,15 @@ impl Scoreboard {
         let rack = self.rack;
         *self = Scoreboard::default();
         self.rack = rack;
+    }
+
+    /// Debug: (start offset from the first record, len, flags, xmit) per record.
+    pub(crate) fn dump(&self) -> Vec<(usize, usize, u8, u64)> {
+        let base = self.segs.front().map(|s| s.start).unwrap_or_default();
+        self.segs
+            .iter()
+            .map(|s| (s.start.since(base), s.len(), s.flags, s.xmit.as_micros()))
+            .collect()
     }
 
     #[cfg(test)]
@@ -800,6 +815,13 @@ mod tests {
         assert_eq!(b.last(MSS), Some((SeqNum(10_000), SeqNum(11_000))));
         b.on_transmit(SeqNum(10_000), SeqNum(11_000), ms(21));
         assert_eq!(b.rescue(MSS), Some((SeqNum(9000), SeqNum(10_000))));
+        let blocks = [Some((10_000, 11_000)), Some((2000, 9000)), None];
+        b.on_sack(&blocks, SeqNum(1000), SeqNum(11_000), ms(22));
+        assert_eq!(
+            b.last(MSS),
+            Some((SeqNum(9000), SeqNum(10_000))),
+            "not a SACKed one"
+        );
     }
 
     #[test]

@@ -32,6 +32,13 @@ struct AckFacts {
     rtt: Option<Duration>,
 }
 
+/// Probes sent in a row without an ACK that delivers data before the RTO takes over.
+/// RFC 8985 sends one; like QUIC's probe timeout (RFC 9002 §6.2), which backs off and
+/// repeats, we send up to three, each after twice the previous wait, so that the loss
+/// of a probe or of its ACK (often delayed by the receiver, being one new segment)
+/// costs milliseconds rather than the 200 ms minimum RTO and its collapse of cwnd.
+const MAX_PROBES: u8 = 3;
+
 /// The shortest probe timeout, microseconds (Linux: TCP_TIMEOUT_MIN, 2 jiffies;
 /// RFC 8985 §7.2 leaves it to the timer granularity).
 const MIN_PTO_US: u64 = 10_000;
@@ -226,6 +233,10 @@ impl Tcb {
             delivered = mss;
         }
 
+        if delivered > 0 && !dupack {
+            // The ACK clock runs: probes start counting afresh.
+            self.recovery.probes = 0;
+        }
         self.check_spurious(now, seg, prior_una, dsack);
         self.tlp_on_ack(now, seg, dsack);
 
@@ -312,7 +323,6 @@ impl Tcb {
         self.recovery.recover = Some(self.snd.max);
         self.recovery.rescued = false;
         self.recovery.tlp = None;
-        self.timers.stop(Timer::Tlp);
         self.recovery.prr = Prr {
             recover_fs: flight.max(1),
             ..Prr::default()
@@ -387,7 +397,9 @@ impl Tcb {
         if seg.ack < end {
             return;
         }
-        if !retrans || dsack {
+        if !retrans || dsack || self.recovery.in_recovery {
+            // New data, a duplicate, or a probe inside a recovery that has already
+            // reduced the window.
             self.recovery.tlp = None;
         } else if seg.ack > end || !self.sack_ok {
             self.recovery.tlp = None;
@@ -398,17 +410,21 @@ impl Tcb {
         }
     }
 
-    /// Arm the tail loss probe (RFC 8985 §7.2) when data is in flight, outside
-    /// recovery, with nothing SACKed; stop it otherwise.
+    /// Arm the probe timer (RFC 8985 §7.2) when data is in flight; stop it otherwise.
+    ///
+    /// Unlike RFC 8985 (and Linux), the probe also runs during recovery and with SACKed
+    /// data outstanding: when the ACKs of a whole flight are lost, PRR (which sends only
+    /// as ACKs arrive) and RACK (which needs a later segment delivered) would both wait
+    /// for the RTO; one probe after two round trips restarts the ACK clock instead.
+    /// On paths where receivers coalesce ACKs (GRO, or Rusty's own one ACK per burst),
+    /// one lost ACK can be the last of a flight.
     pub(super) fn arm_tlp(&mut self, now: Instant) {
         let flight = self.snd.max.since(self.snd.una);
         let eligible = self.sack_ok
             && flight > 0
             && self.snd.wnd > 0
-            && !self.recovery.in_recovery
-            && self.recovery.tlp.is_none()
+            && self.recovery.probes < MAX_PROBES
             && self.recovery.retries == 0
-            && self.board.is_quiet()
             && matches!(
                 self.state,
                 State::Established
@@ -426,7 +442,8 @@ impl Tcb {
         if flight <= self.snd.mss {
             pto = pto.saturating_add(WORST_CASE_DELAYED_ACK.as_micros() as u64);
         }
-        let mut at = Instant::from_micros(now.as_micros().saturating_add(pto.max(MIN_PTO_US)));
+        let pto = pto.max(MIN_PTO_US) << self.recovery.probes;
+        let mut at = Instant::from_micros(now.as_micros().saturating_add(pto));
         if let Some(rto) = self.timers.get(Timer::Rto) {
             if rto < at {
                 at = rto;

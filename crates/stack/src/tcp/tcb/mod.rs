@@ -298,6 +298,8 @@ struct Recovery {
     /// The tail loss probe in flight (RFC 8985 §7): TLP.end_seq and whether it resent
     /// old data.
     tlp: Option<(SeqNum, bool)>,
+    /// Probes sent since the last ACK that delivered data (at most `MAX_PROBES`).
+    probes: u8,
     /// Evidence that the last reduction was spurious.
     undo: Option<Undo>,
 }

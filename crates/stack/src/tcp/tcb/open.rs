@@ -95,6 +95,7 @@ impl Tcb {
                 prr: Default::default(),
                 rescued: false,
                 tlp: None,
+                probes: 0,
                 undo: None,
             },
             pending: PendingOutput {

@@ -271,15 +271,20 @@ impl Tcb {
     }
 
     /// The tail loss probe (RFC 8985 §7.3): a new segment if the peer's window takes
-    /// one, otherwise the last segment sent, again; then the RTO is armed afresh.
+    /// one, otherwise the last segment sent, again; in recovery, the first lost segment
+    /// still waiting for its retransmission comes first. Then the RTO is armed afresh.
     fn send_tlp(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
-        if self.snd.max == self.snd.una || self.recovery.in_recovery {
+        if self.snd.max == self.snd.una {
             return;
         }
         let before = out.len();
         let mss = self.max_payload();
         let unsent = self.snd.unsent_data();
-        let retrans = if unsent > 0 && self.rwnd_room() >= unsent.min(mss) {
+        let lost = self.board.next_lost(mss);
+        let retrans = if let Some((start, end)) = lost {
+            self.send_segment_at(now, start, end.since(start), false, out);
+            true
+        } else if unsent > 0 && self.rwnd_room() >= unsent.min(mss) {
             self.send_segment_at(now, self.snd.nxt, mss, false, out);
             false
         } else if let Some((start, end)) = self.board.last(mss) {
@@ -290,6 +295,7 @@ impl Tcb {
         };
         if out.len() > before {
             self.counters.tlps += 1;
+            self.recovery.probes += 1;
             self.recovery.tlp = Some((self.snd.max, retrans));
             self.timers.set(Timer::Rto, now + self.rtt.rto());
         }

@@ -130,7 +130,7 @@ impl Tcb {
 
     /// The probe timeout (RFC 8985 §7.3): send a tail loss probe.
     fn on_tlp_timeout(&mut self, now: Instant) {
-        if self.snd.max != self.snd.una && !self.recovery.in_recovery {
+        if self.snd.max != self.snd.una {
             self.pending.tlp = true;
             // The probe goes instead of a timeout due at the same moment (§7.2 caps
             // the PTO at the RTO); the RTO is armed afresh behind it.
