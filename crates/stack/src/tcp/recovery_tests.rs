@@ -276,3 +276,40 @@ fn newreno_stays_selectable() {
     // NewReno halves the flight (9 segments).
     assert_eq!(tcb.ssthresh(), 9 * M / 2);
 }
+
+#[test]
+fn a_duplicate_segment_is_reported_as_a_dsack() {
+    let mut tcb = passive_sack(&cfg());
+    rx(&mut tcb, ms(1), &data(IRS + 1, ISS + 1, 100));
+    tx(&mut tcb, ms(1));
+    // The same segment again (the sender resent it needlessly): RFC 2883 §4.
+    rx(&mut tcb, ms(2), &data(IRS + 1, ISS + 1, 100));
+    let out = tx(&mut tcb, ms(2));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ack, Some(SeqNum(IRS + 101)));
+    assert_eq!(out[0].sack, [Some((IRS + 1, IRS + 101)), None, None]);
+    // Reported once.
+    rx(&mut tcb, ms(3), &data(IRS + 101, ISS + 1, 100));
+    let out = tx(&mut tcb, ms(50));
+    assert!(out.iter().all(|s| s.sack == [None; 3]));
+}
+
+#[test]
+fn a_dsack_comes_first_and_the_out_of_order_blocks_follow() {
+    let mut tcb = passive_sack(&cfg());
+    rx(&mut tcb, ms(1), &data(IRS + 1, ISS + 1, 100));
+    rx(&mut tcb, ms(1), &data(IRS + 201, ISS + 1, 100));
+    tx(&mut tcb, ms(1));
+    // A segment overlapping what was received: its first 50 bytes are duplicates.
+    rx(&mut tcb, ms(2), &data(IRS + 51, ISS + 1, 100));
+    let out = tx(&mut tcb, ms(2));
+    assert_eq!(out[0].ack, Some(SeqNum(IRS + 151)));
+    assert_eq!(
+        out[0].sack,
+        [
+            Some((IRS + 51, IRS + 101)),
+            Some((IRS + 201, IRS + 301)),
+            None
+        ]
+    );
+}

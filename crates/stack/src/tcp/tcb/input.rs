@@ -173,6 +173,10 @@ impl Tcb {
                 }
                 if !seg.flags.rst {
                     self.pending.ack_now = true;
+                    if seg.payload_len > 0 && seg.seq + seg.payload_len <= self.rcv.nxt {
+                        // Entirely old data: a duplicate (RFC 2883 §4 case 1).
+                        self.pending.dsack = Some((seg.seq, seg.seq + seg.payload_len));
+                    }
                     // TIME-WAIT (§3.10.7.4, eighth check): a retransmitted FIN is
                     // acknowledged again and restarts the 2·MSL wait. Being a duplicate,
                     // it never passes the sequence check, so it is recognised here.
@@ -210,6 +214,11 @@ impl Tcb {
         let mut seq = seg.seq;
         if seq < self.rcv.nxt {
             let dup = self.rcv.nxt.since(seq).min(payload.len());
+            if dup > 0 {
+                // Its front was received before: report that part (RFC 2883 §4).
+                self.pending.dsack = Some((seq, seq + dup));
+                self.pending.ack_now = true;
+            }
             payload = &payload[dup..];
             seq += dup;
         }

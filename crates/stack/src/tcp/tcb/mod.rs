@@ -357,6 +357,9 @@ struct PendingOutput {
     keepalive_probe: bool,
     /// A tail loss probe (RFC 8985 §7.3).
     tlp: bool,
+    /// A duplicate segment arrived: report it in the next ACK's first SACK block
+    /// (D-SACK, RFC 2883 §4), so the sender can tell its retransmission was spurious.
+    dsack: Option<(SeqNum, SeqNum)>,
     /// RST to send: <SEQ=x><CTL=RST> for an unacceptable ACK, or our abort.
     rst: Option<(SeqNum, Option<SeqNum>)>,
 }

@@ -104,6 +104,7 @@ impl Tcb {
                 probe: false,
                 keepalive_probe: false,
                 tlp: false,
+                dsack: None,
                 rst: None,
             },
             timers: TimerTable::default(),

@@ -51,11 +51,17 @@ impl Tcb {
             self.pending.ack_now = false;
             self.rcv.unacked_segs = 0;
             self.timers.stop(Timer::DelayedAck);
+            let dsack = self.pending.dsack.take().filter(|_| self.sack_ok);
+            if let Some((l, r)) = dsack {
+                // RFC 2883 §4: the duplicate goes first, the usual blocks after it.
+                seg.sack[0] = Some((l.0, r.0));
+            }
             if self.sack_ok && self.rcv.buf.has_out_of_order() {
                 let mut ranges = [(0u32, 0u32); 3];
                 let n = self.rcv.buf.sack_ranges(&mut ranges);
                 let base = self.rcv.nxt;
-                for (slot, (l, r)) in seg.sack.iter_mut().zip(ranges.iter().take(n)) {
+                let slots = &mut seg.sack[dsack.is_some() as usize..];
+                for (slot, (l, r)) in slots.iter_mut().zip(ranges.iter().take(n)) {
                     *slot = Some(((base + *l as usize).0, (base + *r as usize).0));
                 }
             }
@@ -64,12 +70,19 @@ impl Tcb {
 
     /// Bytes the SACK option adds to a segment sent now (RFC 2018 §3, padded to 4).
     fn sack_option_len(&self) -> usize {
-        if self.sack_ok && self.rcv.buf.has_out_of_order() {
+        if !self.sack_ok {
+            return 0;
+        }
+        let dsack = self.pending.dsack.is_some() as usize;
+        let n = if self.rcv.buf.has_out_of_order() {
             let mut ranges = [(0u32, 0u32); 3];
-            let n = self.rcv.buf.sack_ranges(&mut ranges);
-            (2 + 8 * n + 3) & !3
+            self.rcv.buf.sack_ranges(&mut ranges)
         } else {
             0
+        };
+        match (n + dsack).min(3) {
+            0 => 0,
+            blocks => (2 + 8 * blocks + 3) & !3,
         }
     }
 
