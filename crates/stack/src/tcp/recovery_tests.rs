@@ -82,7 +82,7 @@ fn three_holes_are_repaired_in_one_round_trip_without_a_timeout() {
     assert_eq!(c.fast_retransmits, 1, "one recovery episode");
     assert_eq!(c.retransmitted_segments, 3);
     assert_eq!(c.retransmitted_bytes, 3 * MU);
-    // RFC 5681 eq. 4 through NewReno's halving, reached through PRR.
+    // The controller's reduction (CUBIC's β by default), reached through PRR.
     assert_eq!(tcb.cwnd(), tcb.ssthresh());
 }
 
@@ -312,4 +312,22 @@ fn a_dsack_comes_first_and_the_out_of_order_blocks_follow() {
             None
         ]
     );
+}
+
+#[test]
+fn a_peer_that_sacks_everything_then_goes_quiet_gets_the_head_again() {
+    // RFC 2018 §8: SACKed data may be dropped by the receiver (reneging); after a
+    // timeout the segment at SND.UNA is resent even if it was SACKed.
+    let mut tcb = sending(10);
+    rx(&mut tcb, ms(50), &sack(0, &[(0, 10)]));
+    let mut resent = vec![];
+    for _ in 0..6 {
+        let Some(t) = tcb.next_deadline() else { break };
+        resent.extend(seqs(&tick(&mut tcb, t)));
+        if resent.contains(&at(0)) {
+            break;
+        }
+    }
+    assert!(resent.contains(&at(0)), "{resent:?}");
+    assert!(tcb.next_deadline().is_some(), "a timer still runs");
 }

@@ -298,8 +298,12 @@ impl Scoreboard {
         una: SeqNum,
         snd_max: SeqNum,
         now: Instant,
+        mss: usize,
     ) -> SackOutcome {
         let mut out = SackOutcome::default();
+        if self.rack.dsack_round.is_some_and(|r| una >= r) {
+            self.rack.dsack_round = None;
+        }
         let valid = |l: SeqNum, r: SeqNum| l < r && r.since(l) < (1 << 30);
         if let Some((l, r)) = blocks[0] {
             let (l, r) = (SeqNum(l), SeqNum(r));
@@ -321,14 +325,33 @@ impl Scoreboard {
                 out.invalid_blocks += 1;
                 continue;
             }
-            self.mark_sacked(l, r, now, &mut best);
+            self.mark_sacked(l, r, now, mss.max(1), &mut best);
         }
         self.rack_advance(best, now);
         out
     }
 
-    fn mark_sacked(&mut self, l: SeqNum, r: SeqNum, now: Instant, best: &mut Option<Sent>) {
-        // Only the records the block covers whole are SACKed: cut at its edges first.
+    fn mark_sacked(
+        &mut self,
+        l: SeqNum,
+        r: SeqNum,
+        now: Instant,
+        mss: usize,
+        best: &mut Option<Sent>,
+    ) {
+        // Only whole segments are SACKed: an edge inside a record is moved inward to a
+        // segment boundary of that record (and inside a SACKed record, to its edge), so
+        // a peer SACKing odd byte ranges cannot cut the flight into tiny records (the
+        // CVE-2019-11477 class; Linux rounds the same way).
+        let Some(l) = self.round_edge(l, mss, true) else {
+            return;
+        };
+        let Some(r) = self.round_edge(r, mss, false) else {
+            return;
+        };
+        if l >= r {
+            return;
+        }
         let (Some(first), Some(last)) = (self.split_at(l), self.split_at(r)) else {
             return;
         };
@@ -342,6 +365,52 @@ impl Scoreboard {
             self.segs[i].flags = (s.flags & EVER_RETRANS) | SACKED;
             self.rack_delivered(&s, now, best);
         }
+    }
+
+    /// `seq` moved to a boundary a split may use: up (`up`) or down to a multiple of
+    /// `mss` from the start of the record it falls in, or to that record's edge if it
+    /// is SACKed already. `None` outside the records.
+    fn round_edge(&self, seq: SeqNum, mss: usize, up: bool) -> Option<SeqNum> {
+        let front = self.segs.front()?.start;
+        let back = self.segs.back()?.end;
+        if seq <= front {
+            return Some(front);
+        }
+        if seq >= back {
+            return Some(back);
+        }
+        let s = self.segs[self.segs.partition_point(|s| s.end <= seq)];
+        if seq == s.start {
+            return Some(seq);
+        }
+        if s.has(SACKED) {
+            return Some(if up { s.end } else { s.start });
+        }
+        let into = seq.since(s.start);
+        let cut = if up {
+            into.div_ceil(mss).saturating_mul(mss)
+        } else {
+            into / mss * mss
+        };
+        Some(if cut >= s.len() { s.end } else { s.start + cut })
+    }
+
+    /// The head record is SACKed: after a timeout that means the receiver dropped
+    /// what it had SACKed (reneging, RFC 2018 §8), so all SACK information is
+    /// forgotten and the head is sent again.
+    pub(crate) fn renege_if_head_sacked(&mut self) {
+        if !self.segs.front().is_some_and(|s| s.has(SACKED)) {
+            return;
+        }
+        for s in self.segs.iter_mut() {
+            s.flags &= !SACKED;
+        }
+        self.sacked = 0;
+    }
+
+    /// Records whose retransmission is in flight.
+    pub(crate) fn retransmissions_in_flight(&self) -> u32 {
+        self.segs.iter().filter(|s| s.has(RETRANS)).count() as u32
     }
 
     /// A D-SACK arrived (RFC 8985 §6.2 step 4): widen the reordering window, once per
@@ -638,6 +707,7 @@ mod tests {
             SeqNum(1000),
             SeqNum(11_000),
             ms(20),
+            MSS,
         );
         assert!(!out.dsack);
         assert_eq!(b.sacked_bytes(), 3000);
@@ -663,7 +733,7 @@ mod tests {
         let mut b = ten();
         // Holes at 1000, 4000 and 7000; everything else SACKed.
         let blocks = [Some((8000, 11_000)), Some((5000, 7000)), Some((2000, 4000))];
-        b.on_sack(&blocks, SeqNum(1000), SeqNum(11_000), ms(30));
+        b.on_sack(&blocks, SeqNum(1000), SeqNum(11_000), ms(30), MSS);
         let reo = b.reo_wnd(SeqNum(1000), false, false, Duration::from_millis(20), MSS);
         let loss = b.detect_loss(ms(30), reo, MSS);
         assert_eq!(loss.rack_lost + loss.dupthresh_lost, 3);
@@ -685,6 +755,7 @@ mod tests {
             SeqNum(1000),
             SeqNum(11_000),
             ms(20),
+            MSS,
         );
         let srtt = Duration::from_millis(20);
         let reo = b.reo_wnd(SeqNum(1000), false, false, srtt, MSS);
@@ -708,6 +779,7 @@ mod tests {
             SeqNum(1000),
             SeqNum(11_000),
             ms(20),
+            MSS,
         );
         let reo = b.reo_wnd(SeqNum(1000), false, false, Duration::from_millis(20), MSS);
         let t = b.detect_loss(ms(20), reo, MSS).timeout.unwrap();
@@ -724,13 +796,14 @@ mod tests {
             SeqNum(1000),
             SeqNum(11_000),
             ms(20),
+            MSS,
         );
         b.detect_loss(ms(20), Duration::ZERO, MSS);
         b.on_transmit(SeqNum(1000), SeqNum(2000), ms(21));
         // Segments sent after the retransmission get SACKed; it did not arrive.
         b.on_transmit(SeqNum(11_000), SeqNum(12_000), ms(22));
         let blocks = [Some((2000, 12_000)), None, None];
-        b.on_sack(&blocks, SeqNum(1000), SeqNum(12_000), ms(45));
+        b.on_sack(&blocks, SeqNum(1000), SeqNum(12_000), ms(45), MSS);
         let loss = b.detect_loss(ms(45), Duration::ZERO, MSS);
         assert_eq!(loss.rack_lost, 1);
         assert_eq!(b.next_lost(MSS), Some((SeqNum(1000), SeqNum(2000))));
@@ -750,7 +823,7 @@ mod tests {
             [Some((0x8000_0000, 0x8000_1000)), None, None], // far away
             [Some((u32::MAX, 100)), None, None],            // wraps, huge
         ] {
-            b.on_sack(&blocks, una, max, ms(20));
+            b.on_sack(&blocks, una, max, ms(20), MSS);
         }
         assert_eq!(b.sacked_bytes(), 0);
         assert_eq!(b.segs.len(), 10);
@@ -766,6 +839,7 @@ mod tests {
             SeqNum(3000),
             SeqNum(11_000),
             ms(20),
+            MSS,
         );
         assert!(out.dsack);
         assert!(b.reordering_seen());
@@ -774,6 +848,7 @@ mod tests {
             SeqNum(3000),
             SeqNum(11_000),
             ms(21),
+            MSS,
         );
         assert!(out.dsack);
         assert_eq!(b.sacked_bytes(), 2000, "the second block still counts");
@@ -789,6 +864,7 @@ mod tests {
             SeqNum(0),
             SeqNum(8000),
             ms(10),
+            MSS,
         );
         assert_eq!(b.records().len(), 3);
         b.mark_all_lost();
@@ -810,18 +886,74 @@ mod tests {
             SeqNum(1000),
             SeqNum(11_000),
             ms(20),
+            MSS,
         );
         assert_eq!(b.rescue(MSS), Some((SeqNum(10_000), SeqNum(11_000))));
         assert_eq!(b.last(MSS), Some((SeqNum(10_000), SeqNum(11_000))));
         b.on_transmit(SeqNum(10_000), SeqNum(11_000), ms(21));
         assert_eq!(b.rescue(MSS), Some((SeqNum(9000), SeqNum(10_000))));
         let blocks = [Some((10_000, 11_000)), Some((2000, 9000)), None];
-        b.on_sack(&blocks, SeqNum(1000), SeqNum(11_000), ms(22));
+        b.on_sack(&blocks, SeqNum(1000), SeqNum(11_000), ms(22), MSS);
         assert_eq!(
             b.last(MSS),
             Some((SeqNum(9000), SeqNum(10_000))),
             "not a SACKed one"
         );
+    }
+
+    #[test]
+    fn odd_byte_sack_edges_never_cut_records_below_a_segment() {
+        let mut b = Scoreboard::default();
+        b.on_transmit(SeqNum(0), SeqNum(8000), ms(0)); // one TSO run of 8 segments
+        for i in 0..50u32 {
+            let l = 17 + i * 131;
+            let blocks = [Some((l, l + 1)), Some((l + 40, l + 90)), None];
+            b.on_sack(&blocks, SeqNum(0), SeqNum(8000), ms(1), MSS);
+        }
+        assert_eq!(b.segs.len(), 1, "no block covered a whole segment");
+        assert_eq!(b.sacked_bytes(), 0);
+        // A block from the middle of segment 2 to the middle of segment 5 SACKs 3 and 4.
+        b.on_sack(
+            &[Some((2500, 5500)), None, None],
+            SeqNum(0),
+            SeqNum(8000),
+            ms(2),
+            MSS,
+        );
+        assert_eq!(b.sacked_bytes(), 2000);
+        assert_eq!(
+            b.records(),
+            [(0, 3000, 0), (3000, 5000, SACKED), (5000, 8000, 0)]
+        );
+        // Edges inside a SACKed record do not cut it either.
+        b.on_sack(
+            &[Some((3500, 6000)), None, None],
+            SeqNum(0),
+            SeqNum(8000),
+            ms(3),
+            MSS,
+        );
+        assert_eq!(b.records().len(), 4);
+        assert_eq!(b.sacked_bytes(), 3000);
+        check_counts(&b);
+    }
+
+    #[test]
+    fn a_sacked_head_is_forgotten_on_renege() {
+        let mut b = ten();
+        b.on_sack(
+            &[Some((1000, 11_000)), None, None],
+            SeqNum(1000),
+            SeqNum(11_000),
+            ms(20),
+            MSS,
+        );
+        assert_eq!(b.sacked_bytes(), 10_000);
+        b.renege_if_head_sacked();
+        b.mark_all_lost();
+        assert_eq!(b.next_lost(MSS), Some((SeqNum(1000), SeqNum(2000))));
+        assert_eq!(b.sacked_bytes(), 0);
+        check_counts(&b);
     }
 
     #[test]
@@ -867,7 +999,7 @@ mod tests {
                         let l = una + a;
                         let r = l + (next() % 3000) as usize;
                         let blocks = [Some((l.0, r.0)), Some((r.0, (r + 500usize).0)), None];
-                        b.on_sack(&blocks, una, max, now);
+                        b.on_sack(&blocks, una, max, now, 1000);
                     }
                     3 => {
                         let out = max.since(una);

@@ -83,10 +83,14 @@ impl Tcb {
             rtt = self.ack_advance(now, seg, pool);
         }
         let mut dsack = false;
-        if self.sack_ok && seg.sack[0].is_some() && self.snd.syn_acked {
+        // An ACK older than SND.UNA (reordered on the way) carries stale SACK
+        // information, and its blocks would read as D-SACKs: skip them. Otherwise
+        // SND.UNA is now SEG.ACK, the point D-SACKs are told by (RFC 2883 §4).
+        if self.sack_ok && seg.sack[0].is_some() && self.snd.syn_acked && seg.ack >= prior_una {
+            let mss = self.max_payload();
             dsack = self
                 .board
-                .on_sack(&seg.sack, self.snd.una, self.snd.max, now)
+                .on_sack(&seg.sack, self.snd.una, self.snd.max, now, mss)
                 .dsack;
         }
         // RFC 5681 §2 duplicate ACK (RFC 6675 §2 also counts ACKs that SACK new data).
@@ -243,7 +247,9 @@ impl Tcb {
         // Loss detection: RACK and DupThresh on the scoreboard (RFC 8985 §6.2).
         let leaving =
             self.recovery.in_recovery && self.recovery.recover.is_none_or(|r| self.snd.una >= r);
-        if !self.board.is_quiet() || self.recovery.in_recovery {
+        // RACK needs SACK (RFC 8985 §3.1, as Linux): without it, the first partial
+        // ACK after a retransmission would mark the whole flight lost.
+        if self.sack_ok && (!self.board.is_quiet() || self.recovery.in_recovery) {
             self.detect_loss(now, leaving);
         }
         // Peers without SACK: the third duplicate ACK, and partial ACKs in recovery,
@@ -327,7 +333,12 @@ impl Tcb {
             recover_fs: flight.max(1),
             ..Prr::default()
         };
-        self.recovery.undo = Some(Undo::default());
+        // Duplicates of retransmissions already in flight (a probe's) may come back as
+        // D-SACKs too: they count, or one of them could undo this real reduction.
+        self.recovery.undo = Some(Undo {
+            retrans: self.board.retransmissions_in_flight(),
+            ..Undo::default()
+        });
         self.cc.on_congestion(flight, now);
         self.counters.fast_retransmits += 1;
         self.rtt_seq = None;

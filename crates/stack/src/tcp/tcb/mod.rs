@@ -329,13 +329,15 @@ struct Undo {
 /// [`Tcb::take_counters`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LossCounters {
-    /// Segments sent again (timeouts, fast retransmit, probes that resend, SYN retries).
+    /// Segments sent again (timeouts, fast retransmit, probes that resend, repeated
+    /// zero-window probes; not SYN retries).
     pub retransmitted_segments: u32,
     /// Payload bytes sent again.
     pub retransmitted_bytes: u32,
     /// Loss recoveries entered (RFC 6675 §5).
     pub fast_retransmits: u32,
-    /// Segments RACK marked lost by time (RFC 8985 §6.2).
+    /// Records RACK marked lost by time (RFC 8985 §6.2): segments, or a whole TSO run
+    /// not cut by SACK blocks or retransmissions.
     pub rack_losses: u32,
     /// Tail loss probes sent (RFC 8985 §7).
     pub tlps: u32,

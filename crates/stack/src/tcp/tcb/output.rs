@@ -95,6 +95,11 @@ impl Tcb {
     /// The most new data one TSO super-frame carries: whole segments of `mss` bytes, at
     /// least one.
     fn tso_burst(&self, mss: usize) -> usize {
+        if self.pending.dsack.is_some() {
+            // The device would copy the D-SACK into every segment it cuts; RFC 2883 §4
+            // reports each duplicate once.
+            return mss;
+        }
         (self.snd.tso_max / mss).max(1) * mss
     }
 

@@ -98,13 +98,17 @@ impl Tcb {
                 self.recovery.dupacks = 0;
                 self.recovery.tlp = None;
                 if first {
-                    self.recovery.undo = Some(Default::default());
+                    self.recovery.undo = Some(super::Undo {
+                        retrans: self.board.retransmissions_in_flight(),
+                        ..Default::default()
+                    });
                 }
                 self.rtt_seq = None;
                 self.timers.stop(Timer::Tlp);
                 self.timers.stop(Timer::Reorder);
                 // Everything not SACKed is lost (RFC 6675 §5.1): resent in order from
                 // SND.UNA as the (now one-segment) window allows.
+                self.board.renege_if_head_sacked();
                 self.board.mark_all_lost();
             }
         }
