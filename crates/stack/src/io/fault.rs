@@ -29,8 +29,9 @@ pub struct FaultConfig {
     /// Drop the frame.
     pub loss: f64,
     /// After a dropped frame, drop the next one too with this probability instead of
-    /// `loss` (a two-state Gilbert model: losses come in bursts of mean length
-    /// 1 / (1 − burst)).
+    /// `loss`, if it comes within [`BURST_SPAN`] (a two-state Gilbert model in time:
+    /// losses come in bursts of mean length 1 / (1 − burst) frames, as when a queue
+    /// overflows, and a sender that backs off for longer meets the base loss again).
     pub burst: f64,
     /// Drop exactly the frame with this number (counting from 0, in the order frames
     /// reach the injector), for tests that need one known loss.
@@ -71,6 +72,9 @@ impl Default for FaultConfig {
         FaultConfig::none()
     }
 }
+
+/// How long after a dropped frame the next one may still fall in the same burst.
+pub const BURST_SPAN: Duration = Duration::from_millis(10);
 
 /// How many of each fault were applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -219,8 +223,8 @@ pub struct FaultInjector<D: PacketIo, C: Clock> {
     out: Vec<D::Tx>,
     /// Frames that reached the injector.
     frames: u64,
-    /// The last frame was dropped and bursts are configured.
-    in_burst: bool,
+    /// A burst of losses is on until then (see [`FaultConfig::burst`]).
+    burst_until: Option<Instant>,
     stats: FaultStats,
 }
 
@@ -237,7 +241,7 @@ impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
             seq: 0,
             out: Vec::new(),
             frames: 0,
-            in_burst: false,
+            burst_until: None,
             stats: FaultStats::default(),
         }
     }
@@ -326,17 +330,17 @@ impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
         let FaultTx { mut frame, meta } = tx;
         let number = self.frames;
         self.frames += 1;
-        let p = if self.in_burst {
+        let p = if self.burst_until.is_some_and(|t| now < t) {
             self.config.burst
         } else {
             self.config.loss
         };
         if self.config.drop_frame == Some(number) || self.rng.chance(p) {
             self.stats.lost += 1;
-            self.in_burst = self.config.burst > 0.0;
+            self.burst_until = (self.config.burst > 0.0).then(|| now + BURST_SPAN);
             return;
         }
-        self.in_burst = false;
+        self.burst_until = None;
         if self.rng.chance(self.config.duplicate) {
             match self.inner.alloc_tx(frame.len()) {
                 Some(mut copy) => {
@@ -508,6 +512,42 @@ mod tests {
         assert!((200..400).contains(&lost), "lost {lost}");
         // Lost frames went back to the pool, received ones were dropped by `recv`.
         assert_eq!(a.inner().in_flight(), 0);
+    }
+
+    #[test]
+    fn bursts_last_while_frames_follow_closely_and_a_chosen_frame_is_dropped() {
+        let config = FaultConfig {
+            loss: 0.05,
+            burst: 0.9,
+            ..FaultConfig::none()
+        };
+        // Back to back: once a frame is lost, most that follow are too.
+        let (mut a, mut b, _) = setup(config, 11);
+        for n in 0..2000 {
+            send(&mut a, &[frame(n)]);
+        }
+        let back_to_back = a.stats().lost;
+        recv(&mut b);
+        // Spaced wider than a burst: only the base loss applies.
+        let (mut a, mut b, clock) = setup(config, 11);
+        for n in 0..2000 {
+            clock.advance(BURST_SPAN * 2);
+            send(&mut a, &[frame(n)]);
+        }
+        let spaced = a.stats().lost;
+        recv(&mut b);
+        assert!(back_to_back > 3 * spaced, "{back_to_back} vs {spaced}");
+        assert!((50..150).contains(&spaced), "{spaced}");
+        // drop_frame drops exactly that frame and no other.
+        let (mut a, mut b, _) = setup(
+            FaultConfig {
+                drop_frame: Some(2),
+                ..FaultConfig::none()
+            },
+            1,
+        );
+        send(&mut a, &[frame(0), frame(1), frame(2), frame(3)]);
+        assert_eq!(numbers(&recv(&mut b)), vec![0, 1, 3]);
     }
 
     #[test]
