@@ -1892,6 +1892,12 @@ fn time_wait_entry_answers_only_what_needs_an_answer() {
     assert_eq!(net.eng.time_wait_count(), 1);
     assert!(pc.rst(&mut net, pc.snd_nxt).is_empty());
     assert_eq!(net.eng.time_wait_count(), 0);
+    // Closed now: a stray segment is answered as for no connection.
+    let mut stray = pc.seg(&net);
+    stray.seq = pc.snd_nxt + 5000;
+    let out = pc.send(&mut net, &stray, b"late data");
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].seg.flags.rst);
 }
 
 #[test]

@@ -29,6 +29,11 @@ struct Entry {
     /// [`TimeWait::expire`] hands back the new deadline to schedule (lazy restart), so a
     /// flood of FINs cannot pile up timer items.
     timer_at: Instant,
+    /// The peer's RST closed it (RFC 9293): it answers nothing any more and the peer
+    /// may open the pair again, but our own active opens keep away from the pair until
+    /// `expires`, or old duplicates could land in a new incarnation whose sequence
+    /// space overlaps the old one (the TIME-WAIT assassination hazard of RFC 1337).
+    reset: bool,
 }
 
 /// What to do with a segment that hit a TIME-WAIT entry.
@@ -62,8 +67,10 @@ impl TimeWait {
         }
     }
 
+    /// Entries in TIME-WAIT proper (not those a RST closed, which only keep the pair
+    /// from our own active opens).
     pub(super) fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.values().filter(|e| !e.reset).count()
     }
 
     pub(super) fn contains(&self, key: &FlowKey) -> bool {
@@ -84,6 +91,7 @@ impl TimeWait {
                 ts: tcb.timestamp_state(),
                 expires,
                 timer_at: expires,
+                reset: false,
             },
         );
         true
@@ -123,11 +131,21 @@ impl TimeWait {
             self.entries.remove(key);
             return Some(Verdict::Reopen { iss_floor });
         }
-        if seg.flags.rst {
-            // RFC 9293: a RST in TIME-WAIT closes it. (RFC 1337 argues for ignoring it;
-            // we follow the standard, as Linux does by default.)
-            if seg.seq == e.rcv_nxt {
+        if e.reset {
+            // Closed: as for no connection, except that a SYN reopening the pair still
+            // starts its sequence space beyond the old one.
+            if seg.flags.syn && !seg.flags.ack {
                 self.entries.remove(key);
+                return Some(Verdict::Reopen { iss_floor });
+            }
+            return None;
+        }
+        if seg.flags.rst {
+            // RFC 9293: a RST in TIME-WAIT closes it (RFC 1337 argues for ignoring it;
+            // we follow the standard, as Linux does by default). The entry stays, inert,
+            // so that our own active opens do not reuse the pair at once (see `reset`).
+            if seg.seq == e.rcv_nxt {
+                e.reset = true;
             }
             return Some(Verdict::Drop);
         }
