@@ -629,8 +629,9 @@ impl Scoreboard {
         self.rack = rack;
     }
 
-    /// Debug: (start offset from the first record, len, flags, xmit) per record.
-    pub(crate) fn dump(&self) -> Vec<(usize, usize, u8, u64)> {
+    /// For `Debug`: (start offset from the first record, length, flags, transmit time
+    /// in µs) per record.
+    fn dump(&self) -> Vec<(usize, usize, u8, u64)> {
         let base = self.segs.front().map(|s| s.start).unwrap_or_default();
         self.segs
             .iter()

@@ -93,16 +93,18 @@ impl Tcb {
                 .on_sack(&seg.sack, self.snd.una, self.snd.max, now, mss)
                 .dsack;
         }
-        // RFC 5681 §2 duplicate ACK (RFC 6675 §2 also counts ACKs that SACK new data).
+        // RFC 5681 §2 duplicate ACK (RFC 6675 §2 also counts ACKs that SACK new data;
+        // one that only reports a duplicate, a D-SACK, is not a loss signal).
+        let sacked_new = self.board.sacked_bytes() > prior_sacked;
         let dupack = seg.ack == prior_una
             && seg.payload_len == 0
             && !seg.flags.fin
             && self.snd.max > self.snd.una
-            && (((seg.window as usize) << self.snd.wscale) == old_wnd
-                || self.board.sacked_bytes() > prior_sacked)
+            && (((seg.window as usize) << self.snd.wscale) == old_wnd || sacked_new)
+            && (!dsack || sacked_new)
             // Answers to zero-window probes are not loss signals.
             && old_wnd != 0;
-        if dupack && !(dsack && self.board.sacked_bytes() == prior_sacked) {
+        if dupack {
             self.recovery.dupacks += 1;
         }
         if self.state.is_synchronized() || self.snd.syn_acked {
@@ -110,7 +112,7 @@ impl Tcb {
                 prior_una,
                 prior_sacked,
                 dsack,
-                dupack: dupack && !dsack,
+                dupack,
                 rtt,
             };
             self.on_delivery(now, seg, &facts);
@@ -232,15 +234,16 @@ impl Tcb {
         let mss = self.max_payload();
         // RFC 6937 DeliveredData: the change in SND.UNA plus the change in SACKed bytes;
         // a duplicate ACK without SACK information stands for one segment (§3).
-        let mut delivered = (acked + self.board.sacked_bytes()).saturating_sub(prior_sacked);
-        if dupack && delivered == 0 {
-            delivered = mss;
-        }
-
-        if delivered > 0 && !dupack {
+        let delivered_bytes = (acked + self.board.sacked_bytes()).saturating_sub(prior_sacked);
+        if delivered_bytes > 0 {
             // The ACK clock runs: probes start counting afresh.
             self.recovery.probes = 0;
         }
+        let delivered = if dupack && delivered_bytes == 0 {
+            mss
+        } else {
+            delivered_bytes
+        };
         self.check_spurious(now, seg, prior_una, dsack);
         self.tlp_on_ack(now, seg, dsack);
 
