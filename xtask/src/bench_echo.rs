@@ -109,7 +109,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     if opts.run.duration == 0 || opts.run.rounds == 0 {
         return Err("--duration and --rounds must be at least 1".into());
     }
-    let (interrupted, root) = opts.run.prepare("bench echo", "rusty-echo")?;
+    let (interrupted, root) = opts.run.host.prepare("bench echo", &["rusty-echo"])?;
     let bins = Bins {
         echo: release_bin(&root, "echo")?,
         load: release_bin(&root, "echo-load")?,
@@ -134,7 +134,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let total = opts.run.rounds * CASES.len() * 2;
     eprintln!(
         "bench echo: {total} runs of {} s (server on CPU {}, client on CPU {}, namespace {})",
-        opts.run.duration, opts.run.server_cpu, opts.run.client_cpu, net.name
+        opts.run.duration, opts.run.host.server_cpu, opts.run.host.client_cpu, net.name
     );
     let mut samples: Vec<Vec<(Backend, Sample)>> = vec![Vec::new(); CASES.len()];
     let mut n = 0;
@@ -173,7 +173,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
 
     let table = table(&samples);
     println!("{table}");
-    if !opts.run.no_readme {
+    if !opts.run.host.no_readme {
         let body = readme_body(opts, &table);
         let path = write_readme(&root, README_START, README_END, &body)?;
         eprintln!("bench echo: table written to {}", path.display());
@@ -207,7 +207,7 @@ impl Ctx<'_> {
         self.check_interrupted()?;
         let tag = format!("{n:02}-{}-{:?}", case.mode, backend).to_lowercase();
         let server_log = self.logs.join(format!("{tag}-server.log"));
-        let mut cmd = self.in_ns(self.opts.run.server_cpu, &self.bins.echo);
+        let mut cmd = self.in_ns(self.opts.run.host.server_cpu, &self.bins.echo);
         cmd.arg(PORT.to_string());
         if backend == Backend::Tap {
             cmd.args(["1", &format!("tap:{}", self.net.tap)])
@@ -215,7 +215,7 @@ impl Ctx<'_> {
                 .arg("1");
         }
         cmd.args(["--grace", "1"]);
-        if let Some(us) = self.opts.run.spin_us {
+        if let Some(us) = self.opts.run.host.spin_us {
             cmd.arg("--spin-us").arg(us.to_string());
         }
         let mut server = Proc::spawn("echo", cmd, &server_log)?;
@@ -226,7 +226,7 @@ impl Ctx<'_> {
             Backend::Kernel => format!("127.0.0.1:{PORT}"),
         };
         let client_log = self.logs.join(format!("{tag}-client.log"));
-        let mut cmd = self.in_ns(self.opts.run.client_cpu, &self.bins.load);
+        let mut cmd = self.in_ns(self.opts.run.host.client_cpu, &self.bins.load);
         cmd.arg(&target)
             .args(["--mode", case.mode, "--connections"])
             .arg(case.connections.to_string())
@@ -372,12 +372,7 @@ fn table(samples: &[Vec<(Backend, Sample)>]) -> String {
 }
 
 fn readme_body(opts: &Options, table: &str) -> String {
-    let spin = opts
-        .run
-        .spin_us
-        .map_or("the binaries' default `--spin-us 200`".to_string(), |us| {
-            format!("`--spin-us {us}`")
-        });
+    let spin = opts.run.host.spin("the binaries' default `--spin-us 200`");
     format!(
         "### Echo: Rusty on TAP vs the kernel's sockets\n\
          \n\
@@ -399,8 +394,8 @@ fn readme_body(opts: &Options, table: &str) -> String {
         provenance = provenance(),
         rounds = opts.run.rounds,
         d = opts.run.duration,
-        scpu = opts.run.server_cpu,
-        ccpu = opts.run.client_cpu,
+        scpu = opts.run.host.server_cpu,
+        ccpu = opts.run.host.client_cpu,
     )
 }
 

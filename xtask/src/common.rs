@@ -22,13 +22,21 @@ pub(crate) struct RunArgs {
     /// middle run).
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    #[command(flatten)]
+    pub host: HostArgs,
+}
+
+/// Where a benchmark runs and what it leaves behind: flags every scripted benchmark
+/// takes, load-driven (`RunArgs`) or not.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct HostArgs {
     /// Pass --spin-us to Rusty's servers (default: the binaries' own, 200 µs).
     #[arg(long, value_name = "MICROSECONDS")]
     pub spin_us: Option<u64>,
-    /// Core for the server.
+    /// Core for the servers.
     #[arg(long, default_value_t = 0)]
     pub server_cpu: usize,
-    /// Core for the client.
+    /// Core for the client (the load generator, or the Linux peer).
     #[arg(long, default_value_t = 1)]
     pub client_cpu: usize,
     /// Print the table only; leave README.md alone.
@@ -39,12 +47,23 @@ pub(crate) struct RunArgs {
     pub no_build: bool,
 }
 
-impl RunArgs {
-    /// [`prepare`] for this benchmark's flags and `package`.
-    pub(crate) fn prepare(&self, what: &str, package: &str) -> Result<(Arc<AtomicBool>, PathBuf)> {
+impl HostArgs {
+    /// How the README names the servers' spin setting: `--spin-us N` when given,
+    /// else `default`.
+    pub(crate) fn spin(&self, default: &str) -> String {
+        self.spin_us
+            .map_or(default.to_string(), |us| format!("`--spin-us {us}`"))
+    }
+
+    /// [`prepare`] for these flags and `packages`.
+    pub(crate) fn prepare(
+        &self,
+        what: &str,
+        packages: &[&str],
+    ) -> Result<(Arc<AtomicBool>, PathBuf)> {
         prepare(
             what,
-            &[package],
+            packages,
             (self.server_cpu, self.client_cpu),
             self.no_build,
         )
@@ -343,6 +362,11 @@ impl TempDir {
         let p = self.0.clone();
         std::mem::forget(self);
         p
+    }
+
+    /// The runs failed with `e`: keep the directory and say where its logs are.
+    pub(crate) fn keep_for(self, e: String) -> String {
+        format!("{e}\n(logs kept in {})", self.keep().join("logs").display())
     }
 }
 

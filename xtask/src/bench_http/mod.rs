@@ -128,7 +128,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     if opts.run.duration == 0 || opts.run.rounds == 0 || opts.connections == 0 {
         return Err("--duration, --rounds and --connections must be at least 1".into());
     }
-    let (interrupted, root) = opts.run.prepare("bench http", "rusty-httpd")?;
+    let (interrupted, root) = opts.run.host.prepare("bench http", &["rusty-httpd"])?;
     warn_if_busy();
     let httpd = release_bin(&root, "httpd")?;
 
@@ -184,7 +184,11 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     eprintln!(
         "bench http: {total} runs of {} s, {} connections (server on CPU {}, wrk on CPU {}, \
          namespace {})",
-        opts.run.duration, opts.connections, opts.run.server_cpu, opts.run.client_cpu, net.name
+        opts.run.duration,
+        opts.connections,
+        opts.run.host.server_cpu,
+        opts.run.host.client_cpu,
+        net.name
     );
     let mut samples: Vec<Vec<(Server, Sample)>> = vec![Vec::new(); CASES.len()];
     let mut n = 0;
@@ -223,18 +227,14 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     })();
     drop(net);
     if let Err(e) = result {
-        let kept = tmp.keep();
-        return Err(format!(
-            "{e}\n(logs kept in {})",
-            kept.join("logs").display()
-        ));
+        return Err(tmp.keep_for(e));
     }
     drop(tmp);
 
     let table = table(&samples, &servers);
     let verdict = verdict(&samples);
     println!("{table}\n{verdict}");
-    if !opts.run.no_readme {
+    if !opts.run.host.no_readme {
         let body = readme_body(opts, &set, &tools, &table, &verdict);
         let path = write_readme(&root, README_START, README_END, &body)?;
         eprintln!("bench http: table written to {}", path.display());

@@ -124,12 +124,7 @@ pub(super) fn readme_body(
     table: &str,
     verdict: &str,
 ) -> String {
-    let spin = opts
-        .run
-        .spin_us
-        .map_or("the binary's default `--spin-us 200`".to_string(), |us| {
-            format!("`--spin-us {us}`")
-        });
+    let spin = opts.run.host.spin("the binary's default `--spin-us 200`");
     let versions = format!(
         "{}{}",
         tools.wrk_version.as_deref().unwrap_or("wrk"),
@@ -176,8 +171,8 @@ pub(super) fn readme_body(
         provenance = provenance(),
         rounds = opts.run.rounds,
         d = opts.run.duration,
-        scpu = opts.run.server_cpu,
-        ccpu = opts.run.client_cpu,
+        scpu = opts.run.host.server_cpu,
+        ccpu = opts.run.host.client_cpu,
         conns = opts.connections,
         last = PAGES - 1,
         med = thousands(set.median() as f64),

@@ -79,7 +79,9 @@ impl Ctx<'_> {
         let mut cmd;
         match server {
             Server::Tap | Server::Kernel => {
-                cmd = self.net.exec_pinned(self.opts.run.server_cpu, &self.httpd);
+                cmd = self
+                    .net
+                    .exec_pinned(self.opts.run.host.server_cpu, &self.httpd);
                 cmd.arg(PORT.to_string()).arg(&self.pages);
                 if server == Server::Tap {
                     cmd.args(["1", &format!("tap:{}", self.net.tap)])
@@ -87,7 +89,7 @@ impl Ctx<'_> {
                         .arg("1");
                 }
                 cmd.args(["--grace", "1", "--log-level", "warn"]);
-                if let Some(us) = self.opts.run.spin_us {
+                if let Some(us) = self.opts.run.host.spin_us {
                     cmd.arg("--spin-us").arg(us.to_string());
                 }
             }
@@ -96,7 +98,7 @@ impl Ctx<'_> {
                     return Err("nginx is not available".into());
                 };
                 let prefix = conf.parent().unwrap_or(Path::new("/"));
-                cmd = self.net.exec_pinned(self.opts.run.server_cpu, nginx);
+                cmd = self.net.exec_pinned(self.opts.run.host.server_cpu, nginx);
                 cmd.args(["-e", "stderr", "-p"])
                     .arg(prefix)
                     .arg("-c")
@@ -163,7 +165,9 @@ impl Ctx<'_> {
             Server::Tap => STACK_IP,
             Server::Kernel | Server::Nginx => "127.0.0.1",
         };
-        let mut cmd = self.net.exec_pinned(self.opts.run.client_cpu, &self.wrk);
+        let mut cmd = self
+            .net
+            .exec_pinned(self.opts.run.host.client_cpu, &self.wrk);
         cmd.arg("-t1")
             .arg(format!("-c{}", self.opts.connections))
             .arg(format!("-d{}s", self.opts.run.duration))

@@ -33,7 +33,7 @@ mod peer;
 mod report;
 mod runs;
 
-use crate::common::{find_program, prepare, release_bin, write_readme, Result, TempDir};
+use crate::common::{find_program, release_bin, write_readme, HostArgs, Result, TempDir};
 use net::LossNet;
 use runs::{Ctx, Sample};
 
@@ -70,21 +70,8 @@ pub(crate) struct Options {
     /// Seconds a transfer may take; one that takes longer is reported with what arrived.
     #[arg(long, value_name = "SECONDS", default_value_t = 120)]
     pub timeout: u64,
-    /// Pass --spin-us to Rusty's servers (default: the binaries' own, 200 µs).
-    #[arg(long, value_name = "MICROSECONDS")]
-    pub spin_us: Option<u64>,
-    /// Core for the servers.
-    #[arg(long, default_value_t = 0)]
-    pub server_cpu: usize,
-    /// Core for the Linux peer.
-    #[arg(long, default_value_t = 1)]
-    pub client_cpu: usize,
-    /// Print the table only; leave README.md alone.
-    #[arg(long)]
-    pub no_readme: bool,
-    /// Use the release binaries already built.
-    #[arg(long)]
-    pub no_build: bool,
+    #[command(flatten)]
+    pub host: HostArgs,
     /// Keep every server's and peer's log (they are kept anyway when a run fails).
     #[arg(long)]
     pub keep_logs: bool,
@@ -181,12 +168,9 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     if opts.single() == 0 || per == 0 {
         return Err("transfer sizes must be at least 1 byte".into());
     }
-    let (interrupted, root) = prepare(
-        "bench loss",
-        &["rusty-httpd", "rusty-echo"],
-        (opts.server_cpu, opts.client_cpu),
-        opts.no_build,
-    )?;
+    let (interrupted, root) = opts
+        .host
+        .prepare("bench loss", &["rusty-httpd", "rusty-echo"])?;
     let nft = find_program("nft")
         .ok_or("nft is not installed (Debian: `apt-get install nftables`)".to_string())?;
     let python = find_program("python3").ok_or("python3 is not installed".to_string())?;
@@ -235,7 +219,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     eprintln!(
         "bench loss: {total} transfers (servers on CPU {}, Linux peer on CPU {}, namespaces {}, \
          {} and {})",
-        opts.server_cpu, opts.client_cpu, net.bridge.name, net.peer.0, net.server.0
+        opts.host.server_cpu, opts.host.client_cpu, net.bridge.name, net.peer.0, net.server.0
     );
     let mut samples: Vec<Vec<(Stack, Sample)>> = vec![Vec::new(); cases.len()];
     let mut k = 0;
@@ -267,11 +251,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     })();
     drop(net);
     if let Err(e) = result {
-        let kept = tmp.keep();
-        return Err(format!(
-            "{e}\n(logs kept in {})",
-            kept.join("logs").display()
-        ));
+        return Err(tmp.keep_for(e));
     }
     if opts.keep_logs {
         eprintln!(
@@ -284,7 +264,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
 
     let table = report::table(&cases, &samples);
     println!("{table}");
-    if !opts.no_readme {
+    if !opts.host.no_readme {
         let body = report::readme_body(opts, &table);
         let path = write_readme(&root, README_START, README_END, &body)?;
         eprintln!("bench loss: table written to {}", path.display());

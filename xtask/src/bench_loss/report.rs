@@ -98,11 +98,7 @@ pub(super) fn table(cases: &[Case], samples: &[Vec<(Stack, Sample)>]) -> String 
 
 pub(super) fn readme_body(opts: &Options, table: &str) -> String {
     let (n, per) = opts.multi();
-    let spin = opts
-        .spin_us
-        .map_or("the binaries' default `--spin-us 200`".to_string(), |us| {
-            format!("`--spin-us {us}`")
-        });
+    let spin = opts.host.spin("the binaries' default `--spin-us 200`");
     let rates: Vec<String> = opts.loss.iter().map(|&bp| percent_label(bp)).collect();
     format!(
         "### Loss: bulk transfers under random packet loss, Rusty vs Linux\n\
@@ -157,8 +153,8 @@ pub(super) fn readme_body(opts: &Options, table: &str) -> String {
         per = size_label(per),
         rates = rates.join(", "),
         timeout = opts.timeout,
-        scpu = opts.server_cpu,
-        ccpu = opts.client_cpu,
+        scpu = opts.host.server_cpu,
+        ccpu = opts.host.client_cpu,
     )
 }
 

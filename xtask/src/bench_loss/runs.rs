@@ -349,7 +349,7 @@ impl Ctx<'_> {
             Stack::Rusty => RUSTY_IP,
             Stack::Linux => SERVER_IP,
         };
-        let mut cmd = exec_pinned(&self.net.peer.0, self.opts.client_cpu, &self.python);
+        let mut cmd = exec_pinned(&self.net.peer.0, self.opts.host.client_cpu, &self.python);
         cmd.arg("-u").arg(&self.files.peer);
         match case.direction {
             Direction::RustySends => {
@@ -381,7 +381,7 @@ impl Ctx<'_> {
             Direction::RustySends => (&self.httpd, HTTP_PORT),
             Direction::RustyReceives => (&self.echo, DISCARD_PORT),
         };
-        let cpu = self.opts.server_cpu;
+        let cpu = self.opts.host.server_cpu;
         let mut cmd = match stack {
             Stack::Rusty => self.net.bridge.exec_pinned(cpu, program),
             Stack::Linux => exec_pinned(&self.net.server.0, cpu, program),
@@ -399,7 +399,7 @@ impl Ctx<'_> {
             cmd.arg("--discard");
         }
         cmd.args(["--grace", "1"]);
-        if let Some(us) = self.opts.spin_us {
+        if let Some(us) = self.opts.host.spin_us {
             cmd.arg("--spin-us").arg(us.to_string());
         }
         let mut server = Proc::spawn("server", cmd, log)?;
