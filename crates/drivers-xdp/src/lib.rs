@@ -166,6 +166,12 @@ pub enum XdpError {
     NotPermitted { step: String, source: io::Error },
     /// Another XDP program is attached to the interface already.
     AlreadyAttached { ifname: String, source: io::Error },
+    /// Another AF_XDP socket is bound to the queue already.
+    QueueInUse {
+        ifname: String,
+        queue: u16,
+        source: io::Error,
+    },
     /// The verifier refused the program (a bug here): its log.
     Verifier { source: io::Error, log: String },
     /// Another system call failed; `context` says which step.
@@ -229,6 +235,15 @@ impl fmt::Display for XdpError {
                 "another XDP program is attached to '{ifname}' ({source}); see `ip link show {ifname}` \
                  and detach it (`ip link set dev {ifname} xdp off`) if it is not in use"
             ),
+            XdpError::QueueInUse {
+                ifname,
+                queue,
+                source,
+            } => write!(
+                f,
+                "queue {queue} of '{ifname}' already has an AF_XDP socket ({source}): is another \
+                 Rusty, or another AF_XDP program, running on this interface?"
+            ),
             XdpError::Verifier { source, log } => {
                 write!(f, "the kernel refused Rusty's XDP program: {source}\n{log}")
             }
@@ -243,6 +258,7 @@ impl std::error::Error for XdpError {
             XdpError::NoAfXdp(e)
             | XdpError::NotPermitted { source: e, .. }
             | XdpError::AlreadyAttached { source: e, .. }
+            | XdpError::QueueInUse { source: e, .. }
             | XdpError::Verifier { source: e, .. }
             | XdpError::Os { source: e, .. } => Some(e),
             _ => None,
@@ -411,7 +427,14 @@ fn open_socket(
         u32::from(queue),
         libc::XDP_USE_NEED_WAKEUP | copy_flag,
     )
-    .map_err(|e| XdpError::os(step("bind"), e))?;
+    .map_err(|e| match e.raw_os_error() {
+        Some(libc::EBUSY) => XdpError::QueueInUse {
+            ifname: cfg.ifname.clone(),
+            queue,
+            source: e,
+        },
+        _ => XdpError::os(step("bind"), e),
+    })?;
     let (opts, _) = sys::get_xdp_opt::<libc::xdp_options>(&fd, libc::XDP_OPTIONS)
         .map_err(|e| XdpError::os(step("XDP_OPTIONS"), e))?;
     Ok(queue::Parts {

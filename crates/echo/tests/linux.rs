@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,19 @@ use common::{
 };
 
 const PORT: &str = "7";
+
+/// The client's arguments for 100 concurrent connections, random data up to 10 MB each
+/// way (8 big ones), the rest up to 4 MB.
+const HUNDRED_CONNECTIONS: &[&str] = &[
+    "--conns",
+    "100",
+    "--max",
+    "10000000",
+    "--big",
+    "8",
+    "--small-max",
+    "4000000",
+];
 
 /// Start `echo` on a fresh TAP with `workers` queues (plus `extra` flags), and hand the
 /// TAP's host side to the namespace once it has attached.
@@ -158,32 +172,31 @@ fn kernel_pings_rusty_on_tap() {
 ///    up to 10 MB each way, SHA-256 of every echo equal to what was sent.
 #[test]
 fn echo_on_tap_100_connections() {
-    let Some(mut net) = setup("echo_on_tap_100_connections", &["python3"]) else {
+    hundred_connections("echo_on_tap_100_connections", &[], start_tap_echo, "2");
+}
+
+/// 100 connections (see [`HUNDRED_CONNECTIONS`]) against `echo` with two workers on the
+/// link `start` makes, every echo byte-exact.
+fn hundred_connections(test: &str, tools: &[&str], start: StartEcho, seed: &str) {
+    let tools: Vec<&str> = ["python3"].iter().chain(tools).copied().collect();
+    let Some(mut net) = setup(test, &tools) else {
         return;
     };
-    let echo = start_tap_echo(&mut net, 2, &["--grace", "2"]);
+    let echo = start(&mut net, 2, &["--grace", "2"]);
     let host = net.stack_ip();
     let (clients, s) = run_clients(
         &mut net,
         &host,
-        &[
-            "--conns",
-            "100",
-            "--max",
-            "10000000",
-            "--big",
-            "8",
-            "--small-max",
-            "4000000",
-            "--seed",
-            "2",
-        ],
+        &[HUNDRED_CONNECTIONS, &["--seed", seed]].concat(),
         Duration::from_secs(100),
     );
     assert_all_echoed(&net, clients, &s, 100);
-    eprintln!("echo_on_tap_100_connections: {s:?}");
+    eprintln!("{test}: {s:?}");
     stop(&mut net, echo, Duration::from_secs(5));
 }
+
+/// Starts `echo` with `workers` workers and extra flags on a link of its own.
+type StartEcho = fn(&mut TestNet, usize, &[&str]) -> Proc;
 
 /// 3. The same while nftables in the namespace drops 5% of the kernel's packets.
 #[test]
@@ -361,141 +374,39 @@ fn pcap_shows_the_handshake() {
         2,
         &["--grace", "2", "--pcap", &base.display().to_string()],
     );
-    let host = net.stack_ip();
-    let (clients, s) = run_clients(
-        &mut net,
-        &host,
-        &[
-            "--conns",
-            "8",
-            "--max",
-            "100000",
-            "--big",
-            "1",
-            "--small-max",
-            "10000",
-            "--seed",
-            "7",
-        ],
-        Duration::from_secs(30),
-    );
-    assert_all_echoed(&net, clients, &s, 8);
-    // Files are complete once the process has exited.
-    stop(&mut net, echo, Duration::from_secs(5));
-    let tcpdump = net.tools.get("tcpdump").to_path_buf();
-    let mut text = String::new();
-    for w in 0..2 {
-        let file = net.dir.join(format!("cap.w{w}.pcap"));
-        let out = Command::new(&tcpdump)
-            .args(["-r", &file.display().to_string(), "-nn"])
-            .output()
-            .expect("run tcpdump");
-        let err = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() {
-            net.fail(&format!("tcpdump -r {}: {err}", file.display()));
-        }
-        text.push_str(&String::from_utf8_lossy(&out.stdout));
-    }
-    let ip = net.stack_ip();
-    let syn = format!("> {ip}.7: Flags [S]");
-    let syn_ack = format!("{ip}.7 > ");
-    if !text.contains(&syn)
-        || !text
-            .lines()
-            .any(|l| l.contains(&syn_ack) && l.contains("Flags [S.]"))
-    {
-        let head: String = text.lines().take(40).collect::<Vec<_>>().join("\n");
-        net.fail(&format!("no SYN / SYN-ACK in the capture:\n{head}"));
-    }
+    let args = [
+        "--conns",
+        "8",
+        "--max",
+        "2000000",
+        "--big",
+        "8",
+        "--seed",
+        "9",
+        "--deadline",
+        "120",
+    ];
+    echo_through_lossy_bridge(&mut net, echo, 8, &args, Duration::from_secs(130));
 }
 
-/// 8. SIGTERM mid-transfer loses no acknowledged byte: every connection either gets its
-///    whole echo (SHA-256 equal) or, had one ended early, a byte-exact prefix; with
-///    transfers shorter than `--grace 5` all complete, and echo exits 0 in time.
-#[test]
-fn sigterm_mid_transfer_loses_nothing() {
-    let Some(mut net) = setup("sigterm_mid_transfer_loses_nothing", &["python3"]) else {
-        return;
-    };
-    let echo = start_tap_echo(&mut net, 2, &["--grace", "5"]);
+/// Run the clients with `args` (`conns` connections) against Rusty through the lossy
+/// bridge, require every echo byte-exact and drops both ways, then stop `echo`.
+fn echo_through_lossy_bridge(
+    net: &mut TestNet,
+    echo: Proc,
+    conns: u64,
+    args: &[&str],
+    timeout: Duration,
+) {
     let host = net.stack_ip();
-    // 20 connections x 2 MB in 64 KiB chunks, 40 ms apart: about 1.3 s of sending each.
-    let clients = spawn_clients(
-        &mut net,
-        &host,
-        &[
-            "--conns",
-            "20",
-            "--max",
-            "2000000",
-            "--big",
-            "20",
-            "--chunk",
-            "65536",
-            "--chunk-delay",
-            "0.04",
-            "--ready-after",
-            "4000000",
-        ],
-    );
-    net.wait_for_log(clients, "READY", Duration::from_secs(30));
-    if !net.running(clients) {
-        net.fail("the transfers finished before SIGTERM could interrupt them");
-    }
-    let took = stop(&mut net, echo, Duration::from_secs(8));
-    let still_sending = net.running(clients);
-    net.wait_ok(clients, Duration::from_secs(30));
-    let s = ClientSummary::parse(&net.log(clients))
-        .unwrap_or_else(|| net.fail("the client printed no SUMMARY line"));
-    if s.prefix_bad != 0 {
-        net.fail(&format!(
-            "echoed bytes are not a prefix of what was sent: {s:?}"
-        ));
-    }
-    assert_all_echoed(&net, clients, &s, 20);
-    eprintln!(
-        "sigterm_mid_transfer_loses_nothing: echo stopped {took:?} after SIGTERM \
-         (clients still running then: {still_sending}); {s:?}"
-    );
-}
-
-/// 9. Loss in both directions, one segment at a time: the kernel peer sits behind a
-///    bridge that drops 3% of the TCP packets towards it and, independently, 3% of
-///    those from it, with no super-packets on either side (Rusty `--no-tso`, the peer
-///    `gso_max_segs 1`); 8 connections each echo 2 MB byte-exact (SHA-256) in time.
-#[test]
-fn echo_on_tap_with_loss_both_ways() {
-    let Some(mut net) = setup("echo_on_tap_with_loss_both_ways", &["python3", "nft"]) else {
-        return;
-    };
-    let (echo, tap) = start_tap_echo_on(&mut net, 2, &["--grace", "2", "--no-tso"]);
-    net.bridge_peer(&tap);
-    net.drop_bridged_percent(3);
-    let host = net.stack_ip();
-    let (clients, s) = run_clients(
-        &mut net,
-        &host,
-        &[
-            "--conns",
-            "8",
-            "--max",
-            "2000000",
-            "--big",
-            "8",
-            "--seed",
-            "9",
-            "--deadline",
-            "120",
-        ],
-        Duration::from_secs(130),
-    );
-    assert_all_echoed(&net, clients, &s, 8);
+    let (clients, s) = run_clients(net, &host, args, timeout);
+    assert_all_echoed(net, clients, &s, conns);
     let (to_peer, from_peer) = net.dropped_bridged();
     eprintln!(
-        "echo_on_tap_with_loss_both_ways: the bridge dropped {to_peer} packets from Rusty \
-         and {from_peer} to it; {s:?}"
+        "{}: the bridge dropped {to_peer} packets from Rusty and {from_peer} to it; {s:?}",
+        net.test
     );
-    stop(&mut net, echo, Duration::from_secs(5));
+    stop(net, echo, Duration::from_secs(5));
 }
 
 /// 10. `echo --discard` on TAP with the kernel peer behind the same lossy bridge (3%
@@ -543,4 +454,200 @@ fn discard_on_tap_with_loss_both_ways() {
         "discard_on_tap_with_loss_both_ways: the bridge dropped {to_peer} packets from \
          Rusty and {from_peer} to it; {total}"
     );
+}
+
+/// Start `echo` on AF_XDP with `workers` queues: `xdp:rx0` in Rusty's namespace of
+/// [`TestNet::xdp_peer`], the Linux peer a bridge hop away in its own namespace (where
+/// [`spawn_clients`] then runs the clients). Returns once every queue reported its mode.
+fn start_xdp_echo(net: &mut TestNet, workers: usize, extra: &[&str]) -> Proc {
+    let ifname = net.xdp_peer(workers);
+    let mut cmd = net.rusty_ns_command(ECHO);
+    cmd.args([
+        PORT,
+        "1",
+        &format!("xdp:{ifname}"),
+        &format!("{}/24", net.stack_ip()),
+        &workers.to_string(),
+        "--oversubscribe",
+    ])
+    .args(extra);
+    let echo = net.spawn("echo", cmd);
+    let last = format!("xdp:{ifname} queue {}: ", workers - 1);
+    net.wait_for_log(echo, &last, Duration::from_secs(15));
+    echo
+}
+
+/// Whether an XDP program is attached to `rx0` in Rusty's namespace.
+fn xdp_attached(net: &TestNet) -> bool {
+    let ip = net.tools.get("ip").to_path_buf();
+    let (ok, out) = net.rusty_ns_quick(&ip, &["link", "show", "dev", "rx0"]);
+    if !ok {
+        net.fail(&format!("ip link show rx0: {out}"));
+    }
+    out.contains("prog/xdp")
+}
+
+/// 11. AF_XDP: Rusty and the host share one interface. The peer pings Rusty (our
+///     raw-socket ICMP client and `ping`) and the kernel's own address on the same
+///     interface; TCP to Rusty reaches Rusty and TCP to the kernel's address reaches the
+///     kernel (an `echo` on kernel sockets in Rusty's namespace); each queue says it runs
+///     native XDP on veth.
+#[test]
+fn kernel_and_rusty_share_an_xdp_interface() {
+    let Some(mut net) = setup(
+        "kernel_and_rusty_share_an_xdp_interface",
+        &["python3", "ethtool"],
+    ) else {
+        return;
+    };
+    let echo = start_xdp_echo(&mut net, 2, &["--grace", "2"]);
+    for q in 0..2 {
+        let line = format!("xdp:rx0 queue {q}: native XDP, copy mode");
+        if !net.log(echo).contains(&line) {
+            net.fail(&format!("no `{line}` at start"));
+        }
+    }
+    let kernel_ip = net.rusty_ns_kernel_ip();
+    let mut cmd = net.rusty_ns_command(ECHO);
+    cmd.args([PORT, "1", "kernel", &kernel_ip, "1", "--grace", "2"]);
+    let kernel_echo = net.spawn("echo (kernel)", cmd);
+    net.wait_for_log(kernel_echo, "listening", Duration::from_secs(10));
+
+    let script = net.write("icmp.py", ICMP_PY);
+    let python = net.tools.get("python3").to_path_buf();
+    for ip in [net.stack_ip(), kernel_ip.clone()] {
+        let args = [script.display().to_string(), ip, "20".into(), "10".into()];
+        let icmp = net.spawn_in_peer("icmp.py", &python, &args);
+        if !net.wait_ok(icmp, Duration::from_secs(40)).success() {
+            net.fail("raw-socket ICMP echo failed");
+        }
+    }
+    if let Some(ping) = Tools::optional("ping") {
+        let args = ["-n", "-c", "10", "-i", "0.05", "-W", "2", &net.stack_ip()].map(String::from);
+        let p = net.spawn_in_peer("ping", ping, &args);
+        let status = net.wait_ok(p, Duration::from_secs(30));
+        if !status.success() || !net.log(p).contains(" 0% packet loss") {
+            net.fail("ping lost packets");
+        }
+    }
+    let args = ["--conns", "10", "--max", "200000", "--seed", "11"];
+    for host in [net.stack_ip(), kernel_ip] {
+        let (clients, s) = run_clients(&mut net, &host, &args, Duration::from_secs(60));
+        assert_all_echoed(&net, clients, &s, 10);
+    }
+    // Rusty served only its own address: its ten connections and the client's readiness
+    // probe; the kernel had the other eleven.
+    stop(&mut net, echo, Duration::from_secs(5));
+    let opened: u64 = net
+        .log(echo)
+        .lines()
+        .filter(|l| l.starts_with("worker "))
+        .filter_map(|l| l.split("conns opened ").nth(1))
+        .filter_map(|r| r.split('+').next()?.parse::<u64>().ok())
+        .sum();
+    if opened != 11 {
+        net.fail(&format!("Rusty opened {opened} connections, not 10 + 1"));
+    }
+    stop(&mut net, kernel_echo, Duration::from_secs(5));
+}
+
+/// 12. AF_XDP: 100 concurrent connections against `echo` with two workers on a
+///     two-queue veth, random data up to 10 MB each way, SHA-256 of every echo equal.
+#[test]
+fn echo_on_xdp_100_connections() {
+    hundred_connections(
+        "echo_on_xdp_100_connections",
+        &["ethtool"],
+        start_xdp_echo,
+        "12",
+    );
+}
+
+/// 13. AF_XDP with 5% loss each way: the bridge between the peer and Rusty's veth drops
+///     5% of the TCP packets towards the peer and, independently, 5% of those from it;
+///     100 connections all echoed byte-exact.
+#[test]
+fn echo_on_xdp_with_5_percent_loss() {
+    let Some(mut net) = setup(
+        "echo_on_xdp_with_5_percent_loss",
+        &["python3", "nft", "ethtool"],
+    ) else {
+        return;
+    };
+    let echo = start_xdp_echo(&mut net, 2, &["--grace", "2"]);
+    net.drop_bridged_percent(5);
+    let args = [
+        "--conns",
+        "100",
+        "--max",
+        "2000000",
+        "--big",
+        "3",
+        "--small-max",
+        "500000",
+        "--seed",
+        "13",
+        "--deadline",
+        "150",
+    ];
+    echo_through_lossy_bridge(&mut net, echo, 100, &args, Duration::from_secs(160));
+}
+
+/// 14. The XDP program lives exactly as long as the process: attached while `echo`
+///     runs, gone after SIGTERM and after SIGKILL. Meanwhile a second Rusty on the same
+///     interface is refused with a clear error (its queues are taken), and so is a
+///     worker count that does not match the interface's queues.
+#[test]
+fn xdp_program_goes_away_with_the_process() {
+    let Some(mut net) = setup("xdp_program_goes_away_with_the_process", &["ethtool"]) else {
+        return;
+    };
+    let echo = start_xdp_echo(&mut net, 2, &["--grace", "1"]);
+    if !xdp_attached(&net) {
+        net.fail("no XDP program on rx0 while echo runs");
+    }
+    let cidr = format!("{}/24", net.stack_ip());
+    for (workers, want) in [
+        ("2", "queue 0 of 'rx0' already has an AF_XDP socket"),
+        (
+            "3",
+            "'rx0' has 2 receive and 2 transmit queues but 3 workers",
+        ),
+    ] {
+        let mut cmd = net.rusty_ns_command(ECHO);
+        cmd.args(["8", "1", "xdp:rx0", &cidr, workers, "--oversubscribe"]);
+        let second = net.spawn("second echo", cmd);
+        let status = net.wait_ok(second, Duration::from_secs(15));
+        let log = net.log(second);
+        if status.success() || !log.contains(want) {
+            net.fail(&format!(
+                "second echo ({workers} workers): {status}, wanted {want:?}"
+            ));
+        }
+    }
+    stop(&mut net, echo, Duration::from_secs(5));
+    if xdp_attached(&net) {
+        net.fail("the XDP program outlived echo (SIGTERM)");
+    }
+    let mut cmd = net.rusty_ns_command(ECHO);
+    cmd.args([PORT, "1", "xdp:rx0", &cidr, "2", "--oversubscribe"]);
+    let echo = net.spawn("echo again", cmd);
+    net.wait_for_log(echo, "xdp:rx0 queue 1: ", Duration::from_secs(15));
+    if !xdp_attached(&net) {
+        net.fail("no XDP program on rx0 after a restart");
+    }
+    let pid = net.pid(echo).to_string();
+    let (ok, out) = rusty_testnet::quick(Path::new("/bin/kill"), &["-KILL", &pid]);
+    if !ok {
+        net.fail(&format!("kill -KILL {pid}: {out}"));
+    }
+    net.wait(echo, Duration::from_secs(10));
+    // The kernel releases the link when the last descriptor closes, which the exit does.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while xdp_attached(&net) {
+        if Instant::now() > deadline {
+            net.fail("the XDP program outlived echo (SIGKILL)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

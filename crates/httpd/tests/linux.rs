@@ -24,28 +24,37 @@ fn setup(test: &str, tools: &[&str]) -> Option<TestNet> {
 fn start_tap_httpd(net: &mut TestNet, root: &Path, extra: &[&str]) -> Proc {
     let tap = net.create_tap();
     let mut cmd = Command::new(common::HTTPD);
-    cmd.arg(PORT)
-        .arg(root)
-        .args([
-            "1",
-            &format!("tap:{tap}"),
-            &format!("{}/24", net.stack_ip()),
-            "2",
-            "--oversubscribe",
-            "--grace",
-            "1",
-        ])
-        .args(extra);
+    httpd_args(&mut cmd, net, root, &format!("tap:{tap}"), extra);
     let p = net.spawn("httpd", cmd);
     net.move_tap_when_attached(&tap, 2, p);
     p
 }
 
-/// Run `program args` in the namespace to completion; (success, stdout, stderr).
-/// Bounded by the program's own time limits (curl --max-time, the checks' timeouts).
+/// httpd's arguments: serve `root` on `link` at `stack_ip()` with two workers.
+fn httpd_args(cmd: &mut Command, net: &TestNet, root: &Path, link: &str, extra: &[&str]) {
+    let ip = format!("{}/24", net.stack_ip());
+    cmd.arg(PORT).arg(root);
+    cmd.args(["1", link, &ip, "2", "--oversubscribe", "--grace", "1"]);
+    cmd.args(extra);
+}
+
+/// Start httpd with two workers on AF_XDP (`xdp:rx0` in Rusty's namespace of
+/// [`TestNet::xdp_peer`]) serving `root`; clients then run in the peer's namespace.
+fn start_xdp_httpd(net: &mut TestNet, root: &Path, extra: &[&str]) -> Proc {
+    let ifname = net.xdp_peer(2);
+    let mut cmd = net.rusty_ns_command(common::HTTPD);
+    httpd_args(&mut cmd, net, root, &format!("xdp:{ifname}"), extra);
+    let p = net.spawn("httpd", cmd);
+    net.wait_for_log(p, "queue 1: ", Duration::from_secs(15));
+    p
+}
+
+/// Run `program args` where the Linux peer runs (the namespace, or the peer's own one
+/// on an AF_XDP link) to completion; (success, stdout, stderr). Bounded by the
+/// program's own time limits (curl --max-time, the checks' timeouts).
 fn ns_output(net: &TestNet, program: &Path, args: &[&str]) -> (bool, Vec<u8>, String) {
     let out = net
-        .ns_command(program)
+        .peer_command(program)
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -97,11 +106,24 @@ fn stop(net: &mut TestNet, p: Proc) -> String {
 ///    traversal, timeouts), a 100 MB file by SHA-256, and 50 concurrent clients.
 #[test]
 fn httpd_on_tap_all_checks() {
-    let Some(mut net) = setup("httpd_on_tap_all_checks", &["python3", "curl"]) else {
+    all_checks("httpd_on_tap_all_checks", &[], start_tap_httpd);
+}
+
+/// 1b. The same on AF_XDP: two workers on a two-queue veth, the peer a bridge hop away.
+#[test]
+fn httpd_on_xdp_all_checks() {
+    all_checks("httpd_on_xdp_all_checks", &["ethtool"], start_xdp_httpd);
+}
+
+type Start = fn(&mut TestNet, &Path, &[&str]) -> Proc;
+
+fn all_checks(test: &str, tools: &[&str], start: Start) {
+    let tools: Vec<&str> = ["python3", "curl"].iter().chain(tools).copied().collect();
+    let Some(mut net) = setup(test, &tools) else {
         return;
     };
     let root = make_site(&net.dir, Some(100 << 20));
-    let httpd = start_tap_httpd(
+    let httpd = start(
         &mut net,
         &root,
         &["--header-timeout", "1", "--keepalive-timeout", "2"],
@@ -157,7 +179,7 @@ fn httpd_on_tap_all_checks() {
         }
     }
     eprintln!(
-        "httpd_on_tap_all_checks: {}",
+        "{test}: {}",
         log.lines()
             .find(|l| l.starts_with("httpd total:"))
             .unwrap_or("")

@@ -149,6 +149,9 @@ pub struct TestNet {
     pub tools: Tools,
     /// The Linux peer's own namespace, once [`bridge_peer`](Self::bridge_peer) made it.
     pub peer_ns: Option<String>,
+    /// The namespace Rusty runs in on an AF_XDP link, once [`xdp_peer`](Self::xdp_peer)
+    /// made it.
+    pub rusty_ns: Option<String>,
     taps: Vec<String>,
     children: Vec<Child_>,
     ns_created: bool,
@@ -200,6 +203,7 @@ impl TestNet {
             dir,
             tools,
             peer_ns: None,
+            rusty_ns: None,
             taps: Vec::new(),
             children: Vec::new(),
             ns_created: false,
@@ -257,10 +261,23 @@ impl TestNet {
 
     /// Run `program args` inside the namespace to completion (bounded by 20 s).
     pub fn ns_quick(&self, program: &Path, args: &[&str]) -> (bool, String) {
+        self.quick_in(&self.ns, program, args)
+    }
+
+    /// `program args` in namespace `ns`, to completion (bounded by 20 s).
+    fn quick_in(&self, ns: &str, program: &Path, args: &[&str]) -> (bool, String) {
         let prog = program.to_string_lossy();
-        let mut all = vec!["netns", "exec", self.ns.as_str(), prog.as_ref()];
+        let mut all = vec!["netns", "exec", ns, prog.as_ref()];
         all.extend_from_slice(args);
         quick(self.tools.get("ip"), &all)
+    }
+
+    /// `ip netns exec NS program` (the program replaces `ip`, so the child's pid is the
+    /// program's own).
+    fn command_in(&self, ns: &str, program: &Path) -> Command {
+        let mut cmd = Command::new(self.tools.get("ip"));
+        cmd.args(["netns", "exec", ns]).arg(program);
+        cmd
     }
 
     /// Make the namespace's kernel drop `percent`% of the packets it sends, at random
@@ -332,35 +349,96 @@ impl TestNet {
     /// give Rusty `--no-tso` for the same.
     pub fn bridge_peer(&mut self, tap: &str) {
         let ns = self.ns.clone();
+        self.ip(&["-n", &ns, "addr", "flush", "dev", tap]);
+        self.peer_behind_bridge(tap);
+    }
+
+    /// The peer's namespace `<ns>p` with `peer0` at `host_ip()/24` (one segment per
+    /// packet), its veth `rtpeer` and `port` joined by the bridge `rtbr` in the test's
+    /// namespace.
+    fn peer_behind_bridge(&mut self, port: &str) {
+        let ns = self.ns.clone();
         let peer = format!("{ns}p");
         self.ip(&["netns", "add", &peer]);
         self.peer_ns = Some(peer.clone());
         self.ip(&["-n", &peer, "link", "set", "lo", "up"]);
-        self.ip(&["-n", &ns, "addr", "flush", "dev", tap]);
         self.ip(&["-n", &ns, "link", "add", "rtbr", "type", "bridge"]);
         self.ip(&[
             "-n", &ns, "link", "add", "rtpeer", "type", "veth", "peer", "name", "peer0", "netns",
             &peer,
         ]);
-        for dev in [tap, "rtpeer", "rtbr"] {
-            if dev != "rtbr" {
-                self.ip(&["-n", &ns, "link", "set", "dev", dev, "master", "rtbr"]);
-            }
-            self.ip(&["-n", &ns, "link", "set", "dev", dev, "up"]);
+        for dev in [port, "rtpeer"] {
+            self.ip(&["-n", &ns, "link", "set", "dev", dev, "master", "rtbr", "up"]);
         }
+        self.ip(&["-n", &ns, "link", "set", "dev", "rtbr", "up"]);
         let cidr = format!("{}/24", self.host_ip());
         self.ip(&["-n", &peer, "addr", "add", &cidr, "dev", "peer0"]);
-        self.ip(&[
-            "-n",
-            &peer,
-            "link",
-            "set",
-            "dev",
-            "peer0",
-            "gso_max_segs",
-            "1",
-            "up",
-        ]);
+        let up = ["link", "set", "dev", "peer0", "gso_max_segs", "1", "up"];
+        self.ip(&[&["-n", peer.as_str()][..], &up].concat());
+    }
+
+    /// The link for Rusty's AF_XDP driver, with the Linux peer one bridge hop away (as
+    /// [`bridge_peer`](Self::bridge_peer) puts it, so [`drop_bridged_percent`]
+    /// (Self::drop_bridged_percent) works the same):
+    ///
+    /// ```text
+    /// <ns>x: rx0 (queues×queues) ─ veth ─ rtrusty ┐
+    ///                                  <ns>: rtbr ├ rtpeer ─ veth ─ peer0 :<ns>p
+    /// ```
+    ///
+    /// Rusty runs in `<ns>x` ([`rusty_ns_command`](Self::rusty_ns_command)) on
+    /// `xdp:rx0` at `stack_ip()`, where the kernel also has an address of its own on
+    /// rx0, [`rusty_ns_kernel_ip`](Self::rusty_ns_kernel_ip); the peer has `host_ip()`.
+    /// The peer sends complete checksums (`ethtool -K peer0 tx off`: AF_XDP has no
+    /// checksum offload, a real NIC delivers full checksums) and single segments
+    /// (`gso_max_segs 1`). Needs the `ethtool` tool. Returns Rusty's interface name.
+    pub fn xdp_peer(&mut self, queues: usize) -> String {
+        let ns = self.ns.clone();
+        let rusty = format!("{ns}x");
+        self.ip(&["netns", "add", &rusty]);
+        self.rusty_ns = Some(rusty.clone());
+        self.ip(&["-n", &rusty, "link", "set", "lo", "up"]);
+        let q = queues.to_string();
+        let queues = ["numtxqueues", q.as_str(), "numrxqueues", q.as_str()];
+        let ours = [&["-n", ns.as_str(), "link", "add", "rtrusty"][..], &queues].concat();
+        let theirs = [&["type", "veth", "peer", "name", "rx0"][..], &queues].concat();
+        self.ip(&[&ours[..], &theirs, &["netns", rusty.as_str()]].concat());
+        self.peer_behind_bridge("rtrusty");
+        let kernel = format!("{}/24", self.rusty_ns_kernel_ip());
+        self.ip(&["-n", &rusty, "addr", "add", &kernel, "dev", "rx0"]);
+        self.ip(&["-n", &rusty, "link", "set", "dev", "rx0", "up"]);
+        let peer = format!("{ns}p");
+        let ethtool = self.tools.get("ethtool");
+        let (ok, out) = self.quick_in(&peer, ethtool, &["-K", "peer0", "tx", "off"]);
+        if !ok {
+            self.fail(&format!("ethtool -K peer0 tx off: {out}"));
+        }
+        "rx0".to_string()
+    }
+
+    /// The kernel's own address on Rusty's AF_XDP interface (see
+    /// [`xdp_peer`](Self::xdp_peer)).
+    pub fn rusty_ns_kernel_ip(&self) -> String {
+        format!("10.78.{}.3", self.subnet)
+    }
+
+    /// `ip netns exec <ns>x program` (see [`xdp_peer`](Self::xdp_peer)).
+    pub fn rusty_ns_command(&self, program: impl AsRef<Path>) -> Command {
+        let rusty = self
+            .rusty_ns
+            .as_deref()
+            .unwrap_or_else(|| self.fail("rusty_ns_command before xdp_peer"));
+        self.command_in(rusty, program.as_ref())
+    }
+
+    /// Run `program args` in Rusty's namespace of [`xdp_peer`](Self::xdp_peer) to
+    /// completion (bounded by 20 s).
+    pub fn rusty_ns_quick(&self, program: &Path, args: &[&str]) -> (bool, String) {
+        let rusty = self
+            .rusty_ns
+            .as_deref()
+            .unwrap_or_else(|| self.fail("rusty_ns_quick before xdp_peer"));
+        self.quick_in(rusty, program, args)
     }
 
     /// Make the bridge of [`bridge_peer`](Self::bridge_peer) drop `percent`% of the TCP
@@ -491,9 +569,17 @@ impl TestNet {
     /// `ip netns exec NS program args...` (the program replaces `ip`, so the child's
     /// pid is the program's own).
     pub fn ns_command(&self, program: impl AsRef<Path>) -> Command {
-        let mut cmd = Command::new(self.tools.get("ip"));
-        cmd.args(["netns", "exec", &self.ns]).arg(program.as_ref());
-        cmd
+        self.command_in(&self.ns, program.as_ref())
+    }
+
+    /// `program` where the Linux peer runs: its own namespace once
+    /// [`bridge_peer`](Self::bridge_peer) or [`xdp_peer`](Self::xdp_peer) made one, else
+    /// the test's namespace.
+    pub fn peer_command(&self, program: impl AsRef<Path>) -> Command {
+        self.command_in(
+            self.peer_ns.as_deref().unwrap_or(&self.ns),
+            program.as_ref(),
+        )
     }
 
     /// Start `program args` inside the namespace.
@@ -512,12 +598,10 @@ impl TestNet {
     ) -> Proc {
         let peer = self
             .peer_ns
-            .clone()
+            .as_deref()
             .unwrap_or_else(|| self.fail("spawn_in_peer before bridge_peer"));
-        let mut cmd = Command::new(self.tools.get("ip"));
-        cmd.args(["netns", "exec", &peer])
-            .arg(program.as_ref())
-            .args(args);
+        let mut cmd = self.command_in(peer, program.as_ref());
+        cmd.args(args);
         self.spawn(label, cmd)
     }
 
@@ -671,10 +755,10 @@ impl Drop for TestNet {
             let _ = quick(&ip, &["-n", &self.ns, "link", "del", "dev", tap]);
             let _ = quick(&ip, &["link", "del", "dev", tap]);
         }
-        if let Some(peer) = &self.peer_ns {
-            let (ok, out) = quick(&ip, &["netns", "del", peer]);
+        for extra in self.peer_ns.iter().chain(&self.rusty_ns) {
+            let (ok, out) = quick(&ip, &["netns", "del", extra]);
             if !ok {
-                eprintln!("{}: deleting namespace {peer}: {out}", self.test);
+                eprintln!("{}: deleting namespace {extra}: {out}", self.test);
             }
         }
         if self.ns_created {
