@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::link::{LinkKind, LinkSpec, LinkSpecError};
 use rusty_drivers_tap::{TapConfig, TapError};
-use rusty_drivers_xdp::{XdpConfig, XdpError};
+use rusty_drivers_xdp::{AttachMode, CopyMode, XdpConfig, XdpError};
 use rusty_kernel::{kernel_worker, KernelConfig};
 use rusty_stack::io::fault::{FaultConfig, FaultInjector};
 use rusty_stack::io::pcap::PcapCapture;
@@ -48,6 +48,29 @@ pub struct Launch {
     pub faults: Option<(FaultConfig, u64)>,
     /// Let Rusty's engines use TSO where the device offers it.
     pub tso: bool,
+    /// Settings of AF_XDP links.
+    pub xdp: XdpTuning,
+}
+
+/// How AF_XDP links are opened (see [`XdpConfig`]); the defaults are `XdpConfig::new`'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct XdpTuning {
+    pub attach: AttachMode,
+    pub copy: CopyMode,
+    pub ring_size: u32,
+    pub frames: u32,
+}
+
+impl Default for XdpTuning {
+    fn default() -> XdpTuning {
+        let c = XdpConfig::new("", Ipv4Addr::UNSPECIFIED, 1);
+        XdpTuning {
+            attach: c.attach,
+            copy: c.copy,
+            ring_size: c.ring_size,
+            frames: c.frames,
+        }
+    }
 }
 
 impl Launch {
@@ -63,6 +86,7 @@ impl Launch {
             backlog: 1024,
             faults: None,
             tso: true,
+            xdp: XdpTuning::default(),
         }
     }
 
@@ -218,7 +242,14 @@ where
                 }
             }
             LinkKind::Xdp { ifname } => {
-                let cfg = XdpConfig::new(ifname.clone(), link.ip, link.workers as u16);
+                let t = launch.xdp;
+                let cfg = XdpConfig {
+                    attach: t.attach,
+                    copy: t.copy,
+                    ring_size: t.ring_size,
+                    frames: t.frames,
+                    ..XdpConfig::new(ifname.clone(), link.ip, link.workers as u16)
+                };
                 let queues = rusty_drivers_xdp::open(&cfg)
                     .map_err(|e| LaunchError::Xdp(ifname.clone(), e))?;
                 for (q, dev) in queues.into_iter().enumerate() {

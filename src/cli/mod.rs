@@ -12,12 +12,31 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::launch::Launch;
+use crate::launch::{Launch, XdpTuning};
 use link::parse_links;
 pub use logging::LogLevel;
 use parse::{parse_cidr, parse_congestion, parse_cpus};
+use rusty_drivers_xdp::{AttachMode, CopyMode};
 use rusty_stack::io::fault::FaultConfig;
 use rusty_stack::tcp::config::CongestionAlgorithm;
+
+fn parse_xdp_attach(s: &str) -> Result<AttachMode, String> {
+    match s {
+        "auto" => Ok(AttachMode::Auto),
+        "native" => Ok(AttachMode::Native),
+        "generic" => Ok(AttachMode::Generic),
+        _ => Err(format!("'{s}' (expected auto, native or generic)")),
+    }
+}
+
+fn parse_xdp_copy(s: &str) -> Result<CopyMode, String> {
+    match s {
+        "auto" => Ok(CopyMode::Auto),
+        "zero-copy" => Ok(CopyMode::ZeroCopy),
+        "copy" => Ok(CopyMode::Copy),
+        _ => Err(format!("'{s}' (expected auto, zero-copy or copy)")),
+    }
+}
 
 /// A CPU list such as `0,2-3` (one clap value, not several).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +84,20 @@ pub struct CommonArgs {
     /// reno) and otherwise keeps the system default.
     #[arg(long, value_name = "NAME", value_parser = parse_congestion)]
     pub cc: Option<CongestionAlgorithm>,
+    /// AF_XDP links: where the XDP program runs: auto (native where the driver
+    /// supports it, else generic), native or generic.
+    #[arg(long, value_name = "MODE", value_parser = parse_xdp_attach, default_value = "auto")]
+    pub xdp_attach: AttachMode,
+    /// AF_XDP links: auto (zero-copy where the driver supports it, else copy),
+    /// zero-copy or copy.
+    #[arg(long, value_name = "MODE", value_parser = parse_xdp_copy, default_value = "auto")]
+    pub xdp_copy: CopyMode,
+    /// AF_XDP links: entries of each ring (fill, completion, RX, TX; a power of two).
+    #[arg(long, value_name = "ENTRIES", default_value_t = 2048)]
+    pub xdp_ring: u32,
+    /// AF_XDP links: frames in each worker's UMEM (2 KiB each at MTU 1500).
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub xdp_frames: u32,
     /// Testing: drop this fraction (0..1) of the frames Rusty's workers send.
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     pub fault_loss: f64,
@@ -93,6 +126,12 @@ impl CommonArgs {
         l.runtime.stats_interval = self.stats.filter(|&s| s > 0).map(Duration::from_secs);
         l.tso = !self.no_tso;
         l.congestion_control = self.cc;
+        l.xdp = XdpTuning {
+            attach: self.xdp_attach,
+            copy: self.xdp_copy,
+            ring_size: self.xdp_ring,
+            frames: self.xdp_frames,
+        };
         for (name, p) in [
             ("--fault-loss", self.fault_loss),
             ("--fault-duplicate", self.fault_duplicate),
@@ -193,6 +232,34 @@ mod tests {
             "{err}"
         );
         assert!(Cli::try_parse_from(["x", "--cc"]).is_err());
+    }
+
+    #[test]
+    fn xdp_flags_tune_the_af_xdp_links() {
+        let d = Cli::try_parse_from(["x"]).unwrap();
+        assert_eq!(d.common.launch(&d.links).unwrap().xdp, XdpTuning::default());
+        let cli = Cli::try_parse_from([
+            "x",
+            "--xdp-attach",
+            "generic",
+            "--xdp-copy",
+            "copy",
+            "--xdp-ring",
+            "512",
+            "--xdp-frames",
+            "1024",
+        ])
+        .unwrap();
+        let t = cli.common.launch(&cli.links).unwrap().xdp;
+        assert_eq!(
+            (t.attach, t.copy, t.ring_size, t.frames),
+            (AttachMode::Generic, CopyMode::Copy, 512, 1024)
+        );
+        let err = Cli::try_parse_from(["x", "--xdp-attach", "fast"]).unwrap_err();
+        assert!(
+            err.to_string().contains("expected auto, native or generic"),
+            "{err}"
+        );
     }
 
     #[test]
