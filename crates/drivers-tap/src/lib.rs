@@ -45,12 +45,19 @@
 //! cannot predict where a flow lands. The kernel instead uses tun's *automatic flow
 //! steering*: it remembers, per flow hash, the queue that flow was last **transmitted**
 //! on by us (a `write` on a queue records the flow for it), and sends that flow's packets
-//! to that queue; a flow it has not seen yet goes to a queue picked from its hash. So
-//! passive opens are consistent — the SYN arrives on some queue, the worker on it replies
-//! from the same queue, and the rest of the flow follows. Active opens work too, once the
-//! first SYN is written: replies go to the queue that sent it. Frames that carry no flow
-//! (ARP) may land on any queue; the runtime shares ARP mappings between the workers of a
-//! link.
+//! to that queue; a flow it has not seen yet goes to a queue picked from its hash.
+//!
+//! The stack does not rely on that. On a link like this every flow has an owner that
+//! all its workers compute alike: an active open is owned by its local port modulo the
+//! queue count (a worker opens from ports it owns), and every other flow — a passive
+//! open — by a hash of the peer's address and port. A segment that lands on a worker
+//! that has no connection for it and does not own its flow is handed to the owner
+//! through the runtime's control channel, SYNs included, so every connection is
+//! accepted and served by its owner. As the owner answers from its own queue, the
+//! kernel's flow table soon steers the rest of the flow there, and hand-overs stay rare
+//! (typically a passive open's SYN, when the kernel's first pick was another queue).
+//! Frames that carry no flow (ARP) may land on any queue; the runtime shares ARP
+//! mappings between the workers of a link.
 //!
 //! ## Use
 //!

@@ -79,7 +79,8 @@ pub struct Stats {
     pub time_wait_reused: u64,
     /// Received bytes the application never consumed before its connection ended.
     pub unread_bytes_discarded: u64,
-    /// Segments for a sibling worker's connection, handed over through the runtime.
+    /// Segments of flows a sibling worker owns, handed over through the runtime (links
+    /// whose steering the stack cannot predict).
     pub misdirected_forwarded: u64,
 }
 
@@ -227,6 +228,9 @@ impl fmt::Display for Stats {
             self.syn_cookies_accepted,
             self.syn_cookies_sent,
         )?;
+        if self.misdirected_forwarded > 0 {
+            write!(f, "; handed to siblings {}", self.misdirected_forwarded)?;
+        }
         for r in DropReason::ALL {
             let n = self.dropped(r);
             if n > 0 {

@@ -36,7 +36,10 @@ pub struct EngineConfig {
     pub syn_cookies: bool,
     /// Most frames taken from the driver per loop turn.
     pub rx_burst: usize,
-    /// Local ports for active opens.
+    /// Local ports for active opens. On a link whose steering the stack cannot predict
+    /// they also mark which flows are active opens, owned by their port; every other
+    /// flow is owned by a hash of its remote end. Keep listening ports outside, or all of
+    /// a port's connections share one worker there.
     pub ephemeral_ports: RangeInclusive<u16>,
     /// Send bulk data as TSO super-frames when the device segments (and checksums) for
     /// us. Fewer, larger writes help the sender; on TAP they cost the receiving kernel

@@ -1,9 +1,13 @@
 //! Active opens: start a connection to a remote address on a local port whose return
-//! flow reaches this worker, and find the worker that owns a port on links without
-//! Toeplitz RSS.
+//! flow reaches this worker. With Toeplitz RSS that is a port whose return flow the NIC
+//! hashes to this worker's queue; on a link whose steering the stack cannot predict
+//! (TAP, a veth under AF_XDP) it is a port this worker owns by `port % queues`, so that
+//! siblings hand the flow's segments here wherever they land (the rule for every flow,
+//! passive ones included, is in [`owner`](super::owner)).
 
 use std::net::SocketAddrV4;
 
+use super::owner::owner_queue;
 use super::{Engine, FlowKey};
 use crate::app::{AppCore, ConnectError, Handler, OpenResult};
 use crate::io::PacketIo;
@@ -36,35 +40,20 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         Ok(self.insert_conn(tcb, Some(state), key, None, None))
     }
 
-    /// On a multi-queue link that does not steer by Toeplitz (TAP), active opens own
-    /// their local port by `port % queues`: the queue that should handle a segment for
-    /// ephemeral `port`, when that is not ours.
-    pub(super) fn port_owner(&self, port: u16) -> Option<u16> {
-        let caps = self.dev.capabilities();
-        if caps.rss.is_some() || caps.queue_count <= 1 || !self.cfg.ephemeral_ports.contains(&port)
-        {
-            return None;
-        }
-        let owner = port % caps.queue_count;
-        (owner != caps.queue).then_some(owner)
-    }
-
     /// A free ephemeral port; on a multi-queue link one whose return flow the NIC's RSS
     /// steers to this worker's queue (as Fastsocket, mTCP and Seastar do), or, on a link
-    /// without Toeplitz RSS, one this worker owns by `port % queues`.
+    /// without Toeplitz RSS, one this worker owns ([`owner_queue`]).
     fn pick_port(&mut self, remote: SocketAddrV4) -> Option<u16> {
         let range = self.cfg.ephemeral_ports.clone();
         let caps = self.dev.capabilities();
         let flows = &self.flows;
         let time_wait = &self.time_wait;
-        let is_free = |p: u16| {
-            let key = FlowKey {
-                remote_ip: *remote.ip(),
-                remote_port: remote.port(),
-                local_port: p,
-            };
-            !flows.contains_key(&key) && !time_wait.contains(&key)
+        let key = |local_port: u16| FlowKey {
+            remote_ip: *remote.ip(),
+            remote_port: remote.port(),
+            local_port,
         };
+        let is_free = |p: u16| !flows.contains_key(&key(p)) && !time_wait.contains(&key(p));
         let (queue, queues) = (caps.queue, caps.queue_count.max(1));
         let start = self.next_port;
         let next = |p: u16| {
@@ -89,7 +78,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 let span = (*range.end() as u32 - *range.start() as u32 + 1) as usize;
                 std::iter::successors(Some(start), |&p| Some(next(p)))
                     .take(span)
-                    .find(|&p| p % queues == queue && is_free(p))
+                    .find(|&p| owner_queue(&key(p), &range, queues) == queue && is_free(p))
             }
         };
         if let Some(p) = port {

@@ -1,5 +1,6 @@
 //! The receive path: Ethernet → ARP/IPv4 → ICMP/TCP, and TCP demultiplexing to a
-//! connection, a TIME-WAIT entry, a listener, a sibling worker or a RST.
+//! connection, the sibling worker that owns the flow, a TIME-WAIT entry, a listener or
+//! a RST.
 
 use std::net::Ipv4Addr;
 
@@ -89,6 +90,17 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         if let Some(&index) = self.flows.get(&key) {
             return self.conn_input(index, &seg, payload);
         }
+        if let Some(owner) = self.flow_owner(&key) {
+            // A sibling's flow, steered here by a link we cannot predict: the owner holds
+            // its TIME-WAIT entry and answers its SYN (see `owner`).
+            if self.misdirected.len() < MAX_MISDIRECTED {
+                self.stats.misdirected_forwarded += 1;
+                self.misdirected.push((owner, frame.to_vec()));
+            } else {
+                self.stats.drop(DropReason::NoConnection);
+            }
+            return;
+        }
         let mut iss_floor = None;
         let verdict = self
             .time_wait
@@ -108,16 +120,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         if self.listeners.contains_key(&seg.dst_port) {
             return self.listen_input(src_mac, ip, key, &seg, payload, iss_floor);
-        }
-        if let Some(owner) = self.port_owner(seg.dst_port) {
-            // An active open of a sibling worker, steered here by the link: hand it over.
-            if self.misdirected.len() < MAX_MISDIRECTED {
-                self.stats.misdirected_forwarded += 1;
-                self.misdirected.push((owner, frame.to_vec()));
-            } else {
-                self.stats.drop(DropReason::NoConnection);
-            }
-            return;
         }
         self.stats.drop(if seg.flags.syn {
             DropReason::NoListener

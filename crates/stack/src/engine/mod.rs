@@ -10,8 +10,9 @@
 //! The rooms: this file holds the engine's state, its public API and the loop turn;
 //! `input` demultiplexes received frames; `listen` answers SYNs (with
 //! SYN cookies past the backlog); `connect` starts active opens and picks their ports;
-//! `dispatch` hands TCP events to the application core and fires timers; `output`
-//! builds frames; `arp` glues the ARP cache to the device.
+//! `owner` says which sibling owns a flow on links whose steering the stack cannot
+//! predict; `dispatch` hands TCP events to the application core and fires timers;
+//! `output` builds frames; `arp` glues the ARP cache to the device.
 
 mod arp;
 pub mod config;
@@ -20,6 +21,7 @@ mod dispatch;
 mod input;
 mod listen;
 mod output;
+mod owner;
 mod timewait;
 
 use std::collections::HashMap;
@@ -330,19 +332,37 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
     }
 
-    /// Frames for active opens of sibling workers (see [`EngineConfig`]): (owner queue,
-    /// frame). The runtime passes them to the owner, which calls [`Engine::inject_frame`].
+    /// Frames of flows sibling workers own, on a link whose steering the stack cannot
+    /// predict ([`Capabilities::unpredictable_steering`](crate::io::Capabilities)):
+    /// (owner queue, frame). The runtime passes them to the owner, which calls
+    /// [`Engine::inject_frames`]. Which queue owns a flow: active opens by their local
+    /// port modulo the queue count, every other flow by a hash of the remote address and
+    /// port.
     pub fn take_misdirected(&mut self, out: &mut Vec<(u16, Vec<u8>)>) {
         out.append(&mut self.misdirected);
     }
 
-    /// Process a frame a sibling received for one of our connections.
-    pub fn inject_frame(&mut self, frame: &[u8]) {
+    /// Process frames siblings received for flows this worker owns (from their
+    /// [`Engine::take_misdirected`]), then send what they call for on this worker's
+    /// queue in one burst, as a loop turn does for the frames it receives: a batch of
+    /// segments is answered as a whole (one ACK for many, no retransmission that a later
+    /// ACK of the batch makes needless).
+    ///
+    /// The siblings parsed the frames before handing them over, so their checksums have
+    /// been checked already (by the sibling, or by its device) and are not checked
+    /// again: a frame whose TCP checksum the device left partial (TAP's `NEEDS_CSUM`
+    /// frames from the local kernel) would fail a second check. Pass only frames a
+    /// sibling engine handed over.
+    pub fn inject_frames<I>(&mut self, frames: I)
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
         self.now = self.clock.now();
-        self.on_frame(frame, false);
-        self.flush_dirty();
-        self.submit();
-        self.dev.flush();
+        for frame in frames {
+            self.on_frame(frame.as_ref(), true);
+        }
+        self.end_turn();
     }
 
     /// Run one loop turn; returns the number of frames received.

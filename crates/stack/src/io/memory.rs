@@ -6,7 +6,8 @@
 //! side, IPv4/TCP frames land on the receiving queue the RSS indirection table picks for
 //! the Toeplitz hash of their 4-tuple ([`RssConfig::queue_for_rx_flow`]), exactly as a
 //! NIC would steer them; everything else (ARP, ICMP, fragments, malformed frames) lands on
-//! queue 0, like a NIC that does not hash those types.
+//! queue 0, like a NIC that does not hash those types. A test may steer a side by its
+//! own rule instead ([`MemoryLink::steer_with`]).
 //!
 //! Buffers come from a free list shared by the whole link: a transmitted buffer *becomes*
 //! the peer's received frame (moved, never copied) and goes back to the free list when the
@@ -55,10 +56,18 @@ struct Queued {
     meta: RxMeta,
 }
 
-/// Receive-side steering of one side: Toeplitz over the 4-tuple plus the indirection table.
-struct Steering {
-    hasher: Arc<Toeplitz>,
-    rss: RssConfig,
+/// A test's steering rule: the receive queue of a frame.
+type SteerFn = Box<dyn FnMut(&[u8]) -> usize>;
+
+/// Receive-side steering of one side.
+enum Steering {
+    /// Toeplitz over the 4-tuple plus the indirection table.
+    Rss {
+        hasher: Arc<Toeplitz>,
+        rss: RssConfig,
+    },
+    /// A test's own rule ([`MemoryLink::steer_with`]).
+    Custom(SteerFn),
 }
 
 struct Side {
@@ -84,18 +93,16 @@ impl Side {
     }
 
     /// The receive queue a frame arriving on this side lands on.
-    fn steer(&self, frame: &[u8]) -> usize {
+    fn steer(&mut self, frame: &[u8]) -> usize {
         let queues = self.rx.len();
-        match &self.steering {
-            Some(s) if queues > 1 => {
-                let q = tcp_4tuple_input(frame).map_or(0, |input| {
-                    usize::from(s.rss.queue_for(s.hasher.hash(&input)))
-                });
-                // A table naming more queues than exist wraps rather than losing frames.
-                q % queues
-            }
+        let q = match &mut self.steering {
+            Some(Steering::Rss { hasher, rss }) if queues > 1 => tcp_4tuple_input(frame)
+                .map_or(0, |input| usize::from(rss.queue_for(hasher.hash(&input)))),
+            Some(Steering::Custom(steer)) if queues > 1 => steer(frame),
             _ => 0,
-        }
+        };
+        // A table naming more queues than exist wraps rather than losing frames.
+        q % queues
     }
 }
 
@@ -291,7 +298,7 @@ pub fn multi_queue_pair(
 ) -> (Vec<MemoryLink>, Vec<MemoryLink>) {
     let queues_a = queues_a.max(1);
     let queues_b = queues_b.max(1);
-    let steering = || Steering {
+    let steering = || Steering::Rss {
         hasher: rss.hasher(),
         rss: rss.clone(),
     };
@@ -334,6 +341,16 @@ impl MemoryLink {
     /// steering the stack is not told about (as with TAP).
     pub fn capabilities_mut(&mut self) -> &mut Capabilities {
         &mut self.caps
+    }
+
+    /// Steer the frames that arrive at this end's side (on every queue of it) with
+    /// `steer` instead: it names the receive queue of each frame, wrapped to the side's
+    /// queue count. Tests model links whose steering the stack cannot predict with it
+    /// (TAP's flow table, a veth whose peer kernel picks the queue), adversarial ones
+    /// included.
+    pub fn steer_with(&self, steer: impl FnMut(&[u8]) -> usize + 'static) {
+        self.shared.borrow_mut().sides[self.side].steering =
+            Some(Steering::Custom(Box::new(steer)));
     }
 
     /// Frames waiting to be received on this end.
@@ -735,6 +752,27 @@ mod tests {
         send(&mut b[2], &reply);
         let want = usize::from(rss.queue_for_rx_flow(dst, src, 80, 40000)) % 2;
         assert_eq!(a[want].pending(), 1);
+    }
+
+    #[test]
+    fn a_custom_rule_steers_every_frame() {
+        let (mut a, mut b) =
+            multi_queue_pair(1, 3, RssConfig::symmetric_default(3), MAC_A, MAC_B, 1500);
+        let mut next = 0;
+        b[1].steer_with(move |_| {
+            next += 1;
+            next
+        });
+        let src: Ipv4Addr = "10.0.0.1".parse().unwrap();
+        let dst: Ipv4Addr = "10.0.0.2".parse().unwrap();
+        // One flow, then ARP: round-robin from queue 1, wrapping past the last queue.
+        for _ in 0..3 {
+            send(&mut a[0], &tcp_frame(src, dst, 40000, 80));
+        }
+        send(&mut a[0], &arp_frame());
+        let pending: Vec<usize> = b.iter().map(|q| q.pending()).collect();
+        assert_eq!(pending, vec![1, 2, 1]);
+        assert_eq!(recv_all(&mut b[1])[1], arp_frame());
     }
 
     #[test]

@@ -63,6 +63,13 @@ impl Capabilities {
         }
     }
 
+    /// Whether the link has several queues and steers flows among them in a way the
+    /// stack cannot compute (no [`Capabilities::rss`]: TAP, a veth under AF_XDP). Its
+    /// workers then hand segments to the worker that owns their flow.
+    pub fn unpredictable_steering(&self) -> bool {
+        self.rss.is_none() && self.queue_count > 1
+    }
+
     /// The largest Ethernet frame (header included) the stack may ask [`PacketIo::alloc_tx`] for.
     pub fn max_tx_frame(&self) -> usize {
         ETHERNET_HEADER_LEN + self.tso_max.unwrap_or(self.mtu).max(self.mtu)

@@ -40,9 +40,10 @@ where
         }
         let mut learned = Vec::new();
         let mut misdirected = Vec::new();
+        let mut handed_over = Vec::new();
         let mut control = LoopControl::new();
         loop {
-            let n = engine.poll();
+            let mut work = engine.poll();
             engine.drain_learned_arp(&mut learned);
             for (ip, mac) in learned.drain(..) {
                 ctx.publish(ControlMsg::Arp { link, ip, mac });
@@ -51,20 +52,25 @@ where
             for (queue, data) in misdirected.drain(..) {
                 ctx.publish(ControlMsg::Frame { link, queue, data });
             }
+            let own_queue = engine.device().capabilities().queue;
             while let Some(msg) = ctx.try_recv() {
                 match msg {
                     ControlMsg::Arp { ip, mac, .. } => engine.import_arp(ip, mac),
                     ControlMsg::Frame { queue, data, .. } => {
-                        if queue == engine.device().capabilities().queue {
-                            engine.inject_frame(&data);
+                        if queue == own_queue {
+                            handed_over.push(data);
                         }
                     }
                 }
             }
+            if !handed_over.is_empty() {
+                work += handed_over.len();
+                engine.inject_frames(handed_over.drain(..));
+            }
             if ctx.stats_due() {
                 ctx.send_stats(engine.stats().clone());
             }
-            match control.after_turn(&ctx, n, engine.connection_count()) {
+            match control.after_turn(&ctx, work, engine.connection_count()) {
                 Next::Poll => {}
                 Next::StopAccepting => engine.stop_accepting(),
                 Next::Exit => break,
