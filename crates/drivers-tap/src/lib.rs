@@ -59,6 +59,11 @@
 //! Frames that carry no flow (ARP) may land on any queue; the runtime shares ARP
 //! mappings between the workers of a link.
 //!
+//! A parked worker sleeps in [`PacketIo::wait`](rusty_stack::io::PacketIo::wait); the
+//! queue also watches the [`Doorbell`](rusty_stack::io::Doorbell) the worker hands it
+//! ([`PacketIo::set_doorbell`](rusty_stack::io::PacketIo::set_doorbell)), so a sibling
+//! that hands it a segment wakes it at once.
+//!
 //! ## Use
 //!
 //! ```no_run

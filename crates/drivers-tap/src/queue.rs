@@ -12,11 +12,12 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::ops::{Deref, DerefMut};
+use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusty_stack::io::{
-    Capabilities, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta, ETHERNET_HEADER_LEN,
+    Capabilities, Doorbell, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta, ETHERNET_HEADER_LEN,
 };
 
 use crate::sys;
@@ -62,6 +63,8 @@ pub struct TapQueue {
     /// Capacity of a transmit buffer: the virtio header plus the largest frame.
     tx_buf_len: usize,
     stats: TapStats,
+    /// Rung by siblings that hand this queue's worker frames; ends a `wait` too.
+    doorbell: Option<Doorbell>,
 }
 
 impl TapQueue {
@@ -76,6 +79,7 @@ impl TapQueue {
             tx_free: Vec::new(),
             tx_buf_len,
             stats: TapStats::default(),
+            doorbell: None,
         }
     }
 
@@ -235,7 +239,21 @@ impl PacketIo for TapQueue {
     }
 
     fn wait(&mut self, timeout: Duration) {
-        sys::wait_readable(&self.file, timeout);
+        match &self.doorbell {
+            None => {
+                sys::wait_readable([self.file.as_fd()], timeout);
+            }
+            Some(bell) => {
+                let [_, rung] = sys::wait_readable([self.file.as_fd(), bell.as_fd()], timeout);
+                if rung {
+                    bell.drain();
+                }
+            }
+        }
+    }
+
+    fn set_doorbell(&mut self, bell: Doorbell) {
+        self.doorbell = Some(bell);
     }
 }
 
@@ -428,6 +446,39 @@ mod tests {
         assert_eq!(s.tx_frames + s.tx_drops, total + 1);
         assert!(s.tx_drops > 0, "{s:?}");
         assert_eq!(s.tx_bytes, s.tx_frames * 1000 - 1000 + 80);
+    }
+
+    #[test]
+    fn wait_returns_when_the_doorbell_rings_and_drains_it() {
+        let (mut q, _peer) = pair();
+        let bell = Doorbell::new().unwrap();
+        let ringer = bell.ringer();
+        q.set_doorbell(bell);
+        let t = std::time::Instant::now();
+        let ring = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            ringer.ring();
+            ringer
+        });
+        q.wait(Duration::from_secs(5));
+        let waited = t.elapsed();
+        let ringer = ring.join().unwrap();
+        assert!(
+            waited >= Duration::from_millis(40),
+            "woke early: {waited:?}"
+        );
+        assert!(
+            waited < Duration::from_secs(1),
+            "slept through the bell: {waited:?}"
+        );
+        // Drained: the next wait lasts its timeout, and a new ring ends one again.
+        let t = std::time::Instant::now();
+        q.wait(Duration::from_millis(30));
+        assert!(t.elapsed() >= Duration::from_millis(25));
+        ringer.ring();
+        let t = std::time::Instant::now();
+        q.wait(Duration::from_secs(5));
+        assert!(t.elapsed() < Duration::from_secs(1));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::ffi::{c_int, c_uint};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
@@ -120,23 +120,31 @@ pub(crate) fn set_offload(file: &File, flags: c_uint) -> io::Result<()> {
     }
 }
 
-/// Block until `file` is readable or `timeout` passes (`ppoll`, nanosecond timeout).
-/// Interruptions and errors simply end the wait: callers poll the queue next anyway.
-pub(crate) fn wait_readable(file: &File, timeout: Duration) {
-    let mut pfd = libc::pollfd {
-        fd: file.as_raw_fd(),
+/// Block until one of `fds` is readable (or has an error or hang-up to report) or
+/// `timeout` passes (`ppoll`, nanosecond timeout); returns which of them were ready.
+/// Interruptions and errors simply end the wait with none ready: callers poll their
+/// queue next anyway.
+pub(crate) fn wait_readable<const N: usize>(
+    fds: [BorrowedFd<'_>; N],
+    timeout: Duration,
+) -> [bool; N] {
+    let mut pfds = fds.map(|fd| libc::pollfd {
+        fd: fd.as_raw_fd(),
         events: libc::POLLIN,
         revents: 0,
-    };
+    });
     let ts = libc::timespec {
         tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
-    // SAFETY: `pfd` is one valid pollfd (count 1), `ts` a valid timespec, and a null
-    // signal mask means "leave the mask alone"; all outlive the call.
-    unsafe {
-        libc::ppoll(&mut pfd, 1, &ts, std::ptr::null());
+    // SAFETY: `pfds` is an array of N valid pollfds and N is the count passed; `ts` is a
+    // valid timespec, and a null signal mask means "leave the mask alone"; all outlive
+    // the call. The descriptors are borrowed, so they stay open during it.
+    let ready = unsafe { libc::ppoll(pfds.as_mut_ptr(), N as libc::nfds_t, &ts, std::ptr::null()) };
+    if ready <= 0 {
+        return [false; N];
     }
+    pfds.map(|p| p.revents != 0)
 }
 
 /// An `AF_INET` datagram socket: the handle interface ioctls go through.

@@ -16,7 +16,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use rusty_drivers_tap::{open, TapConfig, TapQueue, TapStats};
-use rusty_stack::io::{Capabilities, PacketIo};
+use rusty_stack::io::{Capabilities, Doorbell, PacketIo};
 use rusty_stack::runtime::{engine_worker, run, RuntimeConfig, StopHandle, Worker};
 use rusty_stack::{Conn, EngineConfig, Handler, Stats};
 
@@ -127,6 +127,9 @@ impl PacketIo for Reporting {
     }
     fn wait(&mut self, timeout: Duration) {
         self.q.wait(timeout)
+    }
+    fn set_doorbell(&mut self, bell: Doorbell) {
+        self.q.set_doorbell(bell)
     }
 }
 

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use smoltcp::wire::{EthernetProtocol, Ipv4Packet};
 
-use super::{Capabilities, PacketIo, TxFrame, TxMeta, ETHERNET_HEADER_LEN};
+use super::{Capabilities, Doorbell, PacketIo, TxFrame, TxMeta, ETHERNET_HEADER_LEN};
 use crate::time::{Clock, Instant};
 
 /// What to do to transmitted frames. Probabilities are per frame, in `0.0..=1.0`.
@@ -419,6 +419,10 @@ impl<D: PacketIo, C: Clock> PacketIo for FaultInjector<D, C> {
         self.release_due(self.clock.now());
         self.send_out();
         self.inner.flush();
+    }
+
+    fn set_doorbell(&mut self, bell: Doorbell) {
+        self.inner.set_doorbell(bell);
     }
 
     fn wait(&mut self, timeout: std::time::Duration) {

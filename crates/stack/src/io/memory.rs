@@ -475,7 +475,7 @@ impl Drop for MemoryLink {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use smoltcp::phy::ChecksumCapabilities;
     use smoltcp::wire::{
@@ -485,7 +485,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     const MAC_A: MacAddr = smoltcp::wire::EthernetAddress([2, 0, 0, 0, 0, 1]);
-    const MAC_B: MacAddr = smoltcp::wire::EthernetAddress([2, 0, 0, 0, 0, 2]);
+    pub(crate) const MAC_B: MacAddr = smoltcp::wire::EthernetAddress([2, 0, 0, 0, 0, 2]);
 
     fn send(link: &mut MemoryLink, payload: &[u8]) {
         let mut f = link.alloc_tx(payload.len()).unwrap();
@@ -499,8 +499,9 @@ mod tests {
         out.iter().map(|f| f.to_vec()).collect()
     }
 
-    /// An Ethernet/IPv4/TCP SYN frame built with smoltcp's emitters.
-    fn tcp_frame(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16) -> Vec<u8> {
+    /// An Ethernet/IPv4/TCP SYN frame built with smoltcp's emitters, from `MAC_A` to
+    /// `MAC_B`.
+    pub(crate) fn tcp_frame(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16) -> Vec<u8> {
         let tcp = TcpRepr {
             src_port: sport,
             dst_port: dport,

@@ -2,7 +2,8 @@
 //!
 //! Everything that moves Ethernet frames implements [`PacketIo`]: the in-memory link
 //! ([`memory`]), the TAP, ixgbe and mPIPE drivers, and decorators that wrap another queue
-//! ([`fault`] for fault injection, [`pcap`] for capture). The trait is burst-oriented:
+//! ([`fault`] for fault injection, [`pcap`] for capture). A [`Doorbell`] lets a worker
+//! wake a sibling parked on its queue. The trait is burst-oriented:
 //! the engine receives up to a burst of frames at once, allocates transmit buffers from
 //! the driver, fills them in place, and submits the whole burst once per loop turn.
 //!
@@ -16,9 +17,12 @@ use std::time::Duration;
 
 use crate::rss::RssConfig;
 
+mod doorbell;
 pub mod fault;
 pub mod memory;
 pub mod pcap;
+
+pub use doorbell::{Doorbell, Ringer};
 
 /// A MAC address.
 pub type MacAddr = smoltcp::wire::EthernetAddress;
@@ -173,11 +177,25 @@ pub trait PacketIo {
     /// Push everything queued so far to the device (doorbell). Called once per loop turn.
     fn flush(&mut self) {}
 
-    /// Block until a frame may be waiting or `timeout` has passed (an idle worker parks
-    /// here instead of spinning). Spurious wake-ups are fine. The default sleeps, at most
-    /// a millisecond, for queues that cannot signal readiness.
+    /// Block until a frame may be waiting, the [doorbell](PacketIo::set_doorbell) rang,
+    /// or `timeout` has passed (an idle worker parks here instead of spinning). Spurious
+    /// wake-ups are fine. The default sleeps, at most a millisecond, for queues that
+    /// cannot signal readiness.
     fn wait(&mut self, timeout: Duration) {
         std::thread::sleep(timeout.min(Duration::from_millis(1)));
+    }
+
+    /// Keep `bell`, which siblings ring when they hand this queue's worker work through
+    /// the runtime, and let it end [`PacketIo::wait`] too: a queue that waits on file
+    /// descriptors polls [`Doorbell::as_fd`](std::os::fd::AsFd::as_fd) with its own and
+    /// calls [`Doorbell::drain`] when it became readable. The engine worker hands one
+    /// over before its first turn, on links whose steering the stack cannot predict.
+    ///
+    /// The default drops it: a queue that cannot watch it still works, its parked
+    /// worker sees the handed-over work when its wait ends (the default `wait` sleeps a
+    /// millisecond at most). Decorators pass it to the queue they wrap.
+    fn set_doorbell(&mut self, bell: Doorbell) {
+        let _ = bell;
     }
 }
 

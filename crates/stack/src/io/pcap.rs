@@ -18,7 +18,7 @@ use std::time::Duration;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
 
-use super::{Capabilities, PacketIo};
+use super::{Capabilities, Doorbell, PacketIo};
 use crate::time::Clock;
 
 /// Largest number of bytes recorded per frame (libpcap's maximum snapshot length), so a
@@ -171,6 +171,10 @@ impl<D: PacketIo, C: Clock, W: Write> PacketIo for PcapCapture<D, C, W> {
 
     fn flush(&mut self) {
         self.inner.flush();
+    }
+
+    fn set_doorbell(&mut self, bell: Doorbell) {
+        self.inner.set_doorbell(bell);
     }
 
     fn wait(&mut self, timeout: std::time::Duration) {

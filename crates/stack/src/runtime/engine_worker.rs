@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{ControlMsg, LoopControl, Next, WorkerContext};
 use crate::app::Handler;
 use crate::engine::{Engine, EngineConfig};
-use crate::io::PacketIo;
+use crate::io::{Doorbell, PacketIo, Ringer};
 use crate::stats::Stats;
 use crate::time::{Clock, SystemClock};
 
@@ -19,6 +19,14 @@ pub const MAX_PARK: Duration = Duration::from_millis(10);
 /// after `ctx.spin()` of idleness until the next timer is due, pass learned ARP mappings
 /// to siblings, and on a stop signal stop accepting and let connections finish within
 /// the grace period.
+///
+/// On a link whose steering the stack cannot predict, it also hands the frames of
+/// flows a sibling owns to that sibling and processes those handed to it. It then gives
+/// its queue a [`Doorbell`] ([`PacketIo::set_doorbell`]) and its siblings a ringer for
+/// it ([`ControlMsg::Doorbell`]), and rings a sibling's after handing it frames, so a
+/// parked owner wakes at once instead of after up to [`MAX_PARK`]. A sibling whose
+/// ringer has not arrived yet (they start in any order) is not rung; its park timeout
+/// bounds the delay.
 pub fn engine_worker<D, H, F>(
     dev: D,
     cfg: EngineConfig,
@@ -38,6 +46,27 @@ where
         for (port, backlog) in listen {
             engine.listen(port, backlog);
         }
+        let caps = engine.device().capabilities();
+        let own_queue = caps.queue;
+        let mut siblings = Siblings::new(caps.queue_count);
+        if caps.unpredictable_steering() {
+            match Doorbell::new() {
+                Ok(bell) => {
+                    let ringer = bell.ringer();
+                    engine.device_mut().set_doorbell(bell);
+                    ctx.publish(ControlMsg::Doorbell {
+                        link,
+                        queue: own_queue,
+                        ringer,
+                    });
+                }
+                Err(e) => log::warn!(
+                    "worker {}: no doorbell ({e}); siblings' hand-overs wait for its park \
+                     timeout",
+                    ctx.index()
+                ),
+            }
+        }
         let mut learned = Vec::new();
         let mut misdirected = Vec::new();
         let mut handed_over = Vec::new();
@@ -49,10 +78,13 @@ where
                 ctx.publish(ControlMsg::Arp { link, ip, mac });
             }
             engine.take_misdirected(&mut misdirected);
-            for (queue, data) in misdirected.drain(..) {
-                ctx.publish(ControlMsg::Frame { link, queue, data });
+            if !misdirected.is_empty() {
+                for (queue, data) in misdirected.drain(..) {
+                    ctx.publish(ControlMsg::Frame { link, queue, data });
+                    siblings.due(queue);
+                }
+                siblings.ring_due();
             }
-            let own_queue = engine.device().capabilities().queue;
             while let Some(msg) = ctx.try_recv() {
                 match msg {
                     ControlMsg::Arp { ip, mac, .. } => engine.import_arp(ip, mac),
@@ -61,6 +93,7 @@ where
                             handed_over.push(data);
                         }
                     }
+                    ControlMsg::Doorbell { queue, ringer, .. } => siblings.learn(queue, ringer),
                 }
             }
             if !handed_over.is_empty() {
@@ -87,5 +120,243 @@ where
             }
         }
         engine.stats().clone()
+    }
+}
+
+/// The doorbells of this worker's siblings on its link, by queue, and which of them to
+/// ring once this turn's frames are sent.
+struct Siblings {
+    ringers: Vec<Option<Ringer>>,
+    due: Vec<bool>,
+}
+
+impl Siblings {
+    fn new(queues: u16) -> Siblings {
+        let queues = usize::from(queues);
+        Siblings {
+            ringers: vec![None; queues],
+            due: vec![false; queues],
+        }
+    }
+
+    /// The worker serving `queue` is woken with `ringer`.
+    fn learn(&mut self, queue: u16, ringer: Ringer) {
+        if let Some(slot) = self.ringers.get_mut(usize::from(queue)) {
+            *slot = Some(ringer);
+        }
+    }
+
+    /// Frames were sent to the worker serving `queue`.
+    fn due(&mut self, queue: u16) {
+        if let Some(due) = self.due.get_mut(usize::from(queue)) {
+            *due = true;
+        }
+    }
+
+    /// Ring every sibling that was sent frames since the last call (once each, after
+    /// the frames: it finds them when it wakes).
+    fn ring_due(&mut self) {
+        for (due, ringer) in self.due.iter_mut().zip(&self.ringers) {
+            if std::mem::take(due) {
+                if let Some(ringer) = ringer {
+                    ringer.ring();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant as StdInstant;
+
+    use smoltcp::wire::{EthernetFrame, Ipv4Packet, TcpPacket};
+
+    use super::*;
+    use crate::app::Conn;
+    use crate::io::fault::{FaultConfig, FaultInjector};
+    use crate::io::memory::tests::{tcp_frame, MAC_B};
+    use crate::io::pcap::PcapCapture;
+    use crate::io::{Capabilities, OwnedFrame};
+    use crate::runtime::{run, StopHandle, Worker};
+    use crate::sim;
+
+    /// What one queue of the test's link shares with the test: frames to receive,
+    /// frames sent, how often its worker parked, and how often its doorbell woke it.
+    #[derive(Clone, Default)]
+    struct Wire {
+        rx: Arc<Mutex<VecDeque<Vec<u8>>>>,
+        tx: Arc<Mutex<Vec<Vec<u8>>>>,
+        parked: Arc<AtomicUsize>,
+        rung: Arc<AtomicUsize>,
+    }
+
+    impl Wire {
+        fn parked(&self) -> usize {
+            self.parked.load(Ordering::Relaxed)
+        }
+
+        fn syn_acks(&self) -> usize {
+            let is_syn_ack = |frame: &Vec<u8>| {
+                let Ok(eth) = EthernetFrame::new_checked(&frame[..]) else {
+                    return false;
+                };
+                let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) else {
+                    return false;
+                };
+                TcpPacket::new_checked(ip.payload()).is_ok_and(|t| t.syn() && t.ack())
+            };
+            self.tx
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|f| is_syn_ack(f))
+                .count()
+        }
+    }
+
+    /// A queue of a multi-queue link without RSS, on a [`Wire`].
+    struct Queue {
+        caps: Capabilities,
+        wire: Wire,
+        bell: Option<Doorbell>,
+    }
+
+    impl PacketIo for Queue {
+        type Rx = OwnedFrame;
+        type Tx = OwnedFrame;
+        fn capabilities(&self) -> &Capabilities {
+            &self.caps
+        }
+        fn receive(&mut self, out: &mut Vec<OwnedFrame>, max: usize) -> usize {
+            let mut rx = self.wire.rx.lock().unwrap();
+            let n = max.min(rx.len());
+            out.extend(rx.drain(..n).map(|data| OwnedFrame {
+                data,
+                ..Default::default()
+            }));
+            n
+        }
+        fn alloc_tx(&mut self, len: usize) -> Option<OwnedFrame> {
+            Some(OwnedFrame {
+                data: vec![0; len],
+                ..Default::default()
+            })
+        }
+        fn transmit(&mut self, frames: &mut Vec<OwnedFrame>) {
+            let mut tx = self.wire.tx.lock().unwrap();
+            tx.extend(frames.drain(..).map(|f| f.data));
+        }
+        fn set_doorbell(&mut self, bell: Doorbell) {
+            self.bell = Some(bell);
+        }
+        /// Watches what a driver polls: the receive queue and the doorbell.
+        fn wait(&mut self, timeout: Duration) {
+            self.wire.parked.fetch_add(1, Ordering::Relaxed);
+            let until = StdInstant::now() + timeout;
+            while StdInstant::now() < until {
+                if self.bell.as_ref().is_some_and(|b| b.drain()) {
+                    self.wire.rung.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                if !self.wire.rx.lock().unwrap().is_empty() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+    }
+
+    struct Accept;
+
+    impl Handler for Accept {
+        type Conn = ();
+        fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+            Some(())
+        }
+        fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+            data.len()
+        }
+    }
+
+    /// Two workers on a two-queue link without RSS, their queues behind the fault and
+    /// capture decorators: SYNs that land on queue 0 for flows queue 1 owns are answered
+    /// by worker 1 from its own queue, and worker 0 rings worker 1's doorbell (which
+    /// reached its queue through both decorators) when it hands them over.
+    #[test]
+    fn the_owner_answers_handed_over_syns_and_its_doorbell_wakes_it() {
+        const SYNS: u16 = 16;
+        let (client, server) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let wires = [Wire::default(), Wire::default()];
+        let workers = (0..2u16)
+            .map(|q| {
+                let mut caps = Capabilities::new(MAC_B, 1500);
+                caps.queue = q;
+                caps.queue_count = 2;
+                let queue = Queue {
+                    caps,
+                    wire: wires[usize::from(q)].clone(),
+                    bell: None,
+                };
+                let clock = SystemClock::new();
+                let faulty = FaultInjector::new(queue, clock, FaultConfig::none(), 1);
+                let dev = PcapCapture::new(faulty, clock, Vec::new()).unwrap();
+                let cfg = sim::engine_config(server, u64::from(q));
+                Worker {
+                    name: format!("q{q}"),
+                    link: 0,
+                    body: Box::new(engine_worker(dev, cfg, vec![(7, 64)], |_| Accept)),
+                }
+            })
+            .collect();
+        let cfg = crate::runtime::tests::test_config();
+        let stop = StopHandle::new();
+        let runtime = {
+            let stop = stop.clone();
+            std::thread::spawn(move || run(workers, &cfg, &stop))
+        };
+        let until = StdInstant::now() + Duration::from_secs(10);
+        let wait_for = |done: &dyn Fn() -> bool| {
+            while !done() && StdInstant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        // Worker 1 has sent its ringer once it parks; worker 0 has it once it parks
+        // again after that (it reads its channel between two parks).
+        wait_for(&|| wires[1].parked() > 0);
+        let seen = wires[0].parked();
+        wait_for(&|| wires[0].parked() > seen + 1);
+        let syns = (0..SYNS).map(|i| tcp_frame(client, server, 50000 + i, 7));
+        wires[0].rx.lock().unwrap().extend(syns);
+        wait_for(&|| wires[0].syn_acks() + wires[1].syn_acks() == usize::from(SYNS));
+        stop.stop();
+        let stats = runtime.join().unwrap().unwrap();
+        let (own, handed) = (wires[0].syn_acks(), wires[1].syn_acks());
+        assert_eq!(
+            own + handed,
+            usize::from(SYNS),
+            "{}\n{}",
+            stats[0],
+            stats[1]
+        );
+        assert!(
+            handed > 0,
+            "no SYN landed on a worker that does not own its flow"
+        );
+        assert_eq!(stats[0].misdirected_forwarded, handed as u64);
+        assert_eq!(stats[1].misdirected_forwarded, 0);
+        assert!(
+            wires[1].rung.load(Ordering::Relaxed) > 0,
+            "worker 1 was never rung"
+        );
+        assert_eq!(
+            wires[0].rung.load(Ordering::Relaxed),
+            0,
+            "worker 0 was rung"
+        );
     }
 }

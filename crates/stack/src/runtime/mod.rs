@@ -5,8 +5,10 @@
 //! thread until told to stop, and returns its final [`Stats`]. [`engine_worker`] builds
 //! the body that drives an [`Engine`](crate::Engine) over a packet-IO queue; the
 //! kernel-socket backend builds its own bodies on the same runtime. Workers talk only
-//! through the [`WorkerContext`]: ARP mappings for siblings on the same link, stats
-//! snapshots, and the stop signal — rare events, never on the data path.
+//! through the [`WorkerContext`]: ARP mappings for siblings on the same link, frames
+//! for the sibling that owns their flow on links whose steering the stack cannot
+//! predict (with the doorbells that wake a parked sibling), stats snapshots, and the
+//! stop signal.
 //!
 //! SIGINT/SIGTERM start a graceful stop: workers stop accepting, open connections get
 //! the configured grace period to finish, then every worker exits and the runtime
@@ -28,7 +30,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 pub use engine_worker::{engine_worker, MAX_PARK};
 
-use crate::io::MacAddr;
+use crate::io::{MacAddr, Ringer};
 use crate::stats::Stats;
 
 /// How workers are placed and stopped.
@@ -119,7 +121,8 @@ pub enum ControlMsg {
         mac: MacAddr,
     },
     /// A frame that landed on the wrong queue of link `link`, for the worker serving
-    /// `queue` (links that do not steer by Toeplitz, such as TAP).
+    /// `queue` (links whose steering the stack cannot predict, such as TAP). The sender
+    /// rings that worker's doorbell after sending it.
     Frame {
         /// The link it arrived on.
         link: usize,
@@ -128,13 +131,26 @@ pub enum ControlMsg {
         /// The whole frame.
         data: Vec<u8>,
     },
+    /// How to wake the worker serving `queue` of link `link` when it is parked: ring
+    /// `ringer` after sending it a [`ControlMsg::Frame`]. Each such worker sends one
+    /// when it starts.
+    Doorbell {
+        /// The worker's link.
+        link: usize,
+        /// The worker's queue.
+        queue: u16,
+        /// Rings the doorbell its queue waits on.
+        ringer: Ringer,
+    },
 }
 
 impl ControlMsg {
     /// The link this message concerns.
     pub fn link(&self) -> usize {
         match self {
-            ControlMsg::Arp { link, .. } | ControlMsg::Frame { link, .. } => *link,
+            ControlMsg::Arp { link, .. }
+            | ControlMsg::Frame { link, .. }
+            | ControlMsg::Doorbell { link, .. } => *link,
         }
     }
 }
@@ -472,14 +488,20 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn workers_run_pinned_exchange_messages_and_stop() {
-        let cfg = RuntimeConfig {
+    /// A runtime for in-process tests: any number of workers on the cores there are,
+    /// no signal handlers, a short grace period.
+    pub(super) fn test_config() -> RuntimeConfig {
+        RuntimeConfig {
             oversubscribe: true,
             handle_signals: false,
             grace: Duration::from_millis(50),
             ..RuntimeConfig::default()
-        };
+        }
+    }
+
+    #[test]
+    fn workers_run_pinned_exchange_messages_and_stop() {
+        let cfg = test_config();
         let stop = StopHandle::new();
         let mut workers = Vec::new();
         for i in 0..2 {
