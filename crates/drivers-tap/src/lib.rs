@@ -219,15 +219,9 @@ pub fn local_unicast_mac(mut bytes: [u8; 6]) -> MacAddr {
 }
 
 fn check(cfg: &TapConfig) -> Result<(), TapError> {
-    if cfg.name.len() > sys::MAX_IFNAME
-        || cfg.name.contains(['/', '\0'])
-        || cfg.name.contains(char::is_whitespace)
-    {
-        return Err(TapError::Config(format!(
-            "'{}' is not a valid interface name (at most {} bytes, no '/', NUL or spaces)",
-            cfg.name,
-            sys::MAX_IFNAME
-        )));
+    // An empty name lets the kernel pick one.
+    if let Some(why) = rusty_netdev::bad_ifname(&cfg.name).filter(|_| !cfg.name.is_empty()) {
+        return Err(TapError::Config(why));
     }
     if cfg.queues == 0 || cfg.queues > MAX_QUEUES {
         return Err(TapError::Config(format!(
@@ -308,7 +302,8 @@ pub fn open(cfg: &TapConfig) -> Result<Vec<TapQueue>, TapError> {
 /// configure interfaces (attaching to a TAP an administrator set up) is let through.
 fn configure_host(name: &str, cfg: &TapConfig) -> Result<(), TapError> {
     let ctx = |what: &str| format!("configuring interface '{name}': {what}");
-    let iface = sys::Interface::new(name).map_err(|e| TapError::os(ctx("AF_INET socket"), e))?;
+    let iface =
+        rusty_netdev::Interface::new(name).map_err(|e| TapError::os(ctx("AF_INET socket"), e))?;
     let tolerate = |r: io::Result<()>, what: &str| match r {
         Err(e) if cfg.host.is_some() || e.kind() != io::ErrorKind::PermissionDenied => {
             Err(TapError::os(ctx(what), e))

@@ -20,7 +20,6 @@ use rusty_stack::io::{
     Capabilities, Doorbell, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta, ETHERNET_HEADER_LEN,
 };
 
-use crate::sys;
 use crate::vnet::{VnetHdr, VNET_HDR_LEN};
 
 /// Receive buffer size: the virtio-net header plus the largest frame the kernel can hand
@@ -241,10 +240,11 @@ impl PacketIo for TapQueue {
     fn wait(&mut self, timeout: Duration) {
         match &self.doorbell {
             None => {
-                sys::wait_readable([self.file.as_fd()], timeout);
+                rusty_netdev::wait_readable([self.file.as_fd()], timeout);
             }
             Some(bell) => {
-                let [_, rung] = sys::wait_readable([self.file.as_fd(), bell.as_fd()], timeout);
+                let [_, rung] =
+                    rusty_netdev::wait_readable([self.file.as_fd(), bell.as_fd()], timeout);
                 if rung {
                     bell.drain();
                 }

@@ -275,15 +275,8 @@ pub(crate) struct Attachment {
 }
 
 fn check(cfg: &XdpConfig) -> Result<(), XdpError> {
-    let name_ok = !cfg.ifname.is_empty()
-        && cfg.ifname.len() <= sys::MAX_IFNAME
-        && !cfg.ifname.contains(['/', '\0'])
-        && !cfg.ifname.contains(char::is_whitespace);
-    if !name_ok {
-        return Err(XdpError::Config(format!(
-            "'{}' is not a valid interface name",
-            cfg.ifname
-        )));
+    if let Some(why) = rusty_netdev::bad_ifname(&cfg.ifname) {
+        return Err(XdpError::Config(why));
     }
     if cfg.queues == 0 {
         return Err(XdpError::Config("0 queues".into()));
@@ -484,8 +477,14 @@ pub fn open(cfg: &XdpConfig) -> Result<Vec<XdpQueue>, XdpError> {
     let ifindex =
         sys::if_index(&cfg.ifname).ok_or_else(|| XdpError::NoSuchInterface(cfg.ifname.clone()))?;
     let ctx = |what: &str| format!("interface '{}': {what}", cfg.ifname);
-    let mtu = sys::mtu(&cfg.ifname).map_err(|e| XdpError::os(ctx("SIOCGIFMTU"), e))?;
-    let mac = sys::hw_addr(&cfg.ifname).map_err(|e| XdpError::os(ctx("SIOCGIFHWADDR"), e))?;
+    let iface = rusty_netdev::Interface::new(&cfg.ifname)
+        .map_err(|e| XdpError::os(ctx("AF_INET socket"), e))?;
+    let mtu = iface
+        .mtu()
+        .map_err(|e| XdpError::os(ctx("SIOCGIFMTU"), e))?;
+    let mac = iface
+        .hw_addr()
+        .map_err(|e| XdpError::os(ctx("SIOCGIFHWADDR"), e))?;
     let chunk = chunk_size(mtu).ok_or_else(|| {
         XdpError::Config(format!(
             "MTU {mtu} of '{}' is too large for AF_XDP frames of 4 KiB (at most {})",

@@ -11,7 +11,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rusty_stack::io::{Capabilities, PacketIo, RxFrame, RxMeta, TxFrame};
+use rusty_stack::io::{Capabilities, Doorbell, PacketIo, RxFrame, RxMeta, TxFrame};
 
 use crate::mem::{Chunk, CompRing, FillRing, Frame, RxRing, TxRing, Umem};
 use crate::sys;
@@ -89,6 +89,8 @@ pub struct XdpQueue {
     name: String,
     mode: QueueMode,
     stats: XdpStats,
+    /// Rung by sibling workers that hand this one frames (see `PacketIo::set_doorbell`).
+    doorbell: Option<Doorbell>,
     _attachment: Arc<Attachment>,
 }
 
@@ -136,6 +138,7 @@ impl XdpQueue {
                 zero_copy: p.zero_copy,
             },
             stats: XdpStats::default(),
+            doorbell: None,
             _attachment: attachment,
         };
         q.refill();
@@ -276,7 +279,23 @@ impl PacketIo for XdpQueue {
     }
 
     fn wait(&mut self, timeout: Duration) {
-        sys::poll_readable(&[self.fd.as_fd()], timeout);
+        // poll() on an XDP socket also kicks the kernel when a ring asked for a wake-up.
+        match &self.doorbell {
+            Some(bell) => {
+                let [_, rang] =
+                    rusty_netdev::wait_readable([self.fd.as_fd(), bell.as_fd()], timeout);
+                if rang {
+                    bell.drain();
+                }
+            }
+            None => {
+                rusty_netdev::wait_readable([self.fd.as_fd()], timeout);
+            }
+        }
+    }
+
+    fn set_doorbell(&mut self, bell: Doorbell) {
+        self.doorbell = Some(bell);
     }
 }
 

@@ -1,17 +1,15 @@
-//! Every system call the driver makes that std does not wrap: the AF_XDP socket and its
-//! options, `mmap`, `bpf(2)`, interface and ethtool ioctls, the wake-up calls and
-//! `ppoll`. Each function is safe to call and states above its block why the call is
+//! Every system call the driver makes that neither std nor `rusty-netdev` wraps: the
+//! AF_XDP socket and its options, `mmap`, `bpf(2)`, the ethtool queries and the wake-up
+//! calls. Each function is safe to call and states above its block why the call is
 //! sound. The memory the rings and the UMEM live in is handled in [`crate::mem`].
 
 use std::ffi::{c_int, c_void, CString};
 use std::io;
 use std::mem::{size_of, MaybeUninit};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::ptr::NonNull;
-use std::time::Duration;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// Longest interface name, NUL excluded (`IFNAMSIZ - 1`).
-pub(crate) const MAX_IFNAME: usize = libc::IFNAMSIZ - 1;
+use rusty_netdev::Interface;
+use std::ptr::NonNull;
 
 fn cvt(rc: c_int) -> io::Result<c_int> {
     if rc < 0 {
@@ -141,36 +139,6 @@ pub(crate) fn kick_rx(fd: RawFd) {
             std::ptr::null_mut(),
         );
     }
-}
-
-/// Block until one of `fds` is readable or `timeout` passes (`ppoll`). Returns which
-/// were readable (bit `i` for `fds[i]`). Errors and interruptions end the wait.
-pub(crate) fn poll_readable(fds: &[BorrowedFd<'_>], timeout: Duration) -> u32 {
-    let mut pfds = [libc::pollfd {
-        fd: -1,
-        events: 0,
-        revents: 0,
-    }; 4];
-    let n = fds.len().min(pfds.len());
-    for (p, fd) in pfds.iter_mut().zip(fds) {
-        p.fd = fd.as_raw_fd();
-        p.events = libc::POLLIN;
-    }
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: `pfds[..n]` are valid pollfds, `ts` a valid timespec, a null mask leaves
-    // the signal mask alone; all outlive the call.
-    let rc = unsafe { libc::ppoll(pfds.as_mut_ptr(), n as libc::nfds_t, &ts, std::ptr::null()) };
-    if rc <= 0 {
-        return 0;
-    }
-    pfds[..n]
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.revents != 0)
-        .fold(0, |acc, (i, _)| acc | 1 << i)
 }
 
 // ---- memory ---------------------------------------------------------------------------
@@ -346,71 +314,6 @@ pub(crate) fn if_index(name: &str) -> Option<u32> {
     (i != 0).then_some(i)
 }
 
-/// An all-zero `struct ifreq` naming `name` (at most [`MAX_IFNAME`] bytes; callers check).
-fn ifreq(name: &str) -> libc::ifreq {
-    // SAFETY: `ifreq` is plain old data; all-zero bytes are a valid value.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, &b) in req
-        .ifr_name
-        .iter_mut()
-        .zip(name.as_bytes().iter().take(MAX_IFNAME))
-    {
-        *dst = b as libc::c_char;
-    }
-    req
-}
-
-/// The ioctl handle: an `AF_INET` datagram socket.
-fn inet_socket() -> io::Result<OwnedFd> {
-    // SAFETY: socket() takes no pointers.
-    owned(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })
-}
-
-/// `ioctl(sock, req, &mut ifreq)` for requests that read or write one `struct ifreq`.
-#[allow(clippy::unnecessary_cast)] // the request type is c_ulong on glibc, c_int on musl
-fn ioctl_ifreq(req: libc::c_ulong, arg: &mut libc::ifreq) -> io::Result<()> {
-    let sock = inet_socket()?;
-    // SAFETY: every caller passes a request that touches one `struct ifreq` (SIOCGIF*,
-    // SIOCETHTOOL with `ifr_data` pointing at a buffer the caller keeps alive), and
-    // `arg` is valid and exclusive for the call.
-    cvt(unsafe {
-        libc::ioctl(
-            sock.as_raw_fd(),
-            req as libc::Ioctl,
-            arg as *mut libc::ifreq,
-        )
-    })
-    .map(drop)
-}
-
-/// The interface's MAC address.
-pub(crate) fn hw_addr(name: &str) -> io::Result<[u8; 6]> {
-    let mut req = ifreq(name);
-    ioctl_ifreq(libc::SIOCGIFHWADDR, &mut req)?;
-    // SAFETY: SIOCGIFHWADDR filled `ifru_hwaddr`, the member read here.
-    let sa = unsafe { req.ifr_ifru.ifru_hwaddr };
-    let mut mac = [0u8; 6];
-    for (m, &b) in mac.iter_mut().zip(sa.sa_data.iter()) {
-        *m = b as u8;
-    }
-    Ok(mac)
-}
-
-/// The interface's MTU.
-pub(crate) fn mtu(name: &str) -> io::Result<usize> {
-    let mut req = ifreq(name);
-    ioctl_ifreq(libc::SIOCGIFMTU, &mut req)?;
-    // SAFETY: SIOCGIFMTU filled `ifru_mtu`, the member read here.
-    Ok(unsafe { req.ifr_ifru.ifru_mtu }.max(0) as usize)
-}
-
-/// `SIOCETHTOOL` with `buf` (which starts with the command word) as the argument.
-fn ethtool(name: &str, buf: &mut [u32]) -> io::Result<()> {
-    let mut req = ifreq(name);
-    req.ifr_ifru.ifru_data = buf.as_mut_ptr().cast::<libc::c_char>();
-    ioctl_ifreq(libc::SIOCETHTOOL, &mut req)
-}
-
 const ETHTOOL_GCHANNELS: u32 = 0x3c;
 const ETHTOOL_GRSSH: u32 = 0x46;
 
@@ -420,7 +323,8 @@ pub(crate) fn channels(name: &str) -> io::Result<(u32, u32, u32)> {
     // tx_count, other_count, combined_count.
     let mut buf = [0u32; 9];
     buf[0] = ETHTOOL_GCHANNELS;
-    ethtool(name, &mut buf)?;
+    // SAFETY: ETHTOOL_GCHANNELS reads and writes one ethtool_channels: nine u32s.
+    unsafe { Interface::new(name)?.ethtool(&mut buf) }?;
     Ok((buf[5], buf[6], buf[8]))
 }
 
@@ -429,9 +333,12 @@ pub(crate) fn rss(name: &str) -> io::Result<(u8, Vec<u8>, Vec<u32>)> {
     // struct ethtool_rxfh: cmd, rss_context, indir_size, key_size, then hfunc (u8),
     // input_xfrm (u8), 2 reserved bytes, one reserved u32, then the table and the key.
     const HEAD: usize = 6;
+    let iface = Interface::new(name)?;
     let mut head = [0u32; HEAD];
     head[0] = ETHTOOL_GRSSH;
-    ethtool(name, &mut head)?;
+    // SAFETY: with both sizes zero, ETHTOOL_GRSSH writes only the fixed header (six
+    // u32s), reporting the sizes.
+    unsafe { iface.ethtool(&mut head) }?;
     let (indir, key) = (head[2] as usize, head[3] as usize);
     if indir > 65536 || key > 1024 {
         return Err(io::Error::from(io::ErrorKind::InvalidData));
@@ -440,7 +347,9 @@ pub(crate) fn rss(name: &str) -> io::Result<(u8, Vec<u8>, Vec<u32>)> {
     buf[0] = ETHTOOL_GRSSH;
     buf[2] = indir as u32;
     buf[3] = key as u32;
-    ethtool(name, &mut buf)?;
+    // SAFETY: the kernel writes the header, `indir` table entries and `key` key bytes
+    // after it, which is exactly what `buf` was sized for.
+    unsafe { iface.ethtool(&mut buf) }?;
     let hfunc = buf[4].to_ne_bytes()[0];
     let table = buf[HEAD..HEAD + indir].to_vec();
     let key_bytes: Vec<u8> = buf[HEAD + indir..]
