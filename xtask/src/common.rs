@@ -1,5 +1,6 @@
 //! Pieces the benchmarks share: child processes killed by PID, the benchmark's network
-//! namespace with its TAP, `/proc` CPU accounting, building, and table formatting.
+//! namespace with its TAP, `/proc` CPU accounting, building, installing Debian packages,
+//! and table formatting.
 
 use crate::sys;
 use std::fs;
@@ -396,6 +397,45 @@ pub(crate) fn build(root: &Path, packages: &[&str]) -> Result<()> {
     }
 }
 
+/// `apt-get update`, then `apt-get install` of each of `packages` (Debian's) in turn;
+/// what became of each, in order. Fails only when interrupted.
+pub(crate) fn apt_install(
+    packages: &[&str],
+    log: &Path,
+    interrupted: &AtomicBool,
+) -> Result<Vec<Result<()>>> {
+    let updated = apt_get(&["update"], log, interrupted);
+    let mut done = Vec::new();
+    for pkg in packages {
+        check_interrupted(interrupted)?;
+        done.push(updated.clone().and_then(|()| {
+            apt_get(
+                &["install", "-y", "--no-install-recommends", pkg],
+                log,
+                interrupted,
+            )
+        }));
+    }
+    check_interrupted(interrupted)?;
+    Ok(done)
+}
+
+/// `apt-get ARGS` as root, non-interactive, within 10 minutes.
+fn apt_get(args: &[&str], log: &Path, interrupted: &AtomicBool) -> Result<()> {
+    let mut cmd = Command::new("apt-get");
+    cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+    let mut p = Proc::spawn("apt-get", cmd, log)?;
+    match p.wait_for(Duration::from_secs(600), interrupted)? {
+        Some(st) if st.success() => Ok(()),
+        Some(st) => Err(format!(
+            "`apt-get {}` failed ({st}):\n{}",
+            args.join(" "),
+            tail(log, 10)
+        )),
+        None => Err(format!("`apt-get {}` took over 10 minutes", args.join(" "))),
+    }
+}
+
 pub(crate) fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest
@@ -567,6 +607,16 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     } else {
         (v[m - 1] + v[m]) / 2.0
     }
+}
+
+/// Median of `f` over the runs of `key` (a server, backend or stack) among `runs`.
+pub(crate) fn median_by<K: PartialEq, S>(runs: &[(K, S)], key: K, f: impl Fn(&S) -> f64) -> f64 {
+    median(
+        runs.iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, s)| f(s))
+            .collect(),
+    )
 }
 
 pub(crate) fn thousands(x: f64) -> String {

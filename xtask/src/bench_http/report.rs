@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::tools::Tools;
 use super::wrk::Sample;
 use super::{Options, Server, CASES, GOAL, PORT, PREFIX, STACK_IP};
-use crate::common::{median, provenance, thousands};
+use crate::common::{median_by, provenance, thousands};
 use crate::pages::{self, PAGES, SMALL_PAGE};
 
 /// Microseconds as wrk-like text.
@@ -18,16 +18,6 @@ pub(super) fn us(v: f64) -> String {
     } else {
         format!("{v:.0} µs")
     }
-}
-
-/// Median of `f` over `server`'s runs of one case.
-fn med(runs: &[(Server, Sample)], server: Server, f: impl Fn(&Sample) -> f64) -> f64 {
-    median(
-        runs.iter()
-            .filter(|(s, _)| *s == server)
-            .map(|(_, x)| f(x))
-            .collect(),
-    )
 }
 
 /// Medians per (case, server) and the ratios of Rusty on TAP to the others.
@@ -51,8 +41,8 @@ pub(super) fn table(samples: &[Vec<(Server, Sample)>], servers: &[Server]) -> St
             } else {
                 String::new()
             };
-            let p50 = med(runs, server, |x| x.latency_us.map_or(f64::NAN, |l| l.0));
-            let p99 = med(runs, server, |x| x.latency_us.map_or(f64::NAN, |l| l.1));
+            let p50 = median_by(runs, server, |x| x.latency_us.map_or(f64::NAN, |l| l.0));
+            let p99 = median_by(runs, server, |x| x.latency_us.map_or(f64::NAN, |l| l.1));
             let lat = if p50.is_nan() {
                 "—".to_string()
             } else {
@@ -68,19 +58,20 @@ pub(super) fn table(samples: &[Vec<(Server, Sample)>], servers: &[Server]) -> St
                 "| {} | {} | {}{spread} | {:.1} | {:.3} | {:.0} % | {lat} | {errors} |",
                 case.label,
                 server.label(),
-                thousands(med(runs, server, |x| x.req_per_s)),
-                med(runs, server, |x| x.mb_per_s),
-                med(runs, server, Sample::cpu_per_100k),
-                med(runs, server, Sample::busy_percent),
+                thousands(median_by(runs, server, |x| x.req_per_s)),
+                median_by(runs, server, |x| x.mb_per_s),
+                median_by(runs, server, Sample::cpu_per_100k),
+                median_by(runs, server, Sample::busy_percent),
             );
         }
         for (other, name) in [(Server::Kernel, "kernel httpd"), (Server::Nginx, "nginx")] {
             if !servers.contains(&other) {
                 continue;
             }
-            let rate = med(runs, Server::Tap, |x| x.req_per_s) / med(runs, other, |x| x.req_per_s);
-            let cpu = med(runs, Server::Tap, Sample::cpu_per_100k)
-                / med(runs, other, Sample::cpu_per_100k);
+            let rate = median_by(runs, Server::Tap, |x| x.req_per_s)
+                / median_by(runs, other, |x| x.req_per_s);
+            let cpu = median_by(runs, Server::Tap, Sample::cpu_per_100k)
+                / median_by(runs, other, Sample::cpu_per_100k);
             let _ = writeln!(
                 t,
                 "| {} | **TAP / {name}** | **{rate:.2}×** | | **{cpu:.2}×** | | | |",
@@ -96,11 +87,11 @@ pub(super) fn verdict(samples: &[Vec<(Server, Sample)>]) -> String {
     let mut parts = Vec::new();
     let mut met = 0;
     for (case, runs) in CASES.iter().zip(samples) {
-        let rate =
-            med(runs, Server::Tap, |x| x.req_per_s) / med(runs, Server::Kernel, |x| x.req_per_s);
+        let rate = median_by(runs, Server::Tap, |x| x.req_per_s)
+            / median_by(runs, Server::Kernel, |x| x.req_per_s);
         // Requests per server CPU-second: the inverse of the CPU-per-request ratio.
-        let eff = med(runs, Server::Kernel, Sample::cpu_per_100k)
-            / med(runs, Server::Tap, Sample::cpu_per_100k);
+        let eff = median_by(runs, Server::Kernel, Sample::cpu_per_100k)
+            / median_by(runs, Server::Tap, Sample::cpu_per_100k);
         if rate >= GOAL {
             met += 1;
         }
