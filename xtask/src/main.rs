@@ -24,6 +24,7 @@ mod bench_loss;
 mod common;
 mod pages;
 mod readme;
+mod xdp;
 // The crate's only unsafe code: each system call behind a safe function.
 #[allow(unsafe_code)]
 mod sys;

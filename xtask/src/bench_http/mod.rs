@@ -1,27 +1,34 @@
-//! `cargo xtask bench http`: `httpd` on Rusty's stack behind a TAP, the same `httpd` on
-//! the kernel's sockets and nginx, each on one pinned server core, under the same `wrk`
-//! on another core.
+//! `cargo xtask bench http`: `httpd` on Rusty's stack behind a TAP and on AF_XDP, the
+//! same `httpd` on the kernel's sockets and nginx, each on one pinned server core, under
+//! the same `wrk` on another core.
 //!
-//! Setup (needs root): wrk and nginx from the distribution (installed with apt-get when
-//! missing; without nginx its rows are skipped with a note), a temporary directory with
-//! the generated page set ([`crate::pages`]), the wrk script and nginx's prefix, and a
-//! private network namespace `rusty-bench-http-<pid>` holding a pre-created multi-queue
-//! TAP `rhtap<pid>` whose host side is 10.80.0.1/24. Every run starts a fresh server
-//! inside the namespace, pinned to the server core with `taskset`, then
+//! Setup (needs root): wrk, nginx and ethtool from the distribution (installed with
+//! apt-get when missing; without nginx its rows are skipped with a note, without ethtool
+//! the AF_XDP row), a temporary directory with the generated page set
+//! ([`crate::pages`]), the wrk script and nginx's prefix, and a private network
+//! namespace `rusty-bench-http-<pid>` holding a pre-created multi-queue TAP
+//! `rhtap<pid>` whose host side is 10.80.0.1/24, and a veth pair `rhxdp<pid>` –
+//! `rhcli<pid>` whose client end is 10.80.1.1/24 ([`crate::xdp`]). Every run starts a
+//! fresh server inside the namespace, pinned to the server core with `taskset`, then
 //! `taskset -c CLIENT wrk -t1 -cN -dDs --latency …` inside the namespace:
 //!
 //! - Rusty on TAP: `httpd 8080 PAGES 1 tap:rhtap<pid> 10.80.0.2/24 1`, wrk →
 //!   10.80.0.2:8080 through the namespace's kernel and the TAP;
+//! - Rusty on AF_XDP: `httpd 8080 PAGES 1 xdp:rhxdp<pid> 10.80.1.2/24 1`, wrk →
+//!   10.80.1.2:8080 through the namespace's kernel and the veth pair (left out with
+//!   `--no-xdp`, skipped with a note when httpd cannot come up on it: the driver not
+//!   built in, or the kernel refusing AF_XDP);
 //! - kernel sockets: `httpd 8080 PAGES` (one worker: the allowed set is one core), wrk →
 //!   127.0.0.1:8080 over loopback;
 //! - nginx: `worker_processes 1`, `access_log off`, `sendfile on`, `open_file_cache`,
 //!   `keepalive_requests` 10⁸, master and worker pinned by `taskset`, wrk → 127.0.0.1:8080.
 //!
 //! Server CPU is utime + stime from `/proc/PID/stat` (for nginx, master plus workers),
-//! sampled just before wrk starts and just after it exits. Cases rotate their server
+//! and machine CPU the busy time of every CPU from `/proc/stat`, both sampled just
+//! before wrk starts and just after it exits. Cases rotate their server
 //! order round by round; the table shows medians. On every exit path the processes
-//! started here are killed by PID, and the namespace, TAP and temporary directory are
-//! deleted.
+//! started here are killed by PID, and the namespace, TAP, veth pair and temporary
+//! directory are deleted.
 //!
 //! This file holds the cases, the servers and the loop over rounds; beside it: finding
 //! or installing wrk and nginx ([`tools`]), nginx's configuration ([`nginx`]), one
@@ -39,6 +46,7 @@ use std::path::Path;
 
 use crate::common::{release_bin, write_readme, Netns, Result, RunArgs, TempDir};
 use crate::pages;
+use crate::xdp::{self, Goal, Per, XdpLink};
 use report::{readme_body, table, us, verdict};
 use runs::Ctx;
 use tools::Tools;
@@ -48,10 +56,31 @@ const PORT: u16 = 8080;
 const HOST_CIDR: &str = "10.80.0.1/24";
 const STACK_IP: &str = "10.80.0.2";
 const PREFIX: u8 = 24;
+/// The client end of the AF_XDP row's veth pair, and Rusty's address behind it.
+const XDP_CLIENT_CIDR: &str = "10.80.1.1/24";
+const XDP_STACK_IP: &str = "10.80.1.2";
 const README_START: &str = "<!-- bench-http:start -->";
 const README_END: &str = "<!-- bench-http:end -->";
 /// The issue's goal for Rusty on TAP against the kernel-backend httpd, per server core.
 const GOAL: f64 = 3.0;
+/// The issue's goals for Rusty on AF_XDP against the kernel-backend httpd.
+const XDP_GOALS: [Goal; 3] = [
+    Goal {
+        case: CASES[0].label,
+        per: Per::ServerCpu,
+        factor: 3.0,
+    },
+    Goal {
+        case: CASES[0].label,
+        per: Per::MachineCpu,
+        factor: 2.0,
+    },
+    Goal {
+        case: CASES[2].label,
+        per: Per::ServerCpu,
+        factor: 1.5,
+    },
+];
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Options {
@@ -103,6 +132,7 @@ const CASES: [Case; 3] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Server {
     Tap,
+    Xdp,
     Kernel,
     Nginx,
 }
@@ -111,8 +141,19 @@ impl Server {
     fn label(self) -> &'static str {
         match self {
             Server::Tap => "httpd, Rusty on TAP",
+            Server::Xdp => "httpd, Rusty on AF_XDP",
             Server::Kernel => "httpd, kernel sockets",
             Server::Nginx => "nginx, 1 worker",
+        }
+    }
+
+    /// The short name in ratio rows.
+    fn short(self) -> &'static str {
+        match self {
+            Server::Tap => "TAP",
+            Server::Xdp => "XDP",
+            Server::Kernel => "kernel httpd",
+            Server::Nginx => "nginx",
         }
     }
 }
@@ -153,7 +194,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         None => None,
     };
 
-    let net = Netns::create(
+    let mut net = Netns::create(
         format!("rusty-bench-http-{pid}"),
         format!("rhtap{pid}"),
         HOST_CIDR,
@@ -162,12 +203,28 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     // and let it reuse its own TIME-WAIT ports (both sysctls are per namespace).
     net.sysctl("net.ipv4.ip_local_port_range", "1024 65535")?;
     net.sysctl("net.ipv4.tcp_tw_reuse", "1")?;
+    let (xdp_link, mut xdp_note) = if opts.run.no_xdp {
+        (None, Some("left out (--no-xdp)".to_string()))
+    } else {
+        match xdp::ethtool(
+            opts.no_install,
+            &tmp.path().join("ethtool.log"),
+            &interrupted,
+        )? {
+            Ok(ethtool) => {
+                let link =
+                    XdpLink::create(&mut net, "rh", XDP_CLIENT_CIDR, XDP_STACK_IP, &ethtool)?;
+                (Some(link), None)
+            }
+            Err(why) => (None, Some(why)),
+        }
+    };
 
     let mut servers = vec![Server::Tap, Server::Kernel];
     if tools.nginx.is_some() {
         servers.push(Server::Nginx);
     }
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         opts,
         httpd,
         wrk: tools.wrk.clone(),
@@ -176,9 +233,23 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         pages: page_dir,
         script,
         net: &net,
+        xdp: xdp_link.as_ref(),
         logs: &logs,
         interrupted: &interrupted,
     };
+    if ctx.xdp.is_some() {
+        match ctx.xdp_preflight() {
+            Ok(None) => servers.insert(1, Server::Xdp),
+            Ok(Some(why)) => {
+                ctx.xdp = None;
+                xdp_note = Some(why);
+            }
+            Err(e) => return Err(tmp.keep_for(e)),
+        }
+    }
+    if let Some(why) = &xdp_note {
+        eprintln!("bench http: Rusty on AF_XDP is skipped: {why}");
+    }
 
     let total = opts.run.rounds * CASES.len() * servers.len();
     eprintln!(
@@ -201,15 +272,15 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
                     n += 1;
                     let s = ctx.run_one(*case, server, n)?;
                     eprintln!(
-                        "  [{n}/{total}] round {} {:<10} {:<22} {:>9.0} req/s {:>9.2} MB/s \
-                         server CPU {:.2} s ({:.3} s/100k req){}{}",
+                        "  [{n}/{total}] round {} {:<6} {:<22} {:>9.0} req/s {:>9.2} MB/s \
+                         CPU µs/req server {:.2} machine {:.2}{}{}",
                         round + 1,
                         case.tag,
                         server.label(),
                         s.req_per_s,
                         s.mb_per_s,
-                        s.server_cpu_s,
-                        s.cpu_per_100k(),
+                        s.server_us(),
+                        s.machine_us(),
                         s.latency_us
                             .map(|(a, b)| format!(", p50/p99 {} / {}", us(a), us(b)))
                             .unwrap_or_default(),
@@ -232,10 +303,10 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     drop(tmp);
 
     let table = table(&samples, &servers);
-    let verdict = verdict(&samples);
+    let verdict = verdict(&samples, xdp_note.as_deref());
     println!("{table}\n{verdict}");
     if !opts.run.host.no_readme {
-        let body = readme_body(opts, &set, &tools, &table, &verdict);
+        let body = readme_body(opts, &set, &tools, xdp_note.as_deref(), &table, &verdict);
         let path = write_readme(&root, README_START, README_END, &body)?;
         eprintln!("bench http: table written to {}", path.display());
     }

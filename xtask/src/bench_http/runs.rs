@@ -1,6 +1,6 @@
 //! One measured run: start a server pinned inside the namespace, wait until it accepts,
-//! drive it with wrk pinned to the client core, take the server's CPU time around wrk's
-//! run, and stop the server (nginx's workers too) by PID.
+//! drive it with wrk pinned to the client core, take the server's and the machine's CPU
+//! time around wrk's run, and stop the server (nginx's workers too) by PID.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use super::wrk::{parse_wrk, Sample};
 use super::{Case, Load, Options, Server, PORT, PREFIX, STACK_IP};
 use crate::common::{
-    check_interrupted, check_run, children_of, explain_run, listening, process_cpu_seconds, tail,
-    Netns, Proc, Result,
+    check_interrupted, check_run, children_of, explain_run, listening, tail, CpuTimes, Netns, Proc,
+    Result,
 };
 use crate::pages::SMALL_PAGE;
+use crate::xdp::{self, XdpLink};
 
 /// What every run needs: the options, the programs, the namespace and where logs go.
 pub(super) struct Ctx<'a> {
@@ -26,6 +27,8 @@ pub(super) struct Ctx<'a> {
     pub pages: PathBuf,
     pub script: PathBuf,
     pub net: &'a Netns,
+    /// The AF_XDP row's link, while that row runs.
+    pub xdp: Option<&'a XdpLink>,
     pub logs: &'a Path,
     pub interrupted: &'a AtomicBool,
 }
@@ -44,8 +47,8 @@ impl Running {
             .collect()
     }
 
-    fn cpu_seconds(&self) -> Result<f64> {
-        self.pids().into_iter().map(process_cpu_seconds).sum()
+    fn cpu(&self) -> Result<CpuTimes> {
+        CpuTimes::read(&self.pids())
     }
 
     fn stop(&mut self) {
@@ -78,7 +81,7 @@ impl Ctx<'_> {
     fn start(&self, server: Server, log: &Path) -> Result<Running> {
         let mut cmd;
         match server {
-            Server::Tap | Server::Kernel => {
+            Server::Tap | Server::Xdp | Server::Kernel => {
                 cmd = self
                     .net
                     .exec_pinned(self.opts.run.host.server_cpu, &self.httpd);
@@ -87,6 +90,9 @@ impl Ctx<'_> {
                     cmd.args(["1", &format!("tap:{}", self.net.tap)])
                         .arg(format!("{STACK_IP}/{PREFIX}"))
                         .arg("1");
+                }
+                if server == Server::Xdp {
+                    cmd.args(self.xdp_link()?.link_args());
                 }
                 cmd.args(["--grace", "1", "--log-level", "warn"]);
                 if let Some(us) = self.opts.run.host.spin_us {
@@ -115,8 +121,30 @@ impl Ctx<'_> {
         Ok(running)
     }
 
+    fn xdp_link(&self) -> Result<&XdpLink> {
+        self.xdp
+            .ok_or_else(|| "Rusty on AF_XDP is not set up".into())
+    }
+
+    /// Starts and stops httpd on AF_XDP once, before any run: `None` when it came up,
+    /// else why the AF_XDP row is skipped.
+    pub(super) fn xdp_preflight(&self) -> Result<Option<String>> {
+        let log = self.logs.join("00-xdp-preflight-server.log");
+        match self.start(Server::Xdp, &log) {
+            Ok(running) => {
+                drop(running);
+                Ok(None)
+            }
+            Err(e) => {
+                check_interrupted(self.interrupted)?;
+                Ok(Some(xdp::skip_note("httpd", &log, &e)))
+            }
+        }
+    }
+
     /// Until the server accepts: a listening socket on the port and, for nginx, a worker
-    /// (kernel), or the TAP's carrier, which comes up once a queue is attached (TAP).
+    /// (kernel), the TAP's carrier, which comes up once a queue is attached (TAP), or a
+    /// connection through the veth (AF_XDP).
     fn wait_ready(&self, r: &mut Running, log: &Path) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -130,6 +158,7 @@ impl Ctx<'_> {
             }
             let ready = match r.server {
                 Server::Tap => self.net.tap_has_carrier(),
+                Server::Xdp => self.xdp_link()?.accepts(self.net, PORT),
                 Server::Kernel => listening(r.proc.pid(), PORT),
                 Server::Nginx => {
                     r.workers = children_of(r.proc.pid());
@@ -163,6 +192,7 @@ impl Ctx<'_> {
 
         let host = match server {
             Server::Tap => STACK_IP,
+            Server::Xdp => self.xdp_link()?.stack_ip,
             Server::Kernel | Server::Nginx => "127.0.0.1",
         };
         let mut cmd = self
@@ -186,12 +216,12 @@ impl Ctx<'_> {
         cmd.arg(&url);
 
         let client_log = self.logs.join(format!("{tag}-wrk.log"));
-        let cpu_before = running.cpu_seconds()?;
+        let cpu_before = running.cpu()?;
         let started = Instant::now();
         let mut client = Proc::spawn("wrk", cmd, &client_log)?;
         let limit = Duration::from_secs(self.opts.run.duration + 30);
         let status = client.wait_for(limit, self.interrupted)?;
-        let cpu_after = running.cpu_seconds();
+        let cpu_after = running.cpu();
         let wall_s = started.elapsed().as_secs_f64();
         let server_alive = running.proc.try_status()?.is_none();
         running.stop();
@@ -210,7 +240,7 @@ impl Ctx<'_> {
                 explain()
             ));
         }
-        s.server_cpu_s = cpu_after? - cpu_before;
+        s.cpu = cpu_after?.since(cpu_before);
         s.wall_s = wall_s;
         Ok(s)
     }
