@@ -5,13 +5,17 @@
 //! - `kernel <ipv4> <n>`: `n` kernel-socket workers bound to that address.
 //! - `tapN` / `tap:NAME <ipv4>[/prefix] <n>`: a TAP device with `n` queues, one Rusty
 //!   engine per queue.
+//! - `xdp:IFNAME <ipv4>[/prefix] <n>`: AF_XDP sockets on queues 0..n of an existing
+//!   interface, one Rusty engine per queue; the host keeps the interface for its own
+//!   addresses. Each queue's mode (native or generic XDP, zero-copy or copy) is logged.
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 
 use crate::cli::link::{LinkKind, LinkSpec, LinkSpecError};
-use rusty_drivers_tap::{TapConfig, TapError, TapQueue};
+use rusty_drivers_tap::{TapConfig, TapError};
+use rusty_drivers_xdp::{XdpConfig, XdpError};
 use rusty_kernel::{kernel_worker, KernelConfig};
 use rusty_stack::io::fault::{FaultConfig, FaultInjector};
 use rusty_stack::io::pcap::PcapCapture;
@@ -21,7 +25,7 @@ use rusty_stack::tcp::config::CongestionAlgorithm;
 use rusty_stack::{EngineConfig, Handler, Stats, SystemClock, TcpConfig};
 
 /// Drivers this build can run.
-pub const BUILT_IN: &[&str] = &["kernel", "tap"];
+pub const BUILT_IN: &[&str] = &["kernel", "tap", "xdp"];
 
 /// Everything about where and how workers run, from the command line.
 #[derive(Debug, Clone)]
@@ -90,6 +94,7 @@ impl Launch {
 pub enum LaunchError {
     Link(LinkSpecError),
     Tap(String, TapError),
+    Xdp(String, XdpError),
     Pcap(PathBuf, std::io::Error),
     Runtime(RuntimeError),
     Usage(String),
@@ -101,6 +106,7 @@ impl fmt::Display for LaunchError {
         match self {
             LaunchError::Link(e) => write!(f, "{e}"),
             LaunchError::Tap(name, e) => write!(f, "TAP {name}: {e}"),
+            LaunchError::Xdp(name, e) => write!(f, "xdp:{name}: {e}"),
             LaunchError::Pcap(p, e) => write!(f, "pcap file {}: {e}", p.display()),
             LaunchError::Runtime(e) => write!(f, "{e}"),
             LaunchError::Usage(s) => write!(f, "{s}"),
@@ -168,12 +174,17 @@ where
             "--tap-host needs exactly one TAP link, there are {taps}"
         )));
     }
-    let total_tap_workers: usize = links
-        .iter()
-        .filter(|l| matches!(l.kind, LinkKind::Tap { .. }))
-        .map(|l| l.workers)
-        .sum();
-    let mut tap_index = 0;
+    let mut engines = Engines {
+        launch,
+        listen,
+        make_handler,
+        index: 0,
+        total: links
+            .iter()
+            .filter(|l| matches!(l.kind, LinkKind::Tap { .. } | LinkKind::Xdp { .. }))
+            .map(|l| l.workers)
+            .sum(),
+    };
     for (link_index, link) in links.iter().enumerate() {
         link.kind.require(BUILT_IN).map_err(LaunchError::Link)?;
         match &link.kind {
@@ -192,7 +203,7 @@ where
                     out.push(Worker {
                         name: format!("kernel-{w}"),
                         link: link_index,
-                        body: Box::new(kernel_worker(cfg.clone(), make_handler.clone())),
+                        body: Box::new(kernel_worker(cfg.clone(), engines.make_handler.clone())),
                     });
                 }
             }
@@ -202,28 +213,18 @@ where
                 let queues =
                     rusty_drivers_tap::open(&tap).map_err(|e| LaunchError::Tap(name.clone(), e))?;
                 for (q, dev) in queues.into_iter().enumerate() {
-                    let mut cfg = EngineConfig::new(link.ip);
-                    cfg.prefix_len = link.prefix_len;
-                    cfg.tcp = launch.engine_tcp();
-                    cfg.max_connections = launch.max_connections;
-                    cfg.tso = launch.tso;
-                    let ports = listen
-                        .map(|p| vec![(p, launch.backlog)])
-                        .unwrap_or_default();
-                    let pcap = launch
-                        .pcap
-                        .as_ref()
-                        .map(|base| pcap_path(base, tap_index, total_tap_workers));
-                    let faults = launch
-                        .faults
-                        .map(|(f, seed)| (f, seed.wrapping_add(tap_index as u64)));
-                    let body = engine_body(dev, pcap, faults, cfg, ports, make_handler.clone())?;
-                    out.push(Worker {
-                        name: format!("{name}-q{q}"),
-                        link: link_index,
-                        body,
-                    });
-                    tap_index += 1;
+                    let name = format!("{name}-q{q}");
+                    out.push(engines.worker(name, link_index, link, dev)?);
+                }
+            }
+            LinkKind::Xdp { ifname } => {
+                let cfg = XdpConfig::new(ifname.clone(), link.ip, link.workers as u16);
+                let queues = rusty_drivers_xdp::open(&cfg)
+                    .map_err(|e| LaunchError::Xdp(ifname.clone(), e))?;
+                for (q, dev) in queues.into_iter().enumerate() {
+                    log::info!("xdp:{ifname} queue {q}: {}", dev.mode());
+                    let name = format!("xdp-{ifname}-q{q}");
+                    out.push(engines.worker(name, link_index, link, dev)?);
                 }
             }
             other => {
@@ -238,9 +239,62 @@ where
 
 type Body = Box<dyn FnOnce(WorkerContext) -> Stats + Send>;
 
+/// Builds Rusty engine workers, numbering them across links (for capture files and
+/// fault seeds).
+struct Engines<'a, F> {
+    launch: &'a Launch,
+    listen: Option<u16>,
+    make_handler: F,
+    /// Engine workers built so far, and how many there will be.
+    index: usize,
+    total: usize,
+}
+
+impl<F> Engines<'_, F> {
+    /// An engine worker on `dev`, queue of `link`.
+    fn worker<H, D>(
+        &mut self,
+        name: String,
+        link_index: usize,
+        link: &LinkSpec,
+        dev: D,
+    ) -> Result<Worker, LaunchError>
+    where
+        H: Handler + 'static,
+        F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
+        D: PacketIo + Send + 'static,
+        D::Tx: Send,
+    {
+        let launch = self.launch;
+        let mut cfg = EngineConfig::new(link.ip);
+        cfg.prefix_len = link.prefix_len;
+        cfg.tcp = launch.engine_tcp();
+        cfg.max_connections = launch.max_connections;
+        cfg.tso = launch.tso;
+        let ports = self
+            .listen
+            .map(|p| vec![(p, launch.backlog)])
+            .unwrap_or_default();
+        let pcap = launch
+            .pcap
+            .as_ref()
+            .map(|base| pcap_path(base, self.index, self.total));
+        let faults = launch
+            .faults
+            .map(|(f, seed)| (f, seed.wrapping_add(self.index as u64)));
+        self.index += 1;
+        let body = engine_body(dev, pcap, faults, cfg, ports, self.make_handler.clone())?;
+        Ok(Worker {
+            name,
+            link: link_index,
+            body,
+        })
+    }
+}
+
 /// An engine worker over `dev`, wrapped in the capture and fault decorators asked for.
-fn engine_body<H, F>(
-    dev: TapQueue,
+fn engine_body<D, H, F>(
+    dev: D,
     pcap: Option<PathBuf>,
     faults: Option<(FaultConfig, u64)>,
     cfg: EngineConfig,
@@ -248,10 +302,12 @@ fn engine_body<H, F>(
     make_handler: F,
 ) -> Result<Body, LaunchError>
 where
+    D: PacketIo + Send + 'static,
+    D::Tx: Send,
     H: Handler + 'static,
     F: FnOnce(&WorkerContext) -> H + Send + 'static,
 {
-    let capture = |dev| -> Result<_, LaunchError> {
+    let capture = |dev: D| -> Result<_, LaunchError> {
         let path = pcap.clone().unwrap_or_default();
         PcapCapture::create(dev, SystemClock::new(), &path).map_err(|e| LaunchError::Pcap(path, e))
     };

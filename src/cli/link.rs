@@ -13,6 +13,18 @@ use std::str::FromStr;
 
 use super::parse::{parse_cidr, CidrError};
 
+/// The "Links:" paragraph of a binary's `--help`, ending with `example` (a whole
+/// command line).
+pub fn links_help(example: &str) -> String {
+    format!(
+        "Links: <n links> then, per link, <link> <ipv4>[/prefix] <n workers>, where <link> is\n\
+         kernel, tapN, tap:NAME (a TAP device, created if missing) or xdp:IFNAME (AF_XDP on\n\
+         the queues of an existing interface, one per worker; needs root). An address without\n\
+         a prefix is a /24 (so is --tap-host's).\n\
+         Example: {example}"
+    )
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkKind {
     Kernel,

@@ -14,10 +14,8 @@ use rusty_echo::{DiscardServer, DiscardSink, DiscardStats, EchoServer};
 #[derive(Debug, Parser)]
 #[command(
     name = "echo",
-    about = "Echo (or discard) server on Rusty (TAP) or on kernel sockets",
-    after_help = "Links: <n links> then, per link, <link> <ipv4>[/prefix] <n workers>, where <link> is\n\
-                  kernel, tapN or tap:NAME; an address without a prefix is a /24 (so is --tap-host's).\n\
-                  Example: echo 7 1 tap0 10.0.2.2/24 2 --tap-host 10.0.2.1/24"
+    about = "Echo (or discard) server on Rusty (TAP, AF_XDP) or on kernel sockets",
+    after_help = rusty::cli::link::links_help("echo 7 1 tap0 10.0.2.2/24 2 --tap-host 10.0.2.1/24")
 )]
 struct Cli {
     /// TCP port to listen on.

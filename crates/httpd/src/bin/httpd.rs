@@ -26,10 +26,8 @@ fn seconds(s: &str) -> Result<Duration, String> {
 #[derive(Debug, Parser)]
 #[command(
     name = "httpd",
-    about = "Static file server on Rusty (TAP) or on kernel sockets",
-    after_help = "Links: <n links> then, per link, <link> <ipv4>[/prefix] <n workers>, where <link> is\n\
-                  kernel, tapN or tap:NAME; an address without a prefix is a /24 (so is --tap-host's).\n\
-                  Example: httpd 80 ./pages 2 tap0 10.0.2.2 1 tap1 10.0.3.2 1"
+    about = "Static file server on Rusty (TAP, AF_XDP) or on kernel sockets",
+    after_help = rusty::cli::link::links_help("httpd 80 ./pages 2 tap0 10.0.2.2 1 tap1 10.0.3.2 1")
 )]
 struct Cli {
     /// TCP port to listen on.

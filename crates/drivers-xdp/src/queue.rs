@@ -1,0 +1,321 @@
+//! One AF_XDP socket: its UMEM, its four rings, its counters, and its [`PacketIo`]
+//! implementation.
+//!
+//! Chunks circulate: free → fill ring → (kernel receives) → RX ring → a frame lent to
+//! the stack → returned when dropped → free; and free → a transmit buffer → TX ring →
+//! (kernel sends) → completion ring → free. The fill ring is kept at
+//! [`XdpConfig::ring_size`](crate::XdpConfig::ring_size) chunks (or half the UMEM, if
+//! smaller); the rest is for sending. Nothing allocates in steady state.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusty_stack::io::{Capabilities, PacketIo, RxFrame, RxMeta, TxFrame};
+
+use crate::mem::{Chunk, CompRing, FillRing, Frame, RxRing, TxRing, Umem};
+use crate::sys;
+use crate::Attachment;
+
+/// Counters of one queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct XdpStats {
+    /// Frames handed to the stack, and their bytes.
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    /// Descriptors the kernel returned that did not fit their chunk (never expected).
+    pub rx_errors: u64,
+    /// Frames put on the TX ring, and their bytes.
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    /// Frames dropped because the TX ring was full.
+    pub tx_drops: u64,
+    /// `alloc_tx` calls refused: every chunk was in use.
+    pub tx_alloc_failures: u64,
+    /// Wake-up system calls made: `sendto` for TX, `recvfrom` for the fill ring.
+    pub tx_wakeups: u64,
+    pub rx_wakeups: u64,
+}
+
+/// What the kernel counts for one socket (`XDP_STATISTICS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KernelStats {
+    /// Frames dropped for lack of room (other than below).
+    pub rx_dropped: u64,
+    /// Frames dropped because the RX ring was full.
+    pub rx_ring_full: u64,
+    /// Times the kernel found the fill ring empty.
+    pub rx_fill_ring_empty: u64,
+    /// Invalid descriptors we gave the kernel (never expected).
+    pub rx_invalid_descs: u64,
+    pub tx_invalid_descs: u64,
+}
+
+/// How a queue is attached: where the XDP program runs, and whether frames are copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueMode {
+    /// The program runs in the driver (native XDP) rather than on socket buffers
+    /// (generic XDP).
+    pub native: bool,
+    /// The NIC reads and writes the UMEM directly (no copy between kernel buffers and
+    /// the UMEM).
+    pub zero_copy: bool,
+}
+
+impl std::fmt::Display for QueueMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let attach = if self.native { "native" } else { "generic" };
+        let copy = if self.zero_copy { "zero-copy" } else { "copy" };
+        write!(f, "{attach} XDP, {copy} mode")
+    }
+}
+
+/// One AF_XDP socket on one queue of the interface; see the [crate docs](crate).
+pub struct XdpQueue {
+    // Field order is drop order: the rings are unmapped before the socket closes, the
+    // socket before the UMEM it registered goes, and the program stays attached until
+    // the last queue is gone.
+    rx: RxRing,
+    tx: TxRing,
+    fill: FillRing,
+    comp: CompRing,
+    fd: OwnedFd,
+    umem: Arc<Umem>,
+    /// Chunks not in a ring and not lent out.
+    free: Vec<Chunk>,
+    /// Chunks to keep in the fill ring.
+    fill_target: u32,
+    caps: Capabilities,
+    name: String,
+    mode: QueueMode,
+    stats: XdpStats,
+    _attachment: Arc<Attachment>,
+}
+
+/// The parts [`crate::open`] builds a queue from.
+pub(crate) struct Parts {
+    pub(crate) fd: OwnedFd,
+    pub(crate) umem: Arc<Umem>,
+    pub(crate) chunks: Vec<Chunk>,
+    pub(crate) rx: RxRing,
+    pub(crate) tx: TxRing,
+    pub(crate) fill: FillRing,
+    pub(crate) comp: CompRing,
+    pub(crate) fill_target: u32,
+    pub(crate) caps: Capabilities,
+    pub(crate) name: String,
+    pub(crate) zero_copy: bool,
+}
+
+impl std::fmt::Debug for XdpQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XdpQueue")
+            .field("name", &self.name)
+            .field("queue", &self.caps.queue)
+            .field("mode", &self.mode)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl XdpQueue {
+    pub(crate) fn new(p: Parts, attachment: Arc<Attachment>) -> XdpQueue {
+        let mut q = XdpQueue {
+            rx: p.rx,
+            tx: p.tx,
+            fill: p.fill,
+            comp: p.comp,
+            fd: p.fd,
+            umem: p.umem,
+            free: p.chunks,
+            fill_target: p.fill_target,
+            caps: p.caps,
+            name: p.name,
+            mode: QueueMode {
+                native: false,
+                zero_copy: p.zero_copy,
+            },
+            stats: XdpStats::default(),
+            _attachment: attachment,
+        };
+        q.refill();
+        q
+    }
+
+    pub(crate) fn set_native(&mut self, native: bool) {
+        self.mode.native = native;
+    }
+
+    /// The interface's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Where the program runs and whether frames are copied, for this queue.
+    pub fn mode(&self) -> QueueMode {
+        self.mode
+    }
+
+    /// This queue's counters.
+    pub fn stats(&self) -> XdpStats {
+        self.stats
+    }
+
+    /// The kernel's counters for this socket.
+    pub fn kernel_stats(&self) -> std::io::Result<KernelStats> {
+        let (s, _) = sys::get_xdp_opt::<libc::xdp_statistics>(&self.fd, libc::XDP_STATISTICS)?;
+        Ok(KernelStats {
+            rx_dropped: s.rx_dropped,
+            rx_ring_full: s.rx_ring_full,
+            rx_fill_ring_empty: s.rx_fill_ring_empty_descs,
+            rx_invalid_descs: s.rx_invalid_descs,
+            tx_invalid_descs: s.tx_invalid_descs,
+        })
+    }
+
+    /// Top the fill ring up to its target from the free chunks, waking the kernel if
+    /// it asked to be told.
+    fn refill(&mut self) {
+        let pending = self.fill.pending();
+        if pending >= self.fill_target {
+            return;
+        }
+        if self.free.is_empty() {
+            self.umem.take_returned(&mut self.free);
+        }
+        let want = (self.fill_target - pending) as usize;
+        let keep = self.free.len().saturating_sub(want);
+        let mut batch = self.free.split_off(keep);
+        self.fill.fill(&mut batch);
+        self.free.append(&mut batch);
+        if self.fill.needs_wakeup() {
+            self.stats.rx_wakeups += 1;
+            sys::kick_rx(self.fd.as_raw_fd());
+        }
+    }
+
+    /// Take back sent and dropped chunks.
+    fn reclaim(&mut self) {
+        self.comp.reap(&self.umem, &mut self.free);
+        self.umem.take_returned(&mut self.free);
+    }
+}
+
+impl PacketIo for XdpQueue {
+    type Rx = XdpRx;
+    type Tx = XdpTx;
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn receive(&mut self, out: &mut Vec<XdpRx>, max: usize) -> usize {
+        let before = out.len();
+        let (stats, free) = (&mut self.stats, &mut self.free);
+        self.rx.take(&self.umem, max, |r| match r {
+            Ok(frame) => {
+                stats.rx_frames += 1;
+                stats.rx_bytes += frame.len() as u64;
+                out.push(XdpRx(frame));
+            }
+            Err(chunk) => {
+                stats.rx_errors += 1;
+                free.extend(chunk);
+            }
+        });
+        self.refill();
+        out.len() - before
+    }
+
+    fn alloc_tx(&mut self, len: usize) -> Option<XdpTx> {
+        if len > self.caps.max_tx_frame() {
+            return None;
+        }
+        if self.free.is_empty() {
+            self.reclaim();
+        }
+        match self.free.pop() {
+            Some(chunk) => Some(XdpTx(Frame::new(&self.umem, chunk, len as u32))),
+            None => {
+                self.stats.tx_alloc_failures += 1;
+                None
+            }
+        }
+    }
+
+    fn transmit(&mut self, frames: &mut Vec<XdpTx>) {
+        for XdpTx(frame) in frames.drain(..) {
+            let len = frame.len() as u64;
+            match self.tx.push(frame) {
+                Ok(()) => {
+                    self.stats.tx_frames += 1;
+                    self.stats.tx_bytes += len;
+                }
+                // Dropping the frame returns its chunk.
+                Err(_) => self.stats.tx_drops += 1,
+            }
+        }
+        self.tx.publish();
+    }
+
+    fn flush(&mut self) {
+        // In copy mode the kernel sends a bounded batch per call (32 frames) and says
+        // EAGAIN while more wait; a busy or down device ends the attempt until the
+        // next turn.
+        let mut budget = self.tx.pending() / 32 + 2;
+        while self.tx.pending() > 0 && budget > 0 && self.tx.needs_wakeup() {
+            budget -= 1;
+            self.stats.tx_wakeups += 1;
+            match sys::kick_tx(self.fd.as_raw_fd()) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
+                Err(_) => break,
+            }
+        }
+        self.reclaim();
+    }
+
+    fn wait(&mut self, timeout: Duration) {
+        sys::poll_readable(&[self.fd.as_fd()], timeout);
+    }
+}
+
+/// A received frame: a chunk of the UMEM, lent to the stack until dropped.
+pub struct XdpRx(Frame);
+
+impl std::ops::Deref for XdpRx {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl RxFrame for XdpRx {
+    fn meta(&self) -> RxMeta {
+        // AF_XDP carries no checksum or GSO state (without RX metadata, which needs
+        // driver support): the stack verifies every checksum.
+        RxMeta::default()
+    }
+}
+
+/// A transmit buffer: a chunk of the UMEM the stack writes the frame into.
+pub struct XdpTx(Frame);
+
+impl std::ops::Deref for XdpTx {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for XdpTx {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
+impl TxFrame for XdpTx {
+    fn truncate(&mut self, len: usize) {
+        self.0.truncate(len);
+    }
+}
