@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{
     check_interrupted, check_run, explain_run, listening, median_by, provenance, release_bin, tail,
-    thousands, write_readme, CpuTimes, Netns, Proc, Result, RunArgs,
+    thousands, warn_if_busy, write_readme, CpuTimes, Netns, Proc, Result, RunArgs,
 };
 use crate::xdp::{self, Goal, Per, XdpLink};
 
@@ -143,6 +143,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         return Err("--duration and --rounds must be at least 1".into());
     }
     let (interrupted, root) = opts.run.host.prepare("bench echo", &["rusty-echo"])?;
+    warn_if_busy("bench echo");
     let bins = Bins {
         echo: release_bin(&root, "echo")?,
         load: release_bin(&root, "echo-load")?,
@@ -157,39 +158,35 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         format!("rbtap{pid}"),
         HOST_CIDR,
     )?;
-    let (xdp_link, mut xdp_note) = if opts.run.no_xdp {
-        (None, Some("left out (--no-xdp)".to_string()))
-    } else {
-        match xdp::ethtool(false, &logs.join("apt-get.log"), &interrupted)? {
-            Ok(ethtool) => {
-                let link =
-                    XdpLink::create(&mut net, "rb", XDP_CLIENT_CIDR, XDP_STACK_IP, &ethtool)?;
-                (Some(link), None)
-            }
-            Err(why) => (None, Some(why)),
-        }
-    };
+    let xdp_link = xdp::setup(
+        &opts.run,
+        false,
+        &mut net,
+        "rb",
+        XDP_CLIENT_CIDR,
+        XDP_STACK_IP,
+        &logs.join("apt-get.log"),
+        &interrupted,
+    )?;
     let mut ctx = Ctx {
         opts,
         bins,
         net: &net,
-        xdp: xdp_link.as_ref(),
+        xdp: xdp_link.as_ref().ok(),
         logs: &logs,
         interrupted: &interrupted,
     };
     let mut backends = vec![Backend::Tap, Backend::Kernel];
-    if ctx.xdp.is_some() {
-        match ctx.xdp_preflight().map_err(kept)? {
-            None => backends.insert(1, Backend::Xdp),
-            Some(why) => {
-                ctx.xdp = None;
-                xdp_note = Some(why);
-            }
-        }
+    let xdp_outcome = match &xdp_link {
+        Ok(_) => ctx.xdp_preflight().map_err(kept)?,
+        Err(why) => Err(why.clone()),
+    };
+    if xdp_outcome.is_ok() {
+        backends.insert(1, Backend::Xdp);
+    } else {
+        ctx.xdp = None;
     }
-    if let Some(why) = &xdp_note {
-        eprintln!("bench echo: Rusty on AF_XDP is skipped: {why}");
-    }
+    xdp::announce("bench echo", &xdp_outcome);
 
     let total = opts.run.rounds * CASES.len() * backends.len();
     eprintln!(
@@ -227,10 +224,10 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let _ = fs::remove_dir_all(&logs);
 
     let table = table(&samples, &backends);
-    let verdict = verdict(&samples, xdp_note.as_deref());
+    let verdict = verdict(&samples, xdp_outcome.as_ref().err().map(String::as_str));
     println!("{table}\n{verdict}");
     if !opts.run.host.no_readme {
-        let body = readme_body(opts, xdp_note.as_deref(), &table, &verdict);
+        let body = readme_body(opts, &xdp_outcome, &table, &verdict);
         let path = write_readme(&root, README_START, README_END, &body)?;
         eprintln!("bench echo: table written to {}", path.display());
     }
@@ -290,20 +287,14 @@ impl Ctx<'_> {
         Ok(server)
     }
 
-    /// Starts and stops echo on AF_XDP once, before any run: `None` when it came up,
-    /// else why the AF_XDP row is skipped.
-    fn xdp_preflight(&self) -> Result<Option<String>> {
+    /// Starts and stops echo on AF_XDP once, before any run, for the row's outcome.
+    fn xdp_preflight(&self) -> Result<xdp::Outcome> {
         let log = self.logs.join("00-xdp-preflight-server.log");
-        match self.start(Backend::Xdp, &log) {
-            Ok(mut server) => {
-                server.stop(Duration::from_secs(5));
-                Ok(None)
-            }
-            Err(e) => {
-                self.check_interrupted()?;
-                Ok(Some(xdp::skip_note("echo", &log, &e)))
-            }
-        }
+        let started = self
+            .start(Backend::Xdp, &log)
+            .map(|mut server| server.stop(Duration::from_secs(5)));
+        self.check_interrupted()?;
+        Ok(xdp::outcome("echo", self.xdp_link()?, &log, started))
     }
 
     fn run_one(&self, case: Case, backend: Backend, n: usize) -> Result<Sample> {
@@ -495,11 +486,9 @@ fn verdict(samples: &[Vec<(Backend, Sample)>], xdp_skipped: Option<&str>) -> Str
     )
 }
 
-fn readme_body(opts: &Options, xdp_skipped: Option<&str>, table: &str, verdict: &str) -> String {
+fn readme_body(opts: &Options, xdp_outcome: &xdp::Outcome, table: &str, verdict: &str) -> String {
     let spin = opts.run.host.spin("the binaries' default `--spin-us 200`");
-    let xdp_note = xdp_skipped
-        .map(|n| format!("\n\nRusty on AF_XDP was skipped ({n}): its rows are missing."))
-        .unwrap_or_default();
+    let xdp_note = xdp::readme_note(xdp_outcome);
     format!(
         "### Echo: Rusty on TAP and on AF_XDP vs the kernel's sockets\n\
          \n\
@@ -512,7 +501,8 @@ fn readme_body(opts: &Options, xdp_skipped: Option<&str>, table: &str, verdict: 
          private network namespace. TAP: the client's kernel → TAP → Rusty (`echo 7 1\n\
          tap:NAME {STACK_IP}/{PREFIX} 1`). AF_XDP: the client's kernel → a veth pair (one queue\n\
          pair; the client end's transmit checksum offload off, so that frames carry whole\n\
-         checksums as on a wire) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
+         checksums as on a wire: the client's kernel sums them in software, and machine CPU\n\
+         includes that) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
          copy mode → Rusty (`echo 7 1 xdp:NAME {XDP_STACK_IP}/{PREFIX} 1`). Kernel: the same client →\n\
          loopback → `echo 7` on kernel sockets.\n\
          \n\

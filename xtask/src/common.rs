@@ -497,6 +497,24 @@ pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Other work on the machine skews every number (machine CPU most of all): say so when
+/// the load is visible. `what` names the benchmark.
+pub(crate) fn warn_if_busy(what: &str) {
+    let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    if let Some(one) = load
+        .split_whitespace()
+        .next()
+        .and_then(|l| l.parse::<f64>().ok())
+    {
+        if one > 0.5 {
+            eprintln!(
+                "{what}: warning: the 1-minute load average is {one:.2}; other processes \
+                 will skew the results"
+            );
+        }
+    }
+}
+
 pub(crate) fn allowed_cpus() -> Result<Vec<usize>> {
     sys::allowed_cpus().map_err(|e| format!("sched_getaffinity: {e}"))
 }

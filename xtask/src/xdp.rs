@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 
-use crate::common::{apt_install, find_program, ip, tail, Netns, Result};
+use crate::common::{apt_install, find_program, ip, tail, Netns, Result, RunArgs};
 
 /// The server's workers on AF_XDP, and so the queue pairs of each veth end.
 const QUEUES: usize = 1;
@@ -92,9 +92,46 @@ impl XdpLink {
     }
 }
 
+/// The row's link in `net` (see [`XdpLink::create`]), or why the row is skipped:
+/// `--no-xdp`, or no ethtool (found, or unless `no_install` installed with apt-get,
+/// logging to `log`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn setup(
+    run: &RunArgs,
+    no_install: bool,
+    net: &mut Netns,
+    prefix: &str,
+    client_cidr: &str,
+    stack_ip: &'static str,
+    log: &Path,
+    interrupted: &AtomicBool,
+) -> Result<std::result::Result<XdpLink, String>> {
+    if run.no_xdp {
+        return Ok(Err("left out with --no-xdp".into()));
+    }
+    Ok(match ethtool(no_install, log, interrupted)? {
+        Ok(ethtool) => Ok(XdpLink::create(
+            net,
+            prefix,
+            client_cidr,
+            stack_ip,
+            &ethtool,
+        )?),
+        Err(why) => Err(why),
+    })
+}
+
+/// Says on stderr how the row goes, for the benchmark `what`.
+pub(crate) fn announce(what: &str, outcome: &Outcome) {
+    match outcome {
+        Ok(mode) => eprintln!("{what}: Rusty on AF_XDP runs in {mode}"),
+        Err(why) => eprintln!("{what}: Rusty on AF_XDP is skipped: {why}"),
+    }
+}
+
 /// ethtool, found or (unless `no_install`) installed with apt-get; otherwise why the row
 /// is skipped.
-pub(crate) fn ethtool(
+fn ethtool(
     no_install: bool,
     log: &Path,
     interrupted: &AtomicBool,
@@ -116,9 +153,42 @@ pub(crate) fn ethtool(
     Ok(find_program("ethtool").ok_or_else(|| "ethtool is not found after installing".into()))
 }
 
+/// How the AF_XDP row went: the mode the driver reported for its queue ("native XDP,
+/// copy mode"), or why the row was skipped.
+pub(crate) type Outcome = std::result::Result<String, String>;
+
+/// The row's outcome from a trial start of `program` on `link` (`started`) and the log
+/// it wrote (at info level, where the driver reports each queue's mode).
+pub(crate) fn outcome(program: &str, link: &XdpLink, log: &Path, started: Result<()>) -> Outcome {
+    match started {
+        Ok(()) => {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            Ok(queue_mode(&text, &link.ifname).unwrap_or_else(|| "a mode it did not log".into()))
+        }
+        Err(e) => Err(skip_note(program, log, &e)),
+    }
+}
+
+/// The mode of queue 0 from the driver's line `xdp:NAME queue 0: MODE`.
+fn queue_mode(log: &str, ifname: &str) -> Option<String> {
+    let key = format!("xdp:{ifname} queue 0: ");
+    log.lines()
+        .find_map(|l| Some(l[l.find(&key)? + key.len()..].trim().to_string()))
+}
+
+/// The README's sentence on the AF_XDP row: its mode, or why its rows are missing.
+pub(crate) fn readme_note(outcome: &Outcome) -> String {
+    match outcome {
+        Ok(mode) => format!(
+            "\n\nRusty on AF_XDP ran in {mode}, as the driver reported for the veth's queue."
+        ),
+        Err(why) => format!("\n\nRusty on AF_XDP was skipped ({why}): its rows are missing."),
+    }
+}
+
 /// Why Rusty could not come up on AF_XDP, from `program`'s log (`error` when the log
 /// says nothing).
-pub(crate) fn skip_note(program: &str, log: &Path, error: &str) -> String {
+fn skip_note(program: &str, log: &Path, error: &str) -> String {
     let said = tail(log, 3);
     if said.contains("not built into this binary") {
         return format!("the xdp driver is not built into `{program}`");
@@ -240,6 +310,16 @@ mod tests {
             v.contains("(small: ≥ 3× per server CPU-second; small: ≥ 2× per machine CPU-second)"),
             "{v}"
         );
+    }
+
+    #[test]
+    fn reads_the_queue_mode() {
+        let log = "httpd: serving /x\nxdp:rhxdp7 queue 0: native XDP, copy mode\n";
+        assert_eq!(
+            queue_mode(log, "rhxdp7").as_deref(),
+            Some("native XDP, copy mode")
+        );
+        assert_eq!(queue_mode(log, "rhxdp"), None);
     }
 
     #[test]

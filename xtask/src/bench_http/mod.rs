@@ -44,9 +44,9 @@ mod wrk;
 use std::fs;
 use std::path::Path;
 
-use crate::common::{release_bin, write_readme, Netns, Result, RunArgs, TempDir};
+use crate::common::{release_bin, warn_if_busy, write_readme, Netns, Result, RunArgs, TempDir};
 use crate::pages;
-use crate::xdp::{self, Goal, Per, XdpLink};
+use crate::xdp::{self, Goal, Per};
 use report::{readme_body, table, us, verdict};
 use runs::Ctx;
 use tools::Tools;
@@ -170,7 +170,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         return Err("--duration, --rounds and --connections must be at least 1".into());
     }
     let (interrupted, root) = opts.run.host.prepare("bench http", &["rusty-httpd"])?;
-    warn_if_busy();
+    warn_if_busy("bench http");
     let httpd = release_bin(&root, "httpd")?;
 
     let pid = std::process::id();
@@ -203,22 +203,16 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     // and let it reuse its own TIME-WAIT ports (both sysctls are per namespace).
     net.sysctl("net.ipv4.ip_local_port_range", "1024 65535")?;
     net.sysctl("net.ipv4.tcp_tw_reuse", "1")?;
-    let (xdp_link, mut xdp_note) = if opts.run.no_xdp {
-        (None, Some("left out (--no-xdp)".to_string()))
-    } else {
-        match xdp::ethtool(
-            opts.no_install,
-            &tmp.path().join("ethtool.log"),
-            &interrupted,
-        )? {
-            Ok(ethtool) => {
-                let link =
-                    XdpLink::create(&mut net, "rh", XDP_CLIENT_CIDR, XDP_STACK_IP, &ethtool)?;
-                (Some(link), None)
-            }
-            Err(why) => (None, Some(why)),
-        }
-    };
+    let xdp_link = xdp::setup(
+        &opts.run,
+        opts.no_install,
+        &mut net,
+        "rh",
+        XDP_CLIENT_CIDR,
+        XDP_STACK_IP,
+        &tmp.path().join("ethtool.log"),
+        &interrupted,
+    )?;
 
     let mut servers = vec![Server::Tap, Server::Kernel];
     if tools.nginx.is_some() {
@@ -233,23 +227,23 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         pages: page_dir,
         script,
         net: &net,
-        xdp: xdp_link.as_ref(),
+        xdp: xdp_link.as_ref().ok(),
         logs: &logs,
         interrupted: &interrupted,
     };
-    if ctx.xdp.is_some() {
-        match ctx.xdp_preflight() {
-            Ok(None) => servers.insert(1, Server::Xdp),
-            Ok(Some(why)) => {
-                ctx.xdp = None;
-                xdp_note = Some(why);
-            }
+    let xdp_outcome = match &xdp_link {
+        Ok(_) => match ctx.xdp_preflight() {
+            Ok(outcome) => outcome,
             Err(e) => return Err(tmp.keep_for(e)),
-        }
+        },
+        Err(why) => Err(why.clone()),
+    };
+    if xdp_outcome.is_ok() {
+        servers.insert(1, Server::Xdp);
+    } else {
+        ctx.xdp = None;
     }
-    if let Some(why) = &xdp_note {
-        eprintln!("bench http: Rusty on AF_XDP is skipped: {why}");
-    }
+    xdp::announce("bench http", &xdp_outcome);
 
     let total = opts.run.rounds * CASES.len() * servers.len();
     eprintln!(
@@ -303,29 +297,12 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     drop(tmp);
 
     let table = table(&samples, &servers);
-    let verdict = verdict(&samples, xdp_note.as_deref());
+    let verdict = verdict(&samples, xdp_outcome.as_ref().err().map(String::as_str));
     println!("{table}\n{verdict}");
     if !opts.run.host.no_readme {
-        let body = readme_body(opts, &set, &tools, xdp_note.as_deref(), &table, &verdict);
+        let body = readme_body(opts, &set, &tools, &xdp_outcome, &table, &verdict);
         let path = write_readme(&root, README_START, README_END, &body)?;
         eprintln!("bench http: table written to {}", path.display());
     }
     Ok(())
-}
-
-/// Other work on the machine skews every number here: say so when the load is visible.
-fn warn_if_busy() {
-    let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    if let Some(one) = load
-        .split_whitespace()
-        .next()
-        .and_then(|l| l.parse::<f64>().ok())
-    {
-        if one > 0.5 {
-            eprintln!(
-                "bench http: warning: the 1-minute load average is {one:.2}; other processes \
-                 will skew the results"
-            );
-        }
-    }
 }

@@ -149,7 +149,7 @@ pub(super) fn readme_body(
     opts: &Options,
     set: &pages::PageSet,
     tools: &Tools,
-    xdp_skipped: Option<&str>,
+    xdp_outcome: &xdp::Outcome,
     table: &str,
     verdict: &str,
 ) -> String {
@@ -168,9 +168,7 @@ pub(super) fn readme_body(
         .as_deref()
         .map(|n| format!("\n\nnginx {n}: its rows are missing."))
         .unwrap_or_default();
-    let xdp_note = xdp_skipped
-        .map(|n| format!("\n\nRusty on AF_XDP was skipped ({n}): its rows are missing."))
-        .unwrap_or_default();
+    let xdp_note = xdp::readme_note(xdp_outcome);
     format!(
         "### HTTP: httpd on Rusty (TAP, AF_XDP) vs httpd on kernel sockets vs nginx\n\
          \n\
@@ -184,7 +182,8 @@ pub(super) fn readme_body(
          private network namespace. Rusty on TAP: wrk's kernel → TAP → Rusty (`httpd {PORT} PAGES 1\n\
          tap:NAME {STACK_IP}/{PREFIX} 1`). Rusty on AF_XDP: wrk's kernel → a veth pair (one queue\n\
          pair; the client end's transmit checksum offload off, so that frames carry whole\n\
-         checksums as on a wire) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
+         checksums as on a wire: the client's kernel sums them in software, and machine CPU\n\
+         includes that) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
          copy mode → Rusty (`httpd {PORT} PAGES 1 xdp:NAME {XDP_STACK_IP}/{PREFIX} 1`). Kernel: wrk →\n\
          loopback → `httpd {PORT} PAGES` on kernel sockets. nginx: wrk → loopback → nginx with\n\
          `access_log off`, `sendfile on`, `open_file_cache`, `keepalive_requests 100000000`.\n\

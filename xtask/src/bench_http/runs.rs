@@ -78,7 +78,8 @@ impl Drop for Running {
 }
 
 impl Ctx<'_> {
-    fn start(&self, server: Server, log: &Path) -> Result<Running> {
+    /// A fresh server, up and accepting; httpd logs at `log_level`.
+    fn start(&self, server: Server, log: &Path, log_level: &str) -> Result<Running> {
         let mut cmd;
         match server {
             Server::Tap | Server::Xdp | Server::Kernel => {
@@ -94,7 +95,7 @@ impl Ctx<'_> {
                 if server == Server::Xdp {
                     cmd.args(self.xdp_link()?.link_args());
                 }
-                cmd.args(["--grace", "1", "--log-level", "warn"]);
+                cmd.args(["--grace", "1", "--log-level", log_level]);
                 if let Some(us) = self.opts.run.host.spin_us {
                     cmd.arg("--spin-us").arg(us.to_string());
                 }
@@ -126,20 +127,12 @@ impl Ctx<'_> {
             .ok_or_else(|| "Rusty on AF_XDP is not set up".into())
     }
 
-    /// Starts and stops httpd on AF_XDP once, before any run: `None` when it came up,
-    /// else why the AF_XDP row is skipped.
-    pub(super) fn xdp_preflight(&self) -> Result<Option<String>> {
+    /// Starts and stops httpd on AF_XDP once, before any run, for the row's outcome.
+    pub(super) fn xdp_preflight(&self) -> Result<xdp::Outcome> {
         let log = self.logs.join("00-xdp-preflight-server.log");
-        match self.start(Server::Xdp, &log) {
-            Ok(running) => {
-                drop(running);
-                Ok(None)
-            }
-            Err(e) => {
-                check_interrupted(self.interrupted)?;
-                Ok(Some(xdp::skip_note("httpd", &log, &e)))
-            }
-        }
+        let started = self.start(Server::Xdp, &log, "info").map(drop);
+        check_interrupted(self.interrupted)?;
+        Ok(xdp::outcome("httpd", self.xdp_link()?, &log, started))
     }
 
     /// Until the server accepts: a listening socket on the port and, for nginx, a worker
@@ -188,7 +181,7 @@ impl Ctx<'_> {
         check_interrupted(self.interrupted)?;
         let tag = format!("{n:02}-{}-{:?}", case.tag, server).to_lowercase();
         let server_log = self.logs.join(format!("{tag}-server.log"));
-        let mut running = self.start(server, &server_log)?;
+        let mut running = self.start(server, &server_log, "warn")?;
 
         let host = match server {
             Server::Tap => STACK_IP,
