@@ -47,9 +47,12 @@ const PORT: u16 = 7;
 const HOST_CIDR: &str = "10.79.0.1/24";
 const STACK_IP: &str = "10.79.0.2";
 const PREFIX: u8 = 24;
-/// The client end of the AF_XDP row's veth pair, and Rusty's address behind it.
-const XDP_CLIENT_CIDR: &str = "10.79.1.1/24";
-const XDP_STACK_IP: &str = "10.79.1.2";
+/// The AF_XDP row's veth pair: `rbxdp<pid>` (Rusty's end) and `rbcli<pid>`.
+const XDP: xdp::Plan = xdp::Plan {
+    prefix: "rb",
+    client_cidr: "10.79.1.1/24",
+    stack_ip: "10.79.1.2",
+};
 const README_START: &str = "<!-- bench-echo:start -->";
 const README_END: &str = "<!-- bench-echo:end -->";
 
@@ -162,9 +165,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         &opts.run,
         false,
         &mut net,
-        "rb",
-        XDP_CLIENT_CIDR,
-        XDP_STACK_IP,
+        &XDP,
         &logs.join("apt-get.log"),
         &interrupted,
     )?;
@@ -503,7 +504,7 @@ fn readme_body(opts: &Options, xdp_outcome: &xdp::Outcome, table: &str, verdict:
          pair; the client end's transmit checksum offload off, so that frames carry whole\n\
          checksums as on a wire: the client's kernel sums them in software, and machine CPU\n\
          includes that) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
-         copy mode → Rusty (`echo 7 1 xdp:NAME {XDP_STACK_IP}/{PREFIX} 1`). Kernel: the same client →\n\
+         copy mode → Rusty (`echo 7 1 xdp:NAME {xdp_ip}/{PREFIX} 1`). Kernel: the same client →\n\
          loopback → `echo 7` on kernel sockets.\n\
          \n\
          Server CPU is the server process's utime + stime over the client's run\n\
@@ -522,6 +523,7 @@ fn readme_body(opts: &Options, xdp_outcome: &xdp::Outcome, table: &str, verdict:
          {table}\n\
          {verdict}",
         provenance = provenance(),
+        xdp_ip = XDP.stack_ip,
         rounds = opts.run.rounds,
         d = opts.run.duration,
         scpu = opts.run.host.server_cpu,

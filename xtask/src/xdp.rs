@@ -30,6 +30,14 @@ use crate::common::{apt_install, find_program, ip, tail, Netns, Result, RunArgs}
 /// The server's workers on AF_XDP, and so the queue pairs of each veth end.
 const QUEUES: usize = 1;
 
+/// Where a benchmark puts the row: the two letters its device names start with (like
+/// its TAP's), the client end's address and Rusty's, in the same /24.
+pub(crate) struct Plan {
+    pub prefix: &'static str,
+    pub client_cidr: &'static str,
+    pub stack_ip: &'static str,
+}
+
 /// Rusty's end of the veth pair, and the address the client reaches Rusty at.
 pub(crate) struct XdpLink {
     /// The veth end Rusty attaches to (`xdp:NAME`).
@@ -39,21 +47,22 @@ pub(crate) struct XdpLink {
 }
 
 impl XdpLink {
-    /// The pair `<prefix>xdp<pid>` (Rusty's end) – `<prefix>cli<pid>` (`client_cidr`,
-    /// transmit checksum offload off) in `net`, deleted with it. `prefix` is the
-    /// benchmark's two letters, like its TAP's.
-    pub(crate) fn create(
-        net: &mut Netns,
-        prefix: &str,
-        client_cidr: &str,
-        stack_ip: &'static str,
-        ethtool: &Path,
-    ) -> Result<XdpLink> {
+    /// The pair `<prefix>xdp<pid>` (Rusty's end) – `<prefix>cli<pid>` (the client end,
+    /// addressed, transmit checksum offload off) in `net`, deleted with it.
+    pub(crate) fn create(net: &mut Netns, plan: &Plan, ethtool: &Path) -> Result<XdpLink> {
         let pid = std::process::id();
-        let ifname = format!("{prefix}xdp{pid}");
-        let client = format!("{prefix}cli{pid}");
+        let ifname = format!("{}xdp{pid}", plan.prefix);
+        let client = format!("{}cli{pid}", plan.prefix);
         net.add_veth(&ifname, &client, QUEUES)?;
-        ip(&["-n", &net.name, "addr", "add", client_cidr, "dev", &client])?;
+        ip(&[
+            "-n",
+            &net.name,
+            "addr",
+            "add",
+            plan.client_cidr,
+            "dev",
+            &client,
+        ])?;
         let out = Command::new("ip")
             .args(["netns", "exec", &net.name])
             .arg(ethtool)
@@ -66,7 +75,10 @@ impl XdpLink {
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
-        Ok(XdpLink { ifname, stack_ip })
+        Ok(XdpLink {
+            ifname,
+            stack_ip: plan.stack_ip,
+        })
     }
 
     /// The link arguments of a Rusty binary: `1 xdp:NAME IP/24 1`.
@@ -92,17 +104,14 @@ impl XdpLink {
     }
 }
 
-/// The row's link in `net` (see [`XdpLink::create`]), or why the row is skipped:
-/// `--no-xdp`, or no ethtool (found, or unless `no_install` installed with apt-get,
-/// logging to `log`).
-#[allow(clippy::too_many_arguments)]
+/// The row's link in `net` as `plan` says (see [`XdpLink::create`]), or why the row is
+/// skipped: `--no-xdp`, or no ethtool (found, or unless `no_install` installed with
+/// apt-get, logging to `log`).
 pub(crate) fn setup(
     run: &RunArgs,
     no_install: bool,
     net: &mut Netns,
-    prefix: &str,
-    client_cidr: &str,
-    stack_ip: &'static str,
+    plan: &Plan,
     log: &Path,
     interrupted: &AtomicBool,
 ) -> Result<std::result::Result<XdpLink, String>> {
@@ -110,13 +119,7 @@ pub(crate) fn setup(
         return Ok(Err("left out with --no-xdp".into()));
     }
     Ok(match ethtool(no_install, log, interrupted)? {
-        Ok(ethtool) => Ok(XdpLink::create(
-            net,
-            prefix,
-            client_cidr,
-            stack_ip,
-            &ethtool,
-        )?),
+        Ok(ethtool) => Ok(XdpLink::create(net, plan, &ethtool)?),
         Err(why) => Err(why),
     })
 }

@@ -56,9 +56,12 @@ const PORT: u16 = 8080;
 const HOST_CIDR: &str = "10.80.0.1/24";
 const STACK_IP: &str = "10.80.0.2";
 const PREFIX: u8 = 24;
-/// The client end of the AF_XDP row's veth pair, and Rusty's address behind it.
-const XDP_CLIENT_CIDR: &str = "10.80.1.1/24";
-const XDP_STACK_IP: &str = "10.80.1.2";
+/// The AF_XDP row's veth pair: `rhxdp<pid>` (Rusty's end) and `rhcli<pid>`.
+const XDP: xdp::Plan = xdp::Plan {
+    prefix: "rh",
+    client_cidr: "10.80.1.1/24",
+    stack_ip: "10.80.1.2",
+};
 const README_START: &str = "<!-- bench-http:start -->";
 const README_END: &str = "<!-- bench-http:end -->";
 /// The goal for Rusty on TAP against the kernel-backend httpd, per server core.
@@ -207,9 +210,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         &opts.run,
         opts.no_install,
         &mut net,
-        "rh",
-        XDP_CLIENT_CIDR,
-        XDP_STACK_IP,
+        &XDP,
         &tmp.path().join("ethtool.log"),
         &interrupted,
     )?;

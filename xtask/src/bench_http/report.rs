@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::tools::Tools;
 use super::wrk::Sample;
-use super::{Options, Server, CASES, GOAL, PORT, PREFIX, STACK_IP, XDP_GOALS, XDP_STACK_IP};
+use super::{Options, Server, CASES, GOAL, PORT, PREFIX, STACK_IP, XDP, XDP_GOALS};
 use crate::common::{median_by, provenance, thousands};
 use crate::pages::{self, PAGES, SMALL_PAGE};
 use crate::xdp::{self, Per};
@@ -184,7 +184,7 @@ pub(super) fn readme_body(
          pair; the client end's transmit checksum offload off, so that frames carry whole\n\
          checksums as on a wire: the client's kernel sums them in software, and machine CPU\n\
          includes that) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
-         copy mode → Rusty (`httpd {PORT} PAGES 1 xdp:NAME {XDP_STACK_IP}/{PREFIX} 1`). Kernel: wrk →\n\
+         copy mode → Rusty (`httpd {PORT} PAGES 1 xdp:NAME {xdp_ip}/{PREFIX} 1`). Kernel: wrk →\n\
          loopback → `httpd {PORT} PAGES` on kernel sockets. nginx: wrk → loopback → nginx with\n\
          `access_log off`, `sendfile on`, `open_file_cache`, `keepalive_requests 100000000`.\n\
          Pages (`cargo xtask gen-pages DIR` writes the same set): `{SMALL_PAGE}` (64 B) and {PAGES}\n\
@@ -211,6 +211,7 @@ pub(super) fn readme_body(
          {table}\n\
          {verdict}",
         provenance = provenance(),
+        xdp_ip = XDP.stack_ip,
         rounds = opts.run.rounds,
         d = opts.run.duration,
         scpu = opts.run.host.server_cpu,
