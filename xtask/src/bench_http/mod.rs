@@ -95,7 +95,8 @@ pub(crate) struct Options {
     /// Leave nginx out.
     #[arg(long)]
     pub no_nginx: bool,
-    /// Do not apt-get install missing wrk/nginx; fail (wrk) or skip (nginx) instead.
+    /// Do not apt-get install missing wrk/nginx/ethtool; fail (wrk) or skip (nginx, the
+    /// AF_XDP row) instead.
     #[arg(long)]
     pub no_install: bool,
 }
