@@ -1,14 +1,21 @@
-//! `cargo xtask bench echo`: the echo server on Rusty's stack behind a TAP against the
-//! same server on the kernel's sockets, with the same client on the same cores.
+//! `cargo xtask bench echo`: the echo server on Rusty's stack behind a TAP and on
+//! AF_XDP against the same server on the kernel's sockets, with the same client on the
+//! same cores.
 //!
-//! Setup (needs root): a private network namespace `rusty-bench-<pid>` holding a
-//! pre-created multi-queue TAP `rbtap<pid>` whose host side is 10.79.0.1/24. Every run
-//! starts a fresh server inside the namespace pinned to the server core with `taskset`
-//! (one worker), then the client `echo-load` (kernel sockets, one worker) pinned to the
-//! client core:
+//! Setup (needs root): ethtool (installed with apt-get when missing; without it the
+//! AF_XDP row is skipped with a note), and a private network namespace
+//! `rusty-bench-<pid>` holding a pre-created multi-queue TAP `rbtap<pid>` whose host
+//! side is 10.79.0.1/24 and a veth pair `rbxdp<pid>` – `rbcli<pid>` whose client end is
+//! 10.79.1.1/24 ([`crate::xdp`]). Every run starts a fresh server inside the namespace
+//! pinned to the server core with `taskset` (one worker), then the client `echo-load`
+//! (kernel sockets, one worker) pinned to the client core:
 //!
 //! - TAP: `echo 7 1 tap:rbtap<pid> 10.79.0.2/24 1`, client → 10.79.0.2:7 through the
 //!   namespace's kernel and the TAP;
+//! - AF_XDP: `echo 7 1 xdp:rbxdp<pid> 10.79.1.2/24 1`, client → 10.79.1.2:7 through the
+//!   namespace's kernel and the veth pair (left out with `--no-xdp`, skipped with a note
+//!   when echo cannot come up on it: the driver not built in, or the kernel refusing
+//!   AF_XDP);
 //! - kernel: `echo 7` (kernel sockets), client → 127.0.0.1:7 over loopback.
 //!
 //! The servers run inside the namespace too: a TAP is found by name in the opener's
@@ -16,10 +23,11 @@
 //! namespace could not attach to a TAP that was moved into the client's namespace.
 //!
 //! Server CPU is utime + stime of the server process (all threads) from
-//! `/proc/PID/stat`, sampled just before the client starts and just after it exits.
-//! Cases alternate their backend order round by round; the table shows medians. On every
-//! exit path (errors, SIGINT/SIGTERM) the processes started here are killed by PID and
-//! the namespace and TAP are deleted.
+//! `/proc/PID/stat`, and machine CPU the busy time of every CPU from `/proc/stat`, both
+//! sampled just before the client starts and just after it exits. Cases rotate their
+//! backend order round by round; the table shows medians. On every exit path (errors,
+//! SIGINT/SIGTERM) the processes started here are killed by PID and the namespace, TAP
+//! and veth pair are deleted.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -30,14 +38,21 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    check_interrupted, check_run, explain_run, listening, median, process_cpu_seconds, provenance,
-    release_bin, tail, thousands, write_readme, Netns, Proc, Result, RunArgs,
+    check_interrupted, check_run, explain_run, listening, median_by, provenance, release_bin, tail,
+    thousands, warn_if_busy, write_readme, CpuTimes, Netns, Proc, Result, RunArgs,
 };
+use crate::xdp::{self, Goal, Per, XdpLink};
 
 const PORT: u16 = 7;
 const HOST_CIDR: &str = "10.79.0.1/24";
 const STACK_IP: &str = "10.79.0.2";
 const PREFIX: u8 = 24;
+/// The AF_XDP row's veth pair: `rbxdp<pid>` (Rusty's end) and `rbcli<pid>`.
+const XDP: xdp::Plan = xdp::Plan {
+    prefix: "rb",
+    client_cidr: "10.79.1.1/24",
+    stack_ip: "10.79.1.2",
+};
 const README_START: &str = "<!-- bench-echo:start -->";
 const README_END: &str = "<!-- bench-echo:end -->";
 
@@ -70,9 +85,17 @@ const CASES: [Case; 2] = [
     },
 ];
 
+/// The issue's goal for Rusty on AF_XDP against the kernel backend.
+const XDP_GOALS: [Goal; 1] = [Goal {
+    case: CASES[0].label,
+    per: Per::ServerCpu,
+    factor: 3.0,
+}];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Backend {
     Tap,
+    Xdp,
     Kernel,
 }
 
@@ -80,7 +103,17 @@ impl Backend {
     fn label(self) -> &'static str {
         match self {
             Backend::Tap => "Rusty on TAP",
+            Backend::Xdp => "Rusty on AF_XDP",
             Backend::Kernel => "kernel sockets",
+        }
+    }
+
+    /// The short name in ratio rows.
+    fn short(self) -> &'static str {
+        match self {
+            Backend::Tap => "TAP",
+            Backend::Xdp => "XDP",
+            Backend::Kernel => "kernel",
         }
     }
 }
@@ -91,17 +124,20 @@ struct Sample {
     msgs_per_s: f64,
     mb_per_s: f64,
     messages: u64,
-    server_cpu_s: f64,
+    /// The server's and the machine's CPU time over the client's run.
+    cpu: CpuTimes,
     latency_us: Option<(u64, u64)>,
 }
 
 impl Sample {
-    fn cpu_per_million(&self) -> f64 {
-        if self.messages == 0 {
-            f64::NAN
-        } else {
-            self.server_cpu_s / (self.messages as f64 / 1e6)
-        }
+    /// Server CPU microseconds per echoed message.
+    fn server_us(&self) -> f64 {
+        self.cpu.server_us_per(self.messages)
+    }
+
+    /// Machine CPU microseconds per echoed message.
+    fn machine_us(&self) -> f64 {
+        self.cpu.machine_us_per(self.messages)
     }
 }
 
@@ -110,6 +146,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         return Err("--duration and --rounds must be at least 1".into());
     }
     let (interrupted, root) = opts.run.host.prepare("bench echo", &["rusty-echo"])?;
+    warn_if_busy("bench echo");
     let bins = Bins {
         echo: release_bin(&root, "echo")?,
         load: release_bin(&root, "echo-load")?,
@@ -118,20 +155,41 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let pid = std::process::id();
     let logs = std::env::temp_dir().join(format!("rusty-bench-{pid}"));
     fs::create_dir_all(&logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
-    let net = Netns::create(
+    let kept = |e: String| format!("{e}\n(server and client logs kept in {})", logs.display());
+    let mut net = Netns::create(
         format!("rusty-bench-{pid}"),
         format!("rbtap{pid}"),
         HOST_CIDR,
     )?;
-    let ctx = Ctx {
+    let xdp_link = xdp::setup(
+        &opts.run,
+        false,
+        &mut net,
+        &XDP,
+        &logs.join("apt-get.log"),
+        &interrupted,
+    )?;
+    let mut ctx = Ctx {
         opts,
         bins,
         net: &net,
+        xdp: xdp_link.as_ref().ok(),
         logs: &logs,
         interrupted: &interrupted,
     };
+    let mut backends = vec![Backend::Tap, Backend::Kernel];
+    let xdp_outcome = match &xdp_link {
+        Ok(_) => ctx.xdp_preflight().map_err(kept)?,
+        Err(why) => Err(why.clone()),
+    };
+    if xdp_outcome.is_ok() {
+        backends.insert(1, Backend::Xdp);
+    } else {
+        ctx.xdp = None;
+    }
+    xdp::announce("bench echo", &xdp_outcome);
 
-    let total = opts.run.rounds * CASES.len() * 2;
+    let total = opts.run.rounds * CASES.len() * backends.len();
     eprintln!(
         "bench echo: {total} runs of {} s (server on CPU {}, client on CPU {}, namespace {})",
         opts.run.duration, opts.run.host.server_cpu, opts.run.host.client_cpu, net.name
@@ -140,26 +198,21 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let mut n = 0;
     for round in 0..opts.run.rounds {
         for (ci, case) in CASES.iter().enumerate() {
-            let order = if (round + ci) % 2 == 0 {
-                [Backend::Tap, Backend::Kernel]
-            } else {
-                [Backend::Kernel, Backend::Tap]
-            };
+            let mut order = backends.clone();
+            order.rotate_left((round + ci) % backends.len());
             for backend in order {
                 n += 1;
-                let s = ctx.run_one(*case, backend, n).map_err(|e| {
-                    format!("{e}\n(server and client logs kept in {})", logs.display())
-                })?;
+                let s = ctx.run_one(*case, backend, n).map_err(kept)?;
                 eprintln!(
                     "  [{n}/{total}] round {} {:<22} {:<15} {:>10.0} msg/s {:>8.2} MB/s \
-                     server CPU {:.2} s ({:.2} s/1M msgs){}",
+                     CPU µs/msg server {:.2} machine {:.2}{}",
                     round + 1,
                     case.label,
                     backend.label(),
                     s.msgs_per_s,
                     s.mb_per_s,
-                    s.server_cpu_s,
-                    s.cpu_per_million(),
+                    s.server_us(),
+                    s.machine_us(),
                     s.latency_us
                         .map(|(a, b)| format!(", p50/p99 {a}/{b} µs"))
                         .unwrap_or_default()
@@ -171,10 +224,11 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     drop(net);
     let _ = fs::remove_dir_all(&logs);
 
-    let table = table(&samples);
-    println!("{table}");
+    let table = table(&samples, &backends);
+    let verdict = verdict(&samples, xdp_outcome.as_ref().err().map(String::as_str));
+    println!("{table}\n{verdict}");
     if !opts.run.host.no_readme {
-        let body = readme_body(opts, &table);
+        let body = readme_body(opts, &xdp_outcome, &table, &verdict);
         let path = write_readme(&root, README_START, README_END, &body)?;
         eprintln!("bench echo: table written to {}", path.display());
     }
@@ -190,6 +244,8 @@ struct Ctx<'a> {
     opts: &'a Options,
     bins: Bins,
     net: &'a Netns,
+    /// The AF_XDP row's link, while that row runs.
+    xdp: Option<&'a XdpLink>,
     logs: &'a Path,
     interrupted: &'a AtomicBool,
 }
@@ -203,26 +259,54 @@ impl Ctx<'_> {
         self.net.exec_pinned(cpu, program)
     }
 
-    fn run_one(&self, case: Case, backend: Backend, n: usize) -> Result<Sample> {
-        self.check_interrupted()?;
-        let tag = format!("{n:02}-{}-{:?}", case.mode, backend).to_lowercase();
-        let server_log = self.logs.join(format!("{tag}-server.log"));
+    fn xdp_link(&self) -> Result<&XdpLink> {
+        self.xdp
+            .ok_or_else(|| "Rusty on AF_XDP is not set up".into())
+    }
+
+    /// A fresh server for `backend`, up and accepting.
+    fn start(&self, backend: Backend, log: &Path) -> Result<Proc> {
         let mut cmd = self.in_ns(self.opts.run.host.server_cpu, &self.bins.echo);
         cmd.arg(PORT.to_string());
-        if backend == Backend::Tap {
-            cmd.args(["1", &format!("tap:{}", self.net.tap)])
-                .arg(format!("{STACK_IP}/{PREFIX}"))
-                .arg("1");
+        match backend {
+            Backend::Tap => {
+                cmd.args(["1", &format!("tap:{}", self.net.tap)])
+                    .arg(format!("{STACK_IP}/{PREFIX}"))
+                    .arg("1");
+            }
+            Backend::Xdp => {
+                cmd.args(self.xdp_link()?.link_args());
+            }
+            Backend::Kernel => {}
         }
         cmd.args(["--grace", "1"]);
         if let Some(us) = self.opts.run.host.spin_us {
             cmd.arg("--spin-us").arg(us.to_string());
         }
-        let mut server = Proc::spawn("echo", cmd, &server_log)?;
-        self.wait_ready(&mut server, backend, &server_log)?;
+        let mut server = Proc::spawn("echo", cmd, log)?;
+        self.wait_ready(&mut server, backend, log)?;
+        Ok(server)
+    }
+
+    /// Starts and stops echo on AF_XDP once, before any run, for the row's outcome.
+    fn xdp_preflight(&self) -> Result<xdp::Outcome> {
+        let log = self.logs.join("00-xdp-preflight-server.log");
+        let started = self
+            .start(Backend::Xdp, &log)
+            .map(|mut server| server.stop(Duration::from_secs(5)));
+        self.check_interrupted()?;
+        Ok(xdp::outcome("echo", self.xdp_link()?, &log, started))
+    }
+
+    fn run_one(&self, case: Case, backend: Backend, n: usize) -> Result<Sample> {
+        self.check_interrupted()?;
+        let tag = format!("{n:02}-{}-{:?}", case.mode, backend).to_lowercase();
+        let server_log = self.logs.join(format!("{tag}-server.log"));
+        let mut server = self.start(backend, &server_log)?;
 
         let target = match backend {
             Backend::Tap => format!("{STACK_IP}:{PORT}"),
+            Backend::Xdp => format!("{}:{PORT}", self.xdp_link()?.stack_ip),
             Backend::Kernel => format!("127.0.0.1:{PORT}"),
         };
         let client_log = self.logs.join(format!("{tag}-client.log"));
@@ -235,11 +319,11 @@ impl Ctx<'_> {
             .arg("--duration")
             .arg(self.opts.run.duration.to_string());
 
-        let cpu_before = process_cpu_seconds(server.pid())?;
+        let cpu_before = CpuTimes::read(&[server.pid()])?;
         let mut client = Proc::spawn("echo-load", cmd, &client_log)?;
         let limit = Duration::from_secs(self.opts.run.duration + 30);
         let status = client.wait_for(limit, self.interrupted)?;
-        let cpu_after = process_cpu_seconds(server.pid());
+        let cpu_after = CpuTimes::read(&[server.pid()]);
         let server_alive = server.try_status()?.is_none();
         server.stop(Duration::from_secs(5));
 
@@ -249,12 +333,13 @@ impl Ctx<'_> {
         check_run("echo-load", &what, status, limit, server_alive, explain)?;
         let mut s = parse_client(&out)
             .ok_or_else(|| format!("could not read echo-load's numbers{}", explain()))?;
-        s.server_cpu_s = cpu_after? - cpu_before;
+        s.cpu = cpu_after?.since(cpu_before);
         Ok(s)
     }
 
-    /// Until the server accepts: a listening socket on the port (kernel) or the TAP's
-    /// carrier, which comes up once a queue is attached (TAP).
+    /// Until the server accepts: a listening socket on the port (kernel), the TAP's
+    /// carrier, which comes up once a queue is attached (TAP), or a connection through the
+    /// veth (AF_XDP).
     fn wait_ready(&self, server: &mut Proc, backend: Backend, log: &Path) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -269,6 +354,7 @@ impl Ctx<'_> {
             let ready = match backend {
                 Backend::Kernel => listening(server.pid(), PORT),
                 Backend::Tap => self.net.tap_has_carrier(),
+                Backend::Xdp => self.xdp_link()?.accepts(self.net, PORT),
             };
             if ready {
                 // Let the worker reach its loop (pinning, listener setup).
@@ -312,40 +398,44 @@ fn parse_client(out: &str) -> Option<Sample> {
     seen.then_some(s)
 }
 
-/// Medians per (case, backend) and the TAP/kernel ratios, as a markdown table.
-fn table(samples: &[Vec<(Backend, Sample)>]) -> String {
+/// `a` over `b` in one case, from the medians: messages/s, and messages per server and
+/// per machine CPU-second (the inverse of the CPU-per-message ratios).
+fn ratios(runs: &[(Backend, Sample)], a: Backend, b: Backend) -> [f64; 3] {
+    let of = |f: fn(&Sample) -> f64| median_by(runs, b, f) / median_by(runs, a, f);
+    [
+        1.0 / of(|s| s.msgs_per_s),
+        of(Sample::server_us),
+        of(Sample::machine_us),
+    ]
+}
+
+/// Medians per (case, backend) and each Rusty row's ratios to the kernel backend, as a
+/// markdown table.
+fn table(samples: &[Vec<(Backend, Sample)>], backends: &[Backend]) -> String {
     let mut t = String::new();
     t.push_str(
-        "| case | backend | messages/s (min–max) | MB/s | server CPU s per 1M msgs | p50 / p99 latency (µs) |\n\
-         |---|---|---:|---:|---:|---:|\n",
+        "| case | backend | messages/s (min–max) | MB/s | server CPU µs per message | machine CPU µs per message | p50 / p99 latency (µs) |\n\
+         |---|---|---:|---:|---:|---:|---:|\n",
     );
     for (case, runs) in CASES.iter().zip(samples) {
-        let mut med = Vec::new();
-        for backend in [Backend::Tap, Backend::Kernel] {
-            let of = |f: &dyn Fn(&Sample) -> f64| {
-                median(
-                    runs.iter()
-                        .filter(|(b, _)| *b == backend)
-                        .map(|(_, s)| f(s))
-                        .collect(),
-                )
-            };
-            let rate = of(&|s| s.msgs_per_s);
+        for &backend in backends {
             let rates = runs
                 .iter()
                 .filter(|(b, _)| *b == backend)
                 .map(|(_, s)| s.msgs_per_s);
             let lo = rates.clone().fold(f64::INFINITY, f64::min);
-            let hi = rates.fold(f64::NEG_INFINITY, f64::max);
-            let spread = if runs.iter().filter(|(b, _)| *b == backend).count() > 1 {
+            let hi = rates.clone().fold(f64::NEG_INFINITY, f64::max);
+            let spread = if rates.count() > 1 {
                 format!(" ({}–{})", thousands(lo), thousands(hi))
             } else {
                 String::new()
             };
-            let mb = of(&|s| s.mb_per_s);
-            let cpu = of(&|s| s.cpu_per_million());
-            let p50 = of(&|s| s.latency_us.map_or(f64::NAN, |l| l.0 as f64));
-            let p99 = of(&|s| s.latency_us.map_or(f64::NAN, |l| l.1 as f64));
+            let p50 = median_by(runs, backend, |s| {
+                s.latency_us.map_or(f64::NAN, |l| l.0 as f64)
+            });
+            let p99 = median_by(runs, backend, |s| {
+                s.latency_us.map_or(f64::NAN, |l| l.1 as f64)
+            });
             let lat = if p50.is_nan() {
                 "—".to_string()
             } else {
@@ -353,45 +443,87 @@ fn table(samples: &[Vec<(Backend, Sample)>]) -> String {
             };
             let _ = writeln!(
                 t,
-                "| {} | {} | {}{spread} | {mb:.2} | {cpu:.2} | {lat} |",
+                "| {} | {} | {}{spread} | {:.2} | {:.2} | {:.2} | {lat} |",
                 case.label,
                 backend.label(),
-                thousands(rate)
+                thousands(median_by(runs, backend, |s| s.msgs_per_s)),
+                median_by(runs, backend, |s| s.mb_per_s),
+                median_by(runs, backend, Sample::server_us),
+                median_by(runs, backend, Sample::machine_us),
             );
-            med.push((rate, cpu));
         }
-        let _ = writeln!(
-            t,
-            "| {} | **TAP / kernel** | **{:.2}×** | | **{:.2}×** | |",
-            case.label,
-            med[0].0 / med[1].0,
-            med[0].1 / med[1].1
-        );
+        for rusty in [Backend::Tap, Backend::Xdp] {
+            if !backends.contains(&rusty) {
+                continue;
+            }
+            let [rate, server, machine] = ratios(runs, rusty, Backend::Kernel);
+            let _ = writeln!(
+                t,
+                "| {} | **{} / kernel** | **{rate:.2}×** | | **{server:.2}×** per CPU-s | **{machine:.2}×** per CPU-s | |",
+                case.label,
+                rusty.short(),
+            );
+        }
     }
     t
 }
 
-fn readme_body(opts: &Options, table: &str) -> String {
+/// Where Rusty on AF_XDP stands against [`XDP_GOALS`]; `xdp_skipped` says why it was not
+/// measured.
+fn verdict(samples: &[Vec<(Backend, Sample)>], xdp_skipped: Option<&str>) -> String {
+    xdp::verdict(
+        &XDP_GOALS,
+        "messages",
+        "the kernel backend",
+        xdp_skipped,
+        |g| {
+            let ci = CASES.iter().position(|c| c.label == g.case).unwrap_or(0);
+            let [_, server, machine] = ratios(&samples[ci], Backend::Xdp, Backend::Kernel);
+            match g.per {
+                Per::ServerCpu => server,
+                Per::MachineCpu => machine,
+            }
+        },
+    )
+}
+
+fn readme_body(opts: &Options, xdp_outcome: &xdp::Outcome, table: &str, verdict: &str) -> String {
     let spin = opts.run.host.spin("the binaries' default `--spin-us 200`");
+    let xdp_note = xdp::readme_note(xdp_outcome);
     format!(
-        "### Echo: Rusty on TAP vs the kernel's sockets\n\
+        "### Echo: Rusty on TAP and on AF_XDP vs the kernel's sockets\n\
          \n\
          {provenance}.\n\
-         {rounds} run(s) × {d} s per case and backend, alternating which backend goes first;\n\
+         {rounds} run(s) × {d} s per case and backend, rotating which backend goes first;\n\
          each column is the median over the runs, messages/s also shows the slowest–fastest run.\n\
          \n\
-         Both servers run one worker pinned to CPU {scpu} ({spin}); the same client,\n\
+         Every server runs one worker pinned to CPU {scpu} ({spin}); the same client,\n\
          `echo-load` on kernel sockets with one worker, runs pinned to CPU {ccpu}; all inside a\n\
          private network namespace. TAP: the client's kernel → TAP → Rusty (`echo 7 1\n\
-         tap:NAME {STACK_IP}/{PREFIX} 1`). Kernel: the same client → loopback → `echo 7` on kernel\n\
-         sockets. Server CPU is the server process's utime + stime over the client's run\n\
-         (`/proc/PID/stat`) per million echoed messages; an idle worker busy-polls for\n\
-         `--spin-us` before it parks, and that counts too. On both paths the kernel runs a\n\
-         receiver's TCP input in the sender's context (loopback, and writes to a TAP), so the\n\
-         server's CPU includes the client kernel's receive work on both sides.\n\
+         tap:NAME {STACK_IP}/{PREFIX} 1`). AF_XDP: the client's kernel → a veth pair (one queue\n\
+         pair; the client end's transmit checksum offload off, so that frames carry whole\n\
+         checksums as on a wire: the client's kernel sums them in software, and machine CPU\n\
+         includes that) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
+         copy mode → Rusty (`echo 7 1 xdp:NAME {xdp_ip}/{PREFIX} 1`). Kernel: the same client →\n\
+         loopback → `echo 7` on kernel sockets.\n\
          \n\
-         {table}",
+         Server CPU is the server process's utime + stime over the client's run\n\
+         (`/proc/PID/stat`); an idle worker busy-polls for `--spin-us` before it parks, and\n\
+         that counts too. Machine CPU is the busy time of every CPU over the same span\n\
+         (`/proc/stat`: user, nice, system, irq, softirq, steal): the server, the client, the\n\
+         kernel's work for both that the server process is not charged for, and anything else\n\
+         running on the machine. Both are per echoed message, at the kernel's 10 ms tick. The\n\
+         kernel runs a receiver's input in the sender's context (loopback, a TAP written to,\n\
+         a veth), so the server's CPU includes the client kernel's receive work on every\n\
+         path, and on AF_XDP the client's core runs the XDP program and the copy into Rusty's\n\
+         ring. In the ratio rows (Rusty over the kernel backend) the CPU columns hold messages\n\
+         per CPU-second, the inverse of the CPU-per-message ratio: above 1× Rusty does more\n\
+         with the same CPU.{xdp_note}\n\
+         \n\
+         {table}\n\
+         {verdict}",
         provenance = provenance(),
+        xdp_ip = XDP.stack_ip,
         rounds = opts.run.rounds,
         d = opts.run.duration,
         scpu = opts.run.host.server_cpu,
@@ -417,5 +549,49 @@ mod tests {
         let s = parse_client("messages/s 10   MB/s 0.01   messages 20   bytes 1\n").unwrap();
         assert_eq!(s.latency_us, None);
         assert!(parse_client("echo-load: connection refused\n").is_none());
+    }
+
+    #[test]
+    fn tables_and_goals() {
+        let s = |rate: f64, server_s: f64, machine_s: f64| Sample {
+            msgs_per_s: rate,
+            mb_per_s: 1.0,
+            messages: (rate * 5.0) as u64,
+            cpu: CpuTimes {
+                server_s,
+                machine_s,
+            },
+            latency_us: Some((300, 900)),
+        };
+        let runs = vec![
+            (Backend::Tap, s(200_000.0, 5.0, 10.0)),
+            (Backend::Xdp, s(300_000.0, 5.0, 9.0)),
+            (Backend::Kernel, s(100_000.0, 5.0, 10.0)),
+        ];
+        let samples = vec![runs.clone(), runs];
+        let all = [Backend::Tap, Backend::Xdp, Backend::Kernel];
+        let t = table(&samples, &all);
+        assert!(
+            t.contains("| ping-pong 100 × 64 B | Rusty on AF_XDP | 300,000 | 1.00 | 3.33 | 6.00 | 300 / 900 |"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "| **TAP / kernel** | **2.00×** | | **2.00×** per CPU-s | **2.00×** per CPU-s | |"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "| **XDP / kernel** | **3.00×** | | **3.00×** per CPU-s | **3.33×** per CPU-s | |"
+            ),
+            "{t}"
+        );
+        let v = verdict(&samples, None);
+        assert!(v.contains("met 1 of 1"), "{v}");
+        let t = table(&samples, &[Backend::Tap, Backend::Kernel]);
+        assert!(!t.contains("XDP"), "{t}");
+        let v = verdict(&samples, Some("left out (--no-xdp)"));
+        assert!(v.contains("not measured in this run"), "{v}");
     }
 }

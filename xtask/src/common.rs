@@ -1,5 +1,6 @@
 //! Pieces the benchmarks share: child processes killed by PID, the benchmark's network
-//! namespace with its TAP, `/proc` CPU accounting, building, and table formatting.
+//! namespace with its TAP (and veth pairs), `/proc` CPU accounting, building, installing
+//! Debian packages, and table formatting.
 
 use crate::sys;
 use std::fs;
@@ -22,6 +23,9 @@ pub(crate) struct RunArgs {
     /// middle run).
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    /// Leave out Rusty on AF_XDP (its veth pair and its row).
+    #[arg(long)]
+    pub no_xdp: bool,
     #[command(flatten)]
     pub host: HostArgs,
 }
@@ -234,10 +238,12 @@ impl Drop for Proc {
 }
 
 /// A private network namespace holding a multi-queue TAP whose host side has an
-/// address; both deleted when dropped.
+/// address, and any veth pairs added to it; all deleted when dropped.
 pub(crate) struct Netns {
     pub name: String,
     pub tap: String,
+    /// One end of each veth pair made here (deleting one end deletes the pair).
+    veths: Vec<String>,
 }
 
 impl Netns {
@@ -251,7 +257,11 @@ impl Netns {
     pub(crate) fn create_unaddressed(name: String, tap: String) -> Result<Netns> {
         ip(&["netns", "add", &name])?;
         // From here on, Drop deletes whatever was made.
-        let ns = Netns { name, tap };
+        let ns = Netns {
+            name,
+            tap,
+            veths: Vec::new(),
+        };
         let n = ns.name.as_str();
         let t = ns.tap.as_str();
         ip(&["-n", n, "link", "set", "lo", "up"])?;
@@ -269,6 +279,23 @@ impl Netns {
         ])?;
         ip(&["-n", n, "link", "set", t, "up"])?;
         Ok(ns)
+    }
+
+    /// A veth pair `a`–`b` inside the namespace, each end with `queues` receive and
+    /// transmit queues, both up, without addresses.
+    pub(crate) fn add_veth(&mut self, a: &str, b: &str, queues: usize) -> Result<()> {
+        let q = queues.to_string();
+        let per_end = ["numtxqueues", &q, "numrxqueues", &q];
+        let mut args = vec!["-n", &self.name, "link", "add", a];
+        args.extend(per_end);
+        args.extend(["type", "veth", "peer", "name", b]);
+        args.extend(per_end);
+        ip(&args)?;
+        self.veths.push(a.to_string());
+        for dev in [a, b] {
+            ip(&["-n", &self.name, "link", "set", dev, "up"])?;
+        }
+        Ok(())
     }
 
     /// `ip netns exec NAME taskset -c CPU PROGRAM`.
@@ -306,9 +333,14 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        let tap = ip(&["-n", &self.name, "link", "del", "dev", &self.tap]);
-        let ns = ip(&["netns", "del", &self.name]);
-        for r in [tap, ns] {
+        let mut done: Vec<Result<()>> = self
+            .veths
+            .iter()
+            .map(|v| ip(&["-n", &self.name, "link", "del", "dev", v]))
+            .collect();
+        done.push(ip(&["-n", &self.name, "link", "del", "dev", &self.tap]));
+        done.push(ip(&["netns", "del", &self.name]));
+        for r in done {
             if let Err(e) = r {
                 eprintln!("xtask: cleanup: {e}");
             }
@@ -396,6 +428,45 @@ pub(crate) fn build(root: &Path, packages: &[&str]) -> Result<()> {
     }
 }
 
+/// `apt-get update`, then `apt-get install` of each of `packages` (Debian's) in turn;
+/// what became of each, in order. Fails only when interrupted.
+pub(crate) fn apt_install(
+    packages: &[&str],
+    log: &Path,
+    interrupted: &AtomicBool,
+) -> Result<Vec<Result<()>>> {
+    let updated = apt_get(&["update"], log, interrupted);
+    let mut done = Vec::new();
+    for pkg in packages {
+        check_interrupted(interrupted)?;
+        done.push(updated.clone().and_then(|()| {
+            apt_get(
+                &["install", "-y", "--no-install-recommends", pkg],
+                log,
+                interrupted,
+            )
+        }));
+    }
+    check_interrupted(interrupted)?;
+    Ok(done)
+}
+
+/// `apt-get ARGS` as root, non-interactive, within 10 minutes.
+fn apt_get(args: &[&str], log: &Path, interrupted: &AtomicBool) -> Result<()> {
+    let mut cmd = Command::new("apt-get");
+    cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+    let mut p = Proc::spawn("apt-get", cmd, log)?;
+    match p.wait_for(Duration::from_secs(600), interrupted)? {
+        Some(st) if st.success() => Ok(()),
+        Some(st) => Err(format!(
+            "`apt-get {}` failed ({st}):\n{}",
+            args.join(" "),
+            tail(log, 10)
+        )),
+        None => Err(format!("`apt-get {}` took over 10 minutes", args.join(" "))),
+    }
+}
+
 pub(crate) fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest
@@ -426,6 +497,24 @@ pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Other work on the machine skews every number (machine CPU most of all): say so when
+/// the load is visible. `what` names the benchmark.
+pub(crate) fn warn_if_busy(what: &str) {
+    let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    if let Some(one) = load
+        .split_whitespace()
+        .next()
+        .and_then(|l| l.parse::<f64>().ok())
+    {
+        if one > 0.5 {
+            eprintln!(
+                "{what}: warning: the 1-minute load average is {one:.2}; other processes \
+                 will skew the results"
+            );
+        }
+    }
+}
+
 pub(crate) fn allowed_cpus() -> Result<Vec<usize>> {
     sys::allowed_cpus().map_err(|e| format!("sched_getaffinity: {e}"))
 }
@@ -446,6 +535,55 @@ pub(crate) fn machine_cpu_seconds() -> Result<f64> {
     let ticks = parse_busy_ticks(&stat).ok_or("unexpected /proc/stat".to_string())?;
     let hz = sys::clock_ticks_per_second();
     Ok(ticks as f64 / hz.max(1) as f64)
+}
+
+/// CPU time in seconds: a server's processes' (utime + stime) and the whole machine's
+/// ([`machine_cpu_seconds`]). Read one before and one after a client's run; their
+/// difference is what the run cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct CpuTimes {
+    pub server_s: f64,
+    pub machine_s: f64,
+}
+
+impl CpuTimes {
+    /// Now, for the server made of processes `pids`.
+    pub(crate) fn read(pids: &[i32]) -> Result<CpuTimes> {
+        Ok(CpuTimes {
+            server_s: pids
+                .iter()
+                .copied()
+                .map(process_cpu_seconds)
+                .sum::<Result<f64>>()?,
+            machine_s: machine_cpu_seconds()?,
+        })
+    }
+
+    /// What was spent from `before` to `self`.
+    pub(crate) fn since(self, before: CpuTimes) -> CpuTimes {
+        CpuTimes {
+            server_s: self.server_s - before.server_s,
+            machine_s: self.machine_s - before.machine_s,
+        }
+    }
+
+    /// Server CPU microseconds per unit of work (request, message); NaN for none.
+    pub(crate) fn server_us_per(&self, units: u64) -> f64 {
+        us_per(self.server_s, units)
+    }
+
+    /// Machine CPU microseconds per unit of work; NaN for none.
+    pub(crate) fn machine_us_per(&self, units: u64) -> f64 {
+        us_per(self.machine_s, units)
+    }
+}
+
+fn us_per(seconds: f64, units: u64) -> f64 {
+    if units == 0 {
+        f64::NAN
+    } else {
+        seconds * 1e6 / units as f64
+    }
 }
 
 /// Busy clock ticks of all CPUs from the text of `/proc/stat`: user, nice, system, irq,
@@ -567,6 +705,16 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     } else {
         (v[m - 1] + v[m]) / 2.0
     }
+}
+
+/// Median of `f` over the runs of `key` (a server, backend or stack) among `runs`.
+pub(crate) fn median_by<K: PartialEq, S>(runs: &[(K, S)], key: K, f: impl Fn(&S) -> f64) -> f64 {
+    median(
+        runs.iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, s)| f(s))
+            .collect(),
+    )
 }
 
 pub(crate) fn thousands(x: f64) -> String {

@@ -1,13 +1,16 @@
 //! `cargo xtask …`: project automation that is more than a one-line cargo command.
 //!
-//! - `cargo xtask bench echo [--duration S] [--rounds N] [--spin-us U] [--no-readme]`: the
-//!   echo server on Rusty's stack (TAP) against the same server on the kernel's sockets,
-//!   driven by the same client on the same cores; prints a table and writes it into the
-//!   README (see [`bench_echo`]).
-//! - `cargo xtask bench http [--duration S] [--rounds N] [--connections C] [--no-nginx] …`:
-//!   httpd on Rusty's stack (TAP), the same httpd on the kernel's sockets and nginx, one
-//!   server core each, under the same wrk; prints a table and writes it into the README
-//!   (see [`bench_http`]).
+//! - `cargo xtask bench echo [--duration S] [--rounds N] [--spin-us U] [--no-xdp]
+//!   [--no-readme]`: the echo server on Rusty's stack (TAP, AF_XDP) against the same
+//!   server on the kernel's sockets, driven by the same client on the same cores; prints a
+//!   table and writes it into the README (see [`bench_echo`]).
+//! - `cargo xtask bench http [--duration S] [--rounds N] [--connections C] [--no-nginx]
+//!   [--no-xdp] …`: httpd on Rusty's stack (TAP, AF_XDP), the same httpd on the kernel's
+//!   sockets and nginx, one server core each, under the same wrk; prints a table and
+//!   writes it into the README (see [`bench_http`]).
+//!
+//! Both report server CPU and whole-machine CPU per request or message; their Rusty-on-
+//! AF_XDP row shares its veth pair, trial start and goals ([`xdp`]).
 //! - `cargo xtask bench loss [--quick] [--single SIZE] [--multi NxSIZE] [--loss P,…] …`:
 //!   bulk transfers under nftables random loss in both directions, Rusty as sender and
 //!   as receiver, each against the same application on Linux's TCP behind a veth pair;
@@ -24,6 +27,7 @@ mod bench_loss;
 mod common;
 mod pages;
 mod readme;
+mod xdp;
 // The crate's only unsafe code: each system call behind a safe function.
 #[allow(unsafe_code)]
 mod sys;
@@ -51,9 +55,10 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum Bench {
-    /// Echo on TAP vs the same echo on the kernel backend (needs root).
+    /// Echo on TAP and AF_XDP vs the same echo on the kernel backend (needs root).
     Echo(bench_echo::Options),
-    /// httpd on TAP vs httpd on the kernel backend vs nginx, under wrk (needs root).
+    /// httpd on TAP and AF_XDP vs httpd on the kernel backend vs nginx, under wrk (needs
+    /// root).
     Http(bench_http::Options),
     /// Bulk transfers under random loss: Rusty vs Linux as sender and receiver (needs
     /// root).

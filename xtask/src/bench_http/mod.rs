@@ -1,27 +1,34 @@
-//! `cargo xtask bench http`: `httpd` on Rusty's stack behind a TAP, the same `httpd` on
-//! the kernel's sockets and nginx, each on one pinned server core, under the same `wrk`
-//! on another core.
+//! `cargo xtask bench http`: `httpd` on Rusty's stack behind a TAP and on AF_XDP, the
+//! same `httpd` on the kernel's sockets and nginx, each on one pinned server core, under
+//! the same `wrk` on another core.
 //!
-//! Setup (needs root): wrk and nginx from the distribution (installed with apt-get when
-//! missing; without nginx its rows are skipped with a note), a temporary directory with
-//! the generated page set ([`crate::pages`]), the wrk script and nginx's prefix, and a
-//! private network namespace `rusty-bench-http-<pid>` holding a pre-created multi-queue
-//! TAP `rhtap<pid>` whose host side is 10.80.0.1/24. Every run starts a fresh server
-//! inside the namespace, pinned to the server core with `taskset`, then
+//! Setup (needs root): wrk, nginx and ethtool from the distribution (installed with
+//! apt-get when missing; without nginx its rows are skipped with a note, without ethtool
+//! the AF_XDP row), a temporary directory with the generated page set
+//! ([`crate::pages`]), the wrk script and nginx's prefix, and a private network
+//! namespace `rusty-bench-http-<pid>` holding a pre-created multi-queue TAP
+//! `rhtap<pid>` whose host side is 10.80.0.1/24, and a veth pair `rhxdp<pid>` –
+//! `rhcli<pid>` whose client end is 10.80.1.1/24 ([`crate::xdp`]). Every run starts a
+//! fresh server inside the namespace, pinned to the server core with `taskset`, then
 //! `taskset -c CLIENT wrk -t1 -cN -dDs --latency …` inside the namespace:
 //!
 //! - Rusty on TAP: `httpd 8080 PAGES 1 tap:rhtap<pid> 10.80.0.2/24 1`, wrk →
 //!   10.80.0.2:8080 through the namespace's kernel and the TAP;
+//! - Rusty on AF_XDP: `httpd 8080 PAGES 1 xdp:rhxdp<pid> 10.80.1.2/24 1`, wrk →
+//!   10.80.1.2:8080 through the namespace's kernel and the veth pair (left out with
+//!   `--no-xdp`, skipped with a note when httpd cannot come up on it: the driver not
+//!   built in, or the kernel refusing AF_XDP);
 //! - kernel sockets: `httpd 8080 PAGES` (one worker: the allowed set is one core), wrk →
 //!   127.0.0.1:8080 over loopback;
 //! - nginx: `worker_processes 1`, `access_log off`, `sendfile on`, `open_file_cache`,
 //!   `keepalive_requests` 10⁸, master and worker pinned by `taskset`, wrk → 127.0.0.1:8080.
 //!
 //! Server CPU is utime + stime from `/proc/PID/stat` (for nginx, master plus workers),
-//! sampled just before wrk starts and just after it exits. Cases rotate their server
+//! and machine CPU the busy time of every CPU from `/proc/stat`, both sampled just
+//! before wrk starts and just after it exits. Cases rotate their server
 //! order round by round; the table shows medians. On every exit path the processes
-//! started here are killed by PID, and the namespace, TAP and temporary directory are
-//! deleted.
+//! started here are killed by PID, and the namespace, TAP, veth pair and temporary
+//! directory are deleted.
 //!
 //! This file holds the cases, the servers and the loop over rounds; beside it: finding
 //! or installing wrk and nginx ([`tools`]), nginx's configuration ([`nginx`]), one
@@ -37,8 +44,9 @@ mod wrk;
 use std::fs;
 use std::path::Path;
 
-use crate::common::{release_bin, write_readme, Netns, Result, RunArgs, TempDir};
+use crate::common::{release_bin, warn_if_busy, write_readme, Netns, Result, RunArgs, TempDir};
 use crate::pages;
+use crate::xdp::{self, Goal, Per};
 use report::{readme_body, table, us, verdict};
 use runs::Ctx;
 use tools::Tools;
@@ -48,10 +56,34 @@ const PORT: u16 = 8080;
 const HOST_CIDR: &str = "10.80.0.1/24";
 const STACK_IP: &str = "10.80.0.2";
 const PREFIX: u8 = 24;
+/// The AF_XDP row's veth pair: `rhxdp<pid>` (Rusty's end) and `rhcli<pid>`.
+const XDP: xdp::Plan = xdp::Plan {
+    prefix: "rh",
+    client_cidr: "10.80.1.1/24",
+    stack_ip: "10.80.1.2",
+};
 const README_START: &str = "<!-- bench-http:start -->";
 const README_END: &str = "<!-- bench-http:end -->";
 /// The issue's goal for Rusty on TAP against the kernel-backend httpd, per server core.
 const GOAL: f64 = 3.0;
+/// The issue's goals for Rusty on AF_XDP against the kernel-backend httpd.
+const XDP_GOALS: [Goal; 3] = [
+    Goal {
+        case: CASES[0].label,
+        per: Per::ServerCpu,
+        factor: 3.0,
+    },
+    Goal {
+        case: CASES[0].label,
+        per: Per::MachineCpu,
+        factor: 2.0,
+    },
+    Goal {
+        case: CASES[2].label,
+        per: Per::ServerCpu,
+        factor: 1.5,
+    },
+];
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Options {
@@ -63,7 +95,8 @@ pub(crate) struct Options {
     /// Leave nginx out.
     #[arg(long)]
     pub no_nginx: bool,
-    /// Do not apt-get install missing wrk/nginx; fail (wrk) or skip (nginx) instead.
+    /// Do not apt-get install missing wrk/nginx/ethtool; fail (wrk) or skip (nginx, the
+    /// AF_XDP row) instead.
     #[arg(long)]
     pub no_install: bool,
 }
@@ -103,6 +136,7 @@ const CASES: [Case; 3] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Server {
     Tap,
+    Xdp,
     Kernel,
     Nginx,
 }
@@ -111,8 +145,19 @@ impl Server {
     fn label(self) -> &'static str {
         match self {
             Server::Tap => "httpd, Rusty on TAP",
+            Server::Xdp => "httpd, Rusty on AF_XDP",
             Server::Kernel => "httpd, kernel sockets",
             Server::Nginx => "nginx, 1 worker",
+        }
+    }
+
+    /// The short name in ratio rows.
+    fn short(self) -> &'static str {
+        match self {
+            Server::Tap => "TAP",
+            Server::Xdp => "XDP",
+            Server::Kernel => "kernel httpd",
+            Server::Nginx => "nginx",
         }
     }
 }
@@ -129,7 +174,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         return Err("--duration, --rounds and --connections must be at least 1".into());
     }
     let (interrupted, root) = opts.run.host.prepare("bench http", &["rusty-httpd"])?;
-    warn_if_busy();
+    warn_if_busy("bench http");
     let httpd = release_bin(&root, "httpd")?;
 
     let pid = std::process::id();
@@ -153,7 +198,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         None => None,
     };
 
-    let net = Netns::create(
+    let mut net = Netns::create(
         format!("rusty-bench-http-{pid}"),
         format!("rhtap{pid}"),
         HOST_CIDR,
@@ -162,12 +207,20 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     // and let it reuse its own TIME-WAIT ports (both sysctls are per namespace).
     net.sysctl("net.ipv4.ip_local_port_range", "1024 65535")?;
     net.sysctl("net.ipv4.tcp_tw_reuse", "1")?;
+    let xdp_link = xdp::setup(
+        &opts.run,
+        opts.no_install,
+        &mut net,
+        &XDP,
+        &tmp.path().join("ethtool.log"),
+        &interrupted,
+    )?;
 
     let mut servers = vec![Server::Tap, Server::Kernel];
     if tools.nginx.is_some() {
         servers.push(Server::Nginx);
     }
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         opts,
         httpd,
         wrk: tools.wrk.clone(),
@@ -176,9 +229,23 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         pages: page_dir,
         script,
         net: &net,
+        xdp: xdp_link.as_ref().ok(),
         logs: &logs,
         interrupted: &interrupted,
     };
+    let xdp_outcome = match &xdp_link {
+        Ok(_) => match ctx.xdp_preflight() {
+            Ok(outcome) => outcome,
+            Err(e) => return Err(tmp.keep_for(e)),
+        },
+        Err(why) => Err(why.clone()),
+    };
+    if xdp_outcome.is_ok() {
+        servers.insert(1, Server::Xdp);
+    } else {
+        ctx.xdp = None;
+    }
+    xdp::announce("bench http", &xdp_outcome);
 
     let total = opts.run.rounds * CASES.len() * servers.len();
     eprintln!(
@@ -201,15 +268,15 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
                     n += 1;
                     let s = ctx.run_one(*case, server, n)?;
                     eprintln!(
-                        "  [{n}/{total}] round {} {:<10} {:<22} {:>9.0} req/s {:>9.2} MB/s \
-                         server CPU {:.2} s ({:.3} s/100k req){}{}",
+                        "  [{n}/{total}] round {} {:<6} {:<22} {:>9.0} req/s {:>9.2} MB/s \
+                         CPU µs/req server {:.2} machine {:.2}{}{}",
                         round + 1,
                         case.tag,
                         server.label(),
                         s.req_per_s,
                         s.mb_per_s,
-                        s.server_cpu_s,
-                        s.cpu_per_100k(),
+                        s.server_us(),
+                        s.machine_us(),
                         s.latency_us
                             .map(|(a, b)| format!(", p50/p99 {} / {}", us(a), us(b)))
                             .unwrap_or_default(),
@@ -232,29 +299,12 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     drop(tmp);
 
     let table = table(&samples, &servers);
-    let verdict = verdict(&samples);
+    let verdict = verdict(&samples, xdp_outcome.as_ref().err().map(String::as_str));
     println!("{table}\n{verdict}");
     if !opts.run.host.no_readme {
-        let body = readme_body(opts, &set, &tools, &table, &verdict);
+        let body = readme_body(opts, &set, &tools, &xdp_outcome, &table, &verdict);
         let path = write_readme(&root, README_START, README_END, &body)?;
         eprintln!("bench http: table written to {}", path.display());
     }
     Ok(())
-}
-
-/// Other work on the machine skews every number here: say so when the load is visible.
-fn warn_if_busy() {
-    let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    if let Some(one) = load
-        .split_whitespace()
-        .next()
-        .and_then(|l| l.parse::<f64>().ok())
-    {
-        if one > 0.5 {
-            eprintln!(
-                "bench http: warning: the 1-minute load average is {one:.2}; other processes \
-                 will skew the results"
-            );
-        }
-    }
 }

@@ -1,13 +1,14 @@
 //! What a benchmark run reports: the markdown table of medians and ratios, the verdict
-//! against the goal, and the README section around them.
+//! against the goals, and the README section around them.
 
 use std::fmt::Write as _;
 
 use super::tools::Tools;
 use super::wrk::Sample;
-use super::{Options, Server, CASES, GOAL, PORT, PREFIX, STACK_IP};
-use crate::common::{median, provenance, thousands};
+use super::{Options, Server, CASES, GOAL, PORT, PREFIX, STACK_IP, XDP, XDP_GOALS};
+use crate::common::{median_by, provenance, thousands};
 use crate::pages::{self, PAGES, SMALL_PAGE};
+use crate::xdp::{self, Per};
 
 /// Microseconds as wrk-like text.
 pub(super) fn us(v: f64) -> String {
@@ -20,22 +21,13 @@ pub(super) fn us(v: f64) -> String {
     }
 }
 
-/// Median of `f` over `server`'s runs of one case.
-fn med(runs: &[(Server, Sample)], server: Server, f: impl Fn(&Sample) -> f64) -> f64 {
-    median(
-        runs.iter()
-            .filter(|(s, _)| *s == server)
-            .map(|(_, x)| f(x))
-            .collect(),
-    )
-}
-
-/// Medians per (case, server) and the ratios of Rusty on TAP to the others.
+/// Medians per (case, server), and the ratios of each Rusty row (TAP, AF_XDP) to each
+/// baseline: requests/s, and requests per server and per machine CPU-second.
 pub(super) fn table(samples: &[Vec<(Server, Sample)>], servers: &[Server]) -> String {
     let mut t = String::new();
     t.push_str(
-        "| case | server | requests/s (min–max) | MB/s | server CPU s per 100k requests | server core busy | p50 / p99 latency | socket errors |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|\n",
+        "| case | server | requests/s (min–max) | MB/s | server CPU µs per request | machine CPU µs per request | server core busy | p50 / p99 latency | socket errors |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for (case, runs) in CASES.iter().zip(samples) {
         for &server in servers {
@@ -51,8 +43,8 @@ pub(super) fn table(samples: &[Vec<(Server, Sample)>], servers: &[Server]) -> St
             } else {
                 String::new()
             };
-            let p50 = med(runs, server, |x| x.latency_us.map_or(f64::NAN, |l| l.0));
-            let p99 = med(runs, server, |x| x.latency_us.map_or(f64::NAN, |l| l.1));
+            let p50 = median_by(runs, server, |x| x.latency_us.map_or(f64::NAN, |l| l.0));
+            let p99 = median_by(runs, server, |x| x.latency_us.map_or(f64::NAN, |l| l.1));
             let lat = if p50.is_nan() {
                 "—".to_string()
             } else {
@@ -65,53 +57,89 @@ pub(super) fn table(samples: &[Vec<(Server, Sample)>], servers: &[Server]) -> St
                 .sum();
             let _ = writeln!(
                 t,
-                "| {} | {} | {}{spread} | {:.1} | {:.3} | {:.0} % | {lat} | {errors} |",
+                "| {} | {} | {}{spread} | {:.1} | {:.2} | {:.2} | {:.0} % | {lat} | {errors} |",
                 case.label,
                 server.label(),
-                thousands(med(runs, server, |x| x.req_per_s)),
-                med(runs, server, |x| x.mb_per_s),
-                med(runs, server, Sample::cpu_per_100k),
-                med(runs, server, Sample::busy_percent),
+                thousands(median_by(runs, server, |x| x.req_per_s)),
+                median_by(runs, server, |x| x.mb_per_s),
+                median_by(runs, server, Sample::server_us),
+                median_by(runs, server, Sample::machine_us),
+                median_by(runs, server, Sample::busy_percent),
             );
         }
-        for (other, name) in [(Server::Kernel, "kernel httpd"), (Server::Nginx, "nginx")] {
-            if !servers.contains(&other) {
-                continue;
+        for rusty in [Server::Tap, Server::Xdp] {
+            for other in [Server::Kernel, Server::Nginx] {
+                if !servers.contains(&rusty) || !servers.contains(&other) {
+                    continue;
+                }
+                let r = ratios(runs, rusty, other);
+                let _ = writeln!(
+                    t,
+                    "| {} | **{} / {}** | **{:.2}×** | | **{:.2}×** per CPU-s | **{:.2}×** per CPU-s | | | |",
+                    case.label,
+                    rusty.short(),
+                    other.short(),
+                    r.rate,
+                    r.per_server_cpu,
+                    r.per_machine_cpu,
+                );
             }
-            let rate = med(runs, Server::Tap, |x| x.req_per_s) / med(runs, other, |x| x.req_per_s);
-            let cpu = med(runs, Server::Tap, Sample::cpu_per_100k)
-                / med(runs, other, Sample::cpu_per_100k);
-            let _ = writeln!(
-                t,
-                "| {} | **TAP / {name}** | **{rate:.2}×** | | **{cpu:.2}×** | | | |",
-                case.label
-            );
         }
     }
     t
 }
 
-/// Where Rusty on TAP stands against the goal (≥ 3× the kernel-backend httpd per core).
-pub(super) fn verdict(samples: &[Vec<(Server, Sample)>]) -> String {
+/// One server against another in one case, from the medians.
+struct Ratios {
+    rate: f64,
+    /// Requests per server CPU-second: the inverse of the CPU-per-request ratio.
+    per_server_cpu: f64,
+    per_machine_cpu: f64,
+}
+
+fn ratios(runs: &[(Server, Sample)], a: Server, b: Server) -> Ratios {
+    let of = |f: fn(&Sample) -> f64| median_by(runs, b, f) / median_by(runs, a, f);
+    Ratios {
+        rate: 1.0 / of(|x| x.req_per_s),
+        per_server_cpu: of(Sample::server_us),
+        per_machine_cpu: of(Sample::machine_us),
+    }
+}
+
+/// Where Rusty on TAP stands against its goal (≥ 3× the kernel-backend httpd per core),
+/// and Rusty on AF_XDP against its own ([`XDP_GOALS`]; `xdp_skipped` says why it was
+/// not measured).
+pub(super) fn verdict(samples: &[Vec<(Server, Sample)>], xdp_skipped: Option<&str>) -> String {
     let mut parts = Vec::new();
     let mut met = 0;
     for (case, runs) in CASES.iter().zip(samples) {
-        let rate =
-            med(runs, Server::Tap, |x| x.req_per_s) / med(runs, Server::Kernel, |x| x.req_per_s);
-        // Requests per server CPU-second: the inverse of the CPU-per-request ratio.
-        let eff = med(runs, Server::Kernel, Sample::cpu_per_100k)
-            / med(runs, Server::Tap, Sample::cpu_per_100k);
-        if rate >= GOAL {
+        let r = ratios(runs, Server::Tap, Server::Kernel);
+        if r.rate >= GOAL {
             met += 1;
         }
         parts.push(format!(
-            "- {}: {rate:.2}× the requests/s, {eff:.2}× the requests per server CPU-second\n",
-            case.label
+            "- {}: {:.2}× the requests/s, {:.2}× the requests per server CPU-second, {:.2}× \
+             per machine CPU-second\n",
+            case.label, r.rate, r.per_server_cpu, r.per_machine_cpu
         ));
     }
+    let xdp = xdp::verdict(
+        &XDP_GOALS,
+        "requests",
+        "the kernel-backend httpd",
+        xdp_skipped,
+        |g| {
+            let ci = CASES.iter().position(|c| c.label == g.case).unwrap_or(0);
+            let r = ratios(&samples[ci], Server::Xdp, Server::Kernel);
+            match g.per {
+                Per::ServerCpu => r.per_server_cpu,
+                Per::MachineCpu => r.per_machine_cpu,
+            }
+        },
+    );
     format!(
         "Goal: Rusty on TAP at least {GOAL:.0}× the kernel-backend httpd per server core. \
-         Met in {met} of {} cases in this run:\n\n{}",
+         Met in {met} of {} cases in this run:\n\n{}\n{xdp}",
         CASES.len(),
         parts.concat()
     )
@@ -121,6 +149,7 @@ pub(super) fn readme_body(
     opts: &Options,
     set: &pages::PageSet,
     tools: &Tools,
+    xdp_outcome: &xdp::Outcome,
     table: &str,
     verdict: &str,
 ) -> String {
@@ -139,8 +168,9 @@ pub(super) fn readme_body(
         .as_deref()
         .map(|n| format!("\n\nnginx {n}: its rows are missing."))
         .unwrap_or_default();
+    let xdp_note = xdp::readme_note(xdp_outcome);
     format!(
-        "### HTTP: httpd on Rusty (TAP) vs httpd on kernel sockets vs nginx\n\
+        "### HTTP: httpd on Rusty (TAP, AF_XDP) vs httpd on kernel sockets vs nginx\n\
          \n\
          {provenance}; {versions}.\n\
          {rounds} run(s) × {d} s per case and server, rotating which server goes first; each\n\
@@ -149,26 +179,39 @@ pub(super) fn readme_body(
          Every server runs on one core, CPU {scpu} (`taskset`; httpd with one worker and\n\
          {spin}; nginx with `worker_processes 1`, master and worker both pinned); the client,\n\
          `taskset -c {ccpu} wrk -t1 -c{conns} -d{d}s --latency`, runs on CPU {ccpu}; all inside a\n\
-         private network namespace. Rusty: wrk's kernel → TAP → Rusty (`httpd {PORT} PAGES 1\n\
-         tap:NAME {STACK_IP}/{PREFIX} 1`). Kernel: wrk → loopback → `httpd {PORT} PAGES` on kernel\n\
-         sockets. nginx: wrk → loopback → nginx with `access_log off`, `sendfile on`,\n\
-         `open_file_cache`, `keepalive_requests 100000000`. Pages (`cargo xtask gen-pages DIR`\n\
-         writes the same set): `{SMALL_PAGE}` (64 B) and {PAGES} pages `0.html`…`{last}.html` with\n\
-         log-normal sizes (median {med} B, mean {mean} B, max {max} B, fixed seed), requested\n\
-         uniformly at random by a generated wrk Lua script; `Connection: close` is wrk's `-H`.\n\
+         private network namespace. Rusty on TAP: wrk's kernel → TAP → Rusty (`httpd {PORT} PAGES 1\n\
+         tap:NAME {STACK_IP}/{PREFIX} 1`). Rusty on AF_XDP: wrk's kernel → a veth pair (one queue\n\
+         pair; the client end's transmit checksum offload off, so that frames carry whole\n\
+         checksums as on a wire: the client's kernel sums them in software, and machine CPU\n\
+         includes that) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
+         copy mode → Rusty (`httpd {PORT} PAGES 1 xdp:NAME {xdp_ip}/{PREFIX} 1`). Kernel: wrk →\n\
+         loopback → `httpd {PORT} PAGES` on kernel sockets. nginx: wrk → loopback → nginx with\n\
+         `access_log off`, `sendfile on`, `open_file_cache`, `keepalive_requests 100000000`.\n\
+         Pages (`cargo xtask gen-pages DIR` writes the same set): `{SMALL_PAGE}` (64 B) and {PAGES}\n\
+         pages `0.html`…`{last}.html` with log-normal sizes (median {med} B, mean {mean} B, max\n\
+         {max} B, fixed seed), requested uniformly at random by a generated wrk Lua script;\n\
+         `Connection: close` is wrk's `-H`.\n\
+         \n\
          Server CPU is utime + stime from `/proc/PID/stat` (nginx: master + worker) over wrk's\n\
-         run, per 100,000 requests; an idle httpd worker busy-polls for `--spin-us` before it\n\
-         parks, and that counts too. Server core busy is that CPU time over wrk's wall time:\n\
-         below 100 % the server waited for wrk, whose core was then the bottleneck (an httpd\n\
-         worker's polling hides this). The kernel runs a receiver's TCP input in the sender's\n\
-         context (on loopback, and when Rusty writes to the TAP), so every server's CPU includes\n\
-         wrk's kernel receiving the responses; for httpd on kernel sockets and nginx, wrk's core\n\
-         in turn pays for the server kernel's receive of the requests, while Rusty reads its\n\
-         requests from the TAP itself.{nginx_note}\n\
+         run; an idle httpd worker busy-polls for `--spin-us` before it parks, and that counts\n\
+         too. Machine CPU is the busy time of every CPU over the same span (`/proc/stat`: user,\n\
+         nice, system, irq, softirq, steal): the server, wrk, the kernel's work for both that\n\
+         the server process is not charged for, and anything else running on the machine.\n\
+         Both are per request, at the kernel's 10 ms tick. Server core busy is the server's\n\
+         CPU time over wrk's wall time: below 100 % the server waited for wrk, whose core was\n\
+         then the bottleneck (an httpd worker's polling hides this). The kernel runs a\n\
+         receiver's input in the sender's context (on loopback, a TAP written to, and a veth),\n\
+         so every server's CPU includes wrk's kernel receiving the responses; for httpd on\n\
+         kernel sockets and nginx, wrk's core in turn pays for the server kernel's receive of\n\
+         the requests, Rusty on TAP reads its requests from the TAP itself, and for Rusty on\n\
+         AF_XDP wrk's core runs the XDP program and the copy into Rusty's ring. In the ratio\n\
+         rows (Rusty over a baseline) the CPU columns hold requests per CPU-second, the inverse\n\
+         of the CPU-per-request ratio: above 1× Rusty does more with the same CPU.{nginx_note}{xdp_note}\n\
          \n\
          {table}\n\
          {verdict}",
         provenance = provenance(),
+        xdp_ip = XDP.stack_ip,
         rounds = opts.run.rounds,
         d = opts.run.duration,
         scpu = opts.run.host.server_cpu,
@@ -184,38 +227,66 @@ pub(super) fn readme_body(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::CpuTimes;
 
-    #[test]
-    fn tables_and_ratios() {
-        let s = |rps: f64, cpu: f64| Sample {
+    fn s(rps: f64, server_s: f64, machine_s: f64) -> Sample {
+        Sample {
             requests: (rps * 5.0) as u64,
             req_per_s: rps,
             mb_per_s: 1.0,
             latency_us: Some((100.0, 900.0)),
-            server_cpu_s: cpu,
+            cpu: CpuTimes {
+                server_s,
+                machine_s,
+            },
             wall_s: 5.0,
             ..Sample::default()
-        };
+        }
+    }
+
+    #[test]
+    fn tables_and_ratios() {
         let runs = vec![
-            (Server::Tap, s(300_000.0, 5.0)),
-            (Server::Kernel, s(100_000.0, 5.0)),
-            (Server::Nginx, s(150_000.0, 5.0)),
+            (Server::Tap, s(300_000.0, 5.0, 10.0)),
+            (Server::Xdp, s(400_000.0, 5.0, 8.0)),
+            (Server::Kernel, s(100_000.0, 5.0, 10.0)),
+            (Server::Nginx, s(150_000.0, 5.0, 10.0)),
         ];
         let samples = vec![runs.clone(), runs.clone(), runs];
-        let servers = [Server::Tap, Server::Kernel, Server::Nginx];
+        let servers = [Server::Tap, Server::Xdp, Server::Kernel, Server::Nginx];
         let t = table(&samples, &servers);
-        assert!(t.contains("| 64 B, keep-alive | httpd, Rusty on TAP | 300,000 | 1.0 | 0.333 | 100 % | 100 µs / 900 µs | 0 |"), "{t}");
+        assert!(t.contains("| 64 B, keep-alive | httpd, Rusty on TAP | 300,000 | 1.0 | 3.33 | 6.67 | 100 % | 100 µs / 900 µs | 0 |"), "{t}");
         assert!(
-            t.contains("| **TAP / kernel httpd** | **3.00×** | | **0.33×** |"),
+            t.contains("| **TAP / kernel httpd** | **3.00×** | | **3.00×** per CPU-s | **3.00×** per CPU-s |"),
             "{t}"
         );
         assert!(
-            t.contains("| **TAP / nginx** | **2.00×** | | **0.50×** |"),
+            t.contains(
+                "| **TAP / nginx** | **2.00×** | | **2.00×** per CPU-s | **2.00×** per CPU-s |"
+            ),
             "{t}"
         );
-        let v = verdict(&samples);
+        // 4× the requests on 5 s of server CPU, 5× on 0.8× the machine CPU.
+        assert!(
+            t.contains("| **XDP / kernel httpd** | **4.00×** | | **4.00×** per CPU-s | **5.00×** per CPU-s |"),
+            "{t}"
+        );
+        let v = verdict(&samples, None);
         assert!(v.contains("Met in 3 of 3 cases"), "{v}");
-        let t = table(&samples, &servers[..2]);
-        assert!(!t.contains("nginx"));
+        assert!(
+            v.contains("AF_XDP against the kernel-backend httpd: met 3 of 3"),
+            "{v}"
+        );
+        assert!(
+            v.contains("- random pages, keep-alive: 4.00× the requests per server CPU-second (goal ≥ 1.5×: met)"),
+            "{v}"
+        );
+        let t = table(&samples, &[Server::Tap, Server::Kernel]);
+        assert!(!t.contains("nginx") && !t.contains("XDP"), "{t}");
+        let v = verdict(&samples, Some("left out (--no-xdp)"));
+        assert!(
+            v.contains("not measured in this run; left out (--no-xdp)."),
+            "{v}"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! One measured run: start a server pinned inside the namespace, wait until it accepts,
-//! drive it with wrk pinned to the client core, take the server's CPU time around wrk's
-//! run, and stop the server (nginx's workers too) by PID.
+//! drive it with wrk pinned to the client core, take the server's and the machine's CPU
+//! time around wrk's run, and stop the server (nginx's workers too) by PID.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use super::wrk::{parse_wrk, Sample};
 use super::{Case, Load, Options, Server, PORT, PREFIX, STACK_IP};
 use crate::common::{
-    check_interrupted, check_run, children_of, explain_run, listening, process_cpu_seconds, tail,
-    Netns, Proc, Result,
+    check_interrupted, check_run, children_of, explain_run, listening, tail, CpuTimes, Netns, Proc,
+    Result,
 };
 use crate::pages::SMALL_PAGE;
+use crate::xdp::{self, XdpLink};
 
 /// What every run needs: the options, the programs, the namespace and where logs go.
 pub(super) struct Ctx<'a> {
@@ -26,6 +27,8 @@ pub(super) struct Ctx<'a> {
     pub pages: PathBuf,
     pub script: PathBuf,
     pub net: &'a Netns,
+    /// The AF_XDP row's link, while that row runs.
+    pub xdp: Option<&'a XdpLink>,
     pub logs: &'a Path,
     pub interrupted: &'a AtomicBool,
 }
@@ -44,8 +47,8 @@ impl Running {
             .collect()
     }
 
-    fn cpu_seconds(&self) -> Result<f64> {
-        self.pids().into_iter().map(process_cpu_seconds).sum()
+    fn cpu(&self) -> Result<CpuTimes> {
+        CpuTimes::read(&self.pids())
     }
 
     fn stop(&mut self) {
@@ -75,10 +78,11 @@ impl Drop for Running {
 }
 
 impl Ctx<'_> {
-    fn start(&self, server: Server, log: &Path) -> Result<Running> {
+    /// A fresh server, up and accepting; httpd logs at `log_level`.
+    fn start(&self, server: Server, log: &Path, log_level: &str) -> Result<Running> {
         let mut cmd;
         match server {
-            Server::Tap | Server::Kernel => {
+            Server::Tap | Server::Xdp | Server::Kernel => {
                 cmd = self
                     .net
                     .exec_pinned(self.opts.run.host.server_cpu, &self.httpd);
@@ -88,7 +92,10 @@ impl Ctx<'_> {
                         .arg(format!("{STACK_IP}/{PREFIX}"))
                         .arg("1");
                 }
-                cmd.args(["--grace", "1", "--log-level", "warn"]);
+                if server == Server::Xdp {
+                    cmd.args(self.xdp_link()?.link_args());
+                }
+                cmd.args(["--grace", "1", "--log-level", log_level]);
                 if let Some(us) = self.opts.run.host.spin_us {
                     cmd.arg("--spin-us").arg(us.to_string());
                 }
@@ -115,8 +122,22 @@ impl Ctx<'_> {
         Ok(running)
     }
 
+    fn xdp_link(&self) -> Result<&XdpLink> {
+        self.xdp
+            .ok_or_else(|| "Rusty on AF_XDP is not set up".into())
+    }
+
+    /// Starts and stops httpd on AF_XDP once, before any run, for the row's outcome.
+    pub(super) fn xdp_preflight(&self) -> Result<xdp::Outcome> {
+        let log = self.logs.join("00-xdp-preflight-server.log");
+        let started = self.start(Server::Xdp, &log, "info").map(drop);
+        check_interrupted(self.interrupted)?;
+        Ok(xdp::outcome("httpd", self.xdp_link()?, &log, started))
+    }
+
     /// Until the server accepts: a listening socket on the port and, for nginx, a worker
-    /// (kernel), or the TAP's carrier, which comes up once a queue is attached (TAP).
+    /// (kernel), the TAP's carrier, which comes up once a queue is attached (TAP), or a
+    /// connection through the veth (AF_XDP).
     fn wait_ready(&self, r: &mut Running, log: &Path) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -130,6 +151,7 @@ impl Ctx<'_> {
             }
             let ready = match r.server {
                 Server::Tap => self.net.tap_has_carrier(),
+                Server::Xdp => self.xdp_link()?.accepts(self.net, PORT),
                 Server::Kernel => listening(r.proc.pid(), PORT),
                 Server::Nginx => {
                     r.workers = children_of(r.proc.pid());
@@ -159,10 +181,11 @@ impl Ctx<'_> {
         check_interrupted(self.interrupted)?;
         let tag = format!("{n:02}-{}-{:?}", case.tag, server).to_lowercase();
         let server_log = self.logs.join(format!("{tag}-server.log"));
-        let mut running = self.start(server, &server_log)?;
+        let mut running = self.start(server, &server_log, "warn")?;
 
         let host = match server {
             Server::Tap => STACK_IP,
+            Server::Xdp => self.xdp_link()?.stack_ip,
             Server::Kernel | Server::Nginx => "127.0.0.1",
         };
         let mut cmd = self
@@ -186,12 +209,12 @@ impl Ctx<'_> {
         cmd.arg(&url);
 
         let client_log = self.logs.join(format!("{tag}-wrk.log"));
-        let cpu_before = running.cpu_seconds()?;
+        let cpu_before = running.cpu()?;
         let started = Instant::now();
         let mut client = Proc::spawn("wrk", cmd, &client_log)?;
         let limit = Duration::from_secs(self.opts.run.duration + 30);
         let status = client.wait_for(limit, self.interrupted)?;
-        let cpu_after = running.cpu_seconds();
+        let cpu_after = running.cpu();
         let wall_s = started.elapsed().as_secs_f64();
         let server_alive = running.proc.try_status()?.is_none();
         running.stop();
@@ -210,7 +233,7 @@ impl Ctx<'_> {
                 explain()
             ));
         }
-        s.server_cpu_s = cpu_after? - cpu_before;
+        s.cpu = cpu_after?.since(cpu_before);
         s.wall_s = wall_s;
         Ok(s)
     }

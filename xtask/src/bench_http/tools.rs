@@ -4,10 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use super::Options;
-use crate::common::{check_interrupted, find_program, tail, Proc, Result};
+use crate::common::{apt_install, find_program, Result};
 
 /// wrk and (maybe) nginx, and why nginx is missing.
 pub(super) struct Tools {
@@ -46,23 +45,15 @@ impl Tools {
                 missing.join(" and ")
             );
             let log = tmp.join("apt-get.log");
-            let mut installed = apt_get(&["update"], &log, interrupted);
             // One package at a time: wrk is required, nginx only adds rows.
-            for pkg in &missing {
-                installed = installed.and_then(|()| {
-                    apt_get(
-                        &["install", "-y", "--no-install-recommends", pkg],
-                        &log,
-                        interrupted,
-                    )
-                });
-                if let Err(e) = &installed {
+            let installed = apt_install(&missing, &log, interrupted)?;
+            for (pkg, r) in missing.iter().zip(installed) {
+                if let Err(e) = r {
                     eprintln!("bench http: installing {pkg} failed: {e}");
                     if *pkg == "nginx" {
                         nginx_note = Some(format!("could not be installed with apt-get ({e})"));
                     }
                 }
-                check_interrupted(interrupted)?;
             }
             wrk = find_program("wrk");
             if !opts.no_nginx {
@@ -89,22 +80,6 @@ impl Tools {
             nginx_version,
             wrk_version,
         })
-    }
-}
-
-/// `apt-get ARGS` as root, non-interactive, within 10 minutes.
-fn apt_get(args: &[&str], log: &Path, interrupted: &AtomicBool) -> Result<()> {
-    let mut cmd = Command::new("apt-get");
-    cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
-    let mut p = Proc::spawn("apt-get", cmd, log)?;
-    match p.wait_for(Duration::from_secs(600), interrupted)? {
-        Some(st) if st.success() => Ok(()),
-        Some(st) => Err(format!(
-            "`apt-get {}` failed ({st}):\n{}",
-            args.join(" "),
-            tail(log, 10)
-        )),
-        None => Err(format!("`apt-get {}` took over 10 minutes", args.join(" "))),
     }
 }
 

@@ -2,6 +2,8 @@
 //! from wrk's `--latency` report. (The Lua script for random pages is generated with
 //! the page set, in [`crate::pages::wrk_script`].)
 
+use crate::common::CpuTimes;
+
 /// One wrk run.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(super) struct Sample {
@@ -12,24 +14,27 @@ pub(super) struct Sample {
     pub latency_us: Option<(f64, f64)>,
     pub socket_errors: u64,
     pub non_2xx: u64,
-    pub server_cpu_s: f64,
-    /// Wall-clock seconds of wrk's run (over which `server_cpu_s` was taken).
+    /// The server's and the machine's CPU time over wrk's run.
+    pub cpu: CpuTimes,
+    /// Wall-clock seconds of wrk's run (over which `cpu` was taken).
     pub wall_s: f64,
 }
 
 impl Sample {
-    pub(super) fn cpu_per_100k(&self) -> f64 {
-        if self.requests == 0 {
-            f64::NAN
-        } else {
-            self.server_cpu_s / (self.requests as f64 / 1e5)
-        }
+    /// Server CPU microseconds per request.
+    pub(super) fn server_us(&self) -> f64 {
+        self.cpu.server_us_per(self.requests)
+    }
+
+    /// Machine CPU microseconds per request.
+    pub(super) fn machine_us(&self) -> f64 {
+        self.cpu.machine_us_per(self.requests)
     }
 
     /// How busy the server's core was: its CPU time over wall time, in percent.
     pub(super) fn busy_percent(&self) -> f64 {
         if self.wall_s > 0.0 {
-            100.0 * self.server_cpu_s / self.wall_s
+            100.0 * self.cpu.server_s / self.wall_s
         } else {
             f64::NAN
         }

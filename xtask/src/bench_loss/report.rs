@@ -6,17 +6,7 @@ use std::fmt::Write as _;
 use super::net::{PEER_IP, RUSTY_IP, SERVER_IP};
 use super::runs::Sample;
 use super::{percent_label, size_label, Case, Options, Stack};
-use crate::common::{median, provenance};
-
-/// Median of `f` over `stack`'s runs of one case.
-fn med(runs: &[(Stack, Sample)], stack: Stack, f: impl Fn(&Sample) -> f64) -> f64 {
-    median(
-        runs.iter()
-            .filter(|(s, _)| *s == stack)
-            .map(|(_, x)| f(x))
-            .collect(),
-    )
-}
+use crate::common::{median_by, provenance};
 
 /// Three significant-ish digits; `—` for no value.
 pub(super) fn num(v: f64) -> String {
@@ -51,8 +41,12 @@ pub(super) fn table(cases: &[Case], samples: &[Vec<(Stack, Sample)>]) -> String 
     );
     let mut any_timeout = false;
     for (case, runs) in cases.iter().zip(samples) {
-        let both =
-            |f: &dyn Fn(&Sample) -> f64| (med(runs, Stack::Rusty, f), med(runs, Stack::Linux, f));
+        let both = |f: &dyn Fn(&Sample) -> f64| {
+            (
+                median_by(runs, Stack::Rusty, f),
+                median_by(runs, Stack::Linux, f),
+            )
+        };
         let mark = |stack: Stack| {
             if runs.iter().any(|(s, x)| *s == stack && x.peer.timed_out) {
                 "†"

@@ -1,0 +1,358 @@
+//! The Rusty-on-AF_XDP row that `bench http` and `bench echo` share: its veth pair in
+//! the benchmark's namespace, how to tell that Rusty is up on it, why the row is skipped
+//! when it cannot run, and the goals it is held to.
+//!
+//! ```text
+//!   benchmark namespace
+//!  ┌────────────────────────────────────────────────────────────────────────────┐
+//!  │ client (kernel sockets) ── CLIENT-END 10.x.1.1 ══ veth ══ XDP-END ── Rusty  │
+//!  │                            transmit checksum off          10.x.1.2, AF_XDP │
+//!  └────────────────────────────────────────────────────────────────────────────┘
+//! ```
+//!
+//! Rusty (`xdp:XDP-END`) attaches its XDP program to its end and takes the frames for its
+//! address from one AF_XDP socket per worker (copy mode on a veth); the client reaches it
+//! through the namespace's kernel and the client end, as it reaches Rusty on TAP through
+//! the TAP's host side. Both ends have one queue pair per server worker: a veth delivers
+//! a frame on the peer's receive queue numbered like the transmit queue it was sent on,
+//! and Rusty has a socket only on queues below its worker count, so a spare queue would
+//! hand some flows to the kernel instead. The client end does not offload its transmit
+//! checksums: a veth would pass the frame on with only the pseudo-header summed (as for
+//! a NIC that finishes it), and an XDP program, so AF_XDP, sees it as it is; on a wire,
+//! checksums are complete.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+
+use crate::common::{apt_install, find_program, ip, tail, Netns, Result, RunArgs};
+
+/// The server's workers on AF_XDP, and so the queue pairs of each veth end.
+const QUEUES: usize = 1;
+
+/// Where a benchmark puts the row: the two letters its device names start with (like
+/// its TAP's), the client end's address and Rusty's, in the same /24.
+pub(crate) struct Plan {
+    pub prefix: &'static str,
+    pub client_cidr: &'static str,
+    pub stack_ip: &'static str,
+}
+
+/// Rusty's end of the veth pair, and the address the client reaches Rusty at.
+pub(crate) struct XdpLink {
+    /// The veth end Rusty attaches to (`xdp:NAME`).
+    pub ifname: String,
+    /// Rusty's address, in the client end's /24.
+    pub stack_ip: &'static str,
+}
+
+impl XdpLink {
+    /// The pair `<prefix>xdp<pid>` (Rusty's end) – `<prefix>cli<pid>` (the client end,
+    /// addressed, transmit checksum offload off) in `net`, deleted with it.
+    pub(crate) fn create(net: &mut Netns, plan: &Plan, ethtool: &Path) -> Result<XdpLink> {
+        let pid = std::process::id();
+        let ifname = format!("{}xdp{pid}", plan.prefix);
+        let client = format!("{}cli{pid}", plan.prefix);
+        net.add_veth(&ifname, &client, QUEUES)?;
+        ip(&[
+            "-n",
+            &net.name,
+            "addr",
+            "add",
+            plan.client_cidr,
+            "dev",
+            &client,
+        ])?;
+        let out = Command::new("ip")
+            .args(["netns", "exec", &net.name])
+            .arg(ethtool)
+            .args(["-K", &client, "tx", "off"])
+            .output()
+            .map_err(|e| format!("running ethtool: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "`ethtool -K {client} tx off` failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(XdpLink {
+            ifname,
+            stack_ip: plan.stack_ip,
+        })
+    }
+
+    /// The link arguments of a Rusty binary: `1 xdp:NAME IP/24 1`.
+    pub(crate) fn link_args(&self) -> [String; 4] {
+        [
+            "1".into(),
+            format!("xdp:{}", self.ifname),
+            format!("{}/24", self.stack_ip),
+            QUEUES.to_string(),
+        ]
+    }
+
+    /// Whether a TCP connection from the namespace's kernel to Rusty's `port` opens
+    /// within a second: the XDP program, the AF_XDP socket and the listener are all up.
+    pub(crate) fn accepts(&self, net: &Netns, port: u16) -> bool {
+        Command::new("ip")
+            .args(["netns", "exec", &net.name, "timeout", "1", "bash", "-c"])
+            .arg(format!("exec 3<>/dev/tcp/{}/{port}", self.stack_ip))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+/// The row's link in `net` as `plan` says (see [`XdpLink::create`]), or why the row is
+/// skipped: `--no-xdp`, or no ethtool (found, or unless `no_install` installed with
+/// apt-get, logging to `log`).
+pub(crate) fn setup(
+    run: &RunArgs,
+    no_install: bool,
+    net: &mut Netns,
+    plan: &Plan,
+    log: &Path,
+    interrupted: &AtomicBool,
+) -> Result<std::result::Result<XdpLink, String>> {
+    if run.no_xdp {
+        return Ok(Err("left out with --no-xdp".into()));
+    }
+    Ok(match ethtool(no_install, log, interrupted)? {
+        Ok(ethtool) => Ok(XdpLink::create(net, plan, &ethtool)?),
+        Err(why) => Err(why),
+    })
+}
+
+/// Says on stderr how the row goes, for the benchmark `what`.
+pub(crate) fn announce(what: &str, outcome: &Outcome) {
+    match outcome {
+        Ok(mode) => eprintln!("{what}: Rusty on AF_XDP runs in {mode}"),
+        Err(why) => eprintln!("{what}: Rusty on AF_XDP is skipped: {why}"),
+    }
+}
+
+/// ethtool, found or (unless `no_install`) installed with apt-get; otherwise why the row
+/// is skipped.
+fn ethtool(
+    no_install: bool,
+    log: &Path,
+    interrupted: &AtomicBool,
+) -> Result<std::result::Result<PathBuf, String>> {
+    if let Some(p) = find_program("ethtool") {
+        return Ok(Ok(p));
+    }
+    if no_install {
+        return Ok(Err(
+            "ethtool is not installed (--no-install); it turns off the client veth's \
+             checksum offload"
+                .into(),
+        ));
+    }
+    eprintln!("xtask: installing ethtool with apt-get (Debian package)");
+    if let Some(Err(e)) = apt_install(&["ethtool"], log, interrupted)?.pop() {
+        return Ok(Err(format!("ethtool could not be installed: {e}")));
+    }
+    Ok(find_program("ethtool").ok_or_else(|| "ethtool is not found after installing".into()))
+}
+
+/// How the AF_XDP row went: the mode the driver reported for its queue ("native XDP,
+/// copy mode"), or why the row was skipped.
+pub(crate) type Outcome = std::result::Result<String, String>;
+
+/// The row's outcome from a trial start of `program` on `link` (`started`) and the log
+/// it wrote (at info level, where the driver reports each queue's mode).
+pub(crate) fn outcome(program: &str, link: &XdpLink, log: &Path, started: Result<()>) -> Outcome {
+    match started {
+        Ok(()) => {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            Ok(queue_mode(&text, &link.ifname).unwrap_or_else(|| "a mode it did not log".into()))
+        }
+        Err(e) => Err(skip_note(program, log, &e)),
+    }
+}
+
+/// The mode of queue 0 from the driver's line `xdp:NAME queue 0: MODE`.
+fn queue_mode(log: &str, ifname: &str) -> Option<String> {
+    let key = format!("xdp:{ifname} queue 0: ");
+    log.lines()
+        .find_map(|l| Some(l[l.find(&key)? + key.len()..].trim().to_string()))
+}
+
+/// The README's sentence on the AF_XDP row: its mode, or why its rows are missing.
+pub(crate) fn readme_note(outcome: &Outcome) -> String {
+    match outcome {
+        Ok(mode) => format!(
+            "\n\nRusty on AF_XDP ran in {mode}, as the driver reported for the veth's queue."
+        ),
+        Err(why) => format!("\n\nRusty on AF_XDP was skipped ({why}): its rows are missing."),
+    }
+}
+
+/// Why Rusty could not come up on AF_XDP, from `program`'s log (`error` when the log
+/// says nothing).
+fn skip_note(program: &str, log: &Path, error: &str) -> String {
+    let said = tail(log, 3);
+    if said.contains("not built into this binary") {
+        return format!("the xdp driver is not built into `{program}`");
+    }
+    let why = said
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(error.lines().next().unwrap_or(""))
+        .trim();
+    format!("`{program}` did not come up on AF_XDP (the kernel may refuse it here): {why}")
+}
+
+/// What a goal counts work per.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Per {
+    ServerCpu,
+    MachineCpu,
+}
+
+impl Per {
+    fn text(self) -> &'static str {
+        match self {
+            Per::ServerCpu => "server CPU-second",
+            Per::MachineCpu => "machine CPU-second",
+        }
+    }
+}
+
+/// The issue's aim for Rusty on AF_XDP in one case: at least `factor` times the
+/// kernel backend's work per CPU-second.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Goal {
+    /// The case's label in the table.
+    pub case: &'static str,
+    pub per: Per,
+    pub factor: f64,
+}
+
+/// Where Rusty on AF_XDP stands against `goals`, each measured as `ratio` (work per
+/// CPU-second over the kernel backend's); `skipped` says why it was not measured. `unit`
+/// names the work ("requests"), `baseline` the kernel backend.
+pub(crate) fn verdict(
+    goals: &[Goal],
+    unit: &str,
+    baseline: &str,
+    skipped: Option<&str>,
+    ratio: impl Fn(&Goal) -> f64,
+) -> String {
+    let head = format!("Goals for Rusty on AF_XDP against {baseline}");
+    if let Some(why) = skipped {
+        let list: Vec<String> = goals
+            .iter()
+            .map(|g| format!("{}: ≥ {}× per {}", g.case, g.factor, g.per.text()))
+            .collect();
+        return format!(
+            "{head} ({}): not measured in this run; {why}.\n",
+            list.join("; ")
+        );
+    }
+    let mut met = 0;
+    let lines: Vec<String> = goals
+        .iter()
+        .map(|g| {
+            let r = ratio(g);
+            let ok = r >= g.factor;
+            met += usize::from(ok);
+            format!(
+                "- {}: {r:.2}× the {unit} per {} (goal ≥ {}×: {})\n",
+                g.case,
+                g.per.text(),
+                g.factor,
+                if ok { "met" } else { "not met" }
+            )
+        })
+        .collect();
+    format!(
+        "{head}: met {met} of {} in this run:\n\n{}",
+        goals.len(),
+        lines.concat()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOALS: [Goal; 2] = [
+        Goal {
+            case: "small",
+            per: Per::ServerCpu,
+            factor: 3.0,
+        },
+        Goal {
+            case: "small",
+            per: Per::MachineCpu,
+            factor: 2.0,
+        },
+    ];
+
+    #[test]
+    fn verdict_counts_goals_met() {
+        let v = verdict(&GOALS, "requests", "the kernel", None, |g| match g.per {
+            Per::ServerCpu => 3.5,
+            Per::MachineCpu => 1.5,
+        });
+        assert!(v.contains("met 1 of 2"), "{v}");
+        assert!(
+            v.contains("- small: 3.50× the requests per server CPU-second (goal ≥ 3×: met)"),
+            "{v}"
+        );
+        assert!(
+            v.contains("- small: 1.50× the requests per machine CPU-second (goal ≥ 2×: not met)"),
+            "{v}"
+        );
+        let v = verdict(&GOALS, "requests", "the kernel", Some("no driver"), |_| 9.0);
+        assert!(v.contains("not measured in this run; no driver."), "{v}");
+        assert!(
+            v.contains("(small: ≥ 3× per server CPU-second; small: ≥ 2× per machine CPU-second)"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn reads_the_queue_mode() {
+        let log = "httpd: serving /x\nxdp:rhxdp7 queue 0: native XDP, copy mode\n";
+        assert_eq!(
+            queue_mode(log, "rhxdp7").as_deref(),
+            Some("native XDP, copy mode")
+        );
+        assert_eq!(queue_mode(log, "rhxdp"), None);
+    }
+
+    #[test]
+    fn skip_notes_name_the_cause() {
+        let dir = std::env::temp_dir().join(format!("xtask-xdp-note-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("log");
+        std::fs::write(
+            &log,
+            "httpd: the xdp driver is not built into this binary\n",
+        )
+        .unwrap();
+        assert_eq!(
+            skip_note("httpd", &log, "exited"),
+            "the xdp driver is not built into `httpd`"
+        );
+        std::fs::write(
+            &log,
+            "echo: AF_XDP socket: Address family not supported\n\n",
+        )
+        .unwrap();
+        let n = skip_note("echo", &log, "exited");
+        assert!(
+            n.ends_with(": echo: AF_XDP socket: Address family not supported"),
+            "{n}"
+        );
+        std::fs::write(&log, "").unwrap();
+        assert!(
+            skip_note("echo", &log, "not ready after 10 s\n…").ends_with("not ready after 10 s")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
