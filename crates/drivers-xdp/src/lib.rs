@@ -326,7 +326,18 @@ fn queue_counts(ifname: &str) -> (u32, u32) {
 
 /// The NIC's Toeplitz key and table, if it steers by Toeplitz.
 fn toeplitz(ifname: &str, workers: u16) -> Result<Option<RssConfig>, XdpError> {
-    let Ok((hfunc, key, table)) = sys::rss(ifname) else {
+    steering(sys::rss(ifname), ifname, workers)
+}
+
+/// What `ETHTOOL_GRSSH` answered, as the stack's RSS configuration: `None` when the
+/// device has no RSS (veth: not supported) or hashes otherwise than by Toeplitz; an
+/// error when its table steers to a queue without a worker.
+fn steering(
+    answer: io::Result<(u8, Vec<u8>, Vec<u32>)>,
+    ifname: &str,
+    workers: u16,
+) -> Result<Option<RssConfig>, XdpError> {
+    let Ok((hfunc, key, table)) = answer else {
         return Ok(None);
     };
     if hfunc & ETH_RSS_HASH_TOP == 0 || key.is_empty() || table.is_empty() {
@@ -591,6 +602,29 @@ mod tests {
         assert_eq!(chunk_size(2048 - 256 - 18), Some(2048));
         assert_eq!(chunk_size(2048 - 256 - 17), Some(4096));
         assert_eq!(chunk_size(9000), None);
+    }
+
+    #[test]
+    fn a_toeplitz_nic_steers_by_its_own_key_and_table() {
+        let key = vec![0x6d; 40];
+        let table: Vec<u32> = (0..128).map(|i| i % 2).collect();
+        let rss = steering(Ok((ETH_RSS_HASH_TOP, key.clone(), table)), "eth1", 2)
+            .unwrap()
+            .expect("Toeplitz");
+        assert_eq!(rss.key, key);
+        assert_eq!(rss.indirection.len(), 128);
+        assert_eq!(rss.indirection[..4], [0, 1, 0, 1]);
+        // Another hash function, or no RSS at all (veth): the stack cannot predict.
+        let xor = 1 << 1;
+        let t = vec![0, 1];
+        assert!(steering(Ok((xor, key.clone(), t.clone())), "eth1", 2)
+            .unwrap()
+            .is_none());
+        let unsupported = io::Error::from_raw_os_error(libc::EOPNOTSUPP);
+        assert!(steering(Err(unsupported), "veth0", 2).unwrap().is_none());
+        // A table that steers to queue 3 with two workers is refused, with the fix.
+        let e = steering(Ok((ETH_RSS_HASH_TOP, key, vec![0, 1, 3])), "eth1", 2).unwrap_err();
+        assert!(e.to_string().contains("ethtool -X eth1 equal 2"), "{e}");
     }
 
     #[test]

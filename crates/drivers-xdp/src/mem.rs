@@ -258,30 +258,43 @@ pub(crate) trait Entry: Copy {}
 impl Entry for u64 {}
 impl Entry for libc::xdp_desc {}
 
-/// A ring we produce into: the fill ring (chunks for the kernel to receive into) and the
-/// TX ring (frames to send).
-pub(crate) struct Producer<E> {
+/// One of a socket's rings, of entries `E`, seen from our side `R`: [`Producer`] (the
+/// fill ring: chunks for the kernel to receive into; the TX ring: frames to send) or
+/// [`Consumer`] (the RX ring: received frames; the completion ring: sent frames).
+pub(crate) struct Ring<E, R> {
     ring: RingMap,
-    /// Our producer index, and the consumer index last read.
-    prod: u32,
-    cons: u32,
-    _entry: std::marker::PhantomData<E>,
+    /// Our index (producer or consumer), and the kernel's as last read.
+    mine: u32,
+    theirs: u32,
+    _kind: std::marker::PhantomData<(E, R)>,
 }
 
-/// A ring the kernel produces into: the RX ring (received frames) and the completion
-/// ring (sent frames).
-pub(crate) struct Consumer<E> {
-    ring: RingMap,
-    /// Our consumer index, and the producer index last read.
-    cons: u32,
-    prod: u32,
-    _entry: std::marker::PhantomData<E>,
+/// We produce into the ring.
+pub(crate) struct Producer;
+/// The kernel produces into the ring.
+pub(crate) struct Consumer;
+
+impl<E: Entry, R> Ring<E, R> {
+    pub(crate) fn new(
+        fd: &OwnedFd,
+        which: Which,
+        off: RingOffsets,
+        size: u32,
+    ) -> std::io::Result<Self> {
+        let ring = RingMap::new(fd, which.pgoff(), off, size, std::mem::size_of::<E>())?;
+        Ok(Ring {
+            ring,
+            mine: 0,
+            theirs: 0,
+            _kind: std::marker::PhantomData,
+        })
+    }
 }
 
-pub(crate) type FillRing = Producer<u64>;
-pub(crate) type TxRing = Producer<libc::xdp_desc>;
-pub(crate) type RxRing = Consumer<libc::xdp_desc>;
-pub(crate) type CompRing = Consumer<u64>;
+pub(crate) type FillRing = Ring<u64, Producer>;
+pub(crate) type TxRing = Ring<libc::xdp_desc, Producer>;
+pub(crate) type RxRing = Ring<libc::xdp_desc, Consumer>;
+pub(crate) type CompRing = Ring<u64, Consumer>;
 
 /// Which ring of a socket, for its mapping offset.
 #[derive(Debug, Clone, Copy)]
@@ -303,52 +316,37 @@ impl Which {
     }
 }
 
-impl<E: Entry> Producer<E> {
-    pub(crate) fn new(
-        fd: &OwnedFd,
-        which: Which,
-        off: RingOffsets,
-        size: u32,
-    ) -> std::io::Result<Self> {
-        let ring = RingMap::new(fd, which.pgoff(), off, size, std::mem::size_of::<E>())?;
-        Ok(Producer {
-            ring,
-            prod: 0,
-            cons: 0,
-            _entry: std::marker::PhantomData,
-        })
-    }
-
+impl<E: Entry> Ring<E, Producer> {
     /// Slots free for us to write, re-reading the kernel's consumer index when the
     /// cached one shows fewer than `want`.
     fn room(&mut self, want: u32) -> u32 {
-        let free = self.ring.size - self.prod.wrapping_sub(self.cons);
+        let free = self.ring.size - self.mine.wrapping_sub(self.theirs);
         if free >= want {
             return free;
         }
-        self.cons = self.ring.consumer().load(Ordering::Acquire);
-        self.ring.size - self.prod.wrapping_sub(self.cons)
+        self.theirs = self.ring.consumer().load(Ordering::Acquire);
+        self.ring.size - self.mine.wrapping_sub(self.theirs)
     }
 
     /// Write `e` at the next slot (callers checked [`Self::room`]); published by
     /// [`Self::publish`].
     fn put(&mut self, e: E) {
-        let slot = (self.prod & self.ring.mask) as usize;
+        let slot = (self.mine & self.ring.mask) as usize;
         // SAFETY: `slot` < size, and entries of type `E` make up the descriptor array;
         // the kernel reads no slot between its consumer index and our producer index,
         // and the caller made sure this slot is in that span (`room`).
         unsafe { self.ring.desc.cast::<E>().add(slot).write(e) };
-        self.prod = self.prod.wrapping_add(1);
+        self.mine = self.mine.wrapping_add(1);
     }
 
     /// Publish everything written so far.
     pub(crate) fn publish(&mut self) {
-        self.ring.producer().store(self.prod, Ordering::Release);
+        self.ring.producer().store(self.mine, Ordering::Release);
     }
 
     /// Entries the kernel has not taken yet.
     pub(crate) fn pending(&self) -> u32 {
-        self.prod
+        self.mine
             .wrapping_sub(self.ring.consumer().load(Ordering::Acquire))
     }
 
@@ -373,7 +371,7 @@ impl FillRing {
 }
 
 impl TxRing {
-    /// Queue `frame` for sending (published by [`Producer::publish`]), or give it back
+    /// Queue `frame` for sending (published by [`Ring::publish`]), or give it back
     /// when the ring is full.
     pub(crate) fn push(&mut self, frame: Frame) -> Result<(), Frame> {
         if self.room(1) == 0 {
@@ -389,38 +387,23 @@ impl TxRing {
     }
 }
 
-impl<E: Entry> Consumer<E> {
-    pub(crate) fn new(
-        fd: &OwnedFd,
-        which: Which,
-        off: RingOffsets,
-        size: u32,
-    ) -> std::io::Result<Self> {
-        let ring = RingMap::new(fd, which.pgoff(), off, size, std::mem::size_of::<E>())?;
-        Ok(Consumer {
-            ring,
-            cons: 0,
-            prod: 0,
-            _entry: std::marker::PhantomData,
-        })
-    }
-
+impl<E: Entry> Ring<E, Consumer> {
     /// Call `each` on up to `max` published entries and release them to the kernel;
     /// returns how many.
     fn consume(&mut self, max: usize, mut each: impl FnMut(E)) -> usize {
-        if self.prod.wrapping_sub(self.cons) < max as u32 {
-            self.prod = self.ring.producer().load(Ordering::Acquire);
+        if self.theirs.wrapping_sub(self.mine) < max as u32 {
+            self.theirs = self.ring.producer().load(Ordering::Acquire);
         }
-        let n = self.prod.wrapping_sub(self.cons).min(max as u32);
+        let n = self.theirs.wrapping_sub(self.mine).min(max as u32);
         for i in 0..n {
-            let slot = (self.cons.wrapping_add(i) & self.ring.mask) as usize;
+            let slot = (self.mine.wrapping_add(i) & self.ring.mask) as usize;
             // SAFETY: `slot` < size, and the kernel published this slot (the Acquire
             // load of its producer index above, now or on an earlier call).
             each(unsafe { self.ring.desc.cast::<E>().add(slot).read() });
         }
         if n > 0 {
-            self.cons = self.cons.wrapping_add(n);
-            self.ring.consumer().store(self.cons, Ordering::Release);
+            self.mine = self.mine.wrapping_add(n);
+            self.ring.consumer().store(self.mine, Ordering::Release);
         }
         n as usize
     }
