@@ -356,9 +356,11 @@ impl<E: Entry> Ring<E, Producer> {
 }
 
 impl FillRing {
-    /// Give the kernel as many chunks from the end of `chunks` as fit; returns how many.
-    pub(crate) fn fill(&mut self, chunks: &mut Vec<Chunk>) -> u32 {
-        let n = self.room(chunks.len() as u32).min(chunks.len() as u32);
+    /// Give the kernel up to `max` chunks from the end of `chunks`, as many as fit;
+    /// returns how many.
+    pub(crate) fn fill(&mut self, chunks: &mut Vec<Chunk>, max: u32) -> u32 {
+        let want = max.min(chunks.len() as u32);
+        let n = self.room(want).min(want);
         for _ in 0..n {
             let chunk = chunks.pop().expect("counted above");
             self.put(chunk.0);

@@ -17,6 +17,11 @@ use crate::mem::{Chunk, CompRing, FillRing, Frame, RxRing, TxRing, Umem};
 use crate::sys;
 use crate::Attachment;
 
+/// Chunks the fill ring may be short of its target before it is topped up.
+const REFILL_BATCH: u32 = 32;
+/// Free chunks below which sent and dropped ones are taken back at the end of a turn.
+const LOW_WATER: usize = 64;
+
 /// Counters of one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct XdpStats {
@@ -179,18 +184,16 @@ impl XdpQueue {
     /// Top the fill ring up to its target from the free chunks, waking the kernel if
     /// it asked to be told.
     fn refill(&mut self) {
+        // In batches: a ring a little short of its target still has plenty to receive
+        // into, and each top-up costs a look at the kernel's index and a barrier.
         let pending = self.fill.pending();
-        if pending >= self.fill_target {
+        if pending + REFILL_BATCH > self.fill_target {
             return;
         }
-        if self.free.is_empty() {
+        if self.free.len() < REFILL_BATCH as usize {
             self.umem.take_returned(&mut self.free);
         }
-        let want = (self.fill_target - pending) as usize;
-        let keep = self.free.len().saturating_sub(want);
-        let mut batch = self.free.split_off(keep);
-        self.fill.fill(&mut batch);
-        self.free.append(&mut batch);
+        self.fill.fill(&mut self.free, self.fill_target - pending);
         if self.fill.needs_wakeup() {
             self.stats.rx_wakeups += 1;
             sys::kick_rx(self.fd.as_raw_fd());
@@ -275,7 +278,10 @@ impl PacketIo for XdpQueue {
                 Err(_) => break,
             }
         }
-        self.reclaim();
+        // Completions are taken back when chunks run low, not every turn.
+        if self.free.len() < LOW_WATER {
+            self.reclaim();
+        }
     }
 
     fn wait(&mut self, timeout: Duration) {
