@@ -11,15 +11,15 @@
 //! where the NIC hashes with Toeplitz, its RSS key and indirection table
 //! (`ETHTOOL_GRSSH`). It then:
 //!
-//! 1. creates an XSKMAP (queue index → socket) and loads the XDP program of
-//!    [`program`](crate#the-xdp-program) with `bpf(2)`;
+//! 1. creates an XSKMAP (queue index → socket), loads the XDP program of
+//!    [`program`](crate#the-xdp-program) with `bpf(2)` and attaches it through a BPF
+//!    link: native (driver) XDP where the interface supports it, generic otherwise (or
+//!    as [`XdpConfig::attach`] says);
 //! 2. per worker: maps a UMEM ([`XdpConfig::frames`] chunks of 2 KiB, 4 KiB for MTUs
 //!    above 1,774 bytes), registers it, sizes and maps the fill, completion, RX and TX
 //!    rings ([`XdpConfig::ring_size`] entries each), binds the socket to its queue with
 //!    `XDP_USE_NEED_WAKEUP` (zero-copy where the driver supports it, copy otherwise, or
-//!    as [`XdpConfig::copy`] says), enters it in the map and fills the fill ring;
-//! 3. attaches the program through a BPF link: native (driver) XDP where the interface
-//!    supports it, generic otherwise (or as [`XdpConfig::attach`] says).
+//!    as [`XdpConfig::copy`] says), enters it in the map and fills the fill ring.
 //!
 //! The link belongs to the process: when the last queue is dropped, or the process exits
 //! or is killed, the kernel detaches the program and the interface is as it was.
@@ -528,6 +528,12 @@ pub fn open(cfg: &XdpConfig) -> Result<Vec<XdpQueue>, XdpError> {
         }
     })?;
 
+    // Attach first: a conflict with another XDP program is the likeliest failure, and
+    // says more than the busy queue a second Rusty would otherwise meet. Until the
+    // sockets are in the map, the program passes Rusty's frames to the kernel, which
+    // does not own Rusty's address and drops them. If a socket then fails, dropping the
+    // link on the way out detaches the program again.
+    let (link, native) = attach(cfg, &prog, ifindex)?;
     let mut parts = Vec::with_capacity(usize::from(cfg.queues));
     for q in 0..cfg.queues {
         let caps = Capabilities {
@@ -546,7 +552,6 @@ pub fn open(cfg: &XdpConfig) -> Result<Vec<XdpQueue>, XdpError> {
             .map_err(|e| XdpError::os(format!("XSKMAP entry for queue {q}"), e))?;
         parts.push(p);
     }
-    let (link, native) = attach(cfg, &prog, ifindex)?;
     let attachment = Arc::new(Attachment {
         _link: link,
         _prog: prog,

@@ -705,8 +705,8 @@ fn echo_on_xdp_with_5_percent_loss() {
 
 /// 14. The XDP program lives exactly as long as the process: attached while `echo`
 ///     runs, gone after SIGTERM and after SIGKILL. Meanwhile a second Rusty on the same
-///     interface is refused with a clear error (its queues are taken), and so is a
-///     worker count that does not match the interface's queues.
+///     interface is refused with a clear error (the interface has an XDP program), and
+///     so is a worker count that does not match the interface's queues.
 #[test]
 fn xdp_program_goes_away_with_the_process() {
     let Some(mut net) = setup("xdp_program_goes_away_with_the_process", &["ethtool"]) else {
@@ -718,7 +718,7 @@ fn xdp_program_goes_away_with_the_process() {
     }
     let cidr = format!("{}/24", net.stack_ip());
     for (workers, want) in [
-        ("2", "queue 0 of 'rx0' already has an AF_XDP socket"),
+        ("2", "another XDP program is attached to 'rx0'"),
         (
             "3",
             "'rx0' has 2 receive and 2 transmit queues but 3 workers",
