@@ -369,18 +369,22 @@ where
     })
 }
 
-/// Build the workers and run them until they stop; returns each worker's counters.
+/// Build the workers (opening every link), call `ready` (where a binary says it is
+/// listening: only once its links are open), then run them until they stop; returns
+/// each worker's counters.
 pub fn run<H, F>(
     launch: &Launch,
     listen: Option<u16>,
     stop: &StopHandle,
     make_handler: F,
+    ready: impl FnOnce(),
 ) -> Result<Vec<Stats>, LaunchError>
 where
     H: Handler + 'static,
     F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
 {
     let workers = workers(launch, listen, make_handler)?;
+    ready();
     Ok(runtime::run(workers, &launch.runtime, stop)?)
 }
 

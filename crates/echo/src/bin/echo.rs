@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use rusty::cli::CommonArgs;
 use rusty::launch;
-use rusty::runtime::StopHandle;
+use rusty::runtime::{StopHandle, WorkerContext};
 use rusty_echo::{DiscardServer, DiscardSink, DiscardStats, EchoServer};
 
 #[derive(Debug, Parser)]
@@ -41,20 +41,29 @@ fn main() -> ExitCode {
         }
     };
     let name = if cli.discard { "discard" } else { "echo" };
-    log::info!(
-        "{name}: listening on port {} ({})",
-        cli.port,
-        launch.describe_links()
-    );
+    let ready = || {
+        log::info!(
+            "{name}: listening on port {} ({})",
+            cli.port,
+            launch.describe_links()
+        )
+    };
     let stop = StopHandle::new();
     let sink = DiscardSink::default();
     let result = if cli.discard {
         let handler_sink = sink.clone();
-        launch::run(&launch, Some(cli.port), &stop, move |ctx| {
+        let make = move |ctx: &WorkerContext| {
             DiscardServer::default().with_sink(ctx.index(), handler_sink.clone())
-        })
+        };
+        launch::run(&launch, Some(cli.port), &stop, make, ready)
     } else {
-        launch::run(&launch, Some(cli.port), &stop, |_| EchoServer::default())
+        launch::run(
+            &launch,
+            Some(cli.port),
+            &stop,
+            |_| EchoServer::default(),
+            ready,
+        )
     };
     match result {
         Ok(stats) => {

@@ -106,7 +106,7 @@ fn main() -> ExitCode {
             LoadClient::new(cfg.clone(), ctx.index(), collector.clone())
         }
     };
-    let result = launch::run(&launch, None, &stop, make);
+    let result = launch::run(&launch, None, &stop, make, || {});
     let _ = watcher.join();
     let stats = match result {
         Ok(s) => s,

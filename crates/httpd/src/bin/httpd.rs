@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Parser;
 use rusty::cli::CommonArgs;
 use rusty::launch;
-use rusty::runtime::StopHandle;
+use rusty::runtime::{StopHandle, WorkerContext};
 use rusty_httpd::{Cache, HttpConfig, HttpServer, HttpStats, Limits, StatsSink};
 
 fn seconds(s: &str) -> Result<Duration, String> {
@@ -76,14 +76,16 @@ fn main() -> ExitCode {
     for (path, why) in cache.skipped() {
         log::warn!("skipped {}: {why}", path.display());
     }
-    log::info!(
-        "httpd: serving {} files, {} bytes from {} on port {} ({})",
-        cache.files(),
-        cache.bytes(),
-        cli.root.display(),
-        cli.port,
-        launch.describe_links()
-    );
+    let ready = || {
+        log::info!(
+            "httpd: serving {} files, {} bytes from {} on port {} ({})",
+            cache.files(),
+            cache.bytes(),
+            cli.root.display(),
+            cli.port,
+            launch.describe_links()
+        )
+    };
     let cfg = HttpConfig {
         limits: Limits {
             max_header_bytes: cli.max_header_bytes,
@@ -96,9 +98,11 @@ fn main() -> ExitCode {
     let sink: StatsSink = Arc::new(Mutex::new(Vec::new()));
     let stop = StopHandle::new();
     let handler_sink = sink.clone();
-    let result = launch::run(&launch, Some(cli.port), &stop, move |ctx| {
-        HttpServer::new(cache.clone(), cfg.clone()).with_sink(ctx.index(), handler_sink.clone())
-    });
+    let files = cache.clone();
+    let make = move |ctx: &WorkerContext| {
+        HttpServer::new(files.clone(), cfg.clone()).with_sink(ctx.index(), handler_sink.clone())
+    };
+    let result = launch::run(&launch, Some(cli.port), &stop, make, ready);
     match result {
         Ok(stats) => {
             for (i, s) in stats.iter().enumerate() {
