@@ -128,6 +128,7 @@ pub(crate) mod ethernet;
 pub(crate) mod icmp;
 pub mod io;
 pub(crate) mod ipv4;
+mod rng;
 pub mod rss;
 pub mod runtime;
 pub mod sim;

@@ -63,8 +63,11 @@ pub struct Stats {
     pub rsts_sent: u64,
     /// Challenge ACKs sent (RFC 5961).
     pub challenge_acks: u64,
-    /// Challenge ACKs the rate limit held back (RFC 5961 §7).
+    /// Challenge ACKs the engine's per-second budget held back (RFC 5961 §7).
     pub challenge_acks_suppressed: u64,
+    /// ACKs answering invalid segments (out of window, failing PAWS, challenged) that a
+    /// connection's own limit held back (one per `invalid_ack_interval`).
+    pub invalid_acks_suppressed: u64,
     /// SYN-ACKs carrying a SYN cookie (the backlog was full).
     pub syn_cookies_sent: u64,
     /// Connections rebuilt from a valid cookie ACK.
@@ -114,6 +117,7 @@ impl Default for Stats {
             rsts_sent: 0,
             challenge_acks: 0,
             challenge_acks_suppressed: 0,
+            invalid_acks_suppressed: 0,
             syn_cookies_sent: 0,
             syn_cookies_accepted: 0,
             syn_cookies_rejected: 0,
@@ -186,6 +190,7 @@ impl Stats {
             rsts_sent,
             challenge_acks,
             challenge_acks_suppressed,
+            invalid_acks_suppressed,
             syn_cookies_sent,
             syn_cookies_accepted,
             syn_cookies_rejected,
@@ -230,6 +235,13 @@ impl fmt::Display for Stats {
         )?;
         if self.misdirected_forwarded > 0 {
             write!(f, "; handed to siblings {}", self.misdirected_forwarded)?;
+        }
+        if self.challenge_acks + self.challenge_acks_suppressed + self.invalid_acks_suppressed > 0 {
+            write!(
+                f,
+                "; challenge acks {} (budget held back {}); invalid-segment acks held back {}",
+                self.challenge_acks, self.challenge_acks_suppressed, self.invalid_acks_suppressed
+            )?;
         }
         for r in DropReason::ALL {
             let n = self.dropped(r);

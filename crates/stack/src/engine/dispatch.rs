@@ -5,6 +5,7 @@
 
 use std::net::SocketAddrV4;
 
+use super::challenge_budget;
 use super::{Block, Engine, TimerItem};
 use crate::app::{AppConn, Connection, Handler};
 use crate::io::PacketIo;
@@ -65,17 +66,27 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         if outcome.challenge_ack && self.allow_challenge() {
             self.app[index].tcb.send_challenge_ack();
         }
+        if outcome.invalid_ack_suppressed {
+            self.stats.invalid_acks_suppressed += 1;
+        }
         self.dispatch(index, outcome, payload);
         self.mark_dirty(index);
     }
 
-    /// RFC 5961 §7: a global budget of challenge ACKs per second.
+    /// RFC 5961 §7: a global budget of challenge ACKs per second, drawn at random each
+    /// second between half and one and a half times `challenge_ack_limit`: a fixed
+    /// budget shared by every connection is the side channel of CVE-2016-5696 (an
+    /// off-path attacker exhausts it and counts the challenge ACKs a victim connection
+    /// still gets). Linux 4.7 randomised it the same way; the per-connection limit
+    /// ([`TcpConfig::invalid_ack_interval`](crate::TcpConfig)) applied first.
     fn allow_challenge(&mut self) -> bool {
         if self.now - self.challenge_window >= std::time::Duration::from_secs(1) {
             self.challenge_window = self.now;
             self.challenge_count = 0;
+            self.challenge_budget =
+                challenge_budget(&mut self.rng, self.cfg.tcp.challenge_ack_limit);
         }
-        if self.challenge_count < self.cfg.tcp.challenge_ack_limit {
+        if self.challenge_count < self.challenge_budget {
             self.challenge_count += 1;
             self.stats.challenge_acks += 1;
             true

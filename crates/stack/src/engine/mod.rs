@@ -24,6 +24,7 @@ mod output;
 mod owner;
 mod timewait;
 
+use crate::rng::Rng;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -176,6 +177,10 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     next_port: u16,
     challenge_window: Instant,
     challenge_count: u32,
+    /// This second's challenge-ACK budget (see `allow_challenge`).
+    challenge_budget: u32,
+    /// Randomness without secrecy needs (the challenge budget), seeded from the secret.
+    rng: Rng,
     // Scratch space reused every turn, so the loop does not allocate.
     rx: Vec<D::Rx>,
     tx: Vec<D::Tx>,
@@ -198,6 +203,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let caps = dev.capabilities().clone();
         let now = clock.now();
         let secret = cfg.secret.unwrap_or_else(config::random_secret);
+        let mut rng = Rng::new(u64::from_le_bytes(
+            secret[8..16].try_into().expect("eight bytes"),
+        ));
         let mut isn_key = [0u8; 16];
         let mut cookie_key = [0u8; 16];
         isn_key.copy_from_slice(&secret[..16]);
@@ -241,6 +249,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             next_port,
             challenge_window: now,
             challenge_count: 0,
+            challenge_budget: challenge_budget(&mut rng, cfg.tcp.challenge_ack_limit),
+            rng,
             rx: Vec::with_capacity(cfg.rx_burst),
             tx: Vec::with_capacity(TX_BURST),
             segs: Vec::with_capacity(16),
@@ -465,6 +475,12 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             }
         }
     }
+}
+
+/// One second's challenge-ACK budget: uniform in [limit/2, limit/2 + limit).
+fn challenge_budget(rng: &mut Rng, limit: u32) -> u32 {
+    let limit = u64::from(limit);
+    (limit / 2 + rng.below(limit.max(1))).min(u64::from(u32::MAX)) as u32
 }
 
 #[cfg(test)]

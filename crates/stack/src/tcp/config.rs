@@ -76,9 +76,17 @@ pub struct TcpConfig {
     pub max_persist: Duration,
     /// Keepalive probing, off when `None` (RFC 1122 §4.2.3.6: off by default).
     pub keepalive: Option<Keepalive>,
-    /// Challenge ACKs (RFC 5961 §7) the engine sends per second at most, over all
-    /// connections (Linux tcp_challenge_ack_limit: 1000).
+    /// Challenge ACKs (RFC 5961 §7) the engine sends per second over all connections:
+    /// each second's budget is drawn at random between half and one and a half times
+    /// this, so an off-path observer cannot count it out (CVE-2016-5696; Linux 4.7's
+    /// fix). The per-connection limit below comes first.
     pub challenge_ack_limit: u32,
+    /// Per connection, at most one ACK per this interval answers a segment without data
+    /// that is out of window, fails PAWS or is challenged (RFC 5961): ACK-storm and
+    /// probing fuel otherwise. Linux's tcp_invalid_ratelimit: 500 ms. Segments carrying
+    /// data or a FIN are always answered (their ACKs and D-SACKs are what a sender
+    /// recovers with, and they cannot loop).
+    pub invalid_ack_interval: Duration,
 }
 
 impl Default for TcpConfig {
@@ -104,6 +112,7 @@ impl Default for TcpConfig {
             max_persist: Duration::from_secs(60),
             keepalive: None,
             challenge_ack_limit: 1000,
+            invalid_ack_interval: Duration::from_millis(500),
         }
     }
 }

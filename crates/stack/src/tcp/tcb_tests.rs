@@ -633,15 +633,49 @@ fn rst_in_syn_received_after_active_open_is_refused() {
 #[test]
 fn syn_in_established_is_challenged() {
     let mut tcb = passive(&cfg());
-    // In window, and far outside it: "irrespective of the sequence number" (§4.2).
-    for seq in [IRS + 1, IRS + 500, IRS + 2_000_000_000] {
-        let out = rx(&mut tcb, ms(1), &syn(seq));
+    // In window, and far outside it: "irrespective of the sequence number" (§4.2). Each
+    // one more than the per-connection interval (500 ms) after the last.
+    for (i, seq) in [IRS + 1, IRS + 500, IRS + 2_000_000_000]
+        .into_iter()
+        .enumerate()
+    {
+        let out = rx(&mut tcb, ms(1 + 600 * i as u64), &syn(seq));
         assert!(out.challenge_ack);
         assert_eq!(tcb.state(), State::Established);
         assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 1));
         assert!(events(&mut tcb).is_empty());
-        assert!(tx(&mut tcb, ms(1)).is_empty());
+        assert!(tx(&mut tcb, ms(1 + 600 * i as u64)).is_empty());
     }
+}
+
+#[test]
+fn invalid_segments_are_answered_once_per_interval_unless_they_carry_data() {
+    let mut tcb = passive(&cfg());
+    // A SYN, an inexact RST and a pure ACK beyond the window within 500 ms: only the
+    // first is answered (challenged); the others are held back and say so.
+    let out = rx(&mut tcb, ms(10), &syn(IRS + 1));
+    assert!(out.challenge_ack && !out.invalid_ack_suppressed);
+    let out = rx(&mut tcb, ms(20), &rst(IRS + 5));
+    assert!(!out.challenge_ack && out.invalid_ack_suppressed);
+    let out = rx(&mut tcb, ms(30), &ack(IRS + 1_000_000, ISS + 1, 1000));
+    assert!(out.invalid_ack_suppressed);
+    assert!(
+        tx(&mut tcb, ms(30)).is_empty(),
+        "no ACK for the out-of-window ACK"
+    );
+    // Duplicate data is always answered, whatever the limit says: the sender needs the
+    // ACK (and its D-SACK), and data cannot ping-pong between two stacks.
+    rx(&mut tcb, ms(40), &data(IRS + 1, ISS + 1, 10));
+    tx(&mut tcb, ms(40));
+    let out = rx(&mut tcb, ms(50), &data(IRS + 1, ISS + 1, 10));
+    assert!(!out.invalid_ack_suppressed);
+    let sent = tx(&mut tcb, ms(50));
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].ack, Some(SeqNum(IRS + 11)));
+    // Past the interval, a pure out-of-window ACK is answered again.
+    let out = rx(&mut tcb, ms(600), &ack(IRS + 1_000_000, ISS + 1, 1000));
+    assert!(!out.invalid_ack_suppressed);
+    assert_eq!(tx(&mut tcb, ms(600)).len(), 1);
 }
 
 // ----- 5. ACK range checks -----
@@ -654,11 +688,23 @@ fn ack_of_unsent_data_is_answered_and_dropped() {
         tx(&mut tcb, ms(0)),
         vec![exp_data(ISS + 1, IRS + 1, W, 0, 100, true)]
     );
-    // §3.10.7.4 fifth check: SEG.ACK > SND.NXT: send an ACK, drop the segment.
+    // §3.10.7.4 fifth check: SEG.ACK > SND.NXT: send an ACK, drop the segment. RFC 5961
+    // §5.2 makes that ACK a challenge ACK, under the engine's budget (as Linux does).
     let out = rx(&mut tcb, ms(1), &data(IRS + 1, ISS + 201, 10));
-    assert_eq!(out, RxOutcome::default());
+    assert_eq!(
+        out,
+        RxOutcome {
+            challenge_ack: true,
+            ..RxOutcome::default()
+        }
+    );
     assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 1));
     assert_eq!(tcb.snd_una(), SeqNum(ISS + 1));
+    assert!(
+        tx(&mut tcb, ms(1)).is_empty(),
+        "not before the engine allows it"
+    );
+    tcb.send_challenge_ack();
     assert_eq!(tx(&mut tcb, ms(1)), vec![exp_ack(ISS + 101, IRS + 1, W)]);
 }
 

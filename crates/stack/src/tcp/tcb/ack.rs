@@ -56,9 +56,10 @@ impl Tcb {
         out: &mut RxOutcome,
         pool: &mut RingPool,
     ) -> bool {
-        // RFC 5961 §5.2: acceptable ACKs lie in [SND.UNA - MAX.SND.WND, SND.NXT].
+        // RFC 5961 §5.2: acceptable ACKs lie in [SND.UNA - MAX.SND.WND, SND.NXT];
+        // others are challenged and dropped (an ACK of unsent data too, as Linux does).
         if seg.ack > self.snd.max {
-            self.pending.ack_now = true;
+            self.challenge(now, seg, out);
             return false;
         }
         let oldest = SeqNum(
@@ -68,7 +69,7 @@ impl Tcb {
                 .wrapping_sub(self.snd.max_wnd.min(1 << 30) as u32),
         );
         if seg.ack < oldest {
-            out.challenge_ack = true;
+            self.challenge(now, seg, out);
             return false;
         }
         // An acceptable ACK: the peer is alive and answering (RFC 1122 §4.2.2.17 keeps

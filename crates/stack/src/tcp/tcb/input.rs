@@ -87,6 +87,46 @@ impl Tcb {
         }
     }
 
+    /// Whether the connection's limit holds back an ACK answering the invalid `seg`
+    /// (out of window, failing PAWS, or challenged): at most one per
+    /// `invalid_ack_interval`, as Linux's `tcp_oow_rate_limited`. A segment carrying
+    /// data or a FIN (and no SYN) is always answered: its ACK (and D-SACK) is what the
+    /// sender recovers with, and two stacks cannot loop on it.
+    fn invalid_ack_limited(&mut self, now: Instant, seg: &Segment) -> bool {
+        if (seg.payload_len > 0 || seg.flags.fin) && !seg.flags.syn {
+            return false;
+        }
+        let interval = self.cfg.invalid_ack_interval;
+        if self
+            .last_invalid_ack
+            .is_some_and(|last| now.saturating_duration_since(last) < interval)
+        {
+            return true;
+        }
+        self.last_invalid_ack = Some(now);
+        false
+    }
+
+    /// Answer an invalid segment with an ACK, unless the connection's limit holds it
+    /// back.
+    fn answer_invalid(&mut self, now: Instant, seg: &Segment, out: &mut RxOutcome) {
+        if self.invalid_ack_limited(now, seg) {
+            out.invalid_ack_suppressed = true;
+        } else {
+            self.pending.ack_now = true;
+        }
+    }
+
+    /// RFC 5961: ask the engine for a challenge ACK (its global budget applies next),
+    /// unless the connection's limit holds it back.
+    pub(super) fn challenge(&mut self, now: Instant, seg: &Segment, out: &mut RxOutcome) {
+        if self.invalid_ack_limited(now, seg) {
+            out.invalid_ack_suppressed = true;
+        } else {
+            out.challenge_ack = true;
+        }
+    }
+
     /// Is the segment's sequence range acceptable (§3.10.7.4, first check)?
     fn acceptable(&self, seg: &Segment) -> bool {
         let wnd = self.rcv.window();
@@ -137,9 +177,9 @@ impl Tcb {
 
         // A SYN in a synchronized state, irrespective of its sequence number, gets a
         // challenge ACK and is dropped (RFC 5961 §4.2, RFC 9293 §3.10.7.4 fourth check):
-        // so it is tested before the sequence check, whose plain ACK is not rate limited.
+        // so it is tested before the sequence check.
         if seg.flags.syn && !seg.flags.rst {
-            out.challenge_ack = true;
+            self.challenge(now, seg, out);
             return;
         }
 
@@ -149,7 +189,7 @@ impl Tcb {
                 && ts.is_older(tsval)
                 && now.saturating_duration_since(ts.recent_age) < PAWS_IDLE
             {
-                self.pending.ack_now = true;
+                self.answer_invalid(now, seg, out);
                 return;
             }
         }
@@ -165,14 +205,8 @@ impl Tcb {
                 seg.flags.fin = false;
                 self.pending.ack_now = true;
             } else {
-                if seg.flags.syn && !seg.flags.rst {
-                    // RFC 5961 §4.2: a SYN in a synchronized state gets a challenge ACK
-                    // whatever its sequence number, under the §7 rate limit.
-                    out.challenge_ack = true;
-                    return;
-                }
                 if !seg.flags.rst {
-                    self.pending.ack_now = true;
+                    self.answer_invalid(now, &seg, out);
                     if seg.payload_len > 0 && seg.seq + seg.payload_len <= self.rcv.nxt {
                         // Entirely old data: a duplicate (RFC 2883 §4 case 1).
                         self.pending.dsack = Some((seg.seq, seg.seq + seg.payload_len));
@@ -201,7 +235,7 @@ impl Tcb {
                 };
                 self.finish(reason);
             } else {
-                out.challenge_ack = true;
+                self.challenge(now, &seg, out);
             }
             return;
         }

@@ -136,6 +136,9 @@ pub struct RxOutcome {
     /// RFC 5961 asks for a challenge ACK; the engine applies its global rate limit and
     /// calls [`Tcb::send_challenge_ack`] if allowed.
     pub challenge_ack: bool,
+    /// An ACK for an invalid segment (out of window, failing PAWS, or a challenge) was
+    /// held back by the connection's rate limit.
+    pub invalid_ack_suppressed: bool,
 }
 
 /// RFC 7323 timestamp state.
@@ -189,6 +192,10 @@ pub struct Tcb {
     last_now: Instant,
     /// Keepalive probes sent since the peer was last heard from (RFC 1122 §4.2.3.6).
     keepalive_sent: u32,
+    /// When we last answered an invalid segment (out of window, failing PAWS, or
+    /// challenged per RFC 5961): such ACKs are sent at most once per
+    /// [`TcpConfig::invalid_ack_interval`] per connection.
+    last_invalid_ack: Option<Instant>,
 
     // Settled by the handshake.
     /// Timestamps, when both sides agreed on them (RFC 7323 §3).
@@ -450,6 +457,7 @@ struct TcbLimits {
     fin_wait2_timeout: Duration,
     close_linger: Duration,
     max_persist: Duration,
+    invalid_ack_interval: Duration,
     keepalive: Option<super::config::Keepalive>,
     window_scaling: bool,
     timestamps: bool,
