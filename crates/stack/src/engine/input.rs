@@ -58,7 +58,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             Ok(Some(n)) => {
                 buf.truncate(n);
                 self.stats.icmp_echo_replies += 1;
-                self.push_tx(buf);
+                self.push_tx(buf, false);
             }
             Ok(None) => {}
             Err(r) => self.stats.drop(r),
