@@ -1061,6 +1061,35 @@ fn tso_caps(mtu: usize) -> Capabilities {
     caps
 }
 
+/// A device that hands over a frame above its MTU (the peer's MTU is larger) must not
+/// make the engine send one: the reply is cut to the MTU (RFC 1122 §3.2.2.6), with TSO
+/// on the device or not, and counted; a request that fits is answered whole.
+#[test]
+fn icmp_echo_over_the_mtu_gets_a_reply_cut_to_it() {
+    const MTU: usize = 576;
+    for dev in [Capabilities::new(HOST_MAC, MTU), tso_caps(MTU)] {
+        let wire = Capabilities::new(PEER_MAC, 9000);
+        let mut net = Net::with_caps(config(), Recorder::default(), wire, dev);
+        let fits = pattern(MTU - 20 - 8, 1);
+        let out = net.send(&echo_request(1, 1, &fits));
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].0.len(), ETHERNET_HEADER_LEN + MTU);
+        assert_eq!(out[0].echo_reply().map(|r| r.3), Some(fits.clone()));
+        assert_eq!(net.stats().icmp_echo_truncated, 0);
+
+        let long = pattern(4000, 2);
+        let out = net.send(&echo_request(1, 2, &long));
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].0.len(), ETHERNET_HEADER_LEN + MTU);
+        let (ip, ident, seq_no, echoed) = out[0].echo_reply().expect("an echo reply");
+        assert_eq!((usize::from(ip.total_len), ident, seq_no), (MTU, 1, 2));
+        assert_eq!(echoed, long[..MTU - 20 - 8]);
+        assert_eq!(net.stats().icmp_echo_replies, 2);
+        assert_eq!(net.stats().icmp_echo_truncated, 1);
+        assert_eq!(net.stats().total_drops(), 0);
+    }
+}
+
 /// The transmit path's one size guard: a frame above the MTU that is no TSO
 /// super-frame is dropped and counted, never handed to the device.
 #[test]
