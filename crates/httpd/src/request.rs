@@ -3,6 +3,23 @@
 //! [`parse_request`] on whatever the stack offers and consumes exactly
 //! [`Request::len`] bytes per complete request, so pipelined and split requests need no
 //! buffering of our own.
+//!
+//! Message framing (RFC 9112 §6) is decided the way nginx decides it, since that is
+//! what users of a static file server expect, and every error closes the connection:
+//! - `Content-Length` must be `1*DIGIT` (RFC 9110 §8.6); anything else, a comma list
+//!   included, is 400. Two or more `Content-Length` fields are 400 even when their
+//!   values agree: RFC 9112 §6.3 item 5 makes differing values unrecoverable and lets a
+//!   recipient merge identical ones, nginx rejects every duplicate, and so do we.
+//! - `Transfer-Encoding`: the only coding we take is `chunked` alone, which we never
+//!   decode: the body is not read and the connection closes after the response (RFC
+//!   9112 §9.6). Any other coding or list of codings is 501 (RFC 9112 §6.1: a server
+//!   SHOULD answer 501 to a transfer coding it does not understand). A second
+//!   `Transfer-Encoding` field, one in an HTTP/1.0 request (§6.1: its framing is
+//!   faulty) and one together with `Content-Length` (§6.1: a smuggling attempt; the
+//!   server MUST close after responding) are 400.
+//! - Both fields are read as bytes before anything else, so a value that is not UTF-8
+//!   is an error rather than a field we skip, whose body would then be parsed as the
+//!   next request.
 
 /// Headers parsed per request; more is answered with 431.
 pub const MAX_HEADERS: usize = 64;
@@ -48,8 +65,8 @@ pub struct Request<'a> {
     pub if_modified_since: Option<&'a str>,
     pub range: Option<&'a str>,
     pub if_range: Option<&'a str>,
-    /// The request announces a body (`Content-Length` > 0 or `Transfer-Encoding`):
-    /// we never read bodies, so the connection closes after the response.
+    /// The request announces a body (`Content-Length` > 0 or `Transfer-Encoding:
+    /// chunked`): we never read bodies, so the connection closes after the response.
     pub has_body: bool,
     /// Bytes of the head, including the blank line.
     pub len: usize,
@@ -71,12 +88,15 @@ impl Request<'_> {
 /// A request that cannot be answered normally; the status to answer with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParseError {
-    /// 400: not HTTP/1.x syntax, or a bad header value.
+    /// 400: not HTTP/1.x syntax, a bad header value, or framing we refuse (see the
+    /// [module docs](self)).
     Malformed,
     /// 414: the target is over [`Limits::max_target`].
     TargetTooLong,
     /// 431: the head is over [`Limits::max_header_bytes`] or has too many fields.
     HeadersTooLarge,
+    /// 501: a transfer coding other than `chunked` (RFC 9112 §6.1).
+    NotImplemented,
     /// 505: a version other than 1.0 or 1.1.
     Version,
 }
@@ -87,6 +107,7 @@ impl ParseError {
             ParseError::Malformed => 400,
             ParseError::TargetTooLong => 414,
             ParseError::HeadersTooLarge => 431,
+            ParseError::NotImplemented => 501,
             ParseError::Version => 505,
         }
     }
@@ -109,6 +130,48 @@ fn connection_tokens(value: &str, close: &mut bool, keep_alive: &mut bool) {
         } else if t.eq_ignore_ascii_case("keep-alive") {
             *keep_alive = true;
         }
+    }
+}
+
+/// A `Content-Length` value: `1*DIGIT` (RFC 9110 §8.6), so no sign, no list, no
+/// overflow.
+fn content_length(value: &[u8]) -> Option<u64> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// What the framing fields of one head said.
+#[derive(Default)]
+struct Framing {
+    content_lengths: usize,
+    transfer_encodings: usize,
+    /// The (last) `Transfer-Encoding` is exactly `chunked`.
+    chunked: bool,
+}
+
+impl Framing {
+    /// The verdict on a head of version 1.`minor` (see the [module docs](self)):
+    /// whether it announces a body, or the error it gets.
+    fn check(&self, minor: u8) -> Result<bool, ParseError> {
+        if self.content_lengths > 1 {
+            return Err(ParseError::Malformed);
+        }
+        if self.transfer_encodings == 0 {
+            return Ok(false);
+        }
+        if self.transfer_encodings > 1 || minor == 0 {
+            return Err(ParseError::Malformed);
+        }
+        if !self.chunked {
+            return Err(ParseError::NotImplemented);
+        }
+        if self.content_lengths > 0 {
+            return Err(ParseError::Malformed);
+        }
+        Ok(true)
     }
 }
 
@@ -181,13 +244,29 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
         len,
     };
     let mut hosts = 0;
+    let mut framing = Framing::default();
     for h in req.headers.iter() {
+        let name = h.name;
+        // Framing fields on their raw bytes, before the UTF-8 filter below.
+        if name.eq_ignore_ascii_case("content-length") {
+            framing.content_lengths += 1;
+            match content_length(h.value) {
+                Some(n) => r.has_body |= n > 0,
+                // RFC 9112 §6.3: an invalid Content-Length is unrecoverable.
+                None => return Parsed::Error(ParseError::Malformed),
+            }
+            continue;
+        }
+        if name.eq_ignore_ascii_case("transfer-encoding") {
+            framing.transfer_encodings += 1;
+            framing.chunked = h.value.trim_ascii().eq_ignore_ascii_case(b"chunked");
+            continue;
+        }
         let value = match std::str::from_utf8(h.value) {
             Ok(v) => v.trim(),
             // Only a few fields matter to us; an opaque one we ignore may be anything.
             Err(_) => continue,
         };
-        let name = h.name;
         if name.eq_ignore_ascii_case("host") {
             hosts += 1;
             r.has_host = true;
@@ -201,20 +280,15 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
             r.range = Some(value);
         } else if name.eq_ignore_ascii_case("if-range") {
             r.if_range = Some(value);
-        } else if name.eq_ignore_ascii_case("content-length") {
-            match value.parse::<u64>() {
-                Ok(0) => {}
-                Ok(_) => r.has_body = true,
-                // RFC 9112 §6.3: an invalid Content-Length is unrecoverable.
-                Err(_) => return Parsed::Error(ParseError::Malformed),
-            }
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            r.has_body = true;
         }
     }
     // RFC 9112 §3.2: a 1.1 request without Host, or with several, gets 400.
     if hosts > 1 || (minor >= 1 && hosts == 0) {
         return Parsed::Error(ParseError::Malformed);
+    }
+    match framing.check(minor) {
+        Ok(chunked) => r.has_body |= chunked,
+        Err(e) => return Parsed::Error(e),
     }
     Parsed::Complete(r)
 }
@@ -299,6 +373,119 @@ mod tests {
         let many: String = (0..100).map(|i| format!("X{i}: y\r\n")).collect();
         let many = format!("GET / HTTP/1.1\r\nHost: x\r\n{many}\r\n");
         assert_eq!(error(many.as_bytes()).status(), 431);
+    }
+
+    fn with_fields(version: &str, fields: &[&[u8]]) -> Vec<u8> {
+        let mut head = format!("POST / HTTP/{version}\r\nHost: x\r\n").into_bytes();
+        for f in fields {
+            head.extend_from_slice(f);
+            head.extend_from_slice(b"\r\n");
+        }
+        head.extend_from_slice(b"\r\n");
+        head
+    }
+
+    fn framing_status(version: &str, fields: &[&[u8]]) -> Option<u16> {
+        match parse_request(&with_fields(version, fields), &Limits::default()) {
+            Parsed::Complete(_) => None,
+            Parsed::Error(e) => Some(e.status()),
+            Parsed::Partial => panic!("partial head for {fields:?}"),
+        }
+    }
+
+    /// RFC 9112 §6.3 item 5: differing lengths are unrecoverable; like nginx we also
+    /// refuse repeated identical ones, and a value must be `1*DIGIT`.
+    #[test]
+    fn content_length_must_be_one_plain_number() {
+        let st = |f: &[&[u8]]| framing_status("1.1", f);
+        assert_eq!(st(&[b"Content-Length: 5", b"Content-Length: 6"]), Some(400));
+        assert_eq!(st(&[b"Content-Length: 5", b"Content-Length: 5"]), Some(400));
+        assert_eq!(st(&[b"Content-Length: 0", b"content-length: 0"]), Some(400));
+        for bad in [
+            &b"Content-Length: 5, 6"[..],
+            b"Content-Length: 5,5",
+            b"Content-Length: +5",
+            b"Content-Length: -1",
+            b"Content-Length: 0x10",
+            b"Content-Length: 1 2",
+            b"Content-Length: 99999999999999999999999",
+            b"Content-Length: \xff5",
+            b"Content-Length:",
+        ] {
+            assert_eq!(st(&[bad]), Some(400), "{}", String::from_utf8_lossy(bad));
+        }
+        let buf = with_fields("1.1", &[b"Content-Length: \t17 "]);
+        let r = complete(&buf);
+        assert!(r.has_body && !r.persistent());
+    }
+
+    /// RFC 9112 §6.1: only `chunked` (never decoded: the connection closes after the
+    /// response); other codings 501; TE with CL, twice, or in 1.0 is 400.
+    #[test]
+    fn transfer_encoding_is_chunked_or_refused() {
+        let st = |f: &[&[u8]]| framing_status("1.1", f);
+        for unknown in [
+            &b"Transfer-Encoding: gzip"[..],
+            b"Transfer-Encoding: gzip, chunked",
+            b"Transfer-Encoding: chunked, gzip",
+            b"Transfer-Encoding: chunked, chunked",
+            b"Transfer-Encoding: identity",
+            b"Transfer-Encoding: chunked;x=1",
+            b"Transfer-Encoding: \xffchunked",
+            b"Transfer-Encoding:",
+        ] {
+            assert_eq!(
+                st(&[unknown]),
+                Some(501),
+                "{}",
+                String::from_utf8_lossy(unknown)
+            );
+        }
+        let te = b"Transfer-Encoding: chunked";
+        for (fields, want) in [
+            (
+                &[&b"Transfer-Encoding: gzip"[..], b"Content-Length: 3"][..],
+                501,
+            ),
+            (&[te, te], 400),
+            (&[te, b"Content-Length: 3"], 400),
+            (&[b"Content-Length: 0", te], 400),
+        ] {
+            assert_eq!(st(fields), Some(want), "{fields:?}");
+        }
+        let one_o = |f: &[&[u8]]| framing_status("1.0", f);
+        assert_eq!(one_o(&[b"Transfer-Encoding: chunked"]), Some(400));
+        assert_eq!(one_o(&[b"Transfer-Encoding: gzip"]), Some(400));
+        for fine in [
+            &b"Transfer-Encoding: chunked"[..],
+            b"transfer-encoding:  Chunked\t",
+        ] {
+            let buf = with_fields("1.1", &[fine]);
+            let r = complete(&buf);
+            assert!(r.has_body && !r.persistent());
+        }
+    }
+
+    /// The smuggling shape: a body that holds a second request is never parsed as
+    /// one; the head is an error, and the server closes after answering it.
+    #[test]
+    fn conflicting_framing_hides_no_request() {
+        let body = b"0\r\n\r\nGET /secret HTTP/1.1\r\nHost: x\r\n\r\n";
+        for fields in [
+            &[&b"Transfer-Encoding: chunked"[..], b"Content-Length: 38"][..],
+            &[b"Content-Length: 38", b"Content-Length: 0"],
+            &[b"Transfer-Encoding: xchunked"],
+        ] {
+            let mut buf = with_fields("1.1", fields);
+            buf.extend_from_slice(body);
+            assert!(
+                matches!(
+                    parse_request(&buf, &Limits::default()),
+                    Parsed::Error(ParseError::Malformed | ParseError::NotImplemented)
+                ),
+                "{fields:?}"
+            );
+        }
     }
 
     /// Pipelined requests split at every byte boundary: consuming `len` per complete

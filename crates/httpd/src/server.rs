@@ -90,6 +90,8 @@ pub struct HttpStats {
     pub long_targets: u64,
     /// Heads over the limit (431).
     pub oversized_headers: u64,
+    /// Transfer codings we do not implement (501).
+    pub not_implemented: u64,
     /// Versions other than 1.0/1.1 (505).
     pub bad_versions: u64,
     /// Connections refused at `max_connections`.
@@ -119,6 +121,7 @@ impl HttpStats {
         self.bad_requests += o.bad_requests;
         self.long_targets += o.long_targets;
         self.oversized_headers += o.oversized_headers;
+        self.not_implemented += o.not_implemented;
         self.bad_versions += o.bad_versions;
         self.refused_connections += o.refused_connections;
         self.header_timeouts += o.header_timeouts;
@@ -133,7 +136,7 @@ impl fmt::Display for HttpStats {
         write!(
             f,
             "connections={} requests={} 200={} 206={} 301={} 304={} 404={} 405={} 416={} \
-             400={} 414={} 431={} 505={} refused_connections={} header_timeouts={} \
+             400={} 414={} 431={} 501={} 505={} refused_connections={} header_timeouts={} \
              idle_timeouts={} backpressure_pauses={} body_bytes={}",
             self.connections,
             self.requests,
@@ -147,6 +150,7 @@ impl fmt::Display for HttpStats {
             self.bad_requests,
             self.long_targets,
             self.oversized_headers,
+            self.not_implemented,
             self.bad_versions,
             self.refused_connections,
             self.header_timeouts,
@@ -220,6 +224,7 @@ fn reason(status: u16) -> &'static str {
         414 => "URI Too Long",
         416 => "Range Not Satisfiable",
         431 => "Request Header Fields Too Large",
+        501 => "Not Implemented",
         505 => "HTTP Version Not Supported",
         _ => "Error",
     }
@@ -375,6 +380,7 @@ impl HttpServer {
             414 => self.stats.long_targets += 1,
             416 => self.stats.status_416 += 1,
             431 => self.stats.oversized_headers += 1,
+            501 => self.stats.not_implemented += 1,
             505 => self.stats.bad_versions += 1,
             _ => {}
         }

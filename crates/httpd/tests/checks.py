@@ -295,6 +295,12 @@ def check_errors():
     error_case(req("/" + "a" * 3000), 414, True)
     error_case(req("/", extra="X-Big: " + "b" * 10000 + "\r\n"), 431, True)
     error_case(b"GET / HTTP/2.0\r\n\r\n", 505, True)
+    # Framing (RFC 9112 §6): a request hidden in the body is never answered.
+    hidden = b"0\r\n\r\n" + req("/hello.txt")
+    error_case(req("/", extra="Content-Length: 5\r\nContent-Length: 6\r\n") + hidden, 400, True)
+    error_case(req("/", extra="Transfer-Encoding: gzip\r\n") + hidden, 501, True)
+    error_case(req("/", extra="Transfer-Encoding: chunked\r\nContent-Length: 5\r\n") + hidden,
+               400, True)
     error_case(req("/data.bin", extra="Range: bytes=99999999-\r\n"), 416, False)
 
 

@@ -57,6 +57,7 @@ fn python_checks_against_kernel_backend() {
         ("405", 2),
         ("414", 1),
         ("431", 1),
+        ("501", 1),
         ("505", 1),
         ("416", 2),
         ("304", 2),
@@ -188,6 +189,51 @@ fn pipelining_over_a_raw_socket() {
         at += i + needle.len();
     }
     server.stop();
+}
+
+/// Raw socket, no external tool: requests whose framing we refuse (two
+/// `Content-Length`s, an unknown transfer coding, `Transfer-Encoding` with
+/// `Content-Length`) get 400/501 and a close, and a request hidden in the body is never
+/// answered; `Transfer-Encoding: chunked` alone is answered, then the connection closes
+/// without reading the body.
+#[test]
+fn framing_errors_close_without_reading_the_body() {
+    let dir = Scratch::new("framing");
+    let root = make_site(&dir.0, None);
+    let server = Server::start(&root, &dir.0, 1, &[]);
+    let smuggled = "GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+    let cases = [
+        ("Content-Length: 5\r\nContent-Length: 40\r\n", "400"),
+        ("Content-Length: 40\r\nContent-Length: 40\r\n", "400"),
+        ("Content-Length: 40, 40\r\n", "400"),
+        ("Transfer-Encoding: gzip, chunked\r\n", "501"),
+        ("Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", "400"),
+        ("Transfer-Encoding: chunked\r\n", "200"),
+    ];
+    for (fields, want) in cases {
+        let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let req = format!("GET /style.css HTTP/1.1\r\nHost: x\r\n{fields}\r\n0\r\n\r\n{smuggled}");
+        s.write_all(req.as_bytes()).unwrap();
+        let mut all = Vec::new();
+        // The server closes: EOF, or a reset once the response is in.
+        let _ = s.read_to_end(&mut all);
+        let text = String::from_utf8_lossy(&all);
+        let statuses: Vec<&str> = text
+            .match_indices("HTTP/1.1 ")
+            .map(|(i, _)| &text[i + 9..i + 12])
+            .collect();
+        assert_eq!(statuses, [want], "{fields:?}:\n{text}");
+        assert!(
+            text.contains("Connection: close\r\n"),
+            "{fields:?}:\n{text}"
+        );
+        assert!(!text.contains("Hello from Rusty."), "{fields:?}:\n{text}");
+    }
+    let log = server.stop();
+    assert_eq!(total_counter(&log, "400"), 4, "{log}");
+    assert_eq!(total_counter(&log, "501"), 1, "{log}");
+    assert_eq!(total_counter(&log, "200"), 1, "{log}");
 }
 
 /// Bad command lines: usage and exit 2; a missing root: a clear error and exit 1.

@@ -170,6 +170,7 @@ fn all_checks(test: &str, tools: &[&str], start: Start) {
         "404",
         "414",
         "431",
+        "501",
         "505",
         "206",
         "304",

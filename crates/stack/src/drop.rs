@@ -55,11 +55,15 @@ pub enum DropReason {
     ArpUnresolved,
     /// No transmit buffer (or one too small) was available for a reply.
     NoTxBuffer,
+    /// A frame the engine built is longer than the link's MTU (plus the Ethernet
+    /// header) and is no TSO super-frame: never sent, as the device or the next hop
+    /// would drop it or worse.
+    OverMtu,
 }
 
 impl DropReason {
     /// Number of variants: the length of a per-reason counter array.
-    pub const COUNT: usize = 20;
+    pub const COUNT: usize = 21;
 
     /// Every variant, in [`index`](DropReason::index) order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
@@ -83,6 +87,7 @@ impl DropReason {
         DropReason::ArpQueueFull,
         DropReason::ArpUnresolved,
         DropReason::NoTxBuffer,
+        DropReason::OverMtu,
     ];
 
     /// Position of this reason in [`DropReason::ALL`] and in a counter array.
@@ -113,6 +118,7 @@ impl DropReason {
             DropReason::ArpQueueFull => "arp_queue_full",
             DropReason::ArpUnresolved => "arp_unresolved",
             DropReason::NoTxBuffer => "no_tx_buffer",
+            DropReason::OverMtu => "over_mtu",
         }
     }
 }
@@ -136,6 +142,6 @@ mod tests {
             assert_eq!(r.to_string(), r.name());
         }
         assert_eq!(names.len(), DropReason::COUNT);
-        assert_eq!(DropReason::NoTxBuffer.index(), DropReason::COUNT - 1);
+        assert_eq!(DropReason::OverMtu.index(), DropReason::COUNT - 1);
     }
 }

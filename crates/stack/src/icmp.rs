@@ -5,6 +5,12 @@
 //! accepted and ignored: they are not errors, so they are reported as `Ok(None)` rather
 //! than as a [`DropReason`]. Parsing and emitting go through smoltcp's [`Icmpv4Packet`] and
 //! [`Icmpv4Repr`].
+//!
+//! A request longer than the link MTU allows a reply to be (a device may hand over a
+//! frame above its MTU: a peer with a larger MTU on the segment, a driver that does not
+//! filter) is answered with its data cut to fit: RFC 1122 §3.2.2.6 says that when the
+//! reply would need fragmentation the host does not implement, it MUST be truncated to
+//! the maximum transmission size and sent. We never fragment.
 
 use std::net::Ipv4Addr;
 
@@ -17,19 +23,24 @@ use crate::io::MacAddr;
 use crate::ipv4::{self, IpProtocol, Ipv4Header};
 
 /// Length of the fixed ICMP header: type, code, checksum and the 4-byte rest-of-header.
-#[cfg(test)]
 pub(crate) const HEADER_LEN: usize = 8;
 
 /// Answer an ICMP message.
 ///
 /// For an Echo Request (type 8, code 0) with a valid checksum, write the Echo Reply
 /// (RFC 792: same identifier, sequence number and data, type 0, new checksum) into `out`
-/// and return `Ok(Some(len))`, where `len` equals `request.len()`. Any other well-formed
-/// message returns `Ok(None)`: nothing to send, nothing wrong.
+/// and return `Ok(Some(len))`, where `len` equals `request.len()`, or `max_len` when the
+/// request is longer: the data is then cut to fit (RFC 1122 §3.2.2.6). Any other
+/// well-formed message returns `Ok(None)`: nothing to send, nothing wrong.
 ///
 /// `request` is the whole ICMP message, i.e. the IPv4 payload already trimmed to the IP
-/// total length. An `out` shorter than `request` yields [`DropReason::NoTxBuffer`].
-pub(crate) fn echo_reply(request: &[u8], out: &mut [u8]) -> Result<Option<usize>, DropReason> {
+/// total length. A `max_len` below the ICMP header yields [`DropReason::OverMtu`]; an
+/// `out` shorter than the reply [`DropReason::NoTxBuffer`].
+pub(crate) fn echo_reply(
+    request: &[u8],
+    out: &mut [u8],
+    max_len: usize,
+) -> Result<Option<usize>, DropReason> {
     let packet = Icmpv4Packet::new_checked(request).map_err(|_| DropReason::Truncated)?;
     // ICMP checksums are never offloaded to the NIC, so always verify (RFC 792: the
     // ones'-complement sum over the whole message).
@@ -48,10 +59,13 @@ pub(crate) fn echo_reply(request: &[u8], out: &mut [u8]) -> Result<Option<usize>
         }) => (ident, seq_no, data),
         _ => return Err(DropReason::BadIcmp),
     };
+    let Some(room) = max_len.checked_sub(HEADER_LEN) else {
+        return Err(DropReason::OverMtu);
+    };
     let reply = Icmpv4Repr::EchoReply {
         ident,
         seq_no,
-        data,
+        data: &data[..data.len().min(room)],
     };
     let len = reply.buffer_len();
     let Some(out) = out.get_mut(..len) else {
@@ -66,12 +80,15 @@ pub(crate) fn echo_reply(request: &[u8], out: &mut [u8]) -> Result<Option<usize>
 
 /// Build a complete Ethernet + IPv4 + ICMP Echo Reply frame into `out` for an Echo
 /// Request that arrived from `request_src_mac` with IPv4 header `request_ip` and ICMP
-/// message `request_icmp`. Returns the frame length, or `Ok(None)` when nothing is owed.
+/// message `request_icmp`, on a link whose IP MTU is `mtu` (the reply is cut to fit it,
+/// see [`echo_reply`]). Returns the frame length, or `Ok(None)` when nothing is owed.
 ///
 /// An Echo Request sent to the broadcast address is ignored (RFC 1122 §3.2.2.6 allows it;
 /// answering would make us a smurf-attack amplifier). The reply always comes from
 /// `our_ip`, carries DF and [`ipv4::DEFAULT_TTL`], and has its IPv4 checksum filled in.
-/// `out` must hold `14 + 20 + request_icmp.len()` bytes, else [`DropReason::NoTxBuffer`].
+/// `out` must hold the reply, `14 + 20 + request_icmp.len()` bytes or `14 + mtu` if
+/// fewer, else [`DropReason::NoTxBuffer`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn echo_reply_frame(
     out: &mut [u8],
     our_mac: MacAddr,
@@ -80,6 +97,7 @@ pub(crate) fn echo_reply_frame(
     request_ip: &Ipv4Header,
     request_icmp: &[u8],
     ip_ident: u16,
+    mtu: usize,
 ) -> Result<Option<usize>, DropReason> {
     if request_ip.is_broadcast() {
         return Ok(None);
@@ -87,7 +105,8 @@ pub(crate) fn echo_reply_frame(
     let Some(icmp_out) = out.get_mut(ipv4::TRANSPORT_OFFSET..) else {
         return Err(DropReason::NoTxBuffer);
     };
-    let Some(icmp_len) = echo_reply(request_icmp, icmp_out)? else {
+    let max_icmp = mtu.saturating_sub(ipv4::HEADER_LEN);
+    let Some(icmp_len) = echo_reply(request_icmp, icmp_out, max_icmp)? else {
         return Ok(None);
     };
     ethernet::write_header(out, our_mac, request_src_mac, EthernetProtocol::Ipv4);
@@ -115,6 +134,7 @@ mod tests {
     const THEM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
     const US_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
     const THEM_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
+    const MTU: usize = 1500;
 
     fn emit(repr: &Icmpv4Repr) -> Vec<u8> {
         let mut buf = vec![0u8; repr.buffer_len()];
@@ -138,7 +158,7 @@ mod tests {
         let data: Vec<u8> = (0..56u8).collect();
         let req = echo_request(&data);
         let mut out = [0u8; 128];
-        let len = echo_reply(&req, &mut out).unwrap().unwrap();
+        let len = echo_reply(&req, &mut out, MTU).unwrap().unwrap();
         assert_eq!(len, req.len());
         let p = Icmpv4Packet::new_checked(&out[..len]).unwrap();
         assert!(p.verify_checksum());
@@ -157,7 +177,7 @@ mod tests {
     fn replies_to_an_empty_echo_request() {
         let req = echo_request(&[]);
         let mut out = [0u8; 8];
-        assert_eq!(echo_reply(&req, &mut out), Ok(Some(8)));
+        assert_eq!(echo_reply(&req, &mut out, MTU), Ok(Some(8)));
         assert_eq!(out[0], 0, "type 0 is Echo Reply");
     }
 
@@ -166,7 +186,10 @@ mod tests {
         let mut req = echo_request(b"ping");
         req[9] ^= 1;
         let mut out = [0u8; 64];
-        assert_eq!(echo_reply(&req, &mut out), Err(DropReason::BadIcmpChecksum));
+        assert_eq!(
+            echo_reply(&req, &mut out, MTU),
+            Err(DropReason::BadIcmpChecksum)
+        );
     }
 
     #[test]
@@ -175,14 +198,14 @@ mod tests {
         let mut out = [0u8; 64];
         for len in 0..HEADER_LEN {
             assert_eq!(
-                echo_reply(&req[..len], &mut out),
+                echo_reply(&req[..len], &mut out, MTU),
                 Err(DropReason::Truncated)
             );
         }
         // Cutting data off a request breaks its checksum.
         let req = echo_request(b"abcdefgh");
         assert_eq!(
-            echo_reply(&req[..12], &mut out),
+            echo_reply(&req[..12], &mut out, MTU),
             Err(DropReason::BadIcmpChecksum)
         );
     }
@@ -194,7 +217,7 @@ mod tests {
         p.set_msg_code(1);
         p.fill_checksum();
         let mut out = [0u8; 64];
-        assert_eq!(echo_reply(&req, &mut out), Err(DropReason::BadIcmp));
+        assert_eq!(echo_reply(&req, &mut out, MTU), Err(DropReason::BadIcmp));
     }
 
     #[test]
@@ -205,18 +228,46 @@ mod tests {
             data: b"abc",
         });
         let mut out = [0u8; 64];
-        assert_eq!(echo_reply(&reply, &mut out), Ok(None));
+        assert_eq!(echo_reply(&reply, &mut out, MTU), Ok(None));
         // Timestamp request (type 13): well formed, not implemented.
         let mut ts = vec![13u8, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0];
         Icmpv4Packet::new_unchecked(&mut ts[..]).fill_checksum();
-        assert_eq!(echo_reply(&ts, &mut out), Ok(None));
+        assert_eq!(echo_reply(&ts, &mut out, MTU), Ok(None));
     }
 
     #[test]
     fn small_output_buffer() {
         let req = echo_request(b"0123456789");
         let mut out = [0u8; 17];
-        assert_eq!(echo_reply(&req, &mut out), Err(DropReason::NoTxBuffer));
+        assert_eq!(echo_reply(&req, &mut out, MTU), Err(DropReason::NoTxBuffer));
+    }
+
+    /// RFC 1122 §3.2.2.6: a reply that would not fit is cut to fit and sent.
+    #[test]
+    fn long_requests_get_truncated_replies() {
+        let data: Vec<u8> = (0..200u8).collect();
+        let req = echo_request(&data);
+        let mut out = [0u8; 256];
+        assert_eq!(echo_reply(&req, &mut out, 100), Ok(Some(100)));
+        let p = Icmpv4Packet::new_checked(&out[..100]).unwrap();
+        assert!(p.verify_checksum());
+        assert_eq!(p.msg_type(), Icmpv4Message::EchoReply);
+        assert_eq!(p.data(), &data[..100 - HEADER_LEN]);
+        assert_eq!(echo_reply(&req, &mut out, HEADER_LEN), Ok(Some(HEADER_LEN)));
+        assert_eq!(
+            echo_reply(&req, &mut out, HEADER_LEN - 1),
+            Err(DropReason::OverMtu)
+        );
+        // Over an Ethernet frame: the datagram is exactly the MTU.
+        let ip = request_ip(US, req.len());
+        let len = echo_reply_frame(&mut out, US_MAC, US, THEM_MAC, &ip, &req, 0, 128)
+            .unwrap()
+            .unwrap();
+        assert_eq!(len, ethernet::HEADER_LEN + 128);
+        let (_, ip_bytes) = ethernet::parse(&out[..len]).unwrap();
+        let (h, icmp) = ipv4::parse(ip_bytes, THEM, false).unwrap();
+        assert_eq!(usize::from(h.total_len), 128);
+        assert!(Icmpv4Packet::new_checked(icmp).unwrap().verify_checksum());
     }
 
     fn request_ip(dst: Ipv4Addr, icmp_len: usize) -> Ipv4Header {
@@ -236,7 +287,7 @@ mod tests {
         let req = echo_request(b"payload!");
         let ip = request_ip(US, req.len());
         let mut out = [0u8; 128];
-        let len = echo_reply_frame(&mut out, US_MAC, US, THEM_MAC, &ip, &req, 5)
+        let len = echo_reply_frame(&mut out, US_MAC, US, THEM_MAC, &ip, &req, 5, MTU)
             .unwrap()
             .unwrap();
         assert_eq!(len, 14 + 20 + req.len());
@@ -260,13 +311,13 @@ mod tests {
         let mut out = [0u8; 128];
         let ip = request_ip(Ipv4Addr::BROADCAST, req.len());
         assert_eq!(
-            echo_reply_frame(&mut out, US_MAC, US, THEM_MAC, &ip, &req, 0),
+            echo_reply_frame(&mut out, US_MAC, US, THEM_MAC, &ip, &req, 0, MTU),
             Ok(None)
         );
         let ip = request_ip(US, req.len());
         for short in [0usize, 20, 34, 34 + req.len() - 1] {
             assert_eq!(
-                echo_reply_frame(&mut out[..short], US_MAC, US, THEM_MAC, &ip, &req, 0),
+                echo_reply_frame(&mut out[..short], US_MAC, US, THEM_MAC, &ip, &req, 0, MTU),
                 Err(DropReason::NoTxBuffer)
             );
         }
@@ -279,7 +330,7 @@ mod tests {
             out_len in 0usize..128,
         ) {
             let mut out = vec![0u8; out_len];
-            if let Ok(Some(len)) = echo_reply(&bytes, &mut out) {
+            if let Ok(Some(len)) = echo_reply(&bytes, &mut out, MTU) {
                 prop_assert_eq!(len, bytes.len());
                 prop_assert!(Icmpv4Packet::new_unchecked(&out[..len]).verify_checksum());
             }
@@ -290,13 +341,16 @@ mod tests {
             ident in any::<u16>(),
             seq_no in any::<u16>(),
             data in proptest::collection::vec(any::<u8>(), 0..200),
+            max_len in HEADER_LEN..300,
         ) {
             let req = emit(&Icmpv4Repr::EchoRequest { ident, seq_no, data: &data });
             let mut out = vec![0u8; req.len()];
-            let len = echo_reply(&req, &mut out).unwrap().unwrap();
+            let len = echo_reply(&req, &mut out, max_len).unwrap().unwrap();
+            prop_assert_eq!(len, req.len().min(max_len));
             let p = Icmpv4Packet::new_checked(&out[..len]).unwrap();
             let repr = Icmpv4Repr::parse(&p, &ChecksumCapabilities::default()).unwrap();
-            prop_assert_eq!(repr, Icmpv4Repr::EchoReply { ident, seq_no, data: &data });
+            let data = &data[..len - HEADER_LEN];
+            prop_assert_eq!(repr, Icmpv4Repr::EchoReply { ident, seq_no, data });
         }
     }
 }

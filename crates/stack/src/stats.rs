@@ -25,6 +25,9 @@ pub struct Stats {
     pub arp_replies_sent: u64,
     /// ICMP echo replies sent (answers to ping).
     pub icmp_echo_replies: u64,
+    /// Echo replies cut to the link MTU, because their request was longer (RFC 1122
+    /// §3.2.2.6); also counted in `icmp_echo_replies`.
+    pub icmp_echo_truncated: u64,
     /// Active opens started.
     pub conns_opened_active: u64,
     /// Passive opens the application accepted.
@@ -98,6 +101,7 @@ impl Default for Stats {
             arp_requests_sent: 0,
             arp_replies_sent: 0,
             icmp_echo_replies: 0,
+            icmp_echo_truncated: 0,
             conns_opened_active: 0,
             conns_opened_passive: 0,
             conns_refused: 0,
@@ -171,6 +175,7 @@ impl Stats {
             arp_requests_sent,
             arp_replies_sent,
             icmp_echo_replies,
+            icmp_echo_truncated,
             conns_opened_active,
             conns_opened_passive,
             conns_refused,

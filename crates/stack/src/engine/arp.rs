@@ -107,7 +107,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         };
         let n = build(&mut buf);
         buf.truncate(n);
-        self.push_tx(buf);
+        self.push_tx(buf, false);
         true
     }
 
@@ -124,7 +124,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 continue;
             };
             buf.copy_from_slice(&frame);
-            self.push_tx(buf);
+            self.push_tx(buf, false);
         }
         self.arp_ready = ready;
     }

@@ -9,7 +9,7 @@ use crate::app::Handler;
 use crate::drop::DropReason;
 use crate::ethernet::{self, EthernetProtocol};
 use crate::icmp;
-use crate::io::{MacAddr, PacketIo, TxFrame};
+use crate::io::{MacAddr, PacketIo, TxFrame, ETHERNET_HEADER_LEN};
 use crate::ipv4::{self, IpProtocol, Ipv4Header};
 use crate::tcp::segment::{ParseError, Segment, TxSegment};
 use crate::tcp::seq::SeqNum;
@@ -49,16 +49,22 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     fn on_icmp(&mut self, src_mac: MacAddr, ip: &Ipv4Header, l4: &[u8]) {
-        let len = ipv4::TRANSPORT_OFFSET + l4.len();
+        // A request longer than the MTU allows (the device handed over a frame above
+        // it) gets a reply cut to the MTU: see `icmp`.
+        let full = ipv4::TRANSPORT_OFFSET + l4.len();
+        let len = full.min(self.max_frame);
         let Some(mut buf) = self.dev.alloc_tx(len) else {
             return self.stats.drop(DropReason::NoTxBuffer);
         };
+        let (mac, our_ip) = (self.mac, self.cfg.ip);
+        let mtu = self.max_frame - ETHERNET_HEADER_LEN;
         let ident = self.ident.next();
-        match icmp::echo_reply_frame(&mut buf, self.mac, self.cfg.ip, src_mac, ip, l4, ident) {
+        match icmp::echo_reply_frame(&mut buf, mac, our_ip, src_mac, ip, l4, ident, mtu) {
             Ok(Some(n)) => {
                 buf.truncate(n);
                 self.stats.icmp_echo_replies += 1;
-                self.push_tx(buf);
+                self.stats.icmp_echo_truncated += u64::from(n < full);
+                self.push_tx(buf, false);
             }
             Ok(None) => {}
             Err(r) => self.stats.drop(r),

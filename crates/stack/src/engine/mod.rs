@@ -34,7 +34,7 @@ use ahash::RandomState;
 pub use config::EngineConfig;
 
 use crate::app::{AppCore, ConnId, Handler, OpenResult};
-use crate::io::{ChecksumOffload, MacAddr, PacketIo, RxFrame};
+use crate::io::{ChecksumOffload, MacAddr, PacketIo, RxFrame, ETHERNET_HEADER_LEN};
 use crate::ipv4::{self, IdentCounter};
 use crate::stats::Stats;
 use crate::tcp::cookie::SynCookies;
@@ -158,6 +158,9 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     mac: MacAddr,
     our_mss: u16,
     tx_csum: ChecksumOffload,
+    /// The longest frame sent as is (not a TSO super-frame): the IP MTU plus the
+    /// Ethernet header.
+    max_frame: usize,
     /// Payload bytes per TSO super-frame the device takes (0: no TSO).
     tso_payload: usize,
     /// The handler and the connection blocks, with the rules for calling it.
@@ -226,6 +229,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             mac: caps.mac,
             our_mss,
             tx_csum: caps.tx_checksum,
+            max_frame: ETHERNET_HEADER_LEN + caps.mtu,
             // TSO needs the device to checksum each segment it cuts; leave room for the
             // IPv4 header and the largest TCP header.
             tso_payload: match caps.tso_max {

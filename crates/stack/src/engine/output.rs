@@ -145,18 +145,26 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.push_segment(sent);
     }
 
-    /// Queue a segment's frame [`TcpFrame::build_in`] built (`None`: no buffer).
-    fn push_segment(&mut self, frame: Option<D::Tx>) {
+    /// Queue a segment's frame [`TcpFrame::build_in`] built, and whether it is a TSO
+    /// super-frame (`None`: no buffer).
+    fn push_segment(&mut self, frame: Option<(D::Tx, bool)>) {
         match frame {
-            Some(buf) => {
+            Some((buf, tso)) => {
                 self.stats.segments_out += 1;
-                self.push_tx(buf);
+                self.push_tx(buf, tso);
             }
             None => self.stats.drop(DropReason::NoTxBuffer),
         }
     }
 
-    pub(super) fn push_tx(&mut self, buf: D::Tx) {
+    /// Queue a frame for the device. Every frame passes here, and this is the one
+    /// guard on its size: a frame longer than the MTU plus the Ethernet header is
+    /// dropped and counted ([`DropReason::OverMtu`]) unless it is a TSO super-frame
+    /// (`tso`), which the device cuts to size and `alloc_tx` held to `tso_max`.
+    pub(super) fn push_tx(&mut self, buf: D::Tx, tso: bool) {
+        if buf.len() > self.max_frame && !tso {
+            return self.stats.drop(DropReason::OverMtu);
+        }
         self.stats.frames_out += 1;
         self.stats.bytes_out += buf.len() as u64;
         self.tx.push(buf);
@@ -186,14 +194,15 @@ struct TcpFrame<'a> {
 
 impl TcpFrame<'_> {
     /// Write the frame into a transmit buffer of `dev`, numbering its datagram from
-    /// `ident`; `None` when the device has no buffer free.
+    /// `ident`; with it, whether the device is to cut it into segments (TSO). `None`
+    /// when the device has no buffer free.
     #[inline]
     fn build_in<D: PacketIo>(
         &mut self,
         dev: &mut D,
         ident: &mut IdentCounter,
         offload: ChecksumOffload,
-    ) -> Option<D::Tx> {
+    ) -> Option<(D::Tx, bool)> {
         let header_len = self.seg.header_len();
         let mut buf = dev.alloc_tx(self.len(header_len))?;
         self.ident = ident.next();
@@ -201,7 +210,7 @@ impl TcpFrame<'_> {
         if meta != TxMeta::default() {
             buf.set_meta(meta);
         }
-        Some(buf)
+        Some((buf, meta.tso_mss.is_some()))
     }
 
     /// The frame's length in bytes, with a TCP header of `header_len` bytes (the

@@ -26,7 +26,7 @@ use crate::drop::DropReason;
 use crate::ethernet::EthernetHeader;
 use crate::ethernet::{self, EthernetProtocol};
 use crate::io::memory::{self, MemoryLink};
-use crate::io::Capabilities;
+use crate::io::{Capabilities, ChecksumOffload, ETHERNET_HEADER_LEN};
 use crate::ipv4::IpProtocol;
 use crate::ipv4::Ipv4Header;
 use crate::sim;
@@ -361,11 +361,23 @@ fn config() -> EngineConfig {
 
 impl Net {
     fn new(cfg: EngineConfig, handler: Recorder) -> Net {
-        let clock = VirtualClock::new();
-        let (wire, dev) = memory::pair(
+        Net::with_caps(
+            cfg,
+            handler,
             Capabilities::new(PEER_MAC, 1500),
             Capabilities::new(HOST_MAC, 1500),
-        );
+        )
+    }
+
+    /// The peer's end of the link reports `wire`, the engine's `dev`.
+    fn with_caps(
+        cfg: EngineConfig,
+        handler: Recorder,
+        wire: Capabilities,
+        dev: Capabilities,
+    ) -> Net {
+        let clock = VirtualClock::new();
+        let (wire, dev) = memory::pair(wire, dev);
         let eng = Engine::new(dev, handler, clock.clone(), cfg);
         let mut net = Net {
             clock,
@@ -1039,6 +1051,65 @@ fn icmp_echo_is_answered_and_bad_checksums_dropped() {
     // An empty echo works too.
     let out = net.send(&echo_request(1, 2, &[]));
     assert_eq!(out[0].echo_reply().map(|r| r.3), Some(Vec::new()));
+}
+
+/// The engine's end of a link of IP MTU `mtu` that checksums and segments (TSO).
+fn tso_caps(mtu: usize) -> Capabilities {
+    let mut caps = Capabilities::new(HOST_MAC, mtu);
+    caps.tx_checksum = ChecksumOffload::ALL;
+    caps.tso_max = Some(65535);
+    caps
+}
+
+/// A device that hands over a frame above its MTU (the peer's MTU is larger) must not
+/// make the engine send one: the reply is cut to the MTU (RFC 1122 §3.2.2.6), with TSO
+/// on the device or not, and counted; a request that fits is answered whole.
+#[test]
+fn icmp_echo_over_the_mtu_gets_a_reply_cut_to_it() {
+    const MTU: usize = 576;
+    for dev in [Capabilities::new(HOST_MAC, MTU), tso_caps(MTU)] {
+        let wire = Capabilities::new(PEER_MAC, 9000);
+        let mut net = Net::with_caps(config(), Recorder::default(), wire, dev);
+        let fits = pattern(MTU - 20 - 8, 1);
+        let out = net.send(&echo_request(1, 1, &fits));
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].0.len(), ETHERNET_HEADER_LEN + MTU);
+        assert_eq!(out[0].echo_reply().map(|r| r.3), Some(fits.clone()));
+        assert_eq!(net.stats().icmp_echo_truncated, 0);
+
+        let long = pattern(4000, 2);
+        let out = net.send(&echo_request(1, 2, &long));
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].0.len(), ETHERNET_HEADER_LEN + MTU);
+        let (ip, ident, seq_no, echoed) = out[0].echo_reply().expect("an echo reply");
+        assert_eq!((usize::from(ip.total_len), ident, seq_no), (MTU, 1, 2));
+        assert_eq!(echoed, long[..MTU - 20 - 8]);
+        assert_eq!(net.stats().icmp_echo_replies, 2);
+        assert_eq!(net.stats().icmp_echo_truncated, 1);
+        assert_eq!(net.stats().total_drops(), 0);
+    }
+}
+
+/// The transmit path's one size guard: a frame above the MTU that is no TSO
+/// super-frame is dropped and counted, never handed to the device.
+#[test]
+fn frames_over_the_mtu_are_counted_not_sent() {
+    let wire = Capabilities::new(PEER_MAC, 9000);
+    let mut net = Net::with_caps(config(), Recorder::default(), wire, tso_caps(576));
+    let frames_out = net.stats().frames_out;
+    for (len, tso) in [(577, false), (576, false), (8000, true)] {
+        let buf = net.eng.dev.alloc_tx(ETHERNET_HEADER_LEN + len);
+        net.eng.push_tx(buf.expect("buffer"), tso);
+    }
+    net.eng.submit();
+    let out = net.poll();
+    let lens: Vec<usize> = out.iter().map(|f| f.0.len()).collect();
+    assert_eq!(
+        lens,
+        [ETHERNET_HEADER_LEN + 576, ETHERNET_HEADER_LEN + 8000]
+    );
+    assert_eq!(net.dropped(DropReason::OverMtu), 1);
+    assert_eq!(net.stats().frames_out - frames_out, 2);
 }
 
 // ----- 5. Malformed input -----
