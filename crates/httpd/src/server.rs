@@ -21,6 +21,12 @@
 //!   [`DRAIN_RATE`] (the stack does not tell us when a queued body has been
 //!   delivered, so a long download is not cut off by a short idle timeout). When it
 //!   fires the connection closes gracefully: what is queued is still delivered.
+//! - either timer, when it fires with response bytes still unacknowledged, looks again
+//!   one keep-alive timeout later; if the client acknowledged nothing in between, the
+//!   connection is reset rather than closed (a client that stopped reading would hold
+//!   a graceful close open). The stack bounds the rest: every connection gets the
+//!   configured send timeout as its user timeout (RFC 5482), and closed connections
+//!   are orphans the stack bounds in number and time.
 //!
 //! Backpressure: heads are copied into the bounded send buffer; when it has less than
 //! [`HEAD_ROOM`] free, the handler stops taking requests (the stack keeps them and
@@ -59,6 +65,10 @@ pub struct HttpConfig {
     pub keepalive_timeout: Duration,
     /// Connections one worker serves at once; more are refused (reset).
     pub max_connections: usize,
+    /// The user timeout set on every connection (RFC 5482, as nginx's `send_timeout`):
+    /// a client that acknowledges nothing we sent for this long, by silence or by a
+    /// window it keeps shut, is reset, even after we closed. `None`: the stack's default.
+    pub send_timeout: Option<Duration>,
 }
 
 impl Default for HttpConfig {
@@ -68,6 +78,7 @@ impl Default for HttpConfig {
             header_timeout: Duration::from_secs(10),
             keepalive_timeout: Duration::from_secs(15),
             max_connections: 10_000,
+            send_timeout: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -100,6 +111,9 @@ pub struct HttpStats {
     pub header_timeouts: u64,
     /// Keep-alive connections closed for idleness.
     pub idle_timeouts: u64,
+    /// Connections reset when a timeout found response bytes still unacknowledged and
+    /// no progress since the previous one (a client that stopped reading).
+    pub stalled_aborts: u64,
     /// Times a connection stopped taking requests for lack of send-buffer space.
     pub backpressure_pauses: u64,
     /// Body bytes queued (by reference).
@@ -126,6 +140,7 @@ impl HttpStats {
         self.refused_connections += o.refused_connections;
         self.header_timeouts += o.header_timeouts;
         self.idle_timeouts += o.idle_timeouts;
+        self.stalled_aborts += o.stalled_aborts;
         self.backpressure_pauses += o.backpressure_pauses;
         self.body_bytes += o.body_bytes;
     }
@@ -137,7 +152,7 @@ impl fmt::Display for HttpStats {
             f,
             "connections={} requests={} 200={} 206={} 301={} 304={} 404={} 405={} 416={} \
              400={} 414={} 431={} 501={} 505={} refused_connections={} header_timeouts={} \
-             idle_timeouts={} backpressure_pauses={} body_bytes={}",
+             idle_timeouts={} stalled_aborts={} backpressure_pauses={} body_bytes={}",
             self.connections,
             self.requests,
             self.status_200,
@@ -155,6 +170,7 @@ impl fmt::Display for HttpStats {
             self.refused_connections,
             self.header_timeouts,
             self.idle_timeouts,
+            self.stalled_aborts,
             self.backpressure_pauses,
             self.body_bytes
         )
@@ -187,6 +203,8 @@ pub struct HttpConn {
     /// When the large bodies queued so far should have been delivered, at
     /// [`DRAIN_RATE`].
     drain_until: Option<Instant>,
+    /// Response bytes still unacknowledged when a timeout last found some.
+    unacked_at_timeout: Option<usize>,
 }
 
 /// The handler of one worker.
@@ -549,6 +567,9 @@ impl Handler for HttpServer {
     }
 
     fn connected(&mut self, conn: &mut Conn<'_, HttpConn>) {
+        if self.cfg.send_timeout.is_some() {
+            conn.set_user_timeout(self.cfg.send_timeout);
+        }
         self.enter(conn, Phase::Reading);
     }
 
@@ -613,10 +634,25 @@ impl Handler for HttpServer {
     }
 
     fn timer(&mut self, conn: &mut Conn<'_, HttpConn>) {
-        let st = conn.state();
-        if st.closing {
+        if conn.state().closing {
             return;
         }
+        // Response bytes still unacknowledged: a graceful close would wait on a client
+        // that may never read them. Give it one more period if it made progress since
+        // the last look; otherwise reset it, so its slot comes back now.
+        let unacked = conn.unacked_len();
+        if unacked > 0 {
+            let before = conn.state().unacked_at_timeout.replace(unacked);
+            if before.is_none_or(|b| unacked < b) {
+                conn.set_timer(Some(self.cfg.keepalive_timeout));
+                return;
+            }
+            self.stats.stalled_aborts += 1;
+            conn.state().closing = true;
+            conn.abort();
+            return;
+        }
+        let st = conn.state();
         match st.phase {
             Phase::Reading if st.partial => {
                 self.stats.header_timeouts += 1;

@@ -239,6 +239,19 @@ impl Connection for KernelConn {
         };
     }
 
+    /// Set on the socket at once (TCP_USER_TIMEOUT); the kernel applies it. A failure
+    /// (the socket is already gone) changes nothing the application could act on.
+    fn set_user_timeout(&mut self, timeout: Option<Duration>) {
+        if let Err(e) = sys::set_user_timeout(self.fd.as_fd(), timeout) {
+            log::debug!("TCP_USER_TIMEOUT: {e}");
+        }
+    }
+
+    /// Our own queue plus what the kernel holds unacknowledged (SIOCOUTQ).
+    fn unacked_len(&self) -> usize {
+        self.queue.len() + sys::unacked(self.fd.as_fd()).unwrap_or(0)
+    }
+
     fn close(&mut self) {
         if !self.rx_closed {
             self.closed_at = Some(Instant::now());

@@ -42,6 +42,12 @@ impl SendQueue {
         self.chunks.is_empty()
     }
 
+    /// Unwritten bytes held, copied and shared (walks the chunks: not for every send).
+    pub(crate) fn len(&self) -> usize {
+        let total: usize = self.chunks.iter().map(|c| c.bytes().len()).sum();
+        total - self.front_written
+    }
+
     /// Unwritten copied bytes held.
     pub(crate) fn copied(&self) -> usize {
         self.copied

@@ -108,6 +108,24 @@ pub(crate) fn set_nodelay(fd: BorrowedFd<'_>) -> io::Result<()> {
     set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
 }
 
+/// TCP_USER_TIMEOUT (RFC 5482): the kernel resets the connection when sent data stays
+/// unacknowledged, or zero-window probing makes no progress, for this long; `None`
+/// (0) goes back to the kernel's retry count.
+pub(crate) fn set_user_timeout(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<()> {
+    let ms = timeout.map_or(0, |t| {
+        t.as_millis().clamp(1, i32::MAX as u128) as libc::c_int
+    });
+    set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, ms)
+}
+
+/// Bytes in the socket's send queue the peer has not acknowledged (SIOCOUTQ).
+pub(crate) fn unacked(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ writes one c_int to the live `n`.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCOUTQ, &mut n as *mut libc::c_int) })?;
+    Ok(n.max(0) as usize)
+}
+
 /// SO_LINGER {on, 0}: the next close sends a RST and drops queued data.
 pub(crate) fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {
     let value = libc::linger {

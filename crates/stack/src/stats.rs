@@ -81,6 +81,13 @@ pub struct Stats {
     pub syns_dropped_overload: u64,
     /// Connections that entered (compact) TIME-WAIT.
     pub time_wait_entered: u64,
+    /// Orphans (connections the application closed) reset because the engine held
+    /// [`EngineConfig::max_orphans`](crate::EngineConfig) of them: the oldest goes.
+    pub orphans_reset: u64,
+    /// Orphans that gave up ([`TcpConfig::orphan_retries`](crate::TcpConfig) or
+    /// `orphan_timeout` without progress, or the FIN-WAIT-2 timeout); also counted in
+    /// `conns_timed_out`.
+    pub orphans_timed_out: u64,
     /// TIME-WAIT entries a new SYN reopened (RFC 6191 / RFC 1122 §4.2.2.13).
     pub time_wait_reused: u64,
     /// Received bytes the application never consumed before its connection ended.
@@ -127,6 +134,8 @@ impl Default for Stats {
             syn_cookies_rejected: 0,
             syns_dropped_overload: 0,
             time_wait_entered: 0,
+            orphans_reset: 0,
+            orphans_timed_out: 0,
             time_wait_reused: 0,
             unread_bytes_discarded: 0,
             misdirected_forwarded: 0,
@@ -201,6 +210,8 @@ impl Stats {
             syn_cookies_rejected,
             syns_dropped_overload,
             time_wait_entered,
+            orphans_reset,
+            orphans_timed_out,
             time_wait_reused,
             unread_bytes_discarded,
             misdirected_forwarded
@@ -238,6 +249,13 @@ impl fmt::Display for Stats {
             self.syn_cookies_accepted,
             self.syn_cookies_sent,
         )?;
+        if self.orphans_reset + self.orphans_timed_out > 0 {
+            write!(
+                f,
+                "; orphans reset {} timed-out {}",
+                self.orphans_reset, self.orphans_timed_out
+            )?;
+        }
         if self.misdirected_forwarded > 0 {
             write!(f, "; handed to siblings {}", self.misdirected_forwarded)?;
         }

@@ -45,6 +45,11 @@ struct Cli {
     /// Seconds a client has to complete a request head.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = seconds)]
     header_timeout: Duration,
+    /// Seconds a client may leave what we sent unacknowledged (by not reading, so its
+    /// window stays shut) before the connection is reset: the user timeout (RFC 5482)
+    /// of every connection, like nginx's `send_timeout`. 0 turns it off.
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = seconds)]
+    send_timeout: Duration,
     /// Largest request head (request line and header fields) accepted.
     #[arg(long, value_name = "BYTES", default_value_t = 8192)]
     max_header_bytes: usize,
@@ -94,6 +99,7 @@ fn main() -> ExitCode {
         header_timeout: cli.header_timeout,
         keepalive_timeout: cli.keepalive_timeout,
         max_connections: cli.max_connections,
+        send_timeout: (!cli.send_timeout.is_zero()).then_some(cli.send_timeout),
     };
     let sink: StatsSink = Arc::new(Mutex::new(Vec::new()));
     let stop = StopHandle::new();

@@ -78,6 +78,10 @@ pub trait Connection {
     /// Arm a one-shot timer `after` from now (replacing an armed one), or cancel it
     /// with `None`; the handler's `timer` callback runs when it fires.
     fn set_timer(&mut self, after: Option<Duration>);
+    /// See [`Conn::set_user_timeout`].
+    fn set_user_timeout(&mut self, timeout: Option<Duration>);
+    /// See [`Conn::unacked_len`].
+    fn unacked_len(&self) -> usize;
     /// See [`Conn::close`].
     fn close(&mut self);
     /// See [`Conn::shutdown_write`].
@@ -95,9 +99,12 @@ pub enum CloseReason {
     Reset,
     /// The peer refused an active open (RST in reply to our SYN).
     Refused,
-    /// Retransmissions, keepalive probes or FIN-WAIT-2 ran out of time.
+    /// Retransmissions, keepalive probes or FIN-WAIT-2 ran out of time, or the user
+    /// timeout or (for a connection the application closed) the orphan bounds did: in
+    /// those last cases we reset the peer.
     TimedOut,
-    /// The application aborted the connection (we sent a RST).
+    /// We aborted the connection with a RST: the application did, or refused it, or
+    /// the engine held its maximum of orphans and this was the oldest.
     Aborted,
 }
 
@@ -229,6 +236,22 @@ impl<'a, S> Conn<'a, S> {
     /// request timeouts.
     pub fn set_timer(&mut self, after: Option<Duration>) {
         self.ops.set_timer(after);
+    }
+    /// Set this connection's user timeout (RFC 5482; RFC 9293 §3.10.1 USER TIMEOUT;
+    /// Linux's TCP_USER_TIMEOUT, which the kernel backend sets): when sent data or our
+    /// FIN stays unacknowledged, or the peer keeps its window shut with no progress, for
+    /// longer than this, the connection is reset and `closed` reports `TimedOut`.
+    /// `None` clears it. The default comes from
+    /// [`TcpConfig::user_timeout`](crate::TcpConfig). It keeps applying after
+    /// [`Conn::close`], so it bounds a graceful close as well.
+    pub fn set_user_timeout(&mut self, timeout: Option<Duration>) {
+        self.ops.set_user_timeout(timeout);
+    }
+    /// Bytes queued on this connection that the peer has not acknowledged yet (not yet
+    /// sent, or in flight): zero once everything sent was delivered. A timeout that
+    /// finds it unchanged knows the peer made no progress.
+    pub fn unacked_len(&self) -> usize {
+        self.ops.unacked_len()
     }
     /// Graceful close: send what is queued, then FIN. Data arriving afterwards is
     /// acknowledged and dropped. `closed` follows when the connection is done.

@@ -58,6 +58,10 @@ impl Connection for FakeConn {
     }
     fn notify_writable(&mut self) {}
     fn set_timer(&mut self, _: Option<Duration>) {}
+    fn set_user_timeout(&mut self, _: Option<Duration>) {}
+    fn unacked_len(&self) -> usize {
+        0
+    }
     fn close(&mut self) {}
     fn shutdown_write(&mut self) {}
     fn abort(&mut self) {

@@ -29,6 +29,17 @@ pub struct EngineConfig {
     /// to the allocator for every request. Rings beyond it go back to the allocator.
     /// The pool starts empty; this bounds what it holds (at most 8 × this).
     pub buffer_pool: usize,
+    /// Most orphans (connections the application has closed whose FIN or data is not
+    /// yet acknowledged: FIN-WAIT-1/2, CLOSING, LAST-ACK). When one more is made, the
+    /// oldest is reset (RST to the peer, `closed` with
+    /// [`CloseReason::Aborted`](crate::CloseReason), counted in
+    /// [`Stats::orphans_reset`](crate::Stats)), as Linux's tcp_max_orphans resets
+    /// orphans past its limit. Linux scales the limit with memory (about 64 Ki per GiB);
+    /// the default here, 16 Ki per worker, bounds what clients that stop reading can
+    /// pin (up to a send buffer each: 4 GiB at 256 KiB) while leaving a busy server's
+    /// ordinary closes (a few seconds each) far below it. Each orphan is also bounded in
+    /// time ([`TcpConfig::orphan_timeout`](crate::TcpConfig)).
+    pub max_orphans: usize,
     /// Most TIME-WAIT entries; past this, connections skip TIME-WAIT (Linux
     /// tcp_max_tw_buckets behaves the same way).
     pub max_time_wait: usize,
@@ -63,6 +74,7 @@ impl EngineConfig {
             max_connections: 65536,
             buffer_pool: crate::tcp::pool::DEFAULT_BYTES_PER_CLASS,
             max_time_wait: 65536,
+            max_orphans: 16384,
             syn_cookies: true,
             rx_burst: 32,
             ephemeral_ports: 32768..=60999,

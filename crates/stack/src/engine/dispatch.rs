@@ -7,7 +7,7 @@ use std::net::SocketAddrV4;
 
 use super::challenge_budget;
 use super::{Block, Engine, TimerItem};
-use crate::app::{AppConn, Connection, Handler};
+use crate::app::{AppConn, CloseReason, Connection, Handler};
 use crate::io::PacketIo;
 use crate::tcp::pool::RingPool;
 use crate::tcp::recv_buffer::RecvBuffer;
@@ -128,8 +128,16 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         // Callbacks may have closed or aborted the connection.
         if let Some(reason) = ev.closed.or(app[index].tcb.take_events().closed) {
             self.release_half_open(index);
+            if reason == CloseReason::TimedOut && self.app[index].orphan {
+                self.stats.orphans_timed_out += 1;
+            }
             self.app
                 .finish(&mut self.pool, index, reason, &mut self.stats);
+        } else {
+            let block = &self.app[index];
+            if !block.orphan && block.tcb.is_orphan() {
+                self.adopt_orphan(index);
+            }
         }
     }
 

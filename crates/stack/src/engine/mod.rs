@@ -20,6 +20,7 @@ mod connect;
 mod dispatch;
 mod input;
 mod listen;
+mod orphans;
 mod output;
 mod owner;
 mod timewait;
@@ -75,6 +76,8 @@ struct Block {
     dirty: bool,
     /// The listener this half-open connection counts against.
     listener: Option<u16>,
+    /// Counted among the engine's orphans (see `orphans.rs`).
+    orphan: bool,
 }
 
 /// One worker's protocol engine. See the [module docs](self). Its
@@ -170,6 +173,8 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     flows: HashMap<FlowKey, usize, RandomState>,
     listeners: HashMap<u16, Listener, RandomState>,
     time_wait: TimeWait,
+    /// Connections the application closed, bounded in number.
+    orphans: orphans::Orphans,
     timers: TimerWheel<TimerItem>,
     arp: crate::arp::ArpCache,
     isn: IsnGenerator,
@@ -243,6 +248,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             flows: HashMap::with_hasher(RandomState::new()),
             listeners: HashMap::with_hasher(RandomState::new()),
             time_wait: TimeWait::new(cfg.max_time_wait),
+            orphans: Default::default(),
             timers: TimerWheel::new(now, std::time::Duration::from_millis(1), 1024),
             arp: crate::arp::ArpCache::new(cfg.arp.clone()),
             isn: IsnGenerator::new(isn_key),
@@ -330,6 +336,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// Compact TIME-WAIT entries.
     pub fn time_wait_count(&self) -> usize {
         self.time_wait.len()
+    }
+    /// Connections the application has closed that are still finishing (orphans,
+    /// bounded by [`EngineConfig::max_orphans`]).
+    pub fn orphan_count(&self) -> usize {
+        self.orphans.len()
     }
     /// The state of every live connection (for tests and diagnostics).
     pub fn connection_states(&self) -> impl Iterator<Item = (SocketAddrV4, State)> + '_ {
@@ -464,6 +475,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             timer_at: None,
             dirty: false,
             listener,
+            orphan: false,
         };
         let id = self.app.insert(block, app);
         self.flows.insert(key, id.index() as usize);

@@ -67,6 +67,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     fn remove_conn(&mut self, index: usize) {
         let mut block = self.app.remove(&mut self.pool, index, &mut self.stats);
+        if block.orphan {
+            self.orphans.released();
+        }
         block.tcb.release_buffers(&mut self.pool);
         self.flows.remove(&block.key);
     }
@@ -89,6 +92,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.app
             .finish(&mut self.pool, index, CloseReason::Normal, &mut self.stats);
         let mut block = self.app.remove(&mut self.pool, index, &mut self.stats);
+        if block.orphan {
+            self.orphans.released();
+        }
         block.tcb.release_buffers(&mut self.pool);
     }
 

@@ -74,6 +74,32 @@ pub struct TcpConfig {
     pub close_linger: Duration,
     /// Maximum persist (zero-window probe) interval.
     pub max_persist: Duration,
+    /// Persist probes or retransmission timeouts in a row without progress (SND.UNA
+    /// advancing or the peer's window opening) after which an orphan, a connection the
+    /// application has closed, gives up: it resets the peer and reports
+    /// [`CloseReason::TimedOut`](crate::CloseReason). Linux's tcp_orphan_retries, whose
+    /// 0 means 8; here 8. A connection the application still holds keeps probing a
+    /// zero window for as long as the peer answers (RFC 1122 §4.2.2.17) and is bounded
+    /// only by [`TcpConfig::max_retries`] of unanswered probes and
+    /// [`TcpConfig::user_timeout`].
+    pub orphan_retries: u32,
+    /// How long an orphan may go without progress (unacknowledged data or FIN, or a
+    /// zero window the peer keeps shut) before it gives up like after
+    /// [`TcpConfig::orphan_retries`], whichever comes first. 60 s: as long as Linux's
+    /// FIN-WAIT-2 timeout and nginx's `send_timeout`, long enough for any client that is
+    /// reading at all, short enough that a client which stops reading (a zero window it
+    /// answers probes for) cannot hold a server's memory and connection slot for longer
+    /// than a minute after the application let go.
+    pub orphan_timeout: Duration,
+    /// The user timeout (RFC 9293 §3.10.1 USER TIMEOUT, RFC 5482, Linux
+    /// TCP_USER_TIMEOUT) every connection starts with; the application may change it per
+    /// connection ([`Conn::set_user_timeout`](crate::Conn::set_user_timeout)). When data
+    /// or a FIN stays unacknowledged, or zero-window probing makes no progress, for
+    /// longer than this, the connection is reset and reports
+    /// [`CloseReason::TimedOut`](crate::CloseReason). `None` (the default, as on Linux):
+    /// only [`TcpConfig::max_retries`] bounds it. For orphans the tighter of this and
+    /// [`TcpConfig::orphan_timeout`] applies.
+    pub user_timeout: Option<Duration>,
     /// Keepalive probing, off when `None` (RFC 1122 §4.2.3.6: off by default).
     pub keepalive: Option<Keepalive>,
     /// Challenge ACKs (RFC 5961 §7) the engine sends per second over all connections:
@@ -110,6 +136,9 @@ impl Default for TcpConfig {
             fin_wait2_timeout: Duration::from_secs(60),
             close_linger: Duration::from_secs(5),
             max_persist: Duration::from_secs(60),
+            orphan_retries: 8,
+            orphan_timeout: Duration::from_secs(60),
+            user_timeout: None,
             keepalive: None,
             challenge_ack_limit: 1000,
             invalid_ack_interval: Duration::from_millis(500),

@@ -6,6 +6,8 @@ pub mod config;
 pub(crate) mod cookie;
 pub(crate) mod isn;
 pub(crate) mod options;
+#[cfg(test)]
+mod orphan_tests;
 pub mod pool;
 #[cfg(test)]
 mod recovery_tests;

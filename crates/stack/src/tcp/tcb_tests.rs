@@ -1732,7 +1732,9 @@ fn fin_into_zero_window_is_probed_not_retransmitted() {
     let cfg = cfg();
     let mut tcb = passive(&cfg);
     rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
-    tcb.close();
+    // A half-close: the application still holds the connection, so answered probes
+    // keep it open (an orphan's are bounded: `orphan_tests.rs`).
+    tcb.shutdown_write();
     assert_eq!(tcb.state(), State::FinWait1);
     assert!(tx(&mut tcb, ms(0)).is_empty(), "no FIN into a zero window");
     // Persist timer (one RTO), not retransmission: probes carry the FIN at SND.UNA.

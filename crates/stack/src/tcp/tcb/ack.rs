@@ -132,6 +132,7 @@ impl Tcb {
                 // again at once as ordinary data rather than after an RTO.
                 self.timers.stop(Timer::Persist);
                 self.snd.persist_backoff = 0;
+                self.on_progress(now);
                 // The probe bytes' records go too: they are sent again as new ones.
                 self.board.clear();
                 self.snd.nxt = self.snd.una;
@@ -182,6 +183,7 @@ impl Tcb {
             self.snd.nxt = ack;
         }
         self.board.on_cumulative_ack(ack, now);
+        self.on_progress(now);
         self.recovery.retries = 0;
         self.recovery.dupacks = 0;
 

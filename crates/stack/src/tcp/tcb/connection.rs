@@ -45,6 +45,12 @@ impl Connection for TcbConn<'_> {
     fn set_timer(&mut self, after: Option<Duration>) {
         self.tcb.set_app_timer(after)
     }
+    fn set_user_timeout(&mut self, timeout: Option<Duration>) {
+        self.tcb.set_user_timeout(timeout)
+    }
+    fn unacked_len(&self) -> usize {
+        self.tcb.send_buffer().len()
+    }
     fn close(&mut self) {
         self.tcb.close()
     }

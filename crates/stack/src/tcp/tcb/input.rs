@@ -441,6 +441,7 @@ impl Tcb {
         self.timers.stop(Timer::Rto);
         self.timers.stop(Timer::Persist);
         self.timers.stop(Timer::Keepalive);
+        self.timers.stop(Timer::GiveUp);
         self.timers.set(Timer::Linger, now + self.cfg.time_wait);
     }
 }

@@ -192,6 +192,8 @@ pub struct Tcb {
     last_now: Instant,
     /// Keepalive probes sent since the peer was last heard from (RFC 1122 §4.2.3.6).
     keepalive_sent: u32,
+    /// The user timeout (RFC 5482), from the configuration or the application.
+    user_timeout: Option<Duration>,
     /// When we last answered an invalid segment (out of window, failing PAWS, or
     /// challenged per RFC 5961): such ACKs are sent at most once per
     /// [`TcpConfig::invalid_ack_interval`] per connection.
@@ -255,6 +257,13 @@ struct SendSeq {
     persist_probes: u32,
     /// Exponent of the persist timer's backoff (at most 16).
     persist_backoff: u8,
+    /// Zero-window probes sent since the last progress (SND.UNA advanced or the window
+    /// opened): answers do not reset it. What bounds an orphan's probing.
+    stalled_probes: u32,
+    /// Since when nothing has moved: the time the oldest unacknowledged sequence number
+    /// was first sent, or of the last progress since. What the user and orphan timeouts
+    /// count from.
+    stall_from: Instant,
 }
 
 /// The receive sequence space (RFC 9293 §3.3.1: IRS, RCV.NXT, RCV.WND as the right edge
@@ -457,6 +466,8 @@ struct TcbLimits {
     fin_wait2_timeout: Duration,
     close_linger: Duration,
     max_persist: Duration,
+    orphan_retries: u32,
+    orphan_timeout: Duration,
     invalid_ack_interval: Duration,
     keepalive: Option<super::config::Keepalive>,
     window_scaling: bool,
@@ -714,6 +725,9 @@ impl Tcb {
             self.timers
                 .set(Timer::Linger, self.last_recv + self.cfg.fin_wait2_timeout);
         }
+        // An orphan now: its stall, if one is going on, is bounded by the orphan
+        // timeout too.
+        self.arm_give_up();
     }
 
     /// Abort (§3.10.5): send a RST if synchronized, drop everything, close now.
@@ -726,11 +740,85 @@ impl Tcb {
                 | State::FinWait2
                 | State::CloseWait
         ) {
-            // SND.NXT in the RFC's sense: the highest sequence number sent (our snd_nxt
-            // may have been rewound by a timeout).
-            self.pending.rst = Some((self.snd.max, None));
+            self.pending.rst = Some((self.rst_seq(), None));
         }
         self.finish(CloseReason::Aborted);
+    }
+
+    /// The sequence number of a RST we send on our own: SND.NXT in the RFC's sense, the
+    /// highest sequence number sent (our snd_nxt may have been rewound by a timeout),
+    /// but not past the peer's window: after a zero-window probe only SND.UNA is in it,
+    /// and a peer keeping RFC 5961 §3.2 would answer anything else with a challenge ACK
+    /// instead of resetting (Linux tcp_acceptable_seq).
+    fn rst_seq(&self) -> SeqNum {
+        let wnd_end = self.snd.una + self.snd.wnd;
+        if self.snd.max > wnd_end {
+            wnd_end
+        } else {
+            self.snd.max
+        }
+    }
+
+    /// Give up on the connection, resetting the peer (in any synchronized state before
+    /// TIME-WAIT, CLOSING and LAST-ACK included: unlike the application's abort, the
+    /// peer may still be holding data or a window open for us) and reporting `reason`.
+    pub(crate) fn reset(&mut self, reason: CloseReason) {
+        if self.state.is_synchronized() && self.state != State::TimeWait
+            || self.state == State::SynReceived
+        {
+            self.pending.rst = Some((self.rst_seq(), None));
+        }
+        self.finish(reason);
+    }
+
+    /// The application has closed the connection (FIN queued, nothing will be read) and
+    /// it is not finished: an orphan, bounded by [`TcpConfig::orphan_retries`] and
+    /// [`TcpConfig::orphan_timeout`](super::config::TcpConfig).
+    pub fn is_orphan(&self) -> bool {
+        self.rcv.closed
+            && matches!(
+                self.state,
+                State::FinWait1 | State::FinWait2 | State::Closing | State::LastAck
+            )
+    }
+
+    /// Set (or clear) the user timeout (RFC 5482; RFC 9293 §3.10.1 USER TIMEOUT).
+    pub fn set_user_timeout(&mut self, timeout: Option<Duration>) {
+        self.user_timeout = timeout;
+        self.timers.stop(Timer::GiveUp);
+        self.arm_give_up();
+    }
+
+    /// How long the connection may make no progress before it gives up: the user
+    /// timeout, and for an orphan the orphan timeout, whichever is tighter.
+    fn give_up_after(&self) -> Option<Duration> {
+        let orphan = self.is_orphan().then_some(self.cfg.orphan_timeout);
+        match (self.user_timeout, orphan) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// While something is outstanding (sent and not acknowledged: data, FIN or a
+    /// zero-window probe), arm the give-up timer at the bound counted from
+    /// `stall_from`. Called where a stall shows (a retransmission timeout, a persist
+    /// probe) and when the bound changes; progress stops the timer
+    /// ([`Tcb::on_progress`]), so the data path does not re-arm it.
+    fn arm_give_up(&mut self) {
+        if self.snd.max == self.snd.una || !self.state.is_synchronized() {
+            return;
+        }
+        if let Some(bound) = self.give_up_after() {
+            self.timers.set(Timer::GiveUp, self.snd.stall_from + bound);
+        }
+    }
+
+    /// SND.UNA advanced or the peer's window opened: the stall counters start afresh.
+    #[inline]
+    fn on_progress(&mut self, now: Instant) {
+        self.snd.stall_from = now;
+        self.snd.stalled_probes = 0;
+        self.timers.stop(Timer::GiveUp);
     }
 
     /// The engine's rate limiter allowed a challenge ACK (RFC 5961 §7).

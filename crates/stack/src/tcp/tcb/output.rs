@@ -416,6 +416,10 @@ impl Tcb {
         let end = seq + len + fin as usize;
         self.snd.nxt = self.snd.nxt.max(end);
         if end > self.snd.max {
+            if self.snd.max == self.snd.una {
+                // The oldest unacknowledged sequence number goes out now.
+                self.snd.stall_from = now;
+            }
             // Karn's rule: time only segments that carry nothing sent before.
             if self.rtt_seq.is_none() && seq >= self.snd.max {
                 self.rtt_seq = Some((end, now));

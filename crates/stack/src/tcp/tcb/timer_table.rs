@@ -22,10 +22,12 @@ pub(super) enum Timer {
     Linger,
     /// The application's one-shot timer.
     App,
+    /// The user timeout or the orphan timeout: no progress for too long.
+    GiveUp,
 }
 
 impl Timer {
-    const COUNT: usize = 8;
+    const COUNT: usize = 9;
 }
 
 /// A deadline for each [`Timer`]; a stopped timer holds [`Instant::FAR_FUTURE`], a time
@@ -112,6 +114,7 @@ mod tests {
         Timer::Keepalive,
         Timer::Linger,
         Timer::App,
+        Timer::GiveUp,
     ];
 
     fn ms(n: u64) -> Instant {

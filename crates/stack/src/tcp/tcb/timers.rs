@@ -1,6 +1,8 @@
 //! What happens when a timer fires: retransmission timeout (RFC 6298 §5, RFC 5681 §3.1),
 //! persist timer (§3.8.6.1), delayed ACK (§3.8.6.3), keepalive (RFC 1122 §4.2.3.6),
-//! TIME-WAIT and FIN-WAIT-2 (linger), and the application's timer. The deadlines
+//! TIME-WAIT and FIN-WAIT-2 (linger), the application's timer, and giving up: the user
+//! timeout (RFC 5482) and the bounds on orphans (retries and time without progress, as
+//! Linux's tcp_orphan_retries). The deadlines
 //! themselves are kept in `timer_table.rs`.
 
 use std::time::Duration;
@@ -45,7 +47,10 @@ impl Tcb {
             self.on_rto(now);
         }
         if self.timers.take_expired(Timer::Persist, now) {
-            self.on_persist();
+            self.on_persist(now);
+        }
+        if self.timers.take_expired(Timer::GiveUp, now) {
+            self.on_give_up();
         }
         if self.timers.take_expired(Timer::DelayedAck, now) {
             self.pending.ack_now = true;
@@ -85,6 +90,12 @@ impl Tcb {
                     self.finish(CloseReason::TimedOut);
                     return;
                 }
+                if self.is_orphan() && self.recovery.retries >= self.cfg.orphan_retries {
+                    // Linux tcp_write_timeout: tcp_orphan_retries for orphans.
+                    self.reset(CloseReason::TimedOut);
+                    return;
+                }
+                self.arm_give_up();
                 self.recovery.retries += 1;
                 let flight = self.snd.max.since(self.snd.una);
                 // A timeout during fast recovery is the same loss episode: no second
@@ -144,7 +155,7 @@ impl Tcb {
 
     /// The persist timer (§3.8.6.1): probe a zero window, or send what sender SWS
     /// avoidance holds back when nothing in flight will bring an ACK (§3.8.6.2.1).
-    fn on_persist(&mut self) {
+    fn on_persist(&mut self, now: Instant) {
         // A zero window, or (nothing in flight) a window sender SWS avoidance will not
         // fill: either way no ACK is coming to unblock us.
         if (self.snd.unsent_data() + self.flight_size() > 0 || self.snd.fin_unsent())
@@ -158,10 +169,32 @@ impl Tcb {
                     self.finish(CloseReason::TimedOut);
                     return;
                 }
+                // An orphan that the peer keeps answering with a shut window: answered
+                // probes do not count as progress for it (Linux tcp_probe_timer bounds
+                // orphans by tcp_orphan_retries of backoff), or a client that stops
+                // reading would hold the connection forever.
+                if self.is_orphan() && self.snd.stalled_probes >= self.cfg.orphan_retries {
+                    self.reset(CloseReason::TimedOut);
+                    return;
+                }
+                if self.snd.max == self.snd.una {
+                    // The first probe goes now: the stall counts from here.
+                    self.snd.stall_from = now;
+                }
                 self.snd.persist_probes += 1;
+                self.snd.stalled_probes += 1;
+                self.arm_give_up();
             }
             self.pending.probe = true;
             self.snd.persist_backoff = (self.snd.persist_backoff + 1).min(16);
+        }
+    }
+
+    /// The user timeout (RFC 5482) or the orphan timeout: nothing outstanding has
+    /// moved for that long. Reset the peer and report the timeout.
+    fn on_give_up(&mut self) {
+        if self.snd.max != self.snd.una && self.state.is_synchronized() {
+            self.reset(CloseReason::TimedOut);
         }
     }
 
