@@ -213,3 +213,120 @@ fn httpd_on_tap_with_kernel_dropping_5_percent() {
     }
     eprintln!("httpd_on_tap_with_kernel_dropping_5_percent: nft dropped {dropped} packets");
 }
+
+/// Clients that ask for a large file and then stop reading, with a tiny receive buffer:
+/// their kernels advertise a zero window and answer every window probe, the attack that
+/// used to hold httpd's slots forever. Prints `STALLED n`, waits `hold` seconds, then
+/// tries one ordinary request and prints `PROBE ok` or `PROBE failed: why`.
+const STALL_PY: &str = r#"
+import socket, sys, time
+host, port, n, hold = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+socks = []
+for i in range(n):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    s.settimeout(3)
+    try:
+        s.connect((host, port))
+        s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        socks.append(s)
+    except OSError as e:
+        pass
+print("STALLED", len(socks), flush=True)
+
+def probe():
+    try:
+        c = socket.create_connection((host, port), timeout=3)
+        c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = b""
+        while True:
+            b = c.recv(4096)
+            if not b:
+                break
+            got += b
+        c.close()
+        if got.startswith(b"HTTP/1.1 200") and got.endswith(b"Hello from Rusty.\n"):
+            return "ok"
+        return "failed: " + repr(got[:80])
+    except OSError as e:
+        return "failed: " + repr(e)
+
+print("DURING", probe(), flush=True)
+time.sleep(hold)
+print("PROBE", probe(), flush=True)
+for s in socks:
+    s.close()
+"#;
+
+/// 3. The zero-window slot hold from outside: with two workers of 10 slots each, 60
+///    clients take every slot with a 20 MB download they never read. While they hold
+///    them a new client is refused; within the bound httpd is given (`--send-timeout 2`:
+///    the user timeout of every connection, so the stack resets one whose data stays
+///    unacknowledged that long) the slots come back and an ordinary request is served,
+///    and the resets are counted.
+#[test]
+fn httpd_on_tap_takes_back_slots_from_clients_that_stop_reading() {
+    let Some(mut net) = setup(
+        "httpd_on_tap_takes_back_slots_from_clients_that_stop_reading",
+        &["python3"],
+    ) else {
+        return;
+    };
+    let root = make_site(&net.dir, Some(20 << 20));
+    let httpd = start_tap_httpd(
+        &mut net,
+        &root,
+        &[
+            "--max-connections",
+            "10",
+            "--keepalive-timeout",
+            "1",
+            "--send-timeout",
+            "2",
+        ],
+    );
+    let script = net.write("stall.py", STALL_PY);
+    let python = net.tools.get("python3").to_path_buf();
+    let args = [
+        script.display().to_string(),
+        net.stack_ip(),
+        PORT.to_string(),
+        "60".into(),
+        "8".into(),
+    ];
+    let p = net.spawn_in_ns("stall.py", python, &args);
+    let status = net.wait_ok(p, Duration::from_secs(60));
+    let out = net.log(p);
+    if !status.success() {
+        net.fail(&format!("stall.py exited with {status}"));
+    }
+    if !out.lines().any(|l| l.starts_with("DURING failed")) {
+        net.fail(&format!("the stalled clients did not fill httpd:\n{out}"));
+    }
+    if !out.lines().any(|l| l == "PROBE ok") {
+        net.fail(&format!("no slot came back within the bound:\n{out}"));
+    }
+    let log = stop(&mut net, httpd);
+    // The user timeout (`--send-timeout`) resets them in the stack (`timed-out` in the
+    // workers' lines); httpd's own timers reset the ones they find stalled.
+    let timed_out: u64 = log
+        .lines()
+        .filter(|l| l.starts_with("worker "))
+        .filter_map(|l| {
+            l.split("timed-out ")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum::<u64>();
+    let stalled = total_counter(&log, "stalled_aborts");
+    if timed_out + stalled == 0 {
+        net.fail("no stalled connection was reset");
+    }
+    eprintln!(
+        "httpd_on_tap_takes_back_slots_from_clients_that_stop_reading: {timed_out} timed out, \
+         {stalled} reset by httpd's timers"
+    );
+}
