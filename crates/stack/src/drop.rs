@@ -29,11 +29,20 @@ pub enum DropReason {
     /// An IPv4 fragment: we do not reassemble (we send with DF and advertise an MSS that
     /// fits the MTU, so peers have no reason to fragment towards us).
     Fragment,
-    /// The IPv4 destination is not our address (nor the limited broadcast).
+    /// The IPv4 destination is not our unicast address: another host's, the limited or
+    /// our subnet's directed broadcast, or multicast. A host that runs no UDP and joins
+    /// no group has nothing to do with broadcasts, and answering one (ping, a SYN) would
+    /// make it an amplifier (RFC 1122 §3.2.2.6 lets a host ignore a broadcast ping).
     NotOurAddress,
-    /// The IPv4 source is one no datagram may come from: multicast, broadcast, loopback
-    /// or unspecified (RFC 1122 §3.2.1.3).
-    BadSourceAddress,
+    /// A martian IPv4 source, one no datagram may come from (RFC 1122 §3.2.1.3: a host
+    /// must silently discard it): 0.0.0.0/8 ("this network"), 127.0.0.0/8 (loopback),
+    /// 224.0.0.0/4 (multicast), 240.0.0.0/4 (reserved class E, with the limited broadcast
+    /// 255.255.255.255), or our subnet's directed broadcast.
+    MartianSource,
+    /// An IPv4 datagram from our own address arriving on the wire: a LAND attack (SYN
+    /// from our address and port to itself), or another host using our address. A host
+    /// never receives its own datagrams from the link, so none is answered.
+    OwnSourceAddress,
     /// An IP protocol other than ICMP or TCP.
     UnknownProtocol,
     /// A malformed ICMP message (RFC 792), e.g. an Echo Request with a nonzero code.
@@ -59,7 +68,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Number of variants: the length of a per-reason counter array.
-    pub const COUNT: usize = 20;
+    pub const COUNT: usize = 21;
 
     /// Every variant, in [`index`](DropReason::index) order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
@@ -72,7 +81,8 @@ impl DropReason {
         DropReason::BadIpLength,
         DropReason::Fragment,
         DropReason::NotOurAddress,
-        DropReason::BadSourceAddress,
+        DropReason::MartianSource,
+        DropReason::OwnSourceAddress,
         DropReason::UnknownProtocol,
         DropReason::BadIcmp,
         DropReason::BadIcmpChecksum,
@@ -102,7 +112,8 @@ impl DropReason {
             DropReason::BadIpLength => "bad_ip_length",
             DropReason::Fragment => "ip_fragment",
             DropReason::NotOurAddress => "not_our_address",
-            DropReason::BadSourceAddress => "bad_source_address",
+            DropReason::MartianSource => "martian_source",
+            DropReason::OwnSourceAddress => "own_source_address",
             DropReason::UnknownProtocol => "unknown_protocol",
             DropReason::BadIcmp => "bad_icmp",
             DropReason::BadIcmpChecksum => "bad_icmp_checksum",

@@ -68,10 +68,12 @@ pub(crate) fn echo_reply(request: &[u8], out: &mut [u8]) -> Result<Option<usize>
 /// Request that arrived from `request_src_mac` with IPv4 header `request_ip` and ICMP
 /// message `request_icmp`. Returns the frame length, or `Ok(None)` when nothing is owed.
 ///
-/// An Echo Request sent to the broadcast address is ignored (RFC 1122 §3.2.2.6 allows it;
-/// answering would make us a smurf-attack amplifier). The reply always comes from
-/// `our_ip`, carries DF and [`ipv4::DEFAULT_TTL`], and has its IPv4 checksum filled in.
-/// `out` must hold `14 + 20 + request_icmp.len()` bytes, else [`DropReason::NoTxBuffer`].
+/// Only a request to `our_ip` itself is answered: one sent to a broadcast or multicast
+/// address is ignored (RFC 1122 §3.2.2.6 allows it; answering would make us a
+/// smurf-attack amplifier). The IPv4 layer passes up no other destination; this keeps
+/// the rule where the reply is made. The reply always comes from `our_ip`, carries DF
+/// and [`ipv4::DEFAULT_TTL`], and has its IPv4 checksum filled in. `out` must hold
+/// `14 + 20 + request_icmp.len()` bytes, else [`DropReason::NoTxBuffer`].
 pub(crate) fn echo_reply_frame(
     out: &mut [u8],
     our_mac: MacAddr,
@@ -81,7 +83,7 @@ pub(crate) fn echo_reply_frame(
     request_icmp: &[u8],
     ip_ident: u16,
 ) -> Result<Option<usize>, DropReason> {
-    if request_ip.is_broadcast() {
+    if request_ip.dst != our_ip {
         return Ok(None);
     }
     let Some(icmp_out) = out.get_mut(ipv4::TRANSPORT_OFFSET..) else {
@@ -243,7 +245,7 @@ mod tests {
         let (eth, ip_bytes) = ethernet::parse(&out[..len]).unwrap();
         assert_eq!((eth.src, eth.dst), (US_MAC, THEM_MAC));
         assert_eq!(eth.ethertype, EthernetProtocol::Ipv4);
-        let (h, icmp) = ipv4::parse(ip_bytes, THEM, false).unwrap();
+        let (h, icmp) = ipv4::parse(ip_bytes, ipv4::Local::new(THEM, 24), false).unwrap();
         assert_eq!(
             (h.src, h.dst, h.protocol, h.ident),
             (US, THEM, IpProtocol::Icmp, 5)
@@ -258,11 +260,17 @@ mod tests {
     fn broadcast_ping_is_ignored_and_small_frame_buffer_reported() {
         let req = echo_request(b"x");
         let mut out = [0u8; 128];
-        let ip = request_ip(Ipv4Addr::BROADCAST, req.len());
-        assert_eq!(
-            echo_reply_frame(&mut out, US_MAC, US, THEM_MAC, &ip, &req, 0),
-            Ok(None)
-        );
+        for dst in [
+            Ipv4Addr::BROADCAST,
+            Ipv4Addr::new(10, 0, 0, 255),
+            Ipv4Addr::new(224, 0, 0, 1),
+        ] {
+            let ip = request_ip(dst, req.len());
+            assert_eq!(
+                echo_reply_frame(&mut out, US_MAC, US, THEM_MAC, &ip, &req, 0),
+                Ok(None)
+            );
+        }
         let ip = request_ip(US, req.len());
         for short in [0usize, 20, 34, 34 + req.len() - 1] {
             assert_eq!(

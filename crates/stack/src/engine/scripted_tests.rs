@@ -174,7 +174,8 @@ impl Frame {
             return None;
         }
         let dst = Ipv4Packet::new_checked(payload).ok()?.dst_addr();
-        Some(ipv4::parse(payload, dst, false).expect("engine sent a bad IPv4 header"))
+        let local = ipv4::Local::new(dst, 32);
+        Some(ipv4::parse(payload, local, false).expect("engine sent a bad IPv4 header"))
     }
 
     fn tcp(&self) -> Option<TcpOut> {
@@ -1141,13 +1142,13 @@ fn malformed_frames_are_counted_and_dropped() {
     let mut loopback = good.clone();
     loopback[14 + 12..14 + 16].copy_from_slice(&[127, 0, 0, 1]);
     fix_ip_checksum(&mut loopback);
-    check(&mut net, loopback, DropReason::BadSourceAddress);
+    check(&mut net, loopback, DropReason::MartianSource);
     check(
         &mut net,
         ipv4_frame(PEER_MAC, PEER_IP, IpProtocol::Udp, &[0; 12]),
         DropReason::UnknownProtocol,
     );
-    // TCP to the limited broadcast address passes IPv4 but is not for a connection.
+    // TCP to the limited broadcast address.
     let mut broadcast = good.clone();
     broadcast[14 + 16..14 + 20].copy_from_slice(&[255; 4]);
     fix_ip_checksum(&mut broadcast);
