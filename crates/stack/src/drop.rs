@@ -13,8 +13,20 @@ use std::fmt;
 pub enum DropReason {
     /// The buffer is shorter than the fixed header of the layer parsing it.
     Truncated,
-    /// The Ethernet destination is neither our MAC nor broadcast.
+    /// The Ethernet destination is another host's MAC, or a multicast group we never
+    /// joined (IPv4 sent to any group address is [`DropReason::GroupDestinationMac`]).
     NotForUs,
+    /// The Ethernet source address has the individual/group bit set (multicast or
+    /// broadcast). The bit tells individual from group destinations; in a source address
+    /// it is reserved and 0 (IEEE 802.3 §3.2.3), so such a frame is forged or corrupt,
+    /// whatever it carries (ARP included; nothing is learned from it).
+    GroupSourceMac,
+    /// An IPv4 datagram in a frame sent to the Ethernet broadcast or a multicast
+    /// address. RFC 1122 §3.3.6: a host should silently discard a datagram received by
+    /// link-layer broadcast unless it is addressed to an IP broadcast or multicast
+    /// address, and we accept neither (we run no UDP and join no group). So no TCP
+    /// segment or ICMP echo that was flooded to every host is answered.
+    GroupDestinationMac,
     /// An EtherType other than IPv4 or ARP (IPv6, VLAN-tagged, 802.3 length field...).
     UnknownEtherType,
     /// ARP that is not Ethernet/IPv4 (RFC 826 hardware/protocol types and lengths), has an
@@ -62,18 +74,27 @@ pub enum DropReason {
     ArpQueueFull,
     /// A frame waiting for ARP resolution was dropped: the neighbour never answered.
     ArpUnresolved,
+    /// A reply would have gone to an Ethernet group (broadcast or multicast) MAC, the
+    /// source of the frame it answers: the reply (a RST, a cookie SYN-ACK, an echo
+    /// reply) is not sent, and a SYN whose connection would send there makes none.
+    /// Nothing but ARP goes to a group address, so that no outsider can turn us into an
+    /// amplifier by offering a group MAC as its own. Defence in depth: input already
+    /// drops [`DropReason::GroupSourceMac`] frames.
+    SendToGroupMac,
     /// No transmit buffer (or one too small) was available for a reply.
     NoTxBuffer,
 }
 
 impl DropReason {
     /// Number of variants: the length of a per-reason counter array.
-    pub const COUNT: usize = 21;
+    pub const COUNT: usize = 24;
 
     /// Every variant, in [`index`](DropReason::index) order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::Truncated,
         DropReason::NotForUs,
+        DropReason::GroupSourceMac,
+        DropReason::GroupDestinationMac,
         DropReason::UnknownEtherType,
         DropReason::BadArp,
         DropReason::BadIpHeader,
@@ -92,6 +113,7 @@ impl DropReason {
         DropReason::NoConnection,
         DropReason::ArpQueueFull,
         DropReason::ArpUnresolved,
+        DropReason::SendToGroupMac,
         DropReason::NoTxBuffer,
     ];
 
@@ -105,6 +127,8 @@ impl DropReason {
         match self {
             DropReason::Truncated => "truncated",
             DropReason::NotForUs => "not_for_us",
+            DropReason::GroupSourceMac => "group_source_mac",
+            DropReason::GroupDestinationMac => "group_destination_mac",
             DropReason::UnknownEtherType => "unknown_ethertype",
             DropReason::BadArp => "bad_arp",
             DropReason::BadIpHeader => "bad_ip_header",
@@ -123,6 +147,7 @@ impl DropReason {
             DropReason::NoConnection => "no_connection",
             DropReason::ArpQueueFull => "arp_queue_full",
             DropReason::ArpUnresolved => "arp_unresolved",
+            DropReason::SendToGroupMac => "send_to_group_mac",
             DropReason::NoTxBuffer => "no_tx_buffer",
         }
     }

@@ -71,7 +71,8 @@ pub(crate) fn echo_reply(request: &[u8], out: &mut [u8]) -> Result<Option<usize>
 /// Only a request to `our_ip` itself is answered: one sent to a broadcast or multicast
 /// address is ignored (RFC 1122 §3.2.2.6 allows it; answering would make us a
 /// smurf-attack amplifier). The IPv4 layer passes up no other destination; this keeps
-/// the rule where the reply is made. The reply always comes from `our_ip`, carries DF
+/// the rule where the reply is made. Nor is a reply ever sent to a group MAC
+/// ([`DropReason::SendToGroupMac`]). The reply always comes from `our_ip`, carries DF
 /// and [`ipv4::DEFAULT_TTL`], and has its IPv4 checksum filled in. `out` must hold
 /// `14 + 20 + request_icmp.len()` bytes, else [`DropReason::NoTxBuffer`].
 pub(crate) fn echo_reply_frame(
@@ -85,6 +86,9 @@ pub(crate) fn echo_reply_frame(
 ) -> Result<Option<usize>, DropReason> {
     if request_ip.dst != our_ip {
         return Ok(None);
+    }
+    if request_src_mac.is_multicast() {
+        return Err(DropReason::SendToGroupMac);
     }
     let Some(icmp_out) = out.get_mut(ipv4::TRANSPORT_OFFSET..) else {
         return Err(DropReason::NoTxBuffer);
@@ -272,6 +276,15 @@ mod tests {
             );
         }
         let ip = request_ip(US, req.len());
+        for group in [
+            MacAddr::BROADCAST,
+            EthernetAddress([0x01, 0, 0x5e, 0, 0, 1]),
+        ] {
+            assert_eq!(
+                echo_reply_frame(&mut out, US_MAC, US, group, &ip, &req, 0),
+                Err(DropReason::SendToGroupMac)
+            );
+        }
         for short in [0usize, 20, 34, 34 + req.len() - 1] {
             assert_eq!(
                 echo_reply_frame(&mut out[..short], US_MAC, US, THEM_MAC, &ip, &req, 0),

@@ -26,8 +26,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             Ok(x) => x,
             Err(r) => return self.stats.drop(r),
         };
-        if !ethernet::accepts(self.mac, eth.dst) {
-            return self.stats.drop(DropReason::NotForUs);
+        if let Err(r) = ethernet::admit(self.mac, &eth) {
+            return self.stats.drop(r);
         }
         match eth.ethertype {
             EthernetProtocol::Arp => self.on_arp(payload),

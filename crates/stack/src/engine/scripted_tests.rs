@@ -1104,7 +1104,7 @@ fn malformed_frames_are_counted_and_dropped() {
     check(&mut net, other, DropReason::NotForUs);
     let mut multicast = good.clone();
     multicast[..6].copy_from_slice(&[0x01, 0, 0x5e, 0, 0, 1]);
-    check(&mut net, multicast, DropReason::NotForUs);
+    check(&mut net, multicast, DropReason::GroupDestinationMac);
     check(
         &mut net,
         eth_frame(PEER_MAC, HOST_MAC, EthernetProtocol::Ipv6, &[0x60; 40]),
