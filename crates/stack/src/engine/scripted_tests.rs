@@ -3,6 +3,8 @@
 //! other end, and every frame the engine sends back is parsed and checked field by field,
 //! one test per RFC rule (SYN cookies, RSTs for closed ports, ARP, ICMP echo, malformed
 //! input, TIME-WAIT, RFC 5961 challenge ACKs, refused accepts, connection limits).
+//! Hostile addressing (martian sources, broadcasts, group MACs) has a file of its own,
+//! `martians`, which uses the helpers here.
 //!
 //! The peer builds its frames with smoltcp's wire types (Ethernet, ARP, IPv4, ICMP) and
 //! TCP headers with [`TxSegment::write_header`] plus a checksum computed here, so a bug in
@@ -256,9 +258,21 @@ fn eth_frame(src: MacAddr, dst: MacAddr, ethertype: EthernetProtocol, payload: &
 
 /// An IPv4 datagram from `src` to the engine.
 fn ipv4_frame(src_mac: MacAddr, src: Ipv4Addr, protocol: IpProtocol, l4: &[u8]) -> Vec<u8> {
+    ipv4_frame_to(src_mac, HOST_MAC, src, HOST_IP, protocol, l4)
+}
+
+/// An IPv4 datagram from `src` to `dst` in a frame from `src_mac` to `dst_mac`.
+fn ipv4_frame_to(
+    src_mac: MacAddr,
+    dst_mac: MacAddr,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    protocol: IpProtocol,
+    l4: &[u8],
+) -> Vec<u8> {
     let repr = Ipv4Repr {
         src_addr: src,
-        dst_addr: HOST_IP,
+        dst_addr: dst,
         next_header: protocol,
         payload_len: l4.len(),
         hop_limit: 64,
@@ -269,7 +283,7 @@ fn ipv4_frame(src_mac: MacAddr, src: Ipv4Addr, protocol: IpProtocol, l4: &[u8]) 
         &ChecksumCapabilities::default(),
     );
     ip[repr.buffer_len()..].copy_from_slice(l4);
-    eth_frame(src_mac, HOST_MAC, EthernetProtocol::Ipv4, &ip)
+    eth_frame(src_mac, dst_mac, EthernetProtocol::Ipv4, &ip)
 }
 
 /// A TCP segment (header from `seg`, then `payload`) with a correct checksum.
@@ -280,11 +294,23 @@ fn tcp_bytes(
     seg: &TxSegment,
     payload: &[u8],
 ) -> Vec<u8> {
+    tcp_bytes_to(src, HOST_IP, src_port, dst_port, seg, payload)
+}
+
+/// [`tcp_bytes`] for a segment to `dst`.
+fn tcp_bytes_to(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    src_port: u16,
+    dst_port: u16,
+    seg: &TxSegment,
+    payload: &[u8],
+) -> Vec<u8> {
     let hl = seg.header_len();
     let mut tcp = vec![0u8; hl + payload.len()];
     seg.write_header(&mut tcp[..hl], src_port, dst_port);
     tcp[hl..].copy_from_slice(payload);
-    let pseudo = checksum::pseudo_header_v4(src.octets(), HOST_IP.octets(), 6, tcp.len() as u16);
+    let pseudo = checksum::pseudo_header_v4(src.octets(), dst.octets(), 6, tcp.len() as u16);
     let c = checksum::finish(checksum::combine(pseudo, checksum::sum(&tcp)));
     tcp[16..18].copy_from_slice(&c.to_be_bytes());
     tcp
@@ -326,6 +352,16 @@ fn arp_frame(
 }
 
 fn echo_request(ident: u16, seq_no: u16, data: &[u8]) -> Vec<u8> {
+    ipv4_frame(
+        PEER_MAC,
+        PEER_IP,
+        IpProtocol::Icmp,
+        &icmp_echo(ident, seq_no, data),
+    )
+}
+
+/// An ICMP Echo Request message.
+fn icmp_echo(ident: u16, seq_no: u16, data: &[u8]) -> Vec<u8> {
     let repr = Icmpv4Repr::EchoRequest {
         ident,
         seq_no,
@@ -336,7 +372,7 @@ fn echo_request(ident: u16, seq_no: u16, data: &[u8]) -> Vec<u8> {
         &mut Icmpv4Packet::new_unchecked(&mut icmp[..]),
         &ChecksumCapabilities::default(),
     );
-    ipv4_frame(PEER_MAC, PEER_IP, IpProtocol::Icmp, &icmp)
+    icmp
 }
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
@@ -1148,7 +1184,7 @@ fn malformed_frames_are_counted_and_dropped() {
         ipv4_frame(PEER_MAC, PEER_IP, IpProtocol::Udp, &[0; 12]),
         DropReason::UnknownProtocol,
     );
-    // TCP to the limited broadcast address.
+    // TCP to the limited broadcast address (in a unicast frame).
     let mut broadcast = good.clone();
     broadcast[14 + 16..14 + 20].copy_from_slice(&[255; 4]);
     fix_ip_checksum(&mut broadcast);
@@ -2196,3 +2232,7 @@ fn changed_arp_mapping_updates_cached_next_hop() {
     assert_eq!(out[0].payload, b"two");
     assert_eq!(out[0].eth.dst, NEW_MAC);
 }
+
+// ----- Martian and broadcast addressing -----
+
+mod martians;
