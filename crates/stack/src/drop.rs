@@ -13,8 +13,20 @@ use std::fmt;
 pub enum DropReason {
     /// The buffer is shorter than the fixed header of the layer parsing it.
     Truncated,
-    /// The Ethernet destination is neither our MAC nor broadcast.
+    /// The Ethernet destination is another host's MAC, or a multicast group we never
+    /// joined (IPv4 sent to any group address is [`DropReason::GroupDestinationMac`]).
     NotForUs,
+    /// The Ethernet source address has the individual/group bit set (multicast or
+    /// broadcast). The bit tells individual from group destinations; in a source address
+    /// it is reserved and 0 (IEEE 802.3 §3.2.3), so such a frame is forged or corrupt,
+    /// whatever it carries (ARP included; nothing is learned from it).
+    GroupSourceMac,
+    /// An IPv4 datagram in a frame sent to the Ethernet broadcast or a multicast
+    /// address. RFC 1122 §3.3.6: a host should silently discard a datagram received by
+    /// link-layer broadcast unless it is addressed to an IP broadcast or multicast
+    /// address, and we accept neither (we run no UDP and join no group). So no TCP
+    /// segment or ICMP echo that was flooded to every host is answered.
+    GroupDestinationMac,
     /// An EtherType other than IPv4 or ARP (IPv6, VLAN-tagged, 802.3 length field...).
     UnknownEtherType,
     /// ARP that is not Ethernet/IPv4 (RFC 826 hardware/protocol types and lengths), has an
@@ -29,11 +41,20 @@ pub enum DropReason {
     /// An IPv4 fragment: we do not reassemble (we send with DF and advertise an MSS that
     /// fits the MTU, so peers have no reason to fragment towards us).
     Fragment,
-    /// The IPv4 destination is not our address (nor the limited broadcast).
+    /// The IPv4 destination is not our unicast address: another host's, the limited or
+    /// our subnet's directed broadcast, or multicast. A host that runs no UDP and joins
+    /// no group has nothing to do with broadcasts, and answering one (ping, a SYN) would
+    /// make it an amplifier (RFC 1122 §3.2.2.6 lets a host ignore a broadcast ping).
     NotOurAddress,
-    /// The IPv4 source is one no datagram may come from: multicast, broadcast, loopback
-    /// or unspecified (RFC 1122 §3.2.1.3).
-    BadSourceAddress,
+    /// A martian IPv4 source, one no datagram may come from (RFC 1122 §3.2.1.3: a host
+    /// must silently discard it): 0.0.0.0/8 ("this network"), 127.0.0.0/8 (loopback),
+    /// 224.0.0.0/4 (multicast), 240.0.0.0/4 (reserved class E, with the limited broadcast
+    /// 255.255.255.255), or our subnet's directed broadcast.
+    MartianSource,
+    /// An IPv4 datagram from our own address arriving on the wire: a LAND attack (SYN
+    /// from our address and port to itself), or another host using our address. A host
+    /// never receives its own datagrams from the link, so none is answered.
+    OwnSourceAddress,
     /// An IP protocol other than ICMP or TCP.
     UnknownProtocol,
     /// A malformed ICMP message (RFC 792), e.g. an Echo Request with a nonzero code.
@@ -53,6 +74,13 @@ pub enum DropReason {
     ArpQueueFull,
     /// A frame waiting for ARP resolution was dropped: the neighbour never answered.
     ArpUnresolved,
+    /// A reply would have gone to an Ethernet group (broadcast or multicast) MAC, the
+    /// source of the frame it answers: the reply (a RST, a cookie SYN-ACK, an echo
+    /// reply) is not sent, and a SYN whose connection would send there makes none.
+    /// Nothing but ARP goes to a group address, so that no outsider can turn us into an
+    /// amplifier by offering a group MAC as its own. Defence in depth: input already
+    /// drops [`DropReason::GroupSourceMac`] frames.
+    SendToGroupMac,
     /// No transmit buffer (or one too small) was available for a reply.
     NoTxBuffer,
     /// A frame the engine built is longer than the link's MTU (plus the Ethernet
@@ -63,12 +91,14 @@ pub enum DropReason {
 
 impl DropReason {
     /// Number of variants: the length of a per-reason counter array.
-    pub const COUNT: usize = 21;
+    pub const COUNT: usize = 25;
 
     /// Every variant, in [`index`](DropReason::index) order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::Truncated,
         DropReason::NotForUs,
+        DropReason::GroupSourceMac,
+        DropReason::GroupDestinationMac,
         DropReason::UnknownEtherType,
         DropReason::BadArp,
         DropReason::BadIpHeader,
@@ -76,7 +106,8 @@ impl DropReason {
         DropReason::BadIpLength,
         DropReason::Fragment,
         DropReason::NotOurAddress,
-        DropReason::BadSourceAddress,
+        DropReason::MartianSource,
+        DropReason::OwnSourceAddress,
         DropReason::UnknownProtocol,
         DropReason::BadIcmp,
         DropReason::BadIcmpChecksum,
@@ -86,6 +117,7 @@ impl DropReason {
         DropReason::NoConnection,
         DropReason::ArpQueueFull,
         DropReason::ArpUnresolved,
+        DropReason::SendToGroupMac,
         DropReason::NoTxBuffer,
         DropReason::OverMtu,
     ];
@@ -100,6 +132,8 @@ impl DropReason {
         match self {
             DropReason::Truncated => "truncated",
             DropReason::NotForUs => "not_for_us",
+            DropReason::GroupSourceMac => "group_source_mac",
+            DropReason::GroupDestinationMac => "group_destination_mac",
             DropReason::UnknownEtherType => "unknown_ethertype",
             DropReason::BadArp => "bad_arp",
             DropReason::BadIpHeader => "bad_ip_header",
@@ -107,7 +141,8 @@ impl DropReason {
             DropReason::BadIpLength => "bad_ip_length",
             DropReason::Fragment => "ip_fragment",
             DropReason::NotOurAddress => "not_our_address",
-            DropReason::BadSourceAddress => "bad_source_address",
+            DropReason::MartianSource => "martian_source",
+            DropReason::OwnSourceAddress => "own_source_address",
             DropReason::UnknownProtocol => "unknown_protocol",
             DropReason::BadIcmp => "bad_icmp",
             DropReason::BadIcmpChecksum => "bad_icmp_checksum",
@@ -117,6 +152,7 @@ impl DropReason {
             DropReason::NoConnection => "no_connection",
             DropReason::ArpQueueFull => "arp_queue_full",
             DropReason::ArpUnresolved => "arp_unresolved",
+            DropReason::SendToGroupMac => "send_to_group_mac",
             DropReason::NoTxBuffer => "no_tx_buffer",
             DropReason::OverMtu => "over_mtu",
         }

@@ -1,10 +1,10 @@
 //! Ethernet II framing (IEEE 802.3 with an EtherType, RFC 894).
 //!
 //! Parsing goes through smoltcp's [`EthernetFrame`] view; this module adds the two
-//! decisions the engine needs on every frame: is it addressed to us ([`accepts`]) and
-//! what does it carry ([`EthernetHeader::ethertype`]). 802.1Q VLAN tags are not
-//! understood: a tagged frame parses with EtherType `0x8100` and the engine drops it as
-//! [`DropReason::UnknownEtherType`].
+//! decisions the engine needs on every frame: may it go up at all, by its addresses
+//! ([`admit`]), and what does it carry ([`EthernetHeader::ethertype`]). 802.1Q VLAN tags
+//! are not understood: a tagged frame parses with EtherType `0x8100` and the engine drops
+//! it as [`DropReason::UnknownEtherType`].
 
 use smoltcp::wire::EthernetFrame;
 pub(crate) use smoltcp::wire::EthernetProtocol;
@@ -55,11 +55,42 @@ pub(crate) fn write_header(
     frame.set_ethertype(ethertype);
 }
 
-/// Whether a frame with destination `dst` is for this host: unicast to `our_mac` or
-/// broadcast (ARP requests). Multicast is not accepted: the stack joins no group (no IGMP),
-/// so a multicast frame can only be flooding from a switch.
-pub(crate) fn accepts(our_mac: MacAddr, dst: MacAddr) -> bool {
-    dst == our_mac || dst.is_broadcast()
+/// Whether a received frame may go up to the layer its EtherType names, by its
+/// addresses alone. The fast path, a frame to `our_mac` from an individual address, costs
+/// a bit test and a compare.
+///
+/// - A source with the individual/group bit set is [`DropReason::GroupSourceMac`] for
+///   every EtherType, ARP included: the bit tells individual from group destinations,
+///   and in a source address it is reserved and 0 (IEEE 802.3 §3.2.3). Such a frame is
+///   forged (answering it would flood the link: an amplifier) or corrupt.
+/// - A frame to another host's MAC, or to a multicast group, is [`DropReason::NotForUs`]:
+///   the stack joins no group (no IGMP), so a multicast frame can only be flooding.
+/// - IPv4 in a frame sent to a group address (broadcast or multicast) is
+///   [`DropReason::GroupDestinationMac`], whatever its IPv4 destination (RFC 1122
+///   §3.3.6). Only ARP, broadcast by nature, comes up from the broadcast address.
+#[inline]
+pub(crate) fn admit(our_mac: MacAddr, h: &EthernetHeader) -> Result<(), DropReason> {
+    if h.src.is_multicast() {
+        return Err(DropReason::GroupSourceMac);
+    }
+    if h.dst != our_mac {
+        return admit_to_group(h);
+    }
+    Ok(())
+}
+
+/// [`admit`] for a frame not sent to our MAC.
+#[cold]
+fn admit_to_group(h: &EthernetHeader) -> Result<(), DropReason> {
+    if !h.dst.is_multicast() {
+        return Err(DropReason::NotForUs);
+    }
+    match h.ethertype {
+        EthernetProtocol::Ipv4 => Err(DropReason::GroupDestinationMac),
+        // ARP requests, and whatever else the engine sorts by EtherType.
+        _ if h.dst.is_broadcast() => Ok(()),
+        _ => Err(DropReason::NotForUs),
+    }
 }
 
 #[cfg(test)]
@@ -110,13 +141,66 @@ mod tests {
         assert_eq!(h.ethertype, EthernetProtocol::Unknown(0x8100));
     }
 
+    fn header(src: MacAddr, dst: MacAddr, ethertype: EthernetProtocol) -> EthernetHeader {
+        EthernetHeader {
+            dst,
+            src,
+            ethertype,
+        }
+    }
+
+    const MULTICAST: MacAddr = EthernetAddress([0x01, 0x00, 0x5e, 0, 0, 1]);
+    const IPV6_MULTICAST: MacAddr = EthernetAddress([0x33, 0x33, 0, 0, 0, 1]);
+
     #[test]
-    fn accepts_unicast_to_us_and_broadcast_only() {
-        assert!(accepts(US, US));
-        assert!(accepts(US, MacAddr::BROADCAST));
-        assert!(!accepts(US, THEM));
-        assert!(!accepts(US, EthernetAddress([0x01, 0x00, 0x5e, 0, 0, 1])));
-        assert!(!accepts(US, EthernetAddress([0x33, 0x33, 0, 0, 0, 1])));
+    fn admits_unicast_to_us_and_broadcast_arp() {
+        use EthernetProtocol::{Arp, Ipv4, Ipv6};
+        for t in [Arp, Ipv4, Ipv6] {
+            assert_eq!(admit(US, &header(THEM, US, t)), Ok(()));
+            assert_eq!(admit(US, &header(THEM, THEM, t)), Err(DropReason::NotForUs));
+        }
+        assert_eq!(admit(US, &header(THEM, MacAddr::BROADCAST, Arp)), Ok(()));
+        // Left for the engine's EtherType match to count as unknown.
+        assert_eq!(admit(US, &header(THEM, MacAddr::BROADCAST, Ipv6)), Ok(()));
+        for group in [MULTICAST, IPV6_MULTICAST] {
+            assert_eq!(
+                admit(US, &header(THEM, group, Arp)),
+                Err(DropReason::NotForUs)
+            );
+            assert_eq!(
+                admit(US, &header(THEM, group, Ipv6)),
+                Err(DropReason::NotForUs)
+            );
+        }
+    }
+
+    #[test]
+    fn ipv4_to_a_group_address_is_dropped() {
+        for group in [MacAddr::BROADCAST, MULTICAST, IPV6_MULTICAST] {
+            assert_eq!(
+                admit(US, &header(THEM, group, EthernetProtocol::Ipv4)),
+                Err(DropReason::GroupDestinationMac)
+            );
+        }
+    }
+
+    #[test]
+    fn a_group_source_is_dropped_whatever_the_frame_carries() {
+        use EthernetProtocol::{Arp, Ipv4};
+        for src in [
+            MacAddr::BROADCAST,
+            MULTICAST,
+            EthernetAddress([0x03, 0, 0, 0, 0, 2]),
+        ] {
+            for dst in [US, MacAddr::BROADCAST] {
+                for t in [Arp, Ipv4] {
+                    assert_eq!(
+                        admit(US, &header(src, dst, t)),
+                        Err(DropReason::GroupSourceMac)
+                    );
+                }
+            }
+        }
     }
 
     proptest! {

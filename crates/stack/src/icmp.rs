@@ -83,11 +83,14 @@ pub(crate) fn echo_reply(
 /// message `request_icmp`, on a link whose IP MTU is `mtu` (the reply is cut to fit it,
 /// see [`echo_reply`]). Returns the frame length, or `Ok(None)` when nothing is owed.
 ///
-/// An Echo Request sent to the broadcast address is ignored (RFC 1122 §3.2.2.6 allows it;
-/// answering would make us a smurf-attack amplifier). The reply always comes from
-/// `our_ip`, carries DF and [`ipv4::DEFAULT_TTL`], and has its IPv4 checksum filled in.
-/// `out` must hold the reply, `14 + 20 + request_icmp.len()` bytes or `14 + mtu` if
-/// fewer, else [`DropReason::NoTxBuffer`].
+/// Only a request to `our_ip` itself is answered: one sent to a broadcast or multicast
+/// address is ignored (RFC 1122 §3.2.2.6 allows it; answering would make us a
+/// smurf-attack amplifier). The IPv4 layer passes up no other destination; this keeps
+/// the rule where the reply is made. Nor is a reply ever sent to a group MAC
+/// ([`DropReason::SendToGroupMac`]). The reply always comes from `our_ip`, carries DF
+/// and [`ipv4::DEFAULT_TTL`], and has its IPv4 checksum filled in. `out` must hold the
+/// reply, `14 + 20 + request_icmp.len()` bytes or `14 + mtu` if fewer, else
+/// [`DropReason::NoTxBuffer`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn echo_reply_frame(
     out: &mut [u8],
@@ -99,8 +102,11 @@ pub(crate) fn echo_reply_frame(
     ip_ident: u16,
     mtu: usize,
 ) -> Result<Option<usize>, DropReason> {
-    if request_ip.is_broadcast() {
+    if request_ip.dst != our_ip {
         return Ok(None);
+    }
+    if request_src_mac.is_multicast() {
+        return Err(DropReason::SendToGroupMac);
     }
     let Some(icmp_out) = out.get_mut(ipv4::TRANSPORT_OFFSET..) else {
         return Err(DropReason::NoTxBuffer);
@@ -265,7 +271,7 @@ mod tests {
             .unwrap();
         assert_eq!(len, ethernet::HEADER_LEN + 128);
         let (_, ip_bytes) = ethernet::parse(&out[..len]).unwrap();
-        let (h, icmp) = ipv4::parse(ip_bytes, THEM, false).unwrap();
+        let (h, icmp) = ipv4::parse(ip_bytes, ipv4::Local::new(THEM, 24), false).unwrap();
         assert_eq!(usize::from(h.total_len), 128);
         assert!(Icmpv4Packet::new_checked(icmp).unwrap().verify_checksum());
     }
@@ -294,7 +300,7 @@ mod tests {
         let (eth, ip_bytes) = ethernet::parse(&out[..len]).unwrap();
         assert_eq!((eth.src, eth.dst), (US_MAC, THEM_MAC));
         assert_eq!(eth.ethertype, EthernetProtocol::Ipv4);
-        let (h, icmp) = ipv4::parse(ip_bytes, THEM, false).unwrap();
+        let (h, icmp) = ipv4::parse(ip_bytes, ipv4::Local::new(THEM, 24), false).unwrap();
         assert_eq!(
             (h.src, h.dst, h.protocol, h.ident),
             (US, THEM, IpProtocol::Icmp, 5)
@@ -309,12 +315,27 @@ mod tests {
     fn broadcast_ping_is_ignored_and_small_frame_buffer_reported() {
         let req = echo_request(b"x");
         let mut out = [0u8; 128];
-        let ip = request_ip(Ipv4Addr::BROADCAST, req.len());
-        assert_eq!(
-            echo_reply_frame(&mut out, US_MAC, US, THEM_MAC, &ip, &req, 0, MTU),
-            Ok(None)
-        );
+        for dst in [
+            Ipv4Addr::BROADCAST,
+            Ipv4Addr::new(10, 0, 0, 255),
+            Ipv4Addr::new(224, 0, 0, 1),
+        ] {
+            let ip = request_ip(dst, req.len());
+            assert_eq!(
+                echo_reply_frame(&mut out, US_MAC, US, THEM_MAC, &ip, &req, 0, MTU),
+                Ok(None)
+            );
+        }
         let ip = request_ip(US, req.len());
+        for group in [
+            MacAddr::BROADCAST,
+            EthernetAddress([0x01, 0, 0x5e, 0, 0, 1]),
+        ] {
+            assert_eq!(
+                echo_reply_frame(&mut out, US_MAC, US, group, &ip, &req, 0, MTU),
+                Err(DropReason::SendToGroupMac)
+            );
+        }
         for short in [0usize, 20, 34, 34 + req.len() - 1] {
             assert_eq!(
                 echo_reply_frame(&mut out[..short], US_MAC, US, THEM_MAC, &ip, &req, 0, MTU),

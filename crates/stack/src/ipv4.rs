@@ -9,11 +9,14 @@
 //!   §3.3.2 requires reassembly of a host, and this is a documented deviation.
 //! - **Options are skipped, not acted on.** RFC 1122 §3.2.1.8 lets a host ignore options it
 //!   does not implement; we implement none and never emit any.
-//! - **Accepted destinations** are our address and the limited broadcast
-//!   255.255.255.255. A directed broadcast of our subnet is [`DropReason::NotOurAddress`]
-//!   (we do not know the prefix length); the engine decides what a broadcast may reach.
-//! - **Source addresses** that no datagram may carry (RFC 1122 §3.2.1.3: multicast,
-//!   broadcast, loopback, 0.0.0.0) are dropped, so nothing above ever answers them.
+//! - **The only accepted destination is our unicast address.** The limited broadcast,
+//!   our subnet's directed broadcast and multicast are [`DropReason::NotOurAddress`]: we
+//!   run no UDP and join no group, so no broadcast has anything for us, and answering one
+//!   (a ping, a SYN) would make us an amplifier (RFC 1122 §3.2.2.6 lets a host ignore a
+//!   broadcast ping; we ignore everything broadcast).
+//! - **Martian sources are dropped** ([`Local::check_source`]), so nothing above ever
+//!   answers them: the classes RFC 1122 §3.2.1.3 says a host must silently discard, and
+//!   our own address (a LAND attack).
 //! - The header checksum is verified unless the device already did it.
 
 use std::net::Ipv4Addr;
@@ -53,14 +56,89 @@ impl Ipv4Header {
     pub(crate) fn payload_len(&self) -> usize {
         usize::from(self.total_len) - usize::from(self.header_len)
     }
+}
 
-    /// Whether the datagram was sent to the limited broadcast address.
-    pub(crate) fn is_broadcast(&self) -> bool {
-        self.dst.is_broadcast()
+/// The subnet mask of a prefix length (0: every address is on the link).
+pub(crate) const fn netmask(prefix_len: u8) -> u32 {
+    match prefix_len {
+        0 => 0,
+        n if n >= 32 => u32::MAX,
+        n => u32::MAX << (32 - n as u32),
     }
 }
 
-/// Validate a received IPv4 datagram addressed to `our_ip` and return its header and its
+/// Our address on a link, with what its prefix makes special, precomputed so that the
+/// checks on every received datagram are a few compares of integers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Local {
+    addr: u32,
+    /// Our subnet's directed broadcast (host part all ones), or 255.255.255.255 when the
+    /// subnet has none: a /31 (RFC 3021 §2.2: both addresses are hosts) or a /32.
+    directed_broadcast: u32,
+}
+
+impl Local {
+    /// Address `addr` on a link whose subnet is `addr/prefix_len`.
+    pub(crate) const fn new(addr: Ipv4Addr, prefix_len: u8) -> Local {
+        let addr = u32::from_be_bytes(addr.octets());
+        let directed_broadcast = if prefix_len < 31 {
+            addr | !netmask(prefix_len)
+        } else {
+            u32::MAX
+        };
+        Local {
+            addr,
+            directed_broadcast,
+        }
+    }
+
+    /// Our address.
+    pub(crate) fn addr(&self) -> Ipv4Addr {
+        Ipv4Addr::from(self.addr)
+    }
+
+    /// Drop a martian source, one no datagram we receive may carry:
+    /// - 0.0.0.0/8, "this host on this network" (RFC 1122 §3.2.1.3 (a), (b): only ever a
+    ///   source during initialisation, which needs a broadcast reply we never give);
+    /// - 127.0.0.0/8, loopback (§3.2.1.3 (g): must not appear outside a host);
+    /// - 224.0.0.0/4, multicast, and 240.0.0.0/4, reserved class E with the limited
+    ///   broadcast 255.255.255.255 (§3.2.1.3 (c), RFC 1812 §5.3.7, RFC 6890): no host
+    ///   sends from a group or a reserved address;
+    /// - our subnet's directed broadcast (§3.2.1.3 (d): must not be a source);
+    /// - our own address ([`DropReason::OwnSourceAddress`]): the LAND attack, a SYN from
+    ///   us to us, which a host that answered would answer forever.
+    ///
+    /// RFC 1122 §3.2.1.3: "A host MUST silently discard an incoming datagram containing
+    /// an IP source address that is invalid by the rules of this section."
+    ///
+    /// On the fast path this is four compares folded into one branch; which reason
+    /// applies is worked out only for a datagram that is dropped.
+    #[inline]
+    pub(crate) fn check_source(&self, src: Ipv4Addr) -> Result<(), DropReason> {
+        let src = u32::from(src);
+        let first = (src >> 24) as u8;
+        // 0/8 and 224/4 + 240/4 in one unsigned compare: 0 - 1 wraps to 255.
+        let martian = (first.wrapping_sub(1) >= 223)
+            | (first == 127)
+            | (src == self.addr)
+            | (src == self.directed_broadcast);
+        if martian {
+            return Err(self.martian_reason(src));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn martian_reason(&self, src: u32) -> DropReason {
+        if src == self.addr {
+            DropReason::OwnSourceAddress
+        } else {
+            DropReason::MartianSource
+        }
+    }
+}
+
+/// Validate a received IPv4 datagram for the host `local` and return its header and its
 /// transport payload.
 ///
 /// The payload is trimmed to the header's Total Length, which drops the padding Ethernet
@@ -68,7 +146,7 @@ impl Ipv4Header {
 /// checksum ([`RxMeta::checksum_verified`](crate::io::RxMeta)).
 pub(crate) fn parse(
     packet: &[u8],
-    our_ip: Ipv4Addr,
+    local: Local,
     checksum_verified: bool,
 ) -> Result<(Ipv4Header, &[u8]), DropReason> {
     if packet.len() < HEADER_LEN {
@@ -94,10 +172,8 @@ pub(crate) fn parse(
     }
     let src = view.src_addr();
     let dst = view.dst_addr();
-    if !is_valid_source(src) {
-        return Err(DropReason::BadSourceAddress);
-    }
-    if dst != our_ip && !dst.is_broadcast() {
+    local.check_source(src)?;
+    if dst != local.addr() {
         return Err(DropReason::NotOurAddress);
     }
     // RFC 791 §3.2: a datagram is a fragment when More Fragments is set or its offset is
@@ -115,12 +191,6 @@ pub(crate) fn parse(
         header_len,
     };
     Ok((header, view.payload()))
-}
-
-/// RFC 1122 §3.2.1.3: a host silently discards datagrams whose source is not a unicast
-/// address of some host.
-fn is_valid_source(src: Ipv4Addr) -> bool {
-    !(src.is_unspecified() || src.is_broadcast() || src.is_multicast() || src.is_loopback())
 }
 
 /// Write a 20-byte IPv4 header (no options) at the start of `buf` for a datagram carrying
@@ -218,6 +288,8 @@ mod tests {
 
     const US: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
     const THEM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    /// US on 10.0.0.0/24.
+    const LOCAL: Local = Local::new(US, 24);
 
     /// A datagram built by smoltcp (not by us) with `payload`.
     fn smoltcp_datagram(src: Ipv4Addr, dst: Ipv4Addr, payload: &[u8]) -> Vec<u8> {
@@ -242,7 +314,7 @@ mod tests {
     #[test]
     fn parses_a_smoltcp_datagram() {
         let buf = smoltcp_datagram(THEM, US, b"hello");
-        let (h, payload) = parse(&buf, US, false).unwrap();
+        let (h, payload) = parse(&buf, LOCAL, false).unwrap();
         assert_eq!(h.src, THEM);
         assert_eq!(h.dst, US);
         assert_eq!(h.protocol, IpProtocol::Tcp);
@@ -251,14 +323,13 @@ mod tests {
         assert_eq!(h.header_len, 20);
         assert_eq!(h.payload_len(), 5);
         assert_eq!(payload, b"hello");
-        assert!(!h.is_broadcast());
     }
 
     #[test]
     fn ethernet_padding_is_trimmed() {
         let mut buf = smoltcp_datagram(THEM, US, b"hi");
         buf.extend_from_slice(&[0u8; 24]);
-        let (_, payload) = parse(&buf, US, false).unwrap();
+        let (_, payload) = parse(&buf, LOCAL, false).unwrap();
         assert_eq!(payload, b"hi");
     }
 
@@ -277,24 +348,17 @@ mod tests {
         buf[20..24].copy_from_slice(&[1, 1, 1, 0]);
         buf[24..].copy_from_slice(b"xyz");
         refill_checksum(&mut buf);
-        let (h, payload) = parse(&buf, US, false).unwrap();
+        let (h, payload) = parse(&buf, LOCAL, false).unwrap();
         assert_eq!(h.header_len, 24);
         assert_eq!(h.protocol, IpProtocol::Icmp);
         assert_eq!(payload, b"xyz");
     }
 
     #[test]
-    fn limited_broadcast_is_accepted() {
-        let buf = smoltcp_datagram(THEM, Ipv4Addr::BROADCAST, b"");
-        let (h, _) = parse(&buf, US, false).unwrap();
-        assert!(h.is_broadcast());
-    }
-
-    #[test]
     fn truncated_header() {
         let buf = smoltcp_datagram(THEM, US, b"");
         for len in 0..HEADER_LEN {
-            assert_eq!(parse(&buf[..len], US, false), Err(DropReason::Truncated));
+            assert_eq!(parse(&buf[..len], LOCAL, false), Err(DropReason::Truncated));
         }
     }
 
@@ -303,14 +367,14 @@ mod tests {
         let mut buf = smoltcp_datagram(THEM, US, b"x");
         buf[0] = 0x65;
         refill_checksum(&mut buf);
-        assert_eq!(parse(&buf, US, false), Err(DropReason::BadIpHeader));
+        assert_eq!(parse(&buf, LOCAL, false), Err(DropReason::BadIpHeader));
     }
 
     #[test]
     fn ihl_below_five() {
         let mut buf = smoltcp_datagram(THEM, US, b"x");
         buf[0] = 0x44;
-        assert_eq!(parse(&buf, US, true), Err(DropReason::BadIpHeader));
+        assert_eq!(parse(&buf, LOCAL, true), Err(DropReason::BadIpHeader));
     }
 
     #[test]
@@ -318,12 +382,12 @@ mod tests {
         let mut buf = smoltcp_datagram(THEM, US, b"abcd");
         buf[0] = 0x46; // 24-byte header inside a 24-byte datagram: fine
         refill_checksum(&mut buf);
-        assert!(parse(&buf, US, false).is_ok());
+        assert!(parse(&buf, LOCAL, false).is_ok());
         buf[0] = 0x47; // 28-byte header, total length 24
-        assert_eq!(parse(&buf, US, false), Err(DropReason::BadIpLength));
-        assert_eq!(parse(&buf, US, true), Err(DropReason::BadIpLength));
+        assert_eq!(parse(&buf, LOCAL, false), Err(DropReason::BadIpLength));
+        assert_eq!(parse(&buf, LOCAL, true), Err(DropReason::BadIpLength));
         buf[0] = 0x4f; // 60-byte header in a 24-byte buffer
-        assert_eq!(parse(&buf, US, true), Err(DropReason::BadIpLength));
+        assert_eq!(parse(&buf, LOCAL, true), Err(DropReason::BadIpLength));
     }
 
     #[test]
@@ -332,46 +396,111 @@ mod tests {
         let mut p = Ipv4Packet::new_unchecked(&mut buf[..]);
         p.set_total_len(19);
         p.fill_checksum();
-        assert_eq!(parse(&buf, US, false), Err(DropReason::BadIpLength));
+        assert_eq!(parse(&buf, LOCAL, false), Err(DropReason::BadIpLength));
         let mut p = Ipv4Packet::new_unchecked(&mut buf[..]);
         p.set_total_len(25);
         p.fill_checksum();
-        assert_eq!(parse(&buf, US, false), Err(DropReason::BadIpLength));
+        assert_eq!(parse(&buf, LOCAL, false), Err(DropReason::BadIpLength));
     }
 
     #[test]
     fn bad_checksum_unless_verified_by_device() {
         let mut buf = smoltcp_datagram(THEM, US, b"abcd");
         buf[8] ^= 0x10; // TTL changed, checksum stale
-        assert_eq!(parse(&buf, US, false), Err(DropReason::BadIpChecksum));
-        assert!(parse(&buf, US, true).is_ok());
+        assert_eq!(parse(&buf, LOCAL, false), Err(DropReason::BadIpChecksum));
+        assert!(parse(&buf, LOCAL, true).is_ok());
     }
 
     #[test]
-    fn other_destinations_are_not_ours() {
-        let buf = smoltcp_datagram(THEM, Ipv4Addr::new(10, 0, 0, 3), b"");
-        assert_eq!(parse(&buf, US, false), Err(DropReason::NotOurAddress));
-        let buf = smoltcp_datagram(THEM, Ipv4Addr::new(10, 0, 0, 255), b"");
-        assert_eq!(parse(&buf, US, false), Err(DropReason::NotOurAddress));
-        let buf = smoltcp_datagram(THEM, Ipv4Addr::new(224, 0, 0, 1), b"");
-        assert_eq!(parse(&buf, US, false), Err(DropReason::NotOurAddress));
+    fn only_our_unicast_address_is_a_destination() {
+        for dst in [
+            Ipv4Addr::new(10, 0, 0, 3),
+            Ipv4Addr::new(10, 0, 0, 255),
+            Ipv4Addr::BROADCAST,
+            Ipv4Addr::new(224, 0, 0, 1),
+            Ipv4Addr::new(239, 255, 255, 250),
+            Ipv4Addr::UNSPECIFIED,
+        ] {
+            let buf = smoltcp_datagram(THEM, dst, b"");
+            assert_eq!(
+                parse(&buf, LOCAL, false),
+                Err(DropReason::NotOurAddress),
+                "{dst}"
+            );
+        }
     }
 
     #[test]
-    fn impossible_sources_are_dropped() {
+    fn martian_sources_are_dropped() {
         for src in [
             Ipv4Addr::UNSPECIFIED,
-            Ipv4Addr::BROADCAST,
-            Ipv4Addr::new(224, 0, 0, 5),
+            Ipv4Addr::new(0, 1, 2, 3),
+            Ipv4Addr::new(0, 255, 255, 255),
             Ipv4Addr::new(127, 0, 0, 1),
+            Ipv4Addr::new(127, 255, 255, 254),
+            Ipv4Addr::new(224, 0, 0, 0),
+            Ipv4Addr::new(224, 0, 0, 5),
+            Ipv4Addr::new(239, 255, 255, 255),
+            Ipv4Addr::new(240, 0, 0, 0),
+            Ipv4Addr::new(250, 1, 2, 3),
+            Ipv4Addr::new(255, 255, 255, 254),
+            Ipv4Addr::BROADCAST,
+            Ipv4Addr::new(10, 0, 0, 255),
         ] {
             let buf = smoltcp_datagram(src, US, b"");
             assert_eq!(
-                parse(&buf, US, false),
-                Err(DropReason::BadSourceAddress),
+                parse(&buf, LOCAL, false),
+                Err(DropReason::MartianSource),
                 "{src}"
             );
         }
+        let buf = smoltcp_datagram(US, US, b"");
+        assert_eq!(parse(&buf, LOCAL, false), Err(DropReason::OwnSourceAddress));
+    }
+
+    #[test]
+    fn neighbours_of_the_martian_classes_are_fine() {
+        for src in [
+            Ipv4Addr::new(1, 0, 0, 0),
+            Ipv4Addr::new(10, 0, 0, 0),
+            Ipv4Addr::new(10, 0, 0, 254),
+            Ipv4Addr::new(10, 0, 1, 255),
+            Ipv4Addr::new(126, 255, 255, 255),
+            Ipv4Addr::new(128, 0, 0, 0),
+            Ipv4Addr::new(223, 255, 255, 255),
+        ] {
+            let buf = smoltcp_datagram(src, US, b"");
+            assert!(parse(&buf, LOCAL, false).is_ok(), "{src}");
+        }
+    }
+
+    #[test]
+    fn directed_broadcast_follows_the_prefix() {
+        let from = |src: [u8; 4], prefix_len: u8| {
+            let buf = smoltcp_datagram(Ipv4Addr::from(src), US, b"");
+            parse(&buf, Local::new(US, prefix_len), false).map(|_| ())
+        };
+        let martian = Err(DropReason::MartianSource);
+        assert_eq!(from([10, 0, 255, 255], 16), martian);
+        assert_eq!(from([10, 0, 0, 255], 16), Ok(()));
+        assert_eq!(from([10, 0, 0, 3], 30), martian);
+        assert_eq!(from([10, 255, 255, 255], 8), martian);
+        // RFC 3021: a /31 has two hosts and no broadcast; a /32 only us.
+        assert_eq!(from([10, 0, 0, 0], 31), Ok(()));
+        assert_eq!(from([10, 0, 0, 1], 32), Err(DropReason::OwnSourceAddress));
+        // A /0 link: its directed broadcast is the limited one, martian anyway.
+        assert_eq!(from([10, 0, 0, 255], 0), Ok(()));
+        assert_eq!(from([255; 4], 0), martian);
+    }
+
+    #[test]
+    fn netmask_of_every_prefix() {
+        assert_eq!(netmask(0), 0);
+        assert_eq!(netmask(1), 0x8000_0000);
+        assert_eq!(netmask(24), 0xffff_ff00);
+        assert_eq!(netmask(31), 0xffff_fffe);
+        assert_eq!(netmask(32), u32::MAX);
+        assert_eq!(netmask(40), u32::MAX);
     }
 
     #[test]
@@ -381,16 +510,16 @@ mod tests {
         p.set_dont_frag(false);
         p.set_more_frags(true);
         p.fill_checksum();
-        assert_eq!(parse(&buf, US, false), Err(DropReason::Fragment));
+        assert_eq!(parse(&buf, LOCAL, false), Err(DropReason::Fragment));
         let mut p = Ipv4Packet::new_unchecked(&mut buf[..]);
         p.set_more_frags(false);
         p.set_frag_offset(8);
         p.fill_checksum();
-        assert_eq!(parse(&buf, US, false), Err(DropReason::Fragment));
+        assert_eq!(parse(&buf, LOCAL, false), Err(DropReason::Fragment));
         let mut p = Ipv4Packet::new_unchecked(&mut buf[..]);
         p.set_frag_offset(0);
         p.fill_checksum();
-        assert!(parse(&buf, US, false).is_ok());
+        assert!(parse(&buf, LOCAL, false).is_ok());
     }
 
     #[test]
@@ -423,7 +552,7 @@ mod tests {
         let repr = Ipv4Repr::parse(&p, &ChecksumCapabilities::default()).unwrap();
         assert_eq!(repr.payload_len, 6);
         // And our own parser accepts it from the other side.
-        let (h, payload) = parse(&buf, THEM, false).unwrap();
+        let (h, payload) = parse(&buf, Local::new(THEM, 24), false).unwrap();
         assert_eq!((h.src, h.ident, payload.len()), (US, 0xbeef, 6));
     }
 
@@ -481,11 +610,26 @@ mod tests {
 
     proptest! {
         #[test]
+        fn check_source_is_the_martian_classes(a in any::<u32>(), prefix_len in 0u8..=32) {
+            let src = Ipv4Addr::from(a);
+            let o = src.octets()[0];
+            let subnet_broadcast = prefix_len < 31 && a == u32::from(US) | !netmask(prefix_len);
+            let want = if src == US {
+                Err(DropReason::OwnSourceAddress)
+            } else if o == 0 || o == 127 || src.is_multicast() || o >= 240 || subnet_broadcast {
+                Err(DropReason::MartianSource)
+            } else {
+                Ok(())
+            };
+            prop_assert_eq!(Local::new(US, prefix_len).check_source(src), want);
+        }
+
+        #[test]
         fn parse_never_panics(
             bytes in proptest::collection::vec(any::<u8>(), 0..96),
             verified in any::<bool>(),
         ) {
-            if let Ok((h, payload)) = parse(&bytes, US, verified) {
+            if let Ok((h, payload)) = parse(&bytes, LOCAL, verified) {
                 prop_assert_eq!(payload.len(), h.payload_len());
                 prop_assert!(usize::from(h.total_len) <= bytes.len());
             }
@@ -499,8 +643,8 @@ mod tests {
         ) {
             let mut buf = smoltcp_datagram(THEM, US, &payload);
             buf[pos] = val;
-            let _ = parse(&buf, US, false);
-            let _ = parse(&buf, US, true);
+            let _ = parse(&buf, LOCAL, false);
+            let _ = parse(&buf, LOCAL, true);
         }
 
         #[test]
@@ -512,10 +656,10 @@ mod tests {
             df in any::<bool>(),
         ) {
             let src = Ipv4Addr::from(a);
-            prop_assume!(is_valid_source(src));
+            prop_assume!(LOCAL.check_source(src).is_ok());
             let mut buf = vec![0u8; HEADER_LEN + payload_len];
             write_header(&mut buf, src, US, IpProtocol::Tcp, payload_len, ttl, ident, df, true);
-            let (h, payload) = parse(&buf, US, false).unwrap();
+            let (h, payload) = parse(&buf, LOCAL, false).unwrap();
             prop_assert_eq!((h.src, h.ttl, h.ident, payload.len()), (src, ttl, ident, payload_len));
         }
     }

@@ -169,13 +169,13 @@ print(f"SUMMARY conns={a.conns} complete={complete} prefix_bad={prefix_bad} erro
 os._exit(0 if complete == a.conns and not timed_out else 1)
 "#;
 
-/// ICMP echo with a raw socket: `icmp.py HOST COUNT WAIT`: first wait up to WAIT
-/// seconds for any reply (ARP, workers starting), then send COUNT echo requests with
-/// random payloads and require each reply to carry our id, sequence and payload and a
-/// valid checksum. Exits 0 iff all COUNT came back.
-pub(crate) const ICMP_PY: &str = r#"
-import os, socket, struct, sys, time
-host, count, wait = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+/// What the raw-socket scripts ([`ICMP_PY`], [`MARTIANS_PY`]) share, as a string literal
+/// they are `concat!`ed after: the Internet checksum (RFC 1071) and a receive loop with a
+/// deadline.
+macro_rules! raw_socket_helpers {
+    () => {
+        r#"
+import socket, struct, sys, time
 
 def csum(b):
     if len(b) % 2:
@@ -185,6 +185,31 @@ def csum(b):
         s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
 
+def receive(sock, until):
+    """(bytes, address) of everything `sock` receives until the monotonic time `until`."""
+    while True:
+        left = until - time.monotonic()
+        if left <= 0:
+            return
+        sock.settimeout(left)
+        try:
+            yield sock.recvfrom(65535)
+        except socket.timeout:
+            return
+"#
+    };
+}
+
+/// ICMP echo with a raw socket: `icmp.py HOST COUNT WAIT`: first wait up to WAIT
+/// seconds for any reply (ARP, workers starting), then send COUNT echo requests with
+/// random payloads and require each reply to carry our id, sequence and payload and a
+/// valid checksum. Exits 0 iff all COUNT came back.
+pub(crate) const ICMP_PY: &str = concat!(
+    raw_socket_helpers!(),
+    r#"
+import os
+host, count, wait = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+
 sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
 ident = os.getpid() & 0xFFFF
 
@@ -193,16 +218,7 @@ def ping(seq, timeout):
     hdr = struct.pack("!BBHHH", 8, 0, 0, ident, seq)
     pkt = struct.pack("!BBHHH", 8, 0, csum(hdr + payload), ident, seq) + payload
     sock.sendto(pkt, (host, 0))
-    end = time.monotonic() + timeout
-    while True:
-        left = end - time.monotonic()
-        if left <= 0:
-            return False
-        sock.settimeout(left)
-        try:
-            buf, addr = sock.recvfrom(4096)
-        except socket.timeout:
-            return False
+    for buf, addr in receive(sock, time.monotonic() + timeout):
         icmp = buf[(buf[0] & 15) * 4:]
         if addr[0] != host or len(icmp) < 8 or icmp[0] != 0:
             continue
@@ -212,6 +228,7 @@ def ping(seq, timeout):
             print(f"seq {seq}: corrupt reply", flush=True)
             return False
         return True
+    return False
 
 start = time.monotonic()
 seq = 0
@@ -226,7 +243,8 @@ for k in range(count):
     ok += ping(seq, 1.0)
 print(f"ICMP {ok}/{count} replies from {host}", flush=True)
 sys.exit(0 if ok == count else 1)
-"#;
+"#
+);
 
 /// Discard client: `discard.py HOST PORT CONNS BYTES DEADLINE`: first wait (up to 15 s)
 /// until a connection to the server opens, then `CONNS` connections at once each send
@@ -280,3 +298,171 @@ print(f"SUMMARY ok={ok} sent={sum(r['sent'] for r in res)} back={sum(r['back'] f
       f"secs={time.monotonic() - start:.2f}", flush=True)
 os._exit(0 if ok == conns else 1)
 "#;
+
+/// Hostile addressing against Rusty from the namespace's side of its TAP:
+/// `martians.py IFACE RUSTY_IP PEER_IP PORT CLOSED_PORT`. Frames are built by hand
+/// (Ethernet, ARP, IPv4, TCP and ICMP headers with `struct`, checksums computed here)
+/// and sent on an AF_PACKET socket bound to IFACE, which also hears everything Rusty
+/// sends back. First it learns Rusty's MAC with an ARP request of its own; then it sends
+/// SYNs (to PORT, where Rusty listens, and to CLOSED_PORT, which would earn a RST) and
+/// pings from martian sources (0/8, 127/8, multicast, class E, the limited and the
+/// subnet's directed broadcast, Rusty's own address, the LAND attack), to broadcast and
+/// multicast destinations, in frames to broadcast and multicast MACs, and from group
+/// source MACs (ARP too), and listens 1.5 s past the last: any frame from Rusty is a
+/// failure (a SYN-ACK retransmission would come after 1 s). Last, the control: a
+/// well-formed SYN from PEER_IP must get its SYN-ACK and a ping its reply. Prints one
+/// `EXPECT reason=n ...` line (Rusty's drop counters should reach these) and a SUMMARY;
+/// exits 0 iff nothing answered an attack and the control was answered.
+pub(crate) const MARTIANS_PY: &str = concat!(
+    raw_socket_helpers!(),
+    r#"
+iface, rusty_ip, peer_ip = sys.argv[1], sys.argv[2], sys.argv[3]
+port, closed = int(sys.argv[4]), int(sys.argv[5])
+ETH_P_ALL, ETH_P_IP, ETH_P_ARP, PACKET_OUTGOING = 0x0003, 0x0800, 0x0806, 4
+
+def mac(s):
+    return bytes.fromhex(s.replace(":", ""))
+
+def ip(s):
+    return socket.inet_aton(s)
+
+def eth(dst, src, ethertype, payload):
+    f = dst + src + struct.pack("!H", ethertype) + payload
+    return f + b"\0" * max(0, 60 - len(f))
+
+def ipv4(src, dst, proto, payload):
+    ipv4.ident = (getattr(ipv4, "ident", 0) + 1) & 0xFFFF
+    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ipv4.ident, 0x4000, 64,
+                    proto, 0, ip(src), ip(dst))
+    return h[:10] + struct.pack("!H", csum(h)) + h[12:] + payload
+
+def syn(src, dst, sport, dport, seq):
+    # Data offset 6 words: the header and one MSS option.
+    h = struct.pack("!HHIIBBHHHBBH", sport, dport, seq, 0, 6 << 4, 0x02, 64240, 0, 0, 2, 4, 1460)
+    c = csum(ip(src) + ip(dst) + struct.pack("!BBH", 0, 6, len(h)) + h)
+    return ipv4(src, dst, 6, h[:16] + struct.pack("!H", c) + h[18:])
+
+def ping(src, dst, seq):
+    h = struct.pack("!BBHHH", 8, 0, 0, 0x4242, seq) + b"amplify me" * 4
+    return ipv4(src, dst, 1, h[:2] + struct.pack("!H", csum(h)) + h[4:])
+
+def arp(op, sender_mac, sender_ip, target_ip):
+    return struct.pack("!HHBBH6s4s6s4s", 1, ETH_P_IP, 6, 4, op, sender_mac, ip(sender_ip),
+                       b"\0" * 6, ip(target_ip))
+
+sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+sock.bind((iface, 0))
+ours = sock.getsockname()[4]
+BCAST = b"\xff" * 6
+
+def frames_from_rusty(until, stop=None):
+    """What Rusty sends (not our own outgoing frames) until `until`, or until `stop` holds."""
+    got = []
+    for f, addr in receive(sock, until):
+        if addr[2] == PACKET_OUTGOING:
+            continue
+        got.append(f)
+        if stop and stop(f):
+            break
+    return got
+
+def describe(f):
+    dst, src, t = f[:6].hex(":"), f[6:12].hex(":"), struct.unpack("!H", f[12:14])[0]
+    if t != ETH_P_IP:
+        return f"{src} > {dst} type {t:#06x}"
+    p = f[14:]
+    s, d = socket.inet_ntoa(p[12:16]), socket.inet_ntoa(p[16:20])
+    l4 = p[(p[0] & 15) * 4:]
+    if p[9] == 6:
+        sp, dp, flags = struct.unpack("!HH", l4[:4]) + (l4[13],)
+        return f"{src} > {dst} TCP {s}:{sp} > {d}:{dp} flags {flags:#04x}"
+    return f"{src} > {dst} IPv4 proto {p[9]} {s} > {d}"
+
+# Rusty's MAC, from an ARP request of our own (its workers may still be starting).
+start = time.monotonic()
+rusty = None
+while rusty is None:
+    if time.monotonic() - start > 15:
+        print(f"no ARP reply from {rusty_ip}", flush=True)
+        sys.exit(2)
+    sock.send(eth(BCAST, ours, ETH_P_ARP, arp(1, ours, peer_ip, rusty_ip)))
+    for f in frames_from_rusty(time.monotonic() + 0.5):
+        a = f[14:42]
+        if f[12:14] == b"\x08\x06" and a[6:8] == b"\0\x02" and a[14:18] == ip(rusty_ip):
+            rusty = a[8:14]
+print(f"ARP {rusty_ip} is at {rusty.hex(':')}", flush=True)
+frames_from_rusty(time.monotonic() + 0.3)  # answers to repeated requests
+
+net = rusty_ip.rsplit(".", 1)[0]
+subnet_broadcast = net + ".255"
+attacks = []  # (label, frame, drop reason Rusty should count)
+sport = [20000]
+
+def tcp_and_ping(label, macs, src, dst, reason):
+    for dport in (port, closed):
+        sport[0] += 1
+        attacks.append((f"{label}: SYN {src}:{sport[0]} > {dst}:{dport}",
+                        eth(macs[1], macs[0], ETH_P_IP, syn(src, dst, sport[0], dport, 1000)), reason))
+    attacks.append((f"{label}: ping {src} > {dst}", eth(macs[1], macs[0], ETH_P_IP, ping(src, dst, sport[0])), reason))
+
+to_rusty = (ours, rusty)
+for src in ["0.0.0.0", "0.1.2.3", "127.0.0.1", "224.0.0.1", "239.255.255.250", "240.0.0.1",
+            "255.255.255.255", subnet_broadcast]:
+    tcp_and_ping("martian source", to_rusty, src, rusty_ip, "martian_source")
+tcp_and_ping("own source", to_rusty, rusty_ip, rusty_ip, "own_source_address")
+attacks.append(("LAND", eth(rusty, ours, ETH_P_IP, syn(rusty_ip, rusty_ip, port, port, 1000)),
+                "own_source_address"))
+for dst in ["255.255.255.255", subnet_broadcast, "224.0.0.1"]:
+    tcp_and_ping("broadcast destination", to_rusty, peer_ip, dst, "not_our_address")
+for group in ["ff:ff:ff:ff:ff:ff", "01:00:5e:00:00:01", "33:33:00:00:00:01"]:
+    tcp_and_ping(f"frame to {group}", (ours, mac(group)), peer_ip, rusty_ip, "group_destination_mac")
+for group in ["ff:ff:ff:ff:ff:ff", "01:00:5e:00:00:fb", "03:00:00:00:00:01"]:
+    g = mac(group)
+    tcp_and_ping(f"frame from {group}", (g, rusty), peer_ip, rusty_ip, "group_source_mac")
+    for sender in (g, mac("02:00:00:00:00:99")):
+        attacks.append((f"ARP from {group}", eth(BCAST, g, ETH_P_ARP, arp(1, sender, peer_ip, rusty_ip)),
+                        "group_source_mac"))
+
+replies = []
+for label, frame, _ in attacks:
+    sock.send(frame)
+    replies += frames_from_rusty(time.monotonic() + 0.01)
+replies += frames_from_rusty(time.monotonic() + 1.5)
+for f in replies:
+    print(f"ANSWERED {describe(f)}", flush=True)
+bad = len(replies)
+
+# The control: the peer's own address, MAC and a real SYN get a SYN-ACK; a ping, a reply.
+def syn_ack_for(sp):
+    def match(f):
+        if f[12:14] != b"\x08\x00" or f[23] != 6:
+            return False
+        l4 = f[14 + (f[14] & 15) * 4:]
+        return struct.unpack("!H", l4[2:4])[0] == sp and l4[13] & 0x12 == 0x12
+    return match
+
+def echo_reply(f):
+    return f[12:14] == b"\x08\x00" and f[23] == 1 and f[14 + (f[14] & 15) * 4] == 0
+
+control = True
+for what, frame, want in [
+    ("SYN", eth(rusty, ours, ETH_P_IP, syn(peer_ip, rusty_ip, 30000, port, 5000)), syn_ack_for(30000)),
+    ("ping", eth(rusty, ours, ETH_P_IP, ping(peer_ip, rusty_ip, 1)), echo_reply),
+]:
+    for _ in range(3):
+        sock.send(frame)
+        if any(want(f) for f in frames_from_rusty(time.monotonic() + 1.0, want)):
+            print(f"CONTROL {what} answered", flush=True)
+            break
+    else:
+        control = False
+        print(f"CONTROL {what} from {peer_ip} NOT answered", flush=True)
+
+counts = {}
+for _, _, reason in attacks:
+    counts[reason] = counts.get(reason, 0) + 1
+print("EXPECT " + " ".join(f"{r}={n}" for r, n in sorted(counts.items())), flush=True)
+print(f"SUMMARY attacks={len(attacks)} answered={bad} control={'ok' if control else 'failed'}", flush=True)
+sys.exit(0 if bad == 0 and control else 1)
+"#
+);

@@ -13,7 +13,8 @@ use crate::tcp::config::TcpConfig;
 pub struct EngineConfig {
     /// This link's IPv4 address.
     pub ip: Ipv4Addr,
-    /// Prefix length of the link's subnet: addresses inside it are reached directly.
+    /// Prefix length of the link's subnet: addresses inside it are reached directly, and
+    /// its directed broadcast (below a /31) is dropped as a source (RFC 1122 §3.2.1.3).
     pub prefix_len: u8,
     /// Where everything outside the subnet goes. Without one, every address is treated
     /// as on-link.
@@ -93,11 +94,7 @@ impl EngineConfig {
 
     /// Whether `dst` is inside this link's subnet (`prefix_len` 0: every address is).
     pub fn on_link(&self, dst: Ipv4Addr) -> bool {
-        let mask = if self.prefix_len == 0 {
-            0
-        } else {
-            u32::MAX << (32 - self.prefix_len.min(32) as u32)
-        };
+        let mask = crate::ipv4::netmask(self.prefix_len);
         u32::from(dst) & mask == u32::from(self.ip) & mask
     }
 }

@@ -26,8 +26,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             Ok(x) => x,
             Err(r) => return self.stats.drop(r),
         };
-        if !ethernet::accepts(self.mac, eth.dst) {
-            return self.stats.drop(DropReason::NotForUs);
+        if let Err(r) = ethernet::admit(self.mac, &eth) {
+            return self.stats.drop(r);
         }
         match eth.ethertype {
             EthernetProtocol::Arp => self.on_arp(payload),
@@ -37,7 +37,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     fn on_ipv4(&mut self, frame: &[u8], src_mac: MacAddr, packet: &[u8], checksum_verified: bool) {
-        let (ip, l4) = match ipv4::parse(packet, self.cfg.ip, checksum_verified) {
+        let (ip, l4) = match ipv4::parse(packet, self.local, checksum_verified) {
             Ok(x) => x,
             Err(r) => return self.stats.drop(r),
         };
@@ -79,9 +79,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         l4: &[u8],
         checksum_verified: bool,
     ) {
-        if ip.is_broadcast() {
-            return self.stats.drop(DropReason::NotOurAddress);
-        }
         let (seg, payload) = match Segment::parse(l4, ip.src, ip.dst, checksum_verified) {
             Ok(x) => x,
             Err(ParseError::Checksum) => return self.stats.drop(DropReason::BadTcpChecksum),

@@ -22,7 +22,12 @@ pub(super) struct Listener {
 }
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
-    /// A segment for no connection on a listening port.
+    /// A segment for no connection on a listening port, from `mac`.
+    ///
+    /// A connection sends every frame to the MAC its SYN (or cookie ACK) came from, so a
+    /// group MAC there is refused ([`DropReason::SendToGroupMac`]) before any state is
+    /// made: defence in depth behind input, which drops frames from group sources. The
+    /// other MACs a connection uses come from the ARP cache, which holds none.
     pub(super) fn listen_input(
         &mut self,
         mac: MacAddr,
@@ -32,6 +37,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         payload: &[u8],
         iss_floor: Option<SeqNum>,
     ) {
+        if mac.is_multicast() {
+            return self.stats.drop(DropReason::SendToGroupMac);
+        }
         if seg.flags.rst {
             return;
         }

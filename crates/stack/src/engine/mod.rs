@@ -158,6 +158,8 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     clock: C,
     now: Instant,
     cfg: EngineConfig,
+    /// Our address and subnet as the receive path checks them.
+    local: ipv4::Local,
     mac: MacAddr,
     our_mss: u16,
     tx_csum: ChecksumOffload,
@@ -231,6 +233,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             dev,
             clock,
             now,
+            local: ipv4::Local::new(cfg.ip, cfg.prefix_len),
             mac: caps.mac,
             our_mss,
             tx_csum: caps.tx_checksum,

@@ -136,8 +136,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
     }
 
-    /// A segment outside any connection (RST replies, cookie SYN-ACKs, TIME-WAIT ACKs).
+    /// A segment outside any connection (RST replies, cookie SYN-ACKs, TIME-WAIT ACKs),
+    /// to `mac`, the source of the frame it answers. Never to a group MAC
+    /// ([`DropReason::SendToGroupMac`]): input drops frames from one, and this keeps the
+    /// rule where replies are made.
     pub(super) fn send_raw(&mut self, mac: MacAddr, key: FlowKey, seg: &TxSegment) {
+        if mac.is_multicast() {
+            return self.stats.drop(DropReason::SendToGroupMac);
+        }
         let mut frame = TcpFrame {
             src_mac: self.mac,
             dst_mac: mac,

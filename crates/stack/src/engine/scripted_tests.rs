@@ -3,6 +3,8 @@
 //! other end, and every frame the engine sends back is parsed and checked field by field,
 //! one test per RFC rule (SYN cookies, RSTs for closed ports, ARP, ICMP echo, malformed
 //! input, TIME-WAIT, RFC 5961 challenge ACKs, refused accepts, connection limits).
+//! Hostile addressing (martian sources, broadcasts, group MACs) has a file of its own,
+//! `martians`, which uses the helpers here.
 //!
 //! The peer builds its frames with smoltcp's wire types (Ethernet, ARP, IPv4, ICMP) and
 //! TCP headers with [`TxSegment::write_header`] plus a checksum computed here, so a bug in
@@ -174,7 +176,8 @@ impl Frame {
             return None;
         }
         let dst = Ipv4Packet::new_checked(payload).ok()?.dst_addr();
-        Some(ipv4::parse(payload, dst, false).expect("engine sent a bad IPv4 header"))
+        let local = ipv4::Local::new(dst, 32);
+        Some(ipv4::parse(payload, local, false).expect("engine sent a bad IPv4 header"))
     }
 
     fn tcp(&self) -> Option<TcpOut> {
@@ -255,9 +258,21 @@ fn eth_frame(src: MacAddr, dst: MacAddr, ethertype: EthernetProtocol, payload: &
 
 /// An IPv4 datagram from `src` to the engine.
 fn ipv4_frame(src_mac: MacAddr, src: Ipv4Addr, protocol: IpProtocol, l4: &[u8]) -> Vec<u8> {
+    ipv4_frame_to(src_mac, HOST_MAC, src, HOST_IP, protocol, l4)
+}
+
+/// An IPv4 datagram from `src` to `dst` in a frame from `src_mac` to `dst_mac`.
+fn ipv4_frame_to(
+    src_mac: MacAddr,
+    dst_mac: MacAddr,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    protocol: IpProtocol,
+    l4: &[u8],
+) -> Vec<u8> {
     let repr = Ipv4Repr {
         src_addr: src,
-        dst_addr: HOST_IP,
+        dst_addr: dst,
         next_header: protocol,
         payload_len: l4.len(),
         hop_limit: 64,
@@ -268,7 +283,7 @@ fn ipv4_frame(src_mac: MacAddr, src: Ipv4Addr, protocol: IpProtocol, l4: &[u8]) 
         &ChecksumCapabilities::default(),
     );
     ip[repr.buffer_len()..].copy_from_slice(l4);
-    eth_frame(src_mac, HOST_MAC, EthernetProtocol::Ipv4, &ip)
+    eth_frame(src_mac, dst_mac, EthernetProtocol::Ipv4, &ip)
 }
 
 /// A TCP segment (header from `seg`, then `payload`) with a correct checksum.
@@ -279,11 +294,23 @@ fn tcp_bytes(
     seg: &TxSegment,
     payload: &[u8],
 ) -> Vec<u8> {
+    tcp_bytes_to(src, HOST_IP, src_port, dst_port, seg, payload)
+}
+
+/// [`tcp_bytes`] for a segment to `dst`.
+fn tcp_bytes_to(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    src_port: u16,
+    dst_port: u16,
+    seg: &TxSegment,
+    payload: &[u8],
+) -> Vec<u8> {
     let hl = seg.header_len();
     let mut tcp = vec![0u8; hl + payload.len()];
     seg.write_header(&mut tcp[..hl], src_port, dst_port);
     tcp[hl..].copy_from_slice(payload);
-    let pseudo = checksum::pseudo_header_v4(src.octets(), HOST_IP.octets(), 6, tcp.len() as u16);
+    let pseudo = checksum::pseudo_header_v4(src.octets(), dst.octets(), 6, tcp.len() as u16);
     let c = checksum::finish(checksum::combine(pseudo, checksum::sum(&tcp)));
     tcp[16..18].copy_from_slice(&c.to_be_bytes());
     tcp
@@ -325,6 +352,16 @@ fn arp_frame(
 }
 
 fn echo_request(ident: u16, seq_no: u16, data: &[u8]) -> Vec<u8> {
+    ipv4_frame(
+        PEER_MAC,
+        PEER_IP,
+        IpProtocol::Icmp,
+        &icmp_echo(ident, seq_no, data),
+    )
+}
+
+/// An ICMP Echo Request message.
+fn icmp_echo(ident: u16, seq_no: u16, data: &[u8]) -> Vec<u8> {
     let repr = Icmpv4Repr::EchoRequest {
         ident,
         seq_no,
@@ -335,7 +372,7 @@ fn echo_request(ident: u16, seq_no: u16, data: &[u8]) -> Vec<u8> {
         &mut Icmpv4Packet::new_unchecked(&mut icmp[..]),
         &ChecksumCapabilities::default(),
     );
-    ipv4_frame(PEER_MAC, PEER_IP, IpProtocol::Icmp, &icmp)
+    icmp
 }
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
@@ -1174,7 +1211,7 @@ fn malformed_frames_are_counted_and_dropped() {
     check(&mut net, other, DropReason::NotForUs);
     let mut multicast = good.clone();
     multicast[..6].copy_from_slice(&[0x01, 0, 0x5e, 0, 0, 1]);
-    check(&mut net, multicast, DropReason::NotForUs);
+    check(&mut net, multicast, DropReason::GroupDestinationMac);
     check(
         &mut net,
         eth_frame(PEER_MAC, HOST_MAC, EthernetProtocol::Ipv6, &[0x60; 40]),
@@ -1212,13 +1249,13 @@ fn malformed_frames_are_counted_and_dropped() {
     let mut loopback = good.clone();
     loopback[14 + 12..14 + 16].copy_from_slice(&[127, 0, 0, 1]);
     fix_ip_checksum(&mut loopback);
-    check(&mut net, loopback, DropReason::BadSourceAddress);
+    check(&mut net, loopback, DropReason::MartianSource);
     check(
         &mut net,
         ipv4_frame(PEER_MAC, PEER_IP, IpProtocol::Udp, &[0; 12]),
         DropReason::UnknownProtocol,
     );
-    // TCP to the limited broadcast address passes IPv4 but is not for a connection.
+    // TCP to the limited broadcast address (in a unicast frame).
     let mut broadcast = good.clone();
     broadcast[14 + 16..14 + 20].copy_from_slice(&[255; 4]);
     fix_ip_checksum(&mut broadcast);
@@ -2334,3 +2371,7 @@ fn past_max_orphans_the_oldest_orphan_is_reset_and_its_slot_freed() {
     assert_eq!(net.eng.orphan_count(), 1);
     assert_eq!(net.stats().orphans_reset, 1);
 }
+
+// ----- Martian and broadcast addressing -----
+
+mod martians;
