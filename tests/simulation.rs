@@ -19,7 +19,10 @@
 //! way, one round trip fails with probability ≤ 1 − (0.8·0.95)² ≈ 0.42, and 25 attempts
 //! in a row fail with probability ≈ 4·10⁻¹⁰; with Linux's defaults (6 SYN retries) a
 //! SYN would give up about once in 400 connections, which is the protocol working, not a
-//! bug. TIME-WAIT outlasts the peer's whole FIN retry schedule, so a late retransmitted
+//! bug. The same goes for the bounds on orphans (connections the application has
+//! closed): Linux's 8 retries without progress give up about once in 1,000 orphans
+//! here, so they get the same 24 retries and a time bound beyond that schedule.
+//! TIME-WAIT outlasts the peer's whole FIN retry schedule, so a late retransmitted
 //! FIN is always answered by the TIME-WAIT entry and never by a RST.
 //!
 //! A failing seed is printed with the command that replays it exactly:
@@ -431,8 +434,11 @@ fn tcp_config() -> TcpConfig {
         max_retries: 24,
         max_syn_retries: 24,
         max_synack_retries: 24,
+        orphan_retries: 24,
         // Keeps 24 retries within about 90 s of virtual time...
         max_rto: Duration::from_secs(4),
+        // ...which an orphan's time bound outlasts...
+        orphan_timeout: Duration::from_secs(120),
         // ...so TIME-WAIT outlasts any retransmitted FIN of the peer.
         time_wait: Duration::from_secs(120),
         ..TcpConfig::default()
