@@ -214,27 +214,15 @@ fn httpd_on_tap_with_kernel_dropping_5_percent() {
     eprintln!("httpd_on_tap_with_kernel_dropping_5_percent: nft dropped {dropped} packets");
 }
 
-/// Clients that ask for a large file and then stop reading, with a tiny receive buffer:
-/// their kernels advertise a zero window and answer every window probe, the attack that
-/// used to hold httpd's slots forever. Prints `STALLED n`, waits `hold` seconds, then
-/// tries one ordinary request and prints `PROBE ok` or `PROBE failed: why`.
-const STALL_PY: &str = r#"
+/// The page probe both attack scripts use, as a string literal for `concat!`:
+/// `probe(host, port)` asks for `/hello.txt` on a fresh connection and says `"ok"` or
+/// `"failed: why"`.
+macro_rules! probe_py {
+    () => {
+        r#"
 import socket, sys, time
-host, port, n, hold = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-socks = []
-for i in range(n):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
-    s.settimeout(3)
-    try:
-        s.connect((host, port))
-        s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
-        socks.append(s)
-    except OSError as e:
-        pass
-print("STALLED", len(socks), flush=True)
 
-def probe():
+def probe(host, port):
     try:
         c = socket.create_connection((host, port), timeout=3)
         c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -250,13 +238,37 @@ def probe():
         return "failed: " + repr(got[:80])
     except OSError as e:
         return "failed: " + repr(e)
+"#
+    };
+}
 
-print("DURING", probe(), flush=True)
+/// Clients that ask for a large file and then stop reading, with a tiny receive buffer:
+/// their kernels advertise a zero window and answer every window probe, the attack that
+/// used to hold httpd's slots forever. Prints `STALLED n`, waits `hold` seconds, then
+/// tries one ordinary request and prints `PROBE ok` or `PROBE failed: why`.
+const STALL_PY: &str = concat!(
+    probe_py!(),
+    r#"
+host, port, n, hold = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+socks = []
+for i in range(n):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    s.settimeout(3)
+    try:
+        s.connect((host, port))
+        s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        socks.append(s)
+    except OSError as e:
+        pass
+print("STALLED", len(socks), flush=True)
+print("DURING", probe(host, port), flush=True)
 time.sleep(hold)
-print("PROBE", probe(), flush=True)
+print("PROBE", probe(host, port), flush=True)
 for s in socks:
     s.close()
-"#;
+"#
+);
 
 /// 3. The zero-window slot hold from outside: with two workers of 10 slots each, 60
 ///    clients take every slot with a 20 MB download they never read. While they hold
@@ -328,5 +340,101 @@ fn httpd_on_tap_takes_back_slots_from_clients_that_stop_reading() {
     eprintln!(
         "httpd_on_tap_takes_back_slots_from_clients_that_stop_reading: {timed_out} timed out, \
          {stalled} reset by httpd's timers"
+    );
+}
+
+/// Slowloris: `n` connections each dribble a request head one byte per second while an
+/// ordinary client keeps asking for a page. Prints `SLOWLORIS slow=n got408=k ok=a
+/// failed=b`.
+const SLOWLORIS_PY: &str = concat!(
+    probe_py!(),
+    r#"
+host, port, n, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+head = b"GET /hello.txt HTTP/1.1\r\nHost: slow\r\nX-Pad: " + b"a" * 64
+slow = []
+for i in range(n):
+    s = socket.create_connection((host, port), timeout=5)
+    s.setblocking(False)
+    slow.append(s)
+ok = failed = 0
+start = time.monotonic()
+k = 0
+while time.monotonic() - start < secs:
+    for s in slow:
+        try:
+            s.send(head[k:k + 1])
+        except OSError:
+            pass
+    k += 1
+    tick = time.monotonic()
+    while time.monotonic() - tick < 1.0:
+        if probe(host, port) == "ok":
+            ok += 1
+        else:
+            failed += 1
+        time.sleep(0.1)
+got408 = 0
+for s in slow:
+    s.setblocking(True)
+    s.settimeout(3)
+    try:
+        if s.recv(4096).startswith(b"HTTP/1.1 408"):
+            got408 += 1
+    except OSError:
+        pass
+    s.close()
+print(f"SLOWLORIS slow={n} got408={got408} ok={ok} failed={failed}", flush=True)
+"#
+);
+
+/// 4. Slowloris from outside: 500 connections dribble their request heads a byte a
+///    second past `--header-timeout 2`; every one of them gets 408 (none is answered
+///    with anything else), and an ordinary client asking for a page ten times a second
+///    meanwhile is never refused or stalled.
+#[test]
+fn httpd_on_tap_answers_slowloris_with_408_and_keeps_serving() {
+    let Some(mut net) = setup(
+        "httpd_on_tap_answers_slowloris_with_408_and_keeps_serving",
+        &["python3"],
+    ) else {
+        return;
+    };
+    let root = make_site(&net.dir, None);
+    let httpd = start_tap_httpd(&mut net, &root, &["--header-timeout", "2"]);
+    let script = net.write("slowloris.py", SLOWLORIS_PY);
+    let python = net.tools.get("python3").to_path_buf();
+    let args = [
+        script.display().to_string(),
+        net.stack_ip(),
+        PORT.to_string(),
+        "500".into(),
+        "5".into(),
+    ];
+    let p = net.spawn_in_ns("slowloris.py", python, &args);
+    let status = net.wait_ok(p, Duration::from_secs(90));
+    let out = net.log(p);
+    if !status.success() {
+        net.fail(&format!("slowloris.py exited with {status}"));
+    }
+    let field = |name: &str| -> u64 {
+        out.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| net.fail(&format!("no {name} in the script's output:\n{out}")))
+    };
+    let (got408, ok, failed) = (field("got408"), field("ok"), field("failed"));
+    if got408 < 500 || failed > 0 || ok < 20 {
+        net.fail(&format!(
+            "{got408} of 500 slow connections got 408; ordinary requests {ok} served, {failed} failed"
+        ));
+    }
+    let log = stop(&mut net, httpd);
+    let timeouts = total_counter(&log, "header_timeouts");
+    if timeouts < 500 {
+        net.fail(&format!("{timeouts} header timeouts counted"));
+    }
+    eprintln!(
+        "httpd_on_tap_answers_slowloris_with_408_and_keeps_serving: 408 to {got408} slow \
+         connections, {ok} ordinary requests served meanwhile"
     );
 }
