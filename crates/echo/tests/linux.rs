@@ -777,17 +777,7 @@ fn martian_and_broadcast_attacks_get_no_answer_on_tap() {
         return;
     };
     let (echo, tap) = start_tap_echo_on(&mut net, 1, &["--grace", "1"]);
-    let script = net.write("martians.py", MARTIANS_PY);
-    let python = net.tools.get("python3").to_path_buf();
-    let args = [
-        script.display().to_string(),
-        tap,
-        net.stack_ip(),
-        net.host_ip(),
-        PORT.to_string(),
-        "9".to_string(),
-    ];
-    let attack = net.spawn_in_ns("martians.py", python, &args);
+    let attack = spawn_frame_script(&mut net, "martians.py", MARTIANS_PY, &tap, &["9"]);
     if !net.wait_ok(attack, Duration::from_secs(60)).success() {
         net.fail("Rusty answered an attack, or not the control");
     }
@@ -810,6 +800,28 @@ fn martian_and_broadcast_attacks_get_no_answer_on_tap() {
         }
     }
     eprintln!("{test}: {expect}");
+}
+
+/// A script that sends hand-built frames ([`MARTIANS_PY`]) in the
+/// namespace, with its usual arguments `TAP RUSTY_IP PEER_IP PORT` and then `extra`.
+fn spawn_frame_script(
+    net: &mut TestNet,
+    name: &str,
+    script: &str,
+    tap: &str,
+    extra: &[&str],
+) -> Proc {
+    let script = net.write(name, script);
+    let python = net.tools.get("python3").to_path_buf();
+    let mut args = vec![
+        script.display().to_string(),
+        tap.to_string(),
+        net.stack_ip(),
+        net.host_ip(),
+        PORT.to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    net.spawn_in_ns(name, python, &args)
 }
 
 /// The drops for `reason` in the per-worker counters `echo` prints when it stops
