@@ -169,7 +169,7 @@ print(f"SUMMARY conns={a.conns} complete={complete} prefix_bad={prefix_bad} erro
 os._exit(0 if complete == a.conns and not timed_out else 1)
 "#;
 
-/// What the raw-socket scripts ([`ICMP_PY`], [`MARTIANS_PY`]) share, as a string literal
+/// What the raw-socket scripts ([`ICMP_PY`], [`MARTIANS_PY`], [`SYNFLOOD_PY`]) share, as a string literal
 /// they are `concat!`ed after: the Internet checksum (RFC 1071) and a receive loop with a
 /// deadline.
 macro_rules! raw_socket_helpers {
@@ -196,6 +196,77 @@ def receive(sock, until):
             yield sock.recvfrom(65535)
         except socket.timeout:
             return
+"#
+    };
+}
+
+/// What the scripts that build frames by hand ([`MARTIANS_PY`], [`SYNFLOOD_PY`]) share,
+/// `concat!`ed after [`raw_socket_helpers`]: Ethernet, IPv4, TCP SYN and ARP headers
+/// packed with `struct` (checksums computed here), an AF_PACKET socket on an interface,
+/// what it hears from others, and a MAC learnt with ARP requests of our own.
+macro_rules! raw_frame_helpers {
+    () => {
+        r#"
+ETH_P_ALL, ETH_P_IP, ETH_P_ARP, PACKET_OUTGOING = 0x0003, 0x0800, 0x0806, 4
+BCAST = b"\xff" * 6
+
+def mac(s):
+    return bytes.fromhex(s.replace(":", ""))
+
+def ip(s):
+    return socket.inet_aton(s)
+
+def eth(dst, src, ethertype, payload):
+    f = dst + src + struct.pack("!H", ethertype) + payload
+    return f + b"\0" * max(0, 60 - len(f))
+
+def ipv4(src, dst, proto, payload):
+    ipv4.ident = (getattr(ipv4, "ident", 0) + 1) & 0xFFFF
+    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ipv4.ident, 0x4000, 64,
+                    proto, 0, ip(src), ip(dst))
+    return h[:10] + struct.pack("!H", csum(h)) + h[12:] + payload
+
+def syn(src, dst, sport, dport, seq):
+    # Data offset 6 words: the header and one MSS option.
+    h = struct.pack("!HHIIBBHHHBBH", sport, dport, seq, 0, 6 << 4, 0x02, 64240, 0, 0, 2, 4, 1460)
+    c = csum(ip(src) + ip(dst) + struct.pack("!BBH", 0, 6, len(h)) + h)
+    return ipv4(src, dst, 6, h[:16] + struct.pack("!H", c) + h[18:])
+
+def ping(src, dst, seq):
+    h = struct.pack("!BBHHH", 8, 0, 0, 0x4242, seq) + b"amplify me" * 4
+    return ipv4(src, dst, 1, h[:2] + struct.pack("!H", csum(h)) + h[4:])
+
+def arp(op, sender_mac, sender_ip, target_ip):
+    return struct.pack("!HHBBH6s4s6s4s", 1, ETH_P_IP, 6, 4, op, sender_mac, ip(sender_ip),
+                       b"\0" * 6, ip(target_ip))
+
+def packet_socket(iface):
+    """An AF_PACKET socket bound to `iface` that hears every frame, and `iface`'s MAC."""
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    sock.bind((iface, 0))
+    return sock, sock.getsockname()[4]
+
+def incoming(sock, until, stop=None):
+    """The frames others send (not our own outgoing ones) until `until`, or until `stop` holds."""
+    got = []
+    for f, addr in receive(sock, until):
+        if addr[2] == PACKET_OUTGOING:
+            continue
+        got.append(f)
+        if stop and stop(f):
+            break
+    return got
+
+def arp_resolve(sock, ours, our_ip, target_ip, wait):
+    """`target_ip`'s MAC from our ARP requests (one each 0.5 s, for `wait` s), or None."""
+    start = time.monotonic()
+    while time.monotonic() - start < wait:
+        sock.send(eth(BCAST, ours, ETH_P_ARP, arp(1, ours, our_ip, target_ip)))
+        for f in incoming(sock, time.monotonic() + 0.5):
+            a = f[14:42]
+            if f[12:14] == b"\x08\x06" and a[6:8] == b"\0\x02" and a[14:18] == ip(target_ip):
+                return a[8:14]
+    return None
 "#
     };
 }
@@ -315,56 +386,16 @@ os._exit(0 if ok == conns else 1)
 /// exits 0 iff nothing answered an attack and the control was answered.
 pub(crate) const MARTIANS_PY: &str = concat!(
     raw_socket_helpers!(),
+    raw_frame_helpers!(),
     r#"
 iface, rusty_ip, peer_ip = sys.argv[1], sys.argv[2], sys.argv[3]
 port, closed = int(sys.argv[4]), int(sys.argv[5])
-ETH_P_ALL, ETH_P_IP, ETH_P_ARP, PACKET_OUTGOING = 0x0003, 0x0800, 0x0806, 4
 
-def mac(s):
-    return bytes.fromhex(s.replace(":", ""))
-
-def ip(s):
-    return socket.inet_aton(s)
-
-def eth(dst, src, ethertype, payload):
-    f = dst + src + struct.pack("!H", ethertype) + payload
-    return f + b"\0" * max(0, 60 - len(f))
-
-def ipv4(src, dst, proto, payload):
-    ipv4.ident = (getattr(ipv4, "ident", 0) + 1) & 0xFFFF
-    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ipv4.ident, 0x4000, 64,
-                    proto, 0, ip(src), ip(dst))
-    return h[:10] + struct.pack("!H", csum(h)) + h[12:] + payload
-
-def syn(src, dst, sport, dport, seq):
-    # Data offset 6 words: the header and one MSS option.
-    h = struct.pack("!HHIIBBHHHBBH", sport, dport, seq, 0, 6 << 4, 0x02, 64240, 0, 0, 2, 4, 1460)
-    c = csum(ip(src) + ip(dst) + struct.pack("!BBH", 0, 6, len(h)) + h)
-    return ipv4(src, dst, 6, h[:16] + struct.pack("!H", c) + h[18:])
-
-def ping(src, dst, seq):
-    h = struct.pack("!BBHHH", 8, 0, 0, 0x4242, seq) + b"amplify me" * 4
-    return ipv4(src, dst, 1, h[:2] + struct.pack("!H", csum(h)) + h[4:])
-
-def arp(op, sender_mac, sender_ip, target_ip):
-    return struct.pack("!HHBBH6s4s6s4s", 1, ETH_P_IP, 6, 4, op, sender_mac, ip(sender_ip),
-                       b"\0" * 6, ip(target_ip))
-
-sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-sock.bind((iface, 0))
-ours = sock.getsockname()[4]
-BCAST = b"\xff" * 6
+sock, ours = packet_socket(iface)
 
 def frames_from_rusty(until, stop=None):
     """What Rusty sends (not our own outgoing frames) until `until`, or until `stop` holds."""
-    got = []
-    for f, addr in receive(sock, until):
-        if addr[2] == PACKET_OUTGOING:
-            continue
-        got.append(f)
-        if stop and stop(f):
-            break
-    return got
+    return incoming(sock, until, stop)
 
 def describe(f):
     dst, src, t = f[:6].hex(":"), f[6:12].hex(":"), struct.unpack("!H", f[12:14])[0]
@@ -379,17 +410,10 @@ def describe(f):
     return f"{src} > {dst} IPv4 proto {p[9]} {s} > {d}"
 
 # Rusty's MAC, from an ARP request of our own (its workers may still be starting).
-start = time.monotonic()
-rusty = None
-while rusty is None:
-    if time.monotonic() - start > 15:
-        print(f"no ARP reply from {rusty_ip}", flush=True)
-        sys.exit(2)
-    sock.send(eth(BCAST, ours, ETH_P_ARP, arp(1, ours, peer_ip, rusty_ip)))
-    for f in frames_from_rusty(time.monotonic() + 0.5):
-        a = f[14:42]
-        if f[12:14] == b"\x08\x06" and a[6:8] == b"\0\x02" and a[14:18] == ip(rusty_ip):
-            rusty = a[8:14]
+rusty = arp_resolve(sock, ours, peer_ip, rusty_ip, 15)
+if rusty is None:
+    print(f"no ARP reply from {rusty_ip}", flush=True)
+    sys.exit(2)
 print(f"ARP {rusty_ip} is at {rusty.hex(':')}", flush=True)
 frames_from_rusty(time.monotonic() + 0.3)  # answers to repeated requests
 
@@ -466,3 +490,108 @@ print(f"SUMMARY attacks={len(attacks)} answered={bad} control={'ok' if control e
 sys.exit(0 if bad == 0 and control else 1)
 "#
 );
+
+/// SYN flood from spoofed sources: `synflood.py IFACE RUSTY_IP OUR_IP PORT SECS MAX`.
+/// Learns Rusty's MAC with an ARP request from OUR_IP, prints `FLOODING`, then sends
+/// hand-built SYNs to RUSTY_IP:PORT on an AF_PACKET socket bound to IFACE, each from a
+/// random address in .100–.250 of RUSTY_IP's /24 (nobody owns these, so nothing ever
+/// answers Rusty's SYN-ACKs), a random port and a random ISN, as fast as it can, until
+/// SECS seconds have passed or MAX SYNs are out. Prints `SUMMARY sent=N secs=T`.
+pub(crate) const SYNFLOOD_PY: &str = concat!(
+    raw_socket_helpers!(),
+    raw_frame_helpers!(),
+    r#"
+import errno, random
+iface, rusty_ip, our_ip = sys.argv[1], sys.argv[2], sys.argv[3]
+port, secs, most = int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
+
+sock, ours = packet_socket(iface)
+rusty = arp_resolve(sock, ours, our_ip, rusty_ip, 15)
+if rusty is None:
+    print(f"no ARP reply from {rusty_ip}", flush=True)
+    sys.exit(2)
+# Only sending from here on: hear as little as the kernel lets us.
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+net = rusty_ip.rsplit(".", 1)[0]
+spoofed = [f"{net}.{h}" for h in range(100, 251)]
+print(f"ARP {rusty_ip} is at {rusty.hex(':')}", flush=True)
+print("FLOODING", flush=True)
+rng = random.Random()
+start = time.monotonic()
+end = start + secs
+sent = dropped = 0
+while sent + dropped < most and time.monotonic() < end:
+    for _ in range(64):
+        src = rng.choice(spoofed)
+        frame = eth(rusty, ours, ETH_P_IP, syn(src, rusty_ip, rng.randrange(1024, 65536), port,
+                                               rng.getrandbits(32)))
+        try:
+            sock.send(frame)
+            sent += 1
+        except OSError as e:
+            if e.errno not in (errno.ENOBUFS, errno.EAGAIN):
+                raise
+            dropped += 1
+secs = time.monotonic() - start
+print(f"SUMMARY sent={sent} dropped={dropped} secs={secs:.2f} rate={sent / secs:.0f}/s", flush=True)
+"#
+);
+
+/// Short connections: `short_conns.py HOST PORT CONNS PARALLEL SPREAD DEADLINE`: CONNS
+/// connections, connection i starting no earlier than i * SPREAD / CONNS seconds in and at
+/// most PARALLEL at a time; each connects, sends 32 random bytes, reads until they are
+/// back, compares and closes (5 s timeouts). None starts after DEADLINE seconds. Prints
+/// the first failures as `FAIL i error` and `SUMMARY ok=K conns=N secs=T`; exits 0.
+pub(crate) const SHORT_CONNS_PY: &str = r#"
+import os, socket, sys, threading, time
+host, port, conns, parallel = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+spread, deadline = float(sys.argv[5]), float(sys.argv[6])
+start = time.monotonic()
+lock = threading.Lock()
+next_conn = [0]
+results = [None] * conns  # True, or what went wrong
+
+def one():
+    data = os.urandom(32)
+    s = socket.create_connection((host, port), timeout=5)
+    try:
+        s.sendall(data)
+        got = b""
+        while len(got) < len(data):
+            b = s.recv(len(data) - len(got))
+            if not b:
+                return f"EOF after {len(got)} bytes"
+            got += b
+        return True if got == data else "echo differs"
+    finally:
+        s.close()
+
+def worker():
+    while True:
+        with lock:
+            i = next_conn[0]
+            next_conn[0] += 1
+        if i >= conns:
+            return
+        wait = start + i * spread / conns - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        if time.monotonic() - start > deadline:
+            results[i] = "not started before the deadline"
+            continue
+        try:
+            results[i] = one()
+        except OSError as e:
+            results[i] = repr(e)
+
+threads = [threading.Thread(target=worker, daemon=True) for _ in range(parallel)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(max(start + deadline + 10 - time.monotonic(), 0.01))
+failed = [(i, r) for i, r in enumerate(results) if r is not True]
+for i, r in failed[:20]:
+    print(f"FAIL {i} {r}", flush=True)
+print(f"SUMMARY ok={conns - len(failed)} conns={conns} secs={time.monotonic() - start:.2f}", flush=True)
+os._exit(0)
+"#;
