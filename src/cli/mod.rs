@@ -76,6 +76,11 @@ pub struct CommonArgs {
     /// info); otherwise info, which shows status lines and worker counters.
     #[arg(long, value_enum, value_name = "LEVEL")]
     pub log_level: Option<LogLevel>,
+    /// Connections a listener may have half-open or waiting to be accepted (the
+    /// `listen(2)` backlog on kernel sockets; on Rusty's stack, SYNs beyond it are
+    /// answered with SYN cookies).
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub backlog: u32,
     /// Send bulk data as MTU-sized segments even where the device offers TSO.
     #[arg(long)]
     pub no_tso: bool,
@@ -125,6 +130,7 @@ impl CommonArgs {
         l.runtime.grace = Duration::from_secs(self.grace);
         l.runtime.stats_interval = self.stats.filter(|&s| s > 0).map(Duration::from_secs);
         l.tso = !self.no_tso;
+        l.backlog = self.backlog as usize;
         l.congestion_control = self.cc;
         l.xdp = XdpTuning {
             attach: self.xdp_attach,
@@ -194,6 +200,10 @@ mod tests {
         assert_eq!(l.links[0].prefix_len, 24);
         assert_eq!(l.links.len(), 1);
         assert!(l.faults.is_some());
+        assert_eq!(l.backlog, 1024, "the default");
+        let small = Cli::try_parse_from(["x", "--backlog", "16"]).unwrap();
+        assert_eq!(small.common.launch(&small.links).unwrap().backlog, 16);
+        assert!(Cli::try_parse_from(["x", "--backlog", "0"]).is_err());
         let bad = Cli::try_parse_from(["x", "--fault-loss", "2"]).unwrap();
         assert!(bad.common.launch(&bad.links).is_err());
         assert!(Cli::try_parse_from(["x", "--cpus", "a"]).is_err());
