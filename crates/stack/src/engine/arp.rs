@@ -34,6 +34,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             Ok(i) => i,
             Err(r) => return self.stats.drop(r),
         };
+        // A sender address no host may use (0/8 but an RFC 5227 probe's 0.0.0.0, class
+        // E, our subnet's directed broadcast) is neither learned nor answered, as IPv4
+        // datagrams from it are dropped. Our own address as the sender is a conflict,
+        // which `arp::process` reports and the cache handles.
+        if !input.sender_ip.is_unspecified() && input.sender_ip != self.cfg.ip {
+            if let Err(reason) = self.local.check_source(input.sender_ip) {
+                return self.stats.drop(reason);
+            }
+        }
         let learnable = input.learnable();
         let before = learnable.and_then(|(ip, _)| self.arp.lookup(ip, self.now));
         let ready = self.arp.learn(&input, self.now);

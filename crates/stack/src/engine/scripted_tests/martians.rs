@@ -282,3 +282,31 @@ fn no_tcp_frame_is_sent_to_a_group_mac() {
         out[0]
     );
 }
+
+#[test]
+fn arp_from_martian_senders_is_neither_answered_nor_learned() {
+    let mut net = listening();
+    for sender in [
+        Ipv4Addr::new(0, 1, 2, 3),
+        Ipv4Addr::new(240, 0, 0, 9),
+        Ipv4Addr::new(10, 0, 0, 255), // the /24's directed broadcast
+    ] {
+        let who_has = arp_frame(
+            MacAddr::BROADCAST,
+            ArpOperation::Request,
+            (PEER_MAC, sender),
+            (EthernetAddress([0; 6]), HOST_IP),
+        );
+        let what = format!("ARP request from {sender}");
+        assert_ignored(&mut net, &who_has, DropReason::MartianSource, &what);
+    }
+    // An RFC 5227 probe (sender 0.0.0.0) for our address is still answered.
+    let probe = arp_frame(
+        MacAddr::BROADCAST,
+        ArpOperation::Request,
+        (PEER_MAC, Ipv4Addr::UNSPECIFIED),
+        (EthernetAddress([0; 6]), HOST_IP),
+    );
+    assert_eq!(net.send(&probe).len(), 1, "the probe is answered");
+    assert_peer_answered(&mut net, 40001);
+}
