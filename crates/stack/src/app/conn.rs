@@ -124,6 +124,10 @@ pub enum ConnectError {
     NoPortAvailable,
     /// The engine is shutting down.
     ShuttingDown,
+    /// The remote address can name no peer: port 0, or an address no host may use as a
+    /// unicast peer (0/8, 127/8, multicast, class E, the limited or the link's directed
+    /// broadcast, or this engine's own address).
+    InvalidAddress,
 }
 
 impl std::fmt::Display for ConnectError {
@@ -132,6 +136,7 @@ impl std::fmt::Display for ConnectError {
             ConnectError::TooManyConnections => "too many connections",
             ConnectError::NoPortAvailable => "no local port available for this worker",
             ConnectError::ShuttingDown => "engine is shutting down",
+            ConnectError::InvalidAddress => "not a unicast peer address",
         };
         f.write_str(s)
     }

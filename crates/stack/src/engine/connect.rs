@@ -25,6 +25,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         remote: SocketAddrV4,
         state: H::Conn,
     ) -> OpenResult<H::Conn> {
+        // The addresses input would drop as martian sources can be no peer either; no
+        // SYN goes to a broadcast, multicast or loopback address (RFC 1122 §3.2.1.3).
+        if remote.port() == 0 || self.local.check_source(*remote.ip()).is_err() {
+            return Err((ConnectError::InvalidAddress, state));
+        }
         let state = self.app.may_open(state)?;
         let Some(port) = self.pick_port(remote) else {
             return Err((ConnectError::NoPortAvailable, state));

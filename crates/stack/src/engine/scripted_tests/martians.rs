@@ -310,3 +310,29 @@ fn arp_from_martian_senders_is_neither_answered_nor_learned() {
     assert_eq!(net.send(&probe).len(), 1, "the probe is answered");
     assert_peer_answered(&mut net, 40001);
 }
+
+#[test]
+fn active_opens_to_addresses_no_peer_can_have_are_refused() {
+    let mut net = listening();
+    for ip in [
+        Ipv4Addr::new(0, 0, 0, 0),
+        Ipv4Addr::new(127, 0, 0, 1),
+        Ipv4Addr::new(224, 0, 0, 1),
+        Ipv4Addr::new(255, 255, 255, 255),
+        Ipv4Addr::new(10, 0, 0, 255),
+        HOST_IP,
+    ] {
+        let err = net
+            .eng
+            .connect(SocketAddrV4::new(ip, 80), ())
+            .map_err(|(e, _)| e);
+        assert_eq!(err.err(), Some(ConnectError::InvalidAddress), "{ip}");
+    }
+    let err = net
+        .eng
+        .connect(SocketAddrV4::new(PEER_IP, 0), ())
+        .map_err(|(e, _)| e);
+    assert_eq!(err.err(), Some(ConnectError::InvalidAddress), "port 0");
+    assert!(net.poll().is_empty(), "nothing sent");
+    assert!(net.eng.connect(SocketAddrV4::new(PEER_IP, 80), ()).is_ok());
+}
