@@ -238,16 +238,10 @@ impl PacketIo for TapQueue {
     }
 
     fn wait(&mut self, timeout: Duration) {
-        match &self.doorbell {
-            None => {
-                rusty_netdev::wait_readable([self.file.as_fd()], timeout);
-            }
-            Some(bell) => {
-                let [_, rung] =
-                    rusty_netdev::wait_readable([self.file.as_fd(), bell.as_fd()], timeout);
-                if rung {
-                    bell.drain();
-                }
+        let bell = self.doorbell.as_ref();
+        if rusty_netdev::wait_readable_or(self.file.as_fd(), bell.map(|b| b.as_fd()), timeout) {
+            if let Some(bell) = bell {
+                bell.drain();
             }
         }
     }

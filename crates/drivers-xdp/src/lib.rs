@@ -373,6 +373,7 @@ fn open_socket(
     queue: u16,
     chunk: u32,
     caps: Capabilities,
+    native: bool,
 ) -> Result<queue::Parts, XdpError> {
     let step = |what: &str| format!("AF_XDP on '{}' queue {queue}: {what}", cfg.ifname);
     let fd = sys::xsk_socket().map_err(|e| match e.raw_os_error() {
@@ -453,6 +454,7 @@ fn open_socket(
         caps,
         name: cfg.ifname.clone(),
         zero_copy: opts.flags & libc::XDP_OPTIONS_ZEROCOPY != 0,
+        native,
     })
 }
 
@@ -547,7 +549,7 @@ pub fn open(cfg: &XdpConfig) -> Result<Vec<XdpQueue>, XdpError> {
             queue_count: cfg.queues,
             rss: rss.clone(),
         };
-        let p = open_socket(cfg, ifindex, q, chunk, caps)?;
+        let p = open_socket(cfg, ifindex, q, chunk, caps, native)?;
         sys::xskmap_set(&map, u32::from(q), &p.fd)
             .map_err(|e| XdpError::os(format!("XSKMAP entry for queue {q}"), e))?;
         parts.push(p);
@@ -559,11 +561,7 @@ pub fn open(cfg: &XdpConfig) -> Result<Vec<XdpQueue>, XdpError> {
     });
     Ok(parts
         .into_iter()
-        .map(|p| {
-            let mut q = XdpQueue::new(p, Arc::clone(&attachment));
-            q.set_native(native);
-            q
-        })
+        .map(|p| XdpQueue::new(p, Arc::clone(&attachment)))
         .collect())
 }
 

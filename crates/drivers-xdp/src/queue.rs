@@ -112,6 +112,8 @@ pub(crate) struct Parts {
     pub(crate) caps: Capabilities,
     pub(crate) name: String,
     pub(crate) zero_copy: bool,
+    /// The program runs in the driver (native XDP).
+    pub(crate) native: bool,
 }
 
 impl std::fmt::Debug for XdpQueue {
@@ -139,7 +141,7 @@ impl XdpQueue {
             caps: p.caps,
             name: p.name,
             mode: QueueMode {
-                native: false,
+                native: p.native,
                 zero_copy: p.zero_copy,
             },
             stats: XdpStats::default(),
@@ -148,10 +150,6 @@ impl XdpQueue {
         };
         q.refill();
         q
-    }
-
-    pub(crate) fn set_native(&mut self, native: bool) {
-        self.mode.native = native;
     }
 
     /// The interface's name.
@@ -286,16 +284,10 @@ impl PacketIo for XdpQueue {
 
     fn wait(&mut self, timeout: Duration) {
         // poll() on an XDP socket also kicks the kernel when a ring asked for a wake-up.
-        match &self.doorbell {
-            Some(bell) => {
-                let [_, rang] =
-                    rusty_netdev::wait_readable([self.fd.as_fd(), bell.as_fd()], timeout);
-                if rang {
-                    bell.drain();
-                }
-            }
-            None => {
-                rusty_netdev::wait_readable([self.fd.as_fd()], timeout);
+        let bell = self.doorbell.as_ref();
+        if rusty_netdev::wait_readable_or(self.fd.as_fd(), bell.map(|b| b.as_fd()), timeout) {
+            if let Some(bell) = bell {
+                bell.drain();
             }
         }
     }

@@ -100,6 +100,22 @@ pub fn wait_readable<const N: usize>(fds: [BorrowedFd<'_>; N], timeout: Duration
     pfds.map(|p| p.revents != 0)
 }
 
+/// [`wait_readable`] on `fd` and, when given, a second descriptor `bell` (a queue's
+/// doorbell); returns whether `bell` was readable, so the caller can drain it.
+pub fn wait_readable_or(
+    fd: BorrowedFd<'_>,
+    bell: Option<BorrowedFd<'_>>,
+    timeout: Duration,
+) -> bool {
+    match bell {
+        None => {
+            wait_readable([fd], timeout);
+            false
+        }
+        Some(bell) => wait_readable([fd, bell], timeout)[1],
+    }
+}
+
 fn sockaddr_in(ip: Ipv4Addr) -> libc::sockaddr {
     let sin = libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
