@@ -22,7 +22,7 @@ use rusty_stack::io::pcap::PcapCapture;
 use rusty_stack::io::PacketIo;
 use rusty_stack::runtime::{self, RuntimeConfig, RuntimeError, StopHandle, Worker, WorkerContext};
 use rusty_stack::tcp::config::CongestionAlgorithm;
-use rusty_stack::{EngineConfig, Handler, Stats, SystemClock, TcpConfig};
+use rusty_stack::{EngineConfig, Handler, MemoryBudget, Stats, SystemClock, TcpConfig};
 
 /// Drivers this build can run.
 pub const BUILT_IN: &[&str] = &["kernel", "tap", "xdp"];
@@ -43,6 +43,10 @@ pub struct Launch {
     pub congestion_control: Option<CongestionAlgorithm>,
     pub max_connections: usize,
     pub backlog: usize,
+    /// Rusty's engines: each worker's buffer-memory budget.
+    pub memory: MemoryBudget,
+    /// Rusty's engines: most orphans per worker.
+    pub max_orphans: usize,
     /// Inject faults on the transmit path of Rusty's workers (testing): the config and
     /// a seed (each worker adds its index).
     pub faults: Option<(FaultConfig, u64)>,
@@ -84,6 +88,8 @@ impl Launch {
             congestion_control: None,
             max_connections: 65536,
             backlog: 1024,
+            memory: MemoryBudget::default(),
+            max_orphans: EngineConfig::new(Ipv4Addr::UNSPECIFIED).max_orphans,
             faults: None,
             tso: true,
             xdp: XdpTuning::default(),
@@ -301,6 +307,8 @@ impl<F> Engines<'_, F> {
         cfg.prefix_len = link.prefix_len;
         cfg.tcp = launch.engine_tcp();
         cfg.max_connections = launch.max_connections;
+        cfg.memory = launch.memory;
+        cfg.max_orphans = launch.max_orphans;
         cfg.tso = launch.tso;
         let ports = self
             .listen

@@ -10,8 +10,12 @@
 //! - every byte arrives exactly once and in order (compared byte for byte, nothing extra);
 //! - every connection sees its peer's FIN and ends with exactly one `closed` callback,
 //!   reason [`CloseReason::Normal`], on both sides;
-//! - once virtual time passes TIME-WAIT, neither engine holds a connection block or a
-//!   TIME-WAIT entry (no leaks).
+//! - once virtual time passes TIME-WAIT, neither engine holds a connection block, a
+//!   TIME-WAIT entry or a byte of buffer memory (no leaks).
+//!
+//! A quarter of the engines run on a memory budget small enough to keep them under
+//! memory pressure, so pruning, clamped windows and short sends must not lose or stall
+//! anything either.
 //!
 //! Under faults a reset or a timeout is a failure, not an accepted outcome. That is sound
 //! only if the stack's give-up limits cannot legitimately be reached, so the simulation
@@ -41,6 +45,7 @@ use rusty_stack::sim::{self, SimPair, SERVER_IP};
 use rusty_stack::stats::Stats;
 use rusty_stack::tcp::config::TcpConfig;
 use rusty_stack::CloseReason;
+use rusty_stack::MemoryBudget;
 use rusty_stack::{Conn, ConnectError, Handler, Opener};
 
 const SERVER_PORT: u16 = 5001;
@@ -221,6 +226,27 @@ struct Scenario {
     conns: Vec<ConnSpec>,
     /// Faults chosen to exercise SACK-based recovery, if any.
     sack_profile: Option<SackProfile>,
+    /// Memory budgets tight enough to keep an engine under memory pressure (pruned
+    /// out-of-order data, clamped windows, short sends), for a quarter of the engines.
+    client_memory: Option<MemoryBudget>,
+    server_memory: Option<MemoryBudget>,
+}
+
+/// For a quarter of the seeds' engines, a budget tight enough that the engine spends
+/// the run under memory pressure. Drawn from a stream of its own, so the rest of each
+/// seed's scenario is what it was before budgets existed.
+fn tight_budgets(seed: u64) -> [Option<MemoryBudget>; 2] {
+    let mut rng = Rng::new(mix(seed ^ 0x6d65_6d6f_7279));
+    [(); 2].map(|_| {
+        rng.chance(0.25).then(|| {
+            let pressure = rng.range(8 << 10, 256 << 10) as usize;
+            MemoryBudget {
+                low: pressure / 2,
+                pressure,
+                limit: pressure + pressure / 2,
+            }
+        })
+    })
 }
 
 fn faults(rng: &mut Rng) -> FaultConfig {
@@ -376,6 +402,7 @@ impl Scenario {
                 profile.apply(&mut rng, &mut to_server);
             }
         }
+        let [client_memory, server_memory] = tight_budgets(seed);
         Scenario {
             client,
             server,
@@ -386,6 +413,8 @@ impl Scenario {
             concurrency,
             conns,
             sack_profile,
+            client_memory,
+            server_memory,
         }
     }
 
@@ -417,6 +446,8 @@ impl Scenario {
                 server_read_limit: None,
             }],
             sack_profile: None,
+            client_memory: None,
+            server_memory: None,
         }
     }
 
@@ -841,6 +872,12 @@ fn run_scenario(seed: u64, scenario: Scenario) -> Result<Outcome, String> {
     let mut server_cfg = sim::engine_config(SERVER_IP, seed);
     client_cfg.tcp = scenario.client.tcp_config();
     server_cfg.tcp = scenario.server.tcp_config();
+    if let Some(m) = scenario.client_memory {
+        client_cfg.memory = m;
+    }
+    if let Some(m) = scenario.server_memory {
+        server_cfg.memory = m;
+    }
     let mut net = SimPair::new(
         Client {
             peer: peer("client"),
@@ -945,11 +982,16 @@ fn run_scenario(seed: u64, scenario: Scenario) -> Result<Outcome, String> {
         net.client.time_wait_count(),
         net.server.connection_count(),
         net.server.time_wait_count(),
+        net.client.stats().buffer_memory as usize,
+        net.server.stats().buffer_memory as usize,
     ];
-    if leaks != [0; 4] {
+    if leaks != [0; 6] {
         return Err(describe(
             &net,
-            &format!("leak (client conns, client TW, server conns, server TW) = {leaks:?}"),
+            &format!(
+                "leak (client conns, client TW, server conns, server TW, client buffer \
+                 bytes, server buffer bytes) = {leaks:?}"
+            ),
         ));
     }
     let (c, s) = (net.client.stats(), net.server.stats());

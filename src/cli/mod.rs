@@ -15,10 +15,11 @@ use clap::Args;
 use crate::launch::{Launch, XdpTuning};
 use link::parse_links;
 pub use logging::LogLevel;
-use parse::{parse_cidr, parse_congestion, parse_cpus};
+use parse::{parse_cidr, parse_congestion, parse_cpus, parse_memory_budget};
 use rusty_drivers_xdp::{AttachMode, CopyMode};
 use rusty_stack::io::fault::FaultConfig;
 use rusty_stack::tcp::config::CongestionAlgorithm;
+use rusty_stack::MemoryBudget;
 
 fn parse_xdp_attach(s: &str) -> Result<AttachMode, String> {
     match s {
@@ -81,6 +82,19 @@ pub struct CommonArgs {
     /// answered with SYN cookies).
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub backlog: u32,
+    /// Rusty's engines: the budget for the buffer memory each worker's connections hold,
+    /// LOW,PRESSURE,LIMIT in bytes (K, M, G suffixes), like Linux's tcp_mem: from
+    /// PRESSURE until below LOW, out-of-order data is pruned, windows stop opening and
+    /// send buffers stop growing; in-order data beyond LIMIT is dropped unacknowledged.
+    #[arg(long, value_name = "LOW,PRESSURE,LIMIT", value_parser = parse_memory_budget, default_value = "128M,192M,256M")]
+    pub tcp_mem: MemoryBudget,
+    /// Rusty's engines: most orphans (connections the application closed whose data or
+    /// FIN is not yet acknowledged) per worker; past it the oldest is reset.
+    #[arg(long, value_name = "N", default_value_t = 16384)]
+    pub max_orphans: usize,
+    /// Rusty's engines: seconds an orphan may go without progress before it gives up.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub orphan_timeout: u64,
     /// Send bulk data as MTU-sized segments even where the device offers TSO.
     #[arg(long)]
     pub no_tso: bool,
@@ -131,6 +145,9 @@ impl CommonArgs {
         l.runtime.stats_interval = self.stats.filter(|&s| s > 0).map(Duration::from_secs);
         l.tso = !self.no_tso;
         l.backlog = self.backlog as usize;
+        l.memory = self.tcp_mem;
+        l.max_orphans = self.max_orphans;
+        l.tcp.orphan_timeout = Duration::from_secs(self.orphan_timeout);
         l.congestion_control = self.cc;
         l.xdp = XdpTuning {
             attach: self.xdp_attach,
@@ -201,6 +218,25 @@ mod tests {
         assert_eq!(l.links.len(), 1);
         assert!(l.faults.is_some());
         assert_eq!(l.backlog, 1024, "the default");
+        assert_eq!(l.memory, rusty_stack::MemoryBudget::default());
+        assert_eq!(l.max_orphans, 16384);
+        assert_eq!(l.tcp.orphan_timeout, Duration::from_secs(60));
+        let tight = Cli::try_parse_from([
+            "x",
+            "--tcp-mem",
+            "1M,2M,4M",
+            "--max-orphans",
+            "10",
+            "--orphan-timeout",
+            "5",
+        ])
+        .unwrap();
+        let l = tight.common.launch(&tight.links).unwrap();
+        assert_eq!((l.memory.pressure, l.memory.limit), (2 << 20, 4 << 20));
+        assert_eq!(l.max_orphans, 10);
+        assert_eq!(l.tcp.orphan_timeout, Duration::from_secs(5));
+        assert!(Cli::try_parse_from(["x", "--tcp-mem", "4M,2M,1M"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--orphan-timeout", "0"]).is_err());
         let small = Cli::try_parse_from(["x", "--backlog", "16"]).unwrap();
         assert_eq!(small.common.launch(&small.links).unwrap().backlog, 16);
         assert!(Cli::try_parse_from(["x", "--backlog", "0"]).is_err());

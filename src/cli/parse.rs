@@ -9,6 +9,7 @@ use std::fmt;
 use std::net::Ipv4Addr;
 
 use rusty_stack::tcp::config::CongestionAlgorithm;
+use rusty_stack::MemoryBudget;
 
 /// The prefix length of an address given without one. The original Rusty's command line
 /// gave bare addresses on a /24 lab link, and [`EngineConfig::new`](crate::EngineConfig::new)
@@ -109,9 +110,68 @@ pub fn parse_congestion(s: &str) -> Result<CongestionAlgorithm, String> {
     })
 }
 
+/// Parse a size in bytes: digits with an optional binary suffix K, M or G
+/// (`64K` = 65,536).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("'{s}' is no size (digits with an optional K, M or G)"))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// Parse `LOW,PRESSURE,LIMIT` (sizes as [`parse_size`] reads them, in that order, like
+/// Linux's `tcp_mem` but in bytes) into a [`MemoryBudget`].
+pub fn parse_memory_budget(s: &str) -> Result<MemoryBudget, String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    let [low, pressure, limit] = parts[..] else {
+        return Err(format!(
+            "'{s}' is not LOW,PRESSURE,LIMIT (three sizes, e.g. 128M,192M,256M)"
+        ));
+    };
+    let (low, pressure, limit) = (parse_size(low)?, parse_size(pressure)?, parse_size(limit)?);
+    if !(low <= pressure && pressure <= limit) {
+        return Err(format!("'{s}': need LOW <= PRESSURE <= LIMIT"));
+    }
+    Ok(MemoryBudget {
+        low,
+        pressure,
+        limit,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_and_memory_budgets() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("3m"), Ok(3 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        for bad in ["", "K", "1.5M", "-1", "12T", "99999999999999999999G"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_memory_budget("1M,2M,3M"),
+            Ok(MemoryBudget {
+                low: 1 << 20,
+                pressure: 2 << 20,
+                limit: 3 << 20
+            })
+        );
+        for bad in ["1M,2M", "1M,2M,3M,4M", "3M,2M,1M", "1M,x,3M"] {
+            assert!(parse_memory_budget(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn a_missing_prefix_means_24() {

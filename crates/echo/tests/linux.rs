@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{
     ClientSummary, Proc, TestNet, Tools, CLIENT_PY, DISCARD_PY, ECHO, ECHO_LOAD, ICMP_PY,
-    MARTIANS_PY, SHORT_CONNS_PY, SYNFLOOD_PY,
+    MARTIANS_PY, PINNING_PY, SHORT_CONNS_PY, STALLED_READERS_PY, SYNFLOOD_PY,
 };
 
 const PORT: &str = "7";
@@ -871,27 +871,8 @@ fn syn_flood_from_spoofed_sources_on_tap() {
         &["10", "500000"],
     );
     net.wait_for_log(flood, "FLOODING", Duration::from_secs(20));
-    let conns = net.write("short_conns.py", SHORT_CONNS_PY);
-    let args = [
-        conns.display().to_string(),
-        net.stack_ip(),
-        PORT.to_string(),
-    ]
-    .into_iter()
-    .chain(["500", "4", "8", "15"].map(String::from))
-    .collect::<Vec<_>>();
-    let clients = net.spawn_in_ns("short_conns.py", &python, &args);
-
-    // The resident set's peak while both run, sampled every 50 ms.
-    let deadline = Instant::now() + Duration::from_secs(40);
-    let mut peak = before;
-    while net.running(flood) || net.running(clients) {
-        if Instant::now() > deadline {
-            net.fail("the flood or the clients still run after 40 s");
-        }
-        peak = peak.max(vm_rss_kib(&net, echo));
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (clients, peak) =
+        short_conns_beside(&mut net, echo, flood, ["500", "4", "8", "15"], before);
     let after = vm_rss_kib(&net, echo);
     for p in [flood, clients] {
         if !net.wait_ok(p, Duration::ZERO).success() {
@@ -930,6 +911,179 @@ fn syn_flood_from_spoofed_sources_on_tap() {
             "echo's resident set grew from {before} KiB to {peak} KiB under the flood"
         ));
     }
+}
+
+/// Memory a hostile peer can make Rusty hold, attacked from outside on TAP with a
+/// 2M,3M,4M budget (`--tcp-mem`). First 300 connections opened by hand, each pinning
+/// eight one-byte segments spread over its 64 KiB window (before memory followed the
+/// bytes held, each cost a 64 KiB ring: 19 MiB); then 64 kernel clients that write and
+/// never read, each able to fill a 256 KiB send and a 256 KiB receive buffer (32 MiB),
+/// while 200 ordinary short connections must still be served. The engine's own account
+/// (the `buffer memory` its counters print every second) must stay within the limit
+/// plus a first ring per buffer, and memory pressure must have engaged.
+#[test]
+fn memory_pinning_and_stalled_readers_hold_to_the_budget_on_tap() {
+    let test = "memory_pinning_and_stalled_readers_hold_to_the_budget_on_tap";
+    let Some(mut net) = setup(test, &["python3"]) else {
+        return;
+    };
+    let (echo, tap) = start_tap_echo_on(
+        &mut net,
+        1,
+        &["--grace", "2", "--stats", "1", "--tcp-mem", "2M,3M,4M"],
+    );
+    let python = net.tools.get("python3").to_path_buf();
+    let icmp = net.write("icmp.py", ICMP_PY).display().to_string();
+    let (up, out) = net.ns_quick(&python, &[&icmp, &net.stack_ip(), "1", "15"]);
+    if !up {
+        net.fail(&format!("echo does not answer pings: {out}"));
+    }
+    let rss_before = vm_rss_kib(&net, echo);
+
+    // 1. Out-of-order pinning.
+    let stack_ip = net.stack_ip();
+    let (subnet, _) = stack_ip.rsplit_once('.').expect("an IPv4 address");
+    let spoof = format!("{subnet}.77");
+    let pin = spawn_frame_script(
+        &mut net,
+        "pinning.py",
+        PINNING_PY,
+        &tap,
+        &["300", &spoof, "60"],
+    );
+    net.wait_for_log(pin, "PINNED", Duration::from_secs(40));
+    if !net.log(pin).contains("PINNED 300") {
+        net.fail("not all 300 connections were pinned");
+    }
+    // One stats interval later the counters show what the pinned connections hold.
+    std::thread::sleep(Duration::from_millis(2500));
+    let (pinned_kib, _) = buffer_memory_kib(&net.log(echo))
+        .unwrap_or_else(|| net.fail("echo printed no buffer memory"));
+    let rss_pinned = vm_rss_kib(&net, echo);
+
+    // 2. Readers that stop reading, and ordinary clients beside them.
+    let host = net.stack_ip();
+    let readers = net.write("stalled_readers.py", STALLED_READERS_PY);
+    let args = [
+        readers.display().to_string(),
+        host.clone(),
+        PORT.to_string(),
+    ]
+    .into_iter()
+    .chain(["64", "6"].map(String::from))
+    .collect::<Vec<_>>();
+    let stalled = net.spawn_in_ns("stalled_readers.py", &python, &args);
+    net.wait_for_log(stalled, "STALLED", Duration::from_secs(30));
+    let (clients, rss_peak) =
+        short_conns_beside(&mut net, echo, stalled, ["200", "4", "3", "15"], rss_pinned);
+    for p in [stalled, clients] {
+        if !net.wait_ok(p, Duration::ZERO).success() {
+            net.fail(&format!("{} failed", net.label(p)));
+        }
+    }
+    stop(&mut net, echo, Duration::from_secs(5));
+    let log = net.log(echo);
+    let (_, peak_kib) =
+        buffer_memory_kib(&log).unwrap_or_else(|| net.fail("echo printed no buffer memory"));
+    let pressure = log
+        .lines()
+        .filter(|l| l.starts_with("worker "))
+        .flat_map(|l| l.split("; "))
+        .filter_map(|part| {
+            part.strip_prefix("memory pressure ")?
+                .split(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0);
+    let ok: u64 = net
+        .log(clients)
+        .lines()
+        .find_map(|l| l.strip_prefix("SUMMARY "))
+        .and_then(|l| l.split_whitespace().find_map(|kv| kv.strip_prefix("ok=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| net.fail("the short connections printed no ok="));
+    eprintln!(
+        "{test}: pinned connections hold {pinned_kib} KiB; buffer memory peak {peak_kib} KiB; \
+         memory pressure entered {pressure}x; short connections ok {ok}/200; VmRSS before \
+         {rss_before} KiB, pinned {rss_pinned} KiB, peak {rss_peak} KiB"
+    );
+    // 300 × 8 bytes held: each a range record and its allocation, not a 64 KiB ring.
+    if pinned_kib > 512 {
+        net.fail(&format!(
+            "300 pinned connections hold {pinned_kib} KiB of buffer memory"
+        ));
+    }
+    // The limit, plus the first ring (2 KiB) each buffer is always granted.
+    let bound = 4096 + (300 + 64 + 4) * 2 * 2;
+    if peak_kib > bound {
+        net.fail(&format!(
+            "buffer memory peaked at {peak_kib} KiB, above the 4 MiB budget's {bound} KiB"
+        ));
+    }
+    if pressure == 0 {
+        net.fail("64 stalled readers never brought the engine under memory pressure");
+    }
+    if ok < 198 {
+        net.fail(&format!(
+            "only {ok} of 200 short connections succeeded beside the stalled readers"
+        ));
+    }
+}
+
+/// Start [`SHORT_CONNS_PY`] in the namespace against echo (`args`: CONNS PARALLEL SPREAD
+/// DEADLINE) beside the attack `other`, and while either runs (at most 40 s) sample
+/// echo's resident set every 50 ms. Returns the clients' process and the peak VmRSS in
+/// KiB (at least `floor`).
+fn short_conns_beside(
+    net: &mut TestNet,
+    echo: Proc,
+    other: Proc,
+    args: [&str; 4],
+    floor: u64,
+) -> (Proc, u64) {
+    let python = net.tools.get("python3").to_path_buf();
+    let conns = net.write("short_conns.py", SHORT_CONNS_PY);
+    let args = [
+        conns.display().to_string(),
+        net.stack_ip(),
+        PORT.to_string(),
+    ]
+    .into_iter()
+    .chain(args.map(String::from))
+    .collect::<Vec<_>>();
+    let clients = net.spawn_in_ns("short_conns.py", &python, &args);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let mut peak = floor;
+    while net.running(other) || net.running(clients) {
+        if Instant::now() > deadline {
+            net.fail(&format!(
+                "{} or the short connections still run after 40 s",
+                net.label(other)
+            ));
+        }
+        peak = peak.max(vm_rss_kib(net, echo));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (clients, peak)
+}
+
+/// (now, peak) buffer memory in KiB from the latest per-worker counters `echo` printed
+/// (`worker 0 (...): ...; buffer memory 12 KiB (peak 34 KiB); ...`): its latest line,
+/// so one worker's.
+fn buffer_memory_kib(log: &str) -> Option<(u64, u64)> {
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("worker ") && l.contains("; buffer memory "))?;
+    let part = line
+        .split("; ")
+        .find_map(|p| p.strip_prefix("buffer memory "))?;
+    let (now, rest) = part.split_once(" KiB (peak ")?;
+    let peak = rest.strip_suffix(" KiB)")?;
+    Some((now.parse().ok()?, peak.parse().ok()?))
 }
 
 /// `VmRSS` of a running child, in KiB, from `/proc/PID/status`.

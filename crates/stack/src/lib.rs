@@ -141,5 +141,6 @@ pub use app::{CloseReason, Conn, ConnId, ConnectError, Connection, Handler, Open
 pub use engine::{Engine, EngineConfig};
 pub use stats::Stats;
 pub use tcp::config::TcpConfig;
+pub use tcp::pool::MemoryBudget;
 pub use tcp::tcb::State;
 pub use time::{Clock, Instant, SystemClock, VirtualClock};

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::drop::DropReason;
+use crate::tcp::pool::MemoryCounters;
 
 /// One worker's counters, since it started. On the kernel backend, frame and segment
 /// counters mean reads and writes (see `KernelEngine`).
@@ -95,6 +96,14 @@ pub struct Stats {
     /// Segments of flows a sibling worker owns, handed over through the runtime (links
     /// whose steering the stack cannot predict).
     pub misdirected_forwarded: u64,
+    /// Buffer memory the connections hold now (send and receive rings, out-of-order
+    /// data): the engine's [`MemoryBudget`](crate::tcp::pool::MemoryBudget) account.
+    /// Summed over workers by [`Stats::accumulate`].
+    pub buffer_memory: u64,
+    /// The most `buffer_memory` has been (summed over workers: an upper bound).
+    pub buffer_memory_peak: u64,
+    /// What memory pressure made connections give up.
+    pub memory: MemoryCounters,
 }
 
 impl Default for Stats {
@@ -139,6 +148,9 @@ impl Default for Stats {
             time_wait_reused: 0,
             unread_bytes_discarded: 0,
             misdirected_forwarded: 0,
+            buffer_memory: 0,
+            buffer_memory_peak: 0,
+            memory: MemoryCounters::default(),
         }
     }
 }
@@ -214,8 +226,11 @@ impl Stats {
             orphans_timed_out,
             time_wait_reused,
             unread_bytes_discarded,
-            misdirected_forwarded
+            misdirected_forwarded,
+            buffer_memory,
+            buffer_memory_peak
         );
+        self.memory.add(&other.memory);
         for (a, b) in self.drops.iter_mut().zip(other.drops.iter()) {
             *a += b;
         }
@@ -264,6 +279,22 @@ impl fmt::Display for Stats {
                 f,
                 "; challenge acks {} (budget held back {}); invalid-segment acks held back {}",
                 self.challenge_acks, self.challenge_acks_suppressed, self.invalid_acks_suppressed
+            )?;
+        }
+        if self.buffer_memory_peak > 0 {
+            write!(
+                f,
+                "; buffer memory {} KiB (peak {} KiB)",
+                self.buffer_memory >> 10,
+                self.buffer_memory_peak >> 10
+            )?;
+        }
+        let m = &self.memory;
+        if *m != MemoryCounters::default() {
+            write!(
+                f,
+                "; memory pressure {} (out-of-order refused {} pruned {} B; in-order dropped {}; windows clamped {}; sends clamped {})",
+                m.pressure_entered, m.ooo_refused, m.ooo_pruned_bytes, m.rcv_dropped, m.windows_clamped, m.sends_clamped
             )?;
         }
         for r in DropReason::ALL {

@@ -226,11 +226,17 @@ def ipv4(src, dst, proto, payload):
                     proto, 0, ip(src), ip(dst))
     return h[:10] + struct.pack("!H", csum(h)) + h[12:] + payload
 
+def tcp(src, dst, sport, dport, seq, ack, flags, window, payload=b"", opts=b""):
+    """An IPv4 datagram carrying one TCP segment (`opts` padded to whole words)."""
+    opts += b"\0" * (-len(opts) % 4)
+    h = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF,
+                    (5 + len(opts) // 4) << 4, flags, window, 0, 0) + opts
+    c = csum(ip(src) + ip(dst) + struct.pack("!BBH", 0, 6, len(h) + len(payload)) + h + payload)
+    return ipv4(src, dst, 6, h[:16] + struct.pack("!H", c) + h[18:] + payload)
+
 def syn(src, dst, sport, dport, seq):
-    # Data offset 6 words: the header and one MSS option.
-    h = struct.pack("!HHIIBBHHHBBH", sport, dport, seq, 0, 6 << 4, 0x02, 64240, 0, 0, 2, 4, 1460)
-    c = csum(ip(src) + ip(dst) + struct.pack("!BBH", 0, 6, len(h)) + h)
-    return ipv4(src, dst, 6, h[:16] + struct.pack("!H", c) + h[18:])
+    # One MSS option.
+    return tcp(src, dst, sport, dport, seq, 0, 0x02, 64240, opts=struct.pack("!BBH", 2, 4, 1460))
 
 def ping(src, dst, seq):
     h = struct.pack("!BBHHH", 8, 0, 0, 0x4242, seq) + b"amplify me" * 4
@@ -536,6 +542,107 @@ secs = time.monotonic() - start
 print(f"SUMMARY sent={sent} dropped={dropped} secs={secs:.2f} rate={sent / secs:.0f}/s", flush=True)
 "#
 );
+
+/// Out-of-order pinning: `pinning.py IFACE RUSTY_IP OUR_IP PORT CONNS SPOOF_IP`. Learns
+/// Rusty's MAC, then opens CONNS connections to RUSTY_IP:PORT by hand from SPOOF_IP
+/// (an address nobody in the namespace owns, so the kernel stays out of it; the script
+/// answers Rusty's ARP requests for it), each with a SYN offering no window scaling, so
+/// Rusty's window is at most 65,535 bytes. On every SYN-ACK it completes the handshake
+/// and sends eight one-byte segments spread over that window, each beyond a gap that
+/// never fills. Prints `PINNED n` and a SUMMARY, then holds the connections (sends
+/// nothing more) for HOLD seconds, the last argument; exits 0 iff every connection was
+/// pinned.
+pub(crate) const PINNING_PY: &str = concat!(
+    raw_socket_helpers!(),
+    raw_frame_helpers!(),
+    r#"
+import random
+iface, rusty_ip, our_ip, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+conns, spoof, hold = int(sys.argv[5]), sys.argv[6], float(sys.argv[7])
+
+sock, ours = packet_socket(iface)
+rusty = arp_resolve(sock, ours, our_ip, rusty_ip, 15)
+if rusty is None:
+    print(f"no ARP reply from {rusty_ip}", flush=True)
+    sys.exit(2)
+rng = random.Random(7)
+isn = {30000 + i: rng.getrandbits(31) for i in range(conns)}
+pinned = set()
+
+def serve(until):
+    """Answer Rusty: ARP requests for the spoofed address, SYN-ACKs with the pinning."""
+    for f in incoming(sock, until):
+        if f[12:14] == b"\x08\x06" and f[20:22] == b"\0\x01" and f[38:42] == ip(spoof):
+            sock.send(eth(rusty, ours, ETH_P_ARP, arp(2, ours, spoof, rusty_ip)[:18] + rusty + ip(rusty_ip)))
+            continue
+        if f[12:14] != b"\x08\x00" or f[23] != 6:
+            continue
+        l4 = f[14 + (f[14] & 15) * 4:]
+        sp, dp, seq, ack = struct.unpack("!HHII", l4[:12])
+        if dp not in isn or l4[13] & 0x12 != 0x12 or dp in pinned:
+            continue
+        mine = isn[dp] + 1
+        sock.send(eth(rusty, ours, ETH_P_IP, tcp(spoof, rusty_ip, dp, port, mine, seq + 1, 0x10, 65535)))
+        for k in range(1, 9):
+            sock.send(eth(rusty, ours, ETH_P_IP,
+                          tcp(spoof, rusty_ip, dp, port, mine + k * 7000, seq + 1, 0x18, 65535, b"x")))
+        pinned.add(dp)
+
+start = time.monotonic()
+ports = sorted(isn)
+for i in range(0, len(ports), 25):
+    for p in ports[i:i + 25]:
+        sock.send(eth(rusty, ours, ETH_P_IP, syn(spoof, rusty_ip, p, port, isn[p])))
+    serve(time.monotonic() + 0.05)
+deadline = time.monotonic() + 10
+while len(pinned) < conns and time.monotonic() < deadline:
+    for p in ports:
+        if p not in pinned:
+            sock.send(eth(rusty, ours, ETH_P_IP, syn(spoof, rusty_ip, p, port, isn[p])))
+    serve(time.monotonic() + 0.5)
+print(f"PINNED {len(pinned)}", flush=True)
+print(f"SUMMARY pinned={len(pinned)} conns={conns} secs={time.monotonic() - start:.1f}", flush=True)
+serve(time.monotonic() + hold)
+sys.exit(0 if len(pinned) == conns else 1)
+"#
+);
+
+/// Readers that stop reading: `stalled_readers.py HOST PORT CONNS SECS`: CONNS kernel
+/// connections to an echo server, each writing as much as the kernel takes (non-blocking,
+/// up to 4 MiB each) and reading nothing, so the echo server's send buffer and then its
+/// receive buffer fill and stay full. Prints `STALLED bytes=N` once nobody can write any
+/// more (or after SECS), holds the connections for SECS more, and prints a SUMMARY.
+pub(crate) const STALLED_READERS_PY: &str = r#"
+import socket, sys, time
+host, port, conns, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+socks = []
+for _ in range(conns):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect((host, port))
+    s.setblocking(False)
+    socks.append(s)
+chunk = b"s" * 65536
+sent = [0] * conns
+start = time.monotonic()
+idle_since = time.monotonic()
+while time.monotonic() - start < secs and time.monotonic() - idle_since < 1.0:
+    for i, s in enumerate(socks):
+        if sent[i] >= 4 << 20:
+            continue
+        try:
+            n = s.send(chunk)
+            sent[i] += n
+            idle_since = time.monotonic()
+        except BlockingIOError:
+            pass
+    time.sleep(0.01)
+print(f"STALLED bytes={sum(sent)}", flush=True)
+time.sleep(secs)
+print(f"SUMMARY conns={conns} bytes={sum(sent)}", flush=True)
+for s in socks:
+    s.close()
+"#;
 
 /// Short connections: `short_conns.py HOST PORT CONNS PARALLEL SPREAD DEADLINE`: CONNS
 /// connections, connection i starting no earlier than i * SPREAD / CONNS seconds in and at

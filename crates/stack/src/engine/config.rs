@@ -5,6 +5,7 @@ use std::ops::RangeInclusive;
 
 use crate::arp::ArpConfig;
 use crate::tcp::config::TcpConfig;
+use crate::tcp::pool::MemoryBudget;
 
 /// What one engine (one worker on one queue of one link) is configured with.
 /// [`EngineConfig::new`] gives the defaults, which follow Linux where the RFCs leave a
@@ -30,6 +31,10 @@ pub struct EngineConfig {
     /// to the allocator for every request. Rings beyond it go back to the allocator.
     /// The pool starts empty; this bounds what it holds (at most 8 × this).
     pub buffer_pool: usize,
+    /// The budget for the buffer memory this engine's connections hold, like Linux's
+    /// `tcp_mem`: what happens under pressure and at the limit is described at
+    /// [`MemoryBudget`].
+    pub memory: MemoryBudget,
     /// Most orphans (connections the application has closed whose FIN or data is not
     /// yet acknowledged: FIN-WAIT-1/2, CLOSING, LAST-ACK). When one more is made, the
     /// oldest is reset (RST to the peer, `closed` with
@@ -74,6 +79,7 @@ impl EngineConfig {
             arp: ArpConfig::default(),
             max_connections: 65536,
             buffer_pool: crate::tcp::pool::DEFAULT_BYTES_PER_CLASS,
+            memory: MemoryBudget::default(),
             max_time_wait: 65536,
             max_orphans: 16384,
             syn_cookies: true,

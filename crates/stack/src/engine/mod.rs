@@ -247,7 +247,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 _ => 0,
             },
             app: AppCore::new(handler, cfg.max_connections, 65536),
-            pool: RingPool::new(cfg.buffer_pool),
+            pool: RingPool::with_budget(cfg.buffer_pool, cfg.memory),
             flows: HashMap::with_hasher(RandomState::new()),
             listeners: HashMap::with_hasher(RandomState::new()),
             time_wait: TimeWait::new(cfg.max_time_wait),
@@ -424,6 +424,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.flush_dirty();
         self.submit();
         self.dev.flush();
+        self.stats.buffer_memory = self.pool.in_use() as u64;
+        self.stats.buffer_memory_peak = self.pool.peak() as u64;
+        self.stats.memory = self.pool.counters();
     }
 
     fn local_addr(&self, port: u16) -> SocketAddrV4 {

@@ -38,7 +38,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         block.dirty = false;
         let mut segs = std::mem::take(&mut self.segs);
-        block.tcb.poll_transmit(self.now, &mut segs);
+        block.tcb.poll_transmit(self.now, &mut segs, &mut self.pool);
         let c = block.tcb.take_counters();
         self.stats.count_loss(&c);
         for seg in segs.drain(..) {

@@ -2375,3 +2375,7 @@ fn past_max_orphans_the_oldest_orphan_is_reset_and_its_slot_freed() {
 // ----- Martian and broadcast addressing -----
 
 mod martians;
+
+// ----- Memory a peer can make the engine hold -----
+
+mod pinning;

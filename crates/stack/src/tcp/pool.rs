@@ -1,4 +1,6 @@
-//! [`RingPool`]: one engine's store of ring storage for connection buffers.
+//! [`RingPool`]: one engine's store of ring storage for connection buffers, and the
+//! account of the buffer memory its connections hold against the engine's
+//! [`MemoryBudget`].
 //!
 //! Idle connections own no buffer memory: a send or receive ring is taken when data
 //! arrives and given back when it drains. Going to the allocator (and zeroing 2 KiB)
@@ -8,6 +10,11 @@
 //! to the connection state machine for each call that may take or give back storage:
 //! the state machine itself holds no pool and reaches into none.
 //!
+//! Because every ring is taken from and given back to the pool, and out-of-order data
+//! held by receive buffers is charged to it too, the pool knows how much buffer memory
+//! the engine's connections hold ([`RingPool::in_use`]) and whether the engine is under
+//! memory pressure; the buffers ask it before they grow (see [`MemoryBudget`]).
+//!
 //! [`EngineConfig::buffer_pool`]: crate::EngineConfig::buffer_pool
 
 /// Smallest ring handed out; rings are powers of two from here.
@@ -15,23 +22,116 @@ pub(crate) const MIN_RING: usize = 2048;
 /// Size classes kept: 2 KiB … 256 KiB.
 const CLASSES: usize = 8;
 
-/// Idle ring storage by size class, each class bounded in bytes. See the
-/// [module docs](self).
+/// An engine's budget for the buffer memory its connections hold: send rings, receive
+/// rings and out-of-order data (not the shared, zero-copy chunks an application sends,
+/// which it owns). Like Linux's `tcp_mem`, three thresholds in bytes:
+///
+/// - At `pressure` the engine enters memory pressure and stays there until what its
+///   connections hold falls below `low`. Under pressure no connection stores
+///   out-of-order data (what one held is dropped, "pruned", when more arrives; the peer
+///   learns it from the SACK blocks and retransmits, RFC 2018 §8), receive windows are
+///   not opened beyond the storage a connection already has, and send rings do not
+///   grow (the application's `send` takes less).
+/// - `limit` is the most they may hold: in-order data that would need more is dropped
+///   unacknowledged (the peer retransmits it).
+///
+/// A connection's first ring in each direction (2 KiB) is always granted, so that no
+/// connection stalls for good; with [`EngineConfig::max_connections`] that bounds what
+/// can exceed `limit`. Data the application has been shown is never dropped.
+///
+/// [`EngineConfig::max_connections`]: crate::EngineConfig::max_connections
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryBudget {
+    /// Pressure ends below this.
+    pub low: usize,
+    /// Pressure begins at this.
+    pub pressure: usize,
+    /// The most buffer memory held (but for first rings, above).
+    pub limit: usize,
+}
+
+impl Default for MemoryBudget {
+    /// 128 MiB / 192 MiB / 256 MiB per engine. Linux sizes `tcp_mem` from the machine's
+    /// memory (on 24 GiB about 1.0 / 1.4 / 2.1 GiB for the whole machine); a fixed
+    /// per-worker budget keeps the stack pure. It is what a few thousand connections
+    /// with full 256 KiB buffers hold, and far above what a web server's connections
+    /// need (their bodies are shared, not copied); raise it for bulk transfers over
+    /// many connections.
+    fn default() -> Self {
+        MemoryBudget {
+            low: 128 << 20,
+            pressure: 192 << 20,
+            limit: 256 << 20,
+        }
+    }
+}
+
+/// What memory pressure made connections give up, since the engine started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryCounters {
+    /// Times the engine entered memory pressure.
+    pub pressure_entered: u64,
+    /// Out-of-order segments not stored because of memory pressure.
+    pub ooo_refused: u64,
+    /// Held out-of-order bytes dropped under memory pressure.
+    pub ooo_pruned_bytes: u64,
+    /// In-order segments (or their tails) dropped unacknowledged at the memory limit.
+    pub rcv_dropped: u64,
+    /// Window advertisements held below the buffer's free space by memory pressure.
+    pub windows_clamped: u64,
+    /// Sends cut short because memory pressure kept the send ring from growing.
+    pub sends_clamped: u64,
+}
+
+impl MemoryCounters {
+    /// Add another worker's counters to these.
+    pub fn add(&mut self, other: &MemoryCounters) {
+        self.pressure_entered += other.pressure_entered;
+        self.ooo_refused += other.ooo_refused;
+        self.ooo_pruned_bytes += other.ooo_pruned_bytes;
+        self.rcv_dropped += other.rcv_dropped;
+        self.windows_clamped += other.windows_clamped;
+        self.sends_clamped += other.sends_clamped;
+    }
+}
+
+/// Extra bytes charged per out-of-order range besides its data (its record and the
+/// allocator's overhead), so that many tiny ranges are not free.
+pub(crate) const RANGE_OVERHEAD: usize = 64;
+
+/// Idle ring storage by size class, each class bounded in bytes, and the account of the
+/// buffer memory lent out. See the [module docs](self).
 #[derive(Debug)]
 pub struct RingPool {
     classes: [Vec<Vec<u8>>; CLASSES],
     /// Most bytes of idle rings kept per class; rings beyond go back to the allocator.
     bytes_per_class: usize,
+    budget: MemoryBudget,
+    /// Ring bytes lent to connections plus out-of-order bytes charged.
+    in_use: usize,
+    peak: usize,
+    pressure: bool,
+    counters: MemoryCounters,
 }
 
 impl RingPool {
     /// A pool that keeps at most `bytes_per_class` bytes of idle rings in each of its
-    /// size classes (2 KiB … 256 KiB, powers of two). It starts empty and fills as
-    /// connections drain their buffers.
+    /// size classes (2 KiB … 256 KiB, powers of two), with the default
+    /// [`MemoryBudget`]. It starts empty and fills as connections drain their buffers.
     pub fn new(bytes_per_class: usize) -> RingPool {
+        RingPool::with_budget(bytes_per_class, MemoryBudget::default())
+    }
+
+    /// [`RingPool::new`] with the given memory budget.
+    pub fn with_budget(bytes_per_class: usize, budget: MemoryBudget) -> RingPool {
         RingPool {
             classes: Default::default(),
             bytes_per_class,
+            budget,
+            in_use: 0,
+            peak: 0,
+            pressure: false,
+            counters: MemoryCounters::default(),
         }
     }
 
@@ -43,17 +143,90 @@ impl RingPool {
             .sum()
     }
 
-    /// A ring of exactly `size` bytes (contents unspecified).
+    /// Buffer memory the engine's connections hold now (rings and out-of-order data).
+    pub fn in_use(&self) -> usize {
+        self.in_use
+    }
+
+    /// The most [`in_use`](Self::in_use) has been.
+    pub fn peak(&self) -> usize {
+        self.peak
+    }
+
+    /// Whether the engine is under memory pressure (see [`MemoryBudget`]).
+    pub fn pressure(&self) -> bool {
+        self.pressure
+    }
+
+    /// What memory pressure cost so far.
+    pub fn counters(&self) -> MemoryCounters {
+        self.counters
+    }
+
+    pub(crate) fn counters_mut(&mut self) -> &mut MemoryCounters {
+        &mut self.counters
+    }
+
+    /// Account for `n` more bytes held.
+    pub(crate) fn charge(&mut self, n: usize) {
+        self.in_use += n;
+        self.peak = self.peak.max(self.in_use);
+        if !self.pressure && self.in_use >= self.budget.pressure {
+            self.pressure = true;
+            self.counters.pressure_entered += 1;
+        }
+    }
+
+    /// Account for `n` bytes no longer held.
+    pub(crate) fn uncharge(&mut self, n: usize) {
+        self.in_use = self.in_use.saturating_sub(n);
+        if self.pressure && self.in_use < self.budget.low {
+            self.pressure = false;
+        }
+    }
+
+    /// Whether `n` more bytes of out-of-order data may be stored: not under pressure,
+    /// and within the limit.
+    pub(crate) fn may_hold_out_of_order(&self, n: usize) -> bool {
+        !self.pressure && self.in_use + n <= self.budget.limit
+    }
+
+    /// The size a ring of `from` bytes that should hold `need` bytes (at most
+    /// `capacity`) may have. Its first [`MIN_RING`] is always granted; growth beyond
+    /// needs the total to stay within the limit and, when `elastic` (a send ring, which
+    /// only makes the application's queue longer), the engine not to be under pressure.
+    /// The result may be below `need`: the caller stores what fits.
+    pub(crate) fn ring_size(
+        &self,
+        from: usize,
+        need: usize,
+        capacity: usize,
+        elastic: bool,
+    ) -> usize {
+        let want = fit(need, capacity);
+        let floor = from.max(MIN_RING.min(capacity));
+        if want <= floor
+            || (!(elastic && self.pressure) && self.in_use + (want - from) <= self.budget.limit)
+        {
+            want
+        } else {
+            floor
+        }
+    }
+
+    /// A ring of exactly `size` bytes (contents unspecified), charged to the account.
     pub(crate) fn take(&mut self, size: usize) -> Vec<u8> {
+        self.charge(size);
         if let Some(ring) = class(size).and_then(|c| self.classes[c].pop()) {
             return ring;
         }
         vec![0; size]
     }
 
-    /// Give a ring back for reuse (or to the allocator when its class is full, or it
-    /// is no ring size).
+    /// Give a ring taken with [`take`](Self::take) back for reuse (or to the allocator
+    /// when its class is full, or it is no ring size).
     pub(crate) fn give(&mut self, ring: Vec<u8>) {
+        self.uncharge(ring.len());
         let Some(c) = class(ring.len()) else { return };
         let kept = &mut self.classes[c];
         if ring.capacity() == ring.len() && (kept.len() + 1) * ring.len() <= self.bytes_per_class {
@@ -61,22 +234,17 @@ impl RingPool {
         }
     }
 
-    /// Replace `ring` by a pooled ring that holds at least `need` bytes (a power of
-    /// two, at least [`MIN_RING`], at most `capacity`), moving the `keep` bytes that
-    /// start at `*head` (wrapping) to its start; the old ring comes back to the pool.
-    pub(crate) fn regrow(
+    /// Replace `ring` by a pooled ring of `size` bytes (a ring size from
+    /// [`ring_size`](Self::ring_size)), moving the `keep` bytes that start at `*head`
+    /// (wrapping) to its start; the old ring comes back to the pool.
+    pub(crate) fn resize(
         &mut self,
         ring: &mut Vec<u8>,
         head: &mut usize,
         keep: usize,
-        need: usize,
-        capacity: usize,
+        size: usize,
     ) {
-        let size = need
-            .checked_next_power_of_two()
-            .unwrap_or(need)
-            .max(MIN_RING)
-            .min(capacity);
+        debug_assert!(keep <= size);
         let mut new = self.take(size);
         if keep > 0 {
             let first = keep.min(ring.len() - *head);
@@ -86,6 +254,35 @@ impl RingPool {
         self.give(std::mem::replace(ring, new));
         *head = 0;
     }
+}
+
+/// The ring size for `need` bytes: a power of two, at least [`MIN_RING`], at most
+/// `capacity`.
+pub(crate) fn fit(need: usize, capacity: usize) -> usize {
+    need.checked_next_power_of_two()
+        .unwrap_or(need)
+        .max(MIN_RING)
+        .min(capacity)
+}
+
+/// A pool whose budget is counted in first rings: pressure from 8, the limit at 12, and
+/// pressure ending below `low_rings` (tests).
+#[cfg(test)]
+pub(crate) fn small_pool(low_rings: usize) -> RingPool {
+    let budget = MemoryBudget {
+        low: low_rings * MIN_RING,
+        pressure: 8 * MIN_RING,
+        limit: 12 * MIN_RING,
+    };
+    RingPool::with_budget(DEFAULT_BYTES_PER_CLASS, budget)
+}
+
+/// Whether a ring of `size` bytes holding `len` should shrink: it is larger than the
+/// smallest ring and at most a quarter full. Shrinking then copies at most a third of
+/// what was consumed since it was last this size, so memory follows what is held at an
+/// amortised constant cost per byte.
+pub(crate) fn should_shrink(size: usize, len: usize) -> bool {
+    size > MIN_RING && len <= size / 4
 }
 
 impl Default for RingPool {
@@ -130,7 +327,8 @@ mod tests {
         assert_eq!(b.as_ptr(), ptr, "the drained ring comes back");
         pool.give(b);
         // Odd sizes are not pooled.
-        pool.give(vec![0; 3000]);
+        let odd = pool.take(3000);
+        pool.give(odd);
         assert_eq!(pool.take(3000).len(), 3000);
         // The pool keeps at most its bound per class.
         let many: Vec<_> = (0..4096).map(|_| pool.take(MIN_RING)).collect();
@@ -147,15 +345,49 @@ mod tests {
     }
 
     #[test]
-    fn regrow_keeps_wrapped_bytes_in_order() {
+    fn resize_keeps_wrapped_bytes_in_order() {
         let mut pool = RingPool::default();
-        let mut ring = vec![0u8; MIN_RING];
+        let mut ring = pool.take(MIN_RING);
         ring[MIN_RING - 2..].copy_from_slice(b"ab");
         ring[..2].copy_from_slice(b"cd");
         let mut head = MIN_RING - 2;
-        pool.regrow(&mut ring, &mut head, 4, MIN_RING + 1, 1 << 20);
+        let size = pool.ring_size(MIN_RING, MIN_RING + 1, 1 << 20, false);
+        pool.resize(&mut ring, &mut head, 4, size);
         assert_eq!((ring.len(), head), (2 * MIN_RING, 0));
         assert_eq!(&ring[..4], b"abcd");
         assert_eq!(pool.idle_bytes(), MIN_RING, "the old ring went back");
+        assert_eq!(pool.in_use(), 2 * MIN_RING);
+    }
+
+    #[test]
+    fn the_account_follows_rings_and_pressure_has_hysteresis() {
+        let mut pool = small_pool(2);
+        let big = pool.take(8 * MIN_RING);
+        assert!(pool.pressure());
+        assert_eq!(pool.counters().pressure_entered, 1);
+        // Under pressure a send ring does not grow; a receive ring may, to the limit.
+        assert_eq!(
+            pool.ring_size(MIN_RING, 3 * MIN_RING, 1 << 20, true),
+            MIN_RING
+        );
+        assert_eq!(
+            pool.ring_size(MIN_RING, 3 * MIN_RING, 1 << 20, false),
+            4 * MIN_RING
+        );
+        assert_eq!(
+            pool.ring_size(MIN_RING, 8 * MIN_RING, 1 << 20, false),
+            MIN_RING
+        );
+        // The first ring is always granted, shrinking always is.
+        assert_eq!(pool.ring_size(0, 100, 1 << 20, true), MIN_RING);
+        assert_eq!(pool.ring_size(8 * MIN_RING, 100, 1 << 20, true), MIN_RING);
+        assert!(!pool.may_hold_out_of_order(1));
+        let small = pool.take(2 * MIN_RING);
+        pool.give(big);
+        assert!(pool.pressure(), "still above low");
+        pool.give(small);
+        assert!(!pool.pressure());
+        assert_eq!((pool.in_use(), pool.peak()), (0, 10 * MIN_RING));
+        assert!(pool.may_hold_out_of_order(1));
     }
 }

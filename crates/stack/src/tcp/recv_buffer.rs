@@ -4,36 +4,54 @@
 //! later processing).
 //!
 //! Offsets given to [`RecvBuffer::write_at`] count from the end of the readable data,
-//! i.e. from `rcv_nxt`. Both kinds of data live in one byte ring of at most `capacity`
-//! bytes, so the advertised window ([`RecvBuffer::window`], space from `rcv_nxt` on) is
-//! also a hard memory bound. Out-of-order data is tracked as at most `max_ranges`
-//! disjoint ranges: a hostile peer cannot make reassembly cost more than that in memory
-//! or CPU. Each range remembers when it was last written, so SACK blocks can be reported
-//! most-recent first (RFC 2018 §4).
+//! i.e. from `rcv_nxt`. Nothing is stored beyond `capacity` bytes from the first
+//! readable byte, so the advertised window ([`RecvBuffer::window`], space from
+//! `rcv_nxt` on) bounds what a peer may send. Out-of-order data is tracked as at most
+//! `max_ranges` disjoint ranges: a hostile peer cannot make reassembly cost more than
+//! that in CPU. Each range remembers when it was last written, so SACK blocks can be
+//! reported most-recent first (RFC 2018 §4).
 //!
-//! Memory: an idle connection owns nothing. The ring is taken from the engine's
-//! [`RingPool`] on the first stored byte, sized to what is held (a power of two, at
-//! least [`MIN_RING`], at most `capacity`), grown by doubling, and given back once
-//! nothing is readable and nothing is held out of order. The calls that may take or
-//! give back storage borrow the pool; [`RecvBuffer::release`] returns the ring of a
-//! buffer that is going away.
+//! Memory follows the bytes held, not where they sit in the window: readable bytes live
+//! in a byte ring sized to them (a power of two, at least [`MIN_RING`], at most
+//! `capacity`; grown by doubling, shrunk when a quarter full, given back when empty),
+//! and each out-of-order range owns exactly its own bytes. So eight one-byte segments
+//! spread over a 256 KiB window cost eight small ranges, not a 256 KiB ring. Everything
+//! is taken from, or charged to, the engine's [`RingPool`], which holds the engine's
+//! [`MemoryBudget`]: under memory pressure out-of-order data is refused and what was
+//! held is pruned, the window offered stops at the storage already held
+//! ([`RecvBuffer::offer`]), and at the limit in-order data that needs more storage is
+//! not stored. An idle connection owns nothing. The calls that may take or give back
+//! storage borrow the pool; [`RecvBuffer::release`] returns the storage of a buffer
+//! that is going away.
+//!
+//! [`MemoryBudget`]: super::pool::MemoryBudget
 
-use super::pool::{wrap, RingPool};
+use super::pool::{fit, should_shrink, wrap, RingPool, MIN_RING, RANGE_OVERHEAD};
 
-/// One out-of-order range, `[start, end)` relative to `rcv_nxt`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One out-of-order range, `[start, end)` relative to `rcv_nxt`, and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct OooRange {
     start: usize,
     end: usize,
     /// Write counter value of the latest write that touched this range.
     stamp: u64,
+    /// The range's `end - start` bytes.
+    data: Vec<u8>,
+}
+
+impl OooRange {
+    /// What the range is charged to the pool.
+    fn cost(&self) -> usize {
+        self.data.capacity() + RANGE_OVERHEAD
+    }
 }
 
 /// Received bytes not yet read by the application, plus out-of-order data.
 #[derive(Debug, Default)]
 #[cfg_attr(test, derive(Clone))]
 pub(crate) struct RecvBuffer {
-    /// Ring; `ring.len()` is its current size (0 when unallocated).
+    /// Ring of the readable bytes; `ring.len()` is its current size (0 when
+    /// unallocated).
     ring: Vec<u8>,
     capacity: usize,
     max_ranges: usize,
@@ -41,7 +59,7 @@ pub(crate) struct RecvBuffer {
     head: usize,
     readable_len: usize,
     /// Sorted by `start`, disjoint and never touching (touching ranges are merged); all
-    /// lie within `window()`.
+    /// lie within `window()`. Unallocated when empty.
     ranges: Vec<OooRange>,
     /// Counts out-of-order writes, to order SACK blocks by recency.
     stamp: u64,
@@ -67,10 +85,41 @@ impl RecvBuffer {
         self.readable_len
     }
 
-    /// Space from `rcv_nxt` onward: what may be advertised (RFC 9293 §3.8.6.2 leaves the
-    /// silly-window rules to the caller).
+    /// Space from `rcv_nxt` onward: the most that may be advertised (RFC 9293
+    /// §3.8.6.2 leaves the silly-window rules to the caller), and the bound on what is
+    /// stored.
     pub(crate) fn window(&self) -> usize {
         self.capacity - self.readable_len
+    }
+
+    /// The window to offer now: [`window`](Self::window), or under memory pressure
+    /// only the free space of the storage already held (at least a first ring's), so
+    /// that a loaded engine does not invite data it would have to grow for. (The
+    /// caller never moves the right edge left, RFC 9293 §3.8.6.)
+    pub(crate) fn offer(&self, pool: &mut RingPool) -> usize {
+        let window = self.window();
+        if !pool.pressure() {
+            return window;
+        }
+        let held = self.ring.len().max(MIN_RING).min(self.capacity);
+        let room = held.saturating_sub(self.readable_len);
+        if room < window {
+            pool.counters_mut().windows_clamped += 1;
+        }
+        room.min(window)
+    }
+
+    /// How many of `len` more in-order bytes the buffer could store now: all of them,
+    /// or, at the memory limit, what the ring it has (or a first ring) takes. Data shown
+    /// to the application straight from a frame is cut to this first, since what the
+    /// application leaves unconsumed must then be kept.
+    pub(crate) fn storable(&self, len: usize, pool: &RingPool) -> usize {
+        let need = self.readable_len + len;
+        if need <= self.ring.len() {
+            return len;
+        }
+        let size = pool.ring_size(self.ring.len(), need, self.capacity, false);
+        len.min(size.saturating_sub(self.readable_len))
     }
 
     pub(crate) fn has_out_of_order(&self) -> bool {
@@ -80,9 +129,11 @@ impl RecvBuffer {
     /// Stores `data` at `[offset, offset + data.len())` beyond the readable data
     /// (`offset` relative to `rcv_nxt`), clipped to [`window`](Self::window).
     ///
-    /// Out-of-order data (`offset > 0`) that would need a new range when `max_ranges`
-    /// are already held is not stored. A write at offset 0 is always stored and joins
-    /// any out-of-order ranges it reaches.
+    /// Out-of-order data (`offset > 0`) is not stored when it would need a new range
+    /// while `max_ranges` are already held, nor under memory pressure (which also
+    /// prunes what this buffer held out of order). A write at offset 0 is stored as
+    /// far as the memory budget lets the ring grow, and joins any out-of-order ranges
+    /// it reaches.
     ///
     /// Returns how many bytes became readable (by how much `rcv_nxt` advances),
     /// including previously held out-of-order data the write connected.
@@ -93,53 +144,21 @@ impl RecvBuffer {
         }
         let end = offset.saturating_add(data.len()).min(window);
         let data = &data[..end - offset];
-
         if offset > 0 {
-            // Ranges in [first, last) overlap or touch [offset, end): they merge with it.
-            let first = self.ranges.partition_point(|r| r.end < offset);
-            let last = self.ranges.partition_point(|r| r.start <= end);
-            if first == last && self.ranges.len() >= self.max_ranges {
-                return 0;
-            }
-            self.store(offset, data, pool);
-            if self.ranges.capacity() == 0 {
-                // Exactly one allocation per out-of-order episode: there are never more
-                // than max_ranges ranges.
-                self.ranges.reserve_exact(self.max_ranges);
-            }
-            self.stamp += 1;
-            let mut merged = OooRange {
-                start: offset,
-                end,
-                stamp: self.stamp,
-            };
-            if first == last {
-                self.ranges.insert(first, merged);
-            } else {
-                merged.start = merged.start.min(self.ranges[first].start);
-                merged.end = merged.end.max(self.ranges[last - 1].end);
-                self.ranges[first] = merged;
-                self.ranges.drain(first + 1..last);
-            }
-            return 0;
+            self.hold_out_of_order(offset, data, pool);
+            0
+        } else {
+            self.write_in_order(data, pool, false)
         }
+    }
 
-        self.store(0, data, pool);
-        let mut advanced = end;
-        if !self.ranges.is_empty() {
-            let joined = self.ranges.partition_point(|r| r.start <= advanced);
-            if joined > 0 {
-                advanced = advanced.max(self.ranges[joined - 1].end);
-                self.ranges.drain(..joined);
-            }
-            // rcv_nxt moved: the remaining ranges keep their place in the stream.
-            for r in &mut self.ranges {
-                r.start -= advanced;
-                r.end -= advanced;
-            }
-        }
-        self.readable_len += advanced;
-        advanced
+    /// Keeps `data`, which the application was shown at `rcv_nxt` and did not consume,
+    /// at the front of the readable bytes' end (the buffer held nothing readable): it
+    /// was accepted, so it is stored whatever the memory budget says.
+    pub(crate) fn keep(&mut self, data: &[u8], pool: &mut RingPool) {
+        debug_assert!(self.readable_len == 0 && data.len() <= self.window());
+        let stored = self.write_in_order(data, pool, true);
+        debug_assert_eq!(stored, data.len());
     }
 
     /// The first contiguous slice of readable data; shorter than
@@ -155,8 +174,7 @@ impl RecvBuffer {
 
     /// Rotate the ring so all readable data is one slice (`readable()` then returns
     /// `readable_len` bytes). Costs a pass over the ring; the engine calls it only when
-    /// the application could not use a wrapped prefix. Out-of-order data keeps its place
-    /// relative to the head.
+    /// the application could not use a wrapped prefix.
     pub(crate) fn make_contiguous(&mut self) {
         if self.head + self.readable_len > self.ring.len() {
             self.ring.rotate_left(self.head);
@@ -165,7 +183,7 @@ impl RecvBuffer {
     }
 
     /// Drops `n` bytes the application has read (at most `readable_len`). Frees the
-    /// storage when nothing is left.
+    /// ring when nothing readable is left, and shrinks it when it is a quarter full.
     pub(crate) fn consume(&mut self, n: usize, pool: &mut RingPool) {
         let n = n.min(self.readable_len);
         if n == 0 {
@@ -173,10 +191,12 @@ impl RecvBuffer {
         }
         self.readable_len -= n;
         self.head = wrap(self.head + n, self.ring.len());
-        if self.readable_len == 0 && self.ranges.is_empty() {
+        if self.readable_len == 0 {
             pool.give(std::mem::take(&mut self.ring));
-            self.ranges.clear();
             self.head = 0;
+        } else if should_shrink(self.ring.len(), self.readable_len) {
+            let size = fit(self.readable_len, self.capacity);
+            pool.resize(&mut self.ring, &mut self.head, self.readable_len, size);
         }
     }
 
@@ -205,33 +225,161 @@ impl RecvBuffer {
         written
     }
 
-    /// Give the ring back to `pool` and forget everything held: the connection is
+    /// Give the storage back to `pool` and forget everything held: the connection is
     /// going away.
     pub(crate) fn release(&mut self, pool: &mut RingPool) {
         pool.give(std::mem::take(&mut self.ring));
+        self.drop_ranges(pool);
         *self = RecvBuffer::new(self.capacity, self.max_ranges);
     }
 
-    /// Copies `data` to ring position `rcv_nxt + offset`, allocating or growing the ring
-    /// as needed. The caller has clipped `offset + data.len()` to `window()`.
-    fn store(&mut self, offset: usize, data: &[u8], pool: &mut RingPool) {
-        let need = self.readable_len + offset + data.len();
-        if need > self.ring.len() {
-            self.grow(need, pool);
-        }
-        let size = self.ring.len();
-        let at = wrap(wrap(self.head + self.readable_len, size) + offset, size);
-        let first = data.len().min(size - at);
-        self.ring[at..at + first].copy_from_slice(&data[..first]);
-        self.ring[..data.len() - first].copy_from_slice(&data[first..]);
+    /// Drops every out-of-order range, uncharging it; returns the bytes they held.
+    fn drop_ranges(&mut self, pool: &mut RingPool) -> usize {
+        let ranges = std::mem::take(&mut self.ranges);
+        pool.uncharge(ranges.iter().map(OooRange::cost).sum());
+        ranges.iter().map(|r| r.end - r.start).sum()
     }
 
-    /// Reallocates the ring to hold at least `need` bytes from the head, keeping readable
-    /// and out-of-order data at the same distance from the head.
-    fn grow(&mut self, need: usize, pool: &mut RingPool) {
-        // Bytes from the head up to the end of the last out-of-order range.
-        let span = self.readable_len + self.ranges.last().map_or(0, |r| r.end);
-        pool.regrow(&mut self.ring, &mut self.head, span, need, self.capacity);
+    /// Holds `data` at `offset > 0` (already clipped to the window) as out-of-order
+    /// data, merged with the ranges it overlaps or touches.
+    fn hold_out_of_order(&mut self, offset: usize, data: &[u8], pool: &mut RingPool) {
+        let end = offset + data.len();
+        // Ranges in [first, last) overlap or touch [offset, end): they merge with it.
+        let first = self.ranges.partition_point(|r| r.end < offset);
+        let last = self.ranges.partition_point(|r| r.start <= end);
+        if first == last && self.ranges.len() >= self.max_ranges {
+            return;
+        }
+        let joined = &self.ranges[first..last];
+        let start = joined.first().map_or(offset, |r| r.start.min(offset));
+        let stop = joined.last().map_or(end, |r| r.end.max(end));
+        let held: usize = joined.iter().map(|r| r.end - r.start).sum();
+        let new_range = if first == last { RANGE_OVERHEAD } else { 0 };
+        if !pool.may_hold_out_of_order(stop - start - held + new_range) {
+            // RFC 2018 §8 lets a receiver discard data it has SACKed; the sender keeps
+            // it until cumulatively acknowledged and retransmits it.
+            pool.counters_mut().ooo_refused += 1;
+            let pruned = self.drop_ranges(pool);
+            pool.counters_mut().ooo_pruned_bytes += pruned as u64;
+            return;
+        }
+        self.stamp += 1;
+        if first == last {
+            if self.ranges.capacity() == 0 {
+                // One allocation per out-of-order episode: there are never more than
+                // max_ranges ranges.
+                self.ranges.reserve_exact(self.max_ranges);
+            }
+            let range = OooRange {
+                start: offset,
+                end,
+                stamp: self.stamp,
+                data: data.to_vec(),
+            };
+            pool.charge(range.cost());
+            self.ranges.insert(first, range);
+        } else if last == first + 1 && offset >= self.ranges[first].start {
+            // The common case after a loss: the next segment extends one range at its
+            // tail (or repeats part of it). Amortised growth in place.
+            let range = &mut self.ranges[first];
+            let overlap = range.end.min(end) - offset;
+            let at = offset - range.start;
+            range.data[at..at + overlap].copy_from_slice(&data[..overlap]);
+            if end > range.end {
+                let before = range.data.capacity();
+                range.data.extend_from_slice(&data[overlap..]);
+                pool.charge(range.data.capacity() - before);
+                range.end = end;
+            }
+            range.stamp = self.stamp;
+        } else {
+            // The write bridges ranges or extends one at its front: one new range of
+            // exactly the bytes held replaces them.
+            let mut bytes = vec![0; stop - start];
+            let mut freed = 0;
+            for r in self.ranges.drain(first..last) {
+                bytes[r.start - start..r.end - start].copy_from_slice(&r.data);
+                freed += r.cost();
+            }
+            // The latest write wins where it overlaps (a retransmission carries the
+            // same bytes anyway), as it does in the ring.
+            bytes[offset - start..end - start].copy_from_slice(data);
+            pool.uncharge(freed);
+            let range = OooRange {
+                start,
+                end: stop,
+                stamp: self.stamp,
+                data: bytes,
+            };
+            pool.charge(range.cost());
+            self.ranges.insert(first, range);
+        }
+    }
+
+    /// Appends `data` (at `rcv_nxt`, within the window) to the readable bytes as far as
+    /// the memory budget lets the ring grow (all of it when `forced`), then any held
+    /// ranges it reaches. Returns by how much `rcv_nxt` advances.
+    fn write_in_order(&mut self, data: &[u8], pool: &mut RingPool, forced: bool) -> usize {
+        let stored = self.append(data, pool, forced);
+        if stored < data.len() {
+            pool.counters_mut().rcv_dropped += 1;
+        }
+        if stored == 0 || self.ranges.is_empty() {
+            return stored;
+        }
+        let mut advanced = stored;
+        // Ranges are disjoint and never touch, so the ones this write reaches are those
+        // starting within it; their bytes past it become readable too. They were
+        // accepted, so they move to the ring whatever the budget says.
+        let joined = self.ranges.partition_point(|r| r.start <= stored);
+        let mut freed = 0;
+        for i in 0..joined {
+            freed += self.ranges[i].cost();
+            let bytes = std::mem::take(&mut self.ranges[i].data);
+            let (start, end) = (self.ranges[i].start, self.ranges[i].end);
+            if end > advanced {
+                advanced += self.append(&bytes[advanced - start..], pool, true);
+            }
+        }
+        pool.uncharge(freed);
+        self.ranges.drain(..joined);
+        if self.ranges.is_empty() {
+            self.ranges = Vec::new();
+        }
+        // rcv_nxt moved: the remaining ranges keep their place in the stream.
+        for r in &mut self.ranges {
+            r.start -= advanced;
+            r.end -= advanced;
+        }
+        advanced
+    }
+
+    /// Copies as much of `data` as fits after the readable bytes, growing the ring as
+    /// the memory budget allows (to whatever `data` needs when `forced`); returns how
+    /// much was stored.
+    fn append(&mut self, data: &[u8], pool: &mut RingPool, forced: bool) -> usize {
+        let need = self.readable_len + data.len();
+        if need > self.ring.len() {
+            let size = if forced {
+                fit(need, self.capacity)
+            } else {
+                pool.ring_size(self.ring.len(), need, self.capacity, false)
+            };
+            if size > self.ring.len() {
+                pool.resize(&mut self.ring, &mut self.head, self.readable_len, size);
+            }
+        }
+        let size = self.ring.len();
+        let n = data.len().min(size - self.readable_len);
+        if n == 0 {
+            return 0;
+        }
+        let at = wrap(self.head + self.readable_len, size);
+        let first = n.min(size - at);
+        self.ring[at..at + first].copy_from_slice(&data[..first]);
+        self.ring[..n - first].copy_from_slice(&data[first..n]);
+        self.readable_len += n;
+        n
     }
 }
 
@@ -244,7 +392,7 @@ fn to_u32(x: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::pool::MIN_RING;
+    use crate::tcp::pool::{fit, MIN_RING};
 
     /// A pool for one call: storage comes from the allocator and goes back to it.
     fn pool() -> RingPool {
@@ -363,25 +511,83 @@ mod tests {
     }
 
     #[test]
-    fn ring_grows_keeping_wrapped_and_out_of_order_data() {
+    fn ring_grows_keeping_wrapped_data_and_holds_out_of_order_data_apart() {
         let mut b = RecvBuffer::new(1 << 16, 8);
         let stream: Vec<u8> = (0..20_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
         assert_eq!(b.write_at(0, &stream[..2000], &mut pool()), 2000);
         assert_eq!(b.ring.len(), MIN_RING);
         b.consume(1500, &mut pool());
-        // Wraps inside the 2048 ring, then an out-of-order write forces growth.
+        // Wraps inside the 2048 ring; out-of-order data does not make the ring grow.
         assert_eq!(b.write_at(0, &stream[2000..2400], &mut pool()), 400);
         assert_eq!(b.write_at(600, &stream[3000..3100], &mut pool()), 0);
-        assert!(b.ring.len() >= 1600);
         assert_eq!(b.write_at(5000, &stream[7400..9000], &mut pool()), 0);
-        assert_eq!(b.ring.len(), 8192);
+        assert_eq!(b.ring.len(), MIN_RING);
+        // Filling the gap moves the joined range into the ring.
         assert_eq!(b.write_at(0, &stream[2400..3000], &mut pool()), 700);
+        assert_eq!(b.ring.len(), MIN_RING);
         assert_eq!(readable_bytes(&b), stream[1500..3100].to_vec());
         b.consume(1600, &mut pool());
+        assert!(b.ring.is_empty(), "nothing readable: the ring went back");
         assert!(b.has_out_of_order());
         assert_eq!(sacks(&b), vec![(4300, 5900)]);
         assert_eq!(b.write_at(0, &stream[3100..7400], &mut pool()), 5900);
         assert_eq!(readable_bytes(&b), stream[3100..9000].to_vec());
+        assert_eq!(b.ring.len(), 8192);
+        // A quarter full, the ring shrinks to what it holds.
+        b.consume(5000, &mut pool());
+        assert_eq!(b.ring.len(), 1024.max(MIN_RING));
+        assert_eq!(readable_bytes(&b), stream[8100..9000].to_vec());
+    }
+
+    #[test]
+    fn memory_follows_the_bytes_held_not_their_place_in_the_window() {
+        let mut pool = pool();
+        let mut b = RecvBuffer::new(256 << 10, 8);
+        // Eight one-byte segments spread over the window (the pinning attack).
+        for i in 1..=8 {
+            assert_eq!(b.write_at(i * 30_000, b"x", &mut pool), 0);
+        }
+        assert_eq!(sacks(&b).len(), 8);
+        assert!(b.ring.is_empty());
+        let held = pool.in_use();
+        assert!(
+            held <= 8 * (8 + RANGE_OVERHEAD),
+            "{held} bytes for 8 bytes held"
+        );
+        b.release(&mut pool);
+        assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn under_pressure_out_of_order_data_is_pruned_and_the_window_offered_stops_at_the_ring() {
+        let mut pool = crate::tcp::pool::small_pool(4);
+        let mut b = RecvBuffer::new(1 << 20, 8);
+        assert_eq!(b.write_at(5000, &[1; 1000], &mut pool), 0);
+        assert_eq!(b.write_at(0, &[0; 100], &mut pool), 100);
+        assert_eq!(b.offer(&mut pool), (1 << 20) - 100);
+        // Another connection's data brings the engine under pressure.
+        let other = pool.take(8 * MIN_RING);
+        assert!(pool.pressure());
+        assert_eq!(
+            b.offer(&mut pool),
+            MIN_RING - 100,
+            "only the ring's free space"
+        );
+        assert_eq!(pool.counters().windows_clamped, 1);
+        assert_eq!(b.write_at(6000, &[1; 10], &mut pool), 0);
+        assert!(!b.has_out_of_order(), "held data pruned");
+        let c = pool.counters();
+        assert_eq!((c.ooo_refused, c.ooo_pruned_bytes), (1, 1000));
+        // In-order data still grows the ring, up to the limit; beyond it, the tail is
+        // not stored (the peer retransmits it).
+        assert_eq!(b.write_at(0, &[2; 6000], &mut pool), 6000);
+        assert_eq!(b.ring.len(), 8192);
+        assert_eq!(b.write_at(0, &[3; 20_000], &mut pool), 8192 - 6100);
+        assert_eq!(pool.counters().rcv_dropped, 1);
+        pool.give(other);
+        b.release(&mut pool);
+        assert_eq!(pool.in_use(), 0);
+        assert!(!pool.pressure());
     }
 
     #[derive(Debug, Clone)]
@@ -432,6 +638,7 @@ mod tests {
             ops in proptest::collection::vec(op(), 1..80),
         ) {
             let mut b = RecvBuffer::new(cap, max_ranges);
+            let mut pool = pool();
             // Model: stream positions already read, made readable (rcv_nxt), and the
             // out-of-order bytes held, indexed relative to rcv_nxt.
             let mut read = 0usize;
@@ -460,11 +667,11 @@ mod tests {
                                 held.resize(cap, false);
                             }
                         }
-                        prop_assert_eq!(b.write_at(off, &data, &mut pool()), expect);
+                        prop_assert_eq!(b.write_at(off, &data, &mut pool), expect);
                         rcv_nxt += expect;
                     }
                     Op::Consume(n) => {
-                        b.consume(n, &mut pool());
+                        b.consume(n, &mut pool);
                         read += n.min(rcv_nxt - read);
                     }
                 }
@@ -492,7 +699,18 @@ mod tests {
                     prop_assert!(b.ring.is_empty());
                 }
                 prop_assert!(b.ring.len() <= cap);
+                // The account is exact, and memory follows the bytes held.
+                let ranges: usize = b.ranges.iter().map(OooRange::cost).sum();
+                prop_assert_eq!(pool.in_use(), b.ring.len() + ranges);
+                let readable = b.readable_len();
+                prop_assert!(b.ring.len() <= fit(readable, cap).max(4 * readable));
+                for r in &b.ranges {
+                    prop_assert_eq!(r.data.len(), r.end - r.start);
+                    prop_assert!(r.data.capacity() <= (2 * r.data.len()).max(8));
+                }
             }
+            b.release(&mut pool);
+            prop_assert_eq!(pool.in_use(), 0);
         }
     }
 

@@ -16,16 +16,19 @@
 //! Memory: an idle connection owns nothing. The ring is taken from the engine's
 //! [`RingPool`] on the first copy, sized to what is queued (a power of two, at least
 //! [`MIN_RING`], at most `capacity`), grown by doubling while the application queues
-//! more, and given back as soon as no copied byte remains. Small responses therefore
+//! more (as the engine's memory budget allows, see [`MemoryBudget`]), shrunk when a
+//! quarter full, and given back as soon as no copied byte remains. Small responses therefore
 //! never pay for a full-capacity allocation. The calls that may take or give back
 //! storage borrow the pool; [`SendBuffer::release`] returns the ring of a buffer that
 //! is going away.
+//!
+//! [`MemoryBudget`]: super::pool::MemoryBudget
 
 use std::collections::VecDeque;
 
 use bytes::Bytes;
 
-use super::pool::{wrap, RingPool};
+use super::pool::{fit, should_shrink, wrap, RingPool};
 use crate::checksum::{self, SummedBytes};
 
 /// A run of queued bytes of one kind.
@@ -93,14 +96,28 @@ impl SendBuffer {
     }
 
     /// Copies as much of `data` as fits and returns how much that was.
+    ///
+    /// The ring grows as the engine's memory budget allows: under memory pressure it
+    /// does not grow past its current size (or a first ring), so fewer bytes may be
+    /// taken than [`space`](Self::space) said.
     pub(crate) fn push_copy(&mut self, data: &[u8], pool: &mut RingPool) -> usize {
-        let n = data.len().min(self.space());
+        let mut n = data.len().min(self.space());
         if n == 0 {
             return 0;
         }
         let need = self.ring_len + n;
         if need > self.ring.len() {
-            self.grow(need, pool);
+            let size = pool.ring_size(self.ring.len(), need, self.capacity, true);
+            if size > self.ring.len() {
+                pool.resize(&mut self.ring, &mut self.head, self.ring_len, size);
+            }
+            if need > self.ring.len() {
+                pool.counters_mut().sends_clamped += 1;
+                n = self.ring.len() - self.ring_len;
+                if n == 0 {
+                    return 0;
+                }
+            }
         }
         let size = self.ring.len();
         let tail = wrap(self.head + self.ring_len, size);
@@ -281,6 +298,9 @@ impl SendBuffer {
         if self.ring_len == 0 && !self.ring.is_empty() {
             pool.give(std::mem::take(&mut self.ring));
             self.head = 0;
+        } else if should_shrink(self.ring.len(), self.ring_len) {
+            let size = fit(self.ring_len, self.capacity);
+            pool.resize(&mut self.ring, &mut self.head, self.ring_len, size);
         }
     }
 
@@ -309,18 +329,6 @@ impl SendBuffer {
             skip -= run;
         }
         None
-    }
-
-    /// Reallocates the ring so it holds at least `need` bytes, keeping the queued copied
-    /// bytes in order at the start of the new ring.
-    fn grow(&mut self, need: usize, pool: &mut RingPool) {
-        pool.regrow(
-            &mut self.ring,
-            &mut self.head,
-            self.ring_len,
-            need,
-            self.capacity,
-        );
     }
 }
 
@@ -411,15 +419,19 @@ mod tests {
         b.push_copy(&[1; 100], &mut pool());
         assert_eq!(b.ring.len(), MIN_RING);
         b.push_copy(&[2; 3000], &mut pool());
-        b.consume(2500, &mut pool());
+        b.consume(2000, &mut pool());
         b.push_copy(&[3; 1000], &mut pool()); // wraps in the 4096 ring
         assert_eq!(b.ring.len(), 4096);
         b.push_copy(&[4; 5000], &mut pool()); // grows, relinearising the wrapped data
         assert_eq!(b.ring.len(), 8192);
-        let mut want = vec![2; 600];
+        let mut want = vec![2; 1100];
         want.extend_from_slice(&[3; 1000]);
         want.extend_from_slice(&[4; 5000]);
         assert_eq!(read_all(&b), want);
+        // A quarter full, the ring shrinks to what it holds.
+        b.consume(6000, &mut pool());
+        assert_eq!(b.ring.len(), MIN_RING);
+        assert_eq!(read_all(&b), vec![4; 1100]);
         b.consume(usize::MAX, &mut pool());
         assert!(b.is_empty());
         assert!(b.ring.is_empty());

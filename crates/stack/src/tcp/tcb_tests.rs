@@ -135,7 +135,7 @@ pub(super) fn rx(tcb: &mut Tcb, now: Instant, seg: &Segment) -> RxOutcome {
 
 pub(super) fn tx(tcb: &mut Tcb, now: Instant) -> Vec<TxSegment> {
     let mut out = Vec::new();
-    tcb.poll_transmit(now, &mut out);
+    tcb.poll_transmit(now, &mut out, &mut pool());
     out
 }
 

@@ -383,6 +383,15 @@ impl Tcb {
             return;
         }
         if offset == 0 && !had_ooo && self.rcv.buf.readable_len() == 0 {
+            // Shown to the application straight from the frame; what it leaves must be
+            // kept, so at the memory limit take only what could be (the rest is not
+            // acknowledged and comes again; a FIN behind it waits in `rcv.fin`).
+            let fits = self.rcv.buf.storable(payload.len(), pool);
+            if fits < payload.len() {
+                pool.counters_mut().rcv_dropped += 1;
+                self.pending.ack_now = true;
+            }
+            let payload = &payload[..fits];
             self.rcv.nxt += payload.len();
             // Relative to the segment's own payload: trimmed duplicate bytes are at its front.
             let front = seq.since(seg.seq);

@@ -290,6 +290,9 @@ struct RecvSeq {
     mss: u16,
     /// Full-sized segments received since our last ACK (ACK every second one, §3.8.6.3).
     unacked_segs: u32,
+    /// The window the receive buffer offers for the segments being built
+    /// ([`RecvBuffer::offer`], set as `poll_transmit` starts).
+    offer: u32,
 }
 
 /// Loss recovery (RFC 6675 with RACK-TLP, RFC 8985, and PRR, RFC 6937), duplicate ACKs
@@ -830,8 +833,7 @@ impl Tcb {
     /// consume; it is kept in the receive buffer and offered again later.
     pub fn keep_unconsumed(&mut self, rest: &[u8], pool: &mut RingPool) {
         if !rest.is_empty() {
-            let stored = self.rcv.buf.write_at(0, rest, pool);
-            debug_assert_eq!(stored, rest.len());
+            self.rcv.buf.keep(rest, pool);
         }
     }
 

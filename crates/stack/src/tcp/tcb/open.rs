@@ -88,6 +88,7 @@ impl Tcb {
                 discard_until: now,
                 mss: our_mss,
                 unacked_segs: 0,
+                offer: 0,
             },
             recovery: Recovery {
                 dupacks: 0,

@@ -7,6 +7,7 @@ use super::timer_table::Timer;
 use super::{State, Tcb};
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::options::ts_clock;
+use crate::tcp::pool::RingPool;
 use crate::tcp::segment::TxSegment;
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
@@ -18,7 +19,7 @@ impl Tcb {
     /// The window field and SACK blocks for an outgoing segment; records what we
     /// advertised.
     fn advertise(&mut self, seg: &mut TxSegment, now: Instant) {
-        let buf_edge = self.rcv.nxt + self.rcv.buf.window();
+        let buf_edge = self.rcv.nxt + self.rcv.offer as usize;
         // Never shrink the window (§3.8.6), and move the right edge only by at least the
         // SWS threshold (§3.8.6.2.2 receiver SWS avoidance): otherwise keep offering the
         // edge already advertised. A SYN has advertised nothing yet.
@@ -104,7 +105,12 @@ impl Tcb {
     }
 
     /// Append the segments this connection wants sent now to `out`.
-    pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+    ///
+    /// `pool` says whether the engine is under memory pressure, which limits the window
+    /// offered (see [`MemoryBudget`](crate::tcp::pool::MemoryBudget)).
+    pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<TxSegment>, pool: &mut RingPool) {
+        // What the receive buffer offers does not change while segments are built.
+        self.rcv.offer = u32::try_from(self.rcv.buf.offer(pool)).unwrap_or(u32::MAX);
         self.last_now = now;
         if let Some((seq, ack)) = self.pending.rst.take() {
             out.push(TxSegment {
