@@ -105,9 +105,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             return;
         }
         let mut iss_floor = None;
-        let verdict = self
-            .time_wait
-            .on_segment(&key, &seg, self.now, self.cfg.tcp.time_wait);
+        let verdict = self.time_wait.on_segment(
+            &key,
+            &seg,
+            self.now,
+            self.cfg.tcp.time_wait,
+            self.cfg.tcp.invalid_ack_interval,
+        );
         match verdict {
             None => {}
             Some(timewait::Verdict::Reply(tx)) => {
@@ -116,6 +120,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 return self.send_raw(src_mac, key, &tx);
             }
             Some(timewait::Verdict::Drop) => return,
+            Some(timewait::Verdict::Suppressed) => {
+                self.stats.invalid_acks_suppressed += 1;
+                return;
+            }
             Some(timewait::Verdict::Reopen { iss_floor: floor }) => {
                 self.stats.time_wait_reused += 1;
                 iss_floor = Some(floor);

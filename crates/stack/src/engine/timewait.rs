@@ -34,6 +34,10 @@ struct Entry {
     /// `expires`, or old duplicates could land in a new incarnation whose sequence
     /// space overlaps the old one (the TIME-WAIT assassination hazard of RFC 1337).
     reset: bool,
+    /// When the entry last answered a segment that was not a retransmitted FIN (out of
+    /// window, an old duplicate, a SYN it would not reopen for): at most one such answer
+    /// per `invalid_ack_interval`, as for live connections (ACK-storm fuel otherwise).
+    last_invalid_ack: Option<Instant>,
 }
 
 /// What to do with a segment that hit a TIME-WAIT entry.
@@ -43,6 +47,9 @@ pub(crate) enum Verdict {
     Reply(TxSegment),
     /// Nothing to do.
     Drop,
+    /// An answer was due but the entry answered another invalid segment less than
+    /// `invalid_ack_interval` ago.
+    Suppressed,
     /// The entry is gone; treat the segment as new (a SYN reopening the pair). A new
     /// connection must start its sequence space at or after `iss_floor`, beyond
     /// anything the old incarnation sent (RFC 1122 §4.2.2.13, RFC 6191 §2).
@@ -92,6 +99,7 @@ impl TimeWait {
                 expires,
                 timer_at: expires,
                 reset: false,
+                last_invalid_ack: None,
             },
         );
         true
@@ -124,6 +132,7 @@ impl TimeWait {
         seg: &Segment,
         now: Instant,
         time_wait: Duration,
+        invalid_ack_interval: Duration,
     ) -> Option<Verdict> {
         let e = self.entries.get_mut(key)?;
         let iss_floor = e.snd_nxt + REOPEN_ISS_GAP;
@@ -177,10 +186,19 @@ impl TimeWait {
             // simultaneous close) ACK each other's ACKs forever.
             return Some(Verdict::Drop);
         }
-        if seg.flags.fin {
+        let retransmitted_fin = seg.flags.fin && seg.seq + seg.payload_len + 1 == e.rcv_nxt;
+        if retransmitted_fin {
             // A retransmitted FIN: our ACK was lost. Restart the 2·MSL wait (the timer
-            // catches up lazily, see `expire`).
+            // catches up lazily, see `expire`). Always answered: it is what the peer
+            // needs to finish, and it cannot loop.
             e.expires = now + time_wait;
+        } else {
+            if e.last_invalid_ack
+                .is_some_and(|t| now.saturating_duration_since(t) < invalid_ack_interval)
+            {
+                return Some(Verdict::Suppressed);
+            }
+            e.last_invalid_ack = Some(now);
         }
         let timestamp = e.ts.map(|(recent, offset)| (ts_clock(now, offset), recent));
         Some(Verdict::Reply(TxSegment {

@@ -575,6 +575,26 @@ fn rst_in_window_not_exact_is_challenged() {
     assert_eq!(tx(&mut tcb, ms(1)), vec![exp_ack(ISS + 1, IRS + 1, W)]);
 }
 
+/// A bare ACK exactly at the right edge of our window carries ACK information we must
+/// not discard (as Linux and BSD accept it): a peer that sent up to our edge, and whose
+/// tail we did not keep, sends its ACKs from there.
+#[test]
+fn a_bare_ack_at_the_right_edge_is_taken() {
+    let mut tcb = passive(&cfg());
+    assert_eq!(tcb.send(&[7; 100], &mut pool()), Ok(100));
+    assert_eq!(tx(&mut tcb, ms(1)).len(), 1);
+    assert_eq!(tcb.flight_size(), 100);
+    let edge = IRS + 1 + RBUF as u32;
+    let out = rx(&mut tcb, ms(2), &ack(edge, ISS + 1 + 100, 65535));
+    assert!(!out.invalid_ack_suppressed);
+    assert_eq!(tcb.flight_size(), 0, "the ACK was taken");
+    // One past the edge is still out of window.
+    assert_eq!(tcb.send(&[8; 10], &mut pool()), Ok(10));
+    tx(&mut tcb, ms(3));
+    rx(&mut tcb, ms(4), &ack(edge + 1, ISS + 1 + 110, 65535));
+    assert_eq!(tcb.flight_size(), 10);
+}
+
 #[test]
 fn rst_out_of_window_ignored() {
     let mut tcb = passive(&cfg());

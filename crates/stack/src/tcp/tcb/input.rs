@@ -128,12 +128,23 @@ impl Tcb {
     }
 
     /// Is the segment's sequence range acceptable (§3.10.7.4, first check)?
+    ///
+    /// One deviation, as in Linux (`tcp_sequence`) and BSD: a segment without data
+    /// exactly at the right edge (SEG.SEQ = RCV.NXT + RCV.WND) is acceptable, but for a
+    /// RST (RFC 5961 keeps those strictly inside). A peer
+    /// that has sent up to our edge sends its bare ACKs from there; when the tail it
+    /// sent is lost (or we could not store it), the strict test would discard the ACK
+    /// information those carry. If both ends are in that state at once, each drops the
+    /// other's ACKs and both time out (found by the simulation under memory pressure).
     fn acceptable(&self, seg: &Segment) -> bool {
         let wnd = self.rcv.window();
         let len = seg.seg_len();
         match (len, wnd) {
             (0, 0) => seg.seq == self.rcv.nxt,
-            (0, _) => self.rcv.nxt.contains(wnd, seg.seq),
+            (0, _) => {
+                self.rcv.nxt.contains(wnd, seg.seq)
+                    || (!seg.flags.rst && seg.seq == self.rcv.nxt + wnd)
+            }
             (_, 0) => false,
             (_, _) => {
                 self.rcv.nxt.contains(wnd, seg.seq)
