@@ -135,7 +135,7 @@ impl DmaRegion {
             self.len
         );
         assert!(
-            (self.ptr.as_ptr() as usize + off) % align == 0,
+            (self.ptr.as_ptr() as usize + off).is_multiple_of(align),
             "unaligned access at {off}"
         );
     }
