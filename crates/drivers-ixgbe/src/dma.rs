@@ -210,6 +210,112 @@ impl DmaRegion {
     }
 }
 
+/// Packet buffers: one region cut into equal buffers, each represented by exactly one
+/// [`BufToken`], which is not `Clone`. Handing a buffer to the device (in a descriptor)
+/// takes its token; the device handing it back (DD) gives the token back. A [`Buffer`]
+/// view is made from a token, so only one view of a buffer exists, and never while
+/// the device owns it: that is what makes its `&[u8]`/`&mut [u8]` sound.
+pub struct Buffers {
+    region: DmaRegion,
+    size: usize,
+    /// Tokens of dropped views, waiting for the queue to take them back.
+    returned: std::sync::Mutex<Vec<BufToken>>,
+}
+
+/// The right to one buffer of a [`Buffers`]; see there.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BufToken(u32);
+
+impl Buffers {
+    /// `region` cut into `region.len() / size` buffers, and their tokens.
+    pub fn new(region: DmaRegion, size: usize) -> (Arc<Buffers>, Vec<BufToken>) {
+        let count = (region.len() / size) as u32;
+        let bufs = Arc::new(Buffers {
+            region,
+            size,
+            returned: std::sync::Mutex::new(Vec::new()),
+        });
+        (bufs, (0..count).map(BufToken).collect())
+    }
+
+    /// Bytes per buffer.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The bus address of the buffer `token` stands for.
+    pub fn bus(&self, token: &BufToken) -> u64 {
+        self.region.bus(token.0 as usize * self.size)
+    }
+
+    /// Take back the tokens of every dropped view.
+    pub fn take_returned(&self, into: &mut Vec<BufToken>) {
+        let mut r = self.returned.lock().unwrap_or_else(|p| p.into_inner());
+        into.append(&mut r);
+    }
+}
+
+/// A view of the first `len` bytes of one buffer, owning it until dropped (its token
+/// goes back to [`Buffers::take_returned`]) or [`Buffer::into_token`].
+pub struct Buffer {
+    bufs: Arc<Buffers>,
+    token: Option<BufToken>,
+    len: usize,
+}
+
+impl Buffer {
+    /// The first `len` bytes (at most the buffer size) of `token`'s buffer.
+    pub fn new(bufs: &Arc<Buffers>, token: BufToken, len: usize) -> Buffer {
+        Buffer {
+            len: len.min(bufs.size),
+            bufs: Arc::clone(bufs),
+            token: Some(token),
+        }
+    }
+
+    /// Shorten to `len` bytes.
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// The buffer's bus address and the view's length; the token goes with it (to a
+    /// descriptor).
+    pub fn into_token(mut self) -> (BufToken, u64, usize) {
+        let token = self.token.take().expect("a view holds its token");
+        let bus = self.bufs.bus(&token);
+        (token, bus, self.len)
+    }
+
+    fn offset(&self) -> usize {
+        self.token.as_ref().expect("a view holds its token").0 as usize * self.bufs.size
+    }
+}
+
+impl std::ops::Deref for Buffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the view owns the buffer's token, so neither the device nor another
+        // view touches these bytes while it lives (see `Buffers`).
+        unsafe { self.bufs.region.slice(self.offset(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for Buffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for `deref`, and the borrow is exclusive.
+        unsafe { self.bufs.region.slice_mut(self.offset(), self.len) }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if let Some(token) = self.token.take() {
+            let mut r = self.bufs.returned.lock().unwrap_or_else(|p| p.into_inner());
+            r.push(token);
+        }
+    }
+}
+
 /// Order the reads of a descriptor after the read of its DD bit (the device writes the
 /// other fields first, datasheet §7.1.6.2).
 pub fn acquire() {
@@ -237,6 +343,22 @@ mod tests {
         let mut out = [0u8; 5];
         s.copy_to(4, &mut out);
         assert_eq!(&out, b"hello");
+    }
+
+    #[test]
+    fn buffers_go_back_when_their_view_drops() {
+        let (bufs, mut tokens) = Buffers::new(DmaRegion::heap(8192, 4096, 0x2000), 2048);
+        assert_eq!(tokens.len(), 4);
+        let t = tokens.pop().expect("four tokens");
+        assert_eq!(bufs.bus(&t), 0x2000 + 3 * 2048);
+        let mut b = Buffer::new(&bufs, t, 100);
+        b[..3].copy_from_slice(b"abc");
+        b.truncate(3);
+        assert_eq!(&b[..], b"abc");
+        drop(b);
+        let mut back = Vec::new();
+        bufs.take_returned(&mut back);
+        assert_eq!(back, vec![BufToken(3)]);
     }
 
     #[test]

@@ -10,6 +10,115 @@
 //!
 //! All `unsafe` code is in [`dma`] (memory shared with the device).
 
+pub mod desc;
 pub mod dma;
 pub mod hw;
+mod init;
 pub mod model;
+pub mod queue;
+pub mod regs;
+
+use std::time::Duration;
+
+use rusty_stack::io::{Capabilities, ChecksumOffload};
+use rusty_stack::rss::{RssConfig, MICROSOFT_RSS_KEY};
+
+pub use init::InitError;
+pub use queue::{IxgbeQueue, IxgbeRx, IxgbeTx, QueueStats};
+
+/// How to bring the device up.
+#[derive(Debug, Clone)]
+pub struct IxgbeConfig {
+    /// Queue pairs, one per worker (at most 16: RSS spreads over 16 queues).
+    pub queues: usize,
+    /// Descriptors per ring (a multiple of 8, 32..=4096).
+    pub ring_size: usize,
+    /// The RSS key (40 bytes); the redirection table spreads its 128 entries
+    /// round-robin over the queues.
+    pub rss_key: [u8; 40],
+    /// How long to wait for the link at start.
+    pub link_wait: Duration,
+    /// The IP MTU the stack is told (buffers hold 2 KiB, so at most 2,030).
+    pub mtu: usize,
+}
+
+impl IxgbeConfig {
+    /// `queues` queue pairs of 512 descriptors, Microsoft's RSS key, 10 s for the link.
+    pub fn new(queues: usize) -> IxgbeConfig {
+        IxgbeConfig {
+            queues,
+            ring_size: 512,
+            rss_key: MICROSOFT_RSS_KEY,
+            link_wait: Duration::from_secs(10),
+            mtu: 1500,
+        }
+    }
+}
+
+/// Bytes per packet buffer: an MTU-sized frame fits one (SRRCTL.BSIZEPACKET = 2 KiB).
+pub const BUF_SIZE: usize = 2048;
+
+/// Bring `device` up (§4.6.3 reset, §4.6.4 link, §4.6.7 receive, §4.6.8 transmit, RSS
+/// per §7.1.2.8) and return one queue pair per worker, queue `i` for worker `i`. Each
+/// queue's [`Capabilities::rss`] is exactly what was programmed, so the stack predicts
+/// where the return traffic of its active opens lands.
+pub fn open(mut device: hw::Device, cfg: &IxgbeConfig) -> Result<Vec<IxgbeQueue>, InitError> {
+    if cfg.queues == 0 || cfg.queues > 16 {
+        return Err(InitError::TooManyQueues(cfg.queues));
+    }
+    if !cfg.ring_size.is_multiple_of(8) || !(32..=4096).contains(&cfg.ring_size) {
+        return Err(InitError::RingSize(cfg.ring_size));
+    }
+    let regs = device.regs.clone();
+    init::reset(&regs)?;
+    init::start_link(&regs);
+    let rss = RssConfig::new(
+        cfg.rss_key.to_vec(),
+        (0..regs::RETA_ENTRIES)
+            .map(|i| (i % cfg.queues) as u16)
+            .collect(),
+    );
+    init::receive_global(&regs, &rss);
+    init::transmit_global(&regs);
+    let mac = init::mac_address(&regs);
+    let mut caps = Capabilities::new(smoltcp_mac(mac), cfg.mtu.min(BUF_SIZE - 18));
+    caps.rx_checksum = ChecksumOffload::ALL;
+    caps.tx_checksum = ChecksumOffload {
+        ipv4: false,
+        tcp: true,
+    };
+    caps.queue_count = cfg.queues as u16;
+    caps.rss = Some(rss);
+    let mut queues = Vec::with_capacity(cfg.queues);
+    for q in 0..cfg.queues {
+        let ring_bytes = cfg.ring_size * desc::DESC_LEN;
+        // Transmit buffers: half the ring less one, so a context and a data descriptor
+        // for every buffer in flight always fit.
+        let setup = queue::QueueSetup {
+            index: q as u32,
+            ring_size: cfg.ring_size,
+            buf_size: BUF_SIZE,
+            rx_ring: device.dma.alloc(ring_bytes, 128)?,
+            rx_bufs: device.dma.alloc(2 * cfg.ring_size * BUF_SIZE, 4096)?,
+            tx_ring: device.dma.alloc(ring_bytes, 128)?,
+            tx_bufs: device.dma.alloc((cfg.ring_size / 2 - 1) * BUF_SIZE, 4096)?,
+        };
+        let mut c = caps.clone();
+        c.queue = q as u16;
+        queues.push(IxgbeQueue::open(regs.clone(), setup, c)?);
+    }
+    init::enable_receive(&regs);
+    let speed = init::wait_link(&regs, cfg.link_wait)?;
+    log::info!(
+        "ixgbe {}: {} queues, link up at {} Mb/s, MAC {}",
+        device.name,
+        cfg.queues,
+        speed,
+        smoltcp_mac(mac)
+    );
+    Ok(queues)
+}
+
+fn smoltcp_mac(b: [u8; 6]) -> rusty_stack::io::MacAddr {
+    rusty_stack::io::MacAddr::from_bytes(&b)
+}
