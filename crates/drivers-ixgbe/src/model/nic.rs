@@ -43,10 +43,7 @@ pub(crate) struct Nic {
 /// The canonical offset of `reg`: the 82599 address of registers that also have an
 /// 82598-compatible alias.
 fn canonical(reg: u32) -> u32 {
-    let within = |start: u32, count: u32, stride: u32| {
-        (reg >= start && (reg - start) % stride == 0 && (reg - start) / stride < count)
-            .then(|| (reg - start) / stride)
-    };
+    let within = |start, count, stride| regs::array_index(reg, start, count, stride);
     if let Some(n) = within(regs::SRRCTL_ALIAS, 16, 4) {
         return rxq(n as usize, regs::SRRCTL);
     }
@@ -98,9 +95,7 @@ fn high_half(reg: u32) -> Option<u32> {
 
 /// Whether `reg` is a clear-on-read statistics counter (§8.2.3.23).
 fn is_counter(reg: u32) -> bool {
-    let in_array = |start: u32, count: u32, stride: u32| {
-        reg >= start && (reg - start) % stride == 0 && (reg - start) / stride < count
-    };
+    let in_array = |start, count, stride| regs::array_index(reg, start, count, stride).is_some();
     (regs::STATS_START..regs::STATS_END).contains(&reg)
         || in_array(regs::MPC, 8, 4)
         || in_array(regs::QPRDC_BASE, 16, regs::QUEUE_STRIDE)

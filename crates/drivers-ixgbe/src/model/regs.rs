@@ -391,12 +391,19 @@ pub(crate) fn known(reg: u32) -> bool {
     if SINGLE.contains(&reg) || (STATS_START..STATS_END).contains(&reg) {
         return true;
     }
-    if ARRAYS.iter().any(|&(start, count, stride)| {
-        reg >= start && (reg - start) % stride == 0 && (reg - start) / stride < count
-    }) {
+    if ARRAYS
+        .iter()
+        .any(|&(start, count, stride)| array_index(reg, start, count, stride).is_some())
+    {
         return true;
     }
     queue_reg(reg).is_some()
+}
+
+/// Which element of the register array `start + stride * n`, `n < count`, `reg` is.
+pub(crate) fn array_index(reg: u32, start: u32, count: u32, stride: u32) -> Option<u32> {
+    let off = reg.checked_sub(start)?;
+    (off.is_multiple_of(stride) && off / stride < count).then_some(off / stride)
 }
 
 /// Which queue block `reg` falls in: receive (0x1000..0x2000) or transmit
@@ -409,7 +416,7 @@ pub(crate) fn queue_reg(reg: u32) -> Option<(Dir, usize, u32)> {
     };
     let q = (reg - base) / QUEUE_STRIDE;
     let off = (reg - base) % QUEUE_STRIDE;
-    if q >= queues || off % 4 != 0 {
+    if q >= queues || !off.is_multiple_of(4) {
         return None;
     }
     let valid = match dir {

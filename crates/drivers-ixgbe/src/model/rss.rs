@@ -23,11 +23,9 @@ pub(crate) fn toeplitz(key: &[u8; 40], input: &[u8]) -> u32 {
     let mut hash = 0u32;
     // The key window: 32 bits in use in the high half, the next bits queued below.
     let mut window = u64::from(u32::from_be_bytes([key[0], key[1], key[2], key[3]])) << 32;
-    let mut next = 4;
-    for &byte in input {
+    for (next, &byte) in (4..).zip(input) {
         // Refill the low half with the next key byte (zero past the key's end).
         window |= u64::from(key.get(next).copied().unwrap_or(0)) << 24;
-        next += 1;
         for bit in (0..8).rev() {
             if byte >> bit & 1 == 1 {
                 hash ^= (window >> 32) as u32;
@@ -83,8 +81,10 @@ mod tests {
         0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
     ];
 
-    /// (source, source port, destination, destination port, IPv4 hash, TCP/IPv4 hash).
-    const VECTORS: [([u8; 4], u16, [u8; 4], u16, u32, u32); 5] = [
+    /// Source, source port, destination, destination port, IPv4 hash, TCP/IPv4 hash.
+    type Vector = ([u8; 4], u16, [u8; 4], u16, u32, u32);
+
+    const VECTORS: [Vector; 5] = [
         (
             [66, 9, 149, 187],
             2794,
