@@ -412,6 +412,28 @@ impl Nic {
         (base, self.reg(len) / 16)
     }
 
+    /// Descriptor `index` of queue `q`'s ring: its bus address and its two qwords;
+    /// `None` (a misuse logged) when the ring is not in DMA memory.
+    pub(crate) fn fetch_desc(
+        &mut self,
+        dir: Dir,
+        queue: usize,
+        index: u32,
+    ) -> Option<(u64, [u64; 2])> {
+        let (base, entries) = self.ring(dir, queue);
+        let at = base + 16 * u64::from(index);
+        let desc = self.arena.read_desc(at);
+        if desc.is_none() {
+            self.misuse(Misuse::RingUnmapped {
+                dir,
+                queue,
+                base,
+                len: entries as usize * 16,
+            });
+        }
+        Some((at, desc?))
+    }
+
     /// The checks of §7.1.9 / §7.2.3.3 a ring must pass when its queue is enabled:
     /// base 128-byte aligned, length a non-zero multiple of 128, all in DMA memory.
     fn check_ring(&mut self, dir: Dir, queue: usize) {

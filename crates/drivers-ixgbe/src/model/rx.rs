@@ -143,7 +143,7 @@ impl Nic {
         if !hl_strip {
             data.extend_from_slice(&frame::fcs(frame));
         }
-        let (base, entries) = self.ring(Dir::Rx, queue);
+        let (_, entries) = self.ring(Dir::Rx, queue);
         let head = self.reg(rxq(queue, regs::RDH));
         let tail = self.reg(rxq(queue, regs::RDT));
         if entries == 0 || head >= entries || tail >= entries {
@@ -169,14 +169,8 @@ impl Nic {
         let mut slots = Vec::with_capacity(need);
         for i in 0..need {
             let index = (head as usize + i) % entries as usize;
-            let at = base + 16 * index as u64;
-            let Some([buffer, _header]) = self.arena.read_desc(at) else {
-                self.misuse(Misuse::RingUnmapped {
-                    dir: Dir::Rx,
-                    queue,
-                    base,
-                    len: entries as usize * 16,
-                });
+            let Some((at, [buffer, _header])) = self.fetch_desc(Dir::Rx, queue, index as u32)
+            else {
                 return RxVerdict::Misconfigured { queue };
             };
             let chunk = bsize.min(data.len() - i * bsize);

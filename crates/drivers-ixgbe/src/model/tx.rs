@@ -63,7 +63,7 @@ impl Nic {
         if queue >= self.txq.len() || self.txq[queue].hung {
             return false;
         }
-        let (base, entries) = self.ring(Dir::Tx, queue);
+        let (_, entries) = self.ring(Dir::Tx, queue);
         let head = self.reg(txq(queue, regs::TDH));
         let tail = self.reg(txq(queue, regs::TDT));
         if head == tail {
@@ -83,14 +83,7 @@ impl Nic {
             });
             return self.hang(queue);
         }
-        let at = base + 16 * u64::from(head);
-        let Some([addr, hi]) = self.arena.read_desc(at) else {
-            self.misuse(Misuse::RingUnmapped {
-                dir: Dir::Tx,
-                queue,
-                base,
-                len: entries as usize * 16,
-            });
+        let Some((at, [addr, hi])) = self.fetch_desc(Dir::Tx, queue, head) else {
             return self.hang(queue);
         };
         let (dword2, dword3) = (hi as u32, (hi >> 32) as u32);
