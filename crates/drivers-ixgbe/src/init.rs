@@ -137,7 +137,7 @@ pub(crate) fn reset(regs: &Arc<dyn Registers>) -> Result<(), InitError> {
         STEP_TIMEOUT,
     )?;
     set_bits(regs, CTRL_EXT, CTRL_EXT_DRV_LOAD | CTRL_EXT_NS_DIS);
-    for r in [GPRC, GPTC, GORCL, GORCH, GOTCL, GOTCH, MPC0, RNBC0] {
+    for r in [GPRC, GPTC, GORCL, GORCH, GOTCL, GOTCH, MPC0] {
         regs.read(r);
     }
     Ok(())

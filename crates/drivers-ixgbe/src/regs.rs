@@ -217,7 +217,6 @@ pub const GORCH: u32 = 0x0408C;
 pub const GOTCL: u32 = 0x04090;
 /// Good Octets Transmitted Count, high.
 pub const GOTCH: u32 = 0x04094;
-/// Missed Packets Count, packet buffer 0 (no descriptor).
+/// Missed Packets Count, packet buffer 0 (no descriptor). (RNBC, next to it, exists
+/// on the 82598 only.)
 pub const MPC0: u32 = 0x03FA0;
-/// Receive No Buffers Count, packet buffer 0.
-pub const RNBC0: u32 = 0x03FC0;

@@ -1,0 +1,481 @@
+//! The driver against the model of the 82599 (`rusty_drivers_ixgbe::model`): bring-up,
+//! rings, back-pressure, and whole TCP conversations between Rusty's engines on the
+//! driver's queues and a peer engine on the model's wire.
+
+use rusty_drivers_ixgbe::model::{Model, ModelConfig, RxVerdict};
+use rusty_drivers_ixgbe::{open, regs, IxgbeConfig};
+use rusty_stack::io::{PacketIo, RxFrame};
+
+const MAC: [u8; 6] = [0x02, 0x1b, 0x21, 0x00, 0x00, 0x01];
+
+fn model() -> Model {
+    Model::new(ModelConfig::new(MAC, 64 << 20))
+}
+
+fn small(queues: usize) -> IxgbeConfig {
+    let mut c = IxgbeConfig::new(queues);
+    c.ring_size = 64;
+    c
+}
+
+#[test]
+fn bring_up_follows_the_datasheet_and_programs_rss() {
+    let m = model();
+    let queues = open(m.device(), &small(4)).expect("the model comes up");
+    assert!(m.misuse().is_empty(), "{:?}", m.misuse());
+    assert_eq!(queues.len(), 4);
+    let caps = queues[2].capabilities();
+    assert_eq!(caps.mac.0, MAC, "the MAC comes from RAL/RAH 0");
+    assert_eq!((caps.queue, caps.queue_count), (2, 4));
+    let rss = caps.rss.as_ref().expect("RSS announced");
+    // What the stack is told is what the device holds.
+    for n in 0..32u32 {
+        let word = m.peek(regs::reta(n)).to_le_bytes();
+        for (k, b) in word.iter().enumerate() {
+            assert_eq!(
+                u16::from(*b),
+                rss.queue_for(n * 4 + k as u32),
+                "RETA entry {}",
+                n * 4 + k as u32
+            );
+        }
+    }
+    for (n, k) in rss.key.chunks(4).enumerate() {
+        assert_eq!(
+            m.peek(regs::rssrk(n as u32)).to_le_bytes(),
+            [k[0], k[1], k[2], k[3]]
+        );
+    }
+    assert_ne!(m.peek(regs::RXCTRL) & regs::RXCTRL_RXEN, 0);
+    for q in 0..4 {
+        assert_ne!(m.peek(regs::rxdctl(q)) & regs::RXDCTL_ENABLE, 0);
+        assert_ne!(m.peek(regs::txdctl(q)) & regs::TXDCTL_ENABLE, 0);
+        // Every receive descriptor but one holds a buffer.
+        assert_eq!(m.peek(regs::rdt(q)), 63);
+    }
+}
+
+// ----- Whole conversations: Rusty on the driver's queues, a peer on the model's wire -----
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::time::Duration;
+
+use rusty_drivers_ixgbe::model::Wire;
+use rusty_drivers_ixgbe::IxgbeQueue;
+use rusty_stack::io::memory::{self, MemoryLink};
+use rusty_stack::io::{Capabilities, MacAddr};
+use rusty_stack::sim;
+use rusty_stack::{CloseReason, Conn, Engine, Handler, Opener, VirtualClock};
+
+const RUSTY_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 9, 2);
+const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 9, 1);
+const ECHO_PORT: u16 = 7;
+const PEER_PORT: u16 = 9000;
+
+/// Stream byte `i` of connection `c`.
+fn byte(c: usize, i: usize) -> u8 {
+    (i.wrapping_mul(31) ^ c.wrapping_mul(131) ^ (i >> 9)) as u8
+}
+
+/// Rusty's side: echoes what it gets, and records which flows each worker saw.
+#[derive(Default)]
+struct Worker {
+    accepted: Vec<SocketAddrV4>,
+    /// Active opens that completed, and what came back on them.
+    connected: Vec<SocketAddrV4>,
+    closed: Vec<CloseReason>,
+}
+
+impl Handler for Worker {
+    type Conn = ();
+    fn accept(&mut self, _local: SocketAddrV4, remote: SocketAddrV4) -> Option<()> {
+        self.accepted.push(remote);
+        Some(())
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, ()>) {
+        if conn.local_addr().port() != ECHO_PORT {
+            self.connected.push(conn.peer_addr());
+            conn.close();
+        }
+    }
+    fn data(&mut self, conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        conn.send(data).unwrap_or(0)
+    }
+    fn peer_closed(&mut self, conn: &mut Conn<'_, ()>) {
+        conn.close();
+    }
+    fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), reason: CloseReason) {
+        self.closed.push(reason);
+    }
+}
+
+/// The peer: opens `conns` connections to the echo port, sends `len` bytes on each and
+/// checks every byte that comes back; also accepts Rusty's active opens.
+struct Peer {
+    len: usize,
+    /// Per connection: bytes sent and bytes received back (and checked).
+    progress: Vec<(usize, usize)>,
+    errors: Vec<String>,
+    done: usize,
+    accepted: Vec<SocketAddrV4>,
+}
+
+impl Handler for Peer {
+    type Conn = usize;
+    fn accept(&mut self, _local: SocketAddrV4, remote: SocketAddrV4) -> Option<usize> {
+        self.accepted.push(remote);
+        Some(usize::MAX)
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, usize>) {
+        self.pump(conn);
+    }
+    fn data(&mut self, conn: &mut Conn<'_, usize>, data: &[u8]) -> usize {
+        let c = *conn.state();
+        if c == usize::MAX {
+            return data.len();
+        }
+        let got = &mut self.progress[c].1;
+        for (k, b) in data.iter().enumerate() {
+            if *b != byte(c, *got + k) {
+                self.errors
+                    .push(format!("conn {c}: byte {} wrong", *got + k));
+                conn.abort();
+                return 0;
+            }
+        }
+        *got += data.len();
+        if *got == self.len {
+            conn.close();
+        }
+        data.len()
+    }
+    fn writable(&mut self, conn: &mut Conn<'_, usize>) {
+        self.pump(conn);
+    }
+    fn peer_closed(&mut self, conn: &mut Conn<'_, usize>) {
+        conn.close();
+    }
+    fn closed(&mut self, _: &mut Opener<'_, usize>, c: usize, reason: CloseReason) {
+        if c == usize::MAX {
+            return;
+        }
+        if reason != CloseReason::Normal || self.progress[c].1 != self.len {
+            self.errors.push(format!(
+                "conn {c} closed {reason:?} at {:?}",
+                self.progress[c]
+            ));
+        }
+        self.done += 1;
+    }
+}
+
+impl Peer {
+    fn pump(&mut self, conn: &mut Conn<'_, usize>) {
+        let c = *conn.state();
+        if c == usize::MAX {
+            return;
+        }
+        let sent = &mut self.progress[c].0;
+        let mut chunk = [0u8; 4096];
+        while *sent < self.len {
+            let n = (self.len - *sent).min(chunk.len());
+            for (k, b) in chunk[..n].iter_mut().enumerate() {
+                *b = byte(c, *sent + k);
+            }
+            let took = conn.send(&chunk[..n]).unwrap_or(0);
+            *sent += took;
+            if took < n {
+                conn.notify_writable();
+                break;
+            }
+        }
+    }
+}
+
+/// Rusty's workers on the driver's queues over the model, the peer on a memory link,
+/// and the frames carried between the model's wire and the link.
+struct Bench {
+    clock: VirtualClock,
+    workers: Vec<Engine<IxgbeQueue, Worker, VirtualClock>>,
+    peer: Engine<MemoryLink, Peer, VirtualClock>,
+    link: MemoryLink,
+    wire: Wire,
+    model: Model,
+}
+
+impl Bench {
+    fn new(queues: usize, peer: Peer) -> Bench {
+        let model = model();
+        let clock = VirtualClock::new();
+        let workers = open(model.device(), &small(queues))
+            .expect("the model comes up")
+            .into_iter()
+            .enumerate()
+            .map(|(i, q)| {
+                let mut cfg = sim::engine_config(RUSTY_IP, i as u64);
+                cfg.prefix_len = 24;
+                let mut e = Engine::new(q, Worker::default(), clock.clone(), cfg);
+                e.listen(ECHO_PORT, 1024);
+                e
+            })
+            .collect();
+        let peer_mac = MacAddr::from_bytes(&[0x02, 0, 0, 0, 0x99, 1]);
+        let (link, dev) = memory::pair(
+            Capabilities::new(MacAddr::from_bytes(&MAC), 1500),
+            Capabilities::new(peer_mac, 1500),
+        );
+        let mut peer = Engine::new(dev, peer, clock.clone(), sim::engine_config(PEER_IP, 99));
+        peer.listen(PEER_PORT, 1024);
+        Bench {
+            clock,
+            workers,
+            peer,
+            wire: model.wire(),
+            link,
+            model,
+        }
+    }
+
+    /// One round: every engine's loop turn, the frames carried both ways, 1 ms of time.
+    fn step(&mut self) {
+        self.peer.poll();
+        let mut out = Vec::new();
+        self.link.receive(&mut out, usize::MAX);
+        for f in &out {
+            self.wire.deliver(f);
+        }
+        for w in &mut self.workers {
+            w.poll();
+        }
+        // ARP replies are not hashed (queue 0): share what a worker learns with its
+        // siblings, as the runtime does.
+        let mut learned = Vec::new();
+        for w in &mut self.workers {
+            w.drain_learned_arp(&mut learned);
+        }
+        for (ip, mac) in learned {
+            for w in &mut self.workers {
+                w.import_arp(ip, mac);
+            }
+        }
+        let mut sent = Vec::new();
+        self.wire.take_transmitted(&mut sent);
+        for f in sent {
+            if let Some(mut b) = self.link.alloc_tx(f.len()) {
+                b.copy_from_slice(&f);
+                self.link.transmit(&mut vec![b]);
+            }
+        }
+        self.clock.advance(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn echo_over_four_queues_lands_every_flow_where_rss_said() {
+    const CONNS: usize = 100;
+    let peer = Peer {
+        len: 20_000,
+        progress: vec![(0, 0); CONNS],
+        errors: Vec::new(),
+        done: 0,
+        accepted: Vec::new(),
+    };
+    let mut b = Bench::new(4, peer);
+    for c in 0..CONNS {
+        let r = b.peer.connect(SocketAddrV4::new(RUSTY_IP, ECHO_PORT), c);
+        assert!(r.is_ok(), "connect {c}");
+    }
+    // Rusty's own active opens: each worker's return traffic must come back to it.
+    for w in &mut b.workers {
+        for _ in 0..5 {
+            assert!(w.connect(SocketAddrV4::new(PEER_IP, PEER_PORT), ()).is_ok());
+        }
+    }
+    for _ in 0..20_000 {
+        b.step();
+        if b.peer.handler().done == CONNS
+            && b.workers.iter().all(|w| w.handler().connected.len() == 5)
+        {
+            break;
+        }
+    }
+    let p = b.peer.handler();
+    assert!(p.errors.is_empty(), "{:?}", p.errors);
+    assert_eq!(p.done, CONNS, "every echo finished");
+    assert!(b.model.misuse().is_empty(), "{:?}", b.model.misuse());
+    let rss = b.workers[0]
+        .device()
+        .capabilities()
+        .rss
+        .clone()
+        .expect("rss");
+    let mut per_queue = [0usize; 4];
+    for (q, w) in b.workers.iter().enumerate() {
+        for remote in &w.handler().accepted {
+            let want = rss.queue_for_rx_flow(*remote.ip(), RUSTY_IP, remote.port(), ECHO_PORT);
+            assert_eq!(
+                usize::from(want),
+                q,
+                "flow from {remote} landed on queue {q}"
+            );
+            per_queue[q] += 1;
+        }
+        assert_eq!(
+            w.handler().connected.len(),
+            5,
+            "worker {q}'s active opens all completed"
+        );
+    }
+    assert_eq!(per_queue.iter().sum::<usize>(), CONNS);
+    assert!(per_queue.iter().all(|&n| n > 0), "{per_queue:?}");
+    eprintln!("flows per queue: {per_queue:?}");
+}
+
+/// A minimal IPv4/TCP frame to Rusty's MAC (checksums right unless `break_tcp`).
+fn tcp_frame(src_port: u16, payload: &[u8], break_tcp: bool) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&MAC);
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0x99, 1, 0x08, 0x00]);
+    let total = 20 + 20 + payload.len();
+    let mut ip = vec![
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        1,
+        0x40,
+        0,
+        64,
+        6,
+        0,
+        0,
+    ];
+    ip.extend_from_slice(&PEER_IP.octets());
+    ip.extend_from_slice(&RUSTY_IP.octets());
+    let c = !fold(sum(&ip));
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut tcp = vec![0u8; 20];
+    tcp[0..2].copy_from_slice(&src_port.to_be_bytes());
+    tcp[2..4].copy_from_slice(&ECHO_PORT.to_be_bytes());
+    tcp[12] = 5 << 4;
+    tcp[13] = 0x10;
+    tcp.extend_from_slice(payload);
+    let mut pseudo = Vec::new();
+    pseudo.extend_from_slice(&PEER_IP.octets());
+    pseudo.extend_from_slice(&RUSTY_IP.octets());
+    pseudo.extend_from_slice(&[0, 6, 0, tcp.len() as u8]);
+    let c = !fold(sum(&pseudo) + sum(&tcp)) ^ u16::from(break_tcp);
+    tcp[16..18].copy_from_slice(&c.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&tcp);
+    f
+}
+
+fn sum(b: &[u8]) -> u32 {
+    b.chunks(2)
+        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
+        .sum()
+}
+
+fn fold(mut s: u32) -> u16 {
+    while s > 0xFFFF {
+        s = (s & 0xFFFF) + (s >> 16);
+    }
+    s as u16
+}
+
+#[test]
+fn rings_wrap_at_full_occupancy_and_transmit_pushes_back() {
+    let m = model();
+    let wire = m.wire();
+    let mut q = open(m.device(), &small(1)).expect("up").remove(0);
+    let mut out = Vec::new();
+    let mut got = Vec::new();
+    for round in 0..5u16 {
+        // Receive: the ring holds 63 frames; the 64th finds no descriptor.
+        for i in 0..63u16 {
+            let v = wire.deliver(&tcp_frame(1000 + i, &round.to_be_bytes(), false));
+            assert!(matches!(v, RxVerdict::Delivered { .. }), "{v:?}");
+        }
+        let v = wire.deliver(&tcp_frame(2000, b"x", false));
+        assert!(matches!(v, RxVerdict::NoDescriptor { .. }), "{v:?}");
+        got.clear();
+        assert_eq!(q.receive(&mut got, 256), 63);
+        for (i, f) in got.iter().enumerate() {
+            assert_eq!(&f[14 + 20..14 + 22], &(1000 + i as u16).to_be_bytes());
+            assert_eq!(&f[54..56], &round.to_be_bytes());
+            assert!(f.meta().checksum_verified);
+        }
+        got.clear(); // the buffers go back and the ring is refilled on the next call
+                     // Transmit: 31 buffers (half the ring less one) and then back-pressure.
+        let mut frames = Vec::new();
+        let frame = tcp_frame(3000, &[0; 6], false);
+        while let Some(mut b) = q.alloc_tx(frame.len()) {
+            b.copy_from_slice(&frame);
+            frames.push(b);
+        }
+        assert_eq!(frames.len(), 31);
+        q.transmit(&mut frames);
+        q.flush();
+        out.clear();
+        wire.take_transmitted(&mut out);
+        assert_eq!(out.len(), 31, "round {round}");
+    }
+    let s = q.stats();
+    assert_eq!((s.rx_frames, s.tx_frames), (5 * 63, 5 * 31));
+    assert_eq!(s.tx_busy, 5);
+    assert!(m.misuse().is_empty(), "{:?}", m.misuse());
+}
+
+#[test]
+fn bad_checksums_are_reported_and_oversize_frames_never_reach_the_ring() {
+    let m = model();
+    let wire = m.wire();
+    let mut q = open(m.device(), &small(1)).expect("up").remove(0);
+    assert!(matches!(
+        wire.deliver(&tcp_frame(1, b"ok", false)),
+        RxVerdict::Delivered { .. }
+    ));
+    assert!(matches!(
+        wire.deliver(&tcp_frame(2, b"bad", true)),
+        RxVerdict::Delivered { .. }
+    ));
+    let v = wire.deliver(&tcp_frame(3, &[0; 1600], false));
+    assert!(!matches!(v, RxVerdict::Delivered { .. }), "{v:?}");
+    let mut got = Vec::new();
+    assert_eq!(q.receive(&mut got, 8), 2);
+    assert!(got[0].meta().checksum_verified);
+    assert!(
+        !got[1].meta().checksum_verified,
+        "the stack checks it itself and drops it"
+    );
+}
+
+#[test]
+fn clear_errors_for_a_dead_link_small_memory_and_bad_sizes() {
+    use rusty_drivers_ixgbe::model::LinkMode;
+    use rusty_drivers_ixgbe::InitError;
+    let mut cfg = ModelConfig::new(MAC, 64 << 20);
+    cfg.link = LinkMode::Down;
+    let mut c = small(2);
+    c.link_wait = Duration::from_millis(50);
+    let e = open(Model::new(cfg).device(), &c).err().expect("no link");
+    assert!(matches!(e, InitError::LinkDown { .. }), "{e}");
+    assert!(e.to_string().contains("link is down"), "{e}");
+    let e = open(
+        Model::new(ModelConfig::new(MAC, 64 << 10)).device(),
+        &small(2),
+    )
+    .err()
+    .expect("64 KiB of DMA memory is too little");
+    assert!(matches!(e, InitError::Dma(_)), "{e}");
+    for (queues, ring) in [(0, 64), (17, 64), (1, 60), (1, 8192)] {
+        let mut c = small(queues);
+        c.ring_size = ring;
+        assert!(
+            open(model().device(), &c).is_err(),
+            "{queues} queues of {ring}"
+        );
+    }
+}
