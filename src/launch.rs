@@ -12,6 +12,7 @@
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::cli::link::{LinkKind, LinkSpec, LinkSpecError};
 use rusty_drivers_tap::{TapConfig, TapError};
@@ -25,7 +26,7 @@ use rusty_stack::tcp::config::CongestionAlgorithm;
 use rusty_stack::{EngineConfig, Handler, MemoryBudget, Stats, SystemClock, TcpConfig};
 
 /// Drivers this build can run.
-pub const BUILT_IN: &[&str] = &["kernel", "tap", "xdp"];
+pub const BUILT_IN: &[&str] = &["kernel", "tap", "xdp", "ixgbe-model"];
 
 /// Everything about where and how workers run, from the command line.
 #[derive(Debug, Clone)]
@@ -125,6 +126,8 @@ pub enum LaunchError {
     Link(LinkSpecError),
     Tap(String, TapError),
     Xdp(String, XdpError),
+    /// The ixgbe driver on the model: its TAP, or bringing the model up.
+    IxgbeModel(String, String),
     Pcap(PathBuf, std::io::Error),
     Runtime(RuntimeError),
     Usage(String),
@@ -137,6 +140,7 @@ impl fmt::Display for LaunchError {
             LaunchError::Link(e) => write!(f, "{e}"),
             LaunchError::Tap(name, e) => write!(f, "TAP {name}: {e}"),
             LaunchError::Xdp(name, e) => write!(f, "xdp:{name}: {e}"),
+            LaunchError::IxgbeModel(name, e) => write!(f, "ixgbe-model:{name}: {e}"),
             LaunchError::Pcap(p, e) => write!(f, "pcap file {}: {e}", p.display()),
             LaunchError::Runtime(e) => write!(f, "{e}"),
             LaunchError::Usage(s) => write!(f, "{s}"),
@@ -197,7 +201,7 @@ where
     };
     let taps = links
         .iter()
-        .filter(|l| matches!(l.kind, LinkKind::Tap { .. }))
+        .filter(|l| matches!(l.kind, LinkKind::Tap { .. } | LinkKind::IxgbeModel { .. }))
         .count();
     if launch.tap_host.is_some() && taps != 1 {
         return Err(LaunchError::Usage(format!(
@@ -211,7 +215,7 @@ where
         index: 0,
         total: links
             .iter()
-            .filter(|l| matches!(l.kind, LinkKind::Tap { .. } | LinkKind::Xdp { .. }))
+            .filter(|l| !matches!(l.kind, LinkKind::Kernel))
             .map(|l| l.workers)
             .sum(),
     };
@@ -264,6 +268,12 @@ where
                     out.push(engines.worker(name, link_index, link, dev)?);
                 }
             }
+            LinkKind::IxgbeModel { tap } => {
+                for (q, dev) in ixgbe_model(tap, link, launch)?.into_iter().enumerate() {
+                    let name = format!("ixgbe-model-{tap}-q{q}");
+                    out.push(engines.worker(name, link_index, link, dev)?);
+                }
+            }
             other => {
                 return Err(LaunchError::Link(LinkSpecError::NotBuiltIn(
                     other.driver().into(),
@@ -272,6 +282,41 @@ where
         }
     }
     Ok(out)
+}
+
+/// The ixgbe driver's queues on a model of the 82599 whose wire is the TAP device
+/// `tap` (one queue, no offloads: the model's wire carries plain frames), bridged on a
+/// thread that lives as long as the queues.
+fn ixgbe_model(
+    tap: &str,
+    link: &LinkSpec,
+    launch: &Launch,
+) -> Result<Vec<rusty_drivers_ixgbe::IxgbeQueue>, LaunchError> {
+    use rusty_drivers_ixgbe::model::{Model, ModelConfig};
+    let err = |e: String| LaunchError::IxgbeModel(tap.to_string(), e);
+    // A locally administered MAC in Intel's style, as if read from the EEPROM.
+    let mac = [0x02, 0x1b, 0x21, 0x00, 0x00, 0x01];
+    let model = Model::new(ModelConfig::new(mac, 256 << 20));
+    let mut cfg = TapConfig::new(tap.to_string(), 1);
+    cfg.offloads = false;
+    cfg.host = launch.tap_host;
+    cfg.mac = Some(rusty_stack::io::MacAddr::from_bytes(&mac));
+    let port = rusty_drivers_tap::open(&cfg)
+        .map_err(|e| LaunchError::Tap(tap.to_string(), e))?
+        .pop()
+        .ok_or_else(|| err("the TAP device opened no queue".into()))?;
+    let bridge = rusty_drivers_ixgbe::bridge::Bridge::spawn(model.wire(), port)
+        .map_err(|e| err(format!("bridge thread: {e}")))?;
+    let keep: Arc<dyn std::any::Any + Send + Sync> = Arc::new(bridge);
+    let mut queues = rusty_drivers_ixgbe::open(
+        model.device(),
+        &rusty_drivers_ixgbe::IxgbeConfig::new(link.workers),
+    )
+    .map_err(|e| err(e.to_string()))?;
+    for q in &mut queues {
+        q.keep_alive(Arc::clone(&keep));
+    }
+    Ok(queues)
 }
 
 type Body = Box<dyn FnOnce(WorkerContext) -> Stats + Send>;

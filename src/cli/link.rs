@@ -18,9 +18,10 @@ use super::parse::{parse_cidr, CidrError};
 pub fn links_help(example: &str) -> String {
     format!(
         "Links: <n links> then, per link, <link> <ipv4>[/prefix] <n workers>, where <link> is\n\
-         kernel, tapN, tap:NAME (a TAP device, created if missing) or xdp:IFNAME (AF_XDP on\n\
-         the queues of an existing interface, one per worker; needs root). An address without\n\
-         a prefix is a /24 (so is --tap-host's).\n\
+         kernel, tapN, tap:NAME (a TAP device, created if missing), xdp:IFNAME (AF_XDP on\n\
+         the queues of an existing interface, one per worker; needs root) or ixgbe-model:TAP\n\
+         (the 82599 driver on a model of the NIC whose wire is the TAP device TAP). An address\n\
+         without a prefix is a /24 (so is --tap-host's).\n\
          Example: {example}"
     )
 }
@@ -28,10 +29,23 @@ pub fn links_help(example: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkKind {
     Kernel,
-    Tap { name: String },
-    Ixgbe { pci: String },
-    Mpipe { link: String },
-    Xdp { ifname: String },
+    Tap {
+        name: String,
+    },
+    Ixgbe {
+        pci: String,
+    },
+    /// Rusty's ixgbe driver on the model of the 82599, the model's wire bridged to a
+    /// TAP device (tests, and trying the driver without the NIC).
+    IxgbeModel {
+        tap: String,
+    },
+    Mpipe {
+        link: String,
+    },
+    Xdp {
+        ifname: String,
+    },
 }
 
 impl LinkKind {
@@ -41,6 +55,7 @@ impl LinkKind {
             LinkKind::Kernel => "kernel",
             LinkKind::Tap { .. } => "tap",
             LinkKind::Ixgbe { .. } => "ixgbe",
+            LinkKind::IxgbeModel { .. } => "ixgbe-model",
             LinkKind::Mpipe { .. } => "mpipe",
             LinkKind::Xdp { .. } => "xdp",
         }
@@ -62,6 +77,7 @@ impl fmt::Display for LinkKind {
             LinkKind::Kernel => write!(f, "kernel"),
             LinkKind::Tap { name } => write!(f, "tap:{name}"),
             LinkKind::Ixgbe { pci } => write!(f, "ixgbe:{pci}"),
+            LinkKind::IxgbeModel { tap } => write!(f, "ixgbe-model:{tap}"),
             LinkKind::Mpipe { link } => write!(f, "mpipe:{link}"),
             LinkKind::Xdp { ifname } => write!(f, "xdp:{ifname}"),
         }
@@ -94,6 +110,9 @@ impl FromStr for LinkKind {
                 "xdp" => Ok(LinkKind::Xdp {
                     ifname: ifname(arg, "xdp")?,
                 }),
+                "ixgbe-model" => Ok(LinkKind::IxgbeModel {
+                    tap: ifname(arg, "ixgbe-model")?,
+                }),
                 "ixgbe" if !arg.is_empty() => Ok(LinkKind::Ixgbe {
                     pci: arg.to_string(),
                 }),
@@ -101,7 +120,7 @@ impl FromStr for LinkKind {
                     link: arg.to_string(),
                 }),
                 _ => Err(LinkSpecError::BadLink(format!(
-                    "unknown link '{s}' (expected kernel, tapN, tap:NAME, ixgbe:PCI, mpipe:LINK or xdp:IFNAME)"
+                    "unknown link '{s}' (expected kernel, tapN, tap:NAME, xdp:IFNAME, ixgbe:PCI, ixgbe-model:TAP or mpipe:LINK)"
                 ))),
             };
         }
@@ -111,7 +130,7 @@ impl FromStr for LinkKind {
             });
         }
         Err(LinkSpecError::BadLink(format!(
-            "unknown link '{s}' (expected kernel, tapN, tap:NAME, ixgbe:PCI, mpipe:LINK or xdp:IFNAME)"
+            "unknown link '{s}' (expected kernel, tapN, tap:NAME, xdp:IFNAME, ixgbe:PCI, ixgbe-model:TAP or mpipe:LINK)"
         )))
     }
 }
@@ -223,6 +242,10 @@ mod tests {
             parse_links(&["1", "kernel", "0.0.0.0", "2"]).unwrap()[0].kind,
             LinkKind::Kernel
         );
+        let model = &parse_links(&["1", "ixgbe-model:tap7", "10.0.2.2", "4"]).unwrap()[0];
+        assert_eq!(model.kind, LinkKind::IxgbeModel { tap: "tap7".into() });
+        assert_eq!(model.kind.to_string(), "ixgbe-model:tap7");
+        assert!("ixgbe-model:".parse::<LinkKind>().is_err());
     }
 
     #[test]

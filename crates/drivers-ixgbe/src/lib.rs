@@ -10,6 +10,7 @@
 //!
 //! All `unsafe` code is in [`dma`] (memory shared with the device).
 
+pub mod bridge;
 pub mod desc;
 pub mod dma;
 pub mod hw;

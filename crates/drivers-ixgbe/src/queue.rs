@@ -120,6 +120,8 @@ pub struct IxgbeQueue {
     rx: RxRing,
     tx: TxRing,
     stats: QueueStats,
+    /// Whatever else must live as long as the device's queues (the model's wire bridge).
+    _keep: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Sizes of one queue pair.
@@ -211,9 +213,16 @@ impl IxgbeQueue {
                 context: None,
             },
             stats: QueueStats::default(),
+            _keep: None,
         };
         queue.refill_rx();
         Ok(queue)
+    }
+
+    /// Keep `thing` alive as long as this queue (every queue of a device given the same
+    /// `Arc` keeps it until the last one goes): the model's wire bridge.
+    pub fn keep_alive(&mut self, thing: Arc<dyn std::any::Any + Send + Sync>) {
+        self._keep = Some(thing);
     }
 
     /// This queue's counters.

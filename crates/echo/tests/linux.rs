@@ -38,19 +38,32 @@ fn start_tap_echo(net: &mut TestNet, workers: usize, extra: &[&str]) -> Proc {
 
 /// [`start_tap_echo`], also returning the TAP's name.
 fn start_tap_echo_on(net: &mut TestNet, workers: usize, extra: &[&str]) -> (Proc, String) {
+    start_echo_on_a_tap(net, "tap", workers, workers, extra)
+}
+
+/// Start `echo` on a fresh TAP device through `driver` (`tap`, or `ixgbe-model`, whose
+/// wire the TAP is) with `workers` workers, and hand the TAP's host side to the
+/// namespace once `queues` queues have attached.
+fn start_echo_on_a_tap(
+    net: &mut TestNet,
+    driver: &str,
+    workers: usize,
+    queues: usize,
+    extra: &[&str],
+) -> (Proc, String) {
     let tap = net.create_tap();
     let mut cmd = Command::new(ECHO);
     cmd.args([
         PORT,
         "1",
-        &format!("tap:{tap}"),
+        &format!("{driver}:{tap}"),
         &format!("{}/24", net.stack_ip()),
         &workers.to_string(),
         "--oversubscribe",
     ])
     .args(extra);
     let echo = net.spawn("echo", cmd);
-    net.move_tap_when_attached(&tap, workers, echo);
+    net.move_tap_when_attached(&tap, queues, echo);
     (echo, tap)
 }
 
@@ -130,10 +143,31 @@ fn setup(test: &str, tools: &[&str]) -> Option<TestNet> {
 ///    installed, `ping` itself.
 #[test]
 fn kernel_pings_rusty_on_tap() {
-    let Some(mut net) = setup("kernel_pings_rusty_on_tap", &["python3"]) else {
+    pings("kernel_pings_rusty_on_tap", start_tap_echo);
+}
+
+/// 1b. The same through the ixgbe driver on the model of the 82599.
+#[test]
+fn kernel_pings_rusty_on_the_ixgbe_model() {
+    pings(
+        "kernel_pings_rusty_on_the_ixgbe_model",
+        start_ixgbe_model_echo,
+    );
+}
+
+/// Start `echo` on the ixgbe driver over the model of the 82599 with `workers` queues,
+/// the model's wire bridged to a fresh TAP device (one queue), and hand the TAP's host
+/// side to the namespace once the bridge has attached.
+fn start_ixgbe_model_echo(net: &mut TestNet, workers: usize, extra: &[&str]) -> Proc {
+    start_echo_on_a_tap(net, "ixgbe-model", workers, 1, extra).0
+}
+
+/// Raw-socket ICMP echo and `ping` from the namespace to echo on the link `start` makes.
+fn pings(test: &str, start: StartEcho) {
+    let Some(mut net) = setup(test, &["python3"]) else {
         return;
     };
-    let echo = start_tap_echo(&mut net, 2, &["--grace", "2"]);
+    let echo = start(&mut net, 2, &["--grace", "2"]);
     let ip = net.stack_ip();
     let script = net.write("icmp.py", ICMP_PY);
     let python = net.tools.get("python3").to_path_buf();
@@ -176,6 +210,19 @@ fn echo_on_tap_100_connections() {
     hundred_connections("echo_on_tap_100_connections", &[], start_tap_echo, "2");
 }
 
+/// 2b. The same through the ixgbe driver on the model of the 82599, two queues and
+///     RSS: every connection's frames go through the model's receive path (Toeplitz,
+///     RETA, advanced descriptors) and transmit path (checksum insertion).
+#[test]
+fn echo_on_the_ixgbe_model_100_connections() {
+    hundred_connections(
+        "echo_on_the_ixgbe_model_100_connections",
+        &[],
+        start_ixgbe_model_echo,
+        "5",
+    );
+}
+
 /// 100 connections (see [`HUNDRED_CONNECTIONS`]) against `echo` with two workers on the
 /// link `start` makes, every echo byte-exact.
 fn hundred_connections(test: &str, tools: &[&str], start: StartEcho, seed: &str) {
@@ -202,14 +249,24 @@ type StartEcho = fn(&mut TestNet, usize, &[&str]) -> Proc;
 /// 3. The same while nftables in the namespace drops 5% of the kernel's packets.
 #[test]
 fn echo_on_tap_with_kernel_dropping_5_percent() {
-    let Some(mut net) = setup(
-        "echo_on_tap_with_kernel_dropping_5_percent",
-        &["python3", "nft"],
-    ) else {
+    kernel_dropping_5_percent("echo_on_tap_with_kernel_dropping_5_percent", start_tap_echo);
+}
+
+/// 3b. The same through the ixgbe driver on the model of the 82599.
+#[test]
+fn echo_on_the_ixgbe_model_with_kernel_dropping_5_percent() {
+    kernel_dropping_5_percent(
+        "echo_on_the_ixgbe_model_with_kernel_dropping_5_percent",
+        start_ixgbe_model_echo,
+    );
+}
+
+fn kernel_dropping_5_percent(test: &str, start: StartEcho) {
+    let Some(mut net) = setup(test, &["python3", "nft"]) else {
         return;
     };
     net.drop_outgoing_percent(5);
-    let echo = start_tap_echo(&mut net, 2, &["--grace", "2"]);
+    let echo = start(&mut net, 2, &["--grace", "2"]);
     let host = net.stack_ip();
     let (clients, s) = run_clients(
         &mut net,
@@ -231,7 +288,7 @@ fn echo_on_tap_with_kernel_dropping_5_percent() {
     assert_all_echoed(&net, clients, &s, 100);
     // The rule really dropped packets.
     let dropped = net.dropped_outgoing();
-    eprintln!("echo_on_tap_with_kernel_dropping_5_percent: nft dropped {dropped} packets; {s:?}");
+    eprintln!("{test}: nft dropped {dropped} packets; {s:?}");
     stop(&mut net, echo, Duration::from_secs(5));
 }
 

@@ -22,11 +22,24 @@ fn setup(test: &str, tools: &[&str]) -> Option<TestNet> {
 /// Start httpd on a fresh two-queue TAP serving `root`, and hand the TAP's host side
 /// to the namespace once it has attached.
 fn start_tap_httpd(net: &mut TestNet, root: &Path, extra: &[&str]) -> Proc {
+    start_httpd_on_a_tap(net, root, "tap", 2, extra)
+}
+
+/// Start httpd with two workers on a fresh TAP device through `driver` (`tap`, or
+/// `ixgbe-model`, whose wire the TAP is), and hand the TAP's host side to the namespace
+/// once `queues` queues have attached.
+fn start_httpd_on_a_tap(
+    net: &mut TestNet,
+    root: &Path,
+    driver: &str,
+    queues: usize,
+    extra: &[&str],
+) -> Proc {
     let tap = net.create_tap();
     let mut cmd = Command::new(common::HTTPD);
-    httpd_args(&mut cmd, net, root, &format!("tap:{tap}"), extra);
+    httpd_args(&mut cmd, net, root, &format!("{driver}:{tap}"), extra);
     let p = net.spawn("httpd", cmd);
-    net.move_tap_when_attached(&tap, 2, p);
+    net.move_tap_when_attached(&tap, queues, p);
     p
 }
 
@@ -107,6 +120,23 @@ fn stop(net: &mut TestNet, p: Proc) -> String {
 #[test]
 fn httpd_on_tap_all_checks() {
     all_checks("httpd_on_tap_all_checks", &[], start_tap_httpd);
+}
+
+/// 1c. httpd's whole check list through the ixgbe driver on the model of the 82599
+/// (its wire bridged to a TAP device).
+#[test]
+fn httpd_on_the_ixgbe_model_all_checks() {
+    all_checks(
+        "httpd_on_the_ixgbe_model_all_checks",
+        &[],
+        start_ixgbe_model_httpd,
+    );
+}
+
+/// Start httpd with two workers on the ixgbe driver over the model, the model's wire
+/// bridged to a fresh TAP device (one queue).
+fn start_ixgbe_model_httpd(net: &mut TestNet, root: &Path, extra: &[&str]) -> Proc {
+    start_httpd_on_a_tap(net, root, "ixgbe-model", 1, extra)
 }
 
 /// 1b. The same on AF_XDP: two workers on a two-queue veth, the peer a bridge hop away.
