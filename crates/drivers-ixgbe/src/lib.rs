@@ -59,6 +59,16 @@ impl IxgbeConfig {
 /// Bytes per packet buffer: an MTU-sized frame fits one (SRRCTL.BSIZEPACKET = 2 KiB).
 pub const BUF_SIZE: usize = 2048;
 
+/// Bytes per transmit buffer for TSO super-frames.
+pub const LARGE_BUF_SIZE: usize = 64 << 10;
+
+/// The most bytes one data descriptor carries (DTALEN is 16 bits, §7.2.3.2.4).
+pub const MAX_DTALEN: usize = 65_535;
+
+/// The largest TSO super-frame the stack may build, as an IP packet: what one data
+/// descriptor carries, less the Ethernet header.
+pub const TSO_MAX: usize = MAX_DTALEN - 14;
+
 /// Bring `device` up (§4.6.3 reset, §4.6.4 link, §4.6.7 receive, §4.6.8 transmit, RSS
 /// per §7.1.2.8) and return one queue pair per worker, queue `i` for worker `i`. Each
 /// queue's [`Capabilities::rss`] is exactly what was programmed, so the stack predicts
@@ -90,11 +100,14 @@ pub fn open(mut device: hw::Device, cfg: &IxgbeConfig) -> Result<Vec<IxgbeQueue>
     };
     caps.queue_count = cfg.queues as u16;
     caps.rss = Some(rss);
+    caps.tso_max = Some(TSO_MAX);
     let mut queues = Vec::with_capacity(cfg.queues);
+    // Transmit buffers, MTU-sized and for TSO super-frames: together half the ring less
+    // one, so a context and a data descriptor for every buffer in flight always fit.
+    let large = (cfg.ring_size / 8).min(16);
+    let small = cfg.ring_size / 2 - 1 - large;
     for q in 0..cfg.queues {
         let ring_bytes = cfg.ring_size * desc::DESC_LEN;
-        // Transmit buffers: half the ring less one, so a context and a data descriptor
-        // for every buffer in flight always fit.
         let setup = queue::QueueSetup {
             index: q as u32,
             ring_size: cfg.ring_size,
@@ -102,7 +115,9 @@ pub fn open(mut device: hw::Device, cfg: &IxgbeConfig) -> Result<Vec<IxgbeQueue>
             rx_ring: device.dma.alloc(ring_bytes, 128)?,
             rx_bufs: device.dma.alloc(2 * cfg.ring_size * BUF_SIZE, 4096)?,
             tx_ring: device.dma.alloc(ring_bytes, 128)?,
-            tx_bufs: device.dma.alloc((cfg.ring_size / 2 - 1) * BUF_SIZE, 4096)?,
+            tx_bufs: device.dma.alloc(small * BUF_SIZE, 4096)?,
+            tx_large: device.dma.alloc(large * LARGE_BUF_SIZE, 4096)?,
+            large_size: LARGE_BUF_SIZE,
         };
         let mut c = caps.clone();
         c.queue = q as u16;

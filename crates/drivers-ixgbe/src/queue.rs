@@ -56,6 +56,7 @@ impl RxFrame for IxgbeRx {
 pub struct IxgbeTx {
     buf: Buffer,
     meta: TxMeta,
+    pool: usize,
 }
 
 impl std::ops::Deref for IxgbeTx {
@@ -95,14 +96,25 @@ struct RxRing {
     discarding: bool,
 }
 
+/// Transmit buffers of one size.
+struct TxPool {
+    bufs: Arc<Buffers>,
+    free: Vec<BufToken>,
+}
+
+/// The transmit pool for MTU-sized frames, and the one for TSO super-frames.
+const SMALL: usize = 0;
+const LARGE: usize = 1;
+
 /// The transmit ring. Descriptors `[clean, tail)` are the device's until done.
 struct TxRing {
     ring: DmaRegion,
     size: usize,
-    bufs: Arc<Buffers>,
-    free: Vec<BufToken>,
-    /// The buffer of each data descriptor in flight (`None`: a context descriptor).
-    slots: Vec<Option<BufToken>>,
+    /// [`SMALL`] and [`LARGE`] buffers.
+    pools: [TxPool; 2],
+    /// The buffer (and its pool) of each data descriptor in flight (`None`: a context
+    /// descriptor).
+    slots: Vec<Option<(BufToken, usize)>>,
     tail: usize,
     clean: usize,
     in_flight: usize,
@@ -133,6 +145,9 @@ pub(crate) struct QueueSetup {
     pub(crate) rx_bufs: DmaRegion,
     pub(crate) tx_ring: DmaRegion,
     pub(crate) tx_bufs: DmaRegion,
+    /// Buffers for TSO super-frames, and their size.
+    pub(crate) tx_large: DmaRegion,
+    pub(crate) large_size: usize,
 }
 
 impl IxgbeQueue {
@@ -147,6 +162,7 @@ impl IxgbeQueue {
         let q = s.index;
         let (rx_bufs, rx_free) = Buffers::new(s.rx_bufs, s.buf_size);
         let (tx_bufs, tx_free) = Buffers::new(s.tx_bufs, s.buf_size);
+        let (tx_large, large_free) = Buffers::new(s.tx_large, s.large_size);
         // Receive: ring base and length, head and tail at 0, advanced one-buffer
         // descriptors of `buf_size` bytes, dropped when the ring is empty.
         regs.write(rdbal(q), s.rx_ring.bus(0) as u32);
@@ -203,8 +219,16 @@ impl IxgbeQueue {
             tx: TxRing {
                 ring: s.tx_ring,
                 size: s.ring_size,
-                bufs: tx_bufs,
-                free: tx_free,
+                pools: [
+                    TxPool {
+                        bufs: tx_bufs,
+                        free: tx_free,
+                    },
+                    TxPool {
+                        bufs: tx_large,
+                        free: large_free,
+                    },
+                ],
                 slots: (0..s.ring_size).map(|_| None).collect(),
                 tail: 0,
                 clean: 0,
@@ -268,7 +292,9 @@ impl IxgbeQueue {
     /// Take back the buffers of transmitted frames (DD written back), oldest first.
     fn reclaim_tx(&mut self) {
         let tx = &mut self.tx;
-        tx.bufs.take_returned(&mut tx.free);
+        for p in &mut tx.pools {
+            p.bufs.take_returned(&mut p.free);
+        }
         while tx.in_flight > 0 {
             // A context descriptor is done when the data descriptor after it is.
             let data = if tx.slots[tx.clean].is_none() {
@@ -280,8 +306,8 @@ impl IxgbeQueue {
                 break;
             }
             let span = if data == tx.clean { 1 } else { 2 };
-            if let Some(token) = tx.slots[data].take() {
-                tx.free.push(token);
+            if let Some((token, pool)) = tx.slots[data].take() {
+                tx.pools[pool].free.push(token);
             }
             tx.clean = (data + 1) % tx.size;
             tx.in_flight -= span;
@@ -292,6 +318,28 @@ impl IxgbeQueue {
         let i = self.rx.next;
         self.rx.slots[i].is_some() && RxWriteBack::decode(Self::read_desc(&self.rx.ring, i)).done()
     }
+}
+
+/// What the 82599 expects of a TSO super-frame's headers (§7.2.4.2): the IPv4 header
+/// checksum zero (the device inserts one per segment), and the TCP checksum field
+/// seeded with the pseudo-header sum *without* the length (the device adds each
+/// segment's). The stack seeded it with the length, as for a plain offloaded checksum.
+fn prepare_tso(frame: &mut [u8], c: TxContext) {
+    let ip = usize::from(c.mac_len);
+    let tcp = ip + usize::from(c.ip_len);
+    if frame.len() < tcp + 18 {
+        return;
+    }
+    frame[ip + 10..ip + 12].copy_from_slice(&[0, 0]);
+    let word = |b: &[u8], i: usize| u32::from(u16::from_be_bytes([b[i], b[i + 1]]));
+    let mut sum = 6u32; // protocol TCP, zero-padded
+    for i in (ip + 12..ip + 20).step_by(2) {
+        sum += word(frame, i);
+    }
+    while sum > 0xFFFF {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    frame[tcp + 16..tcp + 18].copy_from_slice(&(sum as u16).to_be_bytes());
 }
 
 /// The offload context a frame needs: Ethernet + IPv4 header lengths, and for TSO the
@@ -359,26 +407,38 @@ impl PacketIo for IxgbeQueue {
     }
 
     fn alloc_tx(&mut self, len: usize) -> Option<IxgbeTx> {
-        if len > self.tx.bufs.size() {
+        let pool = if len <= self.tx.pools[SMALL].bufs.size() {
+            SMALL
+        } else if len <= self.tx.pools[LARGE].bufs.size().min(crate::MAX_DTALEN) {
+            LARGE
+        } else {
             self.stats.tx_too_long += 1;
             return None;
-        }
-        if self.tx.free.is_empty() {
+        };
+        if self.tx.pools[pool].free.is_empty() {
             self.reclaim_tx();
         }
-        let Some(token) = self.tx.free.pop() else {
+        let p = &mut self.tx.pools[pool];
+        let Some(token) = p.free.pop() else {
             self.stats.tx_busy += 1;
             return None;
         };
         Some(IxgbeTx {
-            buf: Buffer::new(&self.tx.bufs, token, len),
+            buf: Buffer::new(&p.bufs, token, len),
             meta: TxMeta::default(),
+            pool,
         })
     }
 
     fn transmit(&mut self, frames: &mut Vec<IxgbeTx>) {
-        for frame in frames.drain(..) {
+        for mut frame in frames.drain(..) {
             let context = context_for(&frame.buf, &frame.meta);
+            let tso = context.filter(|c| c.mss > 0);
+            let headers = tso.map_or(0, |c| {
+                prepare_tso(&mut frame.buf, c);
+                usize::from(c.mac_len) + usize::from(c.ip_len) + usize::from(c.l4_len)
+            });
+            let pool = frame.pool;
             let (token, bus, len) = frame.buf.into_token();
             let tx = &mut self.tx;
             // Buffers are at most half the ring less one, so a context and a data
@@ -395,18 +455,19 @@ impl PacketIo for IxgbeQueue {
                 }
                 popts = desc::TX_POPTS_TXSM;
             }
+            let mut cmd = desc::TX_CMD_EOP | desc::TX_CMD_RS;
+            if tso.is_some() {
+                // §7.2.4: the device cuts the payload after the headers into MSS-sized
+                // segments, fixing up each one's IPv4 header (IXSM) and TCP checksum.
+                cmd |= desc::TX_CMD_TSE;
+                popts |= desc::TX_POPTS_IXSM;
+            }
             Self::write_desc(
                 &tx.ring,
                 tx.tail,
-                desc::tx_data(
-                    bus,
-                    len as u16,
-                    desc::TX_CMD_EOP | desc::TX_CMD_RS,
-                    popts,
-                    len as u32,
-                ),
+                desc::tx_data(bus, len as u16, cmd, popts, (len - headers) as u32),
             );
-            tx.slots[tx.tail] = Some(token);
+            tx.slots[tx.tail] = Some((token, pool));
             tx.tail = (tx.tail + 1) % tx.size;
             tx.in_flight += 1;
             tx.unflushed = true;
