@@ -29,7 +29,20 @@ fn frame(port: u16) -> Vec<u8> {
     let mut f = MAC.to_vec();
     f.extend_from_slice(&[0x02, 0, 0, 0, 0x99, 1, 0x08, 0x00]);
     let total: u16 = 20 + 20 + 64;
-    let mut ip = vec![0x45, 0, (total >> 8) as u8, total as u8, 0, 1, 0x40, 0, 64, 6, 0, 0];
+    let mut ip = vec![
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        1,
+        0x40,
+        0,
+        64,
+        6,
+        0,
+        0,
+    ];
     ip.extend_from_slice(&[10, 0, 9, 1, 10, 0, 9, 2]);
     let c = !fold(sum(&ip));
     ip[10..12].copy_from_slice(&c.to_be_bytes());
@@ -83,7 +96,11 @@ fn bench(c: &mut Criterion) {
         q.borrow_mut().receive(&mut rx.borrow_mut(), usize::MAX);
         rx.borrow_mut().clear();
     };
-    let deliver = || frames.iter().for_each(|f| drop(wire.deliver(f)));
+    let deliver = || {
+        for f in &frames {
+            let _ = wire.deliver(f);
+        }
+    };
     g.bench_function("rx/driver", |b| {
         b.iter_batched(deliver, |()| drain(), BatchSize::PerIteration)
     });
