@@ -11,10 +11,11 @@
 //!   can write anywhere in memory, so it is for test machines.
 //!
 //! Bus mastering is bit 2 of the PCI command register (PCI Local Bus 3.0 §6.2.2); BAR0
-//! of an 82599 is 128 KiB of registers (82599 datasheet §9.3.6.1). Everything here
-//! that needs the hardware (the mappings, the `ioctl`s) compiles but runs only on a
-//! machine with an 82599; the tests cover addresses, probing a fake sysfs tree and
-//! this machine's own devices, and every refusal before the hardware is touched.
+//! of an 82599 holds its registers, at least 128 KiB (the register map, datasheet
+//! §8.2). Everything here that needs the hardware (the mappings, the `ioctl`s, DMA)
+//! compiles but runs only on a machine with an 82599; the tests (`tests/pci.rs`) cover
+//! addresses, probing a fake sysfs tree and this machine's own devices, and every
+//! refusal before the hardware is touched.
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -57,7 +58,8 @@ pub const DEVICE_IDS_82599: [(u16, &str); 16] = [
     (0x1558, "82599 QSFP+ SF QP"),
 ];
 
-/// An 82599's BAR0 (its CSR space) is 128 KiB (datasheet §9.3.6.1); smaller is not one.
+/// An 82599's BAR0 maps its registers, at least 128 KiB of them (datasheet §8.2);
+/// smaller is not one.
 pub(crate) const BAR0_MIN: u64 = 128 << 10;
 
 /// The PCI command register (a 16-bit word at offset 4 of the configuration space) and
@@ -752,7 +754,7 @@ impl PciHost {
         if len < BAR0_MIN {
             return Err(PciError::System {
                 what: format!("BAR0 of {addr}"),
-                error: format!("{len} bytes; an 82599's BAR0 is 128 KiB"),
+                error: format!("{len} bytes; an 82599's BAR0 is at least 128 KiB"),
             });
         }
         let bar = Mapping::shared(std::os::fd::AsFd::as_fd(&resource0), 0, len as usize)

@@ -116,7 +116,7 @@ pub(crate) fn open(host: &PciHost, dev: &PciDevice, group: u32) -> Result<Opened
         return Err(PciError::System {
             what: format!("BAR0 of {addr} through VFIO"),
             error: format!(
-                "{} bytes, flags {:#x}: an 82599's BAR0 is a mappable 128 KiB",
+                "{} bytes, flags {:#x}: an 82599's BAR0 is mappable and at least 128 KiB",
                 bar0.size, bar0.flags
             ),
         });
