@@ -577,7 +577,7 @@ impl PciHost {
         members
     }
 
-    /// Group members that keep VFIO from taking the group: bound to a driver other
+    /// Whether a member of `group` keeps VFIO from taking it: bound to a driver other
     /// than vfio-pci or pci-stub. Bridges (class 0x0604) are allowed whatever their
     /// driver, as the kernel allows them (`vfio_dev_driver_allowed`). The kernel's
     /// `VFIO_GROUP_FLAGS_VIABLE` stays the final word.
@@ -649,15 +649,6 @@ impl PciHost {
                      does not use: unbind the device (echo {addr} > \
                      /sys/bus/pci/devices/{addr}/driver/unbind) and it is opened through \
                      sysfs with hugepages"
-                ),
-            });
-        }
-        if !self.dev.join("vfio/vfio").exists() {
-            return Err(PciError::NoVfio {
-                addr,
-                reason: format!(
-                    "{} does not exist: load VFIO with `modprobe vfio-pci`",
-                    self.dev.join("vfio/vfio").display()
                 ),
             });
         }
