@@ -13,11 +13,15 @@
 pub mod bridge;
 pub mod desc;
 pub mod dma;
+mod hugepages;
 pub mod hw;
 mod init;
 pub mod model;
+pub mod pci;
 pub mod queue;
 pub mod regs;
+mod sys;
+mod vfio;
 
 use std::time::Duration;
 
@@ -25,6 +29,7 @@ use rusty_stack::io::{Capabilities, ChecksumOffload};
 use rusty_stack::rss::{RssConfig, MICROSOFT_RSS_KEY};
 
 pub use init::InitError;
+pub use pci::PciError;
 pub use queue::{IxgbeQueue, IxgbeRx, IxgbeTx, QueueStats};
 
 /// How to bring the device up.
@@ -133,6 +138,14 @@ pub fn open(mut device: hw::Device, cfg: &IxgbeConfig) -> Result<Vec<IxgbeQueue>
         smoltcp_mac(mac)
     );
     Ok(queues)
+}
+
+/// Open the real 82599 at PCI address `addr` (`0000:03:00.0`) and bring it up as
+/// [`open`] does: through VFIO when it is bound to `vfio-pci`, else through sysfs with
+/// hugepages (see [`pci`]). Every refusal says what to do about it.
+pub fn open_pci(addr: &str, cfg: &IxgbeConfig) -> Result<Vec<IxgbeQueue>, PciError> {
+    let device = pci::PciHost::system().device(addr, cfg)?;
+    Ok(open(device, cfg)?)
 }
 
 fn smoltcp_mac(b: [u8; 6]) -> rusty_stack::io::MacAddr {
