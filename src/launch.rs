@@ -26,7 +26,7 @@ use rusty_stack::tcp::config::CongestionAlgorithm;
 use rusty_stack::{EngineConfig, Handler, MemoryBudget, Stats, SystemClock, TcpConfig};
 
 /// Drivers this build can run.
-pub const BUILT_IN: &[&str] = &["kernel", "tap", "xdp", "ixgbe-model"];
+pub const BUILT_IN: &[&str] = &["kernel", "tap", "xdp", "ixgbe", "ixgbe-model"];
 
 /// Everything about where and how workers run, from the command line.
 #[derive(Debug, Clone)]
@@ -126,6 +126,8 @@ pub enum LaunchError {
     Link(LinkSpecError),
     Tap(String, TapError),
     Xdp(String, XdpError),
+    /// A real 82599: probing, opening or bringing it up.
+    Ixgbe(String, String),
     /// The ixgbe driver on the model: its TAP, or bringing the model up.
     IxgbeModel(String, String),
     Pcap(PathBuf, std::io::Error),
@@ -140,6 +142,7 @@ impl fmt::Display for LaunchError {
             LaunchError::Link(e) => write!(f, "{e}"),
             LaunchError::Tap(name, e) => write!(f, "TAP {name}: {e}"),
             LaunchError::Xdp(name, e) => write!(f, "xdp:{name}: {e}"),
+            LaunchError::Ixgbe(pci, e) => write!(f, "ixgbe:{pci}: {e}"),
             LaunchError::IxgbeModel(name, e) => write!(f, "ixgbe-model:{name}: {e}"),
             LaunchError::Pcap(p, e) => write!(f, "pcap file {}: {e}", p.display()),
             LaunchError::Runtime(e) => write!(f, "{e}"),
@@ -265,6 +268,15 @@ where
                 for (q, dev) in queues.into_iter().enumerate() {
                     log::info!("xdp:{ifname} queue {q}: {}", dev.mode());
                     let name = format!("xdp-{ifname}-q{q}");
+                    out.push(engines.worker(name, link_index, link, dev)?);
+                }
+            }
+            LinkKind::Ixgbe { pci } => {
+                let cfg = rusty_drivers_ixgbe::IxgbeConfig::new(link.workers);
+                let queues = rusty_drivers_ixgbe::open_pci(pci, &cfg)
+                    .map_err(|e| LaunchError::Ixgbe(pci.clone(), e.to_string()))?;
+                for (q, dev) in queues.into_iter().enumerate() {
+                    let name = format!("ixgbe-{pci}-q{q}");
                     out.push(engines.worker(name, link_index, link, dev)?);
                 }
             }

@@ -8,7 +8,8 @@
 //!   rings in DMA memory, RSS, checksums, with a wire side that tests (or a TAP bridge)
 //!   put frames on and take frames off.
 //!
-//! All `unsafe` code is in [`dma`] (memory shared with the device).
+//! All `unsafe` code is in [`dma`] (memory shared with the device) and `sys` (the
+//! system calls, mappings and MMIO of a real device).
 
 pub mod bridge;
 pub mod desc;
