@@ -63,7 +63,8 @@ pub enum EnqueueResult {
     SendRequest,
     /// The frame is queued behind a request already in flight.
     Queued,
-    /// A queue bound was hit and the frame was dropped ([`DropReason::ArpQueueFull`]).
+    /// A queue bound was hit and the frame was dropped
+    /// ([`DropReason::ArpQueueFull`](crate::drop::DropReason::ArpQueueFull)).
     Dropped,
 }
 

@@ -36,7 +36,7 @@ pub struct ArpInput {
     pub reply_owed: bool,
     /// Another host claims our address (RFC 5227 §2.4 conflict): its sender IP is ours.
     /// Nothing is learned from it; the engine should count it and may defend with
-    /// [`build_gratuitous`].
+    /// `build_gratuitous`.
     pub conflict: bool,
 }
 
