@@ -489,7 +489,8 @@ impl Bench {
         let mac_byte = input.u8();
         let sender_ip = Ipv4Addr::new(10, 0, 0, input.u8());
         let target_ip = Ipv4Addr::new(10, 0, 0, input.u8());
-        let mac = EthernetAddress([mac_byte & 0xfe | 2 * (tag >> 7), 0, 0, 0, 0, mac_byte]);
+        // A group MAC when the tag's top bit says so (ARP must refuse it).
+        let mac = EthernetAddress([(mac_byte & 0xfe) | (tag >> 7), 0, 0, 0, 0, mac_byte]);
         let mut frame = arp_frame(tag & 8 == 0, (mac, sender_ip), target_ip);
         if tag & 16 != 0 {
             // The other Ethernet destination: a broadcast reply, a unicast request.
