@@ -182,9 +182,12 @@ pub fn parse_links<S: AsRef<str>>(args: &[S]) -> Result<Vec<LinkSpec>, LinkSpecE
         return Ok(Vec::new());
     };
     let count = count.as_ref();
+    // A count whose arguments could not even be counted is no number of links either.
     let n: usize = count
         .parse()
-        .map_err(|_| LinkSpecError::BadCount(count.to_string()))?;
+        .ok()
+        .filter(|n: &usize| n.checked_mul(3).is_some())
+        .ok_or_else(|| LinkSpecError::BadCount(count.to_string()))?;
     if rest.len() != n * 3 {
         return Err(LinkSpecError::WrongArgumentCount {
             links: n,
@@ -246,6 +249,22 @@ mod tests {
         assert_eq!(model.kind, LinkKind::IxgbeModel { tap: "tap7".into() });
         assert_eq!(model.kind.to_string(), "ixgbe-model:tap7");
         assert!("ixgbe-model:".parse::<LinkKind>().is_err());
+    }
+
+    /// Found by the `link_spec_cli` fuzz target: a count near `usize::MAX` overflowed
+    /// the multiplication by three (a panic with overflow checks on).
+    #[test]
+    fn a_link_count_beyond_any_argument_list_is_a_bad_count() {
+        let huge = (usize::MAX / 3 + 1).to_string();
+        assert_eq!(
+            parse_links(&[huge.as_str(), "tap0", "10.0.0.1", "1"]),
+            Err(LinkSpecError::BadCount(huge.clone()))
+        );
+        let most = (usize::MAX / 3).to_string();
+        assert!(matches!(
+            parse_links(&[most.as_str()]),
+            Err(LinkSpecError::WrongArgumentCount { got: 0, .. })
+        ));
     }
 
     #[test]

@@ -75,7 +75,12 @@ fn origin_form(target: &str) -> Result<&str, PathError> {
     if target.starts_with('/') {
         return Ok(target);
     }
-    let lower = |p: &str| target.len() >= p.len() && target[..p.len()].eq_ignore_ascii_case(p);
+    // On bytes: the target may hold UTF-8 whose characters straddle the scheme's end,
+    // where a `str` cannot be cut. A match is ASCII, so the cuts below fall on boundaries.
+    let lower = |p: &str| {
+        let t = target.as_bytes();
+        t.len() >= p.len() && t[..p.len()].eq_ignore_ascii_case(p.as_bytes())
+    };
     let rest = if lower("http://") {
         &target[7..]
     } else if lower("https://") {
@@ -264,6 +269,19 @@ mod tests {
         assert_eq!(path("*"), Err(PathError::BadRequest));
         assert_eq!(path("a/b"), Err(PathError::BadRequest));
         assert_eq!(path("?x"), Err(PathError::BadRequest));
+    }
+
+    /// Found by the `http_request` fuzz target: a character across the end of where
+    /// `http://` would be panicked the scheme check, which cut the `str` inside it.
+    #[test]
+    fn a_multibyte_character_where_the_scheme_ends_is_no_scheme() {
+        assert_eq!(path("http:/\u{447}x/y"), Err(PathError::BadRequest));
+        assert_eq!(path("https:/\u{447}"), Err(PathError::BadRequest));
+        assert_eq!(
+            path("\u{447}\u{447}\u{447}\u{447}"),
+            Err(PathError::BadRequest)
+        );
+        assert_eq!(path("http://\u{447}/\u{447}").unwrap(), "/\u{447}");
     }
 
     #[test]

@@ -125,6 +125,8 @@ pub mod checksum;
 pub mod drop;
 pub mod engine;
 pub(crate) mod ethernet;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod icmp;
 pub mod io;
 pub(crate) mod ipv4;

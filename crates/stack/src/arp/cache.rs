@@ -57,13 +57,14 @@ impl Default for ArpConfig {
 
 /// What [`ArpCache::enqueue`] did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EnqueueResult {
+pub enum EnqueueResult {
     /// The frame is queued and it is the first for this address: send an ARP request
     /// for it now (later retries come from [`ArpCache::poll`]).
     SendRequest,
     /// The frame is queued behind a request already in flight.
     Queued,
-    /// A queue bound was hit and the frame was dropped ([`DropReason::ArpQueueFull`]).
+    /// A queue bound was hit and the frame was dropped
+    /// ([`DropReason::ArpQueueFull`](crate::drop::DropReason::ArpQueueFull)).
     Dropped,
 }
 
@@ -83,7 +84,7 @@ struct Pending {
 
 /// One worker's IPv4 → MAC cache, with the frames waiting for resolution.
 #[derive(Debug)]
-pub(crate) struct ArpCache {
+pub struct ArpCache {
     config: ArpConfig,
     entries: AHashMap<Ipv4Addr, Entry>,
     /// `entries` ordered by `learned_at`: the front is both the next to expire and the
@@ -106,7 +107,8 @@ impl Default for ArpCache {
 }
 
 impl ArpCache {
-    pub(crate) fn new(config: ArpConfig) -> ArpCache {
+    /// An empty cache tuned by `config`.
+    pub fn new(config: ArpConfig) -> ArpCache {
         ArpCache {
             config,
             entries: AHashMap::new(),
@@ -119,25 +121,23 @@ impl ArpCache {
     }
 
     /// The MAC for `ip`, if it was learned less than `entry_lifetime` ago.
-    pub(crate) fn lookup(&self, ip: Ipv4Addr, now: Instant) -> Option<MacAddr> {
+    pub fn lookup(&self, ip: Ipv4Addr, now: Instant) -> Option<MacAddr> {
         let entry = self.entries.get(&ip)?;
         (now < entry.learned_at + self.config.entry_lifetime).then_some(entry.mac)
     }
 
     /// Number of mappings held (expired ones included until purged by `poll` or eviction).
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.entries.len()
     }
 
-    #[cfg(test)]
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether no mapping is held.
+    pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// Frames waiting, for resolution or to be taken with [`take_ready`](Self::take_ready).
-    #[cfg(test)]
-    pub(crate) fn queued_frames(&self) -> usize {
+    pub fn queued_frames(&self) -> usize {
         self.queued_frames
     }
 
@@ -148,20 +148,20 @@ impl ArpCache {
     ///
     /// Addresses no neighbour can own (multicast or zero MAC; unspecified, broadcast or
     /// multicast IP) are ignored.
-    pub(crate) fn insert(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) -> usize {
+    pub fn insert(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) -> usize {
         self.store(ip, mac, now, true)
     }
 
     /// Like [`insert`](Self::insert), for a mapping a sibling worker learned: it is not
     /// reported again by `drain_learned`.
-    pub(crate) fn import(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) -> usize {
+    pub fn import(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) -> usize {
         self.store(ip, mac, now, false)
     }
 
     /// Apply RFC 826's merge rule to a processed ARP packet: update the sender's mapping
     /// if we already hold (or are resolving) it, add it only when the packet was aimed
     /// at us. Returns the number of frames that became ready, as `insert` does.
-    pub(crate) fn learn(&mut self, input: &ArpInput, now: Instant) -> usize {
+    pub fn learn(&mut self, input: &ArpInput, now: Instant) -> usize {
         let Some((ip, mac)) = input.learnable() else {
             return 0;
         };
@@ -232,12 +232,7 @@ impl ArpCache {
     /// [`lookup`](Self::lookup) first). Its destination MAC (bytes 0..6) is filled in when
     /// the address resolves. If `ip` does resolve already, the frame goes straight to the
     /// ready queue and `Queued` is returned.
-    pub(crate) fn enqueue(
-        &mut self,
-        ip: Ipv4Addr,
-        mut frame: Vec<u8>,
-        now: Instant,
-    ) -> EnqueueResult {
+    pub fn enqueue(&mut self, ip: Ipv4Addr, mut frame: Vec<u8>, now: Instant) -> EnqueueResult {
         if self.queued_frames >= self.config.max_pending_total {
             return EnqueueResult::Dropped;
         }
@@ -292,7 +287,7 @@ impl ArpCache {
 
     /// Append every sendable frame, for all addresses, to `out` (per address, oldest
     /// first).
-    pub(crate) fn drain_ready(&mut self, out: &mut Vec<Vec<u8>>) {
+    pub fn drain_ready(&mut self, out: &mut Vec<Vec<u8>>) {
         for (_, frames) in self.ready.drain() {
             self.queued_frames -= frames.len();
             out.extend(frames);
@@ -303,12 +298,7 @@ impl ArpCache {
     /// request must be sent again, give up on those that used all their retries (adding
     /// the number of frames dropped to `failed_frames`, for
     /// [`DropReason::ArpUnresolved`]), and purge expired entries.
-    pub(crate) fn poll(
-        &mut self,
-        now: Instant,
-        requests: &mut Vec<Ipv4Addr>,
-        failed_frames: &mut usize,
-    ) {
+    pub fn poll(&mut self, now: Instant, requests: &mut Vec<Ipv4Addr>, failed_frames: &mut usize) {
         let config = &self.config;
         let mut dropped = 0;
         self.pending.retain(|ip, pending| {
@@ -338,14 +328,14 @@ impl ArpCache {
 
     /// When [`poll`](Self::poll) next has a request to retry or give up on. Entry expiry
     /// needs no wake-up: `lookup` enforces it.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    pub fn next_deadline(&self) -> Option<Instant> {
         self.pending.values().map(|p| p.next_request).min()
     }
 
     /// Append to `out` the mappings learned through [`insert`](Self::insert) (new, changed
     /// or re-learned after expiry) since the last call, for sibling workers to
     /// [`import`](Self::import). At most `max_entries` are kept between calls.
-    pub(crate) fn drain_learned(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
+    pub fn drain_learned(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
         out.append(&mut self.learned);
     }
 }

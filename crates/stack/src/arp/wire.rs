@@ -14,17 +14,21 @@ use crate::ethernet;
 use crate::io::MacAddr;
 
 /// Length of an Ethernet/IPv4 ARP packet (RFC 826: 8 + 2 × (6 + 4)).
-pub(crate) const PACKET_LEN: usize = 28;
+pub const PACKET_LEN: usize = 28;
 /// Length of an ARP frame we build: Ethernet header plus ARP packet. The driver pads it
 /// to the 60-byte Ethernet minimum.
-pub(crate) const FRAME_LEN: usize = ethernet::HEADER_LEN + PACKET_LEN;
+pub const FRAME_LEN: usize = ethernet::HEADER_LEN + PACKET_LEN;
 
 /// A valid ARP packet, reduced to what the engine acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ArpInput {
+pub struct ArpInput {
+    /// Request or Reply (the only operations accepted).
     pub operation: ArpOperation,
+    /// Sender protocol address.
     pub sender_ip: Ipv4Addr,
+    /// Sender hardware address: always unicast and non-zero.
     pub sender_mac: MacAddr,
+    /// Target protocol address.
     pub target_ip: Ipv4Addr,
     /// The target protocol address is ours (RFC 826 "Am I the target protocol address?").
     pub targets_us: bool,
@@ -32,14 +36,14 @@ pub(crate) struct ArpInput {
     pub reply_owed: bool,
     /// Another host claims our address (RFC 5227 §2.4 conflict): its sender IP is ours.
     /// Nothing is learned from it; the engine should count it and may defend with
-    /// [`build_gratuitous`].
+    /// `build_gratuitous`.
     pub conflict: bool,
 }
 
 impl ArpInput {
     /// The mapping this packet teaches, if any: none from a probe (RFC 5227 §2.1.1,
     /// sender IP 0.0.0.0) or from a conflict.
-    pub(crate) fn learnable(&self) -> Option<(Ipv4Addr, MacAddr)> {
+    pub fn learnable(&self) -> Option<(Ipv4Addr, MacAddr)> {
         (!self.sender_ip.is_unspecified() && !self.conflict)
             .then_some((self.sender_ip, self.sender_mac))
     }
@@ -51,7 +55,7 @@ impl ArpInput {
 /// operation Request or Reply is accepted. A sender hardware address that is multicast,
 /// broadcast or zero, or a sender IP that is broadcast, multicast or loopback, is
 /// rejected as [`DropReason::BadArp`]: learning it would poison the cache.
-pub(crate) fn process(payload: &[u8], our_ip: Ipv4Addr) -> Result<ArpInput, DropReason> {
+pub fn process(payload: &[u8], our_ip: Ipv4Addr) -> Result<ArpInput, DropReason> {
     // The fixed part (types, lengths, operation) is 8 bytes; read it before trusting the
     // lengths it announces.
     if payload.len() < 8 {
@@ -143,7 +147,7 @@ fn build(
 ///
 /// # Panics
 /// If `buf` is shorter than [`FRAME_LEN`] (a bug in the caller, not bad input).
-pub(crate) fn build_request(
+pub fn build_request(
     buf: &mut [u8],
     our_mac: MacAddr,
     our_ip: Ipv4Addr,
@@ -163,7 +167,7 @@ pub(crate) fn build_request(
 ///
 /// # Panics
 /// If `buf` is shorter than [`FRAME_LEN`].
-pub(crate) fn build_reply(
+pub fn build_reply(
     buf: &mut [u8],
     our_mac: MacAddr,
     our_ip: Ipv4Addr,

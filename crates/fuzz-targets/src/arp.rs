@@ -1,0 +1,177 @@
+//! ARP's wire format and the neighbour cache, driven together as the engine drives them.
+//!
+//! The input is two bytes of cache limits, then operations (see `step`): packets to
+//! validate and learn from, frames to queue for an address, mappings inserted or
+//! imported, clock steps and polls. Checked: what validates obeys RFC 826's rules as
+//! documented (unicast sender, reply owed exactly to a request for us from another
+//! address) and our reply to it validates at the asker; the cache stays within its
+//! bounds, and every frame queued is either still queued, handed out addressed to a
+//! unicast MAC, or counted as failed.
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use rusty_stack::arp::ArpConfig;
+use rusty_stack::fuzzing::{
+    build_reply, build_request, process, ArpCache, ArpInput, EnqueueResult, FRAME_LEN, PACKET_LEN,
+};
+use rusty_stack::io::{MacAddr, ETHERNET_HEADER_LEN};
+use rusty_stack::time::Instant;
+use smoltcp::wire::{ArpOperation, EthernetAddress};
+
+use crate::input::Input;
+use crate::wire::{HOST_IP, HOST_MAC};
+
+/// A small set of addresses, so that operations meet each other, plus some no
+/// neighbour may have.
+fn addr(b: u8) -> Ipv4Addr {
+    match b % 12 {
+        8 => Ipv4Addr::UNSPECIFIED,
+        9 => Ipv4Addr::BROADCAST,
+        10 => Ipv4Addr::new(224, 0, 0, 1),
+        11 => HOST_IP,
+        n => Ipv4Addr::new(10, 0, 0, 10 + n),
+    }
+}
+
+fn mac(b: u8) -> MacAddr {
+    // Mostly unicast; every fourth multicast, and zero for 0xff.
+    match b {
+        0xff => EthernetAddress([0; 6]),
+        _ if b % 4 == 3 => EthernetAddress([1, 0, 0x5e, 0, 0, b]),
+        _ => EthernetAddress([2, 0, 0, 0, 1, b]),
+    }
+}
+
+/// Check what [`process`] accepted from `payload`, and that our answer to it is valid.
+fn check_input(payload: &[u8], input: &ArpInput) {
+    assert!(payload.len() >= PACKET_LEN);
+    assert!(input.sender_mac.is_unicast() && input.sender_mac != EthernetAddress([0; 6]));
+    let ip = input.sender_ip;
+    assert!(!ip.is_broadcast() && !ip.is_multicast() && !ip.is_loopback());
+    assert_eq!(input.targets_us, input.target_ip == HOST_IP);
+    assert_eq!(input.conflict, ip == HOST_IP);
+    let request = input.operation == ArpOperation::Request;
+    assert_eq!(
+        input.reply_owed,
+        request && input.targets_us && !input.conflict
+    );
+    if input.reply_owed {
+        let mut frame = [0u8; FRAME_LEN];
+        build_reply(&mut frame, HOST_MAC, HOST_IP, input.sender_mac, ip);
+        let reply = process(&frame[ETHERNET_HEADER_LEN..], ip).expect("our reply is invalid");
+        assert_eq!(reply.operation, ArpOperation::Reply);
+        assert_eq!((reply.sender_ip, reply.sender_mac), (HOST_IP, HOST_MAC));
+        assert!(reply.targets_us);
+    }
+}
+
+struct State {
+    cache: ArpCache,
+    config: ArpConfig,
+    now: Instant,
+    accepted: usize,
+    taken: usize,
+    failed: usize,
+}
+
+impl State {
+    fn step(&mut self, op: u8, input: &mut Input<'_>) {
+        let now = self.now;
+        match op & 7 {
+            0 => {
+                let len = usize::from(input.u8() % 64);
+                let payload = input.bytes(len);
+                if let Ok(arp) = process(payload, HOST_IP) {
+                    check_input(payload, &arp);
+                    self.cache.learn(&arp, now);
+                }
+            }
+            1 => {
+                let frame = vec![op; 60];
+                if self.cache.enqueue(addr(op >> 3), frame, now) != EnqueueResult::Dropped {
+                    self.accepted += 1;
+                }
+            }
+            2 => {
+                self.cache.insert(addr(op >> 3), mac(input.u8()), now);
+            }
+            3 => {
+                self.cache.import(addr(op >> 3), mac(input.u8()), now);
+            }
+            4 => {
+                let mut ready = Vec::new();
+                self.cache.drain_ready(&mut ready);
+                self.taken += ready.len();
+                for frame in ready {
+                    let dst = EthernetAddress::from_bytes(&frame[..6]);
+                    assert!(dst.is_unicast() && dst != EthernetAddress([0; 6]));
+                }
+            }
+            5 => {
+                let mut requests = Vec::new();
+                self.cache.poll(now, &mut requests, &mut self.failed);
+                assert!(requests.len() <= self.config.max_pending_total);
+            }
+            6 => {
+                let unit = [1, 100, 1000, 60_000][usize::from(op >> 6)];
+                self.now = now + Duration::from_millis(u64::from(input.u8()) * unit);
+            }
+            _ => {
+                if let Some(m) = self.cache.lookup(addr(op >> 3), now) {
+                    assert!(m.is_unicast());
+                }
+                let mut learned = Vec::new();
+                self.cache.drain_learned(&mut learned);
+                assert!(learned.len() <= self.config.max_entries.max(1));
+                for (ip, m) in learned {
+                    assert!(m.is_unicast() && !ip.is_unspecified() && !ip.is_multicast());
+                }
+            }
+        }
+        assert!(self.cache.queued_frames() <= self.config.max_pending_total);
+        assert!(self.cache.len() <= self.config.max_entries);
+        assert_eq!(
+            self.accepted,
+            self.taken + self.failed + self.cache.queued_frames(),
+            "frames lost or made up"
+        );
+    }
+}
+
+/// Run `data` through ARP validation and a fresh neighbour cache. Panics on a bug.
+pub fn arp(data: &[u8]) {
+    let mut input = Input::new(data);
+    let (a, b) = (input.u8(), input.u8());
+    let config = ArpConfig {
+        entry_lifetime: Duration::from_secs(u64::from(a >> 4) * 10),
+        retry_interval: Duration::from_millis(u64::from(b >> 5) * 500),
+        max_retries: u32::from(a >> 2 & 3),
+        max_pending_per_addr: usize::from(b & 7),
+        max_pending_total: usize::from(b >> 3 & 3) * 8,
+        max_entries: usize::from(a & 3) * 2,
+    };
+    // Our own request must validate at its target, which owes a reply unless the
+    // target is us.
+    let target = addr(input.u8());
+    let mut frame = [0u8; FRAME_LEN];
+    build_request(&mut frame, HOST_MAC, HOST_IP, target);
+    let request = process(&frame[ETHERNET_HEADER_LEN..], target).expect("our request is invalid");
+    assert_eq!(request.reply_owed, target != HOST_IP);
+
+    let mut state = State {
+        cache: ArpCache::new(config.clone()),
+        config,
+        now: Instant::ZERO,
+        accepted: 0,
+        taken: 0,
+        failed: 0,
+    };
+    for _ in 0..512 {
+        if input.is_empty() {
+            break;
+        }
+        let op = input.u8();
+        state.step(op, &mut input);
+    }
+}

@@ -1,0 +1,207 @@
+//! The fuzz targets on the stable toolchain, bounded, inside `cargo test`: each runs
+//! every input in `fuzz/corpus/<target>/` and `fuzz/regressions/<target>/` (past
+//! crashes), then seeded random mutations of them (bit flips, byte changes, inserts,
+//! deletes, splices) until a count or about three seconds run out. The mutations are
+//! the same on every run. A crash prints the input's bytes and where it was saved.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusty_fuzz_targets::{seeds, Target, TARGETS};
+
+/// Mutated inputs per target, at most.
+const MUTATIONS: usize = 50_000;
+/// Wall time per target for the mutations, at most.
+const BUDGET: Duration = Duration::from_secs(3);
+
+fn fuzz_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
+}
+
+/// The files of `dir`, sorted by name; none if it does not exist.
+fn inputs(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    // Inputs libFuzzer added while running locally (named by their SHA-1) are not part
+    // of the committed corpus.
+    let grown = |p: &PathBuf| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.len() == 40 && n.bytes().all(|c| c.is_ascii_hexdigit()))
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| !grown(p))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let data = std::fs::read(&p).expect("readable corpus file");
+            (p, data)
+        })
+        .collect()
+}
+
+/// Run `target` on `data`; on a panic, save the input and say where before failing.
+fn run(name: &str, target: Target, data: &[u8], what: &str) {
+    if let Err(e) = panic::catch_unwind(AssertUnwindSafe(|| target(data))) {
+        let path = std::env::temp_dir().join(format!("rusty-fuzz-{name}-crash"));
+        let _ = std::fs::write(&path, data);
+        eprintln!(
+            "{name} panicked on {what}, saved to {} (replay: cargo fuzz run {name} {}): {data:02x?}",
+            path.display(),
+            path.display()
+        );
+        panic::resume_unwind(e);
+    }
+}
+
+/// xorshift64*: the mutations' randomness, seeded per target.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// One to four edits of `base`, with `other` for splices.
+fn mutate(rng: &mut Rng, base: &[u8], other: &[u8]) -> Vec<u8> {
+    const INTERESTING: [u8; 6] = [0, 1, 0x7f, 0x80, 0xfe, 0xff];
+    let mut d = base.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        match rng.below(7) {
+            0 if !d.is_empty() => {
+                let i = rng.below(d.len());
+                d[i] ^= 1 << rng.below(8);
+            }
+            1 if !d.is_empty() => {
+                let i = rng.below(d.len());
+                d[i] = rng.next() as u8;
+            }
+            2 if !d.is_empty() => {
+                let i = rng.below(d.len());
+                d[i] = INTERESTING[rng.below(INTERESTING.len())];
+            }
+            3 => {
+                let i = rng.below(d.len() + 1);
+                let n = 1 + rng.below(8);
+                let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                d.splice(i..i, bytes);
+            }
+            4 if !d.is_empty() => {
+                let i = rng.below(d.len());
+                let n = 1 + rng.below((d.len() - i).min(16));
+                d.drain(i..i + n);
+            }
+            5 if !other.is_empty() => {
+                // Splice: our head, the other input's tail.
+                let cut = rng.below(d.len() + 1);
+                let from = rng.below(other.len());
+                d.truncate(cut);
+                d.extend_from_slice(&other[from..]);
+            }
+            _ if !d.is_empty() => {
+                let i = rng.below(d.len());
+                d.truncate(i);
+            }
+            _ => d.push(rng.next() as u8),
+        }
+    }
+    d
+}
+
+fn smoke(name: &str) {
+    let target = TARGETS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, t)| t)
+        .expect("a target of that name");
+    let dir = fuzz_dir();
+    let corpus = inputs(&dir.join("corpus").join(name));
+    assert!(!corpus.is_empty(), "no seed corpus for {name}");
+    for (path, data) in corpus
+        .iter()
+        .chain(&inputs(&dir.join("regressions").join(name)))
+    {
+        run(name, target, data, &path.display().to_string());
+    }
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ name.len() as u64 ^ (name.as_bytes()[0] as u64) << 8);
+    let start = Instant::now();
+    let mut n = 0;
+    while n < MUTATIONS && start.elapsed() < BUDGET {
+        let base = &corpus[rng.below(corpus.len())].1;
+        let other = &corpus[rng.below(corpus.len())].1;
+        let data = mutate(&mut rng, base, other);
+        run(name, target, &data, &format!("mutation {n}"));
+        n += 1;
+    }
+    eprintln!(
+        "{name}: {} corpus inputs, {n} mutations in {:?}",
+        corpus.len(),
+        start.elapsed()
+    );
+}
+
+#[test]
+fn engine_frame() {
+    smoke("engine_frame");
+}
+
+#[test]
+fn tcp_segment() {
+    smoke("tcp_segment");
+}
+
+#[test]
+fn arp() {
+    smoke("arp");
+}
+
+#[test]
+fn http_request() {
+    smoke("http_request");
+}
+
+#[test]
+fn link_spec_cli() {
+    smoke("link_spec_cli");
+}
+
+#[test]
+fn every_target_has_a_smoke_test() {
+    let names: Vec<_> = TARGETS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        names,
+        [
+            "engine_frame",
+            "tcp_segment",
+            "arp",
+            "http_request",
+            "link_spec_cli"
+        ]
+    );
+}
+
+/// Write the seed corpus ([`seeds::all`]) to `fuzz/corpus/<target>/`, replacing the
+/// files of the same names.
+#[test]
+#[ignore = "writes fuzz/corpus; run by hand after changing an input format"]
+fn write_seed_corpus() {
+    for seed in seeds::all() {
+        let dir = fuzz_dir().join("corpus").join(seed.target);
+        std::fs::create_dir_all(&dir).expect("corpus directory");
+        std::fs::write(dir.join(&seed.name), &seed.data).expect("corpus file");
+    }
+}
