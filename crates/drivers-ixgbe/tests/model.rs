@@ -496,3 +496,30 @@ fn clear_errors_for_a_dead_link_small_memory_and_bad_sizes() {
         );
     }
 }
+
+/// A frame spread over several descriptors (possible only if jumbo frames were turned
+/// on behind the driver's back: its buffers hold one MTU-sized frame) is dropped whole
+/// and counted, and the ring carries on with the next frame.
+#[test]
+fn a_frame_spread_over_several_descriptors_is_dropped_whole_and_counted() {
+    let m = model();
+    let wire = m.wire();
+    let mut q = open(m.device(), &small(1)).expect("up").remove(0);
+    // HLREG0.JUMBOEN (bit 2) and MAXFRS.MFS = 9018, written as a misbehaving agent would.
+    let regs = m.device().regs;
+    regs.write(regs::HLREG0, regs.read(regs::HLREG0) | 1 << 2);
+    regs.write(0x04268, 9018 << 16);
+    let v = wire.deliver(&tcp_frame(1, &[7; 5000], false));
+    assert!(
+        matches!(v, RxVerdict::Delivered { descriptors: 3, .. }),
+        "{v:?}"
+    );
+    assert!(matches!(
+        wire.deliver(&tcp_frame(2, b"next", false)),
+        RxVerdict::Delivered { .. }
+    ));
+    let mut got = Vec::new();
+    assert_eq!(q.receive(&mut got, 8), 1, "only the whole frame");
+    assert_eq!(&got[0][54..], b"next");
+    assert_eq!(q.stats().rx_bad, 3, "each descriptor of the spread frame");
+}
