@@ -317,7 +317,7 @@ fn ixgbe_model(
         .map_err(|e| LaunchError::Tap(tap.to_string(), e))?
         .pop()
         .ok_or_else(|| err("the TAP device opened no queue".into()))?;
-    let bridge = rusty_drivers_ixgbe::bridge::Bridge::spawn(model.wire(), port)
+    let bridge = rusty_stack::io::bridge::Bridge::spawn(model.wire(), port)
         .map_err(|e| err(format!("bridge thread: {e}")))?;
     let keep: Arc<dyn std::any::Any + Send + Sync> = Arc::new(bridge);
     let mut queues = rusty_drivers_ixgbe::open(

@@ -11,7 +11,6 @@
 //! All `unsafe` code is in [`dma`] (memory shared with the device) and `sys` (the
 //! system calls, mappings and MMIO of a real device).
 
-pub mod bridge;
 pub mod desc;
 pub mod dma;
 mod hugepages;

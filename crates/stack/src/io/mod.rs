@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use crate::rss::RssConfig;
 
+pub mod bridge;
 mod doorbell;
 pub mod fault;
 pub mod memory;
