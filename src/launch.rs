@@ -26,7 +26,15 @@ use rusty_stack::tcp::config::CongestionAlgorithm;
 use rusty_stack::{EngineConfig, Handler, MemoryBudget, Stats, SystemClock, TcpConfig};
 
 /// Drivers this build can run.
-pub const BUILT_IN: &[&str] = &["kernel", "tap", "xdp", "ixgbe", "ixgbe-model"];
+pub const BUILT_IN: &[&str] = &[
+    "kernel",
+    "tap",
+    "xdp",
+    "ixgbe",
+    "ixgbe-model",
+    "mpipe",
+    "mpipe-model",
+];
 
 /// Everything about where and how workers run, from the command line.
 #[derive(Debug, Clone)]
@@ -130,6 +138,8 @@ pub enum LaunchError {
     Ixgbe(String, String),
     /// The ixgbe driver on the model: its TAP, or bringing the model up.
     IxgbeModel(String, String),
+    /// An mPIPE link (TILE-Gx), or the mPIPE driver on the gxio model.
+    Mpipe(String, String),
     Pcap(PathBuf, std::io::Error),
     Runtime(RuntimeError),
     Usage(String),
@@ -144,6 +154,7 @@ impl fmt::Display for LaunchError {
             LaunchError::Xdp(name, e) => write!(f, "xdp:{name}: {e}"),
             LaunchError::Ixgbe(pci, e) => write!(f, "ixgbe:{pci}: {e}"),
             LaunchError::IxgbeModel(name, e) => write!(f, "ixgbe-model:{name}: {e}"),
+            LaunchError::Mpipe(name, e) => write!(f, "{name}: {e}"),
             LaunchError::Pcap(p, e) => write!(f, "pcap file {}: {e}", p.display()),
             LaunchError::Runtime(e) => write!(f, "{e}"),
             LaunchError::Usage(s) => write!(f, "{s}"),
@@ -280,25 +291,65 @@ where
                     out.push(engines.worker(name, link_index, link, dev)?);
                 }
             }
+            LinkKind::Mpipe { link: name } => {
+                let queues = rusty_drivers_mpipe::open_tilegx(name, link.workers)
+                    .map_err(|e| LaunchError::Mpipe(name.clone(), e.to_string()))?;
+                for (q, dev) in queues.into_iter().enumerate() {
+                    out.push(engines.worker(
+                        format!("mpipe-{name}-q{q}"),
+                        link_index,
+                        link,
+                        dev,
+                    )?);
+                }
+            }
+            LinkKind::MpipeModel { tap } => {
+                for (q, dev) in mpipe_model(tap, link, launch)?.into_iter().enumerate() {
+                    let name = format!("mpipe-model-{tap}-q{q}");
+                    out.push(engines.worker(name, link_index, link, dev)?);
+                }
+            }
             LinkKind::IxgbeModel { tap } => {
                 for (q, dev) in ixgbe_model(tap, link, launch)?.into_iter().enumerate() {
                     let name = format!("ixgbe-model-{tap}-q{q}");
                     out.push(engines.worker(name, link_index, link, dev)?);
                 }
             }
-            other => {
-                return Err(LaunchError::Link(LinkSpecError::NotBuiltIn(
-                    other.driver().into(),
-                )))
-            }
         }
     }
     Ok(out)
 }
 
+/// A TAP device with one queue and no offloads, for a model device's wire (which
+/// carries plain frames), and the MAC the model answers to.
+fn model_tap(
+    tap: &str,
+    mac: [u8; 6],
+    launch: &Launch,
+) -> Result<rusty_drivers_tap::TapQueue, LaunchError> {
+    let mut cfg = TapConfig::new(tap.to_string(), 1);
+    cfg.offloads = false;
+    cfg.host = launch.tap_host;
+    cfg.mac = Some(rusty_stack::io::MacAddr::from_bytes(&mac));
+    rusty_drivers_tap::open(&cfg)
+        .map_err(|e| LaunchError::Tap(tap.to_string(), e))?
+        .pop()
+        .ok_or_else(|| LaunchError::Usage(format!("TAP {tap} opened no queue")))
+}
+
+/// Bridge `wire` to `port` on a thread that lives as long as the queues that get the
+/// returned handle.
+fn bridge(
+    wire: impl rusty_stack::io::bridge::FrameWire,
+    port: rusty_drivers_tap::TapQueue,
+) -> std::io::Result<Arc<dyn std::any::Any + Send + Sync>> {
+    Ok(Arc::new(rusty_stack::io::bridge::Bridge::spawn(
+        wire, port,
+    )?))
+}
+
 /// The ixgbe driver's queues on a model of the 82599 whose wire is the TAP device
-/// `tap` (one queue, no offloads: the model's wire carries plain frames), bridged on a
-/// thread that lives as long as the queues.
+/// `tap`, bridged on a thread that lives as long as the queues.
 fn ixgbe_model(
     tap: &str,
     link: &LinkSpec,
@@ -309,20 +360,36 @@ fn ixgbe_model(
     // A locally administered MAC in Intel's style, as if read from the EEPROM.
     let mac = [0x02, 0x1b, 0x21, 0x00, 0x00, 0x01];
     let model = Model::new(ModelConfig::new(mac, 256 << 20));
-    let mut cfg = TapConfig::new(tap.to_string(), 1);
-    cfg.offloads = false;
-    cfg.host = launch.tap_host;
-    cfg.mac = Some(rusty_stack::io::MacAddr::from_bytes(&mac));
-    let port = rusty_drivers_tap::open(&cfg)
-        .map_err(|e| LaunchError::Tap(tap.to_string(), e))?
-        .pop()
-        .ok_or_else(|| err("the TAP device opened no queue".into()))?;
-    let bridge = rusty_stack::io::bridge::Bridge::spawn(model.wire(), port)
+    let keep = bridge(model.wire(), model_tap(tap, mac, launch)?)
         .map_err(|e| err(format!("bridge thread: {e}")))?;
-    let keep: Arc<dyn std::any::Any + Send + Sync> = Arc::new(bridge);
     let mut queues = rusty_drivers_ixgbe::open(
         model.device(),
         &rusty_drivers_ixgbe::IxgbeConfig::new(link.workers),
+    )
+    .map_err(|e| err(e.to_string()))?;
+    for q in &mut queues {
+        q.keep_alive(Arc::clone(&keep));
+    }
+    Ok(queues)
+}
+
+/// The mPIPE driver's queues on the host model of gxio whose wire is the TAP device
+/// `tap`, bridged on a thread that lives as long as the queues.
+fn mpipe_model(
+    tap: &str,
+    link: &LinkSpec,
+    launch: &Launch,
+) -> Result<Vec<rusty_drivers_mpipe::MpipeQueue>, LaunchError> {
+    use rusty_drivers_mpipe::model::{Model, ModelConfig};
+    let err = |e: String| LaunchError::Mpipe(format!("mpipe-model:{tap}"), e);
+    let mac = [0x02, 0x00, 0x7a, 0x00, 0x00, 0x01];
+    let model = Model::new(ModelConfig::new(mac));
+    let keep = bridge(model.wire(), model_tap(tap, mac, launch)?)
+        .map_err(|e| err(format!("bridge thread: {e}")))?;
+    let mut queues = rusty_drivers_mpipe::open(
+        model.gxio(),
+        "xgbe0",
+        &rusty_drivers_mpipe::MpipeConfig::new(link.workers),
     )
     .map_err(|e| err(e.to_string()))?;
     for q in &mut queues {

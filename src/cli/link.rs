@@ -19,9 +19,10 @@ pub fn links_help(example: &str) -> String {
     format!(
         "Links: <n links> then, per link, <link> <ipv4>[/prefix] <n workers>, where <link> is\n\
          kernel, tapN, tap:NAME (a TAP device, created if missing), xdp:IFNAME (AF_XDP on\n\
-         the queues of an existing interface, one per worker; needs root) or ixgbe-model:TAP\n\
-         (the 82599 driver on a model of the NIC whose wire is the TAP device TAP). An address\n\
-         without a prefix is a /24 (so is --tap-host's).\n\
+         the queues of an existing interface, one per worker; needs root), ixgbe:PCI (an Intel\n\
+         82599 port in user space), mpipe:LINK or xgbeN/gbeN (TILE-Gx only), or\n\
+         ixgbe-model:TAP / mpipe-model:TAP (those drivers on a model of their device whose wire\n\
+         is the TAP device TAP). An address without a prefix is a /24 (so is --tap-host's).\n\
          Example: {example}"
     )
 }
@@ -43,6 +44,10 @@ pub enum LinkKind {
     Mpipe {
         link: String,
     },
+    /// Rusty's mPIPE driver on the host model of gxio, its wire bridged to a TAP device.
+    MpipeModel {
+        tap: String,
+    },
     Xdp {
         ifname: String,
     },
@@ -57,6 +62,7 @@ impl LinkKind {
             LinkKind::Ixgbe { .. } => "ixgbe",
             LinkKind::IxgbeModel { .. } => "ixgbe-model",
             LinkKind::Mpipe { .. } => "mpipe",
+            LinkKind::MpipeModel { .. } => "mpipe-model",
             LinkKind::Xdp { .. } => "xdp",
         }
     }
@@ -79,6 +85,7 @@ impl fmt::Display for LinkKind {
             LinkKind::Ixgbe { pci } => write!(f, "ixgbe:{pci}"),
             LinkKind::IxgbeModel { tap } => write!(f, "ixgbe-model:{tap}"),
             LinkKind::Mpipe { link } => write!(f, "mpipe:{link}"),
+            LinkKind::MpipeModel { tap } => write!(f, "mpipe-model:{tap}"),
             LinkKind::Xdp { ifname } => write!(f, "xdp:{ifname}"),
         }
     }
@@ -113,6 +120,9 @@ impl FromStr for LinkKind {
                 "ixgbe-model" => Ok(LinkKind::IxgbeModel {
                     tap: ifname(arg, "ixgbe-model")?,
                 }),
+                "mpipe-model" => Ok(LinkKind::MpipeModel {
+                    tap: ifname(arg, "mpipe-model")?,
+                }),
                 "ixgbe" if !arg.is_empty() => Ok(LinkKind::Ixgbe {
                     pci: arg.to_string(),
                 }),
@@ -120,9 +130,15 @@ impl FromStr for LinkKind {
                     link: arg.to_string(),
                 }),
                 _ => Err(LinkSpecError::BadLink(format!(
-                    "unknown link '{s}' (expected kernel, tapN, tap:NAME, xdp:IFNAME, ixgbe:PCI, ixgbe-model:TAP or mpipe:LINK)"
+                    "unknown link '{s}' (expected kernel, tapN, tap:NAME, xdp:IFNAME, ixgbe:PCI, ixgbe-model:TAP, mpipe:LINK, xgbeN/gbeN or mpipe-model:TAP)"
                 ))),
             };
+        }
+        // The original Rusty's bare mPIPE link names (TILE-Gx only).
+        if tilegx_link_name(s) {
+            return Ok(LinkKind::Mpipe {
+                link: s.to_string(),
+            });
         }
         if s.starts_with("tap") {
             return Ok(LinkKind::Tap {
@@ -130,9 +146,17 @@ impl FromStr for LinkKind {
             });
         }
         Err(LinkSpecError::BadLink(format!(
-            "unknown link '{s}' (expected kernel, tapN, tap:NAME, xdp:IFNAME, ixgbe:PCI, ixgbe-model:TAP or mpipe:LINK)"
+            "unknown link '{s}' (expected kernel, tapN, tap:NAME, xdp:IFNAME, ixgbe:PCI, ixgbe-model:TAP, mpipe:LINK, xgbeN/gbeN or mpipe-model:TAP)"
         )))
     }
+}
+
+/// An mPIPE link as TILE-Gx names them: `xgbe` or `gbe` and a port number.
+fn tilegx_link_name(s: &str) -> bool {
+    ["xgbe", "gbe"].iter().any(|p| {
+        s.strip_prefix(p)
+            .is_some_and(|n| !n.is_empty() && n.len() <= 2 && n.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// One link: its driver, this host's address on it and how many workers serve it.
@@ -249,6 +273,33 @@ mod tests {
         assert_eq!(model.kind, LinkKind::IxgbeModel { tap: "tap7".into() });
         assert_eq!(model.kind.to_string(), "ixgbe-model:tap7");
         assert!("ixgbe-model:".parse::<LinkKind>().is_err());
+        for (spec, kind) in [
+            (
+                "mpipe:xgbe1",
+                LinkKind::Mpipe {
+                    link: "xgbe1".into(),
+                },
+            ),
+            (
+                "xgbe1",
+                LinkKind::Mpipe {
+                    link: "xgbe1".into(),
+                },
+            ),
+            (
+                "gbe0",
+                LinkKind::Mpipe {
+                    link: "gbe0".into(),
+                },
+            ),
+            (
+                "mpipe-model:tap2",
+                LinkKind::MpipeModel { tap: "tap2".into() },
+            ),
+        ] {
+            assert_eq!(spec.parse::<LinkKind>(), Ok(kind), "{spec}");
+        }
+        assert!("xgbe".parse::<LinkKind>().is_err());
     }
 
     /// Found by the `link_spec_cli` fuzz target: a count near `usize::MAX` overflowed

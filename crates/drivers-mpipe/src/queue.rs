@@ -154,9 +154,17 @@ pub struct MpipeQueue {
     in_flight: VecDeque<(u64, u64)>,
     unflushed: bool,
     stats: QueueStats,
+    /// Whatever else must live as long as the device's queues (the model's wire bridge).
+    keep: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl MpipeQueue {
+    /// Keep `thing` alive as long as this queue (every queue of a link given the same
+    /// `Arc` keeps it until the last one goes): the model's wire bridge.
+    pub fn keep_alive(&mut self, thing: Arc<dyn std::any::Any + Send + Sync>) {
+        self.keep = Some(thing);
+    }
+
     pub(crate) fn new(p: QueueParts) -> MpipeQueue {
         let homes = p
             .stacks
@@ -181,6 +189,7 @@ impl MpipeQueue {
             in_flight: VecDeque::new(),
             unflushed: false,
             stats: QueueStats::default(),
+            keep: None,
         }
     }
 

@@ -162,6 +162,12 @@ fn start_ixgbe_model_echo(net: &mut TestNet, workers: usize, extra: &[&str]) -> 
     start_echo_on_a_tap(net, "ixgbe-model", workers, 1, extra).0
 }
 
+/// Start `echo` on the mPIPE driver over the host model of gxio, its wire bridged to a
+/// fresh TAP device (one queue).
+fn start_mpipe_model_echo(net: &mut TestNet, workers: usize, extra: &[&str]) -> Proc {
+    start_echo_on_a_tap(net, "mpipe-model", workers, 1, extra).0
+}
+
 /// Raw-socket ICMP echo and `ping` from the namespace to echo on the link `start` makes.
 fn pings(test: &str, start: StartEcho) {
     let Some(mut net) = setup(test, &["python3"]) else {
@@ -245,6 +251,19 @@ fn hundred_connections(test: &str, tools: &[&str], start: StartEcho, seed: &str)
 
 /// Starts `echo` with `workers` workers and extra flags on a link of its own.
 type StartEcho = fn(&mut TestNet, usize, &[&str]) -> Proc;
+
+/// 2c. The same through the mPIPE driver on the host model of gxio, two workers: the
+///     model's classifier spreads flows over the workers' notification rings by bucket,
+///     and the workers hand segments to the flow's owner.
+#[test]
+fn echo_on_the_mpipe_model_100_connections() {
+    hundred_connections(
+        "echo_on_the_mpipe_model_100_connections",
+        &[],
+        start_mpipe_model_echo,
+        "6",
+    );
+}
 
 /// 3. The same while nftables in the namespace drops 5% of the kernel's packets.
 #[test]

@@ -139,6 +139,16 @@ fn start_ixgbe_model_httpd(net: &mut TestNet, root: &Path, extra: &[&str]) -> Pr
     start_httpd_on_a_tap(net, root, "ixgbe-model", 1, extra)
 }
 
+/// 1d. httpd's whole check list through the mPIPE driver on the host model of gxio.
+#[test]
+fn httpd_on_the_mpipe_model_all_checks() {
+    all_checks(
+        "httpd_on_the_mpipe_model_all_checks",
+        &[],
+        |net, root, extra| start_httpd_on_a_tap(net, root, "mpipe-model", 1, extra),
+    );
+}
+
 /// 1b. The same on AF_XDP: two workers on a two-queue veth, the peer a bridge hop away.
 #[test]
 fn httpd_on_xdp_all_checks() {

@@ -296,6 +296,16 @@ impl Wire {
     }
 }
 
+impl rusty_stack::io::bridge::FrameWire for Wire {
+    fn deliver(&self, frame: &[u8]) {
+        // Dropped frames are the model's business (its counters and misuse log).
+        let _ = Wire::deliver(self, frame);
+    }
+    fn take_transmitted(&self, out: &mut Vec<Vec<u8>>) {
+        Wire::take_transmitted(self, out);
+    }
+}
+
 /// Errors the MAC reports in an idesc (see [`Wire::deliver_flawed`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Faults {
