@@ -57,264 +57,41 @@ fn bring_up_follows_the_datasheet_and_programs_rss() {
 
 // ----- Whole conversations: Rusty on the driver's queues, a peer on the model's wire -----
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use rusty_drivers_ixgbe::model::Wire;
-use rusty_drivers_ixgbe::IxgbeQueue;
-use rusty_stack::io::memory::{self, MemoryLink};
-use rusty_stack::io::{Capabilities, MacAddr};
-use rusty_stack::sim;
-use rusty_stack::{CloseReason, Conn, Engine, Handler, Opener, VirtualClock};
+use rusty_stack::io::MacAddr;
+use rusty_stack::sim::rig::{EchoClient, Rig, ECHO_PORT};
 
 const RUSTY_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 9, 2);
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 9, 1);
-const ECHO_PORT: u16 = 7;
-const PEER_PORT: u16 = 9000;
-
-/// Stream byte `i` of connection `c`.
-fn byte(c: usize, i: usize) -> u8 {
-    (i.wrapping_mul(31) ^ c.wrapping_mul(131) ^ (i >> 9)) as u8
-}
-
-/// Rusty's side: echoes what it gets, and records which flows each worker saw.
-#[derive(Default)]
-struct Worker {
-    accepted: Vec<SocketAddrV4>,
-    /// Active opens that completed, and what came back on them.
-    connected: Vec<SocketAddrV4>,
-    closed: Vec<CloseReason>,
-}
-
-impl Handler for Worker {
-    type Conn = ();
-    fn accept(&mut self, _local: SocketAddrV4, remote: SocketAddrV4) -> Option<()> {
-        self.accepted.push(remote);
-        Some(())
-    }
-    fn connected(&mut self, conn: &mut Conn<'_, ()>) {
-        if conn.local_addr().port() != ECHO_PORT {
-            self.connected.push(conn.peer_addr());
-            conn.close();
-        }
-    }
-    fn data(&mut self, conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {
-        conn.send(data).unwrap_or(0)
-    }
-    fn peer_closed(&mut self, conn: &mut Conn<'_, ()>) {
-        conn.close();
-    }
-    fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), reason: CloseReason) {
-        self.closed.push(reason);
-    }
-}
-
-/// The peer: opens `conns` connections to the echo port, sends `len` bytes on each and
-/// checks every byte that comes back; also accepts Rusty's active opens.
-struct Peer {
-    len: usize,
-    /// Per connection: bytes sent and bytes received back (and checked).
-    progress: Vec<(usize, usize)>,
-    errors: Vec<String>,
-    done: usize,
-    accepted: Vec<SocketAddrV4>,
-}
-
-impl Handler for Peer {
-    type Conn = usize;
-    fn accept(&mut self, _local: SocketAddrV4, remote: SocketAddrV4) -> Option<usize> {
-        self.accepted.push(remote);
-        Some(usize::MAX)
-    }
-    fn connected(&mut self, conn: &mut Conn<'_, usize>) {
-        self.pump(conn);
-    }
-    fn data(&mut self, conn: &mut Conn<'_, usize>, data: &[u8]) -> usize {
-        let c = *conn.state();
-        if c == usize::MAX {
-            return data.len();
-        }
-        let got = &mut self.progress[c].1;
-        for (k, b) in data.iter().enumerate() {
-            if *b != byte(c, *got + k) {
-                self.errors
-                    .push(format!("conn {c}: byte {} wrong", *got + k));
-                conn.abort();
-                return 0;
-            }
-        }
-        *got += data.len();
-        if *got == self.len {
-            conn.close();
-        }
-        data.len()
-    }
-    fn writable(&mut self, conn: &mut Conn<'_, usize>) {
-        self.pump(conn);
-    }
-    fn peer_closed(&mut self, conn: &mut Conn<'_, usize>) {
-        conn.close();
-    }
-    fn closed(&mut self, _: &mut Opener<'_, usize>, c: usize, reason: CloseReason) {
-        if c == usize::MAX {
-            return;
-        }
-        if reason != CloseReason::Normal || self.progress[c].1 != self.len {
-            self.errors.push(format!(
-                "conn {c} closed {reason:?} at {:?}",
-                self.progress[c]
-            ));
-        }
-        self.done += 1;
-    }
-}
-
-impl Peer {
-    fn pump(&mut self, conn: &mut Conn<'_, usize>) {
-        let c = *conn.state();
-        if c == usize::MAX {
-            return;
-        }
-        let sent = &mut self.progress[c].0;
-        let mut chunk = [0u8; 4096];
-        while *sent < self.len {
-            let n = (self.len - *sent).min(chunk.len());
-            for (k, b) in chunk[..n].iter_mut().enumerate() {
-                *b = byte(c, *sent + k);
-            }
-            let took = conn.send(&chunk[..n]).unwrap_or(0);
-            *sent += took;
-            if took < n {
-                conn.notify_writable();
-                break;
-            }
-        }
-    }
-}
-
-/// Rusty's workers on the driver's queues over the model, the peer on a memory link,
-/// and the frames carried between the model's wire and the link.
-struct Bench {
-    clock: VirtualClock,
-    workers: Vec<Engine<IxgbeQueue, Worker, VirtualClock>>,
-    peer: Engine<MemoryLink, Peer, VirtualClock>,
-    link: MemoryLink,
-    wire: Wire,
-    model: Model,
-    /// Frames the model put on the wire.
-    wire_frames: u64,
-}
-
-impl Bench {
-    fn new(queues: usize, peer: Peer) -> Bench {
-        let model = model();
-        let clock = VirtualClock::new();
-        let workers = open(model.device(), &small(queues))
-            .expect("the model comes up")
-            .into_iter()
-            .enumerate()
-            .map(|(i, q)| {
-                let mut cfg = sim::engine_config(RUSTY_IP, i as u64);
-                cfg.prefix_len = 24;
-                let mut e = Engine::new(q, Worker::default(), clock.clone(), cfg);
-                e.listen(ECHO_PORT, 1024);
-                e
-            })
-            .collect();
-        let peer_mac = MacAddr::from_bytes(&[0x02, 0, 0, 0, 0x99, 1]);
-        let (link, dev) = memory::pair(
-            Capabilities::new(MacAddr::from_bytes(&MAC), 1500),
-            Capabilities::new(peer_mac, 1500),
-        );
-        let mut peer = Engine::new(dev, peer, clock.clone(), sim::engine_config(PEER_IP, 99));
-        peer.listen(PEER_PORT, 1024);
-        Bench {
-            clock,
-            workers,
-            peer,
-            wire: model.wire(),
-            link,
-            model,
-            wire_frames: 0,
-        }
-    }
-
-    /// One round: every engine's loop turn, the frames carried both ways, 1 ms of time.
-    fn step(&mut self) {
-        self.peer.poll();
-        let mut out = Vec::new();
-        self.link.receive(&mut out, usize::MAX);
-        for f in &out {
-            self.wire.deliver(f);
-        }
-        for w in &mut self.workers {
-            w.poll();
-        }
-        // ARP replies are not hashed (queue 0): share what a worker learns with its
-        // siblings, as the runtime does.
-        let mut learned = Vec::new();
-        for w in &mut self.workers {
-            w.drain_learned_arp(&mut learned);
-        }
-        for (ip, mac) in learned {
-            for w in &mut self.workers {
-                w.import_arp(ip, mac);
-            }
-        }
-        let mut sent = Vec::new();
-        self.wire.take_transmitted(&mut sent);
-        self.wire_frames += sent.len() as u64;
-        for f in sent {
-            if let Some(mut b) = self.link.alloc_tx(f.len()) {
-                b.copy_from_slice(&f);
-                self.link.transmit(&mut vec![b]);
-            }
-        }
-        self.clock.advance(Duration::from_millis(1));
-    }
-}
 
 #[test]
 fn echo_over_four_queues_lands_every_flow_where_rss_said() {
     const CONNS: usize = 100;
-    let peer = Peer {
-        len: 20_000,
-        progress: vec![(0, 0); CONNS],
-        errors: Vec::new(),
-        done: 0,
-        accepted: Vec::new(),
-    };
-    let mut b = Bench::new(4, peer);
-    for c in 0..CONNS {
-        let r = b.peer.connect(SocketAddrV4::new(RUSTY_IP, ECHO_PORT), c);
-        assert!(r.is_ok(), "connect {c}");
-    }
-    // Rusty's own active opens: each worker's return traffic must come back to it.
-    for w in &mut b.workers {
-        for _ in 0..5 {
-            assert!(w.connect(SocketAddrV4::new(PEER_IP, PEER_PORT), ()).is_ok());
-        }
-    }
-    for _ in 0..20_000 {
-        b.step();
-        if b.peer.handler().done == CONNS
-            && b.workers.iter().all(|w| w.handler().connected.len() == 5)
-        {
-            break;
-        }
-    }
-    let p = b.peer.handler();
+    let m = model();
+    let queues = open(m.device(), &small(4)).expect("the model comes up");
+    let rss = queues[0].capabilities().rss.clone().expect("rss");
+    let client = EchoClient::new(CONNS, 20_000);
+    let mut rig = Rig::new(
+        queues,
+        m.wire(),
+        (RUSTY_IP, MacAddr::from_bytes(&MAC)),
+        PEER_IP,
+        client,
+    );
+    // Rusty's own active opens too: each worker's return traffic must come back to it.
+    rig.run_echo(CONNS, 5, 20_000);
+    let p = rig.peer.handler();
     assert!(p.errors.is_empty(), "{:?}", p.errors);
     assert_eq!(p.done, CONNS, "every echo finished");
-    assert!(b.model.misuse().is_empty(), "{:?}", b.model.misuse());
-    let rss = b.workers[0]
-        .device()
-        .capabilities()
-        .rss
-        .clone()
-        .expect("rss");
+    assert!(m.misuse().is_empty(), "{:?}", m.misuse());
+    assert_eq!(
+        rig.handed_over, 0,
+        "RSS is predictable: nothing to hand over"
+    );
     let mut per_queue = [0usize; 4];
-    for (q, w) in b.workers.iter().enumerate() {
+    for (q, w) in rig.workers.iter().enumerate() {
         for remote in &w.handler().accepted {
             let want = rss.queue_for_rx_flow(*remote.ip(), RUSTY_IP, remote.port(), ECHO_PORT);
             assert_eq!(
@@ -325,26 +102,30 @@ fn echo_over_four_queues_lands_every_flow_where_rss_said() {
             per_queue[q] += 1;
         }
         assert_eq!(
-            w.handler().connected.len(),
+            w.handler().opened,
             5,
             "worker {q}'s active opens all completed"
         );
     }
     assert_eq!(per_queue.iter().sum::<usize>(), CONNS);
+    assert!(per_queue.iter().all(|&n| n > 0), "{per_queue:?}");
+    eprintln!("flows per queue: {per_queue:?}");
     // Bulk echoes went out as TSO super-frames, which the model cut into segments (the
     // peer checked every byte and every checksum of them).
-    let handed: u64 = b.workers.iter().map(|w| w.device().stats().tx_frames).sum();
+    let handed: u64 = rig
+        .workers
+        .iter()
+        .map(|w| w.device().stats().tx_frames)
+        .sum();
     assert!(
-        b.wire_frames > handed,
+        rig.wire_frames > handed,
         "{} frames on the wire from {handed} handed over",
-        b.wire_frames
+        rig.wire_frames
     );
     eprintln!(
         "{} frames on the wire from {handed} handed to the device",
-        b.wire_frames
+        rig.wire_frames
     );
-    assert!(per_queue.iter().all(|&n| n > 0), "{per_queue:?}");
-    eprintln!("flows per queue: {per_queue:?}");
 }
 
 /// A minimal IPv4/TCP frame to Rusty's MAC (checksums right unless `break_tcp`).

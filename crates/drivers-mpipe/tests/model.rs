@@ -4,24 +4,19 @@
 //! the model's wire.
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddrV4};
-use std::time::Duration;
+use std::net::Ipv4Addr;
 
 use rusty_drivers_mpipe::gxio::BufferSize;
-use rusty_drivers_mpipe::model::{Faults, Model, ModelConfig, RxVerdict, Wire};
+use rusty_drivers_mpipe::model::{Faults, Model, ModelConfig, RxVerdict};
 use rusty_drivers_mpipe::{open, open_tilegx, MpipeConfig, MpipeError, MpipeQueue};
 use rusty_stack::checksum;
-use rusty_stack::io::memory::{self, MemoryLink};
-use rusty_stack::io::{Capabilities, ChecksumRequest, MacAddr, PacketIo, RxFrame, TxFrame, TxMeta};
-use rusty_stack::sim;
-use rusty_stack::{CloseReason, Conn, Engine, Handler, Opener, VirtualClock};
+use rusty_stack::io::{ChecksumRequest, MacAddr, PacketIo, RxFrame, TxFrame, TxMeta};
+use rusty_stack::sim::rig::{EchoClient, Rig, ECHO_PORT};
 
 const MAC: [u8; 6] = [0x02, 0x1a, 0xe0, 0x00, 0x00, 0x01];
 const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x77, 1];
 const RUSTY_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 12, 2);
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 12, 1);
-const ECHO_PORT: u16 = 7;
-const PEER_PORT: u16 = 9000;
 
 fn up(workers: usize) -> (Model, Vec<MpipeQueue>) {
     up_with(MpipeConfig::new(workers))
@@ -307,237 +302,29 @@ fn a_full_egress_ring_pushes_back_and_recovers_after_completions() {
 
 // ----- Whole conversations: Rusty on the driver's queues, a peer on the model's wire -----
 
-/// Stream byte `i` of connection `c`.
-fn byte(c: usize, i: usize) -> u8 {
-    (i.wrapping_mul(7) ^ c.wrapping_mul(151) ^ (i >> 8)) as u8
-}
-
-/// Rusty's side: echoes, and notes the flows it accepted and the active opens that
-/// completed.
-#[derive(Default)]
-struct Echo {
-    accepted: Vec<SocketAddrV4>,
-    opened: usize,
-}
-
-impl Handler for Echo {
-    type Conn = ();
-    fn accept(&mut self, _local: SocketAddrV4, remote: SocketAddrV4) -> Option<()> {
-        self.accepted.push(remote);
-        Some(())
-    }
-    fn connected(&mut self, conn: &mut Conn<'_, ()>) {
-        if conn.local_addr().port() != ECHO_PORT {
-            self.opened += 1;
-            conn.close();
-        }
-    }
-    fn data(&mut self, conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {
-        conn.send(data).unwrap_or(0)
-    }
-    fn peer_closed(&mut self, conn: &mut Conn<'_, ()>) {
-        conn.close();
-    }
-}
-
-/// The peer: `len` bytes out on each connection, every byte back checked.
-struct Client {
-    len: usize,
-    /// Per connection: bytes sent, bytes back.
-    progress: Vec<(usize, usize)>,
-    errors: Vec<String>,
-    done: usize,
-}
-
-/// A connection the peer accepted (Rusty's active opens), not one of its own.
-const ACCEPTED: usize = usize::MAX;
-
-impl Handler for Client {
-    type Conn = usize;
-    fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<usize> {
-        Some(ACCEPTED)
-    }
-    fn connected(&mut self, conn: &mut Conn<'_, usize>) {
-        self.send_more(conn);
-    }
-    fn writable(&mut self, conn: &mut Conn<'_, usize>) {
-        self.send_more(conn);
-    }
-    fn data(&mut self, conn: &mut Conn<'_, usize>, data: &[u8]) -> usize {
-        let c = *conn.state();
-        if c == ACCEPTED {
-            return data.len();
-        }
-        let back = self.progress[c].1;
-        if let Some(k) = (0..data.len()).find(|&k| data[k] != byte(c, back + k)) {
-            self.errors
-                .push(format!("conn {c}: byte {} differs", back + k));
-            conn.abort();
-            return 0;
-        }
-        self.progress[c].1 += data.len();
-        if self.progress[c].1 == self.len {
-            conn.close();
-        }
-        data.len()
-    }
-    fn peer_closed(&mut self, conn: &mut Conn<'_, usize>) {
-        conn.close();
-    }
-    fn closed(&mut self, _: &mut Opener<'_, usize>, c: usize, reason: CloseReason) {
-        if c == ACCEPTED {
-            return;
-        }
-        if reason != CloseReason::Normal || self.progress[c].1 != self.len {
-            self.errors
-                .push(format!("conn {c}: {reason:?} at {:?}", self.progress[c]));
-        }
-        self.done += 1;
-    }
-}
-
-impl Client {
-    fn send_more(&mut self, conn: &mut Conn<'_, usize>) {
-        let c = *conn.state();
-        if c == ACCEPTED {
-            return;
-        }
-        let mut buf = [0u8; 2048];
-        while self.progress[c].0 < self.len {
-            let sent = self.progress[c].0;
-            let n = (self.len - sent).min(buf.len());
-            for (k, b) in buf[..n].iter_mut().enumerate() {
-                *b = byte(c, sent + k);
-            }
-            let took = conn.send(&buf[..n]).unwrap_or(0);
-            self.progress[c].0 += took;
-            if took < n {
-                conn.notify_writable();
-                return;
-            }
-        }
-    }
-}
-
-/// Rusty's workers on the driver's queues over the model; the peer on a memory link
-/// whose frames are carried to and from the model's wire; the runtime's hand-overs
-/// (ARP learned, misdirected segments) done by hand.
-struct Bench {
-    clock: VirtualClock,
-    workers: Vec<Engine<MpipeQueue, Echo, VirtualClock>>,
-    peer: Engine<MemoryLink, Client, VirtualClock>,
-    link: MemoryLink,
-    wire: Wire,
-    model: Model,
-    handed_over: u64,
-}
-
-impl Bench {
-    fn new(workers: usize, client: Client) -> Bench {
-        let (model, queues) = up(workers);
-        let clock = VirtualClock::new();
-        let workers = queues
-            .into_iter()
-            .enumerate()
-            .map(|(i, q)| {
-                let mut cfg = sim::engine_config(RUSTY_IP, i as u64);
-                cfg.prefix_len = 24;
-                let mut e = Engine::new(q, Echo::default(), clock.clone(), cfg);
-                e.listen(ECHO_PORT, 1024);
-                e
-            })
-            .collect();
-        let (link, dev) = memory::pair(
-            Capabilities::new(MacAddr::from_bytes(&MAC), 1500),
-            Capabilities::new(MacAddr::from_bytes(&PEER_MAC), 1500),
-        );
-        let mut peer = Engine::new(dev, client, clock.clone(), sim::engine_config(PEER_IP, 77));
-        peer.listen(PEER_PORT, 1024);
-        Bench {
-            clock,
-            workers,
-            peer,
-            link,
-            wire: model.wire(),
-            model,
-            handed_over: 0,
-        }
-    }
-
-    fn step(&mut self) {
-        self.peer.poll();
-        let mut frames = Vec::new();
-        self.link.receive(&mut frames, usize::MAX);
-        for f in &frames {
-            self.wire.deliver(f);
-        }
-        for w in &mut self.workers {
-            w.poll();
-        }
-        // What the runtime's control channel carries: ARP learned by one worker, and
-        // segments that landed on a worker other than their flow's owner.
-        let mut learned = Vec::new();
-        let mut misdirected = Vec::new();
-        for w in &mut self.workers {
-            w.drain_learned_arp(&mut learned);
-            w.take_misdirected(&mut misdirected);
-        }
-        for (ip, mac) in learned {
-            self.workers.iter_mut().for_each(|w| w.import_arp(ip, mac));
-        }
-        self.handed_over += misdirected.len() as u64;
-        for (owner, data) in misdirected {
-            self.workers[usize::from(owner)].inject_frames([data]);
-        }
-        let mut sent = Vec::new();
-        self.wire.take_transmitted(&mut sent);
-        for f in sent {
-            if let Some(mut b) = self.link.alloc_tx(f.len()) {
-                b.copy_from_slice(&f);
-                self.link.transmit(&mut vec![b]);
-            }
-        }
-        self.clock.advance(Duration::from_millis(1));
-    }
-}
-
 #[test]
 fn echo_of_a_hundred_connections_over_four_workers_is_byte_exact() {
     const CONNS: usize = 100;
-    let client = Client {
-        len: 30_000,
-        progress: vec![(0, 0); CONNS],
-        errors: Vec::new(),
-        done: 0,
-    };
-    let mut b = Bench::new(4, client);
-    for c in 0..CONNS {
-        assert!(b
-            .peer
-            .connect(SocketAddrV4::new(RUSTY_IP, ECHO_PORT), c)
-            .is_ok());
-    }
-    for w in &mut b.workers {
-        for _ in 0..3 {
-            assert!(w.connect(SocketAddrV4::new(PEER_IP, PEER_PORT), ()).is_ok());
-        }
-    }
-    for _ in 0..30_000 {
-        b.step();
-        if b.peer.handler().done == CONNS && b.workers.iter().all(|w| w.handler().opened == 3) {
-            break;
-        }
-    }
-    let p = b.peer.handler();
+    let (model, queues) = up(4);
+    let client = EchoClient::new(CONNS, 30_000);
+    let mut rig = Rig::new(
+        queues,
+        model.wire(),
+        (RUSTY_IP, MacAddr::from_bytes(&MAC)),
+        PEER_IP,
+        client,
+    );
+    rig.run_echo(CONNS, 3, 30_000);
+    let p = rig.peer.handler();
     assert!(p.errors.is_empty(), "{:?}", p.errors);
     assert_eq!(p.done, CONNS, "every echo finished");
-    assert!(b.model.misuse().is_empty(), "{:?}", b.model.misuse());
-    let accepted: usize = b.workers.iter().map(|w| w.handler().accepted.len()).sum();
+    assert!(model.misuse().is_empty(), "{:?}", model.misuse());
+    let accepted: usize = rig.workers.iter().map(|w| w.handler().accepted.len()).sum();
     assert_eq!(
         accepted, CONNS,
         "each connection accepted once, by its owner"
     );
-    for (i, w) in b.workers.iter().enumerate() {
+    for (i, w) in rig.workers.iter().enumerate() {
         assert!(
             !w.handler().accepted.is_empty(),
             "worker {i} owns some flows"
@@ -546,12 +333,16 @@ fn echo_of_a_hundred_connections_over_four_workers_is_byte_exact() {
         let s = w.device().stats();
         assert_eq!((s.rx_bad, s.tx_ring_full), (0, 0), "worker {i}: {s:?}");
     }
-    let received: u64 = b.workers.iter().map(|w| w.device().stats().rx_frames).sum();
+    let received: u64 = rig
+        .workers
+        .iter()
+        .map(|w| w.device().stats().rx_frames)
+        .sum();
     // The classifier's buckets and the stack's owners disagree; the stack hands over
     // what landed elsewhere (see the crate docs).
-    assert!(b.handed_over > 0 && b.handed_over < received);
+    assert!(rig.handed_over > 0 && rig.handed_over < received);
     eprintln!(
         "{} of {received} received segments handed to their owner",
-        b.handed_over
+        rig.handed_over
     );
 }

@@ -10,6 +10,8 @@
 //! its virtual time at `trace` level, target `rusty_stack::sim` (a test that wants it
 //! installs a logger; without one the frames are not even parsed).
 
+pub mod rig;
+
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
