@@ -344,6 +344,18 @@ fn gcc_arch(arch: &str) -> &str {
     }
 }
 
+/// QEMU's user-mode emulator name for a GNU prefix's architecture (`qemu-<this>`).
+pub(crate) fn qemu_arch(prefix: &str) -> &str {
+    let arch = prefix.split('-').next().unwrap_or(prefix);
+    match arch {
+        "i686" => "i386",
+        "powerpc64le" => "ppc64le",
+        "powerpc64" => "ppc64",
+        "powerpc" => "ppc",
+        a => a,
+    }
+}
+
 /// Debian's architecture name for a GNU prefix, where its cross C library packages
 /// (`libc6-dev-<arch>-cross`) use one.
 fn debian_arch(prefix: &str) -> Option<&'static str> {
@@ -437,6 +449,9 @@ mod tests {
             "gcc-x86-64-linux-gnu libc6-dev-amd64-cross"
         );
         assert_eq!(install_hint("m68k-linux-gnu"), "gcc-m68k-linux-gnu");
+        assert_eq!(qemu_arch(&p), "aarch64");
+        assert_eq!(qemu_arch("i686-linux-gnu"), "i386");
+        assert_eq!(qemu_arch("powerpc64le-linux-gnu"), "ppc64le");
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //! - `cargo xtask cross-build TARGET [--release] [-p NAME]`: the workspace's binaries,
 //!   or one package's library, for another target; `tilegx` does what today's
 //!   toolchains allow and names what blocks the rest (see [`cross`], [`tilegx`]).
+//! - `cargo xtask cross-test TARGET [--release]`: the cross-built httpd under qemu-user
+//!   answers curl with the right bytes (see [`cross_test`]).
 
 use std::process::ExitCode;
 
@@ -29,6 +31,7 @@ mod bench_http;
 mod bench_loss;
 mod common;
 mod cross;
+mod cross_test;
 mod pages;
 mod readme;
 mod tilegx;
@@ -58,6 +61,8 @@ enum Command {
     },
     /// Build the workspace's binaries (or one package's library) for another target.
     CrossBuild(cross::BuildArgs),
+    /// Run the cross-built httpd under qemu-user and check what curl fetches from it.
+    CrossTest(cross_test::TestArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -86,6 +91,7 @@ fn main() -> ExitCode {
         } => bench_loss::run(&opts),
         Command::GenPages { dir } => bench_http::gen_pages(&dir),
         Command::CrossBuild(args) => cross::run(&args),
+        Command::CrossTest(args) => cross_test::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
