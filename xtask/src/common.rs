@@ -474,12 +474,21 @@ pub(crate) fn workspace_root() -> PathBuf {
         .map_or(manifest.clone(), Path::to_path_buf)
 }
 
+/// The target directory in effect: `CARGO_TARGET_DIR` (made absolute, since the
+/// cargo commands run from the workspace root) or `target/` at the root.
+pub(crate) fn target_dir(root: &Path) -> Result<PathBuf> {
+    match std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from) {
+        Some(d) if d.is_absolute() => Ok(d),
+        Some(d) => std::env::current_dir()
+            .map(|cwd| cwd.join(d))
+            .map_err(|e| format!("finding the current directory: {e}")),
+        None => Ok(root.join("target")),
+    }
+}
+
 /// The release binary `name` of the workspace (honouring `CARGO_TARGET_DIR`).
 pub(crate) fn release_bin(root: &Path, name: &str) -> Result<PathBuf> {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let b = target.join("release").join(name);
+    let b = target_dir(root)?.join("release").join(name);
     if b.is_file() {
         Ok(b)
     } else {

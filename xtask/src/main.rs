@@ -16,6 +16,11 @@
 //!   as receiver, each against the same application on Linux's TCP behind a veth pair;
 //!   prints a table and writes it into the README (see [`bench_loss`]).
 //! - `cargo xtask gen-pages DIR`: the HTTP benchmark's page set (see [`pages`]).
+//! - `cargo xtask cross-build TARGET [--release] [-p NAME]`: the workspace's binaries,
+//!   or one package's library, for another target; `tilegx` does what today's
+//!   toolchains allow and names what blocks the rest (see [`cross`], [`tilegx`]).
+//! - `cargo xtask cross-test TARGET [--release]`: the cross-built httpd under qemu-user
+//!   answers curl with the right bytes (see [`cross_test`]).
 
 use std::process::ExitCode;
 
@@ -25,8 +30,11 @@ mod bench_echo;
 mod bench_http;
 mod bench_loss;
 mod common;
+mod cross;
+mod cross_test;
 mod pages;
 mod readme;
+mod tilegx;
 mod xdp;
 // The crate's only unsafe code: each system call behind a safe function.
 #[allow(unsafe_code)]
@@ -51,6 +59,10 @@ enum Command {
         /// Directory to write into (made if missing).
         dir: std::path::PathBuf,
     },
+    /// Build the workspace's binaries (or one package's library) for another target.
+    CrossBuild(cross::BuildArgs),
+    /// Run the cross-built httpd under qemu-user and check what curl fetches from it.
+    CrossTest(cross_test::TestArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -78,6 +90,8 @@ fn main() -> ExitCode {
             which: Bench::Loss(opts),
         } => bench_loss::run(&opts),
         Command::GenPages { dir } => bench_http::gen_pages(&dir),
+        Command::CrossBuild(args) => cross::run(&args),
+        Command::CrossTest(args) => cross_test::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
