@@ -559,16 +559,31 @@ mod tests {
         );
     }
 
+    /// Links this host cannot open are refused with the reason, never a panic: an 82599
+    /// that is not there, an mPIPE link off a TILE-Gx.
     #[test]
-    fn drivers_not_built_in_are_refused_clearly() {
-        let links =
-            crate::cli::link::parse_links(&["1", "ixgbe:0000:03:00.0", "10.0.0.2", "1"]).unwrap();
-        let l = Launch::new(links);
-        let err = workers(&l, Some(80), |_: &WorkerContext| rusty_echo_free_handler())
-            .err()
-            .unwrap();
+    fn links_this_host_cannot_open_are_refused_clearly() {
+        for (spec, want) in [
+            ("ixgbe:0000:7f:1f.7", "there is no PCI device 0000:7f:1f.7"),
+            (
+                "xgbe1",
+                "mPIPE needs a TILE-Gx; on this host use mpipe-model:TAP",
+            ),
+            ("mpipe:gbe0", "mPIPE needs a TILE-Gx"),
+        ] {
+            let links = crate::cli::link::parse_links(&["1", spec, "10.0.0.2", "1"]).unwrap();
+            let l = Launch::new(links);
+            let err = workers(&l, Some(80), |_: &WorkerContext| rusty_echo_free_handler())
+                .err()
+                .unwrap_or_else(|| panic!("{spec} opened"));
+            assert!(err.to_string().contains(want), "{spec}: {err}");
+        }
+        // A driver this binary lacks is named as such.
+        let e = LinkKind::Ixgbe { pci: "x".into() }
+            .require(&["kernel"])
+            .unwrap_err();
         assert_eq!(
-            err.to_string(),
+            e.to_string(),
             "the ixgbe driver is not built into this binary"
         );
     }
