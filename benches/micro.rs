@@ -40,6 +40,7 @@ use std::time::Duration;
 use ahash::RandomState;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rusty_stack::checksum;
+use rusty_stack::rng::Rng;
 use rusty_stack::rss::{self, RssConfig, Toeplitz, MICROSOFT_RSS_KEY};
 use rusty_stack::tcp::segment::{self, Segment, TxSegment};
 use rusty_stack::tcp::seq::SeqNum;
@@ -58,30 +59,6 @@ mod timer;
 
 use time::Instant;
 use timer::TimerWheel;
-
-/// A small deterministic generator (xorshift64*), so every run measures the same inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-
-    /// Shuffles `v` in place (Fisher–Yates).
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
-            v.swap(i, j);
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // checksum
@@ -105,7 +82,7 @@ fn reference_checksum(data: &[u8]) -> u16 {
 
 fn bench_checksum(c: &mut Criterion) {
     let mut g = c.benchmark_group("checksum");
-    let mut rng = Rng(0x5eed_c0de);
+    let mut rng = Rng::new(0x5eed_c0de);
     let pseudo =
         segment::pseudo_header_sum(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 1500);
     for len in [64usize, 1500, 65536] {
@@ -192,7 +169,7 @@ fn deadlines(rng: &mut Rng, now: Instant, n: usize) -> Vec<Item> {
     (0..n as u64)
         .map(|conn| Item {
             conn,
-            at: now + Duration::from_micros(1_000 + rng.next() % 499_000),
+            at: now + Duration::from_micros(1_000 + rng.next_u64() % 499_000),
         })
         .collect()
 }
@@ -206,7 +183,7 @@ fn wheel_rounds(
     iters: u64,
     mut round: impl FnMut(&mut TimerWheel<Item>, &[Item], Instant, &mut Vec<Item>) -> Duration,
 ) -> Duration {
-    let mut rng = Rng(0x0071_31e5);
+    let mut rng = Rng::new(0x0071_31e5);
     let mut now = Instant::from_millis(1_000);
     let mut wheel = engine_wheel(now);
     let mut out = Vec::with_capacity(n);
@@ -305,11 +282,11 @@ const MIN_PROBES: usize = 1024;
 fn bench_flow_lookup(c: &mut Criterion) {
     let mut g = c.benchmark_group("flow_lookup");
     for n in [1usize, 1_000, 100_000] {
-        let mut rng = Rng(0xf10e ^ n as u64);
+        let mut rng = Rng::new(0xf10e ^ n as u64);
         // Clients spread over a /16, ephemeral ports, all to one listening port.
         let key = |rng: &mut Rng| FlowKey {
-            remote_ip: Ipv4Addr::from(0x0a00_0000 | (rng.next() as u32 & 0xffff)),
-            remote_port: 32768 + (rng.next() % 28232) as u16,
+            remote_ip: Ipv4Addr::from(0x0a00_0000 | (rng.next_u64() as u32 & 0xffff)),
+            remote_port: 32768 + (rng.next_u64() % 28232) as u16,
             local_port: 80,
         };
         let mut flows: HashMap<FlowKey, usize, RandomState> =
@@ -373,7 +350,7 @@ fn bench_segment(c: &mut Criterion) {
     let hl = tx.header_len();
     let mut wire = vec![0u8; hl + tx.payload_len];
     tx.write_header(&mut wire[..hl], 44_321, 80);
-    let body = Rng(0xda7a).bytes(tx.payload_len);
+    let body = Rng::new(0xda7a).bytes(tx.payload_len);
     wire[hl..].copy_from_slice(&body);
     let pseudo = segment::pseudo_header_sum(src, dst, wire.len() as u16);
     let c_sum = checksum::finish(checksum::combine(pseudo, checksum::sum(&wire)));

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rusty_fuzz_targets::{seeds, Target, TARGETS};
+use rusty_stack::rng::Rng;
 
 /// Mutated inputs per target, at most.
 const MUTATIONS: usize = 50_000;
@@ -61,62 +62,51 @@ fn run(name: &str, target: Target, data: &[u8], what: &str) {
     }
 }
 
-/// xorshift64*: the mutations' randomness, seeded per target.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
+/// Uniform in `0..n` (0 when `n` is 0).
+fn pick(rng: &mut Rng, n: usize) -> usize {
+    rng.below(n as u64) as usize
 }
 
-/// One to four edits of `base`, with `other` for splices.
 fn mutate(rng: &mut Rng, base: &[u8], other: &[u8]) -> Vec<u8> {
     const INTERESTING: [u8; 6] = [0, 1, 0x7f, 0x80, 0xfe, 0xff];
     let mut d = base.to_vec();
-    for _ in 0..1 + rng.below(4) {
-        match rng.below(7) {
+    for _ in 0..1 + pick(rng, 4) {
+        match pick(rng, 7) {
             0 if !d.is_empty() => {
-                let i = rng.below(d.len());
-                d[i] ^= 1 << rng.below(8);
+                let i = pick(rng, d.len());
+                d[i] ^= 1 << pick(rng, 8);
             }
             1 if !d.is_empty() => {
-                let i = rng.below(d.len());
-                d[i] = rng.next() as u8;
+                let i = pick(rng, d.len());
+                d[i] = rng.next_u64() as u8;
             }
             2 if !d.is_empty() => {
-                let i = rng.below(d.len());
-                d[i] = INTERESTING[rng.below(INTERESTING.len())];
+                let i = pick(rng, d.len());
+                d[i] = INTERESTING[pick(rng, INTERESTING.len())];
             }
             3 => {
-                let i = rng.below(d.len() + 1);
-                let n = 1 + rng.below(8);
-                let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                let i = pick(rng, d.len() + 1);
+                let n = 1 + pick(rng, 8);
+                let bytes: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
                 d.splice(i..i, bytes);
             }
             4 if !d.is_empty() => {
-                let i = rng.below(d.len());
-                let n = 1 + rng.below((d.len() - i).min(16));
+                let i = pick(rng, d.len());
+                let n = 1 + pick(rng, (d.len() - i).min(16));
                 d.drain(i..i + n);
             }
             5 if !other.is_empty() => {
                 // Splice: our head, the other input's tail.
-                let cut = rng.below(d.len() + 1);
-                let from = rng.below(other.len());
+                let cut = pick(rng, d.len() + 1);
+                let from = pick(rng, other.len());
                 d.truncate(cut);
                 d.extend_from_slice(&other[from..]);
             }
             _ if !d.is_empty() => {
-                let i = rng.below(d.len());
+                let i = pick(rng, d.len());
                 d.truncate(i);
             }
-            _ => d.push(rng.next() as u8),
+            _ => d.push(rng.next_u64() as u8),
         }
     }
     d
@@ -137,12 +127,13 @@ fn smoke(name: &str) {
     {
         run(name, target, data, &path.display().to_string());
     }
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ name.len() as u64 ^ (name.as_bytes()[0] as u64) << 8);
+    let mut rng =
+        Rng::new(0x9e37_79b9_7f4a_7c15 ^ name.len() as u64 ^ (name.as_bytes()[0] as u64) << 8);
     let start = Instant::now();
     let mut n = 0;
     while n < MUTATIONS && start.elapsed() < BUDGET {
-        let base = &corpus[rng.below(corpus.len())].1;
-        let other = &corpus[rng.below(corpus.len())].1;
+        let base = &corpus[pick(&mut rng, corpus.len())].1;
+        let other = &corpus[pick(&mut rng, corpus.len())].1;
         let data = mutate(&mut rng, base, other);
         run(name, target, &data, &format!("mutation {n}"));
         n += 1;

@@ -130,7 +130,7 @@ pub mod fuzzing;
 pub(crate) mod icmp;
 pub mod io;
 pub(crate) mod ipv4;
-mod rng;
+pub mod rng;
 pub mod rss;
 pub mod runtime;
 pub mod sim;
