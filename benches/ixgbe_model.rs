@@ -19,59 +19,24 @@ use std::cell::RefCell;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use rusty_drivers_ixgbe::model::{Model, ModelConfig, Wire};
 use rusty_drivers_ixgbe::{open, IxgbeConfig, IxgbeQueue, IxgbeRx};
-use rusty_stack::io::{ChecksumRequest, PacketIo, TxFrame, TxMeta};
+use rusty_stack::io::{ChecksumRequest, MacAddr, PacketIo, TxFrame, TxMeta};
+use rusty_stack::sim::rig;
+use std::net::Ipv4Addr;
 
 const BURST: usize = 32;
 const MAC: [u8; 6] = [0x02, 0x1b, 0x21, 0, 0, 1];
 
 /// A 64-byte-payload IPv4/TCP frame to the model's MAC, checksums right.
 fn frame(port: u16) -> Vec<u8> {
-    let mut f = MAC.to_vec();
-    f.extend_from_slice(&[0x02, 0, 0, 0, 0x99, 1, 0x08, 0x00]);
-    let total: u16 = 20 + 20 + 64;
-    let mut ip = vec![
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        1,
-        0x40,
-        0,
-        64,
-        6,
-        0,
-        0,
-    ];
-    ip.extend_from_slice(&[10, 0, 9, 1, 10, 0, 9, 2]);
-    let c = !fold(sum(&ip));
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    let mut tcp = vec![0u8; 20];
-    tcp[0..2].copy_from_slice(&port.to_be_bytes());
-    tcp[2..4].copy_from_slice(&80u16.to_be_bytes());
-    tcp[12] = 5 << 4;
-    tcp[13] = 0x18;
-    tcp.extend_from_slice(&[0x5a; 64]);
-    let mut pseudo = vec![10, 0, 9, 1, 10, 0, 9, 2, 0, 6, 0, tcp.len() as u8];
-    pseudo.truncate(12);
-    let c = !fold(sum(&pseudo) + sum(&tcp));
-    tcp[16..18].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&tcp);
-    f
-}
-
-fn sum(b: &[u8]) -> u32 {
-    b.chunks(2)
-        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
-        .sum()
-}
-
-fn fold(mut s: u32) -> u16 {
-    while s > 0xFFFF {
-        s = (s & 0xFFFF) + (s >> 16);
-    }
-    s as u16
+    rig::tcp_frame(
+        (
+            MacAddr::from_bytes(&MAC),
+            MacAddr::from_bytes(&[0x02, 0, 0, 0, 0x99, 1]),
+        ),
+        (Ipv4Addr::new(10, 0, 9, 1), Ipv4Addr::new(10, 0, 9, 2)),
+        (port, 80),
+        &[0x5a; 64],
+    )
 }
 
 fn setup() -> (Model, Wire, IxgbeQueue) {

@@ -61,7 +61,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use rusty_stack::io::MacAddr;
-use rusty_stack::sim::rig::{EchoClient, Rig, ECHO_PORT};
+use rusty_stack::sim::rig::{self, EchoClient, Rig, ECHO_PORT};
 
 const RUSTY_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 9, 2);
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 9, 1);
@@ -128,58 +128,16 @@ fn echo_over_four_queues_lands_every_flow_where_rss_said() {
     );
 }
 
-/// A minimal IPv4/TCP frame to Rusty's MAC (checksums right unless `break_tcp`).
+/// An IPv4/TCP frame from the peer's port `src_port` to Rusty's echo port, checksums
+/// right unless `break_tcp`.
 fn tcp_frame(src_port: u16, payload: &[u8], break_tcp: bool) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&MAC);
-    f.extend_from_slice(&[0x02, 0, 0, 0, 0x99, 1, 0x08, 0x00]);
-    let total = 20 + 20 + payload.len();
-    let mut ip = vec![
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        1,
-        0x40,
-        0,
-        64,
-        6,
-        0,
-        0,
-    ];
-    ip.extend_from_slice(&PEER_IP.octets());
-    ip.extend_from_slice(&RUSTY_IP.octets());
-    let c = !fold(sum(&ip));
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    let mut tcp = vec![0u8; 20];
-    tcp[0..2].copy_from_slice(&src_port.to_be_bytes());
-    tcp[2..4].copy_from_slice(&ECHO_PORT.to_be_bytes());
-    tcp[12] = 5 << 4;
-    tcp[13] = 0x10;
-    tcp.extend_from_slice(payload);
-    let mut pseudo = Vec::new();
-    pseudo.extend_from_slice(&PEER_IP.octets());
-    pseudo.extend_from_slice(&RUSTY_IP.octets());
-    pseudo.extend_from_slice(&[0, 6, 0, tcp.len() as u8]);
-    let c = !fold(sum(&pseudo) + sum(&tcp)) ^ u16::from(break_tcp);
-    tcp[16..18].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&tcp);
+    let macs = (
+        MacAddr::from_bytes(&MAC),
+        MacAddr::from_bytes(&[0x02, 0, 0, 0, 0x99, 1]),
+    );
+    let mut f = rig::tcp_frame(macs, (PEER_IP, RUSTY_IP), (src_port, ECHO_PORT), payload);
+    f[rig::TCP_CHECKSUM_AT + 1] ^= u8::from(break_tcp);
     f
-}
-
-fn sum(b: &[u8]) -> u32 {
-    b.chunks(2)
-        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
-        .sum()
-}
-
-fn fold(mut s: u32) -> u16 {
-    while s > 0xFFFF {
-        s = (s & 0xFFFF) + (s >> 16);
-    }
-    s as u16
 }
 
 #[test]

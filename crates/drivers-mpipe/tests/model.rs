@@ -11,7 +11,7 @@ use rusty_drivers_mpipe::model::{Faults, Model, ModelConfig, RxVerdict};
 use rusty_drivers_mpipe::{open, open_tilegx, MpipeConfig, MpipeError, MpipeQueue};
 use rusty_stack::checksum;
 use rusty_stack::io::{ChecksumRequest, MacAddr, PacketIo, RxFrame, TxFrame, TxMeta};
-use rusty_stack::sim::rig::{EchoClient, Rig, ECHO_PORT};
+use rusty_stack::sim::rig::{self, EchoClient, Rig, ECHO_PORT};
 
 const MAC: [u8; 6] = [0x02, 0x1a, 0xe0, 0x00, 0x00, 0x01];
 const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x77, 1];
@@ -32,26 +32,9 @@ fn up_with(cfg: MpipeConfig) -> (Model, Vec<MpipeQueue>) {
 /// An IPv4/TCP frame from `src:sport` to Rusty's echo port, checksums right unless
 /// `bad_tcp`.
 fn tcp_frame(src: Ipv4Addr, sport: u16, payload: &[u8], bad_tcp: bool) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&MAC);
-    f.extend_from_slice(&PEER_MAC);
-    f.extend_from_slice(&[0x08, 0x00]);
-    let total = (40 + payload.len()) as u16;
-    f.extend_from_slice(&[0x45, 0]);
-    f.extend_from_slice(&total.to_be_bytes());
-    f.extend_from_slice(&[0, 1, 0x40, 0, 64, 6, 0, 0]);
-    f.extend_from_slice(&src.octets());
-    f.extend_from_slice(&RUSTY_IP.octets());
-    let ip_sum = checksum::checksum(&f[14..34]);
-    f[24..26].copy_from_slice(&ip_sum.to_be_bytes());
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&ECHO_PORT.to_be_bytes());
-    f.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0xff, 0xff, 0, 0, 0, 0]);
-    f.extend_from_slice(payload);
-    let pseudo = checksum::pseudo_header_v4(src.octets(), RUSTY_IP.octets(), 6, total - 20);
-    let c = checksum::finish(checksum::combine(pseudo, checksum::sum(&f[34..])));
-    let c = if bad_tcp { c ^ 1 } else { c };
-    f[50..52].copy_from_slice(&c.to_be_bytes());
+    let macs = (MacAddr::from_bytes(&MAC), MacAddr::from_bytes(&PEER_MAC));
+    let mut f = rig::tcp_frame(macs, (src, RUSTY_IP), (sport, ECHO_PORT), payload);
+    f[rig::TCP_CHECKSUM_AT + 1] ^= u8::from(bad_tcp);
     f
 }
 

@@ -11,6 +11,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
 use crate::app::{CloseReason, Conn, Handler, Opener};
+use crate::checksum;
 use crate::engine::Engine;
 use crate::io::bridge::FrameWire;
 use crate::io::memory::{self, MemoryLink};
@@ -20,6 +21,40 @@ use crate::time::VirtualClock;
 /// Byte `i` of the stream of connection `c`.
 pub fn stream_byte(c: usize, i: usize) -> u8 {
     (i.wrapping_mul(31) ^ c.wrapping_mul(131) ^ (i >> 9)) as u8
+}
+
+/// Where [`tcp_frame`] puts the TCP checksum (a test corrupts it there).
+pub const TCP_CHECKSUM_AT: usize = 14 + 20 + 16;
+
+/// An Ethernet frame from `macs.1` to `macs.0` carrying an IPv4 packet from `ips.0` to
+/// `ips.1` with one TCP segment from port `ports.0` to `ports.1` (no options, ACK and
+/// PSH, sequence number 1, window 65535) and `payload`, both checksums right: what a
+/// test puts on a model device's wire.
+pub fn tcp_frame(
+    macs: (MacAddr, MacAddr),
+    ips: (Ipv4Addr, Ipv4Addr),
+    ports: (u16, u16),
+    payload: &[u8],
+) -> Vec<u8> {
+    let total = (20 + 20 + payload.len()) as u16;
+    let mut f = Vec::with_capacity(14 + usize::from(total));
+    f.extend_from_slice(macs.0.as_bytes());
+    f.extend_from_slice(macs.1.as_bytes());
+    f.extend_from_slice(&[0x08, 0x00, 0x45, 0]);
+    f.extend_from_slice(&total.to_be_bytes());
+    f.extend_from_slice(&[0, 1, 0x40, 0, 64, 6, 0, 0]);
+    f.extend_from_slice(&ips.0.octets());
+    f.extend_from_slice(&ips.1.octets());
+    let ip_sum = checksum::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&ip_sum.to_be_bytes());
+    f.extend_from_slice(&ports.0.to_be_bytes());
+    f.extend_from_slice(&ports.1.to_be_bytes());
+    f.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0]);
+    f.extend_from_slice(payload);
+    let pseudo = checksum::pseudo_header_v4(ips.0.octets(), ips.1.octets(), 6, total - 20);
+    let c = checksum::finish(checksum::combine(pseudo, checksum::sum(&f[34..])));
+    f[TCP_CHECKSUM_AT..TCP_CHECKSUM_AT + 2].copy_from_slice(&c.to_be_bytes());
+    f
 }
 
 /// The port Rusty's workers echo on.
