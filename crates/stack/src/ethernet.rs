@@ -1,12 +1,11 @@
 //! Ethernet II framing (IEEE 802.3 with an EtherType, RFC 894).
 //!
-//! Parsing goes through smoltcp's [`EthernetFrame`] view; this module adds the two
+//! Headers are read and written by hand; this module adds the two
 //! decisions the engine needs on every frame: may it go up at all, by its addresses
 //! ([`admit`]), and what does it carry ([`EthernetHeader::ethertype`]). 802.1Q VLAN tags
 //! are not understood: a tagged frame parses with EtherType `0x8100` and the engine drops
 //! it as [`DropReason::UnknownEtherType`].
 
-use smoltcp::wire::EthernetFrame;
 pub(crate) use smoltcp::wire::EthernetProtocol;
 
 use crate::drop::DropReason;
@@ -29,13 +28,15 @@ pub(crate) struct EthernetHeader {
 /// added to reach the 60-byte minimum frame; the IPv4 layer trims it using the IP total
 /// length. The frame check sequence is assumed to have been stripped by the device.
 pub(crate) fn parse(frame: &[u8]) -> Result<(EthernetHeader, &[u8]), DropReason> {
-    let frame = EthernetFrame::new_checked(frame).map_err(|_| DropReason::Truncated)?;
-    let header = EthernetHeader {
-        dst: frame.dst_addr(),
-        src: frame.src_addr(),
-        ethertype: frame.ethertype(),
+    let Some((h, payload)) = frame.split_first_chunk::<HEADER_LEN>() else {
+        return Err(DropReason::Truncated);
     };
-    Ok((header, frame.payload()))
+    let header = EthernetHeader {
+        dst: smoltcp::wire::EthernetAddress([h[0], h[1], h[2], h[3], h[4], h[5]]),
+        src: smoltcp::wire::EthernetAddress([h[6], h[7], h[8], h[9], h[10], h[11]]),
+        ethertype: EthernetProtocol::from(u16::from_be_bytes([h[12], h[13]])),
+    };
+    Ok((header, payload))
 }
 
 /// Write a 14-byte Ethernet II header at the start of `buf`.
@@ -49,10 +50,12 @@ pub(crate) fn write_header(
     dst: MacAddr,
     ethertype: EthernetProtocol,
 ) {
-    let mut frame = EthernetFrame::new_unchecked(&mut buf[..HEADER_LEN]);
-    frame.set_dst_addr(dst);
-    frame.set_src_addr(src);
-    frame.set_ethertype(ethertype);
+    let h: &mut [u8; HEADER_LEN] = (&mut buf[..HEADER_LEN])
+        .try_into()
+        .expect("an Ethernet header");
+    h[..6].copy_from_slice(&dst.0);
+    h[6..12].copy_from_slice(&src.0);
+    h[12..].copy_from_slice(&u16::from(ethertype).to_be_bytes());
 }
 
 /// Whether a received frame may go up to the layer its EtherType names, by its

@@ -22,7 +22,6 @@
 use std::net::Ipv4Addr;
 
 pub(crate) use smoltcp::wire::IpProtocol;
-use smoltcp::wire::Ipv4Packet;
 
 use crate::drop::DropReason;
 
@@ -149,48 +148,48 @@ pub(crate) fn parse(
     local: Local,
     checksum_verified: bool,
 ) -> Result<(Ipv4Header, &[u8]), DropReason> {
-    if packet.len() < HEADER_LEN {
+    let Some(fixed) = packet.first_chunk::<HEADER_LEN>() else {
         return Err(DropReason::Truncated);
-    }
-    // The buffer holds the fixed header, so the fixed-offset accessors cannot panic; the
-    // checks below establish what `check_len` requires before anything reads beyond it.
-    let view = Ipv4Packet::new_unchecked(packet);
-    if view.version() != 4 {
+    };
+    if fixed[0] >> 4 != 4 {
         return Err(DropReason::BadIpHeader);
     }
-    let header_len = view.header_len();
+    let header_len = (fixed[0] & 0x0f) * 4;
     if usize::from(header_len) < HEADER_LEN {
         return Err(DropReason::BadIpHeader);
     }
-    let total_len = view.total_len();
+    let total_len = u16::from_be_bytes([fixed[2], fixed[3]]);
     if total_len < u16::from(header_len) || usize::from(total_len) > packet.len() {
         return Err(DropReason::BadIpLength);
     }
-    let view = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpLength)?;
-    if !checksum_verified && !crate::checksum::verify(&packet[..usize::from(header_len)]) {
+    let header = &packet[..usize::from(header_len)];
+    if !checksum_verified && !crate::checksum::verify(header) {
         return Err(DropReason::BadIpChecksum);
     }
-    let src = view.src_addr();
-    let dst = view.dst_addr();
+    let src = Ipv4Addr::new(fixed[12], fixed[13], fixed[14], fixed[15]);
+    let dst = Ipv4Addr::new(fixed[16], fixed[17], fixed[18], fixed[19]);
     local.check_source(src)?;
     if dst != local.addr() {
         return Err(DropReason::NotOurAddress);
     }
     // RFC 791 §3.2: a datagram is a fragment when More Fragments is set or its offset is
     // nonzero (the last fragment has MF clear).
-    if view.more_frags() || view.frag_offset() != 0 {
+    if u16::from_be_bytes([fixed[6], fixed[7]]) & 0x3fff != 0 {
         return Err(DropReason::Fragment);
     }
     let header = Ipv4Header {
         src,
         dst,
-        protocol: view.next_header(),
-        ttl: view.hop_limit(),
-        ident: view.ident(),
+        protocol: IpProtocol::from(fixed[9]),
+        ttl: fixed[8],
+        ident: u16::from_be_bytes([fixed[4], fixed[5]]),
         total_len,
         header_len,
     };
-    Ok((header, view.payload()))
+    Ok((
+        header,
+        &packet[usize::from(header_len)..usize::from(total_len)],
+    ))
 }
 
 /// Write a 20-byte IPv4 header (no options) at the start of `buf` for a datagram carrying
@@ -221,22 +220,32 @@ pub(crate) fn write_header(
         .checked_add(HEADER_LEN)
         .and_then(|n| u16::try_from(n).ok())
         .unwrap_or(0);
-    let mut p = Ipv4Packet::new_unchecked(&mut buf[..HEADER_LEN]);
-    p.set_version(4);
-    p.set_header_len(HEADER_LEN as u8);
-    p.set_dscp(0);
-    p.set_ecn(0);
-    p.set_total_len(total_len);
-    p.set_ident(ident);
-    p.clear_flags();
-    p.set_dont_frag(dont_frag);
-    p.set_more_frags(false);
-    p.set_frag_offset(0);
-    p.set_hop_limit(ttl);
-    p.set_next_header(protocol);
-    p.set_src_addr(src);
-    p.set_dst_addr(dst);
-    p.set_checksum(0);
+    let t = total_len.to_be_bytes();
+    let i = ident.to_be_bytes();
+    let (a, b) = (src.octets(), dst.octets());
+    let header: [u8; HEADER_LEN] = [
+        0x45,
+        0,
+        t[0],
+        t[1],
+        i[0],
+        i[1],
+        if dont_frag { 0x40 } else { 0 },
+        0,
+        ttl,
+        protocol.into(),
+        0,
+        0,
+        a[0],
+        a[1],
+        a[2],
+        a[3],
+        b[0],
+        b[1],
+        b[2],
+        b[3],
+    ];
+    buf[..HEADER_LEN].copy_from_slice(&header);
     if fill_checksum {
         let c = crate::checksum::checksum(&buf[..HEADER_LEN]);
         buf[10..12].copy_from_slice(&c.to_be_bytes());
@@ -284,7 +293,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use smoltcp::phy::ChecksumCapabilities;
-    use smoltcp::wire::Ipv4Repr;
+    use smoltcp::wire::{Ipv4Packet, Ipv4Repr};
 
     const US: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
     const THEM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
