@@ -35,6 +35,7 @@ impl Instant {
         self.0 / 1000
     }
     /// `self - earlier`, or zero when `earlier` is later.
+    #[inline]
     pub fn saturating_duration_since(self, earlier: Instant) -> Duration {
         Duration::from_micros(self.0.saturating_sub(earlier.0))
     }
@@ -46,12 +47,20 @@ impl fmt::Debug for Instant {
     }
 }
 
+/// `d` in whole microseconds, saturating far beyond any time the engine reaches. In
+/// 64-bit arithmetic (`Duration::as_micros` goes through `u128`): this runs several
+/// times per segment.
+#[inline]
 fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 4)
+    d.as_secs()
+        .checked_mul(1_000_000)
+        .and_then(|us| us.checked_add(u64::from(d.subsec_micros())))
+        .unwrap_or(u64::MAX / 4)
 }
 
 impl Add<Duration> for Instant {
     type Output = Instant;
+    #[inline]
     fn add(self, d: Duration) -> Instant {
         Instant(self.0.saturating_add(micros(d)))
     }
