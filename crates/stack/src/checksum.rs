@@ -22,14 +22,11 @@
 /// Folds a 64-bit accumulation to 16 bits with end-around carries (not complemented).
 /// Zero stays zero and any non-zero value maps into `1..=0xffff`.
 #[inline]
-fn fold64(mut s: u64) -> u16 {
-    s = (s & 0xffff_ffff) + (s >> 32);
-    s = (s & 0xffff_ffff) + (s >> 32);
-    s = (s & 0xffff) + (s >> 16);
-    s = (s & 0xffff) + (s >> 16);
-    s = (s & 0xffff) + (s >> 16);
-    // Five folds reduce any u64 to 16 bits: 64 -> 33 -> 32 -> 17 -> 16 bits.
-    s as u16
+fn fold64(s: u64) -> u16 {
+    // Adding a value to itself rotated by half its width leaves, in the upper half,
+    // the sum of both halves with the end-around carry already in: 64 -> 32 -> 16 bits.
+    let s = (s.wrapping_add(s.rotate_right(32)) >> 32) as u32;
+    (s.wrapping_add(s.rotate_right(16)) >> 16) as u16
 }
 
 /// The native-endian word at `at` of `b`.
@@ -83,6 +80,40 @@ fn sum_native(data: &[u8]) -> u16 {
 pub fn sum(data: &[u8]) -> u32 {
     let native = sum_native(data);
     // RFC 1071 §2(B): summing in the other byte order yields the byte-swapped sum.
+    u32::from(u16::from_be(native))
+}
+
+/// Copies `src` into `dst` (the same length) and returns [`sum`] of the bytes, in one
+/// pass: each word is added as it is moved, so the bytes are read once and no separate
+/// copy runs (what a segment's payload costs on the way into a transmit buffer).
+pub fn copy_and_sum(src: &[u8], dst: &mut [u8]) -> u32 {
+    assert_eq!(src.len(), dst.len(), "copy_and_sum: lengths differ");
+    let mut acc: u128 = 0;
+    let mut i = 0;
+    while i + 32 <= src.len() {
+        let block: &[u8; 32] = src[i..i + 32].try_into().expect("32 bytes");
+        let out: &mut [u8; 32] = (&mut dst[i..i + 32]).try_into().expect("32 bytes");
+        *out = *block;
+        acc += u128::from(word(block, 0));
+        acc += u128::from(word(block, 8));
+        acc += u128::from(word(block, 16));
+        acc += u128::from(word(block, 24));
+        i += 32;
+    }
+    while i + 8 <= src.len() {
+        let w: [u8; 8] = src[i..i + 8].try_into().expect("eight bytes");
+        dst[i..i + 8].copy_from_slice(&w);
+        acc += u128::from(u64::from_ne_bytes(w));
+        i += 8;
+    }
+    let (lo, carry) = (acc as u64).overflowing_add((acc >> 64) as u64);
+    let mut native = fold64(lo + u64::from(carry));
+    let rest = &src[i..];
+    if !rest.is_empty() {
+        dst[i..].copy_from_slice(rest);
+        // The tail starts at a multiple of eight, so its sum adds in place.
+        native = fold64(u64::from(native) + u64::from(sum_native(rest)));
+    }
     u32::from(u16::from_be(native))
 }
 
@@ -413,6 +444,47 @@ mod tests {
             .map(|i| if i % 7 == 0 { 0x13 } else { 0xff })
             .collect();
         assert_eq!(fold(sum(&data)), naive(&data));
+    }
+
+    #[test]
+    fn fold64_is_the_end_around_carry_fold() {
+        // The plain fold: add the halves with end-around carry until 16 bits remain.
+        fn reference(mut s: u64) -> u16 {
+            while s > 0xffff {
+                s = (s & 0xffff) + (s >> 16);
+            }
+            s as u16
+        }
+        let mut rng = crate::rng::Rng::new(7);
+        let edges = [
+            0,
+            1,
+            0xffff,
+            0x1_0000,
+            0xffff_ffff,
+            0x1_0000_0000,
+            u64::MAX,
+            u64::MAX - 1,
+        ];
+        for s in edges
+            .into_iter()
+            .chain((0..100_000).map(|_| rng.next_u64()))
+        {
+            assert_eq!(fold64(s), reference(s), "{s:#x}");
+        }
+    }
+
+    #[test]
+    fn copy_and_sum_copies_and_sums() {
+        let data: Vec<u8> = (0..100u32).map(|i| (i * 91 + 7) as u8).collect();
+        for start in 0..3 {
+            for end in start..data.len() {
+                let mut dst = vec![0u8; end - start];
+                let s = copy_and_sum(&data[start..end], &mut dst);
+                assert_eq!(dst, &data[start..end]);
+                assert_eq!(fold(s), naive(&data[start..end]));
+            }
+        }
     }
 
     #[test]

@@ -175,10 +175,13 @@ impl SendBuffer {
         let mut acc = 0u32;
         self.for_each_piece(offset, dst.len(), |piece, summed| {
             let n = piece.len();
-            dst[at..at + n].copy_from_slice(piece);
+            let out = &mut dst[at..at + n];
             let part = match summed {
-                Some((body, from)) => body.sums().range_sum(body.bytes(), from, from + n),
-                None => checksum::fold(checksum::sum(piece)),
+                Some((body, from)) => {
+                    out.copy_from_slice(piece);
+                    body.sums().range_sum(body.bytes(), from, from + n)
+                }
+                None => checksum::fold(checksum::copy_and_sum(piece, out)),
             };
             acc = checksum::combine_at(acc, part, at % 2 == 1);
             at += n;
