@@ -68,6 +68,9 @@ pub(crate) struct SendBuffer {
     /// All bytes held (copied and shared).
     len: usize,
     /// FIFO of runs; never holds an empty run, and never two adjacent `Ring` runs.
+    /// Empty while only copied bytes are queued (the ring is then the one run): the
+    /// common case of small copied writes never touches it, and an idle connection
+    /// holds no storage for it.
     chunks: VecDeque<Chunk>,
 }
 
@@ -108,7 +111,10 @@ impl SendBuffer {
         let need = self.ring_len + n;
         if need > self.ring.len() {
             let size = pool.ring_size(self.ring.len(), need, self.capacity, true);
-            if size > self.ring.len() {
+            if self.ring.is_empty() {
+                self.ring = pool.take(size);
+                self.head = 0;
+            } else if size > self.ring.len() {
                 pool.resize(&mut self.ring, &mut self.head, self.ring_len, size);
             }
             if need > self.ring.len() {
@@ -127,10 +133,19 @@ impl SendBuffer {
         self.ring_len += n;
         self.len += n;
         match self.chunks.back_mut() {
+            None => {}
             Some(Chunk::Ring(run)) => *run += n,
-            _ => self.chunks.push_back(Chunk::Ring(n)),
+            Some(Chunk::Shared { .. }) => self.chunks.push_back(Chunk::Ring(n)),
         }
         n
+    }
+
+    /// Before a shared chunk is queued: the ring's bytes, until now the one implicit
+    /// run, become an explicit run in front of it.
+    fn open_runs(&mut self) {
+        if self.chunks.is_empty() && self.ring_len > 0 {
+            self.chunks.push_back(Chunk::Ring(self.ring_len));
+        }
     }
 
     /// Queues a shared chunk without copying it. Always accepted; empty is a no-op.
@@ -138,6 +153,7 @@ impl SendBuffer {
         if data.is_empty() {
             return;
         }
+        self.open_runs();
         self.len += data.len();
         self.chunks.push_back(Chunk::Shared {
             data,
@@ -155,6 +171,7 @@ impl SendBuffer {
         if start == end {
             return;
         }
+        self.open_runs();
         self.len += end - start;
         self.chunks.push_back(Chunk::Shared {
             data: body.bytes().slice(start..end),
@@ -226,6 +243,17 @@ impl SendBuffer {
             return;
         }
         let size = self.ring.len();
+        if self.chunks.is_empty() {
+            // Only copied bytes: one run, from the ring's head.
+            let from = wrap(self.head + offset, size);
+            let take = end - offset;
+            let first = take.min(size - from);
+            f(&self.ring[from..from + first], None);
+            if take > first {
+                f(&self.ring[..take - first], None);
+            }
+            return;
+        }
         let mut skip = offset;
         let mut remaining = end - offset;
         // Ring index of the first byte of the current `Ring` run.
@@ -274,6 +302,11 @@ impl SendBuffer {
         let mut n = n.min(self.len);
         self.len -= n;
         let size = self.ring.len();
+        if self.chunks.is_empty() {
+            self.head = wrap(self.head + n, size);
+            self.ring_len -= n;
+            n = 0;
+        }
         while n > 0 {
             let Some(front) = self.chunks.front_mut() else {
                 break;
@@ -296,6 +329,14 @@ impl SendBuffer {
             };
             if done {
                 self.chunks.pop_front();
+            }
+            if self.chunks.len() <= 1 && !matches!(self.chunks.front(), Some(Chunk::Shared { .. }))
+            {
+                // Nothing shared left: back to the implicit run, without storage.
+                self.chunks = VecDeque::new();
+                self.head = wrap(self.head + n, size);
+                self.ring_len -= n;
+                n = 0;
             }
         }
         if self.ring_len == 0 && !self.ring.is_empty() {
@@ -364,8 +405,8 @@ mod tests {
         assert_eq!(b.len(), 10);
         assert_eq!(b.space(), 0);
         assert_eq!(read_all(&b), b"helloworld");
-        // Consecutive copies merge into one run.
-        assert_eq!(b.chunks.len(), 1);
+        // Copies alone need no run list.
+        assert!(b.chunks.is_empty());
     }
 
     #[test]
