@@ -26,6 +26,11 @@ impl Instant {
     pub const fn from_millis(ms: u64) -> Instant {
         Instant(ms * 1000)
     }
+    /// `us` microseconds later (saturating).
+    #[inline]
+    pub const fn plus_micros(self, us: u64) -> Instant {
+        Instant(self.0.saturating_add(us))
+    }
     /// Microseconds since the epoch.
     pub const fn as_micros(self) -> u64 {
         self.0

@@ -299,6 +299,9 @@ impl ArpCache {
     /// the number of frames dropped to `failed_frames`, for
     /// [`DropReason::ArpUnresolved`]), and purge expired entries.
     pub fn poll(&mut self, now: Instant, requests: &mut Vec<Ipv4Addr>, failed_frames: &mut usize) {
+        if !self.has_work(now) {
+            return;
+        }
         let config = &self.config;
         let mut dropped = 0;
         self.pending.retain(|ip, pending| {
@@ -324,6 +327,17 @@ impl ArpCache {
             self.by_age.pop_first();
             self.entries.remove(&ip);
         }
+    }
+
+    /// Whether [`poll`](Self::poll) has anything to do at `now`: an unresolved address
+    /// (checked by poll itself), or an entry to forget. Engines ask every loop turn.
+    #[inline]
+    pub fn has_work(&self, now: Instant) -> bool {
+        !self.pending.is_empty()
+            || self
+                .by_age
+                .first()
+                .is_some_and(|&(learned_at, _)| now >= learned_at + self.config.entry_lifetime)
     }
 
     /// When [`poll`](Self::poll) next has a request to retry or give up on. Entry expiry

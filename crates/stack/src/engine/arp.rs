@@ -83,6 +83,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     /// Retry or give up pending resolutions.
     pub(super) fn poll_arp(&mut self) {
+        if !self.arp.has_work(self.now) {
+            return;
+        }
         let mut requests = std::mem::take(&mut self.arp_requests);
         let mut failed = 0;
         self.arp.poll(self.now, &mut requests, &mut failed);

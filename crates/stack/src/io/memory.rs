@@ -95,6 +95,9 @@ impl Side {
     /// The receive queue a frame arriving on this side lands on.
     fn steer(&mut self, frame: &[u8]) -> usize {
         let queues = self.rx.len();
+        if queues == 1 {
+            return 0;
+        }
         let q = match &mut self.steering {
             Some(Steering::Rss { hasher, rss }) if queues > 1 => tcp_4tuple_input(frame)
                 .map_or(0, |input| usize::from(rss.queue_for(hasher.hash(&input)))),
@@ -430,9 +433,15 @@ impl PacketIo for MemoryLink {
     }
 
     fn transmit(&mut self, frames: &mut Vec<MemFrame>) {
+        let peer_side = self.peer();
+        // One borrow for the burst: the frames' own drops below find their buffers
+        // already taken and do not touch the shared state.
+        let shared_rc = Rc::clone(&self.shared);
+        let mut shared = shared_rc.borrow_mut();
         for mut frame in frames.drain(..) {
-            if !Rc::ptr_eq(&frame.shared, &self.shared) {
-                // Not ours: its buffer goes back to its own link when `frame` drops here.
+            if !Rc::ptr_eq(&frame.shared, &shared_rc) {
+                // Not ours: its buffer goes back to its own link when `frame` drops here
+                // (that borrows the other link's state, not this one's).
                 self.stats.dropped += 1;
                 continue;
             }
@@ -442,10 +451,8 @@ impl PacketIo for MemoryLink {
             let Some(data) = frame.data.take() else {
                 continue;
             };
-            // `frame` is now empty, so dropping it cannot touch the shared state.
             drop(frame);
-            let mut shared = self.shared.borrow_mut();
-            let peer = &mut shared.sides[self.peer()];
+            let peer = &mut shared.sides[peer_side];
             let q = peer.steer(&data);
             if peer.alive[q] {
                 peer.rx[q].push_back(Queued {

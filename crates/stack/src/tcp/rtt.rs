@@ -9,17 +9,28 @@ use std::time::Duration;
 /// Clock granularity G of RFC 6298 §2: the engine's timers tick in 1 ms.
 pub(crate) const CLOCK_GRANULARITY: Duration = Duration::from_millis(1);
 
-/// RFC 6298 estimator state for one connection.
+/// RFC 6298 estimator state for one connection, in nanoseconds (so no precision is
+/// lost against `Duration` and every step is plain 64-bit arithmetic: this runs on every
+/// ACK that gives a sample).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RttEstimator {
-    srtt: Option<Duration>,
-    rttvar: Duration,
+    /// SRTT; [`NO_SAMPLE`] before the first sample.
+    srtt: u64,
+    rttvar: u64,
     /// RTO before backoff, already clamped to [min_rto, max_rto].
-    base_rto: Duration,
-    min_rto: Duration,
-    max_rto: Duration,
+    base_rto: u64,
+    min_rto: u64,
+    max_rto: u64,
     /// Consecutive timeouts since the last valid sample (RFC 6298 §5.5).
     backoff: u32,
+}
+
+/// SRTT before any sample.
+const NO_SAMPLE: u64 = u64::MAX;
+
+/// `d` in nanoseconds, saturating below [`NO_SAMPLE`].
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).map_or(NO_SAMPLE - 1, |n| n.min(NO_SAMPLE - 1))
 }
 
 impl RttEstimator {
@@ -27,11 +38,12 @@ impl RttEstimator {
     /// kept within [`min_rto`, `max_rto`] (§2.4 asks for a 1 s floor; Linux uses 200 ms;
     /// §2.5 allows an upper bound of at least 60 s).
     pub(crate) fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
+        let (min_rto, max_rto) = (nanos(min_rto), nanos(max_rto));
         let max_rto = max_rto.max(min_rto);
         RttEstimator {
-            srtt: None,
-            rttvar: Duration::ZERO,
-            base_rto: initial_rto.clamp(min_rto, max_rto),
+            srtt: NO_SAMPLE,
+            rttvar: 0,
+            base_rto: nanos(initial_rto).clamp(min_rto, max_rto),
             min_rto,
             max_rto,
             backoff: 0,
@@ -41,33 +53,60 @@ impl RttEstimator {
     /// Feeds one RTT measurement R (RFC 6298 §2.2, §2.3) and clears the backoff: the
     /// path answered, so the RTO is recomputed from fresh state (§5.7).
     pub(crate) fn sample(&mut self, rtt: Duration) {
-        match self.srtt {
-            None => {
-                // §2.2: SRTT <- R, RTTVAR <- R/2.
-                self.srtt = Some(rtt);
-                self.rttvar = rtt / 2;
-            }
-            Some(srtt) => {
-                // §2.3, with alpha = 1/8 and beta = 1/4; RTTVAR is updated with the
-                // old SRTT, as the RFC orders it.
-                let delta = srtt.abs_diff(rtt);
-                self.rttvar = (self.rttvar - self.rttvar / 4).saturating_add(delta / 4);
-                self.srtt = Some((srtt - srtt / 8).saturating_add(rtt / 8));
-            }
+        self.sample_ns(nanos(rtt));
+    }
+
+    /// [`sample`](Self::sample) of `rtt` microseconds.
+    pub(crate) fn sample_us(&mut self, rtt: u64) {
+        self.sample_ns(rtt.saturating_mul(1000).min(NO_SAMPLE - 1));
+    }
+
+    fn sample_ns(&mut self, rtt: u64) {
+        if self.srtt == NO_SAMPLE {
+            // §2.2: SRTT <- R, RTTVAR <- R/2.
+            self.srtt = rtt;
+            self.rttvar = rtt / 2;
+        } else {
+            // §2.3, with alpha = 1/8 and beta = 1/4; RTTVAR is updated with the old
+            // SRTT, as the RFC orders it.
+            let delta = self.srtt.abs_diff(rtt);
+            self.rttvar = (self.rttvar - self.rttvar / 4).saturating_add(delta / 4);
+            self.srtt = (self.srtt - self.srtt / 8)
+                .saturating_add(rtt / 8)
+                .min(NO_SAMPLE - 1);
         }
-        let srtt = self.srtt.unwrap_or(rtt);
         // RTO <- SRTT + max(G, K*RTTVAR) with K = 4, then §2.4/§2.5 bounds.
-        let var = self.rttvar.saturating_mul(4).max(CLOCK_GRANULARITY);
-        self.base_rto = srtt.saturating_add(var).clamp(self.min_rto, self.max_rto);
+        let var = self
+            .rttvar
+            .saturating_mul(4)
+            .max(CLOCK_GRANULARITY.as_nanos() as u64);
+        self.base_rto = self
+            .srtt
+            .saturating_add(var)
+            .clamp(self.min_rto, self.max_rto);
         self.backoff = 0;
+    }
+
+    /// The current RTO in nanoseconds.
+    fn rto_ns(&self) -> u64 {
+        if self.backoff >= 64 {
+            return self.max_rto;
+        }
+        let factor = 1u64 << self.backoff;
+        self.base_rto
+            .checked_mul(factor)
+            .map_or(self.max_rto, |rto| rto.min(self.max_rto))
     }
 
     /// The current RTO: the estimate doubled once per backoff (RFC 6298 §5.5), at most
     /// `max_rto`.
     pub(crate) fn rto(&self) -> Duration {
-        1u32.checked_shl(self.backoff)
-            .and_then(|factor| self.base_rto.checked_mul(factor))
-            .map_or(self.max_rto, |rto| rto.min(self.max_rto))
+        Duration::from_nanos(self.rto_ns())
+    }
+
+    /// [`rto`](Self::rto) in whole microseconds.
+    pub(crate) fn rto_us(&self) -> u64 {
+        self.rto_ns() / 1000
     }
 
     /// The retransmission timer expired: double the RTO (RFC 6298 §5.5).
@@ -87,13 +126,18 @@ impl RttEstimator {
 
     /// SRTT, once there has been a sample.
     pub(crate) fn srtt(&self) -> Option<Duration> {
-        self.srtt
+        (self.srtt != NO_SAMPLE).then(|| Duration::from_nanos(self.srtt))
+    }
+
+    /// SRTT in whole microseconds, once there has been a sample.
+    pub(crate) fn srtt_us(&self) -> Option<u64> {
+        (self.srtt != NO_SAMPLE).then_some(self.srtt / 1000)
     }
 
     /// RTTVAR, once there has been a sample.
     #[cfg(test)]
     pub(crate) fn rttvar(&self) -> Option<Duration> {
-        self.srtt.map(|_| self.rttvar)
+        self.srtt().map(|_| Duration::from_nanos(self.rttvar))
     }
 }
 

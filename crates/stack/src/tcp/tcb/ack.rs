@@ -137,7 +137,8 @@ impl Tcb {
                 self.board.clear();
                 self.snd.nxt = self.snd.una;
                 if self.snd.max > self.snd.una {
-                    self.timers.set(Timer::Rto, now + self.rtt.rto());
+                    self.timers
+                        .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
                 }
             }
         }
@@ -188,39 +189,41 @@ impl Tcb {
         self.recovery.dupacks = 0;
 
         // RTT sample: timestamps when the peer echoes ours (RFC 7323 §4.1), else Karn.
+        // In microseconds: this runs on every ACK of new data.
         let mut sample = None;
         if let (Some(ts), Some((_, tsecr))) = (self.ts, seg.timestamp) {
             if tsecr != 0 {
                 let delta = ts_clock(now, ts.offset).wrapping_sub(tsecr);
                 if (delta as i32) >= 0 {
-                    sample = Some(Duration::from_millis(delta as u64));
+                    sample = Some(u64::from(delta) * 1000);
                 }
             }
         }
         if let Some((seq, sent)) = self.rtt_seq {
             if ack >= seq {
                 if sample.is_none() {
-                    sample = Some(now - sent);
+                    sample = Some(now.as_micros().saturating_sub(sent.as_micros()));
                 }
                 self.rtt_seq = None;
             }
         }
-        if let Some(r) = sample {
-            self.rtt.sample(r);
+        if let Some(us) = sample {
+            self.rtt.sample_us(us);
         }
 
         // RFC 6298 §5.2/5.3: stop the timer when all is acked, else restart it.
         if self.snd.una == self.snd.max {
             self.timers.stop(Timer::Rto);
         } else {
-            self.timers.set(Timer::Rto, now + self.rtt.rto());
+            self.timers
+                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
         }
 
         if self.want_writable && data_acked > 0 && self.snd.buf.space() > 0 && self.can_send() {
             self.want_writable = false;
             self.events.writable = true;
         }
-        sample
+        sample.map(Duration::from_micros)
     }
 
     /// Everything an acceptable ACK says about delivery and loss, after SND.UNA and the
@@ -450,12 +453,12 @@ impl Tcb {
                     | State::Closing
                     | State::LastAck
             );
-        let Some(srtt) = self.rtt.srtt().filter(|_| eligible) else {
+        let Some(srtt) = self.rtt.srtt_us().filter(|_| eligible) else {
             self.timers.stop(Timer::Tlp);
             return;
         };
         // In microseconds: this runs on every ACK.
-        let mut pto = (srtt.as_micros() as u64).saturating_mul(2);
+        let mut pto = srtt.saturating_mul(2);
         if flight <= self.snd.mss {
             pto = pto.saturating_add(WORST_CASE_DELAYED_ACK.as_micros() as u64);
         }

@@ -176,7 +176,8 @@ impl Tcb {
             self.flight_size() == 0 && self.snd.unsent_data() > 0
         };
         if blocked && !self.timers.is_armed(Timer::Persist) && !self.timers.is_armed(Timer::Rto) {
-            self.timers.set(Timer::Persist, now + self.rtt.rto());
+            self.timers
+                .set(Timer::Persist, now.plus_micros(self.rtt.rto_us()));
         }
         if self.pending.keepalive_probe {
             self.pending.keepalive_probe = false;
@@ -241,7 +242,8 @@ impl Tcb {
         } else if self.recovery.retries > 0 {
             self.rtt_seq = None;
         }
-        self.timers.set(Timer::Rto, now + self.rtt.rto());
+        self.timers
+            .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
     }
 
     /// What congestion control lets us send now: PRR's allowance in recovery
@@ -321,13 +323,16 @@ impl Tcb {
             self.counters.tlps += 1;
             self.recovery.probes += 1;
             self.recovery.tlp = Some((self.snd.max, retrans));
-            self.timers.set(Timer::Rto, now + self.rtt.rto());
+            self.timers
+                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
         }
     }
 
     /// Send new data as the windows allow.
     fn send_new(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
-        if self.snd.nxt == self.snd.una && now - self.last_send > self.rtt.rto() {
+        if self.snd.nxt == self.snd.una
+            && now.as_micros().saturating_sub(self.last_send.as_micros()) > self.rtt.rto_us()
+        {
             // RFC 5681 §4.1: restart window after an idle period.
             if self.snd.unsent_data() > 0 {
                 self.cc.on_idle_restart(now);
@@ -457,7 +462,8 @@ impl Tcb {
         }
         self.last_send = now;
         if !self.timers.is_armed(Timer::Rto) && !probe {
-            self.timers.set(Timer::Rto, now + self.rtt.rto());
+            self.timers
+                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
         }
     }
 }

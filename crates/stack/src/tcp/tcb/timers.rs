@@ -149,7 +149,8 @@ impl Tcb {
             self.pending.tlp = true;
             // The probe goes instead of a timeout due at the same moment (§7.2 caps
             // the PTO at the RTO); the RTO is armed afresh behind it.
-            self.timers.set(Timer::Rto, now + self.rtt.rto());
+            self.timers
+                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
         }
     }
 
