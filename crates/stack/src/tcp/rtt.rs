@@ -52,6 +52,7 @@ impl RttEstimator {
 
     /// Feeds one RTT measurement R (RFC 6298 §2.2, §2.3) and clears the backoff: the
     /// path answered, so the RTO is recomputed from fresh state (§5.7).
+    #[cfg(test)]
     pub(crate) fn sample(&mut self, rtt: Duration) {
         self.sample_ns(nanos(rtt));
     }
