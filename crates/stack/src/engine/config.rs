@@ -35,7 +35,9 @@ use crate::tcp::pool::MemoryBudget;
 /// ports with `ephemeral_ports` at `1024..=65535` (36 at the default 28,232). The client
 /// engine is configured the same way, with `ephemeral_ports` widened; it spreads its
 /// connects over the server ports. `examples/million.rs` does exactly this over the
-/// in-memory link.
+/// in-memory link. An engine has one address (`ip`), so a client that needs more than
+/// 64,512 connections to a single server address and port runs more engines, on more
+/// addresses.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     /// This link's IPv4 address.
