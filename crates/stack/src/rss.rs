@@ -185,14 +185,34 @@ impl RssConfig {
         self.queue_for(self.hasher().hash(&input))
     }
 
+    /// Active open: the queue the NIC steers the *return* flow of a connection
+    /// `local_ip -> remote_ip:remote_port` to, as a function of the local port. The hash
+    /// of the fixed part of the input is computed once; only the last two input bytes
+    /// (the return flow's destination port) vary, so each port costs two table lookups.
+    pub fn return_queue_by_local_port(
+        &self,
+        local_ip: Ipv4Addr,
+        remote_ip: Ipv4Addr,
+        remote_port: u16,
+    ) -> impl Fn(u16) -> u16 + '_ {
+        let hasher = self.hasher();
+        let input = ipv4_tcp_input(remote_ip, local_ip, remote_port, 0);
+        let prefix = hasher.hash(&input[..10]);
+        move |port| {
+            let [p_hi, p_lo] = port.to_be_bytes();
+            self.queue_for(prefix ^ hasher.byte_term(10, p_hi) ^ hasher.byte_term(11, p_lo))
+        }
+    }
+
     /// Active open: a local port for a connection `local_ip -> remote_ip:remote_port`
     /// whose return traffic (source `remote`, destination `local`) the NIC steers to
     /// `want_queue`, and which `is_free` accepts. Ports are tried from `start` upwards,
     /// wrapping within `range` (a `start` outside `range` begins at its low end). `None`
     /// when no port qualifies.
     ///
-    /// Only the last two input bytes (the destination port of the return flow) vary, so
-    /// each candidate costs two table lookups.
+    /// This walks the whole range when no port qualifies; the engine's own search
+    /// (`engine::ports`) bounds its work and uses
+    /// [`RssConfig::return_queue_by_local_port`] directly.
     // The arguments are the flow's coordinates plus the search bounds; a struct for them
     // would only move the same list elsewhere.
     #[allow(clippy::too_many_arguments)]
@@ -211,21 +231,13 @@ impl RssConfig {
             return None;
         }
         let start = if range.contains(&start) { start } else { lo };
-        let hasher = self.hasher();
-        let input = ipv4_tcp_input(remote_ip, local_ip, remote_port, 0);
-        let prefix = hasher.hash(&input[..10]);
+        let queue_of = self.return_queue_by_local_port(local_ip, remote_ip, remote_port);
         let count = u32::from(hi - lo) + 1;
         let offset = u32::from(start - lo);
-        for i in 0..count {
+        (0..count)
             // Proven in range: (offset + i) % count < count = hi - lo + 1.
-            let port = lo + ((offset + i) % count) as u16;
-            let [p_hi, p_lo] = port.to_be_bytes();
-            let hash = prefix ^ hasher.byte_term(10, p_hi) ^ hasher.byte_term(11, p_lo);
-            if self.queue_for(hash) == want_queue && is_free(port) {
-                return Some(port);
-            }
-        }
-        None
+            .map(|i| lo + ((offset + i) % count) as u16)
+            .find(|&port| queue_of(port) == want_queue && is_free(port))
     }
 }
 

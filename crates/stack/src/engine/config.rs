@@ -10,6 +10,34 @@ use crate::tcp::pool::MemoryBudget;
 /// What one engine (one worker on one queue of one link) is configured with.
 /// [`EngineConfig::new`] gives the defaults, which follow Linux where the RFCs leave a
 /// choice.
+///
+/// # Scale
+///
+/// The limits on how many connections one engine holds are all configuration here:
+/// `max_connections` (live connections), `max_time_wait` (TIME-WAIT entries),
+/// `max_orphans` (closed but unfinished), `reserved_connections` (room made at start),
+/// each listener's backlog ([`Engine::listen`](crate::Engine::listen)), the ARP
+/// cache's `max_entries` ([`ArpConfig`]; passive opens learn their peer's MAC from the
+/// SYN and never need it) and `memory` (buffer memory, which idle connections do not
+/// hold). For a million connections on one engine:
+///
+/// ```
+/// # use rusty_stack::EngineConfig;
+/// let mut cfg = EngineConfig::new("10.0.0.1".parse().unwrap());
+/// cfg.max_connections = 1_000_000;
+/// cfg.reserved_connections = 1_000_000;
+/// cfg.max_time_wait = 1_000_000;
+/// ```
+///
+/// A server reaches a million from many clients, or from few clients across several
+/// listening ports: one client address has at most one connection per (client port,
+/// server port) pair, so one client address needs ⌈1,000,000 / 64,512⌉ = 16 server
+/// ports with `ephemeral_ports` at `1024..=65535` (36 at the default 28,232). The client
+/// engine is configured the same way, with `ephemeral_ports` widened; it spreads its
+/// connects over the server ports. `examples/million.rs` does exactly this over the
+/// in-memory link. An engine has one address (`ip`), so a client that needs more than
+/// 64,512 connections to a single server address and port runs more engines, on more
+/// addresses.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     /// This link's IPv4 address.
@@ -24,8 +52,19 @@ pub struct EngineConfig {
     pub tcp: TcpConfig,
     /// Neighbour cache tuning.
     pub arp: ArpConfig,
-    /// Most live connection blocks per engine (TIME-WAIT entries are not counted).
+    /// Most live connection blocks per engine (TIME-WAIT entries are not counted). A
+    /// policy, not a wall: nothing else in the engine is sized by it or by 16 bits, so
+    /// a million (or more) is a matter of setting it and having the memory (see
+    /// [Scale](#scale)).
     pub max_connections: usize,
+    /// Connections the engine makes room for when it starts (at most
+    /// `max_connections`): up to this many, the connection and flow tables never move.
+    /// Past it they grow by doubling, and each doubling copies every connection block
+    /// (hundreds of bytes each) inside one loop turn, a pause that grows with the table.
+    /// The room is address space until connections use it: the allocator maps large
+    /// tables lazily. Raise it to the connection count you expect on engines meant to
+    /// hold hundreds of thousands.
+    pub reserved_connections: usize,
     /// Bytes of drained connection-buffer storage the engine keeps for reuse, per size
     /// class (8 classes of rings, 2 KiB … 256 KiB), so that busy connections do not go
     /// to the allocator for every request. Rings beyond it go back to the allocator.
@@ -46,8 +85,10 @@ pub struct EngineConfig {
     /// ordinary closes (a few seconds each) far below it. Each orphan is also bounded in
     /// time ([`TcpConfig::orphan_timeout`](crate::TcpConfig)).
     pub max_orphans: usize,
-    /// Most TIME-WAIT entries; past this, connections skip TIME-WAIT (Linux
-    /// tcp_max_tw_buckets behaves the same way).
+    /// Most TIME-WAIT entries (about 40 bytes each); past this, connections skip
+    /// TIME-WAIT (Linux tcp_max_tw_buckets behaves the same way). An engine that closes
+    /// its connections actively at a rate R holds about R × 2·MSL of them
+    /// ([`TcpConfig::time_wait`](crate::TcpConfig)): raise it with the rate.
     pub max_time_wait: usize,
     /// Answer SYNs with SYN cookies when a listener's backlog is full.
     pub syn_cookies: bool,
@@ -56,7 +97,15 @@ pub struct EngineConfig {
     /// Local ports for active opens. On a link whose steering the stack cannot predict
     /// they also mark which flows are active opens, owned by their port; every other
     /// flow is owned by a hash of its remote end. Keep listening ports outside, or all of
-    /// a port's connections share one worker there.
+    /// a port's connections share one worker there (and the port search can no longer
+    /// tell from its counts alone that a destination is out of ports).
+    ///
+    /// A port is taken per destination (remote address and port), not globally: the
+    /// default 28,232 ports allow 28,232 connections (live or in TIME-WAIT) to *each*
+    /// server address and port; with `1024..=65535`, 64,512. On a multi-queue link each
+    /// worker gets about 1/queues of them. A connect to a destination whose ports are all
+    /// taken fails at once with
+    /// [`ConnectError::NoPortAvailable`](crate::ConnectError), without a scan.
     pub ephemeral_ports: RangeInclusive<u16>,
     /// Send bulk data as TSO super-frames when the device segments (and checksums) for
     /// us. Fewer, larger writes help the sender; on TAP they cost the receiving kernel
@@ -78,6 +127,7 @@ impl EngineConfig {
             tcp: TcpConfig::default(),
             arp: ArpConfig::default(),
             max_connections: 65536,
+            reserved_connections: 65536,
             buffer_pool: crate::tcp::pool::DEFAULT_BYTES_PER_CLASS,
             memory: MemoryBudget::default(),
             max_time_wait: 65536,

@@ -7,7 +7,7 @@
 
 use std::net::SocketAddrV4;
 
-use super::owner::owner_queue;
+use super::ports::{Held, Steering};
 use super::{Engine, FlowKey};
 use crate::app::{AppCore, ConnectError, Handler, OpenResult};
 use crate::io::PacketIo;
@@ -47,48 +47,44 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     /// A free ephemeral port; on a multi-queue link one whose return flow the NIC's RSS
     /// steers to this worker's queue (as Fastsocket, mTCP and Seastar do), or, on a link
-    /// without Toeplitz RSS, one this worker owns ([`owner_queue`]).
+    /// without Toeplitz RSS, one this worker owns
+    /// ([`owner_queue`](super::owner::owner_queue)). Bounded work, and
+    /// O(1) when the destination is out of ports: see [`ports`](super::ports).
     fn pick_port(&mut self, remote: SocketAddrV4) -> Option<u16> {
-        let range = self.cfg.ephemeral_ports.clone();
+        let range = &self.cfg.ephemeral_ports;
         let caps = self.dev.capabilities();
-        let flows = &self.flows;
-        let time_wait = &self.time_wait;
-        let key = |local_port: u16| FlowKey {
-            remote_ip: *remote.ip(),
-            remote_port: remote.port(),
-            local_port,
+        let dest = (*remote.ip(), remote.port());
+        let held = Held::of(
+            self.flows.ports_in_use(dest),
+            self.time_wait.ports_in_use(dest),
+        );
+        let (flows, time_wait) = (&self.flows, &self.time_wait);
+        let is_free = |local_port: u16| {
+            let key = FlowKey {
+                remote_ip: dest.0,
+                remote_port: dest.1,
+                local_port,
+            };
+            !flows.contains_key(&key) && !time_wait.contains(&key)
         };
-        let is_free = |p: u16| !flows.contains_key(&key(p)) && !time_wait.contains(&key(p));
         let (queue, queues) = (caps.queue, caps.queue_count.max(1));
-        let start = self.next_port;
-        let next = |p: u16| {
-            if p >= *range.end() {
-                *range.start()
-            } else {
-                p + 1
+        match (&caps.rss, queues > 1) {
+            (Some(rss), true) => {
+                let queue_of = rss.return_queue_by_local_port(self.cfg.ip, dest.0, dest.1);
+                let ours = |port| queue_of(port) == queue;
+                let steering = Steering::Hashed(&ours);
+                self.ports.pick(dest, range, &steering, held, is_free)
             }
-        };
-        let port = match (&caps.rss, caps.queue_count > 1) {
-            (Some(rss), true) => rss.pick_local_port(
-                self.cfg.ip,
-                *remote.ip(),
-                remote.port(),
-                caps.queue,
-                range.clone(),
-                start,
-                is_free,
-            ),
+            // Without Toeplitz RSS the port itself says which queue owns the flow
+            // (`owner_queue`).
+            (_, true) => {
+                let steering = Steering::Modulo { queue, queues };
+                self.ports.pick(dest, range, &steering, held, is_free)
+            }
             _ => {
-                // Without Toeplitz RSS the port itself says which queue owns the flow.
-                let span = (*range.end() as u32 - *range.start() as u32 + 1) as usize;
-                std::iter::successors(Some(start), |&p| Some(next(p)))
-                    .take(span)
-                    .find(|&p| owner_queue(&key(p), &range, queues) == queue && is_free(p))
+                let steering = Steering::All;
+                self.ports.pick(dest, range, &steering, held, is_free)
             }
-        };
-        if let Some(p) = port {
-            self.next_port = next(p);
         }
-        port
     }
 }

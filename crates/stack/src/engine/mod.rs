@@ -18,11 +18,13 @@ mod arp;
 pub mod config;
 mod connect;
 mod dispatch;
+mod flows;
 mod input;
 mod listen;
 mod orphans;
 mod output;
 mod owner;
+mod ports;
 mod timewait;
 
 use crate::rng::Rng;
@@ -46,7 +48,9 @@ use crate::tcp::seq::SeqNum;
 use crate::tcp::tcb::{Opening, State, Tcb};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerWheel;
+use flows::Flows;
 use listen::Listener;
+use ports::PortSearch;
 use timewait::TimeWait;
 
 /// A connection's key within one engine (the local address is the engine's own).
@@ -172,7 +176,7 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     app: AppCore<H, Block>,
     /// Ring storage the connections' buffers take and give back.
     pool: RingPool,
-    flows: HashMap<FlowKey, usize, RandomState>,
+    flows: Flows,
     listeners: HashMap<u16, Listener, RandomState>,
     time_wait: TimeWait,
     /// Connections the application closed, bounded in number.
@@ -184,7 +188,8 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     ident: IdentCounter,
     stats: Stats,
     announce_pending: bool,
-    next_port: u16,
+    /// Where active opens look for a free port, and what that has cost.
+    ports: PortSearch,
     challenge_window: Instant,
     challenge_count: u32,
     /// This second's challenge-ACK budget (see `allow_challenge`).
@@ -246,11 +251,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 }
                 _ => 0,
             },
-            app: AppCore::new(handler, cfg.max_connections, 65536),
+            app: AppCore::new(handler, cfg.max_connections, cfg.reserved_connections),
             pool: RingPool::with_budget(cfg.buffer_pool, cfg.memory),
-            flows: HashMap::with_hasher(RandomState::new()),
+            flows: Flows::new(
+                cfg.reserved_connections.min(cfg.max_connections),
+                ports.clone(),
+            ),
             listeners: HashMap::with_hasher(RandomState::new()),
-            time_wait: TimeWait::new(cfg.max_time_wait),
+            time_wait: TimeWait::new(cfg.max_time_wait, ports.clone()),
             orphans: Default::default(),
             timers: TimerWheel::new(now, std::time::Duration::from_millis(1), 1024),
             arp: crate::arp::ArpCache::new(cfg.arp.clone()),
@@ -259,7 +267,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             ident: IdentCounter::new(u16::from_le_bytes([secret[4], secret[5]])),
             stats: Stats::default(),
             announce_pending: true,
-            next_port,
+            ports: PortSearch::new(next_port),
             challenge_window: now,
             challenge_count: 0,
             challenge_budget: challenge_budget(&mut rng, cfg.tcp.challenge_ack_limit),
@@ -283,6 +291,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// that, SYN cookies answer (when enabled) or SYNs are dropped.
     pub fn listen(&mut self, port: u16, backlog: usize) {
         let backlog = backlog.max(1);
+        self.ports.listening(port, &self.cfg.ephemeral_ports);
         // Listening again on a port only changes the backlog: the half-open connections
         // already counted still release their count when they complete or die.
         self.listeners
@@ -505,6 +514,8 @@ fn challenge_budget(rng: &mut Rng, limit: u32) -> u32 {
     (limit / 2 + rng.below(limit.max(1))).min(u64::from(u32::MAX)) as u32
 }
 
+#[cfg(test)]
+mod port_tests;
 #[cfg(test)]
 mod scripted_tests;
 #[cfg(test)]

@@ -2391,3 +2391,7 @@ mod martians;
 // ----- Memory a peer can make the engine hold -----
 
 mod pinning;
+
+// ----- Counts that replaced scans -----
+
+mod limits;

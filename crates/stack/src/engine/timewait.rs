@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use ahash::RandomState;
 
+use super::ports::{InUse, PortUse, Remote};
 use super::FlowKey;
 use crate::tcp::options::ts_clock;
 use crate::tcp::segment::{Segment, TxSegment};
@@ -64,20 +65,40 @@ const REOPEN_ISS_GAP: usize = 65535 + 2;
 pub(crate) struct TimeWait {
     entries: HashMap<FlowKey, Entry, RandomState>,
     max: usize,
+    /// Entries a RST closed, so that [`TimeWait::len`] is O(1).
+    reset: usize,
+    /// Ephemeral ports held, per remote endpoint, for active opens.
+    ports: PortUse,
 }
 
 impl TimeWait {
-    pub(super) fn new(max: usize) -> TimeWait {
+    /// A table of at most `max` entries, counting local ports in `ephemeral`.
+    pub(super) fn new(max: usize, ephemeral: std::ops::RangeInclusive<u16>) -> TimeWait {
         TimeWait {
             entries: HashMap::with_hasher(RandomState::new()),
             max,
+            reset: 0,
+            ports: PortUse::new(ephemeral),
         }
     }
 
     /// Entries in TIME-WAIT proper (not those a RST closed, which only keep the pair
     /// from our own active opens).
     pub(super) fn len(&self) -> usize {
-        self.entries.values().filter(|e| !e.reset).count()
+        self.entries.len() - self.reset
+    }
+
+    /// Ephemeral ports the table keeps from `remote` (reset entries included).
+    pub(super) fn ports_in_use(&self, remote: Remote) -> InUse {
+        self.ports.get(remote)
+    }
+
+    /// Drop the entry of `key`, keeping the counts in step.
+    fn remove(&mut self, key: &FlowKey) {
+        if let Some(e) = self.entries.remove(key) {
+            self.reset -= usize::from(e.reset);
+            self.ports.removed(key);
+        }
     }
 
     pub(super) fn contains(&self, key: &FlowKey) -> bool {
@@ -90,7 +111,7 @@ impl TimeWait {
         if self.entries.len() >= self.max {
             return false;
         }
-        self.entries.insert(
+        let old = self.entries.insert(
             key,
             Entry {
                 snd_nxt: tcb.snd_nxt(),
@@ -102,6 +123,10 @@ impl TimeWait {
                 last_invalid_ack: None,
             },
         );
+        match old {
+            Some(e) => self.reset -= usize::from(e.reset),
+            None => self.ports.added(&key),
+        }
         true
     }
 
@@ -116,7 +141,7 @@ impl TimeWait {
             return None;
         }
         if e.expires <= at {
-            self.entries.remove(key);
+            self.remove(key);
             return None;
         }
         e.timer_at = e.expires;
@@ -137,14 +162,14 @@ impl TimeWait {
         let e = self.entries.get_mut(key)?;
         let iss_floor = e.snd_nxt + REOPEN_ISS_GAP;
         if e.expires <= now {
-            self.entries.remove(key);
+            self.remove(key);
             return Some(Verdict::Reopen { iss_floor });
         }
         if e.reset {
             // Closed: as for no connection, except that a SYN reopening the pair still
             // starts its sequence space beyond the old one.
             if seg.flags.syn && !seg.flags.ack {
-                self.entries.remove(key);
+                self.remove(key);
                 return Some(Verdict::Reopen { iss_floor });
             }
             return None;
@@ -155,6 +180,7 @@ impl TimeWait {
             // so that our own active opens do not reuse the pair at once (see `reset`).
             if seg.seq == e.rcv_nxt {
                 e.reset = true;
+                self.reset += 1;
             }
             return Some(Verdict::Drop);
         }
@@ -176,7 +202,7 @@ impl TimeWait {
                 _ => past_old_fin,
             };
             if newer {
-                self.entries.remove(key);
+                self.remove(key);
                 return Some(Verdict::Reopen { iss_floor });
             }
         }
