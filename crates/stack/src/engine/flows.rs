@@ -3,8 +3,7 @@
 //! ([`PortUse`]) so that active opens know at once when a destination is out of ports.
 
 use std::collections::HashMap;
-
-use ahash::RandomState;
+use std::hash::{BuildHasher, Hasher};
 
 use super::ports::{InUse, PortUse, Remote};
 use super::FlowKey;
@@ -12,7 +11,7 @@ use super::FlowKey;
 /// Live connections by flow. Its lookups have the `HashMap` signatures the receive path
 /// uses; inserts and removals keep the ephemeral-port counts in step.
 pub(crate) struct Flows {
-    map: HashMap<FlowKey, usize, RandomState>,
+    map: HashMap<FlowKey, usize, FlowHash>,
     ports: PortUse,
 }
 
@@ -21,7 +20,7 @@ impl Flows {
     /// `ephemeral`.
     pub(super) fn new(capacity: usize, ephemeral: std::ops::RangeInclusive<u16>) -> Flows {
         Flows {
-            map: HashMap::with_capacity_and_hasher(capacity, RandomState::new()),
+            map: HashMap::with_capacity_and_hasher(capacity, FlowHash::new()),
             ports: PortUse::new(ephemeral),
         }
     }
@@ -55,5 +54,130 @@ impl Flows {
     /// Ephemeral ports the table holds towards `remote`.
     pub(super) fn ports_in_use(&self, remote: Remote) -> InUse {
         self.ports.get(remote)
+    }
+}
+
+/// The flow tables' hash: a [`FlowKey`] is one 64-bit word, mixed with a keyed folded
+/// multiply (the word, xored with a secret, times a secret odd constant as a 128-bit
+/// product, whose halves are xored; the core step of foldhash and ahash's fallback). One
+/// multiplication per lookup instead of ahash's rounds over three writes. The keys are
+/// drawn from the process's `RandomState` per table, so a peer choosing addresses and
+/// ports cannot aim at a bucket without learning them.
+#[derive(Clone)]
+pub(crate) struct FlowHash {
+    xor: u64,
+    mul: u64,
+}
+
+impl FlowHash {
+    pub(crate) fn new() -> FlowHash {
+        let seed = std::collections::hash_map::RandomState::new();
+        FlowHash {
+            xor: seed.hash_one(0x6a09_e667_f3bc_c908u64),
+            mul: seed.hash_one(0xbb67_ae85_84ca_a73bu64) | 1,
+        }
+    }
+}
+
+impl BuildHasher for FlowHash {
+    type Hasher = FlowHasher;
+    #[inline]
+    fn build_hasher(&self) -> FlowHasher {
+        FlowHasher {
+            xor: self.xor,
+            mul: self.mul,
+            word: 0,
+        }
+    }
+}
+
+/// See [`FlowHash`].
+pub(crate) struct FlowHasher {
+    xor: u64,
+    mul: u64,
+    word: u64,
+}
+
+impl Hasher for FlowHasher {
+    #[inline]
+    fn write_u64(&mut self, word: u64) {
+        // Folded in, so that several writes (none from `FlowKey`) still all count.
+        self.word = fold(self.word ^ word, self.mul);
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        fold(self.word ^ self.xor, self.mul)
+    }
+}
+
+/// The folded multiply: both halves of the 128-bit product, xored.
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn key(ip: u32, remote_port: u16, local_port: u16) -> FlowKey {
+        FlowKey {
+            remote_ip: Ipv4Addr::from(ip),
+            remote_port,
+            local_port,
+        }
+    }
+
+    #[test]
+    fn flows_that_differ_in_one_field_spread_over_buckets() {
+        // 65,536 flows from one client differing only in the port (the common case),
+        // and as many from one port over many addresses: the low bits hashbrown picks a
+        // bucket with and the top seven it tags entries with must both vary.
+        let h = FlowHash::new();
+        for keys in [
+            (0..65_536u32)
+                .map(|p| key(0x0a00_0001, p as u16, 80))
+                .collect::<Vec<_>>(),
+            (0..65_536u32)
+                .map(|i| key(0x0a00_0000 + i, 40_000, 80))
+                .collect(),
+        ] {
+            let mut low = vec![0u32; 1 << 12];
+            let mut top = [0u32; 128];
+            for k in &keys {
+                let x = h.hash_one(k);
+                low[(x & 0xfff) as usize] += 1;
+                top[(x >> 57) as usize] += 1;
+            }
+            // 16 per bucket on average; a poor hash piles them up.
+            assert!(
+                low.iter().all(|&n| n < 48),
+                "low bits: max {:?}",
+                low.iter().max()
+            );
+            assert!(
+                top.iter().all(|&n| n < 1024),
+                "top bits: max {:?}",
+                top.iter().max()
+            );
+        }
+    }
+
+    #[test]
+    fn tables_are_keyed_apart() {
+        let (a, b) = (FlowHash::new(), FlowHash::new());
+        let k = key(0x0a00_0001, 1234, 80);
+        assert_ne!(a.hash_one(k), b.hash_one(k));
     }
 }

@@ -8,8 +8,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use ahash::RandomState;
-
 use super::ports::{InUse, PortUse, Remote};
 use super::FlowKey;
 use crate::tcp::options::ts_clock;
@@ -63,7 +61,7 @@ pub(crate) enum Verdict {
 const REOPEN_ISS_GAP: usize = 65535 + 2;
 
 pub(crate) struct TimeWait {
-    entries: HashMap<FlowKey, Entry, RandomState>,
+    entries: HashMap<FlowKey, Entry, super::flows::FlowHash>,
     max: usize,
     /// Entries a RST closed, so that [`TimeWait::len`] is O(1).
     reset: usize,
@@ -75,7 +73,7 @@ impl TimeWait {
     /// A table of at most `max` entries, counting local ports in `ephemeral`.
     pub(super) fn new(max: usize, ephemeral: std::ops::RangeInclusive<u16>) -> TimeWait {
         TimeWait {
-            entries: HashMap::with_hasher(RandomState::new()),
+            entries: HashMap::with_hasher(super::flows::FlowHash::new()),
             max,
             reset: 0,
             ports: PortUse::new(ephemeral),
