@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rusty::io::PacketIo;
 
+#[path = "support/common.rs"]
+mod common;
 #[path = "support/rr.rs"]
 mod rr;
 
