@@ -16,6 +16,11 @@
 //! Virtual time moves 1 µs per loop turn: runs are deterministic, timers still advance,
 //! and no retransmission timer can fire while every segment is answered at once.
 //!
+//! Both ends take at most a burst of B frames from the link per loop turn (the engines'
+//! `rx_burst`, 32 by default). With K connections that caps how many requests one turn
+//! serves, which matters to a server whose every turn costs O(K) (smoltcp's walks over
+//! its sockets) and little to one whose turn costs O(1) (Rusty's).
+//!
 //! Any K the stack can hold works (100,000 was tried). Three things scale with it: the
 //! link's in-flight bound (see [`common::link`]), the engines' connection limit
 //! ([`engine_config`]) and the server ports (see [`server_ports`]).
@@ -39,20 +44,34 @@ pub(crate) const REQUEST: [u8; MESSAGE_LEN] = [b'q'; MESSAGE_LEN];
 pub(crate) const RESPONSE: [u8; MESSAGE_LEN] = [b'r'; MESSAGE_LEN];
 /// Active opens started at once while connecting: the engines turn until a batch is
 /// established before the next one starts, so the listener never holds more than a
-/// batch half-open and a batch's SYNs alone fit the link's default in-flight bound,
-/// whatever K. Each batch's handshakes share the link with the requests of the
-/// connections already open, as a client ramping up would.
+/// batch half-open and a batch's SYNs fit the link's default in-flight bound, whatever
+/// K.
 const OPEN_BATCH: usize = 4096;
 
+/// How often a connection established while the client holds its requests looks
+/// whether it may send (virtual time: 100 turns, well within the stall limit).
+const HOLD_POLL: Duration = Duration::from_micros(100);
+
 /// The client: one outstanding request per connection, counts completed round trips.
+/// While `holding`, a connection that opens waits (polling a timer) instead of sending
+/// its first request.
 #[derive(Debug, Default)]
 pub(crate) struct RrClient {
     pub connected: usize,
     pub completed: u64,
     pub send_failures: u64,
+    pub holding: bool,
 }
 
 impl RrClient {
+    fn start(&mut self, conn: &mut Conn<'_, Messages>) {
+        if self.holding {
+            conn.set_timer(Some(HOLD_POLL));
+        } else {
+            self.send_request(conn);
+        }
+    }
+
     fn send_request(&mut self, conn: &mut Conn<'_, Messages>) {
         // The send buffer holds far more than one request; a short write would mean the
         // stack lost track of acknowledged data, which the run then reports as a stall.
@@ -71,7 +90,11 @@ impl Handler for RrClient {
 
     fn connected(&mut self, conn: &mut Conn<'_, Messages>) {
         self.connected += 1;
-        self.send_request(conn);
+        self.start(conn);
+    }
+
+    fn timer(&mut self, conn: &mut Conn<'_, Messages>) {
+        self.start(conn);
     }
 
     fn data(&mut self, conn: &mut Conn<'_, Messages>, data: &[u8]) -> usize {
@@ -153,13 +176,19 @@ impl<D: PacketIo> RrServerSide for ServerEngine<D> {
 }
 
 /// The simulator's configuration of the engine at `ip` (fixed keys, so runs replay),
-/// sized for `connections` connections where that is more than the defaults are for:
+/// taking up to `burst` frames per loop turn, and sized for `connections` connections
+/// where that is more than the defaults are for:
 /// the connection limit (65,536 by default) grows to it, and so does the buffer memory
 /// budget, in proportion. The default budget (pressure at 192 MiB) suits the default
 /// limit; 100,000 connections holding their first 2 KiB ring each would put the engine
 /// under memory pressure (clamped windows) and the run would measure that instead.
-pub(crate) fn engine_config(ip: std::net::Ipv4Addr, connections: usize) -> EngineConfig {
+pub(crate) fn engine_config(
+    ip: std::net::Ipv4Addr,
+    connections: usize,
+    burst: usize,
+) -> EngineConfig {
     let mut cfg = sim::engine_config(ip, 1);
+    cfg.rx_burst = burst;
     let scale = connections.div_ceil(cfg.max_connections).max(1);
     cfg.max_connections = cfg.max_connections.max(connections);
     cfg.memory = MemoryBudget {
@@ -168,6 +197,11 @@ pub(crate) fn engine_config(ip: std::net::Ipv4Addr, connections: usize) -> Engin
         limit: cfg.memory.limit * scale,
     };
     cfg
+}
+
+/// The frames an engine takes from the link per loop turn by default.
+pub(crate) fn default_burst() -> usize {
+    sim::engine_config(SERVER_IP, 1).rx_burst
 }
 
 /// The server ports `connections` connections from the client `client` are spread over,
@@ -182,9 +216,14 @@ pub(crate) fn server_ports(client: &EngineConfig, connections: usize) -> (Range<
     (SERVER_PORT..SERVER_PORT + ports as u16, per_port)
 }
 
-/// A Rusty server engine on `dev` for `connections` connections.
-fn rusty_server<D: PacketIo>(dev: D, clock: &VirtualClock, connections: usize) -> ServerEngine<D> {
-    let cfg = engine_config(SERVER_IP, connections);
+/// A Rusty server engine on `dev` for `connections` connections, `burst` frames a turn.
+fn rusty_server<D: PacketIo>(
+    dev: D,
+    clock: &VirtualClock,
+    connections: usize,
+    burst: usize,
+) -> ServerEngine<D> {
+    let cfg = engine_config(SERVER_IP, connections, burst);
     Engine::new(dev, RrServer::default(), clock.clone(), cfg)
 }
 
@@ -197,11 +236,11 @@ pub(crate) struct RrPair<D: PacketIo, S = ServerEngine<D>> {
 
 impl RrPair<MemoryLink> {
     /// Two engines on a bare in-memory link.
-    pub(crate) fn memory(connections: usize) -> Result<RrPair<MemoryLink>, String> {
+    pub(crate) fn memory(connections: usize, burst: usize) -> Result<RrPair<MemoryLink>, String> {
         let clock = VirtualClock::new();
         let (a, b) = common::link(2 * connections);
-        let server = rusty_server(b, &clock, connections);
-        RrPair::build(clock, a, server, connections)
+        let server = rusty_server(b, &clock, connections, burst);
+        RrPair::build(clock, a, server, connections, burst)
     }
 }
 
@@ -209,35 +248,50 @@ pub(crate) type FaultLink = FaultInjector<MemoryLink, VirtualClock>;
 
 impl RrPair<FaultLink> {
     /// Two engines on the in-memory link behind fault injectors configured with no faults.
-    pub(crate) fn fault_injector(connections: usize) -> Result<RrPair<FaultLink>, String> {
+    pub(crate) fn fault_injector(
+        connections: usize,
+        burst: usize,
+    ) -> Result<RrPair<FaultLink>, String> {
         let clock = VirtualClock::new();
         let (a, b) = common::link(2 * connections);
         let a = FaultInjector::new(a, clock.clone(), FaultConfig::none(), 1);
         let b = FaultInjector::new(b, clock.clone(), FaultConfig::none(), 2);
-        let server = rusty_server(b, &clock, connections);
-        RrPair::build(clock, a, server, connections)
+        let server = rusty_server(b, &clock, connections, burst);
+        RrPair::build(clock, a, server, connections, burst)
     }
 }
 
 impl<D: PacketIo, S: RrServerSide> RrPair<D, S> {
-    /// Build the client engine on `dev`, open `connections` connections to `server`
+    /// Build the client engine on `dev` (`burst` frames a turn), open `connections`
+    /// connections to `server`
     /// (in batches of [`OPEN_BATCH`]), then run `connections` round trips so that
     /// measurements start with every connection's pipeline busy.
+    ///
+    /// No request is sent until every connection is open: otherwise the connections
+    /// opened first would keep exchanging requests while the later ones wait for the
+    /// link, and at 10,000 connections the opening would cost a smoltcp server more
+    /// round trips (each walking its sockets) than the measurement itself.
     pub(crate) fn build(
         clock: VirtualClock,
         dev: D,
         server: S,
         connections: usize,
+        burst: usize,
     ) -> Result<RrPair<D, S>, String> {
-        let cfg = engine_config(CLIENT_IP, connections);
+        let cfg = engine_config(CLIENT_IP, connections, burst);
         let (ports, per_port) = server_ports(&cfg, connections);
+        let client = RrClient {
+            holding: true,
+            ..RrClient::default()
+        };
         let mut pair = RrPair {
-            client: Engine::new(dev, RrClient::default(), clock.clone(), cfg),
+            client: Engine::new(dev, client, clock.clone(), cfg),
             server,
             clock,
         };
-        for port in ports.clone() {
-            pair.server.listen(port, per_port);
+        for (i, port) in ports.clone().enumerate() {
+            pair.server
+                .listen(port, per_port.min(connections - i * per_port));
         }
         // One connection first: its SYN waits for ARP, and the ARP queue holds only a few
         // frames per address; the others start once the server's MAC is known.
@@ -253,6 +307,7 @@ impl<D: PacketIo, S: RrServerSide> RrPair<D, S> {
                 return Err(format!("connection {i} stuck: {}", pair.describe()));
             }
         }
+        pair.client.handler_mut().holding = false;
         let warm = pair.run(connections as u64);
         if warm < connections as u64 {
             return Err(format!("warm-up stuck: {}", pair.describe()));
