@@ -3,8 +3,9 @@
 //! same Rusty engine on the same in-memory link, so only the server differs. The
 //! server (`benches/support/smoltcp_server.rs`) is one smoltcp `Interface` with one TCP
 //! socket per connection; its loop turn is `smoltcp_server_turn`, which
-//! `scripts/callgrind-rr.sh` collects alone (`--toggle-collect=*smoltcp_server_turn*`)
-//! for smoltcp's instructions per request next to Rusty's `server_turn`.
+//! `scripts/callgrind-compare.sh` collects alone
+//! (`--toggle-collect=*smoltcp_server_turn*`) for smoltcp's instructions per request
+//! next to Rusty's `server_turn`.
 //!
 //! Usage: `smoltcp_rr [N=100000] [K=1] [B=32]`: N round trips over K connections, each
 //! end taking at most B frames from the link per loop turn (Rusty's `rx_burst`; for
@@ -21,17 +22,22 @@
 //! random seed is fixed, so runs replay exactly.
 //!
 //! What could not be matched:
-//! - Delayed ACKs: Rusty acknowledges at once every second full-sized segment and in
-//!   quick-ack mode (Linux's rules); smoltcp only delays, up to its timeout. With one
-//!   64-byte request outstanding per connection, both answer within the turn and the
-//!   ACK rides on the response, so neither timer fires in this workload.
+//! - Delayed ACKs: both ACK out-of-order data at once and otherwise wait up to the
+//!   timeout, but Rusty ACKs every second full-sized segment and smoltcp as soon as
+//!   more than one MSS of data is unacknowledged. With one 64-byte request
+//!   outstanding per connection, both answer within the turn and the ACK rides on the
+//!   response, so neither rule nor timer comes into play here.
 //! - Timestamps: Rusty adds a per-connection offset to its TSvals (RFC 7323 §7.1);
 //!   smoltcp's generator is one function for all sockets, so it sends the bare clock.
 //! - Send and receive buffers: Rusty grows its rings on demand (2 KiB first) up to
 //!   256 KiB; smoltcp's are fixed at 256 KiB each from the start (untouched pages cost
 //!   no instructions, but the sockets occupy K × 512 KiB of address space).
-//! - Loss recovery beyond the basics (RACK-TLP, SACK-based recovery, F-RTO) and
-//!   the memory budget are Rusty's only; nothing is lost here, so they do not run.
+//! - Loss recovery beyond the basics (RACK-TLP, SACK-based recovery, undoing spurious
+//!   retransmissions) and the memory budget are Rusty's only; nothing is lost here,
+//!   so they do not run.
+//! - Frames per turn: smoltcp's `Interface::poll` would take every frame the device
+//!   has; here the interface is handed at most B per turn, as many as each Rusty engine
+//!   takes (`rx_burst`), so that one turn serves as many requests for either server.
 //! - Demultiplexing: smoltcp finds a segment's socket by walking the socket set, and
 //!   the application finds readable sockets by walking them all every turn (smoltcp
 //!   has no readiness events); Rusty looks flows up in a hash table and calls the
