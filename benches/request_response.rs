@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rusty::io::PacketIo;
 
+#[path = "support/common.rs"]
+mod common;
 #[path = "support/rr.rs"]
 mod rr;
 
@@ -51,7 +53,7 @@ fn request_response(c: &mut Criterion) {
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
     for k in [1usize, 32] {
-        let pair = RrPair::memory(k).unwrap_or_else(|e| panic!("K={k}: {e}"));
+        let pair = RrPair::memory(k, rr::default_burst()).unwrap_or_else(|e| panic!("K={k}: {e}"));
         let mut timed = Timed::new(pair);
         group.bench_function(BenchmarkId::new("memory_link", format!("K={k}")), |b| {
             b.iter_custom(|iters| timed.time_requests(iters))
@@ -60,7 +62,8 @@ fn request_response(c: &mut Criterion) {
         assert_eq!(timed.pair.retransmissions(), 0, "{}", timed.pair.describe());
     }
     for k in [1usize, 32] {
-        let pair = RrPair::fault_injector(k).unwrap_or_else(|e| panic!("K={k}: {e}"));
+        let pair =
+            RrPair::fault_injector(k, rr::default_burst()).unwrap_or_else(|e| panic!("K={k}: {e}"));
         let mut timed = Timed::new(pair);
         group.bench_function(
             BenchmarkId::new("fault_injector_link", format!("K={k}")),

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Server instructions per request of the 64-byte request/response workload, Rusty's
+# server beside smoltcp's, counted by callgrind.
+#
+# Both runs have the same Rusty client engine on the same in-memory link; only the
+# server differs: examples/request_response.rs (Rusty's engine, loop turn
+# `rr::server_turn`) and examples/smoltcp_rr.rs (one smoltcp Interface with a socket
+# per connection, loop turn `smoltcp_server_turn`; the options both run with are in its
+# doc comment). Each server's turns are collected alone (--toggle-collect) in runs of
+# N1 and N2 requests, and the cost per request is the difference over N2 - N1, so set-up
+# (engines, handshakes, warm-up) cancels out. The table gives both per K and smoltcp's
+# cost over Rusty's; then each server's costliest functions per request at the largest K.
+#
+# BURST (default 32, the engines' `rx_burst`) is how many frames every end takes from
+# the link per loop turn, so how many requests one turn of a server can serve. smoltcp
+# walks all its sockets at least twice a turn (egress, and the application looking for
+# data), so its cost per request at large K falls as BURST grows; Rusty's hardly moves.
+#
+# Usage: [BURST=B] scripts/callgrind-compare.sh [N1 [N2 [K...]]]
+#        (defaults: 2000 22000 1 100 1000 10000; smoltcp at K=10,000 takes minutes)
+# Output files stay in target/callgrind-compare/.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+. scripts/callgrind-lib.sh
+n1=${1:-2000}
+n2=${2:-22000}
+b=${BURST:-32}
+shift $(($# < 2 ? $# : 2))
+ks=("$@")
+[ ${#ks[@]} -gt 0 ] || ks=(1 100 1000 10000)
+run_lengths "$n1" "$n2"
+build_examples callgrind-compare request_response smoltcp_rr
+
+rows=()
+for k in "${ks[@]}"; do
+    for n in "$n1" "$n2"; do
+        echo "callgrind: N=$n K=$k B=$b" >&2
+        callgrind "$examples/request_response" "$out/rusty.b$b.k$k.n$n.out" \
+            --toggle-collect='*rr::server_turn*' -- "$n" "$k" memory "$b"
+        callgrind "$examples/smoltcp_rr" "$out/smoltcp.b$b.k$k.n$n.out" \
+            --toggle-collect='*smoltcp_server_turn*' -- "$n" "$k" "$b"
+    done
+    rusty=$(per_unit "$out/rusty.b$b.k$k.n$n1.out" "$out/rusty.b$b.k$k.n$n2.out" "$dn")
+    smoltcp=$(per_unit "$out/smoltcp.b$b.k$k.n$n1.out" "$out/smoltcp.b$b.k$k.n$n2.out" "$dn")
+    rows+=("$k $rusty $smoltcp")
+done
+
+echo
+echo "== server instructions per request, N=$n1 and N=$n2 requests, burst $b frames a turn =="
+printf '%8s %12s %12s %15s\n' K Rusty smoltcp smoltcp/Rusty
+for row in "${rows[@]}"; do
+    echo "$row"
+done | awk '{ printf "%8d %12.1f %12.1f %15.2f\n", $1, $2, $3, $3 / $2 }'
+
+k=${ks[${#ks[@]} - 1]}
+top_tables "Rusty server path, K=$k" "$out/rusty.b$b.k$k.n$n1.out" "$out/rusty.b$b.k$k.n$n2.out" \
+    "$dn" request 'rr::server_turn$'
+top_tables "smoltcp server path, K=$k" "$out/smoltcp.b$b.k$k.n$n1.out" "$out/smoltcp.b$b.k$k.n$n2.out" \
+    "$dn" request 'smoltcp_server_turn$'
