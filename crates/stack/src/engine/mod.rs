@@ -31,6 +31,7 @@ use crate::rng::Rng;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::rc::Rc;
 
 use ahash::RandomState;
 
@@ -45,7 +46,7 @@ use crate::tcp::isn::IsnGenerator;
 use crate::tcp::pool::RingPool;
 use crate::tcp::segment::{self, TxSegment};
 use crate::tcp::seq::SeqNum;
-use crate::tcp::tcb::{Opening, State, Tcb};
+use crate::tcp::tcb::{Opening, State, Tcb, TcbLimits};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerWheel;
 use flows::Flows;
@@ -162,6 +163,8 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     clock: C,
     now: Instant,
     cfg: EngineConfig,
+    /// What every connection consults of `cfg.tcp`, shared by all of them.
+    tcb_limits: Rc<TcbLimits>,
     /// Our address and subnet as the receive path checks them.
     local: ipv4::Local,
     mac: MacAddr,
@@ -281,6 +284,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             arp_ready: Vec::new(),
             misdirected: Vec::new(),
             _not_send: PhantomData,
+            tcb_limits: Rc::new(TcbLimits::new(&cfg.tcp)),
             cfg,
         }
     }
@@ -468,6 +472,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             our_mss: self.our_mss,
             now: self.now,
             cfg: &self.cfg.tcp,
+            limits: Rc::clone(&self.tcb_limits),
         }
     }
 
@@ -514,6 +519,8 @@ fn challenge_budget(rng: &mut Rng, limit: u32) -> u32 {
     (limit / 2 + rng.below(limit.max(1))).min(u64::from(u32::MAX)) as u32
 }
 
+#[cfg(test)]
+mod memory_tests;
 #[cfg(test)]
 mod port_tests;
 #[cfg(test)]

@@ -38,11 +38,13 @@
 //! - `timer_table.rs`: the timer kinds and their deadlines.
 
 use std::net::SocketAddrV4;
+use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
 
 use super::cc::{Cc, CongestionControl};
+use super::config::TcpConfig;
 use super::pool::RingPool;
 use super::recv_buffer::RecvBuffer;
 use super::rtt::RttEstimator;
@@ -218,7 +220,8 @@ pub struct Tcb {
     counters: LossCounters,
     local: SocketAddrV4,
     remote: SocketAddrV4,
-    cfg: TcbLimits,
+    /// Shared by the engine's connections: single-threaded, like the engine.
+    cfg: Rc<TcbLimits>,
 }
 
 /// The send sequence space (RFC 9293 §3.3.1: ISS, SND.UNA, SND.NXT, SND.WND, SND.WL1,
@@ -457,10 +460,12 @@ impl RecvSeq {
     }
 }
 
-/// The parts of [`TcpConfig`](super::config::TcpConfig) a connection consults after
-/// creation.
-#[derive(Debug, Clone, Copy)]
-struct TcbLimits {
+/// The parts of [`TcpConfig`] a connection consults after creation: the same for
+/// every connection of an engine, so the engine builds them once
+/// ([`TcbLimits::new`]) and its connections share them ([`Opening::limits`]) instead
+/// of each keeping a copy.
+#[derive(Debug, Clone)]
+pub struct TcbLimits {
     max_retries: u32,
     max_syn_retries: u32,
     max_synack_retries: u32,
@@ -476,6 +481,29 @@ struct TcbLimits {
     window_scaling: bool,
     timestamps: bool,
     sack: bool,
+}
+
+impl TcbLimits {
+    /// What connections under `cfg` consult during their life.
+    pub fn new(cfg: &TcpConfig) -> TcbLimits {
+        TcbLimits {
+            max_retries: cfg.max_retries,
+            max_syn_retries: cfg.max_syn_retries,
+            max_synack_retries: cfg.max_synack_retries,
+            delayed_ack: cfg.delayed_ack,
+            time_wait: cfg.time_wait,
+            fin_wait2_timeout: cfg.fin_wait2_timeout,
+            close_linger: cfg.close_linger,
+            max_persist: cfg.max_persist,
+            orphan_retries: cfg.orphan_retries,
+            orphan_timeout: cfg.orphan_timeout,
+            invalid_ack_interval: cfg.invalid_ack_interval,
+            keepalive: cfg.keepalive,
+            window_scaling: cfg.window_scaling,
+            timestamps: cfg.timestamps,
+            sack: cfg.sack,
+        }
+    }
 }
 
 /// Options a SYN carried that shape the connection.
@@ -878,6 +906,29 @@ impl Tcb {
         self.board.clear();
         self.pending.keepalive_probe = false;
     }
+}
+
+/// The inline size of each part of a [`Tcb`], for the memory-per-connection test
+/// (`engine/memory_tests.rs`) and the README table it backs.
+#[cfg(test)]
+pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
+    use std::mem::size_of;
+    vec![
+        ("SendSeq (incl. SendBuffer)", size_of::<SendSeq>()),
+        ("  SendBuffer", size_of::<SendBuffer>()),
+        ("RecvSeq (incl. RecvBuffer)", size_of::<RecvSeq>()),
+        ("  RecvBuffer", size_of::<RecvBuffer>()),
+        ("Recovery", size_of::<Recovery>()),
+        ("PendingOutput", size_of::<PendingOutput>()),
+        ("TimerTable", size_of::<TimerTable>()),
+        ("RttEstimator", size_of::<RttEstimator>()),
+        ("Cc", size_of::<Cc>()),
+        ("Scoreboard", size_of::<Scoreboard>()),
+        ("LossCounters", size_of::<LossCounters>()),
+        ("Option<Timestamps>", size_of::<Option<Timestamps>>()),
+        ("TcbLimits (shared)", size_of::<TcbLimits>()),
+        ("Tcb", size_of::<Tcb>()),
+    ]
 }
 
 impl std::fmt::Debug for Tcb {
