@@ -14,6 +14,16 @@ fn print_sizes() {
         println!("{name:32} {size:5}");
     }
     println!("{:32} {:5}", "Block", size_of::<Block>());
+    println!(
+        "{:32} {:5}",
+        "slab entry (Slot<Block, ()>)",
+        crate::app::slot_bytes::<Block, ()>()
+    );
+    println!(
+        "{:32} {:5}",
+        "flow-table bucket",
+        size_of::<(FlowKey, u32)>()
+    );
     println!("{:32} {:5}", "FlowKey", size_of::<FlowKey>());
     println!("{:32} {:5}", "TimerItem", size_of::<TimerItem>());
 }

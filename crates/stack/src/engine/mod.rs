@@ -76,11 +76,13 @@ struct Block {
     /// Next hop's MAC, learned from the SYN for passive opens, from ARP otherwise.
     mac: Option<MacAddr>,
     next_hop: Ipv4Addr,
-    /// The deadline the timer wheel holds for this connection.
-    timer_at: Option<Instant>,
+    /// The deadline the timer wheel holds for this connection; [`Instant::FAR_FUTURE`]
+    /// when it holds none.
+    timer_at: Instant,
     dirty: bool,
-    /// The listener this half-open connection counts against.
-    listener: Option<u16>,
+    /// A half-open connection counted against the backlog of the listener on its local
+    /// port.
+    half_open: bool,
     /// Counted among the engine's orphans (see `orphans.rs`).
     orphan: bool,
 }
@@ -482,7 +484,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         app: Option<H::Conn>,
         key: FlowKey,
         mac: Option<MacAddr>,
-        listener: Option<u16>,
+        half_open: bool,
     ) -> ConnId {
         let next_hop = self.cfg.next_hop(key.remote_ip);
         let mut tcb = tcb;
@@ -492,13 +494,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             key,
             mac,
             next_hop,
-            timer_at: None,
+            timer_at: Instant::FAR_FUTURE,
             dirty: false,
-            listener,
+            half_open,
             orphan: false,
         };
         let id = self.app.insert(block, app);
-        self.flows.insert(key, id.index() as usize);
+        self.flows.insert(key, id.index());
         self.mark_dirty(id.index() as usize);
         id
     }
