@@ -216,8 +216,6 @@ pub struct Tcb {
     events: Events,
     /// The application was refused bytes: raise `writable` once send space frees up.
     want_writable: bool,
-    /// Retransmissions and loss-recovery events, for statistics.
-    counters: LossCounters,
     local: SocketAddrV4,
     remote: SocketAddrV4,
     /// Shared by the engine's connections: single-threaded, like the engine.
@@ -300,7 +298,9 @@ struct RecvSeq {
 
 /// Loss recovery (RFC 6675 with RACK-TLP, RFC 8985, and PRR, RFC 6937), duplicate ACKs
 /// for peers without SACK (RFC 5681 §3.2, RFC 6582), consecutive retransmission
-/// timeouts (RFC 6298 §5) and what an undo needs (RFC 2883, RFC 3522).
+/// timeouts (RFC 6298 §5) and what an undo needs (RFC 2883, RFC 3522). What every ACK
+/// reads is here; what only a recovery, a timeout or a retransmission needs is out of
+/// line ([`ColdRecovery`]).
 struct Recovery {
     dupacks: u32,
     /// In loss recovery (RFC 6675 §5), sending under PRR.
@@ -313,8 +313,6 @@ struct Recovery {
     recover: Option<SeqNum>,
     /// Retransmission timeouts (or SYN retries) since the last progress.
     retries: u32,
-    /// Proportional Rate Reduction state while in recovery.
-    prr: Prr,
     /// The rescue retransmission of this recovery was sent (RFC 6675 §4 NextSeg rule 4).
     rescued: bool,
     /// The tail loss probe in flight (RFC 8985 §7): TLP.end_seq and whether it resent
@@ -322,8 +320,66 @@ struct Recovery {
     tlp: Option<(SeqNum, bool)>,
     /// Probes sent since the last ACK that delivered data (at most `MAX_PROBES`).
     probes: u8,
+    /// Allocated by the first recovery, timeout or retransmission; freed by
+    /// [`Tcb::take_counters`] once the counters are taken, no recovery is on and no
+    /// undo is possible.
+    cold: Option<Box<ColdRecovery>>,
+}
+
+/// The rare part of [`Recovery`].
+#[derive(Debug, Default)]
+struct ColdRecovery {
+    /// Proportional Rate Reduction state while in recovery.
+    prr: Prr,
     /// Evidence that the last reduction was spurious.
     undo: Option<Undo>,
+    /// Retransmissions and loss-recovery events, for statistics.
+    counters: LossCounters,
+}
+
+impl Recovery {
+    fn cold(&mut self) -> &mut ColdRecovery {
+        self.cold.get_or_insert_with(Box::default)
+    }
+
+    /// PRR state, for a recovery going on (or starting).
+    fn prr_mut(&mut self) -> &mut Prr {
+        &mut self.cold().prr
+    }
+
+    /// PRR's sndcnt: what the latest ACK lets recovery send.
+    fn prr_budget(&self) -> usize {
+        self.cold.as_ref().map_or(0, |c| c.prr.budget)
+    }
+
+    fn undo_mut(&mut self) -> Option<&mut Undo> {
+        self.cold.as_mut()?.undo.as_mut()
+    }
+
+    fn set_undo(&mut self, undo: Option<Undo>) {
+        match (undo, self.cold.as_mut()) {
+            (None, None) => {}
+            (None, Some(cold)) => cold.undo = None,
+            (undo, _) => self.cold().undo = undo,
+        }
+    }
+
+    /// The counters, to count an event in.
+    fn counters(&mut self) -> &mut LossCounters {
+        &mut self.cold().counters
+    }
+
+    /// Take the counters, and free the cold part if nothing else in it is in use.
+    fn take_counters(&mut self) -> LossCounters {
+        let Some(cold) = self.cold.as_mut() else {
+            return LossCounters::default();
+        };
+        let counters = std::mem::take(&mut cold.counters);
+        if !self.in_recovery && cold.undo.is_none() {
+            self.cold = None;
+        }
+        counters
+    }
 }
 
 /// RFC 6937 state: RecoverFS, prr_delivered, prr_out and what the latest ACK allows.
@@ -642,7 +698,7 @@ impl Tcb {
     }
     /// Retransmissions and loss-recovery events since the last call.
     pub fn take_counters(&mut self) -> LossCounters {
-        std::mem::take(&mut self.counters)
+        self.recovery.take_counters()
     }
     /// Number of consecutive retransmission timeouts without progress.
     pub fn retries(&self) -> u32 {
@@ -924,7 +980,7 @@ pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
         ("RttEstimator", size_of::<RttEstimator>()),
         ("Cc", size_of::<Cc>()),
         ("Scoreboard", size_of::<Scoreboard>()),
-        ("LossCounters", size_of::<LossCounters>()),
+        ("  ColdRecovery (while in use)", size_of::<ColdRecovery>()),
         ("Option<Timestamps>", size_of::<Option<Timestamps>>()),
         ("TcbLimits (shared)", size_of::<TcbLimits>()),
         ("Tcb", size_of::<Tcb>()),
