@@ -96,6 +96,18 @@ struct Slot<C, S> {
     finished: bool,
 }
 
+/// Bytes one connection takes in the table: its slot as the slab stores it (the slab's
+/// entry is `Vacant(usize)` or `Occupied(slot)`; this enum is laid out the same way).
+#[cfg(test)]
+pub(crate) fn slot_bytes<C, S>() -> usize {
+    #[allow(dead_code)]
+    enum Entry<T> {
+        Vacant(usize),
+        Occupied(T),
+    }
+    std::mem::size_of::<Entry<Slot<C, S>>>()
+}
+
 /// One worker's handler and connection table: see [the application core](crate::app)
 /// for the rules it keeps.
 pub struct AppCore<H: Handler, C> {

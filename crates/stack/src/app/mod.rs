@@ -13,6 +13,8 @@ mod conn;
 mod core;
 mod handler;
 
+#[cfg(test)]
+pub(crate) use self::core::slot_bytes;
 pub use self::core::{AppConn, AppCore, UnreadBytes};
 pub use conn::{
     CloseReason, Conn, ConnId, ConnectError, Connection, OpenResult, Opener, SendError,

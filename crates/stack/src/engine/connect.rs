@@ -42,7 +42,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let iss = self.isn.isn(self.local_addr(port), remote, self.now);
         let tcb = Tcb::connect(&self.opening(&key, iss));
         self.stats.conns_opened_active += 1;
-        Ok(self.insert_conn(tcb, Some(state), key, None, None))
+        Ok(self.insert_conn(tcb, Some(state), key, None, false))
     }
 
     /// A free ephemeral port; on a multi-queue link one whose return flow the NIC's RSS

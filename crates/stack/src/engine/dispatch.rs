@@ -13,7 +13,7 @@ use crate::tcp::pool::RingPool;
 use crate::tcp::recv_buffer::RecvBuffer;
 use crate::tcp::segment::Segment;
 use crate::tcp::tcb::{RxOutcome, TcbConn};
-use crate::time::Clock;
+use crate::time::{Clock, Instant};
 
 impl AppConn for Block {
     /// The engine's ring pool, which the buffers take storage from and give it back to.
@@ -151,10 +151,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                         continue;
                     };
                     let block = &mut self.app[index];
-                    if block.timer_at != Some(at) {
+                    if block.timer_at != at {
                         continue;
                     }
-                    block.timer_at = None;
+                    block.timer_at = Instant::FAR_FUTURE;
                     block.tcb.on_timer(self.now);
                     self.dispatch(index, RxOutcome::default(), &[]);
                     self.mark_dirty(index);

@@ -9,9 +9,10 @@ use super::ports::{InUse, PortUse, Remote};
 use super::FlowKey;
 
 /// Live connections by flow. Its lookups have the `HashMap` signatures the receive path
-/// uses; inserts and removals keep the ephemeral-port counts in step.
+/// uses; inserts and removals keep the ephemeral-port counts in step. Slots are `u32`
+/// (an engine's are far fewer): a bucket is 12 bytes, not 16.
 pub(crate) struct Flows {
-    map: HashMap<FlowKey, usize, FlowHash>,
+    map: HashMap<FlowKey, u32, FlowHash>,
     ports: PortUse,
 }
 
@@ -26,7 +27,7 @@ impl Flows {
     }
 
     #[inline]
-    pub(super) fn get(&self, key: &FlowKey) -> Option<&usize> {
+    pub(super) fn get(&self, key: &FlowKey) -> Option<&u32> {
         self.map.get(key)
     }
 
@@ -35,7 +36,7 @@ impl Flows {
     }
 
     /// Map `key` to `index`; the previous slot, if `key` had one.
-    pub(super) fn insert(&mut self, key: FlowKey, index: usize) -> Option<usize> {
+    pub(super) fn insert(&mut self, key: FlowKey, index: u32) -> Option<u32> {
         let old = self.map.insert(key, index);
         if old.is_none() {
             self.ports.added(&key);
@@ -43,7 +44,7 @@ impl Flows {
         old
     }
 
-    pub(super) fn remove(&mut self, key: &FlowKey) -> Option<usize> {
+    pub(super) fn remove(&mut self, key: &FlowKey) -> Option<u32> {
         let old = self.map.remove(key);
         if old.is_some() {
             self.ports.removed(key);

@@ -91,7 +91,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             local_port: seg.dst_port,
         };
         if let Some(&index) = self.flows.get(&key) {
-            return self.conn_input(index, &seg, payload);
+            return self.conn_input(index as usize, &seg, payload);
         }
         if let Some(owner) = self.flow_owner(&key) {
             // A sibling's flow, steered here by a link we cannot predict: the owner holds

@@ -80,14 +80,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             iss = iss.max(floor);
         }
         let tcb = Tcb::accept_syn(&self.opening(&key, iss), seg);
-        self.insert_conn(tcb, None, key, Some(mac), Some(key.local_port));
+        self.insert_conn(tcb, None, key, Some(mac), true);
     }
 
     /// The half-open connection in `index` no longer counts against its listener's
     /// backlog (it completed or died).
     pub(super) fn release_half_open(&mut self, index: usize) {
-        if let Some(port) = self.app[index].listener.take() {
-            if let Some(l) = self.listeners.get_mut(&port) {
+        let block = &mut self.app[index];
+        if std::mem::take(&mut block.half_open) {
+            if let Some(l) = self.listeners.get_mut(&block.key.local_port) {
                 l.half_open = l.half_open.saturating_sub(1);
             }
         }
@@ -150,7 +151,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         let tcb = Tcb::from_cookie(&self.opening(&key, cookie), seg, opts);
         self.stats.syn_cookies_accepted += 1;
-        let id = self.insert_conn(tcb, None, key, Some(mac), None);
+        let id = self.insert_conn(tcb, None, key, Some(mac), false);
         Some(id.index() as usize)
     }
 }

@@ -31,6 +31,7 @@ use crate::rng::Rng;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::rc::Rc;
 
 use ahash::RandomState;
 
@@ -45,7 +46,7 @@ use crate::tcp::isn::IsnGenerator;
 use crate::tcp::pool::RingPool;
 use crate::tcp::segment::{self, TxSegment};
 use crate::tcp::seq::SeqNum;
-use crate::tcp::tcb::{Opening, State, Tcb};
+use crate::tcp::tcb::{Opening, State, Tcb, TcbLimits};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerWheel;
 use flows::Flows;
@@ -94,11 +95,13 @@ struct Block {
     /// Next hop's MAC, learned from the SYN for passive opens, from ARP otherwise.
     mac: Option<MacAddr>,
     next_hop: Ipv4Addr,
-    /// The deadline the timer wheel holds for this connection.
-    timer_at: Option<Instant>,
+    /// The deadline the timer wheel holds for this connection; [`Instant::FAR_FUTURE`]
+    /// when it holds none.
+    timer_at: Instant,
     dirty: bool,
-    /// The listener this half-open connection counts against.
-    listener: Option<u16>,
+    /// A half-open connection counted against the backlog of the listener on its local
+    /// port.
+    half_open: bool,
     /// Counted among the engine's orphans (see `orphans.rs`).
     orphan: bool,
 }
@@ -181,6 +184,8 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     clock: C,
     now: Instant,
     cfg: EngineConfig,
+    /// What every connection consults of `cfg.tcp`, shared by all of them.
+    tcb_limits: Rc<TcbLimits>,
     /// Our address and subnet as the receive path checks them.
     local: ipv4::Local,
     mac: MacAddr,
@@ -300,6 +305,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             arp_ready: Vec::new(),
             misdirected: Vec::new(),
             _not_send: PhantomData,
+            tcb_limits: Rc::new(TcbLimits::new(&cfg.tcp)),
             cfg,
         }
     }
@@ -487,6 +493,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             our_mss: self.our_mss,
             now: self.now,
             cfg: &self.cfg.tcp,
+            limits: Rc::clone(&self.tcb_limits),
         }
     }
 
@@ -496,7 +503,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         app: Option<H::Conn>,
         key: FlowKey,
         mac: Option<MacAddr>,
-        listener: Option<u16>,
+        half_open: bool,
     ) -> ConnId {
         let next_hop = self.cfg.next_hop(key.remote_ip);
         let mut tcb = tcb;
@@ -506,13 +513,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             key,
             mac,
             next_hop,
-            timer_at: None,
+            timer_at: Instant::FAR_FUTURE,
             dirty: false,
-            listener,
+            half_open,
             orphan: false,
         };
         let id = self.app.insert(block, app);
-        self.flows.insert(key, id.index() as usize);
+        self.flows.insert(key, id.index());
         self.mark_dirty(id.index() as usize);
         id
     }
@@ -533,6 +540,8 @@ fn challenge_budget(rng: &mut Rng, limit: u32) -> u32 {
     (limit / 2 + rng.below(limit.max(1))).min(u64::from(u32::MAX)) as u32
 }
 
+#[cfg(test)]
+mod memory_tests;
 #[cfg(test)]
 mod port_tests;
 #[cfg(test)]

@@ -56,8 +56,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             _ => {}
         }
         if let Some(at) = block.tcb.next_deadline() {
-            if block.timer_at.is_none_or(|t| at < t) {
-                block.timer_at = Some(at);
+            if at < block.timer_at {
+                block.timer_at = at;
                 if let Some(id) = self.app.id(index) {
                     self.timers.schedule(at, TimerItem::Conn { id, at });
                 }

@@ -9,28 +9,34 @@ use std::time::Duration;
 /// Clock granularity G of RFC 6298 §2: the engine's timers tick in 1 ms.
 pub(crate) const CLOCK_GRANULARITY: Duration = Duration::from_millis(1);
 
-/// RFC 6298 estimator state for one connection, in nanoseconds (so no precision is
-/// lost against `Duration` and every step is plain 64-bit arithmetic: this runs on every
-/// ACK that gives a sample).
+/// RFC 6298 estimator state for one connection, in whole microseconds kept in 32 bits
+/// (as Linux keeps them; the samples come in µs): every step is plain integer
+/// arithmetic (this runs on every ACK that gives a sample), and the block stays small.
+/// Times saturate at 71 minutes, far beyond any RTO bound that makes sense.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RttEstimator {
     /// SRTT; [`NO_SAMPLE`] before the first sample.
-    srtt: u64,
-    rttvar: u64,
+    srtt: u32,
+    rttvar: u32,
     /// RTO before backoff, already clamped to [min_rto, max_rto].
-    base_rto: u64,
-    min_rto: u64,
-    max_rto: u64,
+    base_rto: u32,
+    min_rto: u32,
+    max_rto: u32,
     /// Consecutive timeouts since the last valid sample (RFC 6298 §5.5).
     backoff: u32,
 }
 
 /// SRTT before any sample.
-const NO_SAMPLE: u64 = u64::MAX;
+const NO_SAMPLE: u32 = u32::MAX;
 
-/// `d` in nanoseconds, saturating below [`NO_SAMPLE`].
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).map_or(NO_SAMPLE - 1, |n| n.min(NO_SAMPLE - 1))
+/// `us` saturated below [`NO_SAMPLE`].
+fn saturate(us: u64) -> u32 {
+    us.min(u64::from(NO_SAMPLE - 1)) as u32
+}
+
+/// `d` in µs, saturating below [`NO_SAMPLE`].
+fn micros(d: Duration) -> u32 {
+    saturate(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 impl RttEstimator {
@@ -38,12 +44,12 @@ impl RttEstimator {
     /// kept within [`min_rto`, `max_rto`] (§2.4 asks for a 1 s floor; Linux uses 200 ms;
     /// §2.5 allows an upper bound of at least 60 s).
     pub(crate) fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
-        let (min_rto, max_rto) = (nanos(min_rto), nanos(max_rto));
+        let (min_rto, max_rto) = (micros(min_rto), micros(max_rto));
         let max_rto = max_rto.max(min_rto);
         RttEstimator {
             srtt: NO_SAMPLE,
             rttvar: 0,
-            base_rto: nanos(initial_rto).clamp(min_rto, max_rto),
+            base_rto: micros(initial_rto).clamp(min_rto, max_rto),
             min_rto,
             max_rto,
             backoff: 0,
@@ -54,60 +60,46 @@ impl RttEstimator {
     /// path answered, so the RTO is recomputed from fresh state (§5.7).
     #[cfg(test)]
     pub(crate) fn sample(&mut self, rtt: Duration) {
-        self.sample_ns(nanos(rtt));
+        self.sample_us(u64::from(micros(rtt)));
     }
 
     /// [`sample`](Self::sample) of `rtt` microseconds.
     pub(crate) fn sample_us(&mut self, rtt: u64) {
-        self.sample_ns(rtt.saturating_mul(1000).min(NO_SAMPLE - 1));
-    }
-
-    fn sample_ns(&mut self, rtt: u64) {
+        let rtt = saturate(rtt);
         if self.srtt == NO_SAMPLE {
             // §2.2: SRTT <- R, RTTVAR <- R/2.
             self.srtt = rtt;
             self.rttvar = rtt / 2;
         } else {
             // §2.3, with alpha = 1/8 and beta = 1/4; RTTVAR is updated with the old
-            // SRTT, as the RFC orders it.
+            // SRTT, as the RFC orders it. Neither sum overflows, and SRTT stays below
+            // NO_SAMPLE: each is a weighted mean of values below it.
             let delta = self.srtt.abs_diff(rtt);
-            self.rttvar = (self.rttvar - self.rttvar / 4).saturating_add(delta / 4);
-            self.srtt = (self.srtt - self.srtt / 8)
-                .saturating_add(rtt / 8)
-                .min(NO_SAMPLE - 1);
+            self.rttvar = self.rttvar - self.rttvar / 4 + delta / 4;
+            self.srtt = self.srtt - self.srtt / 8 + rtt / 8;
         }
         // RTO <- SRTT + max(G, K*RTTVAR) with K = 4, then §2.4/§2.5 bounds.
-        let var = self
-            .rttvar
-            .saturating_mul(4)
-            .max(CLOCK_GRANULARITY.as_nanos() as u64);
-        self.base_rto = self
-            .srtt
-            .saturating_add(var)
-            .clamp(self.min_rto, self.max_rto);
+        let var = (u64::from(self.rttvar) * 4).max(CLOCK_GRANULARITY.as_micros() as u64);
+        let rto =
+            (u64::from(self.srtt) + var).clamp(u64::from(self.min_rto), u64::from(self.max_rto));
+        // At most max_rto, so it fits.
+        self.base_rto = rto as u32;
         self.backoff = 0;
-    }
-
-    /// The current RTO in nanoseconds.
-    fn rto_ns(&self) -> u64 {
-        if self.backoff >= 64 {
-            return self.max_rto;
-        }
-        let factor = 1u64 << self.backoff;
-        self.base_rto
-            .checked_mul(factor)
-            .map_or(self.max_rto, |rto| rto.min(self.max_rto))
     }
 
     /// The current RTO: the estimate doubled once per backoff (RFC 6298 §5.5), at most
     /// `max_rto`.
     pub(crate) fn rto(&self) -> Duration {
-        Duration::from_nanos(self.rto_ns())
+        Duration::from_micros(self.rto_us())
     }
 
     /// [`rto`](Self::rto) in whole microseconds.
     pub(crate) fn rto_us(&self) -> u64 {
-        self.rto_ns() / 1000
+        let max = u64::from(self.max_rto);
+        if self.backoff >= 32 {
+            return max;
+        }
+        (u64::from(self.base_rto) << self.backoff).min(max)
     }
 
     /// The retransmission timer expired: double the RTO (RFC 6298 §5.5).
@@ -127,18 +119,19 @@ impl RttEstimator {
 
     /// SRTT, once there has been a sample.
     pub(crate) fn srtt(&self) -> Option<Duration> {
-        (self.srtt != NO_SAMPLE).then(|| Duration::from_nanos(self.srtt))
+        self.srtt_us().map(Duration::from_micros)
     }
 
     /// SRTT in whole microseconds, once there has been a sample.
     pub(crate) fn srtt_us(&self) -> Option<u64> {
-        (self.srtt != NO_SAMPLE).then_some(self.srtt / 1000)
+        (self.srtt != NO_SAMPLE).then_some(u64::from(self.srtt))
     }
 
     /// RTTVAR, once there has been a sample.
     #[cfg(test)]
     pub(crate) fn rttvar(&self) -> Option<Duration> {
-        self.srtt().map(|_| Duration::from_nanos(self.rttvar))
+        self.srtt()
+            .map(|_| Duration::from_micros(u64::from(self.rttvar)))
     }
 }
 
@@ -177,11 +170,11 @@ mod tests {
         assert_eq!(e.srtt(), Some(Duration::from_micros(112_500)));
         assert_eq!(e.rto(), Duration::from_micros(362_500));
         e.sample(ms(80));
-        // RTTVAR = 3/4*62.5 + 1/4*32.5 = 55; SRTT = 7/8*112.5 + 10 = 108.4375;
-        // RTO = 108.4375 + 220 = 328.4375.
+        // RTTVAR = 3/4*62.5 + 1/4*32.5 = 55; SRTT = 7/8*112.5 + 10 = 108.4375, in
+        // whole µs 108.438 (112.5/8 rounds down); RTO = 108.438 + 220 = 328.438.
         assert_eq!(e.rttvar(), Some(ms(55)));
-        assert_eq!(e.srtt(), Some(Duration::from_nanos(108_437_500)));
-        assert_eq!(e.rto(), Duration::from_nanos(328_437_500));
+        assert_eq!(e.srtt(), Some(Duration::from_micros(108_438)));
+        assert_eq!(e.rto(), Duration::from_micros(328_438));
     }
 
     #[test]

@@ -12,11 +12,13 @@
 //! Hostile SACK blocks (empty, reversed, below SND.UNA, beyond SND.MAX, wrapping) are
 //! ignored; nothing a peer sends can make this code panic.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::seq::SeqNum;
 use crate::time::Instant;
+use records::Records;
+
+mod records;
 
 /// RFC 6675 §2 DupThresh: segments SACKed above a hole before it counts as lost.
 pub(crate) const DUP_THRESH: usize = 3;
@@ -43,31 +45,58 @@ impl Sent {
     fn len(&self) -> usize {
         self.end.since(self.start)
     }
+    /// `len` as the byte counts keep it (a record is far below 4 GiB).
+    fn bytes(&self) -> u32 {
+        self.end.0.wrapping_sub(self.start.0)
+    }
     fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
     }
 }
 
-/// RACK state (RFC 8985 §5.2, §6.2).
+/// RACK state (RFC 8985 §5.2, §6.2). Times in µs are kept in 32 bits, saturating at
+/// 71 minutes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Rack {
-    /// RACK.xmit_ts and RACK.end_seq: the most recently sent segment delivered so far.
-    xmit: Option<Instant>,
+    /// RACK.xmit_ts and RACK.end_seq: the most recently sent segment delivered so far
+    /// (once `delivered`).
+    xmit: Instant,
     end: SeqNum,
     /// RACK.rtt: the RTT of that segment, microseconds (plain integers: this runs on
     /// every ACK).
-    rtt: u64,
-    /// RACK.min_RTT.
-    min_rtt: Option<u64>,
+    rtt: u32,
+    /// RACK.min_RTT; [`NO_RTT`] before the first sample.
+    min_rtt: u32,
     /// RACK.fack: the highest sequence number delivered (cumulatively or selectively).
     fack: SeqNum,
-    /// RACK.reordering_seen.
-    reordering_seen: bool,
-    /// RACK.reo_wnd_mult and RACK.reo_wnd_persist (§6.2 step 4).
-    reo_wnd_mult: u32,
-    reo_wnd_persist: u32,
     /// RACK.dsack_round: SND.MAX when the last D-SACK widened the window.
     dsack_round: Option<SeqNum>,
+    /// RACK.reo_wnd_mult (at most 64) and RACK.reo_wnd_persist (at most 16) (§6.2
+    /// step 4).
+    reo_wnd_mult: u8,
+    reo_wnd_persist: u8,
+    /// RACK.reordering_seen.
+    reordering_seen: bool,
+    /// A segment has been delivered: `xmit`, `end` and `rtt` hold.
+    delivered: bool,
+}
+
+/// RACK.min_RTT before the first sample.
+const NO_RTT: u32 = u32::MAX;
+
+impl Rack {
+    /// RACK.xmit_ts, once a segment has been delivered.
+    fn xmit(&self) -> Option<Instant> {
+        self.delivered.then_some(self.xmit)
+    }
+}
+
+/// `later - earlier` in µs, saturating at 32 bits (below [`NO_RTT`]).
+fn rtt_us(later: Instant, earlier: Instant) -> u32 {
+    later
+        .as_micros()
+        .saturating_sub(earlier.as_micros())
+        .min(u64::from(NO_RTT - 1)) as u32
 }
 
 /// What one ACK's SACK and cumulative parts did to the scoreboard.
@@ -94,13 +123,13 @@ pub(crate) struct LossOutcome {
 /// The sender's record of what is in flight. See the module docs.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Scoreboard {
-    segs: VecDeque<Sent>,
+    segs: Records<Sent>,
     /// Bytes in SACKed records.
-    sacked: usize,
+    sacked: u32,
     /// Bytes in records marked lost (retransmitted or not).
-    lost: usize,
+    lost: u32,
     /// Bytes in records whose retransmission is in flight.
-    retrans: usize,
+    retrans: u32,
     rack: Rack,
 }
 
@@ -113,20 +142,21 @@ impl std::fmt::Debug for Scoreboard {
 impl Default for Scoreboard {
     fn default() -> Self {
         Scoreboard {
-            segs: VecDeque::new(),
+            segs: Records::default(),
             sacked: 0,
             lost: 0,
             retrans: 0,
             rack: Rack {
-                xmit: None,
+                xmit: Instant::ZERO,
                 end: SeqNum(0),
                 rtt: 0,
-                min_rtt: None,
+                min_rtt: NO_RTT,
                 fack: SeqNum(0),
-                reordering_seen: false,
+                dsack_round: None,
                 reo_wnd_mult: 1,
                 reo_wnd_persist: 0,
-                dsack_round: None,
+                reordering_seen: false,
+                delivered: false,
             },
         }
     }
@@ -135,12 +165,12 @@ impl Default for Scoreboard {
 impl Scoreboard {
     /// Bytes the peer has SACKed above SND.UNA.
     pub(crate) fn sacked_bytes(&self) -> usize {
-        self.sacked
+        self.sacked as usize
     }
 
     /// Bytes marked lost.
     pub(crate) fn lost_bytes(&self) -> usize {
-        self.lost
+        self.lost as usize
     }
 
     /// Nothing is SACKed, lost or retransmitted: the fast path (no loss detection to
@@ -159,8 +189,8 @@ impl Scoreboard {
     /// lost, plus retransmissions in flight. `outstanding` is SND.MAX − SND.UNA.
     pub(crate) fn pipe(&self, outstanding: usize) -> usize {
         outstanding
-            .saturating_sub(self.sacked + self.lost)
-            .saturating_add(self.retrans)
+            .saturating_sub(self.sacked as usize + self.lost as usize)
+            .saturating_add(self.retrans as usize)
     }
 
     /// Record a transmission of [start, end) at `now`: new data past the last record is
@@ -199,7 +229,7 @@ impl Scoreboard {
                 continue;
             }
             if !s.has(RETRANS) {
-                self.retrans += s.len();
+                self.retrans += s.bytes();
             }
             s.flags |= RETRANS | EVER_RETRANS;
             s.xmit = now;
@@ -231,7 +261,7 @@ impl Scoreboard {
 
     /// Drop the accounting of a record leaving the scoreboard (acknowledged) or
     /// becoming SACKed.
-    fn unaccount(&mut self, s: &Sent, len: usize) {
+    fn unaccount(&mut self, s: &Sent, len: u32) {
         if s.has(SACKED) {
             self.sacked -= len;
         }
@@ -262,13 +292,13 @@ impl Scoreboard {
                     }
                     continue;
                 }
-                self.unaccount(&s, s.len());
+                self.unaccount(&s, s.bytes());
                 if !s.has(SACKED) {
                     self.rack_delivered(&s, now, &mut best);
                 }
             } else {
                 // Part of a record (a TSO run, or a partial segment) acknowledged.
-                let cut = una.since(s.start);
+                let cut = una.0.wrapping_sub(s.start.0);
                 self.unaccount(&s, cut);
                 let acked = Sent { end: una, ..s };
                 if !s.has(SACKED) {
@@ -279,12 +309,6 @@ impl Scoreboard {
             }
         }
         self.rack_advance(best, now);
-        if self.segs.is_empty() {
-            // Give the memory of a large flight back once it is all acknowledged.
-            if self.segs.capacity() > 64 {
-                self.segs = VecDeque::new();
-            }
-        }
     }
 
     /// Take the SACK blocks of an ACK whose cumulative part has already been applied
@@ -360,8 +384,8 @@ impl Scoreboard {
             if s.has(SACKED) {
                 continue;
             }
-            self.unaccount(&s, s.len());
-            self.sacked += s.len();
+            self.unaccount(&s, s.bytes());
+            self.sacked += s.bytes();
             self.segs[i].flags = (s.flags & EVER_RETRANS) | SACKED;
             self.rack_delivered(&s, now, best);
         }
@@ -427,15 +451,15 @@ impl Scoreboard {
     /// RACK_update (RFC 8985 §6.2 step 2) for one delivered record: keep the most
     /// recently sent, and notice reordering (step 3).
     fn rack_delivered(&mut self, s: &Sent, now: Instant, best: &mut Option<Sent>) {
-        let rtt = now.as_micros().saturating_sub(s.xmit.as_micros());
+        let rtt = rtt_us(now, s.xmit);
         if s.has(EVER_RETRANS) {
             // Which transmission was delivered is ambiguous: a sample shorter than the
             // path's minimum RTT must be the original's.
-            if self.rack.min_rtt.is_some_and(|m| rtt < m) {
+            if self.rack.min_rtt != NO_RTT && rtt < self.rack.min_rtt {
                 return;
             }
         } else {
-            self.rack.min_rtt = Some(self.rack.min_rtt.map_or(rtt, |m| m.min(rtt)));
+            self.rack.min_rtt = self.rack.min_rtt.min(rtt);
             if s.end < self.rack.fack {
                 // Delivered below what was already delivered, never retransmitted:
                 // the network reordered it.
@@ -449,17 +473,18 @@ impl Scoreboard {
 
     fn rack_advance(&mut self, best: Option<Sent>, now: Instant) {
         let Some(b) = best else { return };
-        if b.end > self.rack.fack || self.rack.xmit.is_none() {
+        if b.end > self.rack.fack || !self.rack.delivered {
             self.rack.fack = b.end;
         }
         if self
             .rack
-            .xmit
+            .xmit()
             .is_none_or(|x| sent_after(b.xmit, b.end, x, self.rack.end))
         {
-            self.rack.xmit = Some(b.xmit);
+            self.rack.xmit = b.xmit;
             self.rack.end = b.end;
-            self.rack.rtt = now.as_micros().saturating_sub(b.xmit.as_micros());
+            self.rack.rtt = rtt_us(now, b.xmit);
+            self.rack.delivered = true;
         }
     }
 
@@ -484,13 +509,16 @@ impl Scoreboard {
             }
         }
         if !self.rack.reordering_seen
-            && (in_recovery || self.sacked >= DUP_THRESH.saturating_mul(mss))
+            && (in_recovery || self.sacked as usize >= DUP_THRESH.saturating_mul(mss))
         {
             return Duration::ZERO;
         }
-        let min_rtt = self.rack.min_rtt.map_or(srtt, Duration::from_micros);
+        let min_rtt = match self.rack.min_rtt {
+            NO_RTT => srtt,
+            us => Duration::from_micros(u64::from(us)),
+        };
         (min_rtt / 4)
-            .saturating_mul(self.rack.reo_wnd_mult)
+            .saturating_mul(u32::from(self.rack.reo_wnd_mult))
             .min(srtt)
     }
 
@@ -518,10 +546,10 @@ impl Scoreboard {
                 continue; // already waiting for its retransmission
             }
             let mut lost_by_time = false;
-            if let Some(rx) = self.rack.xmit {
+            if let Some(rx) = self.rack.xmit() {
                 if sent_after(rx, self.rack.end, s.xmit, s.end) {
-                    let deadline =
-                        s.xmit + Duration::from_micros(self.rack.rtt).saturating_add(reo_wnd);
+                    let rtt = Duration::from_micros(u64::from(self.rack.rtt));
+                    let deadline = s.xmit + rtt.saturating_add(reo_wnd);
                     if deadline <= now {
                         lost_by_time = true;
                     } else {
@@ -546,10 +574,10 @@ impl Scoreboard {
     fn mark_lost(&mut self, i: usize) {
         let s = self.segs[i];
         if s.has(RETRANS) {
-            self.retrans -= s.len();
+            self.retrans -= s.bytes();
         }
         if !s.has(LOST) {
-            self.lost += s.len();
+            self.lost += s.bytes();
         }
         self.segs[i].flags = (s.flags & !RETRANS) | LOST;
     }
@@ -678,9 +706,9 @@ mod tests {
 
     fn check_counts(b: &Scoreboard) {
         let sum = |f: u8| -> usize { b.segs.iter().filter(|s| s.has(f)).map(|s| s.len()).sum() };
-        assert_eq!(b.sacked, sum(SACKED));
-        assert_eq!(b.lost, sum(LOST));
-        assert_eq!(b.retrans, sum(RETRANS));
+        assert_eq!(b.sacked as usize, sum(SACKED));
+        assert_eq!(b.lost as usize, sum(LOST));
+        assert_eq!(b.retrans as usize, sum(RETRANS));
         for w in b.segs.iter().collect::<Vec<_>>().windows(2) {
             assert_eq!(w[0].end, w[1].start, "records stay contiguous");
         }
@@ -695,7 +723,7 @@ mod tests {
         assert_eq!(b.segs.front().unwrap().start, SeqNum(3500));
         assert_eq!(b.segs.len(), 8);
         b.on_cumulative_ack(SeqNum(11_000), ms(21));
-        assert!(b.segs.is_empty());
+        assert_eq!(b.segs.len(), 0);
         check_counts(&b);
     }
 
@@ -1026,7 +1054,7 @@ mod tests {
                     }
                 }
                 check_counts(&b);
-                assert!(b.pipe(max.since(una)) <= max.since(una) + b.retrans);
+                assert!(b.pipe(max.since(una)) <= max.since(una) + b.retrans as usize);
                 if let Some(f) = b.segs.front() {
                     assert_eq!(f.start, una);
                     assert_eq!(b.segs.back().unwrap().end, max);

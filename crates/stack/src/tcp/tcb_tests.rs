@@ -4,13 +4,14 @@
 //! [`Instant`] by hand.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::rc::Rc;
 use std::time::Duration;
 
 use super::config::{Keepalive, TcpConfig};
 use super::pool::RingPool;
 use super::segment::{Segment, TxSegment};
 use super::seq::SeqNum;
-use super::tcb::{Events, Opening, RxOutcome, State, SynOptions, Tcb};
+use super::tcb::{Events, Opening, RxOutcome, State, SynOptions, Tcb, TcbLimits};
 use crate::app::CloseReason;
 use crate::time::Instant;
 
@@ -44,6 +45,7 @@ pub(super) fn open(
         our_mss,
         now,
         cfg,
+        limits: Rc::new(TcbLimits::new(cfg)),
     }
 }
 

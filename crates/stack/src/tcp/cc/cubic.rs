@@ -30,7 +30,7 @@
 use std::time::Duration;
 
 use super::hystart::HyStart;
-use super::{initial_window, AckSample, CongestionControl, INITIAL_SSTHRESH, MAX_CWND};
+use super::{initial_window, window, AckSample, CongestionControl, INITIAL_SSTHRESH, MAX_CWND};
 use crate::time::Instant;
 
 /// RFC 9438 §5.1: C, in segments per second³.
@@ -44,22 +44,29 @@ const ALPHA_CUBIC: f64 = 3.0 * (1.0 - 0.7) / (1.0 + 0.7);
 /// RFC 3465 L in the slow starts after the first (HyStart++ has its own, RFC 9406).
 const ABC_L: usize = 2;
 
+/// The clock of a curve, t of W_cubic(t): it stops while the sender is
+/// application-limited.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Clock {
+    /// Running: t = 0 was at this time (moved later by the pauses so far).
+    Running(Instant),
+    /// Stopped at this t.
+    Paused(Duration),
+}
+
 /// The cubic curve of one congestion-avoidance stage (RFC 9438 §4.2).
 #[derive(Debug, Clone, PartialEq)]
 struct Epoch {
-    /// t = 0 of W_cubic(t), moved later by the time the sender spent app-limited.
-    start: Instant,
+    clock: Clock,
     /// K of eq. 2, seconds.
     k: f64,
-    /// W_max of eq. 1, bytes: where the curve flattens out.
-    w_max: usize,
     /// W_est (§4.3), bytes.
     w_est: f64,
+    /// W_max of eq. 1, bytes: where the curve flattens out.
+    w_max: u32,
     /// Cubic growth earned by ACKs but not yet a whole byte: the remainder of
     /// (target − cwnd)·acked / cwnd, over cwnd.
-    credit: usize,
-    /// When the sender became application-limited, while it is (the clock is paused).
-    paused_at: Option<Instant>,
+    credit: u32,
 }
 
 impl Epoch {
@@ -73,150 +80,214 @@ impl Epoch {
             (cwnd, 0.0)
         };
         Epoch {
-            start: now,
+            clock: Clock::Running(now),
             k,
-            w_max,
             // §4.3: W_est = cwnd_epoch at the start of the stage.
             w_est: cwnd as f64,
+            w_max: window(w_max),
             credit: 0,
-            paused_at: None,
         }
     }
 
     /// W_cubic(t) (eq. 1), bytes; may be negative or beyond any window.
     fn w_cubic(&self, t: Duration, smss: usize) -> f64 {
         let d = t.as_secs_f64() - self.k;
-        C * d * d * d * smss as f64 + self.w_max as f64
+        C * d * d * d * smss as f64 + f64::from(self.w_max)
     }
 
     /// Stop the clock (the sender is application-limited) if it runs.
     fn pause(&mut self, now: Instant) {
-        self.paused_at.get_or_insert(now);
-    }
-
-    /// Restart the clock if it was stopped, moving the start later by the pause.
-    fn resume(&mut self, now: Instant) {
-        if let Some(at) = self.paused_at.take() {
-            self.start = (self.start + now.saturating_duration_since(at)).min(now);
+        if let Clock::Running(start) = self.clock {
+            self.clock = Clock::Paused(now.saturating_duration_since(start));
         }
     }
+
+    /// Restart the clock if it was stopped, t going on from where it stopped; t now.
+    fn resume(&mut self, now: Instant) -> Duration {
+        match self.clock {
+            Clock::Running(start) => now.saturating_duration_since(start),
+            Clock::Paused(t) => {
+                self.clock = Clock::Running(now - t);
+                t
+            }
+        }
+    }
+}
+
+/// Where the window grows from: the initial slow start under HyStart++, or the stages
+/// after it. The two never hold state at once (HyStart++ runs only while ssthresh is
+/// at its initial value, RFC 9406 §4.3; a curve only in congestion avoidance, below
+/// it), so they share the space.
+#[derive(Debug, Clone, PartialEq)]
+enum Stage {
+    /// The initial slow start: ssthresh is at its initial value.
+    Initial(HyStart),
+    /// After it: the curve of the current congestion-avoidance stage; none until its
+    /// first ACK (and during the slow starts after a loss). (`Clock` has room for the
+    /// discriminants: `Stage` costs nothing over an `Epoch`.)
+    Curve(Option<Epoch>),
 }
 
 /// What an undo restores (RFC 9438 §4.9).
 #[derive(Debug, Clone, PartialEq)]
 struct Prior {
-    cwnd: usize,
-    ssthresh: usize,
-    w_max: usize,
-    cwnd_prior: usize,
+    cwnd: u32,
+    ssthresh: u32,
+    w_max: u32,
+    cwnd_prior: u32,
     epoch: Option<Epoch>,
 }
 
-/// CUBIC congestion control (RFC 9438) with HyStart++ (RFC 9406).
+/// CUBIC congestion control (RFC 9438) with HyStart++ (RFC 9406). Windows and sizes
+/// are kept in 32 bits (see [`MAX_CWND`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Cubic {
-    smss: usize,
-    cwnd: usize,
-    ssthresh: usize,
+    smss: u32,
+    cwnd: u32,
+    ssthresh: u32,
     /// W_max for the next stage, bytes: the window before the last reduction (less with
     /// fast convergence); 0 when unknown (§4.8, §4.10).
-    w_max: usize,
+    w_max: u32,
     /// cwnd when ssthresh was last set (§4.3), bytes.
-    cwnd_prior: usize,
-    /// The curve of the current congestion-avoidance stage; none until its first ACK.
-    epoch: Option<Epoch>,
-    hystart: HyStart,
+    cwnd_prior: u32,
     /// Between `on_congestion` and the end of that recovery.
     in_recovery: bool,
-    prior: Option<Prior>,
+    stage: Stage,
+    /// Set by a reduction, until undone or replaced; out of line, as reductions are
+    /// rare.
+    prior: Option<Box<Prior>>,
 }
 
 impl Cubic {
     /// A controller for a sender whose maximum segment size is `smss` (0 is treated as
     /// 1), starting at the initial window in slow start.
     pub(crate) fn new(smss: usize) -> Self {
-        let smss = smss.max(1);
+        let smss = smss.clamp(1, MAX_CWND);
         Cubic {
-            smss,
-            cwnd: initial_window(smss).min(MAX_CWND),
-            ssthresh: INITIAL_SSTHRESH,
+            smss: window(smss),
+            cwnd: window(initial_window(smss)),
+            ssthresh: INITIAL_SSTHRESH as u32,
             w_max: 0,
             cwnd_prior: 0,
-            epoch: None,
-            hystart: HyStart::new(),
             in_recovery: false,
+            stage: Stage::Initial(HyStart::new()),
             prior: None,
         }
     }
 
-    fn snapshot(&self, now: Instant) -> Prior {
-        let mut epoch = self.epoch.clone();
+    fn smss(&self) -> usize {
+        self.smss as usize
+    }
+
+    /// The curve of the current stage, if one has begun.
+    #[cfg(test)]
+    fn epoch(&self) -> Option<&Epoch> {
+        match &self.stage {
+            Stage::Curve(e) => e.as_ref(),
+            Stage::Initial(_) => None,
+        }
+    }
+
+    /// The curve of the current stage, if one has begun.
+    fn epoch_mut(&mut self) -> Option<&mut Epoch> {
+        match &mut self.stage {
+            Stage::Curve(e) => e.as_mut(),
+            Stage::Initial(_) => None,
+        }
+    }
+
+    /// End the current curve (the next congestion-avoidance ACK begins a new one);
+    /// the initial slow start, if it is still on, goes on.
+    fn end_epoch(&mut self) {
+        if let Stage::Curve(e) = &mut self.stage {
+            *e = None;
+        }
+    }
+
+    /// ssthresh changed: HyStart++ afresh if it is back at its initial value (an undo),
+    /// else no curve until the next congestion-avoidance ACK.
+    fn restart_stage(&mut self) {
+        self.stage = if self.ssthresh as usize == INITIAL_SSTHRESH {
+            Stage::Initial(HyStart::new())
+        } else {
+            Stage::Curve(None)
+        };
+    }
+
+    fn snapshot(&self, now: Instant) -> Box<Prior> {
+        let mut epoch = match &self.stage {
+            Stage::Curve(e) => e.clone(),
+            Stage::Initial(_) => None,
+        };
         if let Some(e) = &mut epoch {
             // Should the reduction be undone, the curve goes on from where it stopped.
             e.pause(now);
         }
-        Prior {
+        Box::new(Prior {
             cwnd: self.cwnd,
             ssthresh: self.ssthresh,
             w_max: self.w_max,
             cwnd_prior: self.cwnd_prior,
             epoch,
-        }
+        })
     }
 
     /// §4.6 multiplicative decrease with §4.7 fast convergence: sets W_max, cwnd_prior
     /// and ssthresh from cwnd and ends the stage. cwnd itself is the caller's.
     fn reduce(&mut self) {
-        let cwnd = self.cwnd;
-        self.w_max = if cwnd < self.w_max {
+        let cwnd = self.cwnd as usize;
+        self.w_max = if self.cwnd < self.w_max {
             // Loss struck below the last W_max: the flow is losing share, so it gives
             // some more up for newcomers.
-            mul_frac(cwnd, FAST_CONVERGENCE)
+            window(mul_frac(cwnd, FAST_CONVERGENCE))
         } else {
-            cwnd
+            self.cwnd
         };
-        self.cwnd_prior = cwnd;
-        self.ssthresh = mul_frac(cwnd, BETA)
-            .max(self.smss.saturating_mul(2))
-            .min(MAX_CWND);
-        self.epoch = None;
+        self.cwnd_prior = self.cwnd;
+        self.ssthresh = window(mul_frac(cwnd, BETA).max(self.smss().saturating_mul(2)));
         // HyStart++ is for the initial slow start only (RFC 9406 §4.3); an undo back
         // to it starts its rounds afresh.
-        self.hystart = HyStart::new();
+        self.restart_stage();
     }
 
     fn slow_start(&mut self, ack: &AckSample) {
-        if self.ssthresh == INITIAL_SSTHRESH {
-            let step = self.hystart.on_ack(ack, self.smss);
-            self.cwnd = self.cwnd.saturating_add(step.increase).min(MAX_CWND);
+        let smss = self.smss();
+        if let Stage::Initial(hystart) = &mut self.stage {
+            let step = hystart.on_ack(ack, smss);
+            self.cwnd = window((self.cwnd as usize).saturating_add(step.increase));
             if step.exit {
                 // RFC 9406 §4.2: CSS confirmed the delay rise; RFC 9438 §4.10: with no
                 // loss there is no W_max, the curve starts at cwnd.
                 self.ssthresh = self.cwnd;
                 self.cwnd_prior = self.cwnd;
                 self.w_max = 0;
-                self.epoch = None;
+                self.stage = Stage::Curve(None);
             }
         } else {
             // RFC 5681 §3.1 with RFC 3465 L = 2 SMSS, as NewReno.
-            let increase = ack.delivered.min(self.smss.saturating_mul(ABC_L));
-            self.cwnd = self.cwnd.saturating_add(increase).min(MAX_CWND);
+            let increase = ack.delivered.min(smss.saturating_mul(ABC_L));
+            self.cwnd = window((self.cwnd as usize).saturating_add(increase));
         }
     }
 
     fn congestion_avoidance(&mut self, ack: &AckSample) {
-        let smss = self.smss;
-        let cwnd = self.cwnd.max(1);
-        let w_max = self.w_max;
-        let epoch = self
-            .epoch
-            .get_or_insert_with(|| Epoch::begin(ack.now, cwnd, w_max, smss));
-        epoch.resume(ack.now);
-        let t = ack.now.saturating_duration_since(epoch.start);
+        let smss = self.smss();
+        let cwnd = (self.cwnd as usize).max(1);
+        let w_max = self.w_max as usize;
+        let cwnd_prior = self.cwnd_prior as f64;
+        if let Stage::Initial(_) = self.stage {
+            // Not reached (cwnd stays below the initial ssthresh); a curve if it were.
+            self.stage = Stage::Curve(None);
+        }
+        let Stage::Curve(epoch) = &mut self.stage else {
+            return;
+        };
+        let epoch = epoch.get_or_insert_with(|| Epoch::begin(ack.now, cwnd, w_max, smss));
+        let t = epoch.resume(ack.now);
 
         // §4.3: W_est grows like Reno with AIMD(α_cubic, β_cubic), and like Reno itself
         // (α = 1) once it is back to the window of the last reduction.
-        let alpha = if epoch.w_est >= self.cwnd_prior as f64 {
+        let alpha = if epoch.w_est >= cwnd_prior {
             1.0
         } else {
             ALPHA_CUBIC
@@ -225,7 +296,7 @@ impl Cubic {
 
         if epoch.w_cubic(t, smss) < epoch.w_est {
             // Reno-friendly region.
-            self.cwnd = cwnd.max(to_bytes(epoch.w_est));
+            self.cwnd = window(cwnd.max(to_bytes(epoch.w_est)));
             return;
         }
         // §4.2 concave and convex regions: aim at where the curve will be one RTT on,
@@ -237,22 +308,22 @@ impl Cubic {
         let gap = target - cwnd;
         let earned = (gap as u128)
             .saturating_mul(ack.delivered as u128)
-            .saturating_add(epoch.credit as u128);
+            .saturating_add(u128::from(epoch.credit));
         let grow = earned / cwnd as u128;
         // The remainder is below cwnd, so it fits.
-        epoch.credit = usize::try_from(earned % cwnd as u128).unwrap_or(0);
+        epoch.credit = u32::try_from(earned % cwnd as u128).unwrap_or(0);
         let grow = usize::try_from(grow).unwrap_or(usize::MAX).min(gap);
-        self.cwnd = cwnd + grow;
+        self.cwnd = window(cwnd + grow);
     }
 }
 
 impl CongestionControl for Cubic {
     fn cwnd(&self) -> usize {
-        self.cwnd
+        self.cwnd as usize
     }
 
     fn ssthresh(&self) -> usize {
-        self.ssthresh
+        self.ssthresh as usize
     }
 
     fn on_ack(&mut self, ack: &AckSample) {
@@ -262,7 +333,7 @@ impl CongestionControl for Cubic {
         if ack.app_limited {
             // §5.8, RFC 7661 §4.1: an unused window is not validated, and the time does
             // not count towards the curve.
-            if let Some(e) = &mut self.epoch {
+            if let Some(e) = self.epoch_mut() {
                 e.pause(ack.now);
             }
             return;
@@ -285,7 +356,7 @@ impl CongestionControl for Cubic {
         // After an undo (or a timeout) the recovery this ends is already over for us;
         // ssthresh may be back at its initial value then.
         if self.in_recovery {
-            self.cwnd = self.ssthresh.min(MAX_CWND);
+            self.cwnd = window(self.ssthresh as usize);
             self.in_recovery = false;
         }
     }
@@ -297,11 +368,10 @@ impl CongestionControl for Cubic {
         }
         // §4.8: the first stage after a timeout starts its curve at cwnd (K = 0).
         self.w_max = 0;
-        self.epoch = None;
-        self.hystart = HyStart::new();
+        self.restart_stage();
         self.in_recovery = false;
         // Loss window (RFC 5681 §3.1): one segment, then slow start again.
-        self.cwnd = self.smss.min(MAX_CWND);
+        self.cwnd = self.smss;
     }
 
     fn undo(&mut self, _now: Instant) {
@@ -316,37 +386,45 @@ impl CongestionControl for Cubic {
             self.ssthresh = self.ssthresh.max(p.ssthresh);
             self.w_max = p.w_max;
             self.cwnd_prior = p.cwnd_prior;
-            self.epoch = p.epoch;
+            // Back to the initial slow start (a reduction there was spurious), or to
+            // the curve of before.
+            self.restart_stage();
+            if let Stage::Curve(e) = &mut self.stage {
+                *e = p.epoch;
+            }
         }
     }
 
     fn on_idle_restart(&mut self, _now: Instant) {
-        self.cwnd = self.cwnd.min(initial_window(self.smss));
-        self.epoch = None;
+        self.cwnd = self.cwnd.min(window(initial_window(self.smss())));
+        self.end_epoch();
     }
 
     fn set_mss(&mut self, smss: usize) {
-        if smss == 0 || smss == self.smss {
+        let smss = smss.min(MAX_CWND);
+        let old = self.smss();
+        if smss == 0 || smss == old {
             return;
         }
-        let old = self.smss;
-        if self.cwnd == initial_window(old).min(MAX_CWND) && self.ssthresh == INITIAL_SSTHRESH {
+        let cwnd = self.cwnd as usize;
+        let initial = self.ssthresh as usize == INITIAL_SSTHRESH;
+        if cwnd == initial_window(old).min(MAX_CWND) && initial {
             // Nothing sent yet that changed the window: start from the IW for this MSS.
-            self.cwnd = initial_window(smss).min(MAX_CWND);
+            self.cwnd = window(initial_window(smss));
         } else {
             // Keep the windows' sizes in segments (as a packet-counting stack would).
-            self.cwnd = in_segments(self.cwnd, old, smss).max(smss).min(MAX_CWND);
-            self.w_max = in_segments(self.w_max, old, smss);
-            self.cwnd_prior = in_segments(self.cwnd_prior, old, smss);
-            if self.ssthresh != INITIAL_SSTHRESH {
-                self.ssthresh = in_segments(self.ssthresh, old, smss)
-                    .max(smss.saturating_mul(2))
-                    .min(MAX_CWND);
+            self.cwnd = window(in_segments(cwnd, old, smss).max(smss));
+            self.w_max = window(in_segments(self.w_max as usize, old, smss));
+            self.cwnd_prior = window(in_segments(self.cwnd_prior as usize, old, smss));
+            if !initial {
+                self.ssthresh = window(
+                    in_segments(self.ssthresh as usize, old, smss).max(smss.saturating_mul(2)),
+                );
             }
         }
-        self.smss = smss;
+        self.smss = window(smss);
         // The curve and the undo state were in the old segment size.
-        self.epoch = None;
+        self.end_epoch();
         self.prior = None;
     }
 }
@@ -406,8 +484,8 @@ mod tests {
     /// that recovery at time 0.
     fn after_loss_at(w_max_segments: usize) -> Cubic {
         let mut c = Cubic::new(MSS);
-        c.cwnd = w_max_segments * MSS;
-        c.on_congestion(c.cwnd, at(0));
+        c.cwnd = window(w_max_segments * MSS);
+        c.on_congestion(c.cwnd(), at(0));
         c.on_recovery_end(at(0));
         c
     }
@@ -424,11 +502,11 @@ mod tests {
         let mut c = after_loss_at(100);
         assert_eq!(c.ssthresh(), 70 * MSS);
         assert_eq!(c.cwnd(), 70 * MSS);
-        assert_eq!(c.w_max, 100 * MSS);
+        assert_eq!(c.w_max as usize, 100 * MSS);
         // One ACK for a whole window at t: the whole gap to the target closes, so cwnd
         // lands on W_cubic(t + RTT) as long as that is within 1.5·cwnd.
         c.on_ack(&ack(at(0), c.cwnd()));
-        let k = c.epoch.as_ref().unwrap().k;
+        let k = c.epoch().unwrap().k;
         assert!(
             (k - 75f64.cbrt()).abs() < 1e-9,
             "K = cbrt((100 - 70)/0.4) = {k}"
@@ -525,36 +603,36 @@ mod tests {
             c.cwnd()
         );
         // The cubic curve alone would still be near 7 segments.
-        let e = c.epoch.as_ref().unwrap();
+        let e = c.epoch().unwrap();
         assert!(e.w_cubic(Duration::from_millis(10), MSS) < 7.1 * MSS as f64);
     }
 
     #[test]
     fn fast_convergence_lowers_w_max_when_loss_comes_early() {
         let mut c = after_loss_at(100);
-        assert_eq!(c.w_max, 100 * MSS);
+        assert_eq!(c.w_max as usize, 100 * MSS);
         // Loss again at 90 segments, short of W_max: W_max = 90·(1 + 0.7)/2 = 76.5.
-        c.cwnd = 90 * MSS;
-        c.epoch = None;
+        c.cwnd = window(90 * MSS);
+        c.end_epoch();
         c.on_congestion(90 * MSS, at(1000));
-        assert_eq!(c.w_max, 76_500);
+        assert_eq!(c.w_max as usize, 76_500);
         assert_eq!(c.ssthresh(), 63 * MSS);
-        assert_eq!(c.cwnd_prior, 90 * MSS);
+        assert_eq!(c.cwnd_prior as usize, 90 * MSS);
         c.on_recovery_end(at(1000));
         c.on_ack(&ack(at(1000), c.cwnd()));
-        let k = c.epoch.as_ref().unwrap().k;
+        let k = c.epoch().unwrap().k;
         assert!((k - (13.5f64 / 0.4).cbrt()).abs() < 1e-9, "{k}");
         // Loss beyond W_max: W_max is the window itself.
-        c.cwnd = 120 * MSS;
+        c.cwnd = window(120 * MSS);
         c.on_congestion(120 * MSS, at(2000));
-        assert_eq!(c.w_max, 120 * MSS);
+        assert_eq!(c.w_max as usize, 120 * MSS);
         assert_eq!(c.ssthresh(), 84 * MSS);
     }
 
     #[test]
     fn ssthresh_never_falls_below_two_segments() {
         let mut c = Cubic::new(MSS);
-        c.cwnd = 2 * MSS;
+        c.cwnd = window(2 * MSS);
         c.on_congestion(2 * MSS, at(0));
         assert_eq!(c.ssthresh(), 2 * MSS);
         assert_eq!(c.cwnd(), 2 * MSS);
@@ -567,23 +645,25 @@ mod tests {
             c.on_ack(&ack(at(ms), c.cwnd()));
         }
         let before = c.clone();
-        let start = before.epoch.as_ref().unwrap().start;
+        let Clock::Running(start) = before.epoch().unwrap().clock else {
+            panic!("the curve's clock runs");
+        };
         c.on_congestion(c.cwnd(), at(2500));
         assert!(c.cwnd() < before.cwnd());
-        assert!(c.w_max < 100 * MSS);
+        assert!((c.w_max as usize) < 100 * MSS);
         // Recovery lasts a second, then turns out spurious.
         c.undo(at(3500));
         assert_eq!(c.cwnd(), before.cwnd());
         assert_eq!(c.ssthresh(), before.ssthresh());
-        assert_eq!(c.w_max, 100 * MSS);
+        assert_eq!(c.w_max as usize, 100 * MSS);
         assert_eq!(c.cwnd_prior, before.cwnd_prior);
-        let e = c.epoch.as_ref().unwrap();
-        assert_eq!(e.k, before.epoch.as_ref().unwrap().k);
+        let e = c.epoch().unwrap();
+        assert_eq!(e.k, before.epoch().unwrap().k);
         // The curve goes on from where the reduction stopped it (t = 2.5 s at 3.5 s).
         c.on_ack(&ack(at(3500), c.cwnd()));
         assert_eq!(
-            c.epoch.as_ref().unwrap().start,
-            start + Duration::from_secs(1)
+            c.epoch().unwrap().clock,
+            Clock::Running(start + Duration::from_secs(1))
         );
         let want = closed_form(100.0, 70.0, 2.6) * MSS as f64;
         assert!((c.cwnd() as f64 - want).abs() <= 2.0);
@@ -607,12 +687,12 @@ mod tests {
         c.undo(at(300));
         assert_eq!(c.cwnd(), cwnd);
         assert_eq!(c.ssthresh(), 70 * MSS);
-        assert_eq!(c.w_max, 100 * MSS);
-        assert_eq!(c.cwnd_prior, 100 * MSS);
+        assert_eq!(c.w_max as usize, 100 * MSS);
+        assert_eq!(c.cwnd_prior as usize, 100 * MSS);
         // Undone after the window grew back past cwnd_prior: the current state stays.
         c.on_congestion(cwnd, at(400));
         let w_max = c.w_max;
-        c.cwnd = 2 * cwnd;
+        c.cwnd = window(2 * cwnd);
         c.undo(at(500));
         assert_eq!(c.cwnd(), 2 * cwnd);
         assert_eq!(c.w_max, w_max);
@@ -623,11 +703,11 @@ mod tests {
     fn a_timeout_collapses_to_one_segment_and_restarts_the_curve_at_cwnd() {
         let mut c = after_loss_at(100);
         c.on_ack(&ack(at(0), c.cwnd()));
-        c.cwnd = 80 * MSS;
+        c.cwnd = window(80 * MSS);
         c.on_rto(80 * MSS, true, at(1000));
         assert_eq!(c.cwnd(), MSS);
         assert_eq!(c.ssthresh(), 56 * MSS);
-        assert_eq!(c.cwnd_prior, 80 * MSS);
+        assert_eq!(c.cwnd_prior as usize, 80 * MSS);
         // Slow start after a timeout is standard (L = 2), not HyStart++.
         c.on_ack(&ack(at(1100), 5 * MSS));
         assert_eq!(c.cwnd(), 3 * MSS);
@@ -637,17 +717,17 @@ mod tests {
         assert_eq!(c.ssthresh(), 56 * MSS);
         // Back at ssthresh, the first congestion-avoidance stage starts its curve at
         // cwnd with K = 0 (§4.8), W_est = cwnd.
-        c.cwnd = 56 * MSS;
+        c.cwnd = window(56 * MSS);
         c.on_ack(&ack(at(2000), MSS));
-        let e = c.epoch.as_ref().unwrap();
+        let e = c.epoch().unwrap();
         assert_eq!(e.k, 0.0);
-        assert_eq!(e.w_max, 56 * MSS);
+        assert_eq!(e.w_max as usize, 56 * MSS);
     }
 
     #[test]
     fn a_timeout_in_recovery_does_not_reduce_twice() {
         let mut c = Cubic::new(MSS);
-        c.cwnd = 100 * MSS;
+        c.cwnd = window(100 * MSS);
         c.on_congestion(100 * MSS, at(0));
         assert_eq!(c.ssthresh(), 70 * MSS);
         c.on_rto(100 * MSS, true, at(1000));
@@ -695,8 +775,8 @@ mod tests {
         c.on_ack(&ack(at(0), c.cwnd()));
         c.on_idle_restart(at(60_000));
         assert_eq!(c.cwnd(), 10 * MSS);
-        assert!(c.epoch.is_none());
-        assert_eq!(c.w_max, 100 * MSS);
+        assert!(c.epoch().is_none());
+        assert_eq!(c.w_max as usize, 100 * MSS);
     }
 
     #[test]
@@ -721,7 +801,7 @@ mod tests {
                 snd_max: SeqNum(snd_max),
                 app_limited: false,
             });
-            if c.hystart.in_css() {
+            if matches!(&c.stage, Stage::Initial(h) if h.in_css()) {
                 css_seen = true;
                 assert_eq!(c.cwnd() - before, MSS / 4);
             }
@@ -737,12 +817,12 @@ mod tests {
         // with ssthresh = cwnd and no W_max (the curve starts at cwnd, §4.10).
         assert_eq!(rounds, 8);
         assert_eq!(c.ssthresh(), c.cwnd());
-        assert_eq!(c.cwnd_prior, c.cwnd());
-        assert_eq!(c.w_max, 0);
+        assert_eq!(c.cwnd_prior as usize, c.cwnd());
+        assert_eq!(c.w_max as usize, 0);
         let cwnd = c.cwnd();
         c.on_ack(&ack(at(1000), MSS));
-        assert_eq!(c.epoch.as_ref().unwrap().w_max, cwnd);
-        assert_eq!(c.epoch.as_ref().unwrap().k, 0.0);
+        assert_eq!(c.epoch().unwrap().w_max as usize, cwnd);
+        assert_eq!(c.epoch().unwrap().k, 0.0);
     }
 
     #[test]
@@ -753,11 +833,11 @@ mod tests {
         c.on_congestion(18 * MSS, at(10));
         c.on_recovery_end(at(20));
         assert_eq!(c.ssthresh(), 12_600);
-        assert_eq!(c.w_max, 18 * MSS);
+        assert_eq!(c.w_max as usize, 18 * MSS);
         // Undone, slow start resumes with HyStart++ afresh.
         c.undo(at(30));
         assert_eq!(c.ssthresh(), INITIAL_SSTHRESH);
-        assert_eq!(c.hystart, HyStart::new());
+        assert_eq!(c.stage, Stage::Initial(HyStart::new()));
     }
 
     #[test]
@@ -769,10 +849,10 @@ mod tests {
         c.set_mss(500);
         assert_eq!(c.cwnd(), 70 * 500);
         assert_eq!(c.ssthresh(), 70 * 500);
-        assert_eq!(c.w_max, 100 * 500);
-        assert_eq!(c.cwnd_prior, 100 * 500);
+        assert_eq!(c.w_max as usize, 100 * 500);
+        assert_eq!(c.cwnd_prior as usize, 100 * 500);
         c.set_mss(0);
-        assert_eq!(c.smss, 500);
+        assert_eq!(c.smss(), 500);
     }
 
     #[test]
@@ -819,8 +899,8 @@ mod tests {
         }
         // Huge windows in congestion avoidance, time standing still.
         let mut c = Cubic::new(MSS);
-        c.cwnd = MAX_CWND;
-        c.w_max = MAX_CWND;
+        c.cwnd = window(MAX_CWND);
+        c.w_max = window(MAX_CWND);
         c.on_congestion(0, at(5));
         c.on_recovery_end(at(5));
         for _ in 0..10 {

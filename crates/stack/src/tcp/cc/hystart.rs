@@ -11,29 +11,30 @@ use super::AckSample;
 use crate::tcp::seq::SeqNum;
 
 /// RFC 9406 §4.3: RTT samples a round needs before its minimum is trusted.
-const N_RTT_SAMPLE: u32 = 8;
+const N_RTT_SAMPLE: u8 = 8;
 /// RFC 9406 §4.3: bounds of the RTT increase that counts as a delay rise, µs.
-const MIN_RTT_THRESH: u64 = 4_000;
-const MAX_RTT_THRESH: u64 = 16_000;
+const MIN_RTT_THRESH: u32 = 4_000;
+const MAX_RTT_THRESH: u32 = 16_000;
 /// RFC 9406 §4.3: the rise must be at least lastRoundMinRTT / MIN_RTT_DIVISOR.
-const MIN_RTT_DIVISOR: u64 = 8;
+const MIN_RTT_DIVISOR: u32 = 8;
 /// RFC 9406 §4.3: CSS grows the window this many times slower than slow start.
 const CSS_GROWTH_DIVISOR: usize = 4;
 /// RFC 9406 §4.3: rounds of CSS before slow start ends for good.
-const CSS_ROUNDS: u32 = 5;
+const CSS_ROUNDS: u8 = 5;
 /// RFC 9406 §4.2: at most L segments of growth per ACK; 8 for a sender that does not
 /// pace (ours does not).
 const L: usize = 8;
 
-/// The RFC's "infinity" for a round that has no RTT sample yet.
-const NO_RTT: u64 = u64::MAX;
+/// The RFC's "infinity" for a round that has no RTT sample yet. RTTs are kept in µs in
+/// 32 bits (up to 71 minutes; longer ones count as 71 minutes).
+const NO_RTT: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     /// Standard slow start, watching for a delay rise.
     SlowStart,
     /// Conservative Slow Start: `rounds` rounds have ended in it so far.
-    Css { baseline_min_rtt: u64, rounds: u32 },
+    Css { baseline_min_rtt: u32, rounds: u8 },
 }
 
 /// What one slow-start ACK does to the window.
@@ -54,9 +55,9 @@ pub(crate) struct HyStart {
     /// round has begun before the first ACK.
     window_end: Option<SeqNum>,
     /// Minimum RTT of the previous round and of this one, µs (NO_RTT: none).
-    last_round_min_rtt: u64,
-    current_round_min_rtt: u64,
-    rtt_sample_count: u32,
+    last_round_min_rtt: u32,
+    current_round_min_rtt: u32,
+    rtt_sample_count: u8,
 }
 
 impl Default for HyStart {
@@ -128,7 +129,7 @@ impl HyStart {
             // The round ends with this ACK; the next begins at what is sent now. The
             // round CSS was entered in counts as its first.
             if let Phase::Css { rounds, .. } = &mut self.phase {
-                *rounds += 1;
+                *rounds = rounds.saturating_add(1);
                 exit = *rounds >= CSS_ROUNDS;
             }
             self.last_round_min_rtt = self.current_round_min_rtt;
@@ -140,9 +141,9 @@ impl HyStart {
     }
 }
 
-fn micros(d: Duration) -> u64 {
+fn micros(d: Duration) -> u32 {
     // NO_RTT is reserved; an RTT that long is as good as none anyway.
-    u64::try_from(d.as_micros()).map_or(NO_RTT - 1, |us| us.min(NO_RTT - 1))
+    u32::try_from(d.as_micros()).map_or(NO_RTT - 1, |us| us.min(NO_RTT - 1))
 }
 
 #[cfg(test)]

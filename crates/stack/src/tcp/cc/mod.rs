@@ -25,12 +25,18 @@ mod newreno;
 pub(crate) use cubic::Cubic;
 pub(crate) use newreno::NewReno;
 
-/// "Arbitrarily high" initial ssthresh (RFC 5681 §3.1), with room left so that adding to
-/// it never overflows.
-pub(crate) const INITIAL_SSTHRESH: usize = usize::MAX / 2;
+/// "Arbitrarily high" initial ssthresh (RFC 5681 §3.1): above any window.
+pub(crate) const INITIAL_SSTHRESH: usize = u32::MAX as usize;
 
-/// Upper bound on cwnd, so that growth saturates instead of overflowing.
-pub(crate) const MAX_CWND: usize = usize::MAX / 2;
+/// Upper bound on cwnd (and on the SMSS taken), so that growth saturates instead of
+/// overflowing: 2 GiB, twice the largest window a peer can offer (RFC 7323 §2.3). The
+/// algorithms keep windows and sizes in 32 bits ([`window`]).
+pub(crate) const MAX_CWND: usize = 1 << 31;
+
+/// A window or size in bytes as the algorithms keep it: 32 bits, at most [`MAX_CWND`].
+pub(crate) fn window(bytes: usize) -> u32 {
+    bytes.min(MAX_CWND) as u32
+}
 
 /// The congestion-control algorithm an engine's connections use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -323,7 +323,9 @@ impl Tcb {
             mss,
         );
         let loss = self.board.detect_loss(now, reo, mss);
-        self.counters.rack_losses += loss.rack_lost;
+        if loss.rack_lost > 0 {
+            self.recovery.counters().rack_losses += loss.rack_lost;
+        }
         match loss.timeout {
             Some(at) => self.timers.set(Timer::Reorder, at),
             None => self.timers.stop(Timer::Reorder),
@@ -338,18 +340,18 @@ impl Tcb {
         self.recovery.recover = Some(self.snd.max);
         self.recovery.rescued = false;
         self.recovery.tlp = None;
-        self.recovery.prr = Prr {
+        *self.recovery.prr_mut() = Prr {
             recover_fs: flight.max(1),
             ..Prr::default()
         };
         // Duplicates of retransmissions already in flight (a probe's) may come back as
         // D-SACKs too: they count, or one of them could undo this real reduction.
-        self.recovery.undo = Some(Undo {
+        self.recovery.set_undo(Some(Undo {
             retrans: self.board.retransmissions_in_flight(),
             ..Undo::default()
-        });
+        }));
         self.cc.on_congestion(flight, now);
-        self.counters.fast_retransmits += 1;
+        self.recovery.counters().fast_retransmits += 1;
         self.rtt_seq = None;
     }
 
@@ -358,7 +360,7 @@ impl Tcb {
         let mss = self.max_payload();
         let pipe = self.pipe();
         let ssthresh = self.cc.ssthresh();
-        let p = &mut self.recovery.prr;
+        let p = self.recovery.prr_mut();
         p.delivered = p.delivered.saturating_add(delivered);
         let sndcnt = if pipe > ssthresh {
             // Proportional part: ceil(prr_delivered * ssthresh / RecoverFS) - prr_out.
@@ -381,7 +383,7 @@ impl Tcb {
     /// back as a D-SACK; RFC 3522 Eifel: the ACK of the first retransmitted segment
     /// echoes the TSval of its original transmission): undo the reduction.
     fn check_spurious(&mut self, now: Instant, seg: &Segment, prior_una: SeqNum, dsack: bool) {
-        let Some(undo) = self.recovery.undo.as_mut() else {
+        let Some(undo) = self.recovery.undo_mut() else {
             return;
         };
         let mut spurious = false;
@@ -400,11 +402,11 @@ impl Tcb {
             }
         }
         if spurious {
-            self.recovery.undo = None;
+            self.recovery.set_undo(None);
             self.cc.undo(now);
             self.board.clear_lost();
             self.recovery.in_recovery = false;
-            self.counters.spurious_undos += 1;
+            self.recovery.counters().spurious_undos += 1;
         }
     }
 
@@ -424,7 +426,7 @@ impl Tcb {
         } else if seg.ack > end || !self.sack_ok {
             self.recovery.tlp = None;
             let flight = self.snd.max.since(self.snd.una);
-            self.recovery.undo = None;
+            self.recovery.set_undo(None);
             self.cc.on_congestion(flight, now);
             self.cc.on_recovery_end(now);
         }

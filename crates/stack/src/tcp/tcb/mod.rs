@@ -38,11 +38,13 @@
 //! - `timer_table.rs`: the timer kinds and their deadlines.
 
 use std::net::SocketAddrV4;
+use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
 
 use super::cc::{Cc, CongestionControl};
+use super::config::TcpConfig;
 use super::pool::RingPool;
 use super::recv_buffer::RecvBuffer;
 use super::rtt::RttEstimator;
@@ -214,11 +216,10 @@ pub struct Tcb {
     events: Events,
     /// The application was refused bytes: raise `writable` once send space frees up.
     want_writable: bool,
-    /// Retransmissions and loss-recovery events, for statistics.
-    counters: LossCounters,
     local: SocketAddrV4,
     remote: SocketAddrV4,
-    cfg: TcbLimits,
+    /// Shared by the engine's connections: single-threaded, like the engine.
+    cfg: Rc<TcbLimits>,
 }
 
 /// The send sequence space (RFC 9293 §3.3.1: ISS, SND.UNA, SND.NXT, SND.WND, SND.WL1,
@@ -297,7 +298,9 @@ struct RecvSeq {
 
 /// Loss recovery (RFC 6675 with RACK-TLP, RFC 8985, and PRR, RFC 6937), duplicate ACKs
 /// for peers without SACK (RFC 5681 §3.2, RFC 6582), consecutive retransmission
-/// timeouts (RFC 6298 §5) and what an undo needs (RFC 2883, RFC 3522).
+/// timeouts (RFC 6298 §5) and what an undo needs (RFC 2883, RFC 3522). What every ACK
+/// reads is here; what only a recovery, a timeout or a retransmission needs is out of
+/// line ([`ColdRecovery`]).
 struct Recovery {
     dupacks: u32,
     /// In loss recovery (RFC 6675 §5), sending under PRR.
@@ -310,8 +313,6 @@ struct Recovery {
     recover: Option<SeqNum>,
     /// Retransmission timeouts (or SYN retries) since the last progress.
     retries: u32,
-    /// Proportional Rate Reduction state while in recovery.
-    prr: Prr,
     /// The rescue retransmission of this recovery was sent (RFC 6675 §4 NextSeg rule 4).
     rescued: bool,
     /// The tail loss probe in flight (RFC 8985 §7): TLP.end_seq and whether it resent
@@ -319,8 +320,66 @@ struct Recovery {
     tlp: Option<(SeqNum, bool)>,
     /// Probes sent since the last ACK that delivered data (at most `MAX_PROBES`).
     probes: u8,
+    /// Allocated by the first recovery, timeout or retransmission; freed by
+    /// [`Tcb::take_counters`] once the counters are taken, no recovery is on and no
+    /// undo is possible.
+    cold: Option<Box<ColdRecovery>>,
+}
+
+/// The rare part of [`Recovery`].
+#[derive(Debug, Default)]
+struct ColdRecovery {
+    /// Proportional Rate Reduction state while in recovery.
+    prr: Prr,
     /// Evidence that the last reduction was spurious.
     undo: Option<Undo>,
+    /// Retransmissions and loss-recovery events, for statistics.
+    counters: LossCounters,
+}
+
+impl Recovery {
+    fn cold(&mut self) -> &mut ColdRecovery {
+        self.cold.get_or_insert_with(Box::default)
+    }
+
+    /// PRR state, for a recovery going on (or starting).
+    fn prr_mut(&mut self) -> &mut Prr {
+        &mut self.cold().prr
+    }
+
+    /// PRR's sndcnt: what the latest ACK lets recovery send.
+    fn prr_budget(&self) -> usize {
+        self.cold.as_ref().map_or(0, |c| c.prr.budget)
+    }
+
+    fn undo_mut(&mut self) -> Option<&mut Undo> {
+        self.cold.as_mut()?.undo.as_mut()
+    }
+
+    fn set_undo(&mut self, undo: Option<Undo>) {
+        match (undo, self.cold.as_mut()) {
+            (None, None) => {}
+            (None, Some(cold)) => cold.undo = None,
+            (undo, _) => self.cold().undo = undo,
+        }
+    }
+
+    /// The counters, to count an event in.
+    fn counters(&mut self) -> &mut LossCounters {
+        &mut self.cold().counters
+    }
+
+    /// Take the counters, and free the cold part if nothing else in it is in use.
+    fn take_counters(&mut self) -> LossCounters {
+        let Some(cold) = self.cold.as_mut() else {
+            return LossCounters::default();
+        };
+        let counters = std::mem::take(&mut cold.counters);
+        if !self.in_recovery && cold.undo.is_none() {
+            self.cold = None;
+        }
+        counters
+    }
 }
 
 /// RFC 6937 state: RecoverFS, prr_delivered, prr_out and what the latest ACK allows.
@@ -457,10 +516,12 @@ impl RecvSeq {
     }
 }
 
-/// The parts of [`TcpConfig`](super::config::TcpConfig) a connection consults after
-/// creation.
-#[derive(Debug, Clone, Copy)]
-struct TcbLimits {
+/// The parts of [`TcpConfig`] a connection consults after creation: the same for
+/// every connection of an engine, so the engine builds them once
+/// ([`TcbLimits::new`]) and its connections share them ([`Opening::limits`]) instead
+/// of each keeping a copy.
+#[derive(Debug, Clone)]
+pub struct TcbLimits {
     max_retries: u32,
     max_syn_retries: u32,
     max_synack_retries: u32,
@@ -476,6 +537,29 @@ struct TcbLimits {
     window_scaling: bool,
     timestamps: bool,
     sack: bool,
+}
+
+impl TcbLimits {
+    /// What connections under `cfg` consult during their life.
+    pub fn new(cfg: &TcpConfig) -> TcbLimits {
+        TcbLimits {
+            max_retries: cfg.max_retries,
+            max_syn_retries: cfg.max_syn_retries,
+            max_synack_retries: cfg.max_synack_retries,
+            delayed_ack: cfg.delayed_ack,
+            time_wait: cfg.time_wait,
+            fin_wait2_timeout: cfg.fin_wait2_timeout,
+            close_linger: cfg.close_linger,
+            max_persist: cfg.max_persist,
+            orphan_retries: cfg.orphan_retries,
+            orphan_timeout: cfg.orphan_timeout,
+            invalid_ack_interval: cfg.invalid_ack_interval,
+            keepalive: cfg.keepalive,
+            window_scaling: cfg.window_scaling,
+            timestamps: cfg.timestamps,
+            sack: cfg.sack,
+        }
+    }
 }
 
 /// Options a SYN carried that shape the connection.
@@ -614,7 +698,7 @@ impl Tcb {
     }
     /// Retransmissions and loss-recovery events since the last call.
     pub fn take_counters(&mut self) -> LossCounters {
-        std::mem::take(&mut self.counters)
+        self.recovery.take_counters()
     }
     /// Number of consecutive retransmission timeouts without progress.
     pub fn retries(&self) -> u32 {
@@ -878,6 +962,29 @@ impl Tcb {
         self.board.clear();
         self.pending.keepalive_probe = false;
     }
+}
+
+/// The inline size of each part of a [`Tcb`], for the memory-per-connection test
+/// (`engine/memory_tests.rs`) and the README table it backs.
+#[cfg(test)]
+pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
+    use std::mem::size_of;
+    vec![
+        ("SendSeq (incl. SendBuffer)", size_of::<SendSeq>()),
+        ("  SendBuffer", size_of::<SendBuffer>()),
+        ("RecvSeq (incl. RecvBuffer)", size_of::<RecvSeq>()),
+        ("  RecvBuffer", size_of::<RecvBuffer>()),
+        ("Recovery", size_of::<Recovery>()),
+        ("PendingOutput", size_of::<PendingOutput>()),
+        ("TimerTable", size_of::<TimerTable>()),
+        ("RttEstimator", size_of::<RttEstimator>()),
+        ("Cc", size_of::<Cc>()),
+        ("Scoreboard", size_of::<Scoreboard>()),
+        ("  ColdRecovery (while in use)", size_of::<ColdRecovery>()),
+        ("Option<Timestamps>", size_of::<Option<Timestamps>>()),
+        ("TcbLimits (shared)", size_of::<TcbLimits>()),
+        ("Tcb", size_of::<Tcb>()),
+    ]
 }
 
 impl std::fmt::Debug for Tcb {

@@ -3,6 +3,7 @@
 //! (RFC 7323 §2.2, §3.2; RFC 2018 §2; RFC 6691).
 
 use std::net::SocketAddrV4;
+use std::rc::Rc;
 
 use super::timer_table::TimerTable;
 use super::{
@@ -20,7 +21,7 @@ use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
 
 /// What every new connection is created with, whichever way it opens.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Opening<'a> {
     /// Our end of the connection.
     pub local: SocketAddrV4,
@@ -35,8 +36,12 @@ pub struct Opening<'a> {
     pub our_mss: u16,
     /// The time of the opening.
     pub now: Instant,
-    /// The engine's TCP settings; the connection copies what it needs.
+    /// The engine's TCP settings, for what the connection starts with (buffer sizes,
+    /// RTO bounds, options to offer).
     pub cfg: &'a TcpConfig,
+    /// What the connection consults during its life: [`TcbLimits::new`] of `cfg`,
+    /// built once by the engine and shared by its connections.
+    pub limits: Rc<TcbLimits>,
 }
 
 impl Tcb {
@@ -50,6 +55,7 @@ impl Tcb {
             our_mss,
             now,
             cfg,
+            ref limits,
             ..
         } = p;
         let smss = our_mss as usize;
@@ -95,11 +101,10 @@ impl Tcb {
                 in_recovery: false,
                 recover: None,
                 retries: 0,
-                prr: Default::default(),
                 rescued: false,
                 tlp: None,
                 probes: 0,
-                undo: None,
+                cold: None,
             },
             pending: PendingOutput {
                 syn: false,
@@ -127,27 +132,10 @@ impl Tcb {
             ws_ok: false,
             active_open: false,
             want_writable: false,
-            counters: Default::default(),
             local,
             remote,
             events: Events::default(),
-            cfg: TcbLimits {
-                max_retries: cfg.max_retries,
-                max_syn_retries: cfg.max_syn_retries,
-                max_synack_retries: cfg.max_synack_retries,
-                delayed_ack: cfg.delayed_ack,
-                time_wait: cfg.time_wait,
-                fin_wait2_timeout: cfg.fin_wait2_timeout,
-                close_linger: cfg.close_linger,
-                max_persist: cfg.max_persist,
-                orphan_retries: cfg.orphan_retries,
-                orphan_timeout: cfg.orphan_timeout,
-                invalid_ack_interval: cfg.invalid_ack_interval,
-                keepalive: cfg.keepalive,
-                window_scaling: cfg.window_scaling,
-                timestamps: cfg.timestamps,
-                sack: cfg.sack,
-            },
+            cfg: Rc::clone(limits),
         }
     }
 

@@ -250,7 +250,7 @@ impl Tcb {
     /// (RFC 6937), cwnd less pipe otherwise (RFC 6675 §5).
     fn cc_room(&self) -> usize {
         if self.recovery.in_recovery {
-            self.recovery.prr.budget
+            self.recovery.prr_budget()
         } else {
             self.cc.cwnd().saturating_sub(self.pipe())
         }
@@ -320,7 +320,7 @@ impl Tcb {
             return;
         };
         if out.len() > before {
-            self.counters.tlps += 1;
+            self.recovery.counters().tlps += 1;
             self.recovery.probes += 1;
             self.recovery.tlp = Some((self.snd.max, retrans));
             self.timers
@@ -437,10 +437,10 @@ impl Tcb {
             }
             self.snd.max = end;
         } else {
-            self.counters.retransmitted_segments += 1;
-            self.counters.retransmitted_bytes =
-                self.counters.retransmitted_bytes.saturating_add(len as u32);
-            if let Some(undo) = self.recovery.undo.as_mut() {
+            let counters = self.recovery.counters();
+            counters.retransmitted_segments += 1;
+            counters.retransmitted_bytes = counters.retransmitted_bytes.saturating_add(len as u32);
+            if let Some(undo) = self.recovery.undo_mut() {
                 undo.retrans += 1;
                 if undo.first.is_none() {
                     if let Some(ts) = self.ts {
@@ -456,7 +456,7 @@ impl Tcb {
         self.board.on_transmit(seq, end, now);
         if !probe && self.recovery.in_recovery {
             let sent = end.since(seq);
-            let prr = &mut self.recovery.prr;
+            let prr = self.recovery.prr_mut();
             prr.out = prr.out.saturating_add(sent);
             prr.budget = prr.budget.saturating_sub(sent);
         }

@@ -102,17 +102,17 @@ impl Tcb {
                 // reduction of ssthresh (as Linux's tcp_enter_loss).
                 let first = self.recovery.retries == 1 && !self.recovery.in_recovery;
                 self.cc.on_rto(flight, first, now);
-                self.counters.rtos += 1;
+                self.recovery.counters().rtos += 1;
                 self.rtt.backoff();
                 self.recovery.in_recovery = false;
                 self.recovery.recover = Some(self.snd.max);
                 self.recovery.dupacks = 0;
                 self.recovery.tlp = None;
                 if first {
-                    self.recovery.undo = Some(super::Undo {
+                    self.recovery.set_undo(Some(super::Undo {
                         retrans: self.board.retransmissions_in_flight(),
                         ..Default::default()
-                    });
+                    }));
                 }
                 self.rtt_seq = None;
                 self.timers.stop(Timer::Tlp);
