@@ -29,6 +29,13 @@ fn fold64(s: u64) -> u16 {
     (s.wrapping_add(s.rotate_right(16)) >> 16) as u16
 }
 
+/// [`fold64`] of a 128-bit accumulation: its halves added with end-around carry first.
+#[inline]
+fn fold128(acc: u128) -> u16 {
+    let (lo, carry) = (acc as u64).overflowing_add((acc >> 64) as u64);
+    fold64(lo + u64::from(carry))
+}
+
 /// The native-endian word at `at` of `b`.
 #[inline(always)]
 fn word(b: &[u8], at: usize) -> u64 {
@@ -69,8 +76,7 @@ fn sum_native(data: &[u8]) -> u16 {
     if let Some(&b) = rest.first() {
         acc += u128::from(u16::from_ne_bytes([b, 0]));
     }
-    let (lo, carry) = (acc as u64).overflowing_add((acc >> 64) as u64);
-    fold64(lo + u64::from(carry))
+    fold128(acc)
 }
 
 /// The ones'-complement sum of `data` as 16-bit big-endian words, an odd trailing byte
@@ -106,8 +112,7 @@ pub fn copy_and_sum(src: &[u8], dst: &mut [u8]) -> u32 {
         acc += u128::from(u64::from_ne_bytes(w));
         i += 8;
     }
-    let (lo, carry) = (acc as u64).overflowing_add((acc >> 64) as u64);
-    let mut native = fold64(lo + u64::from(carry));
+    let mut native = fold128(acc);
     let rest = &src[i..];
     if !rest.is_empty() {
         dst[i..].copy_from_slice(rest);
