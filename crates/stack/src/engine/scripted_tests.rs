@@ -1456,8 +1456,9 @@ fn close_into_time_wait(net: &mut Net, port: u16, isn: SeqNum, o: SynOpts) -> Pe
     pc
 }
 
-#[test]
-fn time_wait_is_compact_reacks_fin_expires_and_reopens() {
+/// An engine listening on [`PORT`] whose handler answers "bye" and closes, with a
+/// 10 s TIME-WAIT.
+fn time_wait_net() -> Net {
     let mut cfg = config();
     cfg.tcp.time_wait = Duration::from_secs(10);
     let mut net = Net::new(
@@ -1468,6 +1469,12 @@ fn time_wait_is_compact_reacks_fin_expires_and_reopens() {
         },
     );
     net.eng.listen(PORT, 16);
+    net
+}
+
+#[test]
+fn time_wait_is_compact_reacks_fin_expires_and_reopens() {
+    let mut net = time_wait_net();
     let mut pc = close_into_time_wait(&mut net, 40000, SeqNum(1000), FULL);
     assert_eq!(net.eng.time_wait_count(), 1);
     assert_eq!(net.eng.connection_count(), 0);
@@ -2072,16 +2079,7 @@ fn off_link_destinations_go_through_the_gateway() {
 /// 2·MSL wait when it fires.
 #[test]
 fn time_wait_flood_keeps_one_timer() {
-    let mut cfg = config();
-    cfg.tcp.time_wait = Duration::from_secs(10);
-    let mut net = Net::new(
-        cfg,
-        Recorder {
-            reply_and_close: Some(b"bye".to_vec()),
-            ..Default::default()
-        },
-    );
-    net.eng.listen(PORT, 16);
+    let mut net = time_wait_net();
     let mut pc = close_into_time_wait(&mut net, 40000, SeqNum(1000), FULL);
     assert_eq!(net.eng.connection_count(), 0);
     // The entry's timer, plus stale items of the closed connection block.

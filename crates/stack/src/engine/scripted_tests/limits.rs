@@ -6,16 +6,7 @@ use super::*;
 
 #[test]
 fn time_wait_count_follows_resets_and_reopens_without_a_scan() {
-    let mut cfg = config();
-    cfg.tcp.time_wait = Duration::from_secs(10);
-    let mut net = Net::new(
-        cfg,
-        Recorder {
-            reply_and_close: Some(b"bye".to_vec()),
-            ..Default::default()
-        },
-    );
-    net.eng.listen(PORT, 16);
+    let mut net = time_wait_net();
     let mut a = close_into_time_wait(&mut net, 40000, SeqNum(1000), FULL);
     let _b = close_into_time_wait(&mut net, 40001, SeqNum(5000), FULL);
     assert_eq!(net.eng.time_wait_count(), 2);
