@@ -50,7 +50,15 @@ pub struct Launch {
     /// The congestion control asked for: Rusty's engines run it instead of `tcp`'s, and
     /// the kernel backend asks the kernel for it. `None`: each backend's default.
     pub congestion_control: Option<CongestionAlgorithm>,
+    /// Most live connections per worker, on every backend.
     pub max_connections: usize,
+    /// Rusty's engines: connection-table room reserved at start
+    /// ([`EngineConfig::reserved_connections`]).
+    pub reserved_connections: usize,
+    /// Rusty's engines: most TIME-WAIT entries per worker.
+    pub max_time_wait: usize,
+    /// Rusty's engines: local ports for active opens.
+    pub ephemeral_ports: std::ops::RangeInclusive<u16>,
     pub backlog: usize,
     /// Rusty's engines: each worker's buffer-memory budget.
     pub memory: MemoryBudget,
@@ -88,6 +96,7 @@ impl Default for XdpTuning {
 
 impl Launch {
     pub fn new(links: Vec<LinkSpec>) -> Launch {
+        let engine = EngineConfig::new(Ipv4Addr::UNSPECIFIED);
         Launch {
             links,
             pcap: None,
@@ -95,10 +104,13 @@ impl Launch {
             runtime: RuntimeConfig::default(),
             tcp: TcpConfig::default(),
             congestion_control: None,
-            max_connections: 65536,
+            max_connections: engine.max_connections,
+            reserved_connections: engine.reserved_connections,
+            max_time_wait: engine.max_time_wait,
+            ephemeral_ports: engine.ephemeral_ports.clone(),
             backlog: 1024,
             memory: MemoryBudget::default(),
-            max_orphans: EngineConfig::new(Ipv4Addr::UNSPECIFIED).max_orphans,
+            max_orphans: engine.max_orphans,
             faults: None,
             tso: true,
             xdp: XdpTuning::default(),
@@ -431,6 +443,9 @@ impl<F> Engines<'_, F> {
         cfg.prefix_len = link.prefix_len;
         cfg.tcp = launch.engine_tcp();
         cfg.max_connections = launch.max_connections;
+        cfg.reserved_connections = launch.reserved_connections;
+        cfg.max_time_wait = launch.max_time_wait;
+        cfg.ephemeral_ports = launch.ephemeral_ports.clone();
         cfg.memory = launch.memory;
         cfg.max_orphans = launch.max_orphans;
         cfg.tso = launch.tso;

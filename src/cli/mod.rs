@@ -15,7 +15,7 @@ use clap::Args;
 use crate::launch::{Launch, XdpTuning};
 use link::parse_links;
 pub use logging::LogLevel;
-use parse::{parse_cidr, parse_congestion, parse_cpus, parse_memory_budget};
+use parse::{parse_cidr, parse_congestion, parse_cpus, parse_memory_budget, parse_port_range};
 use rusty_drivers_xdp::{AttachMode, CopyMode};
 use rusty_stack::io::fault::FaultConfig;
 use rusty_stack::tcp::config::CongestionAlgorithm;
@@ -45,6 +45,15 @@ pub struct CpuList(pub Vec<usize>);
 
 fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
     parse_cpus(s).map(CpuList)
+}
+
+/// A count of at least 1.
+fn parse_count(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("'{s}': {e}")),
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -92,6 +101,25 @@ pub struct CommonArgs {
     /// FIN is not yet acknowledged) per worker; past it the oldest is reset.
     #[arg(long, value_name = "N", default_value_t = 16384)]
     pub max_orphans: usize,
+    /// Most live connections per worker (TIME-WAIT not counted), on Rusty's engines and
+    /// on kernel sockets alike; past it new connections are refused.
+    #[arg(long, value_name = "N", default_value_t = 65536, value_parser = parse_count)]
+    pub max_connections: usize,
+    /// Rusty's engines: connection-table room each worker reserves at start, so that
+    /// the tables never move up to this many connections (address space until used).
+    /// Default: --max-connections, at most 65536; raise it with --max-connections on
+    /// workers meant to hold hundreds of thousands.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub reserved_connections: Option<usize>,
+    /// Rusty's engines: most TIME-WAIT entries per worker (about 40 bytes each); past
+    /// it, closing connections skip TIME-WAIT, as with Linux's tcp_max_tw_buckets.
+    #[arg(long, value_name = "N", default_value_t = 65536)]
+    pub max_time_wait: usize,
+    /// Rusty's engines: local ports for active opens, LOW-HIGH (Linux's
+    /// ip_local_port_range). Taken per destination, so each server address and port
+    /// gets the whole range.
+    #[arg(long, value_name = "LOW-HIGH", value_parser = parse_port_range, default_value = "32768-60999")]
+    pub ephemeral_ports: std::ops::RangeInclusive<u16>,
     /// Rusty's engines: seconds an orphan may go without progress before it gives up.
     #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     pub orphan_timeout: u64,
@@ -147,6 +175,12 @@ impl CommonArgs {
         l.backlog = self.backlog as usize;
         l.memory = self.tcp_mem;
         l.max_orphans = self.max_orphans;
+        l.max_connections = self.max_connections;
+        l.reserved_connections = self
+            .reserved_connections
+            .unwrap_or(self.max_connections.min(l.reserved_connections));
+        l.max_time_wait = self.max_time_wait;
+        l.ephemeral_ports = self.ephemeral_ports.clone();
         l.tcp.orphan_timeout = Duration::from_secs(self.orphan_timeout);
         l.congestion_control = self.cc;
         l.xdp = XdpTuning {
@@ -221,6 +255,37 @@ mod tests {
         assert_eq!(l.memory, rusty_stack::MemoryBudget::default());
         assert_eq!(l.max_orphans, 16384);
         assert_eq!(l.tcp.orphan_timeout, Duration::from_secs(60));
+        let engine = rusty_stack::EngineConfig::new(std::net::Ipv4Addr::UNSPECIFIED);
+        assert_eq!(l.max_connections, engine.max_connections);
+        assert_eq!(l.reserved_connections, engine.reserved_connections);
+        assert_eq!(l.max_time_wait, engine.max_time_wait);
+        assert_eq!(l.ephemeral_ports, engine.ephemeral_ports);
+        let million = Cli::try_parse_from([
+            "x",
+            "--max-connections",
+            "1000000",
+            "--reserved-connections",
+            "1000000",
+            "--max-time-wait",
+            "200000",
+            "--ephemeral-ports",
+            "1024-65535",
+        ])
+        .unwrap();
+        let l = million.common.launch(&million.links).unwrap();
+        assert_eq!(
+            (l.max_connections, l.reserved_connections),
+            (1_000_000, 1_000_000)
+        );
+        assert_eq!(l.max_time_wait, 200_000);
+        assert_eq!(l.ephemeral_ports, 1024..=65535);
+        let few = Cli::try_parse_from(["x", "--max-connections", "100"]).unwrap();
+        let l = few.common.launch(&few.links).unwrap();
+        assert_eq!(l.reserved_connections, 100, "no more room than connections");
+        assert!(Cli::try_parse_from(["x", "--max-connections", "0"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--ephemeral-ports", "60000-1024"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--ephemeral-ports", "0-10"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--ephemeral-ports", "1024"]).is_err());
         let tight = Cli::try_parse_from([
             "x",
             "--tcp-mem",

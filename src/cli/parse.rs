@@ -127,6 +127,23 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("'{s}' is too large"))
 }
 
+/// Parse a port range `LOW-HIGH` (Linux's `ip_local_port_range`, with a dash): both
+/// ports at least 1, LOW <= HIGH.
+pub fn parse_port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
+    let (lo, hi) = s
+        .split_once('-')
+        .ok_or_else(|| format!("'{s}' is not LOW-HIGH (e.g. 32768-60999)"))?;
+    let port = |p: &str| match p.trim().parse::<u16>() {
+        Ok(0) | Err(_) => Err(format!("'{p}' is no port (1 to 65535)")),
+        Ok(n) => Ok(n),
+    };
+    let (lo, hi) = (port(lo)?, port(hi)?);
+    if lo > hi {
+        return Err(format!("'{s}': need LOW <= HIGH"));
+    }
+    Ok(lo..=hi)
+}
+
 /// Parse `LOW,PRESSURE,LIMIT` (sizes as [`parse_size`] reads them, in that order, like
 /// Linux's `tcp_mem` but in bytes) into a [`MemoryBudget`].
 pub fn parse_memory_budget(s: &str) -> Result<MemoryBudget, String> {
@@ -150,6 +167,24 @@ pub fn parse_memory_budget(s: &str) -> Result<MemoryBudget, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn port_ranges() {
+        assert_eq!(parse_port_range("32768-60999"), Ok(32768..=60999));
+        assert_eq!(parse_port_range("1024-1024"), Ok(1024..=1024));
+        for bad in [
+            "",
+            "1024",
+            "0-10",
+            "10-0",
+            "2000-1000",
+            "1-65536",
+            "a-b",
+            "1--2",
+        ] {
+            assert!(parse_port_range(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn sizes_and_memory_budgets() {
