@@ -1,6 +1,9 @@
-//! `cargo xtask bench echo`: the echo server on Rusty's stack behind a TAP and on
-//! AF_XDP against the same server on the kernel's sockets, with the same client on the
-//! same cores.
+//! `cargo xtask bench echo` and `cargo xtask bench ws`: an echo server on Rusty's stack
+//! behind a TAP and on AF_XDP against the same server on the kernel's sockets, with the
+//! same client on the same cores. `bench echo` runs `echo` under `echo-load` (TCP
+//! bytes); `bench ws` runs `ws-echo` under `ws-load` (WebSocket messages over 240
+//! connections, as LAppS measured). Both are a [`Suite`]; below, `echo` stands for
+//! either.
 //!
 //! Setup (needs root): ethtool (installed with apt-get when missing; without it the
 //! AF_XDP row is skipped with a note), and a private network namespace
@@ -34,16 +37,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{
-    check_interrupted, check_run, explain_run, listening, median_by, provenance, release_bin, tail,
+    check_interrupted, check_run, explain_run, listening, median_by, provenance, release_bin,
     thousands, warn_if_busy, write_readme, CpuTimes, Netns, Proc, Result, RunArgs,
 };
 use crate::xdp::{self, Goal, Per, XdpLink};
 
-const PORT: u16 = 7;
 const HOST_CIDR: &str = "10.79.0.1/24";
 const STACK_IP: &str = "10.79.0.2";
 const PREFIX: u8 = 24;
@@ -53,14 +54,62 @@ const XDP: xdp::Plan = xdp::Plan {
     client_cidr: "10.79.1.1/24",
     stack_ip: "10.79.1.2",
 };
-const README_START: &str = "<!-- bench-echo:start -->";
-const README_END: &str = "<!-- bench-echo:end -->";
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Options {
     #[command(flatten)]
     pub run: RunArgs,
 }
+
+/// What differs between the echo-style benchmarks: server and client, cases, goals and
+/// where the table goes.
+pub(crate) struct Suite {
+    /// `cargo xtask bench NAME`.
+    name: &'static str,
+    /// The package that builds both binaries.
+    package: &'static str,
+    server: &'static str,
+    client: &'static str,
+    port: u16,
+    cases: &'static [Case],
+    goals: &'static [Goal],
+    readme_start: &'static str,
+    readme_end: &'static str,
+    /// The README section's heading and what the client sends.
+    heading: &'static str,
+    unit: &'static str,
+}
+
+/// TCP echo under `echo-load`.
+pub(crate) const ECHO: Suite = Suite {
+    name: "echo",
+    package: "rusty-echo",
+    server: "echo",
+    client: "echo-load",
+    port: 7,
+    cases: &ECHO_CASES,
+    goals: &ECHO_GOALS,
+    readme_start: "<!-- bench-echo:start -->",
+    readme_end: "<!-- bench-echo:end -->",
+    heading: "Echo: Rusty on TAP and on AF_XDP vs the kernel's sockets",
+    unit: "echoed message",
+};
+
+/// WebSocket echo under `ws-load`: 240 connections, each sending one binary message and
+/// waiting for its echo, at LAppS's three sizes.
+pub(crate) const WS: Suite = Suite {
+    name: "ws",
+    package: "rusty-websocket",
+    server: "ws-echo",
+    client: "ws-load",
+    port: 9001,
+    cases: &WS_CASES,
+    goals: &WS_GOALS,
+    readme_start: "<!-- bench-ws:start -->",
+    readme_end: "<!-- bench-ws:end -->",
+    heading: "WebSocket echo: Rusty on TAP and on AF_XDP vs the kernel's sockets",
+    unit: "echoed WebSocket message",
+};
 
 #[derive(Debug, Clone, Copy)]
 struct Case {
@@ -70,24 +119,38 @@ struct Case {
     size: usize,
 }
 
-const CASES: [Case; 2] = [
+/// `connections` clients in `mode` (echo-load's and ws-load's `--mode`) with messages of
+/// `size` bytes.
+const fn case(label: &'static str, mode: &'static str, connections: usize, size: usize) -> Case {
     Case {
-        label: "ping-pong 100 × 64 B",
-        mode: "ping-pong",
-        connections: 100,
-        size: 64,
-    },
-    Case {
-        label: "stream 4 × 512 B",
-        mode: "stream",
-        connections: 4,
-        size: 512,
-    },
+        label,
+        mode,
+        connections,
+        size,
+    }
+}
+
+const WS_CASES: [Case; 3] = [
+    case("240 × 128 B messages", "ping-pong", 240, 128),
+    case("240 × 1 KiB messages", "ping-pong", 240, 1024),
+    case("240 × 8 KiB messages", "ping-pong", 240, 8192),
+];
+
+/// Issue 14's goal: at least 2× the kernel backend per server CPU-second at 128 B.
+const WS_GOALS: [Goal; 1] = [Goal {
+    case: WS_CASES[0].label,
+    per: Per::ServerCpu,
+    factor: 2.0,
+}];
+
+const ECHO_CASES: [Case; 2] = [
+    case("ping-pong 100 × 64 B", "ping-pong", 100, 64),
+    case("stream 4 × 512 B", "stream", 4, 512),
 ];
 
 /// The issue's goal for Rusty on AF_XDP against the kernel backend.
-const XDP_GOALS: [Goal; 1] = [Goal {
-    case: CASES[0].label,
+const ECHO_GOALS: [Goal; 1] = [Goal {
+    case: ECHO_CASES[0].label,
     per: Per::ServerCpu,
     factor: 3.0,
 }];
@@ -141,15 +204,16 @@ impl Sample {
     }
 }
 
-pub(crate) fn run(opts: &Options) -> Result<()> {
+pub(crate) fn run(opts: &Options, suite: &'static Suite) -> Result<()> {
     if opts.run.duration == 0 || opts.run.rounds == 0 {
         return Err("--duration and --rounds must be at least 1".into());
     }
-    let (interrupted, root) = opts.run.host.prepare("bench echo", &["rusty-echo"])?;
-    warn_if_busy("bench echo");
+    let what = format!("bench {}", suite.name);
+    let (interrupted, root) = opts.run.host.prepare(&what, &[suite.package])?;
+    warn_if_busy(&what);
     let bins = Bins {
-        echo: release_bin(&root, "echo")?,
-        load: release_bin(&root, "echo-load")?,
+        echo: release_bin(&root, suite.server)?,
+        load: release_bin(&root, suite.client)?,
     };
 
     let pid = std::process::id();
@@ -171,6 +235,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     )?;
     let mut ctx = Ctx {
         opts,
+        suite,
         bins,
         net: &net,
         xdp: xdp_link.as_ref().ok(),
@@ -187,17 +252,18 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     } else {
         ctx.xdp = None;
     }
-    xdp::announce("bench echo", &xdp_outcome);
+    xdp::announce(&what, &xdp_outcome);
 
-    let total = opts.run.rounds * CASES.len() * backends.len();
+    let cases = suite.cases;
+    let total = opts.run.rounds * cases.len() * backends.len();
     eprintln!(
-        "bench echo: {total} runs of {} s (server on CPU {}, client on CPU {}, namespace {})",
+        "{what}: {total} runs of {} s (server on CPU {}, client on CPU {}, namespace {})",
         opts.run.duration, opts.run.host.server_cpu, opts.run.host.client_cpu, net.name
     );
-    let mut samples: Vec<Vec<(Backend, Sample)>> = vec![Vec::new(); CASES.len()];
+    let mut samples: Vec<Vec<(Backend, Sample)>> = vec![Vec::new(); cases.len()];
     let mut n = 0;
     for round in 0..opts.run.rounds {
-        for (ci, case) in CASES.iter().enumerate() {
+        for (ci, case) in cases.iter().enumerate() {
             let mut order = backends.clone();
             order.rotate_left((round + ci) % backends.len());
             for backend in order {
@@ -224,13 +290,17 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     drop(net);
     let _ = fs::remove_dir_all(&logs);
 
-    let table = table(&samples, &backends);
-    let verdict = verdict(&samples, xdp_outcome.as_ref().err().map(String::as_str));
+    let table = table(suite, &samples, &backends);
+    let verdict = verdict(
+        suite,
+        &samples,
+        xdp_outcome.as_ref().err().map(String::as_str),
+    );
     println!("{table}\n{verdict}");
     if !opts.run.host.no_readme {
-        let body = readme_body(opts, &xdp_outcome, &table, &verdict);
-        let path = write_readme(&root, README_START, README_END, &body)?;
-        eprintln!("bench echo: table written to {}", path.display());
+        let body = readme_body(suite, opts, &xdp_outcome, &table, &verdict);
+        let path = write_readme(&root, suite.readme_start, suite.readme_end, &body)?;
+        eprintln!("{what}: table written to {}", path.display());
     }
     Ok(())
 }
@@ -242,6 +312,7 @@ struct Bins {
 
 struct Ctx<'a> {
     opts: &'a Options,
+    suite: &'static Suite,
     bins: Bins,
     net: &'a Netns,
     /// The AF_XDP row's link, while that row runs.
@@ -267,7 +338,7 @@ impl Ctx<'_> {
     /// A fresh server for `backend`, up and accepting.
     fn start(&self, backend: Backend, log: &Path) -> Result<Proc> {
         let mut cmd = self.in_ns(self.opts.run.host.server_cpu, &self.bins.echo);
-        cmd.arg(PORT.to_string());
+        cmd.arg(self.suite.port.to_string());
         match backend {
             Backend::Tap => {
                 cmd.args(["1", &format!("tap:{}", self.net.tap)])
@@ -283,7 +354,7 @@ impl Ctx<'_> {
         if let Some(us) = self.opts.run.host.spin_us {
             cmd.arg("--spin-us").arg(us.to_string());
         }
-        let mut server = Proc::spawn("echo", cmd, log)?;
+        let mut server = Proc::spawn(self.suite.server, cmd, log)?;
         self.wait_ready(&mut server, backend, log)?;
         Ok(server)
     }
@@ -295,7 +366,12 @@ impl Ctx<'_> {
             .start(Backend::Xdp, &log)
             .map(|mut server| server.stop(Duration::from_secs(5)));
         self.check_interrupted()?;
-        Ok(xdp::outcome("echo", self.xdp_link()?, &log, started))
+        Ok(xdp::outcome(
+            self.suite.server,
+            self.xdp_link()?,
+            &log,
+            started,
+        ))
     }
 
     fn run_one(&self, case: Case, backend: Backend, n: usize) -> Result<Sample> {
@@ -304,10 +380,11 @@ impl Ctx<'_> {
         let server_log = self.logs.join(format!("{tag}-server.log"));
         let mut server = self.start(backend, &server_log)?;
 
+        let port = self.suite.port;
         let target = match backend {
-            Backend::Tap => format!("{STACK_IP}:{PORT}"),
-            Backend::Xdp => format!("{}:{PORT}", self.xdp_link()?.stack_ip),
-            Backend::Kernel => format!("127.0.0.1:{PORT}"),
+            Backend::Tap => format!("{STACK_IP}:{port}"),
+            Backend::Xdp => format!("{}:{port}", self.xdp_link()?.stack_ip),
+            Backend::Kernel => format!("127.0.0.1:{port}"),
         };
         let client_log = self.logs.join(format!("{tag}-client.log"));
         let mut cmd = self.in_ns(self.opts.run.host.client_cpu, &self.bins.load);
@@ -320,7 +397,8 @@ impl Ctx<'_> {
             .arg(self.opts.run.duration.to_string());
 
         let cpu_before = CpuTimes::read(&[server.pid()])?;
-        let mut client = Proc::spawn("echo-load", cmd, &client_log)?;
+        let client_name = self.suite.client;
+        let mut client = Proc::spawn(client_name, cmd, &client_log)?;
         let limit = Duration::from_secs(self.opts.run.duration + 30);
         let status = client.wait_for(limit, self.interrupted)?;
         let cpu_after = CpuTimes::read(&[server.pid()]);
@@ -328,11 +406,11 @@ impl Ctx<'_> {
         server.stop(Duration::from_secs(5));
 
         let out = fs::read_to_string(&client_log).unwrap_or_default();
-        let explain = || explain_run("echo-load", &out, &server_log);
+        let explain = || explain_run(client_name, &out, &server_log);
         let what = format!("{} on {}", case.label, backend.label());
-        check_run("echo-load", &what, status, limit, server_alive, explain)?;
+        check_run(client_name, &what, status, limit, server_alive, explain)?;
         let mut s = parse_client(&out)
-            .ok_or_else(|| format!("could not read echo-load's numbers{}", explain()))?;
+            .ok_or_else(|| format!("could not read {client_name}'s numbers{}", explain()))?;
         s.cpu = cpu_after?.since(cpu_before);
         Ok(s)
     }
@@ -341,39 +419,21 @@ impl Ctx<'_> {
     /// carrier, which comes up once a queue is attached (TAP), or a connection through the
     /// veth (AF_XDP).
     fn wait_ready(&self, server: &mut Proc, backend: Backend, log: &Path) -> Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            self.check_interrupted()?;
-            if let Some(st) = server.try_status()? {
-                return Err(format!(
-                    "the {} server exited at start ({st}):\n{}",
-                    backend.label(),
-                    tail(log, 20)
-                ));
-            }
-            let ready = match backend {
-                Backend::Kernel => listening(server.pid(), PORT),
+        let what = format!("the {} server", backend.label());
+        let times = (Duration::from_secs(10), Duration::from_millis(200));
+        let port = self.suite.port;
+        crate::common::wait_ready(server, &what, log, times, self.interrupted, |pid| {
+            Ok(match backend {
+                Backend::Kernel => listening(pid, port),
                 Backend::Tap => self.net.tap_has_carrier(),
-                Backend::Xdp => self.xdp_link()?.accepts(self.net, PORT),
-            };
-            if ready {
-                // Let the worker reach its loop (pinning, listener setup).
-                thread::sleep(Duration::from_millis(200));
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "the {} server was not ready after 10 s:\n{}",
-                    backend.label(),
-                    tail(log, 20)
-                ));
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+                Backend::Xdp => self.xdp_link()?.accepts(self.net, port),
+            })
+        })
     }
 }
 
-/// messages/s, MB/s, messages and (ping-pong) p50/p99 from echo-load's report.
+/// messages/s, MB/s, messages and (ping-pong) p50/p99 from the client's report
+/// (`echo-load` and `ws-load` print the same lines).
 fn parse_client(out: &str) -> Option<Sample> {
     let mut s = Sample::default();
     let mut seen = false;
@@ -411,13 +471,13 @@ fn ratios(runs: &[(Backend, Sample)], a: Backend, b: Backend) -> [f64; 3] {
 
 /// Medians per (case, backend) and each Rusty row's ratios to the kernel backend, as a
 /// markdown table.
-fn table(samples: &[Vec<(Backend, Sample)>], backends: &[Backend]) -> String {
+fn table(suite: &Suite, samples: &[Vec<(Backend, Sample)>], backends: &[Backend]) -> String {
     let mut t = String::new();
     t.push_str(
         "| case | backend | messages/s (min–max) | MB/s | server CPU µs per message | machine CPU µs per message | p50 / p99 latency (µs) |\n\
          |---|---|---:|---:|---:|---:|---:|\n",
     );
-    for (case, runs) in CASES.iter().zip(samples) {
+    for (case, runs) in suite.cases.iter().zip(samples) {
         for &backend in backends {
             let rates = runs
                 .iter()
@@ -468,16 +528,20 @@ fn table(samples: &[Vec<(Backend, Sample)>], backends: &[Backend]) -> String {
     t
 }
 
-/// Where Rusty on AF_XDP stands against [`XDP_GOALS`]; `xdp_skipped` says why it was not
-/// measured.
-fn verdict(samples: &[Vec<(Backend, Sample)>], xdp_skipped: Option<&str>) -> String {
+/// Where Rusty on AF_XDP stands against the suite's goals; `xdp_skipped` says why it was
+/// not measured.
+fn verdict(suite: &Suite, samples: &[Vec<(Backend, Sample)>], xdp_skipped: Option<&str>) -> String {
     xdp::verdict(
-        &XDP_GOALS,
+        suite.goals,
         "messages",
         "the kernel backend",
         xdp_skipped,
         |g| {
-            let ci = CASES.iter().position(|c| c.label == g.case).unwrap_or(0);
+            let ci = suite
+                .cases
+                .iter()
+                .position(|c| c.label == g.case)
+                .unwrap_or(0);
             let [_, server, machine] = ratios(&samples[ci], Backend::Xdp, Backend::Kernel);
             match g.per {
                 Per::ServerCpu => server,
@@ -487,32 +551,38 @@ fn verdict(samples: &[Vec<(Backend, Sample)>], xdp_skipped: Option<&str>) -> Str
     )
 }
 
-fn readme_body(opts: &Options, xdp_outcome: &xdp::Outcome, table: &str, verdict: &str) -> String {
+fn readme_body(
+    suite: &Suite,
+    opts: &Options,
+    xdp_outcome: &xdp::Outcome,
+    table: &str,
+    verdict: &str,
+) -> String {
     let spin = opts.run.host.spin("the binaries' default `--spin-us 200`");
     let xdp_note = xdp::readme_note(xdp_outcome);
     format!(
-        "### Echo: Rusty on TAP and on AF_XDP vs the kernel's sockets\n\
+        "### {heading}\n\
          \n\
          {provenance}.\n\
          {rounds} run(s) × {d} s per case and backend, rotating which backend goes first;\n\
          each column is the median over the runs, messages/s also shows the slowest–fastest run.\n\
          \n\
          Every server runs one worker pinned to CPU {scpu} ({spin}); the same client,\n\
-         `echo-load` on kernel sockets with one worker, runs pinned to CPU {ccpu}; all inside a\n\
-         private network namespace. TAP: the client's kernel → TAP → Rusty (`echo 7 1\n\
+         `{client}` on kernel sockets with one worker, runs pinned to CPU {ccpu}; all inside a\n\
+         private network namespace. TAP: the client's kernel → TAP → Rusty (`{server} {port} 1\n\
          tap:NAME {STACK_IP}/{PREFIX} 1`). AF_XDP: the client's kernel → a veth pair (one queue\n\
          pair; the client end's transmit checksum offload off, so that frames carry whole\n\
          checksums as on a wire: the client's kernel sums them in software, and machine CPU\n\
          includes that) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
-         copy mode → Rusty (`echo 7 1 xdp:NAME {xdp_ip}/{PREFIX} 1`). Kernel: the same client →\n\
-         loopback → `echo 7` on kernel sockets.\n\
+         copy mode → Rusty (`{server} {port} 1 xdp:NAME {xdp_ip}/{PREFIX} 1`). Kernel: the same client →\n\
+         loopback → `{server} {port}` on kernel sockets.\n\
          \n\
          Server CPU is the server process's utime + stime over the client's run\n\
          (`/proc/PID/stat`); an idle worker busy-polls for `--spin-us` before it parks, and\n\
          that counts too. Machine CPU is the busy time of every CPU over the same span\n\
          (`/proc/stat`: user, nice, system, irq, softirq, steal): the server, the client, the\n\
          kernel's work for both that the server process is not charged for, and anything else\n\
-         running on the machine. Both are per echoed message, at the kernel's 10 ms tick. The\n\
+         running on the machine. Both are per {unit}, at the kernel's 10 ms tick. The\n\
          kernel runs a receiver's input in the sender's context (loopback, a TAP written to,\n\
          a veth), so the server's CPU includes the client kernel's receive work on every\n\
          path, and on AF_XDP the client's core runs the XDP program and the copy into Rusty's\n\
@@ -522,6 +592,11 @@ fn readme_body(opts: &Options, xdp_outcome: &xdp::Outcome, table: &str, verdict:
          \n\
          {table}\n\
          {verdict}",
+        heading = suite.heading,
+        client = suite.client,
+        server = suite.server,
+        port = suite.port,
+        unit = suite.unit,
         provenance = provenance(),
         xdp_ip = XDP.stack_ip,
         rounds = opts.run.rounds,
@@ -570,7 +645,7 @@ mod tests {
         ];
         let samples = vec![runs.clone(), runs];
         let all = [Backend::Tap, Backend::Xdp, Backend::Kernel];
-        let t = table(&samples, &all);
+        let t = table(&ECHO, &samples, &all);
         assert!(
             t.contains("| ping-pong 100 × 64 B | Rusty on AF_XDP | 300,000 | 1.00 | 3.33 | 6.00 | 300 / 900 |"),
             "{t}"
@@ -587,11 +662,11 @@ mod tests {
             ),
             "{t}"
         );
-        let v = verdict(&samples, None);
+        let v = verdict(&ECHO, &samples, None);
         assert!(v.contains("met 1 of 1"), "{v}");
-        let t = table(&samples, &[Backend::Tap, Backend::Kernel]);
+        let t = table(&ECHO, &samples, &[Backend::Tap, Backend::Kernel]);
         assert!(!t.contains("XDP"), "{t}");
-        let v = verdict(&samples, Some("left out (--no-xdp)"));
+        let v = verdict(&ECHO, &samples, Some("left out (--no-xdp)"));
         assert!(v.contains("not measured in this run"), "{v}");
     }
 }

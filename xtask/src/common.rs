@@ -237,6 +237,39 @@ impl Drop for Proc {
     }
 }
 
+/// Waits until `ready(pid)` says the server accepts (polled every 20 ms for up to
+/// `limit`), then `settle` more for its workers to reach their loops (pinning, listener
+/// setup). Fails when the server exits first, time runs out or the run is interrupted;
+/// `what` names the server in messages, with the tail of its `log`.
+pub(crate) fn wait_ready(
+    server: &mut Proc,
+    what: &str,
+    log: &Path,
+    (limit, settle): (Duration, Duration),
+    interrupted: &AtomicBool,
+    mut ready: impl FnMut(i32) -> Result<bool>,
+) -> Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        check_interrupted(interrupted)?;
+        if let Some(st) = server.try_status()? {
+            return Err(format!("{what} exited at start ({st}):\n{}", tail(log, 20)));
+        }
+        if ready(server.pid())? {
+            thread::sleep(settle);
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{what} was not ready after {} s:\n{}",
+                limit.as_secs(),
+                tail(log, 20)
+            ));
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A private network namespace holding a multi-queue TAP whose host side has an
 /// address, and any veth pairs added to it; all deleted when dropped.
 pub(crate) struct Netns {

@@ -4,6 +4,9 @@
 //!   [--no-readme]`: the echo server on Rusty's stack (TAP, AF_XDP) against the same
 //!   server on the kernel's sockets, driven by the same client on the same cores; prints a
 //!   table and writes it into the README (see [`bench_echo`]).
+//! - `cargo xtask bench ws [--duration S] [--rounds N] …`: the same for `ws-echo` under
+//!   `ws-load`: WebSocket messages of 128 B, 1 KiB and 8 KiB over 240 connections
+//!   (see [`bench_echo`]).
 //! - `cargo xtask bench http [--duration S] [--rounds N] [--connections C] [--no-nginx]
 //!   [--no-xdp] …`: httpd on Rusty's stack (TAP, AF_XDP), the same httpd on the kernel's
 //!   sockets and nginx, one server core each, under the same wrk; prints a table and
@@ -21,11 +24,15 @@
 //!   toolchains allow and names what blocks the rest (see [`cross`], [`tilegx`]).
 //! - `cargo xtask cross-test TARGET [--release]`: the cross-built httpd under qemu-user
 //!   answers curl with the right bytes (see [`cross_test`]).
+//! - `cargo xtask autobahn [--backend kernel|tap|all] [--deflate] [--quick] …`: the
+//!   Autobahn TestSuite against `ws-echo` on the kernel backend and on TAP; prints a
+//!   per-section summary and writes it into the README (see [`autobahn`]).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod autobahn;
 mod bench_echo;
 mod bench_http;
 mod bench_loss;
@@ -63,12 +70,18 @@ enum Command {
     CrossBuild(cross::BuildArgs),
     /// Run the cross-built httpd under qemu-user and check what curl fetches from it.
     CrossTest(cross_test::TestArgs),
+    /// The Autobahn TestSuite's fuzzing client against ws-echo on the kernel backend
+    /// and on TAP (TAP needs root).
+    Autobahn(autobahn::Options),
 }
 
 #[derive(Debug, Subcommand)]
 enum Bench {
     /// Echo on TAP and AF_XDP vs the same echo on the kernel backend (needs root).
     Echo(bench_echo::Options),
+    /// WebSocket echo (ws-echo under ws-load, 240 connections, 128 B / 1 KiB / 8 KiB)
+    /// on TAP and AF_XDP vs the kernel backend (needs root).
+    Ws(bench_echo::Options),
     /// httpd on TAP and AF_XDP vs httpd on the kernel backend vs nginx, under wrk (needs
     /// root).
     Http(bench_http::Options),
@@ -82,7 +95,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench {
             which: Bench::Echo(opts),
-        } => bench_echo::run(&opts),
+        } => bench_echo::run(&opts, &bench_echo::ECHO),
+        Command::Bench {
+            which: Bench::Ws(opts),
+        } => bench_echo::run(&opts, &bench_echo::WS),
         Command::Bench {
             which: Bench::Http(opts),
         } => bench_http::run(&opts),
@@ -92,6 +108,7 @@ fn main() -> ExitCode {
         Command::GenPages { dir } => bench_http::gen_pages(&dir),
         Command::CrossBuild(args) => cross::run(&args),
         Command::CrossTest(args) => cross_test::run(&args),
+        Command::Autobahn(opts) => autobahn::run(&opts),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,13 +5,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use super::wrk::{parse_wrk, Sample};
 use super::{Case, Load, Options, Server, PORT, PREFIX, STACK_IP};
 use crate::common::{
-    check_interrupted, check_run, children_of, explain_run, listening, tail, CpuTimes, Netns, Proc,
+    check_interrupted, check_run, children_of, explain_run, listening, CpuTimes, Netns, Proc,
     Result,
 };
 use crate::pages::SMALL_PAGE;
@@ -139,42 +138,27 @@ impl Ctx<'_> {
     /// (kernel), the TAP's carrier, which comes up once a queue is attached (TAP), or a
     /// connection through the veth (AF_XDP).
     fn wait_ready(&self, r: &mut Running, log: &Path) -> Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            check_interrupted(self.interrupted)?;
-            if let Some(st) = r.proc.try_status()? {
-                return Err(format!(
-                    "{} exited at start ({st}):\n{}",
-                    r.server.label(),
-                    tail(log, 20)
-                ));
-            }
-            let ready = match r.server {
-                Server::Tap => self.net.tap_has_carrier(),
-                Server::Xdp => self.xdp_link()?.accepts(self.net, PORT),
-                Server::Kernel => listening(r.proc.pid(), PORT),
-                Server::Nginx => {
-                    r.workers = children_of(r.proc.pid());
-                    listening(r.proc.pid(), PORT) && !r.workers.is_empty()
-                }
-            };
-            if ready {
-                // Let the worker reach its loop (pinning, listener setup).
-                thread::sleep(Duration::from_millis(300));
-                if r.server == Server::Nginx {
-                    r.workers = children_of(r.proc.pid());
-                }
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "{} was not ready after 10 s:\n{}",
-                    r.server.label(),
-                    tail(log, 20)
-                ));
-            }
-            thread::sleep(Duration::from_millis(20));
+        let server = r.server;
+        let times = (Duration::from_secs(10), Duration::from_millis(300));
+        crate::common::wait_ready(
+            &mut r.proc,
+            server.label(),
+            log,
+            times,
+            self.interrupted,
+            |pid| {
+                Ok(match server {
+                    Server::Tap => self.net.tap_has_carrier(),
+                    Server::Xdp => self.xdp_link()?.accepts(self.net, PORT),
+                    Server::Kernel => listening(pid, PORT),
+                    Server::Nginx => listening(pid, PORT) && !children_of(pid).is_empty(),
+                })
+            },
+        )?;
+        if server == Server::Nginx {
+            r.workers = children_of(r.proc.pid());
         }
+        Ok(())
     }
 
     pub(super) fn run_one(&self, case: Case, server: Server, n: usize) -> Result<Sample> {

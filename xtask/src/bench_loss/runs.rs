@@ -6,8 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::net::{LossNet, MTU, PREFIX, RUSTY_IP, SERVER_IP};
 use super::peer::{parse_result, PeerResult, PEER_PY};
@@ -15,7 +14,7 @@ use super::report::num;
 use super::{Case, Direction, Options, Stack};
 use crate::common::{
     check_interrupted, exec_pinned, explain_run, listening, machine_cpu_seconds,
-    process_cpu_seconds, tail, Proc, Result,
+    process_cpu_seconds, Proc, Result,
 };
 
 const HTTP_PORT: u16 = 8080;
@@ -403,34 +402,15 @@ impl Ctx<'_> {
             cmd.arg("--spin-us").arg(us.to_string());
         }
         let mut server = Proc::spawn("server", cmd, log)?;
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            check_interrupted(self.interrupted)?;
-            if let Some(st) = server.try_status()? {
-                return Err(format!(
-                    "the {} server exited at start ({st}):\n{}",
-                    stack.label(),
-                    tail(log, 20)
-                ));
-            }
-            let ready = match stack {
+        let what = format!("the {} server", stack.label());
+        let times = (Duration::from_secs(20), Duration::from_millis(200));
+        crate::common::wait_ready(&mut server, &what, log, times, self.interrupted, |pid| {
+            Ok(match stack {
                 Stack::Rusty => self.net.tap_forwarding(),
-                Stack::Linux => listening(server.pid(), port),
-            };
-            if ready {
-                // Let the worker reach its loop (pinning, listener setup).
-                thread::sleep(Duration::from_millis(200));
-                return Ok((server, port));
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "the {} server was not ready after 20 s:\n{}",
-                    stack.label(),
-                    tail(log, 20)
-                ));
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+                Stack::Linux => listening(pid, port),
+            })
+        })?;
+        Ok((server, port))
     }
 }
 
