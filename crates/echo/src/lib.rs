@@ -6,6 +6,7 @@
 //!
 //! [`Handler`]: rusty_stack::Handler
 
+pub mod client;
 pub mod discard;
 pub mod load;
 pub mod server;

@@ -18,7 +18,7 @@ use hdrhistogram::Histogram;
 use rusty_stack::{CloseReason, Conn, ConnectError, Handler, Opener};
 
 /// Length of the shared pattern block: a prime, so connections' windows do not line up.
-const PATTERN_LEN: usize = 65_521;
+pub const PATTERN_LEN: usize = 65_521;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -91,6 +91,14 @@ impl Collector {
     pub fn finished(&self) -> usize {
         self.finished.load(Ordering::Acquire)
     }
+    /// A worker's final report: counted as finished.
+    pub fn report(&self, report: Report) {
+        self.reports
+            .lock()
+            .expect("no poisoned collector")
+            .push(report);
+        self.finished.fetch_add(1, Ordering::AcqRel);
+    }
     /// All reports merged.
     pub fn total(&self) -> Report {
         let mut total = Report::new();
@@ -101,7 +109,9 @@ impl Collector {
     }
 }
 
-fn pattern() -> Arc<Vec<u8>> {
+/// The block every connection's stream is a window onto: [`PATTERN_LEN`] fixed
+/// pseudo-random bytes.
+pub fn pattern() -> Arc<Vec<u8>> {
     let mut x: u64 = 0x243f_6a88_85a3_08d3;
     Arc::new(
         (0..PATTERN_LEN)
@@ -200,12 +210,7 @@ impl LoadClient {
         if self.open == 0 && self.expired() && !self.done {
             self.done = true;
             self.report.elapsed = self.started.map_or(Duration::ZERO, |t| t.elapsed());
-            self.collector
-                .reports
-                .lock()
-                .expect("no poisoned collector")
-                .push(self.report.clone());
-            self.collector.finished.fetch_add(1, Ordering::AcqRel);
+            self.collector.report(self.report.clone());
         }
     }
 }

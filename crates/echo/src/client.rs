@@ -1,0 +1,138 @@
+//! What every load-client binary does around its handler: spread the connections over
+//! the workers (kernel sockets by default, or Rusty's links), run until every worker has
+//! reported or a watchdog fires, and print the merged [`Report`] in the lines the
+//! benchmark scripts read (`messages/s … MB/s … messages …`, `latency us: p50 …`).
+//! `echo-load` and the WebSocket crate's `ws-load` both run through [`run_client`].
+
+use std::process::ExitCode;
+use std::thread;
+use std::time::Duration;
+
+use rusty::cli::link::{LinkKind, LinkSpec};
+use rusty::cli::CommonArgs;
+use rusty::launch;
+use rusty::runtime::{StopHandle, WorkerContext};
+use rusty_stack::Handler;
+
+use crate::load::Collector;
+
+/// A load client's command line, as far as [`run_client`] needs it.
+pub struct ClientArgs<'a> {
+    /// The binary's name, for messages.
+    pub name: &'static str,
+    /// Link specs (empty: kernel sockets with `workers` workers).
+    pub links: &'a [String],
+    pub common: &'a CommonArgs,
+    /// Kernel-socket workers when no links are given.
+    pub workers: usize,
+    /// Connections in total.
+    pub connections: usize,
+    /// Message size in bytes.
+    pub size: usize,
+    pub duration: Duration,
+    /// How the first report line names the mode (e.g. `PingPong`).
+    pub mode: String,
+}
+
+/// Runs the client: `make(worker_index, connections_per_worker, collector)` builds each
+/// worker's handler, which reports into the collector when its run is over. Prints the
+/// merged report; the exit code is 2 for bad arguments, 1 when a connection failed, an
+/// echo differed, a worker did not report or nothing was echoed.
+pub fn run_client<H, F>(args: ClientArgs<'_>, make: F) -> ExitCode
+where
+    H: Handler + 'static,
+    F: Fn(usize, usize, Collector) -> H + Clone + Send + 'static,
+{
+    let name = args.name;
+    if args.size == 0 || args.connections == 0 || args.workers == 0 {
+        eprintln!("{name}: --size, --connections and --workers must be at least 1");
+        return ExitCode::from(2);
+    }
+    let mut launch = match args.common.launch(args.links) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if launch.links.is_empty() {
+        launch.links.push(LinkSpec {
+            kind: LinkKind::Kernel,
+            ip: std::net::Ipv4Addr::UNSPECIFIED,
+            prefix_len: 0,
+            workers: args.workers,
+        });
+    }
+    let workers: usize = launch.links.iter().map(|l| l.workers).sum();
+    let per_worker = args.connections.div_ceil(workers);
+    // Workers stop on their own once every one has reported; a watchdog ends the run if
+    // connections hang past the duration plus the grace period.
+    launch.runtime.grace = launch.runtime.grace.min(Duration::from_secs(30));
+    let collector = Collector::new();
+    let stop = StopHandle::new();
+    let watcher = {
+        let (collector, stop) = (collector.clone(), stop.clone());
+        let limit = args.duration + Duration::from_secs(5);
+        thread::spawn(move || {
+            let start = std::time::Instant::now();
+            while collector.finished() < workers && start.elapsed() < limit {
+                thread::sleep(Duration::from_millis(20));
+            }
+            stop.stop();
+        })
+    };
+    let handlers = {
+        let collector = collector.clone();
+        move |ctx: &WorkerContext| make(ctx.index(), per_worker, collector.clone())
+    };
+    let result = launch::run(&launch, None, &stop, handlers, || {});
+    let _ = watcher.join();
+    let stats = match result {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let r = collector.total();
+    let secs = r.elapsed.as_secs_f64().max(1e-9);
+    println!(
+        "mode {}, {} connections x {} B, {:.1} s",
+        args.mode,
+        per_worker * workers,
+        args.size,
+        secs
+    );
+    println!(
+        "messages/s {:.0}   MB/s {:.2}   messages {}   bytes {}",
+        r.messages as f64 / secs,
+        r.bytes as f64 / secs / 1e6,
+        r.messages,
+        r.bytes
+    );
+    if !r.latency_us.is_empty() {
+        println!(
+            "latency us: p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+            r.latency_us.value_at_quantile(0.50),
+            r.latency_us.value_at_quantile(0.90),
+            r.latency_us.value_at_quantile(0.99),
+            r.latency_us.value_at_quantile(0.999),
+            r.latency_us.max()
+        );
+    }
+    println!(
+        "failed connections {}   byte mismatches {}   workers reported {}/{}",
+        r.failed,
+        r.mismatches,
+        collector.finished(),
+        workers
+    );
+    for (i, s) in stats.iter().enumerate() {
+        log::info!("worker {i}: {s}");
+    }
+    if r.failed > 0 || r.mismatches > 0 || collector.finished() < workers || r.messages == 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
