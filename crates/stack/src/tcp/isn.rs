@@ -1,6 +1,6 @@
 //! Initial sequence numbers (RFC 6528 §3): `ISN = M + F(localip, localport, remoteip,
 //! remoteport, secretkey)`, where `M` is a timer ticking every 4 µs (RFC 9293 §3.4.1) and
-//! `F` is SipHash-2-4 keyed with a per-process random secret.
+//! `F` is SipHash-1-3 keyed with a per-process random secret.
 //!
 //! The keyed hash makes each 4-tuple's sequence space start at an offset an off-path
 //! attacker cannot guess, while `M` keeps successive incarnations of the same 4-tuple
@@ -9,7 +9,8 @@
 use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddrV4;
 
-use siphasher::sip::SipHasher24;
+use siphasher::sip::SipHasher13;
+use siphasher::sip128::SipHasher13 as SipHasher13x128;
 
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
@@ -53,20 +54,31 @@ pub(crate) fn tuple_bytes(local: SocketAddrV4, remote: SocketAddrV4) -> [u8; 12]
     b
 }
 
-/// Domain tag of [`IsnGenerator::ts_offset`]'s hash input.
+/// Domain tag from which [`IsnGenerator::ts_offset`]'s key is derived.
 const TS_TAG: &[u8; 8] = b"rusty-ts";
 
 /// RFC 6528 ISN generator. One per worker (or shared read-only); cheap to call.
+///
+/// SipHash-1-3 rather than 2-4: it is the keyed PRF Rust's own `HashMap` relies on
+/// against chosen inputs, no attack on it is known, and the 12-byte tuple costs two
+/// compression rounds and three finalisation rounds instead of four and four, about
+/// 40 % less per hash (two hashes per connection: ISN and timestamp offset).
 #[derive(Debug, Clone)]
 pub(crate) struct IsnGenerator {
-    hasher: SipHasher24,
+    hasher: SipHasher13,
+    /// Keyed with a key derived from the secret (see [`IsnGenerator::ts_offset`]).
+    ts_hasher: SipHasher13,
 }
 
 impl IsnGenerator {
     /// A generator keyed with `secret` (deterministic; for tests and simulation).
     pub(crate) fn new(secret: [u8; 16]) -> Self {
+        let ts_key = SipHasher13x128::new_with_key(&secret)
+            .hash(TS_TAG)
+            .as_bytes();
         IsnGenerator {
-            hasher: SipHasher24::new_with_key(&secret),
+            hasher: SipHasher13::new_with_key(&secret),
+            ts_hasher: SipHasher13::new_with_key(&ts_key),
         }
     }
 
@@ -86,15 +98,13 @@ impl IsnGenerator {
     ///
     /// It must not be `F` of [`hash_tuple`](Self::hash_tuple): with TSval = ms + F and
     /// ISN = µs/4 + F, anyone seeing a SYN-ACK could compute ISN - TSval and read our
-    /// clock straight off it, then predict ISNs for other tuples up to their `F`. So the
-    /// input is domain-separated with a tag no 4-tuple hash shares (SipHash is a PRF:
-    /// distinct inputs give independent outputs).
+    /// clock straight off it, then predict ISNs for other tuples up to their `F`. So it
+    /// hashes the same 12 bytes under a second key, the secret's 128-bit SipHash of a
+    /// domain tag: a PRF under an independent-looking key, without making the input a
+    /// block longer as a tag prefix would.
     pub(crate) fn ts_offset(&self, local: SocketAddrV4, remote: SocketAddrV4) -> u32 {
-        let mut input = [0u8; TS_TAG.len() + 12];
-        input[..TS_TAG.len()].copy_from_slice(TS_TAG);
-        input[TS_TAG.len()..].copy_from_slice(&tuple_bytes(local, remote));
         // Truncation to the 32 bits of a TSval is the point.
-        self.hasher.hash(&input) as u32
+        self.ts_hasher.hash(&tuple_bytes(local, remote)) as u32
     }
 
     /// The ISN for a connection on this 4-tuple opened at `now`: `M + F` (RFC 6528 §3),
