@@ -1,6 +1,6 @@
 //! The per-core timer wheel: a hashed timing wheel (Varghese & Lauck, "Hashed and
-//! Hierarchical Timing Wheels", scheme 6) with an overflow list, holding every TCP timer
-//! of one worker.
+//! Hierarchical Timing Wheels", scheme 6) with a coarse second level and an overflow
+//! list, holding every TCP timer of one worker.
 //!
 //! There is no cancel. The owner of a timer (a connection block) keeps the authoritative
 //! deadline in its own state; when the wheel hands back an item whose deadline has since
@@ -10,11 +10,15 @@
 //! Design:
 //! - Time is cut into ticks of `tick`, counted from the clock's epoch. An item due within
 //!   one revolution (`slots` ticks) lives in slot `tick mod slots`, next to its exact
-//!   deadline, so every slot holds the items of exactly one tick. Items further ahead wait
-//!   in an overflow list, which is swept every half revolution and moves the items that
-//!   have come within one revolution into their slots: each far item costs one look per
-//!   half revolution, like the `rounds` counter of the classic scheme, but the slots never
-//!   hold items of later revolutions.
+//!   deadline, so every slot holds the items of exactly one tick.
+//! - Further ahead, time is cut into epochs of half a revolution. An item due within
+//!   [`FAR_BUCKETS`] epochs waits in the bucket of its epoch (scheme 7's second level);
+//!   when the wheel enters an epoch, the bucket of the next one, whose items have just
+//!   come within one revolution, is emptied into the slots. So a far timer (TIME-WAIT's
+//!   60 s on a wheel of 8,192 1-ms slots) is moved once, not looked at every half
+//!   revolution.
+//! - Items beyond the buckets wait in an overflow list, swept every `FAR_BUCKETS / 2`
+//!   epochs into the buckets (and after a jump that makes one of them due).
 //! - [`TimerWheel::expire`] visits the slots of the ticks between the previous call and
 //!   `now` — at most one revolution, however long the jump — and fires exactly the items
 //!   whose deadline is `<= now`: never early, and never late by more than the gap between
@@ -29,6 +33,10 @@
 use std::time::Duration;
 
 use crate::time::Instant;
+
+/// Buckets of the second level, one per epoch (half a revolution): with 8,192 slots of
+/// 1 ms, 64 buckets cover 262 s.
+const FAR_BUCKETS: u64 = 64;
 
 struct Entry<T> {
     /// Exact deadline, `Instant::as_micros`.
@@ -46,14 +54,27 @@ pub(crate) struct TimerWheel<T> {
     slots: Vec<Vec<Entry<T>>>,
     /// Bit `i` set iff slot `i` is non-empty.
     occupied: Vec<u64>,
-    /// Items at least one revolution ahead of `cur_tick` when they were scheduled or last
-    /// swept.
+    /// Ticks per epoch: half a revolution.
+    half: u64,
+    /// Bucket `e mod FAR_BUCKETS` holds the items of epoch `e`, for epochs
+    /// `cur_epoch + 2 .. cur_epoch + FAR_BUCKETS`; epoch `cur_epoch + 1`'s were moved to
+    /// the slots when the wheel entered `cur_epoch`.
+    far: Vec<Vec<Entry<T>>>,
+    /// Smallest deadline in each bucket, `u64::MAX` when empty.
+    far_min: Vec<u64>,
+    /// Bit `b` set iff bucket `b` is non-empty.
+    far_occupied: u64,
+    /// The epoch whose entry moved the buckets last (`cur_tick / half` after each
+    /// `expire`).
+    swept_epoch: u64,
+    /// Items at least `FAR_BUCKETS` epochs ahead when they were scheduled or last swept.
     overflow: Vec<Entry<T>>,
     /// Smallest deadline in `overflow`, `u64::MAX` when empty.
     overflow_min: u64,
-    /// `cur_tick` at or after which the overflow is swept next. Every overflow item's tick
-    /// is at least `next_sweep + slots / 2`, so none is due before the sweep.
+    /// `cur_tick` at or after which the next epoch begins (and the buckets move).
     next_sweep: u64,
+    /// Epoch at or after which the overflow is swept next.
+    next_overflow_sweep: u64,
     /// Tick of the latest `now` seen (by `new` or `expire`).
     cur_tick: u64,
     /// Latest `now` seen, in µs.
@@ -73,14 +94,22 @@ impl<T> TimerWheel<T> {
         let tick_us = u64::try_from(tick.as_micros()).unwrap_or(u64::MAX).max(1);
         let now = now.as_micros();
         let cur_tick = now / tick_us;
+        let half = (n as u64) / 2;
+        let epoch = cur_tick / half;
         TimerWheel {
             tick_us,
             mask: n - 1,
             slots: (0..n).map(|_| Vec::new()).collect(),
             occupied: vec![0; n.div_ceil(64)],
+            half,
+            far: (0..FAR_BUCKETS).map(|_| Vec::new()).collect(),
+            far_min: vec![u64::MAX; FAR_BUCKETS as usize],
+            far_occupied: 0,
+            swept_epoch: epoch,
             overflow: Vec::new(),
             overflow_min: u64::MAX,
-            next_sweep: cur_tick + (n as u64) / 2,
+            next_sweep: (epoch + 1) * half,
+            next_overflow_sweep: epoch + FAR_BUCKETS / 2,
             cur_tick,
             last_now: now,
             earliest: u64::MAX,
@@ -118,16 +147,48 @@ impl<T> TimerWheel<T> {
     /// [`expire`](Self::expire).
     pub(crate) fn schedule(&mut self, deadline: Instant, item: T) {
         let deadline = deadline.as_micros();
-        let tick = (deadline / self.tick_us).max(self.cur_tick);
-        let entry = Entry { deadline, item };
+        self.place(Entry { deadline, item });
+        self.len += 1;
+        self.earliest = self.earliest.min(deadline);
+    }
+
+    /// Puts `entry` where its deadline belongs from `cur_tick`: a slot within one
+    /// revolution, else its epoch's bucket, else the overflow. Needs `swept_epoch` to be
+    /// `cur_tick`'s epoch (so that every bucket it may pick is still to be moved).
+    fn place(&mut self, entry: Entry<T>) {
+        let tick = (entry.deadline / self.tick_us).max(self.cur_tick);
         if tick - self.cur_tick < self.revolution() {
             self.push_slot(tick, entry);
         } else {
-            self.overflow.push(entry);
-            self.overflow_min = self.overflow_min.min(deadline);
+            self.place_far(tick, entry);
         }
-        self.len += 1;
-        self.earliest = self.earliest.min(deadline);
+    }
+
+    /// [`place`](Self::place) for a `tick` at least one revolution ahead: out of line, so
+    /// that the common near timer inlines to a slot push.
+    #[inline(never)]
+    fn place_far(&mut self, tick: u64, entry: Entry<T>) {
+        // Here tick >= cur_tick + 2 * half, so its epoch is at least swept_epoch + 2.
+        let epoch = tick / self.half;
+        if epoch < self.swept_epoch + FAR_BUCKETS {
+            let b = (epoch % FAR_BUCKETS) as usize;
+            self.far_min[b] = self.far_min[b].min(entry.deadline);
+            self.far_occupied |= 1 << b;
+            self.far[b].push(entry);
+        } else {
+            self.overflow_min = self.overflow_min.min(entry.deadline);
+            self.overflow.push(entry);
+        }
+    }
+
+    /// Fires `entry` if it is due by `now`, else [`place`](Self::place)s it.
+    fn fire_or_place(&mut self, entry: Entry<T>, now: u64, out: &mut Vec<T>) {
+        if entry.deadline <= now {
+            out.push(entry.item);
+            self.len -= 1;
+        } else {
+            self.place(entry);
+        }
     }
 
     /// Appends to `out` every item whose deadline is `<= now`, and advances the wheel.
@@ -143,11 +204,16 @@ impl<T> TimerWheel<T> {
             // move to their slots on schedule, keeping sweeps to one per half revolution.
             self.advance_to(now);
             if self.cur_tick >= self.next_sweep {
-                self.sweep(now, out);
+                self.sweep(now, out, false);
             }
             return;
         }
         let now_tick = (now / self.tick_us).max(self.cur_tick);
+        if self.far_occupied != 0 && self.first_far_min() <= now {
+            // A jump past a bucket's deadline: its items are due now, not when their
+            // bucket comes within a revolution.
+            self.sweep(now, out, true);
+        }
         // Ticks `cur_tick..=now_tick`; the current one was only partly processed before.
         let visits = (now_tick - self.cur_tick).min(self.mask as u64) + 1;
         for i in 0..visits {
@@ -172,7 +238,7 @@ impl<T> TimerWheel<T> {
         }
         self.advance_to(now);
         if self.overflow_min <= now || self.cur_tick >= self.next_sweep {
-            self.sweep(now, out);
+            self.sweep(now, out, false);
         }
         self.recompute_earliest();
     }
@@ -184,27 +250,59 @@ impl<T> TimerWheel<T> {
         }
     }
 
-    /// Fires the overflow items due by `now` (after a long jump) and moves those now within
-    /// one revolution into their slots.
-    fn sweep(&mut self, now: u64, out: &mut Vec<T>) {
-        let mut min = u64::MAX;
-        let mut j = 0;
-        while j < self.overflow.len() {
-            let deadline = self.overflow[j].deadline;
-            let tick = (deadline / self.tick_us).max(self.cur_tick);
-            if deadline <= now {
-                out.push(self.overflow.swap_remove(j).item);
-                self.len -= 1;
-            } else if tick - self.cur_tick < self.revolution() {
-                let e = self.overflow.swap_remove(j);
-                self.push_slot(tick, e);
-            } else {
-                min = min.min(deadline);
-                j += 1;
+    /// Enters `cur_tick`'s epoch: empties the buckets of the epochs that have come within
+    /// one revolution (all of them after a jump of `FAR_BUCKETS` epochs or more, or with
+    /// `all`), firing what is due by `now`; every `FAR_BUCKETS / 2` epochs, or when an
+    /// overflow item is due, sweeps the overflow too.
+    fn sweep(&mut self, now: u64, out: &mut Vec<T>, all: bool) {
+        let epoch = self.cur_tick / self.half;
+        // Buckets of epochs up to swept_epoch + 1 were moved already.
+        let from = self.swept_epoch + 2;
+        let count = if all {
+            FAR_BUCKETS
+        } else {
+            (epoch + 2).saturating_sub(from).min(FAR_BUCKETS)
+        };
+        self.swept_epoch = epoch;
+        for k in 0..count {
+            let b = ((from + k) % FAR_BUCKETS) as usize;
+            if self.far_occupied & (1 << b) == 0 {
+                continue;
+            }
+            self.far_occupied &= !(1 << b);
+            self.far_min[b] = u64::MAX;
+            // Taken out so that placing can refill the bucket; its buffer goes back.
+            let mut items = std::mem::take(&mut self.far[b]);
+            for e in items.drain(..) {
+                self.fire_or_place(e, now, out);
+            }
+            if self.far[b].is_empty() {
+                self.far[b] = items;
             }
         }
-        self.overflow_min = min;
-        self.next_sweep = self.cur_tick + self.revolution() / 2;
+        if self.overflow_min <= now || epoch >= self.next_overflow_sweep {
+            let mut items = std::mem::take(&mut self.overflow);
+            self.overflow_min = u64::MAX;
+            for e in items.drain(..) {
+                self.fire_or_place(e, now, out);
+            }
+            if self.overflow.is_empty() {
+                self.overflow = items;
+            }
+            self.next_overflow_sweep = epoch + FAR_BUCKETS / 2;
+        }
+        self.next_sweep = (epoch + 1) * self.half;
+    }
+
+    /// The smallest deadline in the buckets: the first non-empty bucket's, counting from
+    /// the epoch after next (buckets hold consecutive later epochs in order).
+    fn first_far_min(&self) -> u64 {
+        if self.far_occupied == 0 {
+            return u64::MAX;
+        }
+        let start = ((self.swept_epoch + 2) % FAR_BUCKETS) as u32;
+        let b = self.far_occupied.rotate_right(start).trailing_zeros();
+        self.far_min[((start + b) % FAR_BUCKETS as u32) as usize]
     }
 
     /// Index of the first occupied slot in `lo..hi`.
@@ -235,7 +333,7 @@ impl<T> TimerWheel<T> {
                 .min()
                 .unwrap_or(u64::MAX)
         });
-        self.earliest = in_slots.min(self.overflow_min);
+        self.earliest = in_slots.min(self.first_far_min()).min(self.overflow_min);
     }
 
     /// The earliest pending deadline, or `None` when the wheel is empty. Exact (stale
@@ -256,6 +354,7 @@ impl<T> std::fmt::Debug for TimerWheel<T> {
             .field("tick_us", &self.tick_us)
             .field("slots", &self.slots.len())
             .field("len", &self.len)
+            .field("far", &self.far.iter().map(Vec::len).sum::<usize>())
             .field("overflow", &self.overflow.len())
             .field("next_deadline", &self.next_deadline())
             .finish()
@@ -323,20 +422,61 @@ mod tests {
     }
 
     #[test]
-    fn far_items_wait_in_overflow_then_move_to_slots() {
+    fn far_items_wait_in_their_bucket_then_move_to_slots() {
+        // 8 slots of 1 ms: epochs of 4 ms, buckets up to 64 epochs (256 ms) ahead.
         let mut w = wheel(8);
         let mut out = Vec::new();
         w.schedule(ms(100), 1);
-        assert_eq!(w.overflow.len(), 1);
-        // Ticked one by one, the item reaches its slot at least half a revolution early.
-        for t in 0..=96 {
+        let in_buckets = |w: &TimerWheel<u32>| w.far.iter().map(Vec::len).sum::<usize>();
+        assert_eq!((in_buckets(&w), w.overflow.len()), (1, 0));
+        // It stays in its bucket (epoch 25) until the wheel enters epoch 24, then moves
+        // to its slot, once.
+        for t in 0..96 {
             w.expire(ms(t), &mut out);
+            assert_eq!(in_buckets(&w), 1, "at {t} ms");
         }
-        assert!(w.overflow.is_empty());
+        w.expire(ms(96), &mut out);
+        assert_eq!(in_buckets(&w), 0);
         assert!(out.is_empty());
         assert_eq!(w.next_deadline(), Some(ms(100)));
         w.expire(ms(100), &mut out);
         assert_eq!(out, vec![1]);
+    }
+
+    #[test]
+    fn very_far_items_go_through_the_overflow() {
+        let mut w = wheel(8);
+        let mut out = Vec::new();
+        w.schedule(ms(1_000), 1);
+        w.schedule(ms(300), 2);
+        assert_eq!(w.overflow.len(), 2);
+        assert_eq!(w.next_deadline(), Some(ms(300)));
+        for t in 0..1_000 {
+            w.expire(ms(t), &mut out);
+            assert_eq!(
+                w.next_deadline(),
+                Some(if t < 300 { ms(300) } else { ms(1_000) })
+            );
+        }
+        assert_eq!(out, vec![2]);
+        assert!(w.overflow.is_empty());
+        w.expire(ms(1_000), &mut out);
+        assert_eq!(out, vec![2, 1]);
+    }
+
+    #[test]
+    fn a_jump_into_a_far_bucket_fires_it() {
+        let mut w = wheel(8);
+        let mut out = Vec::new();
+        w.schedule(ms(50), 1);
+        w.schedule(ms(200), 2);
+        assert_eq!(w.next_deadline(), Some(ms(50)));
+        w.expire(ms(60), &mut out);
+        assert_eq!(out, vec![1]);
+        assert_eq!(w.next_deadline(), Some(ms(200)));
+        w.expire(ms(1_000), &mut out);
+        assert_eq!(out, vec![1, 2]);
+        assert!(w.is_empty());
     }
 
     #[test]
