@@ -33,7 +33,7 @@
 use std::net::SocketAddrV4;
 use std::ops::{Index, IndexMut};
 
-use slab::Slab;
+use super::table::Table;
 
 use super::conn::CloseReason;
 use super::conn::{Conn, ConnId, ConnectError, Connection, OpenResult, Opener, GENERATION_MASK};
@@ -96,23 +96,17 @@ struct Slot<C, S> {
     finished: bool,
 }
 
-/// Bytes one connection takes in the table: its slot as the slab stores it (the slab's
-/// entry is `Vacant(usize)` or `Occupied(slot)`; this enum is laid out the same way).
+/// Bytes one connection takes in the table: its slot as the table's entry.
 #[cfg(test)]
 pub(crate) fn slot_bytes<C, S>() -> usize {
-    #[allow(dead_code)]
-    enum Entry<T> {
-        Vacant(usize),
-        Occupied(T),
-    }
-    std::mem::size_of::<Entry<Slot<C, S>>>()
+    super::table::entry_bytes::<Slot<C, S>>()
 }
 
 /// One worker's handler and connection table: see [the application core](crate::app)
 /// for the rules it keeps.
 pub struct AppCore<H: Handler, C> {
     handler: H,
-    slots: Slab<Slot<C, H::Conn>>,
+    slots: Table<Slot<C, H::Conn>>,
     /// Most connections the table holds.
     limit: usize,
     /// New connections are welcome (no graceful stop has begun).
@@ -128,7 +122,7 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     pub fn new(handler: H, limit: usize, capacity: usize) -> AppCore<H, C> {
         AppCore {
             handler,
-            slots: Slab::with_capacity(capacity.min(limit)),
+            slots: Table::with_capacity(capacity.min(limit)),
             limit,
             accepting: true,
             next_generation: 1,
@@ -365,7 +359,27 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     /// first (as a normal close), so its application still gets `closed`.
     pub fn remove(&mut self, ctx: &mut C::Ctx, index: usize, stats: &mut Stats) -> C {
         self.finish(ctx, index, CloseReason::Normal, stats);
-        self.slots.remove(index).conn
+        self.slots
+            .remove(index)
+            .expect("removing a connection that is in the table")
+            .conn
+    }
+
+    /// [`remove`](Self::remove) without moving the connection out: `last` sees it in
+    /// place (with the context), then it is dropped where it lies. Does nothing if slot
+    /// `index` is empty.
+    pub fn remove_with(
+        &mut self,
+        ctx: &mut C::Ctx,
+        index: usize,
+        stats: &mut Stats,
+        last: impl FnOnce(&mut C::Ctx, &mut C),
+    ) {
+        self.finish(ctx, index, CloseReason::Normal, stats);
+        if let Some(slot) = self.slots.get_mut(index) {
+            last(ctx, &mut slot.conn);
+            self.slots.discard(index);
+        }
     }
 
     // ----- Calls without a connection -----

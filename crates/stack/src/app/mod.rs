@@ -12,6 +12,7 @@
 mod conn;
 mod core;
 mod handler;
+mod table;
 
 #[cfg(test)]
 pub(crate) use self::core::slot_bytes;

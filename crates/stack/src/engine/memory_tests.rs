@@ -18,7 +18,7 @@ const PINS: &[(&str, usize)] = &[
     ("Cc", 72),
     ("Scoreboard", 88),
     ("Block", 816),
-    ("slab entry (Slot<Block, ()>)", 824),
+    ("table entry (Slot<Block, ()>)", 824),
     ("flow-table bucket", 12),
 ];
 
@@ -29,7 +29,7 @@ fn an_idle_connection_stays_within_its_sizes() {
     parts.extend([
         ("Block", size_of::<Block>()),
         (
-            "slab entry (Slot<Block, ()>)",
+            "table entry (Slot<Block, ()>)",
             crate::app::slot_bytes::<Block, ()>(),
         ),
         ("flow-table bucket", size_of::<(FlowKey, u32)>()),

@@ -66,12 +66,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     fn remove_conn(&mut self, index: usize) {
-        let mut block = self.app.remove(&mut self.pool, index, &mut self.stats);
-        if block.orphan {
-            self.orphans.released();
-        }
-        block.tcb.release_buffers(&mut self.pool);
-        self.flows.remove(&block.key);
+        let (orphans, flows) = (&mut self.orphans, &mut self.flows);
+        self.app
+            .remove_with(&mut self.pool, index, &mut self.stats, |pool, block| {
+                if block.orphan {
+                    orphans.released();
+                }
+                block.tcb.release_buffers(pool);
+                flows.remove(&block.key);
+            });
     }
 
     /// Replace a connection block in TIME-WAIT by a compact entry (RFC 9293 §3.10.7.4
@@ -91,11 +94,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.flows.remove(&key);
         self.app
             .finish(&mut self.pool, index, CloseReason::Normal, &mut self.stats);
-        let mut block = self.app.remove(&mut self.pool, index, &mut self.stats);
-        if block.orphan {
-            self.orphans.released();
-        }
-        block.tcb.release_buffers(&mut self.pool);
+        let orphans = &mut self.orphans;
+        self.app
+            .remove_with(&mut self.pool, index, &mut self.stats, |pool, block| {
+                if block.orphan {
+                    orphans.released();
+                }
+                block.tcb.release_buffers(pool);
+            });
     }
 
     fn send_conn_segment(&mut self, index: usize, seg: &TxSegment) {
