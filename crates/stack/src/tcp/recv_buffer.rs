@@ -53,13 +53,23 @@ pub(crate) struct RecvBuffer {
     /// Ring of the readable bytes; `ring.len()` is its current size (0 when
     /// unallocated).
     ring: Vec<u8>,
-    capacity: usize,
-    max_ranges: usize,
+    /// At most 4 GiB (windows are at most 1 GiB, RFC 7323 §2.3).
+    capacity: u32,
+    max_ranges: u32,
     /// Ring index of the first readable byte.
     head: usize,
     readable_len: usize,
+    /// The out-of-order ranges; `None` while there are none, so that a connection
+    /// without losses holds no storage (nor inline bytes) for them.
+    ooo: Option<Box<Ooo>>,
+}
+
+/// Out-of-order state, allocated with the first range of a loss episode and freed with
+/// the last.
+#[derive(Debug, Default, Clone)]
+struct Ooo {
     /// Sorted by `start`, disjoint and never touching (touching ranges are merged); all
-    /// lie within `window()`. Unallocated when empty.
+    /// lie within `window()`. Never empty.
     ranges: Vec<OooRange>,
     /// Counts out-of-order writes, to order SACK blocks by recency.
     stamp: u64,
@@ -70,14 +80,23 @@ impl RecvBuffer {
     /// ranges. Allocates nothing.
     pub(crate) fn new(capacity: usize, max_ranges: usize) -> Self {
         RecvBuffer {
-            capacity,
-            max_ranges,
+            capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
+            max_ranges: u32::try_from(max_ranges).unwrap_or(u32::MAX),
             ..RecvBuffer::default()
         }
     }
 
     pub(crate) fn capacity(&self) -> usize {
-        self.capacity
+        self.capacity as usize
+    }
+
+    fn max_ranges(&self) -> usize {
+        self.max_ranges as usize
+    }
+
+    /// The out-of-order ranges, in order.
+    fn ranges(&self) -> &[OooRange] {
+        self.ooo.as_deref().map_or(&[], |o| &o.ranges)
     }
 
     /// In-order bytes waiting for the application.
@@ -89,7 +108,7 @@ impl RecvBuffer {
     /// §3.8.6.2 leaves the silly-window rules to the caller), and the bound on what is
     /// stored.
     pub(crate) fn window(&self) -> usize {
-        self.capacity - self.readable_len
+        self.capacity() - self.readable_len
     }
 
     /// The window to offer now: [`window`](Self::window), or under memory pressure
@@ -101,7 +120,7 @@ impl RecvBuffer {
         if !pool.pressure() {
             return window;
         }
-        let held = self.ring.len().max(MIN_RING).min(self.capacity);
+        let held = self.ring.len().max(MIN_RING).min(self.capacity());
         let room = held.saturating_sub(self.readable_len);
         if room < window {
             pool.counters_mut().windows_clamped += 1;
@@ -118,12 +137,12 @@ impl RecvBuffer {
         if need <= self.ring.len() {
             return len;
         }
-        let size = pool.ring_size(self.ring.len(), need, self.capacity, false);
+        let size = pool.ring_size(self.ring.len(), need, self.capacity(), false);
         len.min(size.saturating_sub(self.readable_len))
     }
 
     pub(crate) fn has_out_of_order(&self) -> bool {
-        !self.ranges.is_empty()
+        self.ooo.is_some()
     }
 
     /// Stores `data` at `[offset, offset + data.len())` beyond the readable data
@@ -195,7 +214,7 @@ impl RecvBuffer {
             pool.give(std::mem::take(&mut self.ring));
             self.head = 0;
         } else if should_shrink(self.ring.len(), self.readable_len) {
-            let size = fit(self.readable_len, self.capacity);
+            let size = fit(self.readable_len, self.capacity());
             pool.resize(&mut self.ring, &mut self.head, self.readable_len, size);
         }
     }
@@ -211,7 +230,7 @@ impl RecvBuffer {
             // Ranges are few (max_ranges) and `out` is at most 4 long on the wire, so a
             // selection scan beats sorting.
             let Some(next) = self
-                .ranges
+                .ranges()
                 .iter()
                 .filter(|r| r.stamp < below)
                 .max_by_key(|r| r.stamp)
@@ -230,14 +249,16 @@ impl RecvBuffer {
     pub(crate) fn release(&mut self, pool: &mut RingPool) {
         pool.give(std::mem::take(&mut self.ring));
         self.drop_ranges(pool);
-        *self = RecvBuffer::new(self.capacity, self.max_ranges);
+        *self = RecvBuffer::new(self.capacity(), self.max_ranges());
     }
 
     /// Drops every out-of-order range, uncharging it; returns the bytes they held.
     fn drop_ranges(&mut self, pool: &mut RingPool) -> usize {
-        let ranges = std::mem::take(&mut self.ranges);
-        pool.uncharge(ranges.iter().map(OooRange::cost).sum());
-        ranges.iter().map(|r| r.end - r.start).sum()
+        let Some(ooo) = self.ooo.take() else {
+            return 0;
+        };
+        pool.uncharge(ooo.ranges.iter().map(OooRange::cost).sum());
+        ooo.ranges.iter().map(|r| r.end - r.start).sum()
     }
 
     /// Holds `data` at `offset > 0` (already clipped to the window) as out-of-order
@@ -245,12 +266,13 @@ impl RecvBuffer {
     fn hold_out_of_order(&mut self, offset: usize, data: &[u8], pool: &mut RingPool) {
         let end = offset + data.len();
         // Ranges in [first, last) overlap or touch [offset, end): they merge with it.
-        let first = self.ranges.partition_point(|r| r.end < offset);
-        let last = self.ranges.partition_point(|r| r.start <= end);
-        if first == last && self.ranges.len() >= self.max_ranges {
+        let ranges = self.ranges();
+        let first = ranges.partition_point(|r| r.end < offset);
+        let last = ranges.partition_point(|r| r.start <= end);
+        if first == last && ranges.len() >= self.max_ranges() {
             return;
         }
-        let joined = &self.ranges[first..last];
+        let joined = &ranges[first..last];
         let start = joined.first().map_or(offset, |r| r.start.min(offset));
         let stop = joined.last().map_or(end, |r| r.end.max(end));
         let held: usize = joined.iter().map(|r| r.end - r.start).sum();
@@ -263,25 +285,29 @@ impl RecvBuffer {
             pool.counters_mut().ooo_pruned_bytes += pruned as u64;
             return;
         }
-        self.stamp += 1;
+        let max_ranges = self.max_ranges();
+        let ooo = self.ooo.get_or_insert_with(|| {
+            // One allocation per out-of-order episode: there are never more than
+            // max_ranges ranges.
+            Box::new(Ooo {
+                ranges: Vec::with_capacity(max_ranges),
+                stamp: 0,
+            })
+        });
+        ooo.stamp += 1;
         if first == last {
-            if self.ranges.capacity() == 0 {
-                // One allocation per out-of-order episode: there are never more than
-                // max_ranges ranges.
-                self.ranges.reserve_exact(self.max_ranges);
-            }
             let range = OooRange {
                 start: offset,
                 end,
-                stamp: self.stamp,
+                stamp: ooo.stamp,
                 data: data.to_vec(),
             };
             pool.charge(range.cost());
-            self.ranges.insert(first, range);
-        } else if last == first + 1 && offset >= self.ranges[first].start {
+            ooo.ranges.insert(first, range);
+        } else if last == first + 1 && offset >= ooo.ranges[first].start {
             // The common case after a loss: the next segment extends one range at its
             // tail (or repeats part of it). Amortised growth in place.
-            let range = &mut self.ranges[first];
+            let range = &mut ooo.ranges[first];
             let overlap = range.end.min(end) - offset;
             let at = offset - range.start;
             range.data[at..at + overlap].copy_from_slice(&data[..overlap]);
@@ -291,13 +317,13 @@ impl RecvBuffer {
                 pool.charge(range.data.capacity() - before);
                 range.end = end;
             }
-            range.stamp = self.stamp;
+            range.stamp = ooo.stamp;
         } else {
             // The write bridges ranges or extends one at its front: one new range of
             // exactly the bytes held replaces them.
             let mut bytes = vec![0; stop - start];
             let mut freed = 0;
-            for r in self.ranges.drain(first..last) {
+            for r in ooo.ranges.drain(first..last) {
                 bytes[r.start - start..r.end - start].copy_from_slice(&r.data);
                 freed += r.cost();
             }
@@ -308,11 +334,11 @@ impl RecvBuffer {
             let range = OooRange {
                 start,
                 end: stop,
-                stamp: self.stamp,
+                stamp: ooo.stamp,
                 data: bytes,
             };
             pool.charge(range.cost());
-            self.ranges.insert(first, range);
+            ooo.ranges.insert(first, range);
         }
     }
 
@@ -324,32 +350,32 @@ impl RecvBuffer {
         if stored < data.len() {
             pool.counters_mut().rcv_dropped += 1;
         }
-        if stored == 0 || self.ranges.is_empty() {
+        if stored == 0 {
             return stored;
         }
+        let Some(mut ooo) = self.ooo.take() else {
+            return stored;
+        };
         let mut advanced = stored;
         // Ranges are disjoint and never touch, so the ones this write reaches are those
         // starting within it; their bytes past it become readable too. They were
         // accepted, so they move to the ring whatever the budget says.
-        let joined = self.ranges.partition_point(|r| r.start <= stored);
+        let joined = ooo.ranges.partition_point(|r| r.start <= stored);
         let mut freed = 0;
-        for i in 0..joined {
-            freed += self.ranges[i].cost();
-            let bytes = std::mem::take(&mut self.ranges[i].data);
-            let (start, end) = (self.ranges[i].start, self.ranges[i].end);
-            if end > advanced {
-                advanced += self.append(&bytes[advanced - start..], pool, true);
+        for r in ooo.ranges.drain(..joined) {
+            freed += r.cost();
+            if r.end > advanced {
+                advanced += self.append(&r.data[advanced - r.start..], pool, true);
             }
         }
         pool.uncharge(freed);
-        self.ranges.drain(..joined);
-        if self.ranges.is_empty() {
-            self.ranges = Vec::new();
-        }
-        // rcv_nxt moved: the remaining ranges keep their place in the stream.
-        for r in &mut self.ranges {
-            r.start -= advanced;
-            r.end -= advanced;
+        if !ooo.ranges.is_empty() {
+            // rcv_nxt moved: the remaining ranges keep their place in the stream.
+            for r in &mut ooo.ranges {
+                r.start -= advanced;
+                r.end -= advanced;
+            }
+            self.ooo = Some(ooo);
         }
         advanced
     }
@@ -361,9 +387,9 @@ impl RecvBuffer {
         let need = self.readable_len + data.len();
         if need > self.ring.len() {
             let size = if forced {
-                fit(need, self.capacity)
+                fit(need, self.capacity())
             } else {
-                pool.ring_size(self.ring.len(), need, self.capacity, false)
+                pool.ring_size(self.ring.len(), need, self.capacity(), false)
             };
             if size > self.ring.len() {
                 pool.resize(&mut self.ring, &mut self.head, self.readable_len, size);
@@ -700,11 +726,11 @@ mod tests {
                 }
                 prop_assert!(b.ring.len() <= cap);
                 // The account is exact, and memory follows the bytes held.
-                let ranges: usize = b.ranges.iter().map(OooRange::cost).sum();
+                let ranges: usize = b.ranges().iter().map(OooRange::cost).sum();
                 prop_assert_eq!(pool.in_use(), b.ring.len() + ranges);
                 let readable = b.readable_len();
                 prop_assert!(b.ring.len() <= fit(readable, cap).max(4 * readable));
-                for r in &b.ranges {
+                for r in b.ranges() {
                     prop_assert_eq!(r.data.len(), r.end - r.start);
                     prop_assert!(r.data.capacity() <= (2 * r.data.len()).max(8));
                 }
