@@ -47,6 +47,6 @@ pub use error::ProtocolError;
 pub use extension::{CodecError, MessageCodec};
 pub use handshake::{ClientRequest, Reject, Request};
 pub use message::MessageKind;
-pub use server::WsServer;
+pub use server::{WsServer, WsStatsSink};
 pub use session::{WsConn, WsHandle, WsSendError};
 pub use stats::WsStats;

@@ -8,6 +8,9 @@ use crate::extension::{CodecError, MessageCodec};
 use crate::frame::{extend_masked, FrameHeader, OpCode, RSV1};
 use crate::utf8::Utf8Validator;
 
+/// The most buffer reserved ahead of a frame's payload on the strength of its header.
+const RESERVE_AHEAD: u64 = 256 << 10;
+
 /// The type of a data message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MessageKind {
@@ -92,11 +95,13 @@ impl Assembler {
         if held as u64 + h.len > self.max_message as u64 {
             return Err(ProtocolError::MessageTooBig);
         }
-        // The length was checked against the limits just above.
+        // Reserve for what the header announces, but no more than a peer can make us
+        // hold without sending the bytes: beyond that the buffer grows as they arrive.
+        let reserve = h.len.min(RESERVE_AHEAD) as usize;
         if self.compressed {
-            self.zbuf.reserve(h.len as usize);
+            self.zbuf.reserve(reserve);
         } else {
-            self.buf.reserve(h.len as usize);
+            self.buf.reserve(reserve);
         }
         Ok(())
     }

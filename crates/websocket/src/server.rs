@@ -3,6 +3,7 @@
 //! runtime runs it: Rusty's stack, the kernel-socket backend, the simulator.
 
 use std::net::SocketAddrV4;
+use std::sync::{Arc, Mutex};
 
 use rusty_stack::{Conn, Handler};
 
@@ -13,11 +14,16 @@ use crate::parser::Role;
 use crate::session::{endpoint_accessors, handler_callbacks, send_all, Endpoint, Phase, WsConn};
 use crate::stats::WsStats;
 
+/// Where workers leave their counters when they drop their server (see
+/// [`WsServer::with_sink`]), as (worker index, counters).
+pub type WsStatsSink = Arc<Mutex<Vec<(usize, WsStats)>>>;
+
 /// A WebSocket server running application `A`, one per worker.
 pub struct WsServer<A> {
     app: A,
     cfg: WsConfig,
     stats: WsStats,
+    sink: Option<(usize, WsStatsSink)>,
 }
 
 impl<A: WsServerApp> WsServer<A> {
@@ -27,7 +33,15 @@ impl<A: WsServerApp> WsServer<A> {
             app,
             cfg,
             stats: WsStats::default(),
+            sink: None,
         }
+    }
+
+    /// Leave this worker's counters in `sink` (as worker `index`) when it is dropped,
+    /// for a binary to print once its workers stop.
+    pub fn with_sink(mut self, index: usize, sink: WsStatsSink) -> WsServer<A> {
+        self.sink = Some((index, sink));
+        self
     }
 
     endpoint_accessors!();
@@ -100,6 +114,16 @@ impl<A: WsServerApp> WsServer<A> {
         let mut ep = self.endpoint();
         ep.opened(conn);
         used + ep.frames(conn, &data[used..])
+    }
+}
+
+impl<A> Drop for WsServer<A> {
+    fn drop(&mut self) {
+        if let Some((index, sink)) = &self.sink {
+            if let Ok(mut v) = sink.lock() {
+                v.push((*index, self.stats));
+            }
+        }
     }
 }
 

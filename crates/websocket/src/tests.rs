@@ -222,6 +222,9 @@ struct Raw {
     script: Vec<u8>,
     got: Vec<u8>,
     done: bool,
+    /// Leave received bytes unread (so our window closes).
+    stall: bool,
+    id: Option<rusty_stack::ConnId>,
 }
 
 impl Handler for Raw {
@@ -232,10 +235,14 @@ impl Handler for Raw {
     }
 
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
+        self.id = Some(conn.id());
         conn.send_shared(Bytes::from(self.script.clone())).unwrap();
     }
 
     fn data(&mut self, _conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        if self.stall {
+            return 0;
+        }
         self.got.extend_from_slice(data);
         data.len()
     }
@@ -320,18 +327,25 @@ fn raw_run<A: WsServerApp>(app: A, cfg: WsConfig, script: Vec<u8>) -> (Seen, WsS
     let _ = net.client.connect(server_addr(), ());
     net.run_until(Duration::from_secs(60), |n| n.client.handler().done);
     let raw = net.client.handler();
-    let end = raw
-        .got
+    (
+        parse_seen(&raw.got, raw.done),
+        *net.server.handler().stats(),
+    )
+}
+
+/// Split what a raw client received into the response head and the frames after it.
+fn parse_seen(got: &[u8], done: bool) -> Seen {
+    let end = got
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .map_or(raw.got.len(), |p| p + 4);
-    let head = String::from_utf8_lossy(&raw.got[..end]).into_owned();
+        .map_or(got.len(), |p| p + 4);
+    let head = String::from_utf8_lossy(&got[..end]).into_owned();
     let mut frames = Vec::new();
     let mut parser = FrameParser::new(Role::Client, u64::MAX >> 1);
     parser.allow_rsv(RSV1);
     // Only a 101 is followed by frames.
-    let mut rest = if raw.got.starts_with(b"HTTP/1.1 101 ") {
-        &raw.got[end..]
+    let mut rest = if got.starts_with(b"HTTP/1.1 101 ") {
+        &got[end..]
     } else {
         &[][..]
     };
@@ -354,12 +368,11 @@ fn raw_run<A: WsServerApp>(app: A, cfg: WsConfig, script: Vec<u8>) -> (Seen, WsS
             Step::End(_) => frames.push(std::mem::take(&mut cur)),
         }
     }
-    let seen = Seen {
+    Seen {
         head,
         frames,
-        closed: raw.done,
-    };
-    (seen, *net.server.handler().stats())
+        closed: done,
+    }
 }
 
 fn after_upgrade(frames: &[Vec<u8>]) -> Vec<u8> {
@@ -632,4 +645,94 @@ fn compressed_messages_go_through_the_codec() {
     let (_, stats) = run(&[raw_frame(0xC2, &[0x55])]);
     assert_eq!(stats.error(ProtocolError::BadCompression), 1);
     let _ = OpCode::Text;
+}
+
+#[test]
+fn a_peer_that_does_not_read_stops_being_read() {
+    let (n, size) = (300, 8000);
+    let mut frames: Vec<Vec<u8>> = (0..n)
+        .map(|i| raw_frame(0x82, &vec![i as u8; size]))
+        .collect();
+    frames.push(raw_frame(0x88, &[0x03, 0xE8]));
+    let cfg = WsConfig {
+        max_send_queue: 64 << 10,
+        ..WsConfig::default()
+    };
+    let mut net = SimPair::new(
+        Raw {
+            script: after_upgrade(&frames),
+            stall: true,
+            ..Raw::default()
+        },
+        sim::engine_config(sim::CLIENT_IP, 4),
+        WsServer::new(WsEcho, cfg),
+        sim::engine_config(sim::SERVER_IP, 4),
+        FaultConfig::none(),
+        FaultConfig::none(),
+        4,
+    );
+    net.server.listen(PORT, 16);
+    let _ = net.client.connect(server_addr(), ());
+    net.run_until(Duration::from_secs(10), |_| false);
+    let s = *net.server.handler().stats();
+    assert!(s.paused >= 1, "{s}");
+    // Echoes queued stay near the bound: what the client's window and our queue hold.
+    assert!(s.messages_in < n as u64 / 2, "{s}");
+    let id = net.client.handler().id.unwrap();
+    net.client.handler_mut().stall = false;
+    net.client.resume_receive(id);
+    let done = net.run_until(Duration::from_secs(60), |n| n.client.handler().done);
+    assert!(done);
+    let seen = parse_seen(&net.client.handler().got, true);
+    assert_eq!(seen.frames.len(), n + 1);
+    for (i, (b0, p)) in seen.frames[..n].iter().enumerate() {
+        assert!(
+            *b0 == 0x82 && p.len() == size && p.iter().all(|&b| b == i as u8),
+            "echo {i}"
+        );
+    }
+    assert_eq!(seen.close_code(), Some(close::NORMAL));
+    assert_eq!(net.server.handler().stats().messages_out, n as u64);
+}
+
+#[test]
+fn a_stalled_handshake_times_out() {
+    let cfg = WsConfig {
+        handshake_timeout: Some(Duration::from_secs(3)),
+        ..WsConfig::default()
+    };
+    let (seen, stats) = raw_run(WsEcho, cfg, b"GET / HTTP/1.1\r\nHost: x\r\n".to_vec());
+    assert!(seen.closed && seen.head.is_empty());
+    assert_eq!((stats.handshake_timeouts, stats.handshakes), (1, 0));
+}
+
+#[test]
+fn a_refused_client_handshake_is_reported() {
+    let mut client = WsClient::new(EchoCheck::default(), WsConfig::default());
+    let state = client.connection(ClientRequest::new("10.0.0.2:9001", "/nowhere"), ());
+    let mut net = SimPair::new(
+        client,
+        sim::engine_config(sim::CLIENT_IP, 2),
+        WsServer::new(Picky, WsConfig::default()),
+        sim::engine_config(sim::SERVER_IP, 2),
+        FaultConfig::none(),
+        FaultConfig::none(),
+        2,
+    );
+    net.server.listen(PORT, 16);
+    let _ = net.client.connect(server_addr(), state);
+    assert!(net.run_until(Duration::from_secs(30), |n| n
+        .client
+        .handler()
+        .app()
+        .closed
+        .is_some()));
+    let info = net.client.handler().app().closed.clone().unwrap();
+    assert_eq!(
+        (info.code, info.clean, info.opened),
+        (close::ABNORMAL, false, false)
+    );
+    assert!(info.reason.contains("404"), "{}", info.reason);
+    assert_eq!(net.client.handler().stats().rejected, 1);
+    assert_eq!(net.server.handler().stats().rejected_by_app, 1);
 }

@@ -5,7 +5,6 @@
 //! printed.
 
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Parser;
@@ -13,7 +12,7 @@ use rusty::cli::parse::parse_size;
 use rusty::cli::CommonArgs;
 use rusty::launch;
 use rusty::runtime::{StopHandle, WorkerContext};
-use rusty_websocket::{WsConfig, WsEcho, WsServer, WsStats};
+use rusty_websocket::{WsConfig, WsEcho, WsServer, WsStats, WsStatsSink};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -56,59 +55,6 @@ fn seconds(s: u64) -> Option<Duration> {
     (s > 0).then(|| Duration::from_secs(s))
 }
 
-/// Where each worker's counters land when it drops its server.
-type Sink = Arc<Mutex<Vec<(usize, WsStats)>>>;
-
-/// The echo server plus the hand-off of its counters at the end.
-struct Worker {
-    server: WsServer<WsEcho>,
-    index: usize,
-    sink: Sink,
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Ok(mut v) = self.sink.lock() {
-            v.push((self.index, *self.server.stats()));
-        }
-    }
-}
-
-/// The runtime wants a `Handler`; forward to the server inside.
-mod forward {
-    use super::Worker;
-    use rusty_stack::{CloseReason, Conn, Handler, Opener};
-    use rusty_websocket::{WsConn, WsServer};
-    use std::net::SocketAddrV4;
-
-    type C = WsConn<()>;
-
-    impl Handler for Worker {
-        type Conn = C;
-        fn accept(&mut self, l: SocketAddrV4, r: SocketAddrV4) -> Option<C> {
-            self.server.accept(l, r)
-        }
-        fn connected(&mut self, conn: &mut Conn<'_, C>) {
-            self.server.connected(conn)
-        }
-        fn data(&mut self, conn: &mut Conn<'_, C>, data: &[u8]) -> usize {
-            self.server.data(conn, data)
-        }
-        fn writable(&mut self, conn: &mut Conn<'_, C>) {
-            self.server.writable(conn)
-        }
-        fn peer_closed(&mut self, conn: &mut Conn<'_, C>) {
-            self.server.peer_closed(conn)
-        }
-        fn timer(&mut self, conn: &mut Conn<'_, C>) {
-            self.server.timer(conn)
-        }
-        fn closed(&mut self, o: &mut Opener<'_, C>, state: C, reason: CloseReason) {
-            <WsServer<_> as Handler>::closed(&mut self.server, o, state, reason)
-        }
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cli.common.init_logging();
@@ -139,13 +85,11 @@ fn main() -> ExitCode {
         )
     };
     let stop = StopHandle::new();
-    let sink = Sink::default();
+    let sink = WsStatsSink::default();
     let make = {
         let (cfg, sink) = (cfg.clone(), sink.clone());
-        move |ctx: &WorkerContext| Worker {
-            server: WsServer::new(WsEcho, cfg.clone()),
-            index: ctx.index(),
-            sink: sink.clone(),
+        move |ctx: &WorkerContext| {
+            WsServer::new(WsEcho, cfg.clone()).with_sink(ctx.index(), sink.clone())
         }
     };
     match launch::run(&launch, Some(cli.port), &stop, make, ready) {
