@@ -19,6 +19,29 @@ fn server_addr() -> SocketAddrV4 {
     SocketAddrV4::new(sim::SERVER_IP, PORT)
 }
 
+/// `client` connected (with connection state `state`) to `server` listening on
+/// [`PORT`], over a link with `faults` both ways.
+fn connected<C: Handler, S: Handler>(
+    client: C,
+    state: C::Conn,
+    server: S,
+    faults: FaultConfig,
+    seed: u64,
+) -> SimPair<C, S> {
+    let mut net = SimPair::new(
+        client,
+        sim::engine_config(sim::CLIENT_IP, seed),
+        server,
+        sim::engine_config(sim::SERVER_IP, seed),
+        faults,
+        faults,
+        seed,
+    );
+    net.server.listen(PORT, 16);
+    let _ = net.client.connect(server_addr(), state);
+    net
+}
+
 /// One message of the client's script: sent whole, or in fragments cut at `cuts`
 /// with a ping after each fragment but the last.
 struct Scripted {
@@ -148,18 +171,8 @@ type EchoNet = SimPair<WsClient<EchoCheck>, WsServer<WsEcho>>;
 fn echo_net(faults: FaultConfig, seed: u64) -> EchoNet {
     let mut client = WsClient::new(EchoCheck::default(), WsConfig::default());
     let state = client.connection(ClientRequest::new("10.0.0.2:9001", "/echo"), ());
-    let mut net = SimPair::new(
-        client,
-        sim::engine_config(sim::CLIENT_IP, seed),
-        WsServer::new(WsEcho, WsConfig::default()),
-        sim::engine_config(sim::SERVER_IP, seed),
-        faults,
-        faults,
-        seed,
-    );
-    net.server.listen(PORT, 16);
-    let _ = net.client.connect(server_addr(), state);
-    net
+    let server = WsServer::new(WsEcho, WsConfig::default());
+    connected(client, state, server, faults, seed)
 }
 
 fn check_echo(faults: FaultConfig, seed: u64) {
@@ -311,20 +324,16 @@ impl Seen {
 }
 
 fn raw_run<A: WsServerApp>(app: A, cfg: WsConfig, script: Vec<u8>) -> (Seen, WsStats) {
-    let mut net = SimPair::new(
+    let mut net = connected(
         Raw {
             script,
             ..Raw::default()
         },
-        sim::engine_config(sim::CLIENT_IP, 9),
+        (),
         WsServer::new(app, cfg),
-        sim::engine_config(sim::SERVER_IP, 9),
-        FaultConfig::none(),
         FaultConfig::none(),
         9,
     );
-    net.server.listen(PORT, 16);
-    let _ = net.client.connect(server_addr(), ());
     net.run_until(Duration::from_secs(60), |n| n.client.handler().done);
     let raw = net.client.handler();
     (
@@ -658,21 +667,17 @@ fn a_peer_that_does_not_read_stops_being_read() {
         max_send_queue: 64 << 10,
         ..WsConfig::default()
     };
-    let mut net = SimPair::new(
+    let mut net = connected(
         Raw {
             script: after_upgrade(&frames),
             stall: true,
             ..Raw::default()
         },
-        sim::engine_config(sim::CLIENT_IP, 4),
+        (),
         WsServer::new(WsEcho, cfg),
-        sim::engine_config(sim::SERVER_IP, 4),
-        FaultConfig::none(),
         FaultConfig::none(),
         4,
     );
-    net.server.listen(PORT, 16);
-    let _ = net.client.connect(server_addr(), ());
     net.run_until(Duration::from_secs(10), |_| false);
     let s = *net.server.handler().stats();
     assert!(s.paused >= 1, "{s}");
@@ -710,17 +715,13 @@ fn a_stalled_handshake_times_out() {
 fn a_refused_client_handshake_is_reported() {
     let mut client = WsClient::new(EchoCheck::default(), WsConfig::default());
     let state = client.connection(ClientRequest::new("10.0.0.2:9001", "/nowhere"), ());
-    let mut net = SimPair::new(
+    let mut net = connected(
         client,
-        sim::engine_config(sim::CLIENT_IP, 2),
+        state,
         WsServer::new(Picky, WsConfig::default()),
-        sim::engine_config(sim::SERVER_IP, 2),
-        FaultConfig::none(),
         FaultConfig::none(),
         2,
     );
-    net.server.listen(PORT, 16);
-    let _ = net.client.connect(server_addr(), state);
     assert!(net.run_until(Duration::from_secs(30), |n| n
         .client
         .handler()
