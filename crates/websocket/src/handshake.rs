@@ -448,6 +448,7 @@ pub fn check_response(
     if header_values(&headers, "Sec-WebSocket-Accept").next() != Some(accept_key(key).as_str()) {
         return Err(ResponseError::BadAccept);
     }
+    // We offer no extension yet (TODO(deflate): offer and accept permessage-deflate).
     if header_tokens(&headers, "Sec-WebSocket-Extensions")
         .next()
         .is_some()

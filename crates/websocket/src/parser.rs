@@ -166,6 +166,10 @@ fn check(
         if !fin {
             return Err(ProtocolError::FragmentedControl);
         }
+        // Extensions define RSV bits for data frames only (RFC 7692 §6).
+        if rsv != 0 {
+            return Err(ProtocolError::ReservedBits);
+        }
     }
     match (role, masked) {
         (Role::Server, false) => return Err(ProtocolError::Unmasked),
@@ -314,6 +318,49 @@ mod tests {
         }
     }
 
+    fn any_opcode() -> impl Strategy<Value = OpCode> {
+        prop_oneof![
+            Just(OpCode::Text),
+            Just(OpCode::Binary),
+            Just(OpCode::Continuation),
+            Just(OpCode::Ping),
+            Just(OpCode::Pong),
+            Just(OpCode::Close),
+        ]
+    }
+
+    proptest! {
+        /// What the writer's header encoding and masking produce, the other role's
+        /// parser reads back: a client's masked frames at the server, a server's
+        /// unmasked frames at the client, across the 7/16/64-bit length boundaries.
+        #[test]
+        fn writer_parser_round_trip(
+            frames in proptest::collection::vec(
+                (any_opcode(), any::<bool>(), prop_oneof![0usize..130, 65530usize..65540, Just(70_000usize)], any::<[u8; 4]>()),
+                1..5,
+            ),
+            client in any::<bool>(),
+            cuts in proptest::collection::vec(0usize..300_000, 0..4),
+        ) {
+            let mut bytes = Vec::new();
+            let mut want = Vec::new();
+            for (i, (op, fin, len, key)) in frames.into_iter().enumerate() {
+                let (fin, len) = if op.is_control() { (true, len.min(125)) } else { (fin, len) };
+                let payload: Vec<u8> = (0..len).map(|j| (i * 31 + j) as u8).collect();
+                bytes.extend(frame(op, fin, client.then_some(key), &payload));
+                want.push((op, fin, payload));
+            }
+            let role = if client { Role::Server } else { Role::Client };
+            let mut p = FrameParser::new(role, 1 << 20);
+            let got = parse_all(&mut p, &bytes, &cuts).unwrap();
+            prop_assert_eq!(got.len(), want.len());
+            for ((h, payload), (op, fin, w)) in got.iter().zip(&want) {
+                prop_assert_eq!((h.opcode, h.fin, h.mask.is_some()), (*op, *fin, client));
+                prop_assert!(payload == w);
+            }
+        }
+    }
+
     fn first_error(role: Role, bytes: &[u8]) -> Option<ProtocolError> {
         let mut p = FrameParser::new(role, 1000);
         parse_all(&mut p, bytes, &[]).err()
@@ -346,6 +393,14 @@ mod tests {
         assert_eq!(
             first_error(s, &long_ping),
             Some(ProtocolError::ControlTooLong)
+        );
+        let mut rsv_ping = frame(OpCode::Ping, true, k, b"");
+        rsv_ping[0] |= 0x40;
+        let mut p = FrameParser::new(s, 1000);
+        p.allow_rsv(RSV1);
+        assert_eq!(
+            parse_all(&mut p, &rsv_ping, &[]).err(),
+            Some(ProtocolError::ReservedBits)
         );
         let frag_ping = frame(OpCode::Ping, false, k, b"");
         assert_eq!(

@@ -89,6 +89,9 @@ impl<A: WsServerApp> WsServer<A> {
                 return data.len();
             }
         };
+        // TODO(deflate): when `WsConfig` enables permessage-deflate and the application
+        // chose no extension itself, answer `req.extensions()` with
+        // `deflate::negotiate` and install its `PerMessageDeflate` as the codec.
         let accept = match self.app.open(&req, conn.peer_addr()) {
             Ok(a) => a,
             Err(r) => {

@@ -77,9 +77,19 @@ macro_rules! handler_callbacks {
             &mut self,
             _opener: &mut rusty_stack::Opener<'_, Self::Conn>,
             state: Self::Conn,
-            _reason: rusty_stack::CloseReason,
+            reason: rusty_stack::CloseReason,
         ) {
-            self.endpoint().closed(state);
+            self.endpoint().closed(state, &format!("TCP: {reason:?}"));
+        }
+
+        fn connect_failed(
+            &mut self,
+            _opener: &mut rusty_stack::Opener<'_, Self::Conn>,
+            _remote: std::net::SocketAddrV4,
+            state: Self::Conn,
+            error: rusty_stack::ConnectError,
+        ) {
+            self.endpoint().closed(state, &format!("connect: {error}"));
         }
     };
 }
@@ -737,8 +747,9 @@ impl<A: WsApp> Endpoint<'_, A> {
         conn.close();
     }
 
-    /// The TCP connection is over: report to the application.
-    pub(crate) fn closed(&mut self, mut st: WsConn<A::State>) {
+    /// The TCP connection is over (or never started): report to the application;
+    /// `tcp` says how TCP ended, the reason when no close frame gave one.
+    pub(crate) fn closed(&mut self, mut st: WsConn<A::State>, tcp: &str) {
         let clean = st.close_sent && st.received_close.is_some();
         if clean {
             self.stats.clean_closes += 1;
@@ -752,7 +763,7 @@ impl<A: WsApp> Endpoint<'_, A> {
             .received_close
             .take()
             .or(st.local_close.take())
-            .unwrap_or((close::ABNORMAL, String::new()));
+            .unwrap_or_else(|| (close::ABNORMAL, tcp.to_string()));
         let opened = st.opened;
         self.app.closed(
             state,

@@ -737,3 +737,20 @@ fn a_refused_client_handshake_is_reported() {
     assert_eq!(net.client.handler().stats().rejected, 1);
     assert_eq!(net.server.handler().stats().rejected_by_app, 1);
 }
+
+#[test]
+fn a_refused_tcp_connection_is_reported() {
+    let mut client = WsClient::new(EchoCheck::default(), WsConfig::default());
+    let state = client.connection(ClientRequest::new("10.0.0.2:9001", "/"), ());
+    // The raw handler refuses every connection it is offered: we are reset.
+    let mut net = connected(client, state, Raw::default(), FaultConfig::none(), 3);
+    assert!(net.run_until(Duration::from_secs(30), |n| n
+        .client
+        .handler()
+        .app()
+        .closed
+        .is_some()));
+    let info = net.client.handler().app().closed.clone().unwrap();
+    assert_eq!((info.code, info.opened), (close::ABNORMAL, false));
+    assert!(info.reason.starts_with("TCP: "), "{}", info.reason);
+}
