@@ -711,24 +711,31 @@ fn a_stalled_handshake_times_out() {
     assert_eq!((stats.handshake_timeouts, stats.handshakes), (1, 0));
 }
 
-#[test]
-fn a_refused_client_handshake_is_reported() {
+/// Run our client against `server` on `path` until the client application hears
+/// that the connection closed; returns what it heard and the pair.
+fn client_outcome<S: Handler>(
+    server: S,
+    path: &str,
+) -> (CloseInfo, SimPair<WsClient<EchoCheck>, S>) {
     let mut client = WsClient::new(EchoCheck::default(), WsConfig::default());
-    let state = client.connection(ClientRequest::new("10.0.0.2:9001", "/nowhere"), ());
-    let mut net = connected(
-        client,
-        state,
-        WsServer::new(Picky, WsConfig::default()),
-        FaultConfig::none(),
-        2,
-    );
-    assert!(net.run_until(Duration::from_secs(30), |n| n
+    let state = client.connection(ClientRequest::new("10.0.0.2:9001", path), ());
+    let mut net = connected(client, state, server, FaultConfig::none(), 2);
+    net.run_until(Duration::from_secs(30), |n| {
+        n.client.handler().app().closed.is_some()
+    });
+    let info = net
         .client
         .handler()
         .app()
         .closed
-        .is_some()));
-    let info = net.client.handler().app().closed.clone().unwrap();
+        .clone()
+        .expect("closed reported");
+    (info, net)
+}
+
+#[test]
+fn a_refused_client_handshake_is_reported() {
+    let (info, net) = client_outcome(WsServer::new(Picky, WsConfig::default()), "/nowhere");
     assert_eq!(
         (info.code, info.clean, info.opened),
         (close::ABNORMAL, false, false)
@@ -740,17 +747,8 @@ fn a_refused_client_handshake_is_reported() {
 
 #[test]
 fn a_refused_tcp_connection_is_reported() {
-    let mut client = WsClient::new(EchoCheck::default(), WsConfig::default());
-    let state = client.connection(ClientRequest::new("10.0.0.2:9001", "/"), ());
     // The raw handler refuses every connection it is offered: we are reset.
-    let mut net = connected(client, state, Raw::default(), FaultConfig::none(), 3);
-    assert!(net.run_until(Duration::from_secs(30), |n| n
-        .client
-        .handler()
-        .app()
-        .closed
-        .is_some()));
-    let info = net.client.handler().app().closed.clone().unwrap();
+    let (info, _) = client_outcome(Raw::default(), "/");
     assert_eq!((info.code, info.opened), (close::ABNORMAL, false));
     assert!(info.reason.starts_with("TCP: "), "{}", info.reason);
 }
