@@ -227,6 +227,9 @@ pub enum WsSendError {
     /// is unfinished (§5.4: fragments of different messages must not interleave), or a
     /// continuation with none started.
     FragmentInProgress,
+    /// A close status that must not be sent (§7.4.1: 1005, 1006, 1015, reserved or
+    /// unassigned codes).
+    InvalidCloseCode,
 }
 
 impl From<SendError> for WsSendError {
@@ -490,17 +493,22 @@ impl<S> WsHandle<'_, '_, S> {
         )?)
     }
 
-    /// Start the close handshake with `code` (a valid status, e.g. 1000) and `reason`
-    /// (cut to fit 123 bytes). Messages still arriving are dropped; when the peer
-    /// answers, the connection closes; if it does not within
-    /// [`WsConfig::close_timeout`], it is closed anyway.
-    pub fn close(&mut self, code: u16, reason: &str) {
+    /// Start the close handshake with `code` and `reason` (cut to fit 123 bytes).
+    /// Messages still arriving are dropped; when the peer answers, the connection
+    /// closes; if it does not within [`WsConfig::close_timeout`], it is closed anyway.
+    /// `code` must be one a peer accepts ([`close::is_valid_code`]: e.g. 1000, 1001,
+    /// 1008, 4000-4999), never 1005 or 1006.
+    pub fn close(&mut self, code: u16, reason: &str) -> Result<(), WsSendError> {
+        if !close::is_valid_code(code) {
+            return Err(WsSendError::InvalidCloseCode);
+        }
         let st = self.conn.state();
         if st.phase != Phase::Open {
-            return;
+            return Err(WsSendError::NotOpen);
         }
         st.local_close = Some((code, reason.to_string()));
         send_close(self.conn, self.stats, Some(code), reason, Phase::Closing);
+        Ok(())
     }
 }
 

@@ -153,7 +153,13 @@ impl WsApp for EchoCheck {
         }
         self.received.push((msg.kind(), msg.as_bytes().to_vec()));
         if self.received.len() == self.expect {
-            ws.close(close::NORMAL, "done");
+            assert_eq!(
+                ws.close(close::NO_STATUS, ""),
+                Err(WsSendError::InvalidCloseCode)
+            );
+            ws.close(close::NORMAL, "done").unwrap();
+            assert_eq!(ws.send_text("late"), Err(WsSendError::NotOpen));
+            assert_eq!(ws.close(close::NORMAL, ""), Err(WsSendError::NotOpen));
         }
     }
 
