@@ -1,6 +1,6 @@
 //! The application's side: the callbacks it implements ([`WsApp`], plus
 //! [`WsServerApp::open`] for servers), what it receives ([`Message`], [`CloseInfo`]) and
-//! how it answers a handshake ([`Accept`], [`Reject`](crate::Reject)).
+//! how it answers a handshake ([`Accept`], [`Reject`]).
 
 use std::net::SocketAddrV4;
 

@@ -1,7 +1,7 @@
 //! Message assembly (RFC 6455 §5.4): data frames in, whole messages out. It owns the
 //! fragmentation rules, the message size limit, UTF-8 validation of text as it arrives
 //! (§8.1), and routing compressed messages through the negotiated
-//! [`MessageCodec`](crate::extension::MessageCodec).
+//! [`MessageCodec`].
 
 use crate::error::ProtocolError;
 use crate::extension::{CodecError, MessageCodec};

@@ -758,3 +758,31 @@ fn a_refused_tcp_connection_is_reported() {
     assert_eq!((info.code, info.opened), (close::ABNORMAL, false));
     assert!(info.reason.starts_with("TCP: "), "{}", info.reason);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Whatever follows the handshake, the server neither panics nor leaves the
+    /// connection hanging: it echoes, or fails the connection with a close frame.
+    #[test]
+    fn garbage_after_the_handshake_is_survived(
+        frames in proptest::collection::vec(
+            (proptest::prelude::any::<u8>(), proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)),
+            0..6,
+        ),
+        noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+    ) {
+        let mut raw: Vec<Vec<u8>> = frames.iter().map(|(b0, p)| raw_frame(*b0, p)).collect();
+        raw.push(noise);
+        raw.push(raw_frame(0x88, &[0x03, 0xE8]));
+        let cfg = WsConfig { handshake_timeout: Some(Duration::from_secs(2)), ..WsConfig::default() };
+        let (seen, stats) = raw_run(WsEcho, cfg, after_upgrade(&raw));
+        proptest::prop_assert_eq!(seen.status(), 101);
+        proptest::prop_assert!(seen.closed);
+        let code = seen.close_code();
+        proptest::prop_assert!(code.is_some_and(close::is_valid_code) || code == Some(close::NO_STATUS), "{:?}", code);
+        if stats.total_errors() == 0 {
+            proptest::prop_assert_eq!(stats.messages_in, stats.messages_out);
+        }
+    }
+}
