@@ -14,6 +14,45 @@
 //! encoding and masking), [`extension`] (the seam for permessage-deflate), and
 //! `session` (the per-connection loop and close handshake).
 //!
+//! ```
+//! use std::net::SocketAddrV4;
+//! use rusty_websocket::{Accept, Data, Message, Reject, Request, WsApp, WsConfig, WsHandle, WsServer, WsServerApp};
+//!
+//! /// Answers text with its length, on `/count` only, speaking the `count.v1` subprotocol
+//! /// if the client offers it.
+//! struct Counter;
+//!
+//! impl WsApp for Counter {
+//!     type State = u64; // messages seen on this connection
+//!
+//!     fn message(&mut self, ws: &mut WsHandle<'_, '_, u64>, msg: Message<'_>) {
+//!         *ws.state() += 1;
+//!         if let Data::Text(t) = msg.data() {
+//!             let reply = format!("{} chars", t.chars().count());
+//!             let _ = ws.send_text(&reply);
+//!         }
+//!     }
+//! }
+//!
+//! impl WsServerApp for Counter {
+//!     fn open(&mut self, req: &Request, _peer: SocketAddrV4) -> Result<Accept<u64>, Reject> {
+//!         if req.path() != "/count" {
+//!             return Err(Reject::new(404));
+//!         }
+//!         let accept = Accept::new(0);
+//!         Ok(if req.protocols().any(|p| p == "count.v1") { accept.protocol("count.v1") } else { accept })
+//!     }
+//! }
+//!
+//! // A `rusty_stack::Handler`: give it to any runtime (`rusty::launch::run`, the
+//! // kernel backend, the simulator), one per worker.
+//! let server = WsServer::new(Counter, WsConfig { max_message: 1 << 20, ..WsConfig::default() });
+//! # let _ = server;
+//! ```
+//!
+//! Autobahn's fuzzing client checks the server role through `ws-echo`; the spec used
+//! is `autobahn/spec.json` in this crate.
+//!
 //! Bad input never panics: a violation fails the connection with the status RFC 6455
 //! prescribes ([`ProtocolError::close_code`]) and is counted in [`WsStats`].
 
