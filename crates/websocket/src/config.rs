@@ -42,9 +42,6 @@ pub struct WsConfig {
     /// own window instead of growing our memory. Checked every eighth of this many
     /// bytes sent, so the queue stays below 9/8 of it plus one message.
     pub max_send_queue: usize,
-    /// Receive buffers of a connection larger than this are freed after each message
-    /// instead of kept for the next one, so idle connections hold little memory.
-    pub keep_buffer: usize,
 }
 
 impl Default for WsConfig {
@@ -57,7 +54,6 @@ impl Default for WsConfig {
             idle_timeout: None,
             close_timeout: Duration::from_secs(5),
             max_send_queue: 4 << 20,
-            keep_buffer: 64 << 10,
         }
     }
 }

@@ -169,14 +169,12 @@ impl Assembler {
         &mut self.buf
     }
 
-    /// Drop buffers larger than `keep` bytes so an idle connection holds little memory.
-    pub fn trim(&mut self, keep: usize) {
-        for b in [&mut self.buf, &mut self.zbuf] {
-            if b.capacity() > keep {
-                *b = Vec::new();
-            } else {
-                b.clear();
-            }
+    /// Free the buffers between messages, so a connection that is not receiving one
+    /// holds no memory (messages arriving together still share one buffer).
+    pub fn release(&mut self) {
+        if self.kind.is_none() {
+            self.buf = Vec::new();
+            self.zbuf = Vec::new();
         }
     }
 }

@@ -551,6 +551,12 @@ impl<A: WsApp> Endpoint<'_, A> {
 
     /// Received bytes after the handshake; returns how many were consumed.
     pub(crate) fn frames(&mut self, conn: &mut Conn<'_, WsConn<A::State>>, data: &[u8]) -> usize {
+        let used = self.read_frames(conn, data);
+        conn.state().msg.release();
+        used
+    }
+
+    fn read_frames(&mut self, conn: &mut Conn<'_, WsConn<A::State>>, data: &[u8]) -> usize {
         match conn.state().phase {
             Phase::Handshake | Phase::Closed => return data.len(),
             Phase::Open => conn.set_timer(self.cfg.idle_timeout),
@@ -666,9 +672,7 @@ impl<A: WsApp> Endpoint<'_, A> {
             });
         }
         buf.clear();
-        if buf.capacity() <= self.cfg.keep_buffer {
-            *conn.state().msg.buffer() = buf;
-        }
+        *conn.state().msg.buffer() = buf;
         self.after_callback(conn);
     }
 

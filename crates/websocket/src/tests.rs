@@ -786,3 +786,14 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn an_open_idle_connection_is_small() {
+    // Inline state only: the handshake buffer and the message buffers are freed once
+    // no message is in progress.
+    assert!(
+        std::mem::size_of::<WsConn<()>>() <= 408,
+        "{}",
+        std::mem::size_of::<WsConn<()>>()
+    );
+}

@@ -73,7 +73,6 @@ fn main() -> ExitCode {
         idle_timeout: seconds(cli.idle_timeout),
         handshake_timeout: seconds(cli.handshake_timeout),
         close_timeout: Duration::from_secs(cli.close_timeout),
-        ..WsConfig::default()
     };
     let ready = || {
         log::info!(
