@@ -559,7 +559,13 @@ impl<A: WsApp> Endpoint<'_, A> {
     fn read_frames(&mut self, conn: &mut Conn<'_, WsConn<A::State>>, data: &[u8]) -> usize {
         match conn.state().phase {
             Phase::Handshake | Phase::Closed => return data.len(),
-            Phase::Open => conn.set_timer(self.cfg.idle_timeout),
+            // Re-arm only when there is an idle timeout (`opened` cancelled the
+            // handshake timer otherwise).
+            Phase::Open => {
+                if let Some(t) = self.cfg.idle_timeout {
+                    conn.set_timer(Some(t));
+                }
+            }
             Phase::Closing => {}
         }
         if self.must_pause(conn) {
