@@ -1,0 +1,114 @@
+//! `ws-echo <port> [<n links> [<link> <ipv4> <n workers>]...]`: a WebSocket echo server
+//! (RFC 6455) on Rusty's stack (TAP, AF_XDP) or, without links, on the kernel's sockets
+//! on all addresses with one worker per core. Every text and binary message goes back
+//! as the same type. On stop, each worker's WebSocket counters and their total are
+//! printed.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use rusty::cli::parse::parse_size;
+use rusty::cli::CommonArgs;
+use rusty::launch;
+use rusty::runtime::{StopHandle, WorkerContext};
+use rusty_websocket::{WsConfig, WsEcho, WsServer, WsStats, WsStatsSink};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ws-echo",
+    about = "WebSocket echo server on Rusty (TAP, AF_XDP) or on kernel sockets",
+    after_help = rusty::cli::link::links_help("ws-echo 9001 1 tap0 10.0.2.2/24 2 --tap-host 10.0.2.1/24")
+)]
+struct Cli {
+    /// TCP port to listen on.
+    port: u16,
+    /// Link specs (see below).
+    links: Vec<String>,
+    /// Longest message accepted (K, M, G suffixes); longer fails the connection with
+    /// 1009. Autobahn's section 9 needs 16M.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "64M")]
+    max_message: usize,
+    /// Longest frame accepted (K, M, G suffixes).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "16M")]
+    max_frame: usize,
+    /// Largest opening-handshake request head; longer is answered with 431.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "8K")]
+    max_handshake: usize,
+    /// Output queued per connection above which its input stops being read.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "4M")]
+    max_send_queue: usize,
+    /// Close connections idle this many seconds (0: never).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    idle_timeout: u64,
+    /// Seconds a peer has to finish the opening handshake (0: no limit).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    handshake_timeout: u64,
+    /// Seconds a peer has to answer our close frame.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5)]
+    close_timeout: u64,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+fn seconds(s: u64) -> Option<Duration> {
+    (s > 0).then(|| Duration::from_secs(s))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli.common.init_logging();
+    let launch = match cli.common.launch(&cli.links) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ws-echo: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = WsConfig {
+        max_frame: cli.max_frame,
+        max_message: cli.max_message,
+        max_handshake: cli.max_handshake,
+        max_send_queue: cli.max_send_queue,
+        idle_timeout: seconds(cli.idle_timeout),
+        handshake_timeout: seconds(cli.handshake_timeout),
+        close_timeout: Duration::from_secs(cli.close_timeout),
+    };
+    let ready = || {
+        log::info!(
+            "ws-echo: listening on port {} ({}); max message {} B, max frame {} B",
+            cli.port,
+            launch.describe_links(),
+            cfg.max_message,
+            cfg.max_frame
+        )
+    };
+    let stop = StopHandle::new();
+    let sink = WsStatsSink::default();
+    let make = {
+        let (cfg, sink) = (cfg.clone(), sink.clone());
+        move |ctx: &WorkerContext| {
+            WsServer::new(WsEcho, cfg.clone()).with_sink(ctx.index(), sink.clone())
+        }
+    };
+    match launch::run(&launch, Some(cli.port), &stop, make, ready) {
+        Ok(stats) => {
+            for (i, s) in stats.iter().enumerate() {
+                log::info!("worker {i}: {s}");
+            }
+            let mut ws = sink.lock().map(|v| v.clone()).unwrap_or_default();
+            ws.sort_by_key(|(i, _)| *i);
+            let mut total = WsStats::default();
+            for (i, s) in &ws {
+                log::info!("websocket worker {i}: {s}");
+                total.add(s);
+            }
+            log::info!("websocket total: {total}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ws-echo: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! The client role as a Rusty [`Handler`]: it sends the opening handshake on each
+//! connection it opens, checks the server's answer, masks what it sends (RFC 6455
+//! §5.3) and otherwise runs the same frame loop as the server. For tests and load
+//! generators.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::net::SocketAddrV4;
+
+use rusty_stack::{Conn, Handler};
+
+use crate::app::WsApp;
+use crate::base64;
+use crate::config::WsConfig;
+use crate::handshake::{check_response, ClientRequest, HeadProgress};
+use crate::parser::Role;
+use crate::session::{
+    endpoint_accessors, handler_callbacks, send_all, ClientSide, Endpoint, Phase, WsConn,
+};
+use crate::stats::WsStats;
+
+/// A WebSocket client running application `A`, one per worker. Open connections with
+/// the engine's `connect` (or `Opener::connect`) and a state from
+/// [`WsClient::connection`].
+pub struct WsClient<A> {
+    app: A,
+    cfg: WsConfig,
+    stats: WsStats,
+    seeds: RandomState,
+    opened: u64,
+}
+
+impl<A: WsApp> WsClient<A> {
+    /// A client with limits `cfg`.
+    pub fn new(app: A, cfg: WsConfig) -> WsClient<A> {
+        WsClient {
+            app,
+            cfg,
+            stats: WsStats::default(),
+            seeds: RandomState::new(),
+            opened: 0,
+        }
+    }
+
+    /// The connection state for a new connection that will ask for `request` and
+    /// carry the application state `state`.
+    pub fn connection(&mut self, request: ClientRequest, state: A::State) -> WsConn<A::State> {
+        let mut c = WsConn::new(Role::Client, &self.cfg, Some(state));
+        // Keys and masks come from a generator seeded per connection from std's
+        // per-process random hash keys.
+        self.opened += 1;
+        c.seed(self.seeds.hash_one(self.opened));
+        let mut key = [0u8; 16];
+        key[..8].copy_from_slice(&c.next_random().to_le_bytes());
+        key[8..].copy_from_slice(&c.next_random().to_le_bytes());
+        c.client = Some(Box::new(ClientSide {
+            request,
+            key: base64::encode(&key),
+        }));
+        c
+    }
+
+    endpoint_accessors!();
+
+    /// Read the server's response (§4.1 client requirements).
+    fn handshake(&mut self, conn: &mut Conn<'_, WsConn<A::State>>, data: &[u8]) -> usize {
+        let used = match conn.state().head.push(data, self.cfg.max_handshake) {
+            HeadProgress::Partial => return data.len(),
+            HeadProgress::TooLarge => {
+                self.refuse(conn, "response head too large".to_string());
+                return data.len();
+            }
+            HeadProgress::Complete(n) => n,
+        };
+        let st = conn.state();
+        let checked = match &st.client {
+            Some(c) => check_response(st.head.bytes(), &c.key, &c.request.protocols),
+            None => return data.len(),
+        };
+        match checked {
+            Ok(protocol) => {
+                st.protocol = protocol;
+                st.client = None;
+                let mut ep = self.endpoint();
+                ep.opened(conn);
+                used + ep.frames(conn, &data[used..])
+            }
+            Err(e) => {
+                self.refuse(conn, format!("handshake refused: {e:?}"));
+                data.len()
+            }
+        }
+    }
+
+    fn refuse(&mut self, conn: &mut Conn<'_, WsConn<A::State>>, why: String) {
+        self.stats.rejected += 1;
+        log::debug!("websocket client {}: {why}", conn.peer_addr());
+        let st = conn.state();
+        st.phase = Phase::Closed;
+        st.set_local_close(crate::close::ABNORMAL, why);
+        conn.close();
+    }
+}
+
+impl<A: WsApp> Handler for WsClient<A> {
+    type Conn = WsConn<A::State>;
+
+    /// A client accepts no connections.
+    fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<WsConn<A::State>> {
+        None
+    }
+
+    fn connected(&mut self, conn: &mut Conn<'_, Self::Conn>) {
+        let request = conn
+            .state()
+            .client
+            .as_ref()
+            .map(|c| c.request.to_bytes(&c.key));
+        match request {
+            Some(r) => {
+                let _ = send_all(conn, &r);
+                conn.set_timer(self.cfg.handshake_timeout);
+            }
+            // Not built by `connection`: nothing to ask for.
+            None => conn.abort(),
+        }
+    }
+
+    handler_callbacks!();
+}
