@@ -63,6 +63,7 @@ pub mod base64;
 pub mod client;
 pub mod close;
 pub mod config;
+pub mod deflate;
 pub mod echo;
 pub mod error;
 pub mod extension;
