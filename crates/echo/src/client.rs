@@ -4,6 +4,7 @@
 //! benchmark scripts read (`messages/s … MB/s … messages …`, `latency us: p50 …`).
 //! `echo-load` and the WebSocket crate's `ws-load` both run through [`run_client`].
 
+use std::net::SocketAddrV4;
 use std::process::ExitCode;
 use std::thread;
 use std::time::Duration;
@@ -16,20 +17,39 @@ use rusty_stack::Handler;
 
 use crate::load::Collector;
 
+/// The arguments every load client takes (flatten into its clap parser; the
+/// connection count and message size, whose defaults differ, are its own).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClientCli {
+    /// Echo server address.
+    pub target: SocketAddrV4,
+    /// Link specs to run the client on (default: kernel sockets, --workers workers).
+    pub links: Vec<String>,
+    /// Seconds to run.
+    #[arg(long, default_value_t = 10)]
+    pub duration: u64,
+    /// Kernel-socket workers when no links are given.
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl ClientCli {
+    pub fn duration(&self) -> Duration {
+        Duration::from_secs(self.duration)
+    }
+}
+
 /// A load client's command line, as far as [`run_client`] needs it.
 pub struct ClientArgs<'a> {
     /// The binary's name, for messages.
     pub name: &'static str,
-    /// Link specs (empty: kernel sockets with `workers` workers).
-    pub links: &'a [String],
-    pub common: &'a CommonArgs,
-    /// Kernel-socket workers when no links are given.
-    pub workers: usize,
+    pub cli: &'a ClientCli,
     /// Connections in total.
     pub connections: usize,
     /// Message size in bytes.
     pub size: usize,
-    pub duration: Duration,
     /// How the first report line names the mode (e.g. `PingPong`).
     pub mode: String,
 }
@@ -44,11 +64,12 @@ where
     F: Fn(usize, usize, Collector) -> H + Clone + Send + 'static,
 {
     let name = args.name;
-    if args.size == 0 || args.connections == 0 || args.workers == 0 {
+    let cli = args.cli;
+    if args.size == 0 || args.connections == 0 || cli.workers == 0 {
         eprintln!("{name}: --size, --connections and --workers must be at least 1");
         return ExitCode::from(2);
     }
-    let mut launch = match args.common.launch(args.links) {
+    let mut launch = match cli.common.launch(&cli.links) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("{name}: {e}");
@@ -60,7 +81,7 @@ where
             kind: LinkKind::Kernel,
             ip: std::net::Ipv4Addr::UNSPECIFIED,
             prefix_len: 0,
-            workers: args.workers,
+            workers: cli.workers,
         });
     }
     let workers: usize = launch.links.iter().map(|l| l.workers).sum();
@@ -72,7 +93,7 @@ where
     let stop = StopHandle::new();
     let watcher = {
         let (collector, stop) = (collector.clone(), stop.clone());
-        let limit = args.duration + Duration::from_secs(5);
+        let limit = cli.duration() + Duration::from_secs(5);
         thread::spawn(move || {
             let start = std::time::Instant::now();
             while collector.finished() < workers && start.elapsed() < limit {

@@ -109,6 +109,73 @@ impl Collector {
     }
 }
 
+/// A load run's bookkeeping, shared by the load clients (`echo-load`'s and the
+/// WebSocket crate's): when it started, the connections still open, the report and
+/// where it goes when the run is over.
+pub struct Run {
+    /// What this worker measured so far.
+    pub report: Report,
+    duration: Duration,
+    started: Option<Instant>,
+    open: usize,
+    done: bool,
+    collector: Collector,
+}
+
+impl Run {
+    pub fn new(duration: Duration, collector: Collector) -> Run {
+        Run {
+            report: Report::new(),
+            duration,
+            started: None,
+            open: 0,
+            done: false,
+            collector,
+        }
+    }
+
+    /// Starts the clock; true on the first call only (the caller then opens its
+    /// connections, counting each with [`Run::opened`]).
+    pub fn start(&mut self) -> bool {
+        let first = self.started.is_none();
+        if first {
+            self.started = Some(Instant::now());
+        }
+        first
+    }
+
+    /// A connection was opened.
+    pub fn opened(&mut self) {
+        self.open += 1;
+    }
+
+    /// The run's duration is over: connections stop sending.
+    pub fn expired(&self) -> bool {
+        self.started.is_some_and(|t| t.elapsed() >= self.duration)
+    }
+
+    /// A connection ended (`failed`: other than by a clean close).
+    pub fn closed(&mut self, failed: bool) {
+        self.open -= 1;
+        if failed {
+            self.report.failed += 1;
+        }
+        self.finish_if_done();
+    }
+
+    /// Reports once every connection has ended: after the duration, or earlier when
+    /// they all failed (nothing more would happen).
+    pub fn finish_if_done(&mut self) {
+        if self.open == 0 && !self.done {
+            if let Some(t) = self.started {
+                self.done = true;
+                self.report.elapsed = t.elapsed();
+                self.collector.report(self.report.clone());
+            }
+        }
+    }
+}
+
 /// The block every connection's stream is a window onto: [`PATTERN_LEN`] fixed
 /// pseudo-random bytes.
 pub fn pattern() -> Arc<Vec<u8>> {
@@ -140,31 +207,19 @@ pub struct LoadConn {
 pub struct LoadClient {
     cfg: LoadConfig,
     pattern: Arc<Vec<u8>>,
-    report: Report,
-    started: Option<Instant>,
-    opened: usize,
-    open: usize,
-    done: bool,
-    collector: Collector,
+    /// Index of this worker's first connection among all workers'.
+    first: usize,
+    run: Run,
 }
 
 impl LoadClient {
     pub fn new(cfg: LoadConfig, worker: usize, collector: Collector) -> LoadClient {
         LoadClient {
-            opened: worker * cfg.connections,
+            first: worker * cfg.connections,
+            run: Run::new(cfg.duration, collector),
             cfg,
             pattern: pattern(),
-            report: Report::new(),
-            started: None,
-            open: 0,
-            done: false,
-            collector,
         }
-    }
-
-    fn expired(&self) -> bool {
-        self.started
-            .is_some_and(|t| t.elapsed() >= self.cfg.duration)
     }
 
     /// The pattern bytes at stream positions `[from, from + len)` of a connection.
@@ -205,14 +260,6 @@ impl LoadClient {
             }
         }
     }
-
-    fn finish_if_done(&mut self) {
-        if self.open == 0 && self.expired() && !self.done {
-            self.done = true;
-            self.report.elapsed = self.started.map_or(Duration::ZERO, |t| t.elapsed());
-            self.collector.report(self.report.clone());
-        }
-    }
 }
 
 impl Handler for LoadClient {
@@ -223,10 +270,9 @@ impl Handler for LoadClient {
     }
 
     fn poll(&mut self, opener: &mut Opener<'_, LoadConn>) {
-        if self.started.is_none() {
-            self.started = Some(Instant::now());
+        if self.run.start() {
             for i in 0..self.cfg.connections {
-                let id = self.opened + i;
+                let id = self.first + i;
                 opener.connect(
                     self.cfg.target,
                     LoadConn {
@@ -237,10 +283,10 @@ impl Handler for LoadClient {
                         stopping: false,
                     },
                 );
-                self.open += 1;
+                self.run.opened();
             }
         }
-        self.finish_if_done();
+        self.run.finish_if_done();
     }
 
     fn connected(&mut self, conn: &mut Conn<'_, LoadConn>) {
@@ -265,7 +311,7 @@ impl Handler for LoadClient {
             let expect = self.chunk(base, received + off as u64, data.len() - off);
             let got = &data[off..off + expect.len()];
             if got != expect {
-                self.report.mismatches += 1;
+                self.run.report.mismatches += 1;
                 conn.abort();
                 return data.len();
             }
@@ -274,16 +320,16 @@ impl Handler for LoadClient {
         let before = received;
         let after = received + data.len() as u64;
         conn.state().received = after;
-        self.report.bytes += data.len() as u64;
+        self.run.report.bytes += data.len() as u64;
         let completed = after / size - before / size;
-        self.report.messages += completed;
+        self.run.report.messages += completed;
         if completed > 0 && self.cfg.mode == Mode::PingPong {
             if let Some(t) = conn.state().sent_at.take() {
                 let us = t.elapsed().as_micros().max(1) as u64;
-                let _ = self.report.latency_us.record(us.min(60_000_000));
+                let _ = self.run.report.latency_us.record(us.min(60_000_000));
             }
         }
-        let expired = self.expired();
+        let expired = self.run.expired();
         let st = conn.state();
         if expired && !st.stopping {
             st.stopping = true;
@@ -303,17 +349,13 @@ impl Handler for LoadClient {
         let st = conn.state();
         if st.received < st.sent {
             // The server closed before echoing everything.
-            self.report.mismatches += 1;
+            self.run.report.mismatches += 1;
         }
         conn.close();
     }
 
     fn closed(&mut self, _: &mut Opener<'_, LoadConn>, _: LoadConn, reason: CloseReason) {
-        self.open -= 1;
-        if reason != CloseReason::Normal {
-            self.report.failed += 1;
-        }
-        self.finish_if_done();
+        self.run.closed(reason != CloseReason::Normal);
     }
 
     fn connect_failed(
@@ -323,8 +365,6 @@ impl Handler for LoadClient {
         _: LoadConn,
         _: ConnectError,
     ) {
-        self.open -= 1;
-        self.report.failed += 1;
-        self.finish_if_done();
+        self.run.closed(true);
     }
 }

@@ -111,6 +111,13 @@ pub trait WsApp {
     fn closed(&mut self, state: Self::State, info: CloseInfo) {
         let _ = (state, info);
     }
+
+    /// Client role: once per loop turn, the chance to open connections (a load
+    /// generator starts its connections here, a reconnecting client its next one). The
+    /// server role never calls it.
+    fn poll(&mut self, connector: &mut crate::client::Connector<'_, '_, Self::State>) {
+        let _ = connector;
+    }
 }
 
 /// The server side's extra callback: deciding on each opening handshake.

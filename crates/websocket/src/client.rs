@@ -7,7 +7,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::net::SocketAddrV4;
 
-use rusty_stack::{Conn, Handler};
+use rusty_stack::{Conn, Handler, Opener};
 
 use crate::app::WsApp;
 use crate::base64;
@@ -19,35 +19,27 @@ use crate::session::{
 };
 use crate::stats::WsStats;
 
-/// A WebSocket client running application `A`, one per worker. Open connections with
-/// the engine's `connect` (or `Opener::connect`) and a state from
+/// A WebSocket client running application `A`, one per worker. The application opens
+/// connections from [`WsApp::poll`] through its [`Connector`]; code outside the
+/// handler can also use the engine's `connect` with a state from
 /// [`WsClient::connection`].
 pub struct WsClient<A> {
     app: A,
     cfg: WsConfig,
     stats: WsStats,
+    keys: Keys,
+}
+
+/// Where each connection's handshake key and masks come from: a generator seeded per
+/// connection from std's per-process random hash keys.
+struct Keys {
     seeds: RandomState,
     opened: u64,
 }
 
-impl<A: WsApp> WsClient<A> {
-    /// A client with limits `cfg`.
-    pub fn new(app: A, cfg: WsConfig) -> WsClient<A> {
-        WsClient {
-            app,
-            cfg,
-            stats: WsStats::default(),
-            seeds: RandomState::new(),
-            opened: 0,
-        }
-    }
-
-    /// The connection state for a new connection that will ask for `request` and
-    /// carry the application state `state`.
-    pub fn connection(&mut self, request: ClientRequest, state: A::State) -> WsConn<A::State> {
-        let mut c = WsConn::new(Role::Client, &self.cfg, Some(state));
-        // Keys and masks come from a generator seeded per connection from std's
-        // per-process random hash keys.
+impl Keys {
+    fn connection<S>(&mut self, cfg: &WsConfig, request: ClientRequest, state: S) -> WsConn<S> {
+        let mut c = WsConn::new(Role::Client, cfg, Some(state));
         self.opened += 1;
         c.seed(self.seeds.hash_one(self.opened));
         let mut key = [0u8; 16];
@@ -58,6 +50,44 @@ impl<A: WsApp> WsClient<A> {
             key: base64::encode(&key),
         }));
         c
+    }
+}
+
+/// What [`WsApp::poll`] opens client connections with.
+pub struct Connector<'a, 'o, S> {
+    cfg: &'a WsConfig,
+    keys: &'a mut Keys,
+    opener: &'a mut Opener<'o, WsConn<S>>,
+}
+
+impl<S> Connector<'_, '_, S> {
+    /// Open a TCP connection to `remote` and, once it is up, ask for `request`; the
+    /// application's `state` rides along (`opened` follows the server's 101, `closed`
+    /// any failure).
+    pub fn connect(&mut self, remote: SocketAddrV4, request: ClientRequest, state: S) {
+        let conn = self.keys.connection(self.cfg, request, state);
+        self.opener.connect(remote, conn);
+    }
+}
+
+impl<A: WsApp> WsClient<A> {
+    /// A client with limits `cfg`.
+    pub fn new(app: A, cfg: WsConfig) -> WsClient<A> {
+        WsClient {
+            app,
+            cfg,
+            stats: WsStats::default(),
+            keys: Keys {
+                seeds: RandomState::new(),
+                opened: 0,
+            },
+        }
+    }
+
+    /// The connection state for a new connection that will ask for `request` and
+    /// carry the application state `state`.
+    pub fn connection(&mut self, request: ClientRequest, state: A::State) -> WsConn<A::State> {
+        self.keys.connection(&self.cfg, request, state)
     }
 
     endpoint_accessors!();
@@ -124,6 +154,15 @@ impl<A: WsApp> Handler for WsClient<A> {
             // Not built by `connection`: nothing to ask for.
             None => conn.abort(),
         }
+    }
+
+    fn poll(&mut self, opener: &mut Opener<'_, Self::Conn>) {
+        let mut connector = Connector {
+            cfg: &self.cfg,
+            keys: &mut self.keys,
+            opener,
+        };
+        self.app.poll(&mut connector);
     }
 
     handler_callbacks!();

@@ -69,6 +69,7 @@ pub mod error;
 pub mod extension;
 pub mod frame;
 pub mod handshake;
+pub mod load;
 pub mod message;
 pub mod parser;
 pub mod server;
@@ -80,7 +81,7 @@ pub mod utf8;
 mod tests;
 
 pub use app::{Accept, CloseInfo, Data, Message, WsApp, WsServerApp};
-pub use client::WsClient;
+pub use client::{Connector, WsClient};
 pub use config::WsConfig;
 pub use echo::WsEcho;
 pub use error::ProtocolError;

@@ -2,13 +2,10 @@
 //! echo server with ping-pong or streaming traffic from Rusty's stack (TAP) or, without
 //! links, from kernel sockets; verify every echoed byte; report throughput and latency.
 
-use std::net::SocketAddrV4;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use rusty::cli::CommonArgs;
-use rusty_echo::client::{run_client, ClientArgs};
+use rusty_echo::client::{run_client, ClientArgs, ClientCli};
 use rusty_echo::{LoadClient, LoadConfig, Mode};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -25,10 +22,6 @@ enum ModeArg {
     about = "Load client for echo servers (Rusty or kernel sockets)"
 )]
 struct Cli {
-    /// Echo server address.
-    target: SocketAddrV4,
-    /// Link specs to run the client on (default: kernel sockets, --workers workers).
-    links: Vec<String>,
     #[arg(long, value_enum, default_value_t = ModeArg::PingPong)]
     mode: ModeArg,
     /// Connections in total (spread over the workers).
@@ -37,35 +30,26 @@ struct Cli {
     /// Message size in bytes.
     #[arg(long, default_value_t = 64)]
     size: usize,
-    /// Seconds to run.
-    #[arg(long, default_value_t = 10)]
-    duration: u64,
-    /// Kernel-socket workers when no links are given.
-    #[arg(long, default_value_t = 1)]
-    workers: usize,
     #[command(flatten)]
-    common: CommonArgs,
+    client: ClientCli,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    cli.common.init_logging();
+    cli.client.common.init_logging();
     let mode = match cli.mode {
         ModeArg::PingPong => Mode::PingPong,
         ModeArg::Stream => Mode::Stream,
     };
-    let duration = Duration::from_secs(cli.duration);
+    let duration = cli.client.duration();
     let args = ClientArgs {
         name: "echo-load",
-        links: &cli.links,
-        common: &cli.common,
-        workers: cli.workers,
+        cli: &cli.client,
         connections: cli.connections,
         size: cli.size,
-        duration,
         mode: format!("{mode:?}"),
     };
-    let (target, size) = (cli.target, cli.size);
+    let (target, size) = (cli.client.target, cli.size);
     run_client(args, move |worker, connections, collector| {
         let cfg = LoadConfig {
             target,

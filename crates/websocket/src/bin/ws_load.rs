@@ -1,0 +1,55 @@
+//! `ws-load <target ip:port> [<n links> [<link> <ipv4> <n workers>]...]`: drive a
+//! WebSocket echo server with ping-pong binary messages from kernel sockets (or Rusty's
+//! stack with links), verify every echoed byte, report throughput and latency in the
+//! lines `echo-load` prints.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use rusty_echo::client::{run_client, ClientArgs, ClientCli};
+use rusty_websocket::load::{LoadConfig, WsLoad};
+use rusty_websocket::{WsClient, WsConfig};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ws-load",
+    about = "Load client for WebSocket echo servers (Rusty or kernel sockets)"
+)]
+struct Cli {
+    /// Connections in total (spread over the workers).
+    #[arg(long, default_value_t = 240)]
+    connections: usize,
+    /// Message size in bytes (1 to 65,520).
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..65_521))]
+    size: u64,
+    /// Request path of the opening handshake.
+    #[arg(long, default_value = "/")]
+    path: String,
+    #[command(flatten)]
+    client: ClientCli,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli.client.common.init_logging();
+    let duration = cli.client.duration();
+    let size = cli.size as usize;
+    let args = ClientArgs {
+        name: "ws-load",
+        cli: &cli.client,
+        connections: cli.connections,
+        size,
+        mode: "PingPong (WebSocket binary)".into(),
+    };
+    let (target, path) = (cli.client.target, cli.path.clone());
+    run_client(args, move |worker, connections, collector| {
+        let cfg = LoadConfig {
+            target,
+            path: path.clone(),
+            connections,
+            size,
+            duration,
+        };
+        WsClient::new(WsLoad::new(cfg, worker, collector), WsConfig::default())
+    })
+}
