@@ -21,7 +21,8 @@
 //! A case passes when its behaviour and its closing behaviour are each OK, NON-STRICT
 //! or INFORMATIONAL; the command fails if any case does not. Reports (HTML and JSON)
 //! stay in the target directory (`autobahn/reports/<backend>`), and unless
-//! `--no-readme` the per-section summary goes into the README.
+//! `--no-readme` the per-section summary goes into the README (a block of its own for
+//! `--deflate` runs).
 //!
 //! Processes started here are stopped by PID; the namespace and TAP are deleted on
 //! every exit path.
@@ -48,8 +49,11 @@ const STACK_IP: &str = "10.79.4.2";
 const PREFIX: u8 = 24;
 /// Autobahn's largest messages are 16 MiB (sections 9.1 and 9.2).
 const MAX_MESSAGE: usize = 16 << 20;
-const README_START: &str = "<!-- autobahn:start -->";
-const README_END: &str = "<!-- autobahn:end -->";
+/// The README blocks: one for the run without permessage-deflate, one with it.
+const README: [(&str, &str); 2] = [
+    ("<!-- autobahn:start -->", "<!-- autobahn:end -->"),
+    ("<!-- autobahn-deflate:start -->", "<!-- autobahn-deflate:end -->"),
+];
 /// What a whole run may take before it is called hung.
 const RUN_LIMIT: Duration = Duration::from_secs(45 * 60);
 
@@ -183,7 +187,8 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
             provenance(),
             if opts.deflate { " and `--deflate`" } else { "" }
         );
-        let path = write_readme(&root, README_START, README_END, &body)?;
+        let (start, end) = README[usize::from(opts.deflate)];
+        let path = write_readme(&root, start, end, &body)?;
         eprintln!("autobahn: summary written to {}", path.display());
     }
     if failed.is_empty() {
@@ -352,7 +357,8 @@ fn ensure_wstest(work: &Path, python: Option<&Path>, interrupted: &AtomicBool) -
     }
     fs::create_dir_all(work).map_err(|e| format!("creating {}: {e}", work.display()))?;
     let python = match python {
-        Some(p) => p.to_path_buf(),
+        Some(p) if is_python27(p) => p.to_path_buf(),
+        Some(p) => return Err(format!("{} is not a working Python 2.7", p.display())),
         None => find_python27().ok_or(
             "the Autobahn TestSuite needs Python 2.7 and none was found: pass --python, or \
              install one (e.g. `pyenv install 2.7.18`)",
@@ -395,22 +401,32 @@ fn ensure_wstest(work: &Path, python: Option<&Path>, interrupted: &AtomicBool) -
     }
 }
 
+/// A Python 2.7 that runs: pyenv's installed 2.7 versions first (pyenv's `python2.7`
+/// shim on `PATH` fails unless 2.7 is the selected version), then `python2.7` on `PATH`.
 fn find_python27() -> Option<PathBuf> {
-    if let Some(p) = find_program("python2.7") {
-        return Some(p);
-    }
-    let home = std::env::var_os("PYENV_ROOT")
+    let pyenv = std::env::var_os("PYENV_ROOT")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")))?;
-    let mut found: Vec<PathBuf> = fs::read_dir(home.join("versions"))
-        .ok()?
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
+    let mut found: Vec<PathBuf> = pyenv
+        .and_then(|root| fs::read_dir(root.join("versions")).ok())
+        .into_iter()
+        .flatten()
         .filter_map(|e| e.ok())
         .filter(|e| e.file_name().to_string_lossy().starts_with("2.7"))
         .map(|e| e.path().join("bin").join("python"))
-        .filter(|p| p.is_file())
         .collect();
     found.sort();
-    found.pop()
+    found.reverse();
+    found.extend(find_program("python2.7"));
+    found.into_iter().find(|p| is_python27(p))
+}
+
+/// `python` starts and is 2.7.
+fn is_python27(python: &Path) -> bool {
+    Command::new(python)
+        .args(["-c", "import sys; assert sys.version_info[:2] == (2, 7)"])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// One case's outcome, as `index.json` gives it.
