@@ -52,7 +52,10 @@ const MAX_MESSAGE: usize = 16 << 20;
 /// The README blocks: one for the run without permessage-deflate, one with it.
 const README: [(&str, &str); 2] = [
     ("<!-- autobahn:start -->", "<!-- autobahn:end -->"),
-    ("<!-- autobahn-deflate:start -->", "<!-- autobahn-deflate:end -->"),
+    (
+        "<!-- autobahn-deflate:start -->",
+        "<!-- autobahn-deflate:end -->",
+    ),
 ];
 /// What a whole run may take before it is called hung.
 const RUN_LIMIT: Duration = Duration::from_secs(45 * 60);

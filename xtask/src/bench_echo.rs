@@ -288,7 +288,11 @@ pub(crate) fn run(opts: &Options, suite: &'static Suite) -> Result<()> {
         }
     }
     drop(net);
-    let _ = fs::remove_dir_all(&logs);
+    if opts.run.host.keep_logs {
+        eprintln!("{what}: logs kept in {}", logs.display());
+    } else {
+        let _ = fs::remove_dir_all(&logs);
+    }
 
     let table = table(suite, &samples, &backends);
     let verdict = verdict(

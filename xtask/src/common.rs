@@ -49,6 +49,10 @@ pub(crate) struct HostArgs {
     /// Use the release binaries already built.
     #[arg(long)]
     pub no_build: bool,
+    /// Keep the servers' and clients' logs (and their per-worker counters) after a
+    /// successful run too; the path is printed.
+    #[arg(long)]
+    pub keep_logs: bool,
 }
 
 impl HostArgs {

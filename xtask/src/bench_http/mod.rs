@@ -296,7 +296,14 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     if let Err(e) = result {
         return Err(tmp.keep_for(e));
     }
-    drop(tmp);
+    if opts.run.host.keep_logs {
+        eprintln!(
+            "bench http: logs kept in {}",
+            tmp.keep().join("logs").display()
+        );
+    } else {
+        drop(tmp);
+    }
 
     let table = table(&samples, &servers);
     let verdict = verdict(&samples, xdp_outcome.as_ref().err().map(String::as_str));

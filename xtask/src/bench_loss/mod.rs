@@ -72,9 +72,6 @@ pub(crate) struct Options {
     pub timeout: u64,
     #[command(flatten)]
     pub host: HostArgs,
-    /// Keep every server's and peer's log (they are kept anyway when a run fails).
-    #[arg(long)]
-    pub keep_logs: bool,
 }
 
 impl Options {
@@ -253,7 +250,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     if let Err(e) = result {
         return Err(tmp.keep_for(e));
     }
-    if opts.keep_logs {
+    if opts.host.keep_logs {
         eprintln!(
             "bench loss: logs kept in {}",
             tmp.keep().join("logs").display()

@@ -5,10 +5,17 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use rusty_echo::client::{run_client, ClientArgs, ClientCli};
 use rusty_websocket::load::{LoadConfig, WsLoad};
 use rusty_websocket::{WsClient, WsConfig};
+
+/// The one mode: `echo-load`'s flag, so scripts drive both clients alike.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ModeArg {
+    /// Each connection sends a message and waits for its echo.
+    PingPong,
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -16,6 +23,8 @@ use rusty_websocket::{WsClient, WsConfig};
     about = "Load client for WebSocket echo servers (Rusty or kernel sockets)"
 )]
 struct Cli {
+    #[arg(long, value_enum, default_value_t = ModeArg::PingPong)]
+    mode: ModeArg,
     /// Connections in total (spread over the workers).
     #[arg(long, default_value_t = 240)]
     connections: usize,
@@ -39,7 +48,7 @@ fn main() -> ExitCode {
         cli: &cli.client,
         connections: cli.connections,
         size,
-        mode: "PingPong (WebSocket binary)".into(),
+        mode: format!("{:?} (WebSocket binary)", cli.mode),
     };
     let (target, path) = (cli.client.target, cli.path.clone());
     run_client(args, move |worker, connections, collector| {
