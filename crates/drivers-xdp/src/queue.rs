@@ -238,6 +238,15 @@ impl PacketIo for XdpQueue {
         if self.free.is_empty() {
             self.reclaim();
         }
+        if self.free.is_empty() && self.tx.pending() > 0 {
+            // Every chunk is lent out, some of them to frames already on the TX ring
+            // that the kernel has not been asked to send (that happens at `flush`). In
+            // a large burst (hundreds of connections answering in one turn) dropping
+            // here would cost each dropped segment a loss-probe timeout; sending what
+            // is queued now frees chunks (in copy mode at once).
+            self.flush();
+            self.reclaim();
+        }
         match self.free.pop() {
             Some(chunk) => Some(XdpTx(Frame::new(&self.umem, chunk, len as u32))),
             None => {
