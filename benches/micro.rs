@@ -13,11 +13,12 @@
 //!   is compiled into this benchmark as a module, over the stack's public `Instant`. So
 //!   the code measured is the stack's own, monomorphized for an item of the engine's
 //!   size.
-//! - `flow_lookup`: the engine's table of connections by flow. The table is private to the
-//!   engine; this mirrors it exactly — a `HashMap<FlowKey, usize, ahash::RandomState>`
-//!   with the engine's key (remote address, remote port, local port) — and looks up hits
-//!   and misses in tables of 1, 1,000 and 100,000 flows, probing in a shuffled order so
-//!   the large table is not read from cache alone. Lookups run back to back and do not
+//! - `flow_lookup`: the engine's table of connections by flow (`Flows`: the key as one
+//!   word under `FlowHash`, a folded multiply, to a `u32` slot, with its per-destination
+//!   port counts). Like the timer wheel it is crate-private, so its files
+//!   (`engine/flow_key.rs`, `flows.rs`, `ports.rs`) are compiled into this benchmark as
+//!   modules. Hits and misses in tables of 1, 1,000 and 100,000 flows, probing in a
+//!   shuffled order so the large table is not read from cache alone. Lookups run back to back and do not
 //!   depend on each other, so the core overlaps their cache misses; in the engine each
 //!   one sits among a frame's other work, which can make a miss to memory cost more.
 //! - `segment`: [`Segment::parse`] of a data segment carrying timestamps and three SACK
@@ -32,12 +33,10 @@
 //!
 //! `cargo bench --bench micro` (a group: `cargo bench --bench micro -- checksum`).
 
-use std::collections::HashMap;
 use std::hint::black_box;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use ahash::RandomState;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rusty_stack::checksum;
 use rusty_stack::rng::Rng;
@@ -266,14 +265,20 @@ fn bench_timer_wheel(c: &mut Criterion) {
 // ---------------------------------------------------------------------------------------
 // flow_lookup
 
-/// The engine's flow key (`engine::FlowKey`, private): the local address is the engine's
-/// own, so a flow is the remote address and port and the local port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct FlowKey {
-    remote_ip: Ipv4Addr,
-    remote_port: u16,
-    local_port: u16,
-}
+/// The engine's flow table and its key, compiled from their own sources (see the module
+/// docs). `flows.rs` reaches the key and the port counts as `super::FlowKey` and
+/// `super::ports`, hence modules at the root.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../crates/stack/src/engine/flow_key.rs"]
+mod flow_key;
+#[allow(dead_code, unreachable_pub)]
+#[path = "../crates/stack/src/engine/flows.rs"]
+mod flows;
+#[allow(dead_code, unreachable_pub)]
+#[path = "../crates/stack/src/engine/ports.rs"]
+mod ports;
+
+use flow_key::FlowKey;
 
 /// Probes cycled through by a lookup benchmark: at least 1,024, so that a one-entry
 /// table's misses still vary.
@@ -289,14 +294,15 @@ fn bench_flow_lookup(c: &mut Criterion) {
             remote_port: 32768 + (rng.next_u64() % 28232) as u16,
             local_port: 80,
         };
-        let mut flows: HashMap<FlowKey, usize, RandomState> =
-            HashMap::with_hasher(RandomState::new());
-        while flows.len() < n {
+        let mut flows = flows::Flows::new(n, 32768..=60999);
+        let mut hits: Vec<FlowKey> = Vec::with_capacity(n);
+        while hits.len() < n {
             let k = key(&mut rng);
-            let index = flows.len();
-            flows.entry(k).or_insert(index);
+            if !flows.contains_key(&k) {
+                flows.insert(k, hits.len() as u32);
+                hits.push(k);
+            }
         }
-        let mut hits: Vec<FlowKey> = flows.keys().copied().collect();
         while hits.len() < MIN_PROBES {
             hits.extend_from_within(..n.min(MIN_PROBES - hits.len()));
         }
