@@ -25,6 +25,9 @@ impl Tcb {
     ) -> RxOutcome {
         self.last_now = now;
         let mut out = RxOutcome::default();
+        if self.cfg.fast_paths && self.on_segment_predicted(now, seg, payload, &mut out, pool) {
+            return out;
+        }
         match self.state {
             State::Closed | State::Listen => {}
             State::SynSent => self.on_segment_syn_sent(now, seg, pool),
@@ -359,7 +362,7 @@ impl Tcb {
     }
 
     /// Segment text (§3.10.7.4, seventh check), trimmed to the window, at `seq`.
-    fn receive_data(
+    pub(super) fn receive_data(
         &mut self,
         now: Instant,
         seq: SeqNum,
