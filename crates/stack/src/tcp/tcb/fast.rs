@@ -8,6 +8,9 @@
 //! short path here does exactly the work the general path would do for it and skips
 //! the tests whose answer is known. Anything else takes the general path.
 //!
+//! The same goes for output: `transmit_predicted` sends the one new segment (or the bare
+//! ACK) that `poll_transmit` would, when no recovery, probe, RST or FIN is pending.
+//!
 //! Being an optimisation only, it must be observably identical to the general path:
 //! `fast_path_tests.rs` runs random conversations with faults through pairs of
 //! connections with the fast paths on and off and compares every output and every
@@ -16,7 +19,7 @@
 use super::timer_table::Timer;
 use super::{RxOutcome, State, Tcb};
 use crate::tcp::pool::RingPool;
-use crate::tcp::segment::Segment;
+use crate::tcp::segment::{Segment, TxSegment};
 use crate::time::Instant;
 
 // Segments the short path took on this thread (for the tests that compare the paths,
@@ -137,6 +140,85 @@ impl Tcb {
         // Segment text (§3.10.7.4, seventh check): in order, nothing to trim.
         if len > 0 {
             self.receive_data(now, seg.seq, payload, seg, out, pool);
+        }
+        true
+    }
+}
+
+impl Tcb {
+    /// `poll_transmit` for the common case in ESTABLISHED: nothing owed but new data
+    /// that fits one segment and both windows (or no data, and perhaps an ACK), no
+    /// recovery, nothing lost, no probe, no RST, no D-SACK, no FIN. Returns false
+    /// (having changed nothing) when the general path must decide.
+    #[inline]
+    pub(super) fn transmit_predicted(&mut self, now: Instant, out: &mut Vec<TxSegment>) -> bool {
+        let p = &self.pending;
+        if self.state != State::Established
+            || p.rst.is_some()
+            || p.tlp
+            || p.probe
+            || p.keepalive_probe
+            || p.dsack.is_some()
+            || self.recovery.in_recovery
+            || self.board.lost_bytes() > 0
+            || self.snd.fin.is_some()
+        {
+            return false;
+        }
+        let avail = self.snd.unsent_data();
+        if avail == 0 {
+            // `send_new` finds nothing to send; nothing is blocked; an ACK owed goes
+            // bare.
+            self.cwnd_limited = false;
+            if self.pending.ack_now {
+                self.push_bare_ack(now, out);
+            }
+            return true;
+        }
+        // New data from SND.MAX on (not after a timeout rewound SND.NXT), with no
+        // restart after idle (RFC 5681 §4.1) due, all of it in one segment.
+        if self.snd.nxt != self.snd.max
+            || (self.snd.nxt == self.snd.una
+                && now.as_micros().saturating_sub(self.last_send.as_micros()) > self.rtt.rto_us())
+        {
+            return false;
+        }
+        let max_payload = self.max_payload();
+        if avail > max_payload || avail > self.rwnd_room().min(self.cc_room()) {
+            return false;
+        }
+        // `send_new`: neither window holds it back, and after it nothing is left.
+        self.cwnd_limited = false;
+        // `send_segment_at` for new data at SND.NXT = SND.MAX without a FIN.
+        let seq = self.snd.nxt;
+        let offset = seq.since(self.snd.data_start());
+        let mut seg = TxSegment {
+            seq,
+            ack: Some(self.rcv.nxt),
+            psh: offset + avail == self.snd.buf.len(),
+            payload_offset: offset,
+            payload_len: avail,
+            ..Default::default()
+        };
+        self.advertise(&mut seg, now);
+        out.push(seg);
+        let end = seq + avail;
+        self.snd.nxt = end;
+        if self.snd.max == self.snd.una {
+            self.snd.stall_from = now;
+        }
+        if self.rtt_seq.is_none() {
+            self.rtt_seq = Some((end, now));
+        }
+        self.snd.max = end;
+        self.board.on_transmit(seq, end, now);
+        self.last_send = now;
+        if !self.timers.is_armed(Timer::Rto) {
+            self.timers
+                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+        }
+        if !self.timers.is_armed(Timer::Tlp) {
+            self.arm_tlp(now);
         }
         true
     }
