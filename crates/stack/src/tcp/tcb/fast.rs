@@ -139,9 +139,34 @@ impl Tcb {
 
         // Segment text (§3.10.7.4, seventh check): in order, nothing to trim.
         if len > 0 {
-            self.receive_data(now, seg.seq, payload, seg, out, pool);
+            if self.rcv.buf.readable_len() == 0 {
+                self.deliver_in_order(now, len, out, pool);
+            } else {
+                self.receive_data(now, seg.seq, payload, seg, out, pool);
+            }
         }
         true
+    }
+
+    /// `receive_data` for `len` bytes at RCV.NXT while nothing is unread or held out
+    /// of order and the application still reads: shown to it straight from the frame
+    /// (as much as could be kept if it leaves some), then the delayed-ACK count.
+    #[inline]
+    fn deliver_in_order(
+        &mut self,
+        now: Instant,
+        len: usize,
+        out: &mut RxOutcome,
+        pool: &mut RingPool,
+    ) {
+        let fits = self.rcv.buf.storable(len, pool);
+        if fits < len {
+            pool.counters_mut().rcv_dropped += 1;
+            self.pending.ack_now = true;
+        }
+        self.rcv.nxt += fits;
+        out.deliver = Some((0, fits));
+        self.delay_ack(now);
     }
 }
 

@@ -423,13 +423,20 @@ impl Tcb {
         if offset > 0 || had_ooo {
             self.pending.ack_now = true;
         } else {
-            self.rcv.unacked_segs += 1;
-            if self.rcv.unacked_segs >= 2 {
-                self.pending.ack_now = true;
-            } else if !self.timers.is_armed(Timer::DelayedAck) {
-                self.timers
-                    .set(Timer::DelayedAck, now + self.cfg.delayed_ack);
-            }
+            self.delay_ack(now);
+        }
+    }
+
+    /// An in-order segment arrived: ACK every second one at once, else arm the
+    /// delayed-ACK timer (§3.8.6.3).
+    #[inline]
+    pub(super) fn delay_ack(&mut self, now: Instant) {
+        self.rcv.unacked_segs += 1;
+        if self.rcv.unacked_segs >= 2 {
+            self.pending.ack_now = true;
+        } else if !self.timers.is_armed(Timer::DelayedAck) {
+            self.timers
+                .set(Timer::DelayedAck, now + self.cfg.delayed_ack);
         }
     }
 
