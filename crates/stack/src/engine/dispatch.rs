@@ -144,7 +144,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub(super) fn run_timers(&mut self) {
         let mut expired = std::mem::take(&mut self.expired);
         self.timers.expire(self.now, &mut expired);
-        for item in expired.drain(..) {
+        for &item in &expired {
             match item {
                 TimerItem::Conn { id, at } => {
                     let Some(index) = self.app.index_of(id) else {
@@ -166,6 +166,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 }
             }
         }
+        expired.clear();
         self.expired = expired;
     }
 }

@@ -22,9 +22,10 @@ use crate::time::Clock;
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub(super) fn flush_dirty(&mut self) {
         let mut dirty = std::mem::take(&mut self.dirty);
-        for index in dirty.drain(..) {
+        for &index in &dirty {
             self.flush_conn(index);
         }
+        dirty.clear();
         self.dirty = dirty;
     }
 
@@ -41,12 +42,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         block.tcb.poll_transmit(self.now, &mut segs, &mut self.pool);
         let c = block.tcb.take_counters();
         self.stats.count_loss(&c);
-        for seg in segs.drain(..) {
+        for seg in &segs {
             // Aborts (the application's, or a refused accept) and answers to
             // unacceptable ACKs, counted like the RSTs sent for no connection.
             self.stats.rsts_sent += u64::from(seg.rst);
-            self.send_conn_segment(index, &seg);
+            self.send_conn_segment(index, seg);
         }
+        segs.clear();
         self.segs = segs;
 
         let block = &mut self.app[index];

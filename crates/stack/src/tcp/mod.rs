@@ -4,6 +4,8 @@
 pub(crate) mod cc;
 pub mod config;
 pub(crate) mod cookie;
+#[cfg(test)]
+mod fast_path_tests;
 pub(crate) mod isn;
 pub(crate) mod options;
 #[cfg(test)]

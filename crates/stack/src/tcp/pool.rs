@@ -203,8 +203,13 @@ impl RingPool {
         capacity: usize,
         elastic: bool,
     ) -> usize {
+        // Within a first ring: always granted (what the general rule below says too).
+        let first = MIN_RING.min(capacity);
+        if need <= first && from <= first {
+            return first;
+        }
         let want = fit(need, capacity);
-        let floor = from.max(MIN_RING.min(capacity));
+        let floor = from.max(first);
         if want <= floor
             || (!(elastic && self.pressure) && self.in_use + (want - from) <= self.budget.limit)
         {
@@ -315,6 +320,47 @@ pub(crate) fn wrap(x: usize, size: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first-ring shortcut of `ring_size` gives what the general rule gives.
+    #[test]
+    fn ring_size_first_ring_shortcut_agrees_with_the_rule() {
+        fn rule(
+            pool: &RingPool,
+            from: usize,
+            need: usize,
+            capacity: usize,
+            elastic: bool,
+        ) -> usize {
+            let want = fit(need, capacity);
+            let floor = from.max(MIN_RING.min(capacity));
+            if want <= floor
+                || (!(elastic && pool.pressure) && pool.in_use + (want - from) <= pool.budget.limit)
+            {
+                want
+            } else {
+                floor
+            }
+        }
+        let mut pressed = small_pool(1);
+        let held: Vec<_> = (0..13).map(|_| pressed.take(MIN_RING)).collect();
+        assert!(pressed.pressure());
+        for pool in [&RingPool::default(), &pressed] {
+            for capacity in [1, 100, 1024, 2048, 4096, 1 << 20] {
+                for from in [0, 1, 1024, 2048, 4096] {
+                    for need in (0..=5000).step_by(7).chain([2047, 2048, 2049]) {
+                        for elastic in [false, true] {
+                            assert_eq!(
+                                pool.ring_size(from, need, capacity, elastic),
+                                rule(pool, from, need, capacity, elastic),
+                                "from {from} need {need} capacity {capacity}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        drop(held);
+    }
 
     #[test]
     fn rings_are_reused_and_bounded() {

@@ -276,6 +276,23 @@ impl Scoreboard {
     /// A cumulative ACK up to `una`: pop what it covers, feeding RACK (RFC 8985 §6.2)
     /// with each record it delivered that was not SACKed before.
     pub(crate) fn on_cumulative_ack(&mut self, una: SeqNum, now: Instant) {
+        // The request/response case: one record in flight, all of it acknowledged,
+        // nothing SACKed, lost or resent. What the loop below does with it, directly.
+        if let Some(s) = self.segs.only() {
+            if s.start < una && s.end <= una && self.is_quiet() {
+                self.segs.take_only();
+                let mut best = None;
+                self.rack_delivered(&s, now, &mut best);
+                self.rack_advance(best, now);
+                return;
+            }
+        }
+        self.cumulative_ack_walk(una, now);
+    }
+
+    /// [`on_cumulative_ack`](Self::on_cumulative_ack) in general: walk the records
+    /// from the front.
+    fn cumulative_ack_walk(&mut self, una: SeqNum, now: Instant) {
         let mut best: Option<Sent> = None;
         // Nothing SACKed, lost or resent: the records went out in sequence order, so the
         // last one acknowledged is the most recently sent and the only one RACK needs.
@@ -1034,7 +1051,11 @@ mod tests {
                         let out = max.since(una);
                         if out > 0 {
                             una += (next() as usize) % (out + 1);
+                            // The one-record shortcut does what the walk does.
+                            let mut walked = b.clone();
+                            walked.cumulative_ack_walk(una, now);
                             b.on_cumulative_ack(una, now);
+                            assert_eq!(b, walked);
                         }
                     }
                     4 => {

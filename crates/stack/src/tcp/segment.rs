@@ -34,6 +34,7 @@ pub const MAX_HEADER_LEN: usize = 60;
 
 /// The sum of the IPv4 pseudo-header of a TCP segment of `len` bytes (header and
 /// payload) from `src` to `dst`, which its checksum covers (RFC 9293 §3.1).
+#[inline]
 pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, len: u16) -> u32 {
     checksum::pseudo_header_v4(src.octets(), dst.octets(), IpProtocol::Tcp.into(), len)
 }

@@ -81,6 +81,22 @@ impl<T: Copy> Records<T> {
         }
     }
 
+    /// The record, when there is exactly one and it is the one kept inline.
+    #[inline]
+    pub(super) fn only(&self) -> Option<T> {
+        match &self.0 {
+            Repr::One(x) => Some(*x),
+            Repr::Many(_) => None,
+        }
+    }
+
+    /// Remove the one inline record (after [`only`](Self::only) returned it).
+    #[inline]
+    pub(super) fn take_only(&mut self) {
+        debug_assert!(matches!(self.0, Repr::One(_)));
+        self.0 = Repr::Many(VecDeque::new());
+    }
+
     /// Insert `x` before index `i` (at most the length).
     pub(super) fn insert(&mut self, i: usize, x: T) {
         match &mut self.0 {

@@ -62,13 +62,7 @@ impl Tcb {
             self.challenge(now, seg, out);
             return false;
         }
-        let oldest = SeqNum(
-            self.snd
-                .una
-                .0
-                .wrapping_sub(self.snd.max_wnd.min(1 << 30) as u32),
-        );
-        if seg.ack < oldest {
+        if self.ack_too_old(seg.ack) {
             self.challenge(now, seg, out);
             return false;
         }
@@ -291,24 +285,49 @@ impl Tcb {
         if self.recovery.in_recovery {
             self.prr_update(delivered);
         } else if delivered > 0 {
-            let prior_flight = self.snd.max.since(prior_una);
-            let cwnd = self.cc.cwnd();
-            let in_slow_start = cwnd < self.cc.ssthresh();
-            // RFC 7661 / Linux tcp_is_cwnd_limited: in slow start the window may grow
-            // while the flight reached half of it.
-            let app_limited =
-                !(self.cwnd_limited || in_slow_start && cwnd < prior_flight.saturating_mul(2));
-            self.cc.on_ack(&AckSample {
-                now,
-                delivered,
-                rtt,
-                srtt: self.rtt.srtt(),
-                una: self.snd.una,
-                snd_max: self.snd.max,
-                app_limited,
-            });
+            self.grow_window(now, prior_una, delivered, rtt);
         }
         self.arm_tlp(now);
+    }
+
+    /// Outside recovery, `delivered` bytes delivered by an ACK: the congestion
+    /// controller's window growth.
+    #[inline]
+    pub(super) fn grow_window(
+        &mut self,
+        now: Instant,
+        prior_una: SeqNum,
+        delivered: usize,
+        rtt: Option<Duration>,
+    ) {
+        let prior_flight = self.snd.max.since(prior_una);
+        let cwnd = self.cc.cwnd();
+        let in_slow_start = cwnd < self.cc.ssthresh();
+        // RFC 7661 / Linux tcp_is_cwnd_limited: in slow start the window may grow
+        // while the flight reached half of it.
+        let app_limited =
+            !(self.cwnd_limited || in_slow_start && cwnd < prior_flight.saturating_mul(2));
+        self.cc.on_ack(&AckSample {
+            now,
+            delivered,
+            rtt,
+            srtt: self.rtt.srtt(),
+            una: self.snd.una,
+            snd_max: self.snd.max,
+            app_limited,
+        });
+    }
+
+    /// RFC 5961 §5.2: an ACK below SND.UNA - MAX.SND.WND is not acceptable.
+    #[inline]
+    pub(super) fn ack_too_old(&self, ack: SeqNum) -> bool {
+        let oldest = SeqNum(
+            self.snd
+                .una
+                .0
+                .wrapping_sub(self.snd.max_wnd.min(1 << 30) as u32),
+        );
+        ack < oldest
     }
 
     /// Run RACK and DupThresh loss detection and (re)arm the reordering timer.

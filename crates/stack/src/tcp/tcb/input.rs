@@ -25,6 +25,9 @@ impl Tcb {
     ) -> RxOutcome {
         self.last_now = now;
         let mut out = RxOutcome::default();
+        if self.cfg.fast_paths && self.on_segment_predicted(now, seg, payload, &mut out, pool) {
+            return out;
+        }
         match self.state {
             State::Closed | State::Listen => {}
             State::SynSent => self.on_segment_syn_sent(now, seg, pool),
@@ -359,7 +362,7 @@ impl Tcb {
     }
 
     /// Segment text (§3.10.7.4, seventh check), trimmed to the window, at `seq`.
-    fn receive_data(
+    pub(super) fn receive_data(
         &mut self,
         now: Instant,
         seq: SeqNum,
@@ -420,13 +423,20 @@ impl Tcb {
         if offset > 0 || had_ooo {
             self.pending.ack_now = true;
         } else {
-            self.rcv.unacked_segs += 1;
-            if self.rcv.unacked_segs >= 2 {
-                self.pending.ack_now = true;
-            } else if !self.timers.is_armed(Timer::DelayedAck) {
-                self.timers
-                    .set(Timer::DelayedAck, now + self.cfg.delayed_ack);
-            }
+            self.delay_ack(now);
+        }
+    }
+
+    /// An in-order segment arrived: ACK every second one at once, else arm the
+    /// delayed-ACK timer (§3.8.6.3).
+    #[inline]
+    pub(super) fn delay_ack(&mut self, now: Instant) {
+        self.rcv.unacked_segs += 1;
+        if self.rcv.unacked_segs >= 2 {
+            self.pending.ack_now = true;
+        } else if !self.timers.is_armed(Timer::DelayedAck) {
+            self.timers
+                .set(Timer::DelayedAck, now + self.cfg.delayed_ack);
         }
     }
 

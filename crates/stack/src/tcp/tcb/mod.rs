@@ -31,6 +31,7 @@
 //!   pending output), accessors and the application's calls (send, close, abort);
 //! - `open.rs`: active and passive open, SYN cookies, option negotiation;
 //! - `input.rs`: segment arrival (§3.10.7), received data and FIN;
+//! - `fast.rs`: header prediction, the short path for the common segment;
 //! - `ack.rs`: ACK processing, RTT samples, loss detection, recovery with PRR, TLP and
 //!   undo;
 //! - `output.rs`: `poll_transmit`, packetisation, the advertised window;
@@ -58,6 +59,7 @@ use timer_table::{Timer, TimerTable};
 
 mod ack;
 mod connection;
+pub(crate) mod fast;
 mod input;
 mod open;
 mod output;
@@ -537,6 +539,9 @@ pub struct TcbLimits {
     window_scaling: bool,
     timestamps: bool,
     sack: bool,
+    /// Take the short paths for the common segment (header prediction in `input.rs`)
+    /// where they apply. Always on but in the tests that compare both paths.
+    fast_paths: bool,
 }
 
 impl TcbLimits {
@@ -558,7 +563,16 @@ impl TcbLimits {
             window_scaling: cfg.window_scaling,
             timestamps: cfg.timestamps,
             sack: cfg.sack,
+            fast_paths: true,
         }
+    }
+
+    /// The same limits with the fast paths off: every segment takes the general path
+    /// (for the tests that check both paths agree).
+    #[cfg(test)]
+    pub(crate) fn without_fast_paths(mut self) -> TcbLimits {
+        self.fast_paths = false;
+        self
     }
 }
 
@@ -961,6 +975,103 @@ impl Tcb {
         self.pending.tlp = false;
         self.board.clear();
         self.pending.keepalive_probe = false;
+    }
+}
+
+impl Tcb {
+    /// Every part of the block's state as text, for the tests that compare two blocks
+    /// which should have taken the same steps (`fast_path_tests.rs`).
+    #[cfg(test)]
+    pub(crate) fn fingerprint(&self) -> String {
+        let s = &self.snd;
+        let r = &self.rcv;
+        let rec = &self.recovery;
+        let p = &self.pending;
+        format!(
+            "{:?} snd[iss {:?} una {:?} nxt {:?} max {:?} wnd {} wl1 {:?} wl2 {:?} max_wnd {} \
+             ws {} mss {} tso {} buf {:?} syn_acked {} fin_q {} fin {:?} pp {} pb {} sp {} \
+             stall {:?}] rcv[irs {:?} nxt {:?} adv {:?} ws {} las {:?} buf {:?} fin {:?} \
+             closed {} du {:?} mss {} unacked {} offer {}] rec[dup {} in {} recover {:?} \
+             retries {} rescued {} tlp {:?} probes {} cold {:?}] pend[{} {} {} {} {} {:?} \
+             {:?}] timers {:?} rtt {:?} rtt_seq {:?} cc {:?} board {:?} cwl {} ls {:?} \
+             lr {:?} ln {:?} ka {} ut {:?} lia {:?} ts {:?} sack {} ws {} ao {} ev {:?} ww {}",
+            self.state,
+            s.iss,
+            s.una,
+            s.nxt,
+            s.max,
+            s.wnd,
+            s.wl1,
+            s.wl2,
+            s.max_wnd,
+            s.wscale,
+            s.mss,
+            s.tso_max,
+            (s.buf.len(), s.buf.space()),
+            s.syn_acked,
+            s.fin_queued,
+            s.fin,
+            s.persist_probes,
+            s.persist_backoff,
+            s.stalled_probes,
+            s.stall_from,
+            r.irs,
+            r.nxt,
+            r.adv,
+            r.wscale,
+            r.last_ack_sent,
+            (
+                r.buf.readable_len(),
+                r.buf.window(),
+                r.buf.capacity(),
+                r.buf.has_out_of_order(),
+                r.buf.readable().first(),
+                {
+                    let mut ranges = [(0u32, 0u32); 3];
+                    let n = r.buf.sack_ranges(&mut ranges);
+                    (n, ranges)
+                },
+            ),
+            r.fin,
+            r.closed,
+            r.discard_until,
+            r.mss,
+            r.unacked_segs,
+            r.offer,
+            rec.dupacks,
+            rec.in_recovery,
+            rec.recover,
+            rec.retries,
+            rec.rescued,
+            rec.tlp,
+            rec.probes,
+            rec.cold,
+            p.syn,
+            p.ack_now,
+            p.probe,
+            p.keepalive_probe,
+            p.tlp,
+            p.dsack,
+            p.rst,
+            self.timers,
+            self.rtt,
+            self.rtt_seq,
+            self.cc,
+            self.board,
+            self.cwnd_limited,
+            self.last_send,
+            self.last_recv,
+            self.last_now,
+            self.keepalive_sent,
+            self.user_timeout,
+            self.last_invalid_ack,
+            self.ts,
+            self.sack_ok,
+            self.ws_ok,
+            self.active_open,
+            self.events,
+            self.want_writable,
+        )
     }
 }
 

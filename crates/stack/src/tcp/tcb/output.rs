@@ -18,7 +18,7 @@ const TSO_MIN_SEGMENTS: usize = 2;
 impl Tcb {
     /// The window field and SACK blocks for an outgoing segment; records what we
     /// advertised.
-    fn advertise(&mut self, seg: &mut TxSegment, now: Instant) {
+    pub(super) fn advertise(&mut self, seg: &mut TxSegment, now: Instant) {
         let buf_edge = self.rcv.nxt + self.rcv.offer as usize;
         // Never shrink the window (§3.8.6), and move the right edge only by at least the
         // SWS threshold (§3.8.6.2.2 receiver SWS avoidance): otherwise keep offering the
@@ -112,6 +112,9 @@ impl Tcb {
         // What the receive buffer offers does not change while segments are built.
         self.rcv.offer = u32::try_from(self.rcv.buf.offer(pool)).unwrap_or(u32::MAX);
         self.last_now = now;
+        if self.cfg.fast_paths && self.transmit_predicted(now, out) {
+            return;
+        }
         if let Some((seq, ack)) = self.pending.rst.take() {
             out.push(TxSegment {
                 seq,
@@ -185,22 +188,28 @@ impl Tcb {
             self.push_ack(now, self.snd.una - 1usize, out);
         }
         if self.pending.ack_now && out.len() == sent_before {
-            // A bare ACK carries SND.MAX, not SND.NXT: after a timeout SND.NXT is pulled
-            // back to SND.UNA, and an ACK numbered below the peer's RCV.NXT would fail its
-            // acceptability test (§3.10.7.4) and be dropped with its ACK field unread;
-            // with both sides retransmitting, neither would ever learn of the other's
-            // progress (BSD tcp_output uses snd_max here for the same reason).
-            // Nor past the peer's window: after a zero-window probe SND.MAX lies beyond
-            // it, the only acceptable number is RCV.NXT = SND.UNA, and two zero windows
-            // would deadlock on dropped ACKs (Linux tcp_acceptable_seq caps it likewise).
-            let wnd_end = self.snd.una + self.snd.wnd;
-            let seq = if self.snd.max > wnd_end {
-                wnd_end
-            } else {
-                self.snd.max
-            };
-            self.push_ack(now, seq, out);
+            self.push_bare_ack(now, out);
         }
+    }
+
+    /// An ACK owed and nothing else sent to carry it.
+    ///
+    /// A bare ACK carries SND.MAX, not SND.NXT: after a timeout SND.NXT is pulled back
+    /// to SND.UNA, and an ACK numbered below the peer's RCV.NXT would fail its
+    /// acceptability test (§3.10.7.4) and be dropped with its ACK field unread; with
+    /// both sides retransmitting, neither would ever learn of the other's progress (BSD
+    /// tcp_output uses snd_max here for the same reason). Nor past the peer's window:
+    /// after a zero-window probe SND.MAX lies beyond it, the only acceptable number is
+    /// RCV.NXT = SND.UNA, and two zero windows would deadlock on dropped ACKs (Linux
+    /// tcp_acceptable_seq caps it likewise).
+    pub(super) fn push_bare_ack(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
+        let wnd_end = self.snd.una + self.snd.wnd;
+        let seq = if self.snd.max > wnd_end {
+            wnd_end
+        } else {
+            self.snd.max
+        };
+        self.push_ack(now, seq, out);
     }
 
     /// A segment with no data: an ACK, or a keepalive probe.
@@ -248,7 +257,7 @@ impl Tcb {
 
     /// What congestion control lets us send now: PRR's allowance in recovery
     /// (RFC 6937), cwnd less pipe otherwise (RFC 6675 §5).
-    fn cc_room(&self) -> usize {
+    pub(super) fn cc_room(&self) -> usize {
         if self.recovery.in_recovery {
             self.recovery.prr_budget()
         } else {
@@ -257,7 +266,7 @@ impl Tcb {
     }
 
     /// Bytes of new data the peer's window still takes from SND.NXT on.
-    fn rwnd_room(&self) -> usize {
+    pub(super) fn rwnd_room(&self) -> usize {
         let edge = self.snd.una + self.snd.wnd;
         if self.snd.nxt >= edge {
             0

@@ -1,0 +1,364 @@
+//! The fast paths (header prediction, `tcb/fast.rs`) change no outcome: random
+//! conversations between two connections, over a lossy, duplicating, reordering and
+//! delaying wire, run once with the fast paths on and once with them off, and every
+//! output (segments, receive outcomes, events, deadlines) and every part of both
+//! connections' state after each step must be the same.
+
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::config::{CongestionAlgorithm, TcpConfig};
+use super::pool::{MemoryBudget, RingPool};
+use super::segment::{Flags, Segment, TxSegment};
+use super::seq::SeqNum;
+use super::tcb::{Opening, Tcb, TcbLimits};
+use crate::rng::Rng;
+use crate::time::Instant;
+
+const A: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000);
+const B: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80);
+
+/// `percent` in a hundred.
+fn chance(rng: &mut Rng, percent: u64) -> bool {
+    rng.below(100) < percent
+}
+
+/// What a seed says about the conversation.
+struct Knobs {
+    cfg_a: TcpConfig,
+    cfg_b: TcpConfig,
+    budget: Option<MemoryBudget>,
+    loss: u64,
+    dup: u64,
+    reorder: u64,
+    steps: usize,
+}
+
+fn tcp_config(rng: &mut Rng) -> TcpConfig {
+    let buffers = [2048, 4096, 16 * 1024, 64 * 1024, 256 * 1024];
+    TcpConfig {
+        send_buffer: buffers[rng.below(5) as usize],
+        recv_buffer: buffers[rng.below(5) as usize],
+        window_scaling: chance(rng, 80),
+        timestamps: chance(rng, 80),
+        sack: chance(rng, 80),
+        congestion_control: if chance(rng, 50) {
+            CongestionAlgorithm::Cubic
+        } else {
+            CongestionAlgorithm::NewReno
+        },
+        max_retries: 50,
+        ..TcpConfig::default()
+    }
+}
+
+fn knobs(seed: u64) -> Knobs {
+    let mut rng = Rng::new(seed);
+    Knobs {
+        cfg_a: tcp_config(&mut rng),
+        cfg_b: tcp_config(&mut rng),
+        budget: chance(&mut rng, 20).then_some(MemoryBudget {
+            low: 4096,
+            pressure: 8192,
+            limit: 16384,
+        }),
+        loss: [0, 0, 1, 5, 15][rng.below(5) as usize],
+        dup: [0, 0, 2, 10][rng.below(4) as usize],
+        reorder: [0, 0, 5, 30][rng.below(4) as usize],
+        steps: 500 + rng.below(4000) as usize,
+    }
+}
+
+/// A segment on the wire: the receiver's view of a [`TxSegment`], and its payload.
+struct Wire {
+    at: Instant,
+    seg: Segment,
+    payload: Vec<u8>,
+}
+
+fn to_wire(tcb: &Tcb, tx: &TxSegment, from: SocketAddrV4, to: SocketAddrV4, at: Instant) -> Wire {
+    let mut payload = vec![0; tx.payload_len];
+    if !payload.is_empty() {
+        tcb.write_payload(tx, &mut payload);
+    }
+    let sends_sack = !tx.sack_permitted && tx.ack.is_some();
+    Wire {
+        at,
+        seg: Segment {
+            src_port: from.port(),
+            dst_port: to.port(),
+            seq: tx.seq,
+            ack: tx.ack.unwrap_or(SeqNum(0)),
+            flags: Flags {
+                syn: tx.syn,
+                ack: tx.ack.is_some(),
+                fin: tx.fin,
+                rst: tx.rst,
+                psh: tx.psh,
+            },
+            window: tx.window,
+            mss: tx.mss,
+            wscale: tx.wscale,
+            sack_permitted: tx.sack_permitted,
+            timestamp: tx.timestamp,
+            sack: if sends_sack { tx.sack } else { [None; 3] },
+            payload_len: tx.payload_len,
+        },
+        payload,
+    }
+}
+
+/// One side of the conversation: its connection (once it exists), what it still has
+/// to send, and the segments travelling towards it.
+struct End {
+    tcb: Option<Tcb>,
+    to_send: usize,
+    closed: bool,
+    inbox: VecDeque<Wire>,
+}
+
+struct World {
+    rng: Rng,
+    knobs: Knobs,
+    now: Instant,
+    pool: RingPool,
+    ends: [End; 2],
+    limits: [Rc<TcbLimits>; 2],
+    log: Vec<String>,
+}
+
+impl World {
+    fn new(seed: u64, fast: bool) -> World {
+        let knobs = knobs(seed);
+        let limits = |cfg: &TcpConfig| {
+            let l = TcbLimits::new(cfg);
+            Rc::new(if fast { l } else { l.without_fast_paths() })
+        };
+        let pool = match knobs.budget {
+            Some(b) => RingPool::with_budget(1 << 20, b),
+            None => RingPool::default(),
+        };
+        let end = || End {
+            tcb: None,
+            to_send: 0,
+            closed: false,
+            inbox: VecDeque::new(),
+        };
+        World {
+            rng: Rng::new(seed ^ 0xfeed),
+            limits: [limits(&knobs.cfg_a), limits(&knobs.cfg_b)],
+            knobs,
+            now: Instant::from_millis(1),
+            pool,
+            ends: [end(), end()],
+            log: Vec::new(),
+        }
+    }
+
+    fn addrs(side: usize) -> (SocketAddrV4, SocketAddrV4) {
+        if side == 0 {
+            (A, B)
+        } else {
+            (B, A)
+        }
+    }
+
+    fn opening(&self, side: usize) -> Opening<'_> {
+        let (local, remote) = World::addrs(side);
+        Opening {
+            local,
+            remote,
+            iss: SeqNum(if side == 0 { 0xffff_f000 } else { 77_000 }),
+            ts_offset: if side == 0 { 12345 } else { 0xffff_0000 },
+            our_mss: [1460, 536][side],
+            now: self.now,
+            cfg: if side == 0 {
+                &self.knobs.cfg_a
+            } else {
+                &self.knobs.cfg_b
+            },
+            limits: Rc::clone(&self.limits[side]),
+        }
+    }
+
+    /// Let `side` send what it wants; the wire loses, duplicates and delays it.
+    fn transmit(&mut self, side: usize) {
+        let Some(tcb) = self.ends[side].tcb.as_mut() else {
+            return;
+        };
+        let mut out = Vec::new();
+        tcb.poll_transmit(self.now, &mut out, &mut self.pool);
+        let (from, to) = World::addrs(side);
+        for tx in &out {
+            self.log.push(format!("{side} tx {tx:?}"));
+            let tcb = self.ends[side].tcb.as_ref().expect("a connection");
+            if chance(&mut self.rng, self.knobs.loss) {
+                continue;
+            }
+            let copies = 1 + usize::from(chance(&mut self.rng, self.knobs.dup));
+            for _ in 0..copies {
+                let delay = Duration::from_micros(50 + self.rng.below(2000));
+                let w = to_wire(tcb, tx, from, to, self.now + delay);
+                let inbox = &mut self.ends[1 - side].inbox;
+                if chance(&mut self.rng, self.knobs.reorder) && !inbox.is_empty() {
+                    let i = self.rng.below(inbox.len() as u64) as usize;
+                    inbox.insert(i, w);
+                } else {
+                    inbox.push_back(w);
+                }
+            }
+        }
+        self.settle(side);
+    }
+
+    /// Log what `side` shows to the outside after a step.
+    fn settle(&mut self, side: usize) {
+        let Some(tcb) = self.ends[side].tcb.as_mut() else {
+            return;
+        };
+        let ev = tcb.take_events();
+        self.log.push(format!(
+            "{side} ev {ev:?} deadline {:?}",
+            tcb.next_deadline()
+        ));
+        self.log.push(format!("{side} state {}", tcb.fingerprint()));
+    }
+
+    /// Deliver the next segment waiting for `side`, if it is due.
+    fn deliver(&mut self, side: usize) {
+        let due = self.ends[side]
+            .inbox
+            .front()
+            .is_some_and(|w| w.at <= self.now);
+        if !due {
+            return;
+        }
+        let w = self.ends[side].inbox.pop_front().expect("a segment");
+        if self.ends[side].tcb.is_none() {
+            if side == 1 && w.seg.flags.syn && !w.seg.flags.ack {
+                let tcb = Tcb::accept_syn(&self.opening(1), &w.seg);
+                self.ends[1].tcb = Some(tcb);
+                self.transmit(1);
+            }
+            return;
+        }
+        let tcb = self.ends[side].tcb.as_mut().expect("a connection");
+        let out = tcb.on_segment(self.now, &w.seg, &w.payload, &mut self.pool);
+        self.log.push(format!("{side} rx {:?} -> {out:?}", w.seg));
+        if let Some((a, b)) = out.deliver {
+            // The application takes some of it and leaves the rest.
+            let n = b - a;
+            let take = if chance(&mut self.rng, 70) {
+                n
+            } else {
+                self.rng.below(n as u64 + 1) as usize
+            };
+            tcb.keep_unconsumed(&w.payload[a + take..b], &mut self.pool);
+        }
+        self.transmit(side);
+    }
+
+    fn app(&mut self, side: usize) {
+        let end = &mut self.ends[side];
+        let Some(tcb) = end.tcb.as_mut() else {
+            return;
+        };
+        match self.rng.below(4) {
+            0 | 1 if end.to_send > 0 => {
+                let len = end.to_send.min(1 + self.rng.below(20_000) as usize);
+                let data: Vec<u8> = (0..len).map(|i| (i * 7 + side) as u8).collect();
+                if let Ok(n) = tcb.send(&data, &mut self.pool) {
+                    end.to_send -= n;
+                }
+            }
+            2 => {
+                let n = tcb.readable_len();
+                let take = if chance(&mut self.rng, 50) {
+                    n
+                } else {
+                    self.rng.below(n as u64 + 1) as usize
+                };
+                tcb.consume(take, &mut self.pool);
+            }
+            _ => {
+                if end.to_send == 0 && !end.closed && chance(&mut self.rng, 5) {
+                    end.closed = true;
+                    tcb.close();
+                }
+            }
+        }
+        self.transmit(side);
+    }
+
+    fn run(mut self) -> (Vec<String>, u64) {
+        let hits = super::tcb::fast::PREDICTED.with(|n| n.get());
+        let a = Tcb::connect(&self.opening(0));
+        self.ends[0].tcb = Some(a);
+        self.ends[0].to_send = self.rng.below(1 << 20) as usize;
+        self.ends[1].to_send = self.rng.below(1 << 20) as usize;
+        self.transmit(0);
+        for _ in 0..self.knobs.steps {
+            let side = self.rng.below(2) as usize;
+            match self.rng.below(10) {
+                0..=4 => self.deliver(side),
+                5..=7 => self.app(side),
+                8 => {
+                    self.now += Duration::from_micros(1 + self.rng.below(3000));
+                }
+                _ => {
+                    // Jump to the next thing due: a segment or a timer.
+                    let next = self
+                        .ends
+                        .iter()
+                        .flat_map(|e| {
+                            [
+                                e.inbox.front().map(|w| w.at),
+                                e.tcb.as_ref().and_then(|t| t.next_deadline()),
+                            ]
+                        })
+                        .flatten()
+                        .min();
+                    if let Some(t) = next {
+                        if t > self.now {
+                            self.now = t;
+                        }
+                    }
+                    for s in 0..2 {
+                        if let Some(tcb) = self.ends[s].tcb.as_mut() {
+                            tcb.on_timer(self.now);
+                            self.transmit(s);
+                        }
+                    }
+                }
+            }
+        }
+        let hits = super::tcb::fast::PREDICTED.with(|n| n.get()) - hits;
+        (self.log, hits)
+    }
+}
+
+#[test]
+fn fast_paths_change_nothing() {
+    let mut predicted = 0;
+    for seed in 0..400 {
+        let (fast, hits) = World::new(seed, true).run();
+        let (slow, none) = World::new(seed, false).run();
+        assert_eq!(none, 0, "seed {seed}: the fast path ran while off");
+        predicted += hits;
+        if let Some(i) = (0..fast.len().max(slow.len())).find(|&i| fast.get(i) != slow.get(i)) {
+            let from = i.saturating_sub(6);
+            panic!(
+                "seed {seed}: the paths differ at step {i}\nbefore:\n{}\nfast: {:?}\nslow: {:?}",
+                fast[from..i].join("\n"),
+                fast.get(i),
+                slow.get(i)
+            );
+        }
+    }
+    assert!(
+        predicted > 10_000,
+        "only {predicted} segments took the fast path"
+    );
+}
