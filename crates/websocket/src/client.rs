@@ -12,6 +12,8 @@ use rusty_stack::{Conn, Handler};
 use crate::app::WsApp;
 use crate::base64;
 use crate::config::WsConfig;
+use crate::deflate;
+use crate::extension::DeflateCodec;
 use crate::handshake::{check_response, ClientRequest, HeadProgress};
 use crate::parser::Role;
 use crate::session::{
@@ -45,6 +47,13 @@ impl<A: WsApp> WsClient<A> {
     /// The connection state for a new connection that will ask for `request` and
     /// carry the application state `state`.
     pub fn connection(&mut self, request: ClientRequest, state: A::State) -> WsConn<A::State> {
+        let mut request = request;
+        if self.cfg.deflate.enabled {
+            request.headers.push((
+                "Sec-WebSocket-Extensions".to_string(),
+                deflate::client_offer(&self.cfg.deflate),
+            ));
+        }
         let mut c = WsConn::new(Role::Client, &self.cfg, Some(state));
         // Keys and masks come from a generator seeded per connection from std's
         // per-process random hash keys.
@@ -74,13 +83,23 @@ impl<A: WsApp> WsClient<A> {
         };
         let st = conn.state();
         let checked = match &st.client {
-            Some(c) => check_response(st.head.bytes(), &c.key, &c.request.protocols),
+            Some(c) => check_response(
+                st.head.bytes(),
+                &c.key,
+                &c.request.protocols,
+                &self.cfg.deflate,
+            ),
             None => return data.len(),
         };
         match checked {
-            Ok(protocol) => {
-                st.protocol = protocol;
+            Ok(answer) => {
+                st.protocol = answer.protocol;
                 st.client = None;
+                if let Some(neg) = answer.deflate {
+                    let codec = DeflateCodec::new(&neg, deflate::Role::Client, &self.cfg.deflate);
+                    st.set_codec(Box::new(codec));
+                    self.stats.deflate += 1;
+                }
                 let mut ep = self.endpoint();
                 ep.opened(conn);
                 used + ep.frames(conn, &data[used..])
