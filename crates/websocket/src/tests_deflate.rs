@@ -320,6 +320,38 @@ fn rsv1_without_negotiation_fails_with_1002() {
     assert_eq!(stats.error(ProtocolError::ReservedBits), 1);
 }
 
+/// Chooses the XOR stand-in whatever is offered.
+struct XorAlways;
+
+impl WsApp for XorAlways {
+    type State = ();
+
+    fn message(&mut self, ws: &mut WsHandle<'_, '_, ()>, msg: Message<'_>) {
+        WsEcho.message(ws, msg);
+    }
+}
+
+impl WsServerApp for XorAlways {
+    fn open(&mut self, _req: &Request, _peer: SocketAddrV4) -> Result<Accept<()>, Reject> {
+        Ok(Accept::new(()).extension(Box::new(Xor), "x-xor"))
+    }
+}
+
+#[test]
+fn the_applications_extension_wins_over_deflate() {
+    let mut s = upgrade_offering("permessage-deflate, x-xor").into_bytes();
+    s.extend_from_slice(&raw_frame(0xC2, &[0x55 ^ b'a'; 40]));
+    let (seen, stats) = raw_run(XorAlways, on(), s);
+    assert!(
+        seen.head
+            .contains("\r\nSec-WebSocket-Extensions: x-xor\r\n"),
+        "{}",
+        seen.head
+    );
+    assert_eq!(stats.deflate, 0);
+    assert_eq!(seen.frames[0], (0xC2, vec![0x55 ^ b'a'; 40]));
+}
+
 /// A byte-level server: answers the opening handshake with `extension` in its
 /// `Sec-WebSocket-Extensions` (none when empty), then records what it gets.
 #[derive(Default)]
