@@ -47,13 +47,6 @@ impl<A: WsApp> WsClient<A> {
     /// The connection state for a new connection that will ask for `request` and
     /// carry the application state `state`.
     pub fn connection(&mut self, request: ClientRequest, state: A::State) -> WsConn<A::State> {
-        let mut request = request;
-        if self.cfg.deflate.enabled {
-            request.headers.push((
-                "Sec-WebSocket-Extensions".to_string(),
-                deflate::client_offer(&self.cfg.deflate),
-            ));
-        }
         let mut c = WsConn::new(Role::Client, &self.cfg, Some(state));
         // Keys and masks come from a generator seeded per connection from std's
         // per-process random hash keys.
@@ -130,11 +123,16 @@ impl<A: WsApp> Handler for WsClient<A> {
     }
 
     fn connected(&mut self, conn: &mut Conn<'_, Self::Conn>) {
+        let offer = self
+            .cfg
+            .deflate
+            .enabled
+            .then(|| deflate::client_offer(&self.cfg.deflate));
         let request = conn
             .state()
             .client
             .as_ref()
-            .map(|c| c.request.to_bytes(&c.key));
+            .map(|c| c.request.to_bytes_offering(&c.key, offer.as_deref()));
         match request {
             Some(r) => {
                 let _ = send_all(conn, &r);

@@ -380,6 +380,12 @@ impl ClientRequest {
 
     /// The request's bytes with `key` as `Sec-WebSocket-Key`.
     pub fn to_bytes(&self, key: &str) -> Vec<u8> {
+        self.to_bytes_offering(key, None)
+    }
+
+    /// The request's bytes with `key` as `Sec-WebSocket-Key` and, if given, `extensions`
+    /// as `Sec-WebSocket-Extensions` (the client's permessage-deflate offer).
+    pub fn to_bytes_offering(&self, key: &str, extensions: Option<&str>) -> Vec<u8> {
         let path = if self.path.is_empty() {
             "/"
         } else {
@@ -398,6 +404,9 @@ impl ClientRequest {
         }
         if let Some(o) = &self.origin {
             let _ = write!(s, "Origin: {o}\r\n");
+        }
+        if let Some(e) = extensions {
+            let _ = write!(s, "Sec-WebSocket-Extensions: {e}\r\n");
         }
         for (n, v) in &self.headers {
             let _ = write!(s, "{n}: {v}\r\n");
