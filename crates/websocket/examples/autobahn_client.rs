@@ -1,7 +1,8 @@
 //! Drive Autobahn's fuzzing server (`wstest -m fuzzingserver`) with [`WsClient`] on the
 //! kernel's sockets, to check the client role against a peer we did not write:
 //!
-//! `autobahn_client <ipv4:port> [agent]` asks the server how many cases it has, runs
+//! `autobahn_client <ipv4:port> [agent] [--deflate]` (`--deflate`: offer
+//! permessage-deflate, for sections 12 and 13) asks the server how many cases it has, runs
 //! each (echoing every message back, as Autobahn expects), then asks it to write its
 //! report. One connection at a time, one worker.
 
@@ -14,6 +15,7 @@ use rusty::cli::link::{LinkKind, LinkSpec};
 use rusty::launch::{self, Launch};
 use rusty::runtime::StopHandle;
 use rusty_stack::{CloseReason, Conn, ConnectError, Handler, Opener};
+use rusty_websocket::deflate::DeflateConfig;
 use rusty_websocket::{
     ClientRequest, CloseInfo, Data, Message, WsApp, WsClient, WsConfig, WsConn, WsHandle,
 };
@@ -147,12 +149,27 @@ impl Handler for Driver {
 }
 
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let Some(target) = args.next().and_then(|a| a.parse::<SocketAddrV4>().ok()) else {
-        eprintln!("usage: autobahn_client <ipv4:port> [agent]");
+    let (flags, mut args): (Vec<String>, Vec<String>) =
+        std::env::args().skip(1).partition(|a| a.starts_with("--"));
+    let deflate = flags.iter().any(|f| f == "--deflate");
+    let usage = flags.iter().any(|f| f != "--deflate") || args.is_empty() || args.len() > 2;
+    let target = args.first().and_then(|a| a.parse::<SocketAddrV4>().ok());
+    let (false, Some(target)) = (usage, target) else {
+        eprintln!("usage: autobahn_client <ipv4:port> [agent] [--deflate]");
         return ExitCode::from(2);
     };
-    let agent = args.next().unwrap_or_else(|| "rusty-ws-client".to_string());
+    let agent = if args.len() == 2 {
+        args.remove(1)
+    } else {
+        "rusty-ws-client".to_string()
+    };
+    let cfg = WsConfig {
+        deflate: DeflateConfig {
+            enabled: deflate,
+            ..DeflateConfig::default()
+        },
+        ..WsConfig::default()
+    };
     let launch = Launch::new(vec![LinkSpec {
         kind: LinkKind::Kernel,
         ip: Ipv4Addr::UNSPECIFIED,
@@ -164,7 +181,7 @@ fn main() -> ExitCode {
     let make = {
         let (stop, failed, agent) = (stop.clone(), failed.clone(), agent.clone());
         move |_: &rusty::runtime::WorkerContext| Driver {
-            client: WsClient::new(Ab::default(), WsConfig::default()),
+            client: WsClient::new(Ab::default(), cfg.clone()),
             target,
             agent: agent.clone(),
             next_case: 0,

@@ -163,7 +163,8 @@ impl<S> Accept<S> {
 
     /// Use a negotiated per-message extension; `response` is the
     /// `Sec-WebSocket-Extensions` value to answer with (see
-    /// [`extension`](crate::extension)).
+    /// [`extension`](crate::extension)). It takes the place of the permessage-deflate
+    /// the server would otherwise negotiate itself ([`WsConfig::deflate`](crate::WsConfig)).
     pub fn extension(mut self, codec: Box<dyn MessageCodec>, response: &str) -> Accept<S> {
         self.extension = Some((codec, response.to_string()));
         self

@@ -12,6 +12,8 @@ use rusty_stack::{Conn, Handler, Opener};
 use crate::app::WsApp;
 use crate::base64;
 use crate::config::WsConfig;
+use crate::deflate;
+use crate::extension::DeflateCodec;
 use crate::handshake::{check_response, ClientRequest, HeadProgress};
 use crate::parser::Role;
 use crate::session::{
@@ -104,13 +106,23 @@ impl<A: WsApp> WsClient<A> {
         };
         let st = conn.state();
         let checked = match &st.client {
-            Some(c) => check_response(st.head.bytes(), &c.key, &c.request.protocols),
+            Some(c) => check_response(
+                st.head.bytes(),
+                &c.key,
+                &c.request.protocols,
+                &self.cfg.deflate,
+            ),
             None => return data.len(),
         };
         match checked {
-            Ok(protocol) => {
-                st.protocol = protocol;
+            Ok(answer) => {
+                st.protocol = answer.protocol;
                 st.client = None;
+                if let Some(neg) = answer.deflate {
+                    let codec = DeflateCodec::new(&neg, deflate::Role::Client, &self.cfg.deflate);
+                    st.set_codec(Box::new(codec));
+                    self.stats.deflate += 1;
+                }
                 let mut ep = self.endpoint();
                 ep.opened(conn);
                 used + ep.frames(conn, &data[used..])
@@ -141,11 +153,16 @@ impl<A: WsApp> Handler for WsClient<A> {
     }
 
     fn connected(&mut self, conn: &mut Conn<'_, Self::Conn>) {
+        let offer = self
+            .cfg
+            .deflate
+            .enabled
+            .then(|| deflate::client_offer(&self.cfg.deflate));
         let request = conn
             .state()
             .client
             .as_ref()
-            .map(|c| c.request.to_bytes(&c.key));
+            .map(|c| c.request.to_bytes_offering(&c.key, offer.as_deref()));
         match request {
             Some(r) => {
                 let _ = send_all(conn, &r);

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::deflate::DeflateConfig;
+
 /// Limits and timeouts, shared by the server and client roles. The defaults follow
 /// what users of tungstenite (the most used Rust WebSocket library) and nginx already
 /// know, so porting an application changes nothing it relies on:
@@ -15,10 +17,17 @@ use std::time::Duration;
 /// | `idle_timeout` | none | tungstenite and a plain socket (nginx's proxy closes after 60 s) |
 /// | `close_timeout` | 5 s | nginx's `lingering_timeout` |
 /// | `max_send_queue` | 4 MiB | Linux's largest default `tcp_wmem` |
+/// | `deflate` | off | LAppS and most servers; nginx does not compress WebSocket |
 ///
 /// Autobahn's section 9 sends messages and frames of up to 16 MiB, which these
 /// defaults take. Lower `max_message` (ws-echo: `--max-message`) when many connections
 /// share little memory: each may hold one message being assembled.
+///
+/// permessage-deflate (RFC 7692) is off by default, as in LAppS and most servers (nginx
+/// only proxies WebSocket and never compresses it): it trades CPU and, with context
+/// takeover, a few hundred KiB of zlib state per connection that used it (see
+/// [`DeflateCodec`](crate::extension::DeflateCodec)) for bandwidth. Turn it on with
+/// `deflate: DeflateConfig::enabled()` (ws-echo: `--deflate`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WsConfig {
     /// The longest frame payload accepted; longer fails the connection with 1009.
@@ -42,6 +51,9 @@ pub struct WsConfig {
     /// own window instead of growing our memory. Checked every eighth of this many
     /// bytes sent, so the queue stays below 9/8 of it plus one message.
     pub max_send_queue: usize,
+    /// permessage-deflate: a server accepts a client's offer, a client offers it. Off by
+    /// default. `max_message` bounds the decompressed size (a bomb fails with 1009).
+    pub deflate: DeflateConfig,
 }
 
 impl Default for WsConfig {
@@ -54,6 +66,7 @@ impl Default for WsConfig {
             idle_timeout: None,
             close_timeout: Duration::from_secs(5),
             max_send_queue: 4 << 20,
+            deflate: DeflateConfig::default(),
         }
     }
 }

@@ -216,6 +216,16 @@ fn trim_ows(s: &str) -> &str {
     s.trim_matches(|c| c == ' ' || c == '\t')
 }
 
+/// The (lower-cased) names of the extensions in a `Sec-WebSocket-Extensions` value, or
+/// `None` if any element is malformed: a client checks that a server answered only what it
+/// offered.
+pub(crate) fn extension_names(header: &str) -> Option<Vec<String>> {
+    parse_extension_list(header)
+        .into_iter()
+        .map(|e| e.ok().map(|e| e.name))
+        .collect()
+}
+
 /// Splits `s` at every `sep` outside a quoted-string. `Err` if a quoted-string is not closed.
 fn split_outside_quotes(s: &str, sep: u8) -> Result<Vec<&str>, ()> {
     let bytes = s.as_bytes();

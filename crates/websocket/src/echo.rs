@@ -1,5 +1,7 @@
 //! The echo application behind `ws-echo`: every text and binary message goes back as
-//! the same type, its assembled payload queued by reference (no copy).
+//! the same type, its assembled payload queued by reference (no copy), or compressed
+//! into a new buffer when the connection negotiated permessage-deflate (the echo goes
+//! through the codec like any message sent with [`WsHandle`]).
 
 use std::net::SocketAddrV4;
 

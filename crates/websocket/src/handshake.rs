@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use sha1::{Digest, Sha1};
 
 use crate::base64;
+use crate::deflate::{self, DeflateConfig, Negotiated};
 
 /// The GUID RFC 6455 §1.3 appends to the key before hashing.
 const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -379,6 +380,12 @@ impl ClientRequest {
 
     /// The request's bytes with `key` as `Sec-WebSocket-Key`.
     pub fn to_bytes(&self, key: &str) -> Vec<u8> {
+        self.to_bytes_offering(key, None)
+    }
+
+    /// The request's bytes with `key` as `Sec-WebSocket-Key` and, if given, `extensions`
+    /// as `Sec-WebSocket-Extensions` (the client's permessage-deflate offer).
+    pub fn to_bytes_offering(&self, key: &str, extensions: Option<&str>) -> Vec<u8> {
         let path = if self.path.is_empty() {
             "/"
         } else {
@@ -397,6 +404,9 @@ impl ClientRequest {
         }
         if let Some(o) = &self.origin {
             let _ = write!(s, "Origin: {o}\r\n");
+        }
+        if let Some(e) = extensions {
+            let _ = write!(s, "Sec-WebSocket-Extensions: {e}\r\n");
         }
         for (n, v) in &self.headers {
             let _ = write!(s, "{n}: {v}\r\n");
@@ -421,15 +431,30 @@ pub enum ResponseError {
     BadProtocol,
     /// The server answered with extensions we did not offer.
     BadExtension,
+    /// The server's permessage-deflate answer does not fit our offer (RFC 7692 §5).
+    BadDeflate(String),
+}
+
+/// What a server's acceptable handshake response chose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerAnswer {
+    /// The subprotocol the server chose, if any.
+    pub protocol: Option<String>,
+    /// The permessage-deflate parameters in force, if the server accepted our offer.
+    pub deflate: Option<Negotiated>,
 }
 
 /// Check the server's response head to a request with `key` offering `offered`
-/// subprotocols; returns the subprotocol the server chose, if any.
+/// subprotocols and, when `deflate` is enabled, permessage-deflate
+/// ([`deflate::client_offer`]). An extension we did not offer, or a permessage-deflate
+/// answer [`deflate::client_accept`] refuses, is an error (§4.1: the client fails the
+/// connection).
 pub fn check_response(
     head: &[u8],
     key: &str,
     offered: &[String],
-) -> Result<Option<String>, ResponseError> {
+    deflate: &DeflateConfig,
+) -> Result<ServerAnswer, ResponseError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
     match resp.parse(head) {
@@ -448,19 +473,31 @@ pub fn check_response(
     if header_values(&headers, "Sec-WebSocket-Accept").next() != Some(accept_key(key).as_str()) {
         return Err(ResponseError::BadAccept);
     }
-    // We offer no extension yet (TODO(deflate): offer and accept permessage-deflate).
-    if header_tokens(&headers, "Sec-WebSocket-Extensions")
+    let extensions = header_values(&headers, "Sec-WebSocket-Extensions")
+        .collect::<Vec<_>>()
+        .join(", ");
+    let deflate = if header_tokens(&headers, "Sec-WebSocket-Extensions")
         .next()
-        .is_some()
+        .is_none()
     {
-        return Err(ResponseError::BadExtension);
-    }
+        None
+    } else {
+        // Only permessage-deflate can have been offered, and only when enabled.
+        let names = deflate::extension_names(&extensions).ok_or(ResponseError::BadExtension)?;
+        if !deflate.enabled || names.iter().any(|n| n != deflate::EXTENSION_NAME) {
+            return Err(ResponseError::BadExtension);
+        }
+        let neg = deflate::client_accept(&extensions, deflate)
+            .map_err(|e| ResponseError::BadDeflate(e.to_string()))?;
+        Some(neg)
+    };
     let chosen = header_values(&headers, "Sec-WebSocket-Protocol").next();
-    match chosen {
-        None => Ok(None),
-        Some(p) if offered.iter().any(|o| o == p) => Ok(Some(p.to_string())),
-        Some(_) => Err(ResponseError::BadProtocol),
-    }
+    let protocol = match chosen {
+        None => None,
+        Some(p) if offered.iter().any(|o| o == p) => Some(p.to_string()),
+        Some(_) => return Err(ResponseError::BadProtocol),
+    };
+    Ok(ServerAnswer { protocol, deflate })
 }
 
 #[cfg(test)]
@@ -580,27 +617,77 @@ mod tests {
         let mut req = ClientRequest::new("h:1", "/x");
         req.protocols = vec!["a".into(), "b".into()];
         let key = "dGhlIHNhbXBsZSBub25jZQ==";
+        let off = DeflateConfig::default();
         let parsed = Request::parse(&req.to_bytes(key)).unwrap();
         let accept = parsed.validate().unwrap();
         let resp = switching_protocols(&accept, Some("b"), None, &[]);
         assert_eq!(
-            check_response(&resp, key, &req.protocols),
+            check_response(&resp, key, &req.protocols, &off).map(|a| a.protocol),
             Ok(Some("b".into()))
         );
         let resp = switching_protocols(&accept, Some("c"), None, &[]);
         assert_eq!(
-            check_response(&resp, key, &req.protocols),
+            check_response(&resp, key, &req.protocols, &off),
             Err(ResponseError::BadProtocol)
         );
         let other = switching_protocols(&accept_key("x"), None, None, &[]);
         assert_eq!(
-            check_response(&other, key, &req.protocols),
+            check_response(&other, key, &req.protocols, &off),
             Err(ResponseError::BadAccept)
         );
         let no = Reject::new(403).to_bytes();
         assert_eq!(
-            check_response(&no, key, &[]),
+            check_response(&no, key, &[], &off),
             Err(ResponseError::Status(403))
         );
+    }
+
+    #[test]
+    fn client_checks_the_extension_answer() {
+        let key = "dGhlIHNhbXBsZSBub25jZQ==";
+        let accept = accept_key(key);
+        let on = DeflateConfig::enabled();
+        let off = DeflateConfig::default();
+        let check = |ext: Option<&str>, cfg: &DeflateConfig| {
+            check_response(&switching_protocols(&accept, None, ext, &[]), key, &[], cfg)
+                .map(|a| a.deflate)
+        };
+        // No answer: no extension, offered or not.
+        assert_eq!(check(None, &on), Ok(None));
+        assert_eq!(check(None, &off), Ok(None));
+        // Not offered (disabled), or not ours: fail.
+        assert_eq!(
+            check(Some("permessage-deflate"), &off),
+            Err(ResponseError::BadExtension)
+        );
+        assert_eq!(check(Some("x-foo"), &on), Err(ResponseError::BadExtension));
+        assert_eq!(
+            check(Some("permessage-deflate, x-foo"), &on),
+            Err(ResponseError::BadExtension)
+        );
+        assert_eq!(
+            check(Some("permessage-deflate; a=\"b"), &on),
+            Err(ResponseError::BadExtension)
+        );
+        // A bad permessage-deflate answer: fail.
+        for bad in [
+            "permessage-deflate; client_max_window_bits",
+            "permessage-deflate; server_max_window_bits=7",
+            "permessage-deflate; foo",
+            "permessage-deflate, permessage-deflate",
+        ] {
+            assert!(
+                matches!(check(Some(bad), &on), Err(ResponseError::BadDeflate(_))),
+                "{bad}"
+            );
+        }
+        let neg = check(
+            Some("permessage-deflate; server_no_context_takeover; client_max_window_bits=10"),
+            &on,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(neg.server_no_context_takeover);
+        assert_eq!(neg.client_max_window_bits, 10);
     }
 }

@@ -138,7 +138,7 @@ impl Assembler {
                 .decompress(&self.zbuf, h.fin, &mut self.buf, self.max_message)
                 .map_err(|e| match e {
                     CodecError::TooBig => ProtocolError::MessageTooBig,
-                    CodecError::Invalid => ProtocolError::BadCompression,
+                    CodecError::Invalid | CodecError::Encode => ProtocolError::BadCompression,
                 })?;
             self.zbuf.clear();
             if self.buf.len() > self.max_message {
@@ -162,6 +162,11 @@ impl Assembler {
                 .map_err(|_| ProtocolError::InvalidUtf8)?;
         }
         Ok(())
+    }
+
+    /// Whether the message just completed (or in progress) came compressed.
+    pub fn compressed(&self) -> bool {
+        self.compressed
     }
 
     /// The payload of the message just completed.

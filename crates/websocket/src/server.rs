@@ -9,6 +9,8 @@ use rusty_stack::{Conn, Handler};
 
 use crate::app::WsServerApp;
 use crate::config::WsConfig;
+use crate::deflate;
+use crate::extension::DeflateCodec;
 use crate::handshake::{switching_protocols, HeadError, HeadProgress, Reject, Request};
 use crate::parser::Role;
 use crate::session::{endpoint_accessors, handler_callbacks, send_all, Endpoint, Phase, WsConn};
@@ -89,10 +91,7 @@ impl<A: WsServerApp> WsServer<A> {
                 return data.len();
             }
         };
-        // TODO(deflate): when `WsConfig` enables permessage-deflate and the application
-        // chose no extension itself, answer `req.extensions()` with
-        // `deflate::negotiate` and install its `PerMessageDeflate` as the codec.
-        let accept = match self.app.open(&req, conn.peer_addr()) {
+        let mut accept = match self.app.open(&req, conn.peer_addr()) {
             Ok(a) => a,
             Err(r) => {
                 self.stats.rejected_by_app += 1;
@@ -100,6 +99,15 @@ impl<A: WsServerApp> WsServer<A> {
                 return data.len();
             }
         };
+        // permessage-deflate, unless the application chose an extension itself.
+        if accept.extension.is_none() && self.cfg.deflate.enabled {
+            let offers = req.extensions().collect::<Vec<_>>().join(", ");
+            if let Some((neg, response)) = deflate::negotiate(&offers, &self.cfg.deflate) {
+                let codec = DeflateCodec::new(&neg, deflate::Role::Server, &self.cfg.deflate);
+                accept.extension = Some((Box::new(codec), response));
+                self.stats.deflate += 1;
+            }
+        }
         let ext = accept.extension.as_ref().map(|(_, v)| v.as_str());
         let resp = switching_protocols(
             &accept_key,

@@ -323,13 +323,18 @@ fn send_message<S>(
     if st.sending_fragments {
         return Err(WsSendError::FragmentInProgress);
     }
+    let len = payload.as_slice().len();
     stats.messages_out += 1;
-    stats.bytes_out += payload.as_slice().len() as u64;
-    if let Some(codec) = st.codec.as_mut() {
+    stats.bytes_out += len as u64;
+    // RFC 7692 §6.1: each message may go compressed or not; the codec decides by size.
+    // Compressing writes a new buffer, so a shared payload is not queued by reference.
+    if let Some(codec) = st.codec.as_mut().filter(|c| c.should_compress(len)) {
         let mut z = Vec::new();
-        codec.compress(payload.as_slice(), &mut z);
-        let z = Payload::Shared(Bytes::from(z));
-        return Ok(write_frame(conn, (kind.opcode(), true, RSV1), z)?);
+        if codec.compress(payload.as_slice(), &mut z).is_ok() {
+            stats.compressed_out += 1;
+            let z = Payload::Shared(Bytes::from(z));
+            return Ok(write_frame(conn, (kind.opcode(), true, RSV1), z)?);
+        }
     }
     Ok(write_frame(conn, (kind.opcode(), true, 0), payload)?)
 }
@@ -407,7 +412,8 @@ impl<S> WsHandle<'_, '_, S> {
         self.stats
     }
 
-    /// Send a text message, copying it.
+    /// Send a text message, copying it (compressed, with RSV1, when the connection
+    /// negotiated permessage-deflate and the codec finds it long enough).
     pub fn send_text(&mut self, text: &str) -> Result<(), WsSendError> {
         send_message(
             self.conn,
@@ -428,7 +434,9 @@ impl<S> WsHandle<'_, '_, S> {
     }
 
     /// Send a message whose bytes the application holds as [`Bytes`]: the server role
-    /// queues them by reference, without a copy. For [`MessageKind::Text`] they must be
+    /// queues them by reference, without a copy, unless the message is compressed
+    /// (permessage-deflate negotiated and the message long enough): compressing
+    /// necessarily writes a new buffer, which is queued instead. For [`MessageKind::Text`] they must be
     /// UTF-8 (the peer fails the connection otherwise); [`Message::into_bytes`] of a
     /// received text message is.
     pub fn send_shared(&mut self, kind: MessageKind, data: Bytes) -> Result<(), WsSendError> {
@@ -670,6 +678,7 @@ impl<A: WsApp> Endpoint<'_, A> {
         let st = conn.state();
         let mut buf = std::mem::take(st.msg.buffer());
         self.stats.messages_in += 1;
+        self.stats.compressed_in += u64::from(st.msg.compressed());
         self.stats.bytes_in += buf.len() as u64;
         if st.phase == Phase::Open {
             let app = &mut *self.app;

@@ -24,6 +24,12 @@ pub struct WsStats {
     pub messages_out: u64,
     /// Their payload bytes (before compression).
     pub bytes_out: u64,
+    /// Of the data messages received, those that came compressed (RSV1).
+    pub compressed_in: u64,
+    /// Of the data messages sent, those sent compressed (RSV1).
+    pub compressed_out: u64,
+    /// Handshakes that negotiated permessage-deflate.
+    pub deflate: u64,
     /// Pings received.
     pub pings_in: u64,
     /// Pongs received.
@@ -57,6 +63,9 @@ impl WsStats {
         self.bytes_in += o.bytes_in;
         self.messages_out += o.messages_out;
         self.bytes_out += o.bytes_out;
+        self.compressed_in += o.compressed_in;
+        self.compressed_out += o.compressed_out;
+        self.deflate += o.deflate;
         self.pings_in += o.pings_in;
         self.pongs_in += o.pongs_in;
         self.closes_in += o.closes_in;
@@ -87,7 +96,7 @@ impl fmt::Display for WsStats {
         write!(
             f,
             "handshakes {} rejected {} (by app {}, timed out {}), messages in {} ({} B) out {} ({} B), \
-             pings {} pongs {}, closes in {} out {}, clean {} unclean {}, idle timeouts {}, \
+             compressed in {} out {} (deflate on {} connections), pings {} pongs {}, closes in {} out {}, clean {} unclean {}, idle timeouts {}, \
              close timeouts {}, paused {}, protocol errors {}",
             self.handshakes,
             self.rejected,
@@ -97,6 +106,9 @@ impl fmt::Display for WsStats {
             self.bytes_in,
             self.messages_out,
             self.bytes_out,
+            self.compressed_in,
+            self.compressed_out,
+            self.deflate,
             self.pings_in,
             self.pongs_in,
             self.closes_in,

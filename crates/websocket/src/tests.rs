@@ -174,15 +174,26 @@ impl WsApp for EchoCheck {
 
 type EchoNet = SimPair<WsClient<EchoCheck>, WsServer<WsEcho>>;
 
-fn echo_net(faults: FaultConfig, seed: u64) -> EchoNet {
-    let mut client = WsClient::new(EchoCheck::default(), WsConfig::default());
+fn echo_net(client_cfg: WsConfig, server_cfg: WsConfig, faults: FaultConfig, seed: u64) -> EchoNet {
+    let mut client = WsClient::new(EchoCheck::default(), client_cfg);
     let state = client.connection(ClientRequest::new("10.0.0.2:9001", "/echo"), ());
-    let server = WsServer::new(WsEcho, WsConfig::default());
+    let server = WsServer::new(WsEcho, server_cfg);
     connected(client, state, server, faults, seed)
 }
 
 fn check_echo(faults: FaultConfig, seed: u64) {
-    let mut net = echo_net(faults, seed);
+    check_echo_with(WsConfig::default(), WsConfig::default(), faults, seed);
+}
+
+/// Run the script from a client with `client_cfg` against an echo server with
+/// `server_cfg`; returns the client's and the server's counters.
+fn check_echo_with(
+    client_cfg: WsConfig,
+    server_cfg: WsConfig,
+    faults: FaultConfig,
+    seed: u64,
+) -> (WsStats, WsStats) {
+    let mut net = echo_net(client_cfg, server_cfg, faults, seed);
     let done = net.run_until(Duration::from_secs(300), |n| {
         n.client.handler().app().closed.is_some() && n.server.handler().stats().clean_closes == 1
     });
@@ -214,6 +225,7 @@ fn check_echo(faults: FaultConfig, seed: u64) {
     assert_eq!(s.messages_out, want.len() as u64);
     assert_eq!(s.pings_in, app.pings_sent.len() as u64);
     assert_eq!((c.clean_closes, s.clean_closes), (1, 1));
+    (*c, *s)
 }
 
 #[test]
@@ -221,15 +233,20 @@ fn client_and_server_echo_fragmented_messages_with_pings() {
     check_echo(FaultConfig::none(), 1);
 }
 
-#[test]
-fn echo_survives_loss_and_reordering() {
-    let f = FaultConfig {
+/// 3% loss, 5% reordering by 3 ms, 1% duplication.
+fn lossy() -> FaultConfig {
+    FaultConfig {
         loss: 0.03,
         reorder: 0.05,
         reorder_delay: Duration::from_millis(3),
         duplicate: 0.01,
         ..FaultConfig::none()
-    };
+    }
+}
+
+#[test]
+fn echo_survives_loss_and_reordering() {
+    let f = lossy();
     for seed in 1..=4 {
         check_echo(f, seed);
     }
@@ -605,8 +622,9 @@ impl MessageCodec for Xor {
         Ok(())
     }
 
-    fn compress(&mut self, p: &[u8], out: &mut Vec<u8>) {
+    fn compress(&mut self, p: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend(p.iter().map(|b| b ^ 0x55));
+        Ok(())
     }
 }
 
@@ -804,3 +822,6 @@ fn an_open_idle_connection_is_small() {
         std::mem::size_of::<WsConn<()>>()
     );
 }
+
+#[path = "tests_deflate.rs"]
+mod deflate_e2e;

@@ -1,7 +1,8 @@
 //! `ws-echo <port> [<n links> [<link> <ipv4> <n workers>]...]`: a WebSocket echo server
 //! (RFC 6455) on Rusty's stack (TAP, AF_XDP) or, without links, on the kernel's sockets
 //! on all addresses with one worker per core. Every text and binary message goes back
-//! as the same type. On stop, each worker's WebSocket counters and their total are
+//! as the same type (compressed when the client negotiated permessage-deflate, which
+//! `--deflate` allows). On stop, each worker's WebSocket counters and their total are
 //! printed.
 
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ use rusty::cli::parse::parse_size;
 use rusty::cli::CommonArgs;
 use rusty::launch;
 use rusty::runtime::{StopHandle, WorkerContext};
+use rusty_websocket::deflate::DeflateConfig;
 use rusty_websocket::{WsConfig, WsEcho, WsServer, WsStats, WsStatsSink};
 
 #[derive(Debug, Parser)]
@@ -47,6 +49,14 @@ struct Cli {
     /// Seconds a peer has to answer our close frame.
     #[arg(long, value_name = "SECONDS", default_value_t = 5)]
     close_timeout: u64,
+    /// Accept permessage-deflate (RFC 7692) when a client offers it; echoes of
+    /// compressed messages go out compressed (messages under 32 bytes plain).
+    #[arg(long)]
+    deflate: bool,
+    /// With --deflate: reset our compressor after every message and say so
+    /// (server_no_context_takeover), keeping no compression context between messages.
+    #[arg(long, requires = "deflate")]
+    deflate_no_context_takeover: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -73,14 +83,25 @@ fn main() -> ExitCode {
         idle_timeout: seconds(cli.idle_timeout),
         handshake_timeout: seconds(cli.handshake_timeout),
         close_timeout: Duration::from_secs(cli.close_timeout),
+        deflate: DeflateConfig {
+            enabled: cli.deflate,
+            no_context_takeover: cli.deflate_no_context_takeover,
+            ..DeflateConfig::default()
+        },
     };
     let ready = || {
         log::info!(
-            "ws-echo: listening on port {} ({}); max message {} B, max frame {} B",
+            "ws-echo: listening on port {} ({}); max message {} B, max frame {} B, \
+             permessage-deflate {}",
             cli.port,
             launch.describe_links(),
             cfg.max_message,
-            cfg.max_frame
+            cfg.max_frame,
+            match (cfg.deflate.enabled, cfg.deflate.no_context_takeover) {
+                (false, _) => "off",
+                (true, false) => "on",
+                (true, true) => "on (no context takeover)",
+            }
         )
     };
     let stop = StopHandle::new();
