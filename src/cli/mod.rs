@@ -101,14 +101,16 @@ pub struct CommonArgs {
     /// FIN is not yet acknowledged) per worker; past it the oldest is reset.
     #[arg(long, value_name = "N", default_value_t = 16384)]
     pub max_orphans: usize,
-    /// Most live connections per worker (TIME-WAIT not counted), on Rusty's engines and
-    /// on kernel sockets alike; past it new connections are refused.
+    /// The connection table's limit per worker (TIME-WAIT not counted), on Rusty's
+    /// engines and on kernel sockets alike; past it the stack refuses new connections
+    /// before the application sees them. (An application's own limit, such as httpd's
+    /// --max-connections, counts what it accepts.)
     #[arg(long, value_name = "N", default_value_t = 65536, value_parser = parse_count)]
-    pub max_connections: usize,
+    pub engine_max_connections: usize,
     /// Rusty's engines: connection-table room each worker reserves at start, so that
     /// the tables never move up to this many connections (address space until used).
-    /// Default: --max-connections, at most 65536; raise it with --max-connections on
-    /// workers meant to hold hundreds of thousands.
+    /// Default: --engine-max-connections, at most 65536; raise both on workers meant to
+    /// hold hundreds of thousands.
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub reserved_connections: Option<usize>,
     /// Rusty's engines: most TIME-WAIT entries per worker (about 40 bytes each); past
@@ -175,10 +177,10 @@ impl CommonArgs {
         l.backlog = self.backlog as usize;
         l.memory = self.tcp_mem;
         l.max_orphans = self.max_orphans;
-        l.max_connections = self.max_connections;
+        l.max_connections = self.engine_max_connections;
         l.reserved_connections = self
             .reserved_connections
-            .unwrap_or(self.max_connections.min(l.reserved_connections));
+            .unwrap_or(self.engine_max_connections.min(l.reserved_connections));
         l.max_time_wait = self.max_time_wait;
         l.ephemeral_ports = self.ephemeral_ports.clone();
         l.tcp.orphan_timeout = Duration::from_secs(self.orphan_timeout);
@@ -262,7 +264,7 @@ mod tests {
         assert_eq!(l.ephemeral_ports, engine.ephemeral_ports);
         let million = Cli::try_parse_from([
             "x",
-            "--max-connections",
+            "--engine-max-connections",
             "1000000",
             "--reserved-connections",
             "1000000",
@@ -279,10 +281,10 @@ mod tests {
         );
         assert_eq!(l.max_time_wait, 200_000);
         assert_eq!(l.ephemeral_ports, 1024..=65535);
-        let few = Cli::try_parse_from(["x", "--max-connections", "100"]).unwrap();
+        let few = Cli::try_parse_from(["x", "--engine-max-connections", "100"]).unwrap();
         let l = few.common.launch(&few.links).unwrap();
         assert_eq!(l.reserved_connections, 100, "no more room than connections");
-        assert!(Cli::try_parse_from(["x", "--max-connections", "0"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--engine-max-connections", "0"]).is_err());
         assert!(Cli::try_parse_from(["x", "--ephemeral-ports", "60000-1024"]).is_err());
         assert!(Cli::try_parse_from(["x", "--ephemeral-ports", "0-10"]).is_err());
         assert!(Cli::try_parse_from(["x", "--ephemeral-ports", "1024"]).is_err());
