@@ -535,6 +535,36 @@ where
     Ok(runtime::run(workers, &launch.runtime, stop)?)
 }
 
+/// Where an application's workers leave their own counters when their handlers are
+/// dropped: (worker index, counters). httpd, `echo --discard` and `ws-echo` use one.
+pub type CounterSink<T> = Arc<std::sync::Mutex<Vec<(usize, T)>>>;
+
+/// An application's counters for [`log_counters`]: a label, the sink its workers filled
+/// and how two counter sets add up.
+pub type AppCounters<'a, T> = (&'a str, &'a CounterSink<T>, fn(&mut T, &T));
+
+/// What a server binary logs when [`run`] returns: each worker's stack counters, then
+/// (with `app`) each worker's application counters in worker order and their total.
+pub fn log_counters<T: Clone + Default + fmt::Display>(
+    stats: &[Stats],
+    app: Option<AppCounters<'_, T>>,
+) {
+    for (i, s) in stats.iter().enumerate() {
+        log::info!("worker {i}: {s}");
+    }
+    let Some((label, sink, add)) = app else {
+        return;
+    };
+    let mut per_worker = sink.lock().map(|v| v.clone()).unwrap_or_default();
+    per_worker.sort_by_key(|(i, _)| *i);
+    let mut total = T::default();
+    for (i, s) in &per_worker {
+        log::info!("{label} worker {i}: {s}");
+        add(&mut total, s);
+    }
+    log::info!("{label} total: {total}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,19 +67,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(stats) => {
-            for (i, s) in stats.iter().enumerate() {
-                log::info!("worker {i}: {s}");
-            }
-            if cli.discard {
-                let mut taken = sink.lock().map(|v| v.clone()).unwrap_or_default();
-                taken.sort_by_key(|(i, _)| *i);
-                let mut total = DiscardStats::default();
-                for (i, s) in &taken {
-                    log::info!("discard worker {i}: {s}");
-                    total.add(s);
-                }
-                log::info!("discard total: {total}");
-            }
+            let discard = ("discard", &sink, DiscardStats::add as fn(&mut _, &_));
+            launch::log_counters(&stats, cli.discard.then_some(discard));
             ExitCode::SUCCESS
         }
         Err(e) => {

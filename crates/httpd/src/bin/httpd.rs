@@ -111,17 +111,7 @@ fn main() -> ExitCode {
     let result = launch::run(&launch, Some(cli.port), &stop, make, ready);
     match result {
         Ok(stats) => {
-            for (i, s) in stats.iter().enumerate() {
-                log::info!("worker {i}: {s}");
-            }
-            let mut http = sink.lock().map(|v| v.clone()).unwrap_or_default();
-            http.sort_by_key(|(i, _)| *i);
-            let mut total = HttpStats::default();
-            for (i, s) in &http {
-                log::info!("httpd worker {i}: {s}");
-                total.add(s);
-            }
-            log::info!("httpd total: {total}");
+            launch::log_counters(&stats, Some(("httpd", &sink, HttpStats::add)));
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -114,17 +114,7 @@ fn main() -> ExitCode {
     };
     match launch::run(&launch, Some(cli.port), &stop, make, ready) {
         Ok(stats) => {
-            for (i, s) in stats.iter().enumerate() {
-                log::info!("worker {i}: {s}");
-            }
-            let mut ws = sink.lock().map(|v| v.clone()).unwrap_or_default();
-            ws.sort_by_key(|(i, _)| *i);
-            let mut total = WsStats::default();
-            for (i, s) in &ws {
-                log::info!("websocket worker {i}: {s}");
-                total.add(s);
-            }
-            log::info!("websocket total: {total}");
+            launch::log_counters(&stats, Some(("websocket", &sink, WsStats::add)));
             ExitCode::SUCCESS
         }
         Err(e) => {
