@@ -163,7 +163,11 @@ pub(crate) fn parse(
         return Err(DropReason::BadIpLength);
     }
     let header = &packet[..usize::from(header_len)];
-    if !checksum_verified && !crate::checksum::verify(header) {
+    let header_ok = || match <&[u8; HEADER_LEN]>::try_from(header) {
+        Ok(fixed) => crate::checksum::verify_20(fixed),
+        Err(_) => crate::checksum::verify(header),
+    };
+    if !checksum_verified && !header_ok() {
         return Err(DropReason::BadIpChecksum);
     }
     let src = Ipv4Addr::new(fixed[12], fixed[13], fixed[14], fixed[15]);

@@ -77,8 +77,9 @@ pub(crate) struct TimerWheel<T> {
     next_overflow_sweep: u64,
     /// Tick of the latest `now` seen (by `new` or `expire`).
     cur_tick: u64,
-    /// Latest `now` seen, in µs.
-    last_now: u64,
+    /// First µs of the tick after `cur_tick`: until `now` reaches it the wheel has
+    /// nothing to move.
+    tick_end: u64,
     /// Earliest pending deadline in µs (exact), `u64::MAX` when empty.
     earliest: u64,
     len: usize,
@@ -111,7 +112,7 @@ impl<T> TimerWheel<T> {
             next_sweep: (epoch + 1) * half,
             next_overflow_sweep: epoch + FAR_BUCKETS / 2,
             cur_tick,
-            last_now: now,
+            tick_end: (cur_tick + 1).saturating_mul(tick_us),
             earliest: u64::MAX,
             len: 0,
         }
@@ -197,11 +198,27 @@ impl<T> TimerWheel<T> {
     /// revolution) plus the items fired, plus a sweep of the overflow once per half
     /// revolution. Time never goes backwards; a `now` earlier than a previous call's only
     /// fires what is due by it in the current slot and the overflow.
+    #[inline]
     pub(crate) fn expire(&mut self, now: Instant, out: &mut Vec<T>) {
+        if !self.quiet(now) {
+            self.expire_due(now.as_micros(), out);
+        }
+    }
+
+    /// Whether [`expire`](Self::expire) at `now` would do nothing: nothing is due (the
+    /// cached earliest deadline is exact) and `now` is still in the current tick, so no
+    /// slot or bucket moves. One comparison pair, inlined into the caller's loop turn.
+    #[inline]
+    pub(crate) fn quiet(&self, now: Instant) -> bool {
         let now = now.as_micros();
+        now < self.earliest && now < self.tick_end
+    }
+
+    #[inline(never)]
+    fn expire_due(&mut self, now: u64, out: &mut Vec<T>) {
         if now < self.earliest {
-            // Nothing is due (the cached earliest deadline is exact), but far items still
-            // move to their slots on schedule, keeping sweeps to one per half revolution.
+            // Nothing is due, but far items still move to their slots on schedule,
+            // keeping sweeps to one per half revolution.
             self.advance_to(now);
             if self.cur_tick >= self.next_sweep {
                 self.sweep(now, out, false);
@@ -244,9 +261,9 @@ impl<T> TimerWheel<T> {
     }
 
     fn advance_to(&mut self, now: u64) {
-        if now > self.last_now {
-            self.last_now = now;
+        if now >= self.tick_end {
             self.cur_tick = now / self.tick_us;
+            self.tick_end = (self.cur_tick + 1).saturating_mul(self.tick_us);
         }
     }
 

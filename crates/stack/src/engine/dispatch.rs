@@ -142,6 +142,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     pub(super) fn run_timers(&mut self) {
+        if self.timers.quiet(self.now) {
+            return;
+        }
         let mut expired = std::mem::take(&mut self.expired);
         self.timers.expire(self.now, &mut expired);
         for &item in &expired {

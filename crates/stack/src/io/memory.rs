@@ -48,14 +48,6 @@ pub struct LinkStats {
     pub alloc_failures: u64,
 }
 
-/// A frame waiting in a receive queue.
-struct Queued {
-    data: Vec<u8>,
-    /// The side whose in-flight count this buffer belongs to.
-    owner_side: usize,
-    meta: RxMeta,
-}
-
 /// A test's steering rule: the receive queue of a frame.
 type SteerFn = Box<dyn FnMut(&[u8]) -> usize>;
 
@@ -71,8 +63,9 @@ enum Steering {
 }
 
 struct Side {
-    /// One receive queue per queue index.
-    rx: Vec<VecDeque<Queued>>,
+    /// One receive queue per queue index: the transmitted frames themselves, moved
+    /// whole (their receive metadata set by `transmit`).
+    rx: Vec<VecDeque<MemFrame>>,
     /// Whether the [`MemoryLink`] of each queue index still exists.
     alive: Vec<bool>,
     /// Buffers allocated by this side and not yet back in the pool.
@@ -392,14 +385,8 @@ impl PacketIo for MemoryLink {
         // Frame by frame from the front (cheaper than a draining iterator for the one
         // or few frames a turn usually takes).
         for _ in 0..n {
-            let Some(q) = rx.pop_front() else { break };
-            out.push(MemFrame {
-                data: Some(q.data),
-                shared: Rc::clone(&self.shared),
-                owner_side: q.owner_side,
-                rx_meta: q.meta,
-                tx_meta: TxMeta::default(),
-            });
+            let Some(frame) = rx.pop_front() else { break };
+            out.push(frame);
         }
         self.stats.received += n as u64;
         n
@@ -437,39 +424,31 @@ impl PacketIo for MemoryLink {
 
     fn transmit(&mut self, frames: &mut Vec<MemFrame>) {
         let peer_side = self.peer();
-        // One borrow for the burst: the frames' own drops at the end find their buffers
-        // already taken and do not touch the shared state.
+        // One borrow for the burst. A frame moves whole into the peer's queue; one that
+        // cannot be delivered gives its buffer back here, so that its drop finds it
+        // taken and does not touch the shared state while it is borrowed.
         let shared_rc = Rc::clone(&self.shared);
         let mut shared = shared_rc.borrow_mut();
-        for frame in frames.iter_mut() {
+        for mut frame in frames.drain(..) {
             if !Rc::ptr_eq(&frame.shared, &shared_rc) {
-                // Not ours: its buffer goes back to its own link when `frame` drops at
-                // the end (that borrows the other link's state, not this one's).
+                // Not ours: its buffer goes back to its own link as `frame` drops here
+                // (that borrows the other link's state, not this one's).
                 self.stats.dropped += 1;
                 continue;
             }
             frame.apply_tx_offloads();
-            let meta = frame.rx_meta;
-            let owner_side = frame.owner_side;
-            let Some(data) = frame.data.take() else {
-                continue;
-            };
             let peer = &mut shared.sides[peer_side];
-            let q = peer.steer(&data);
+            let q = peer.steer(&frame);
             if peer.alive[q] {
-                peer.rx[q].push_back(Queued {
-                    data,
-                    owner_side,
-                    meta,
-                });
+                peer.rx[q].push_back(frame);
                 self.stats.sent += 1;
             } else {
-                shared.release(data, owner_side);
+                if let Some(data) = frame.data.take() {
+                    shared.release(data, frame.owner_side);
+                }
                 self.stats.dropped += 1;
             }
         }
-        drop(shared);
-        frames.clear();
     }
 }
 
@@ -478,8 +457,10 @@ impl Drop for MemoryLink {
         if let Ok(mut shared) = self.shared.try_borrow_mut() {
             shared.sides[self.side].alive[self.queue] = false;
             // Frames nobody will receive go back to the pool.
-            while let Some(q) = shared.sides[self.side].rx[self.queue].pop_front() {
-                shared.release(q.data, q.owner_side);
+            while let Some(mut frame) = shared.sides[self.side].rx[self.queue].pop_front() {
+                if let Some(data) = frame.data.take() {
+                    shared.release(data, frame.owner_side);
+                }
             }
         }
     }

@@ -220,6 +220,7 @@ impl RingPool {
     }
 
     /// A ring of exactly `size` bytes (contents unspecified), charged to the account.
+    #[inline]
     pub(crate) fn take(&mut self, size: usize) -> Vec<u8> {
         self.charge(size);
         if let Some(ring) = class(size).and_then(|c| self.classes[c].pop()) {
@@ -230,6 +231,7 @@ impl RingPool {
 
     /// Give a ring taken with [`take`](Self::take) back for reuse (or to the allocator
     /// when its class is full, or it is no ring size).
+    #[inline]
     pub(crate) fn give(&mut self, ring: Vec<u8>) {
         self.uncharge(ring.len());
         let Some(c) = class(ring.len()) else { return };
@@ -300,7 +302,12 @@ impl Default for RingPool {
 /// Idle ring bytes an engine keeps per size class unless configured otherwise.
 pub const DEFAULT_BYTES_PER_CLASS: usize = 4 << 20;
 
+#[inline]
 fn class(size: usize) -> Option<usize> {
+    if size == MIN_RING {
+        // The first ring of every buffer, by far the most common size.
+        return Some(0);
+    }
     if size < MIN_RING || !size.is_power_of_two() {
         return None;
     }
