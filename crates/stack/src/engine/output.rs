@@ -5,7 +5,7 @@
 
 use std::net::Ipv4Addr;
 
-use super::{Engine, FlowKey, TimerItem, TX_BURST};
+use super::{Engine, FlowKey, TimerItem, IDLE_RING_RELEASE, TX_BURST};
 use crate::app::CloseReason;
 use crate::app::Handler;
 use crate::arp::EnqueueResult;
@@ -57,6 +57,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             State::TimeWait => return self.enter_time_wait(index),
             _ => {}
         }
+        if !block.ring_listed && block.tcb.holds_idle_send_ring() {
+            block.ring_listed = true;
+            if let Some(id) = self.app.id(index) {
+                self.ring_keepers.push(id);
+            }
+        }
+        let block = &mut self.app[index];
         if let Some(at) = block.tcb.next_deadline() {
             if at < block.timer_at {
                 block.timer_at = at;
@@ -65,6 +72,22 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 }
             }
         }
+    }
+
+    /// Give back the empty send rings of connections that sent nothing for
+    /// [`IDLE_RING_RELEASE`]; the others stay listed for the next sweep, one period on.
+    pub(super) fn sweep_idle_rings(&mut self) {
+        self.ring_sweep_at = self.now + IDLE_RING_RELEASE;
+        let quiet_since = self.now - IDLE_RING_RELEASE;
+        let (app, pool) = (&mut self.app, &mut self.pool);
+        self.ring_keepers.retain(|&id| {
+            let Some(block) = app.index_of(id).and_then(|index| app.get_mut(index)) else {
+                return false;
+            };
+            let keeps = block.tcb.release_idle_send_ring(quiet_since, pool);
+            block.ring_listed = keeps;
+            keeps
+        });
     }
 
     fn remove_conn(&mut self, index: usize) {

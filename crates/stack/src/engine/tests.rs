@@ -869,3 +869,80 @@ fn tso_super_frames_carry_bulk_data() {
         client.stats().frames_out
     );
 }
+
+/// Sends one message on connect and keeps the connection open.
+#[derive(Default)]
+struct OneShot {
+    received: Vec<u8>,
+}
+
+impl Handler for OneShot {
+    type Conn = ();
+    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+        None
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, ()>) {
+        assert_eq!(conn.send(b"ping").ok(), Some(4));
+    }
+    fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        self.received.extend_from_slice(data);
+        data.len()
+    }
+    fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), _: CloseReason) {}
+}
+
+/// A keep-alive connection keeps its drained send ring for its next response, and gives
+/// it back once it has been quiet for `IDLE_RING_RELEASE` (at most twice that): an idle
+/// connection holds no buffer memory.
+#[test]
+fn quiet_connections_give_their_kept_send_ring_back() {
+    let mut net = SimPair::new(
+        OneShot::default(),
+        sim::engine_config(sim::CLIENT_IP, 5),
+        Echo::default(),
+        sim::engine_config(SERVER_IP, 5),
+        FaultConfig::none(),
+        FaultConfig::none(),
+        5,
+    );
+    net.server.listen(7, 16);
+    net.client
+        .connect(SocketAddrV4::new(SERVER_IP, 7), ())
+        .map_err(|(e, _)| e)
+        .expect("connect");
+    let started = net.now();
+    // Until the echo is back and acknowledged: both send buffers drained.
+    let echoed = net.run_until(Duration::from_millis(500), |n| {
+        n.client.handler().received == b"ping"
+            && n.server.app[0].tcb.holds_idle_send_ring()
+            && n.client.app[0].tcb.holds_idle_send_ring()
+    });
+    assert!(
+        echoed,
+        "{:?} / {:?}",
+        net.client.stats(),
+        net.server.stats()
+    );
+    let sent_at = net.now();
+    assert_eq!(net.server.pool.in_use(), crate::tcp::pool::MIN_RING);
+    assert_eq!(net.client.pool.in_use(), crate::tcp::pool::MIN_RING);
+    // Quiet: both rings go back within two sweep periods, with nothing else happening.
+    let released = net.run_until(3 * IDLE_RING_RELEASE, |n| {
+        n.server.pool.in_use() == 0 && n.client.pool.in_use() == 0
+    });
+    assert!(released, "rings still held at {:?}", net.now() - sent_at);
+    // Not before a full period after the last data was sent (after `started`), and
+    // within two periods of both buffers draining.
+    let (since_start, since_drained) = (net.now() - started, net.now() - sent_at);
+    assert!(
+        since_start >= IDLE_RING_RELEASE && since_drained <= 2 * IDLE_RING_RELEASE,
+        "released {since_start:?} after the start, {since_drained:?} after draining"
+    );
+    assert!(net.server.ring_keepers.is_empty() && net.client.ring_keepers.is_empty());
+    assert_eq!(
+        net.server.connection_count(),
+        1,
+        "the connection stays open"
+    );
+    assert_eq!(net.client.connection_count(), 1);
+}

@@ -3,9 +3,12 @@
 //! [`MemoryBudget`].
 //!
 //! Idle connections own no buffer memory: a send or receive ring is taken when data
-//! arrives and given back when it drains. Going to the allocator (and zeroing 2 KiB)
-//! for every request/response would put malloc/free on the data path, so drained rings
-//! return to the pool and the next connection that needs one reuses it. The engine owns
+//! arrives and given back when it drains (a send ring of the smallest size once its
+//! connection has been quiet for a second, so that a keep-alive connection does not
+//! take and give one per response; see [`SendBuffer`](super::send_buffer::SendBuffer)).
+//! Going to the allocator (and zeroing 2 KiB) for every request/response would put
+//! malloc/free on the data path, so drained rings return to the pool and the next
+//! connection that needs one reuses it. The engine owns
 //! its pool, sized from its configuration ([`EngineConfig::buffer_pool`]), and lends it
 //! to the connection state machine for each call that may take or give back storage:
 //! the state machine itself holds no pool and reaches into none.

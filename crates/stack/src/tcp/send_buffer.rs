@@ -16,11 +16,15 @@
 //! Memory: an idle connection owns nothing. The ring is taken from the engine's
 //! [`RingPool`] on the first copy, sized to what is queued (a power of two, at least
 //! [`MIN_RING`], at most `capacity`), grown by doubling while the application queues
-//! more (as the engine's memory budget allows, see [`MemoryBudget`]), shrunk when a
-//! quarter full, and given back as soon as no copied byte remains. Small responses therefore
-//! never pay for a full-capacity allocation. The calls that may take or give back
-//! storage borrow the pool; [`SendBuffer::release`] returns the ring of a buffer that
-//! is going away.
+//! more (as the engine's memory budget allows, see [`MemoryBudget`]), and shrunk when a
+//! quarter full. Small responses therefore never pay for a full-capacity allocation.
+//! Once no copied byte remains, a ring of the smallest size is kept, empty, for the
+//! connection's next response (a keep-alive connection would otherwise give it back and
+//! take it again for every request); the engine gives kept rings back once their
+//! connection has been quiet for a while ([`SendBuffer::release_idle_ring`]), and under
+//! memory pressure they go back at once. Larger rings always go back when drained. The
+//! calls that may take or give back storage borrow the pool; [`SendBuffer::release`]
+//! returns the ring of a buffer that is going away.
 //!
 //! [`MemoryBudget`]: super::pool::MemoryBudget
 
@@ -28,7 +32,7 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
-use super::pool::{fit, should_shrink, wrap, RingPool};
+use super::pool::{fit, should_shrink, wrap, RingPool, MIN_RING};
 use crate::checksum::{self, SummedBytes};
 
 /// A run of queued bytes of one kind.
@@ -340,12 +344,31 @@ impl SendBuffer {
             }
         }
         if self.ring_len == 0 && !self.ring.is_empty() {
-            pool.give(std::mem::take(&mut self.ring));
             self.head = 0;
+            if self.ring.len() > MIN_RING || pool.pressure() {
+                pool.give(std::mem::take(&mut self.ring));
+            }
         } else if should_shrink(self.ring.len(), self.ring_len) {
             let size = fit(self.ring_len, self.capacity);
             pool.resize(&mut self.ring, &mut self.head, self.ring_len, size);
         }
+    }
+
+    /// Whether the buffer holds a ring with no copied byte in it (kept by
+    /// [`consume`](Self::consume) for the next response).
+    pub(crate) fn holds_empty_ring(&self) -> bool {
+        self.ring_len == 0 && !self.ring.is_empty()
+    }
+
+    /// Give back a ring kept empty ([`holds_empty_ring`](Self::holds_empty_ring));
+    /// returns whether there was one.
+    pub(crate) fn release_idle_ring(&mut self, pool: &mut RingPool) -> bool {
+        if !self.holds_empty_ring() {
+            return false;
+        }
+        pool.give(std::mem::take(&mut self.ring));
+        self.head = 0;
+        true
     }
 
     /// Give the ring back to `pool` and drop everything queued: the connection is
@@ -417,9 +440,16 @@ mod tests {
         b.push_shared(Bytes::new());
         assert_eq!(b.space(), 0);
         assert_eq!(b.len(), 10);
-        b.consume(4, &mut pool());
+        let mut p = pool();
+        b.consume(4, &mut p);
         assert_eq!(b.space(), 4);
-        assert!(b.ring.is_empty(), "ring freed once no copied byte remains");
+        assert!(
+            b.holds_empty_ring(),
+            "a small ring is kept once no copied byte remains"
+        );
+        assert!(b.release_idle_ring(&mut p));
+        assert!(b.ring.is_empty() && !b.holds_empty_ring());
+        assert_eq!(p.in_use(), 0);
         b.push_copy(b"!!", &mut pool());
         assert_eq!(read_all(&b), b"<body>!!");
         let mut mid = [0u8; 4];
@@ -478,7 +508,46 @@ mod tests {
         assert_eq!(read_all(&b), vec![4; 1100]);
         b.consume(usize::MAX, &mut pool());
         assert!(b.is_empty());
+        // Drained, the smallest ring stays for the next response.
+        assert_eq!(b.ring.len(), MIN_RING);
+        assert!(b.holds_empty_ring());
+    }
+
+    #[test]
+    fn drained_rings_are_kept_only_small_and_without_pressure() {
+        // A larger ring goes back as soon as it drains.
+        let mut p = pool();
+        let mut b = SendBuffer::new(1 << 16);
+        b.push_copy(&[1; 3000], &mut p);
+        assert_eq!(b.ring.len(), 2 * MIN_RING);
+        b.consume(3000, &mut p);
         assert!(b.ring.is_empty());
+        assert_eq!(p.in_use(), 0);
+        // The smallest is kept, and reused without going back to the pool.
+        b.push_copy(&[2; 100], &mut p);
+        b.consume(100, &mut p);
+        assert!(b.holds_empty_ring());
+        assert_eq!(p.in_use(), MIN_RING);
+        b.push_copy(&[3; 10], &mut p);
+        assert_eq!(p.in_use(), MIN_RING);
+        assert_eq!(read_all(&b), vec![3; 10]);
+        assert!(
+            !b.release_idle_ring(&mut p),
+            "not empty: nothing to release"
+        );
+        // Under memory pressure even the smallest goes back at once.
+        let budget = crate::tcp::pool::MemoryBudget {
+            low: 0,
+            pressure: 1,
+            limit: 1 << 20,
+        };
+        let mut tight = RingPool::with_budget(1 << 20, budget);
+        let mut b = SendBuffer::new(1 << 16);
+        b.push_copy(&[1; 100], &mut tight);
+        assert!(tight.pressure());
+        b.consume(100, &mut tight);
+        assert!(b.ring.is_empty());
+        assert_eq!(tight.in_use(), 0);
     }
 
     #[test]
@@ -574,7 +643,13 @@ mod tests {
                 prop_assert_eq!(b.is_empty(), model.is_empty());
                 prop_assert_eq!(b.space(), cap - copied);
                 prop_assert!(b.ring.len() <= cap);
-                prop_assert_eq!(b.ring.is_empty(), copied == 0);
+                if copied == 0 {
+                    // Empty, or the smallest ring kept for the next copy.
+                    prop_assert!(b.ring.len() <= MIN_RING);
+                    prop_assert_eq!(b.holds_empty_ring(), !b.ring.is_empty());
+                } else {
+                    prop_assert!(!b.ring.is_empty());
+                }
             }
         }
     }

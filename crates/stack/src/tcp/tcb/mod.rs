@@ -941,6 +941,25 @@ impl Tcb {
         self.maybe_window_update();
     }
 
+    /// Whether the send buffer keeps an empty ring for the next response (see
+    /// [`SendBuffer`]'s memory rules).
+    pub fn holds_idle_send_ring(&self) -> bool {
+        self.snd.buf.holds_empty_ring()
+    }
+
+    /// Give back the empty ring the send buffer keeps if nothing was sent since
+    /// `quiet_since`; returns whether the connection still keeps one.
+    pub fn release_idle_send_ring(&mut self, quiet_since: Instant, pool: &mut RingPool) -> bool {
+        if !self.snd.buf.holds_empty_ring() {
+            return false;
+        }
+        if self.last_send > quiet_since {
+            return true;
+        }
+        self.snd.buf.release_idle_ring(pool);
+        false
+    }
+
     /// Give both buffers' storage back to `pool`: the block is going away (closed, or
     /// replaced by a compact TIME-WAIT entry). A block dropped without this frees its
     /// storage to the allocator instead.
