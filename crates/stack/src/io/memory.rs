@@ -427,10 +427,9 @@ impl PacketIo for MemoryLink {
         // One borrow for the burst. A frame moves whole into the peer's queue; one that
         // cannot be delivered gives its buffer back here, so that its drop finds it
         // taken and does not touch the shared state while it is borrowed.
-        let shared_rc = Rc::clone(&self.shared);
-        let mut shared = shared_rc.borrow_mut();
+        let mut shared = self.shared.borrow_mut();
         for mut frame in frames.drain(..) {
-            if !Rc::ptr_eq(&frame.shared, &shared_rc) {
+            if !Rc::ptr_eq(&frame.shared, &self.shared) {
                 // Not ours: its buffer goes back to its own link as `frame` drops here
                 // (that borrows the other link's state, not this one's).
                 self.stats.dropped += 1;
