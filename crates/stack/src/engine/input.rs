@@ -79,8 +79,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         l4: &[u8],
         checksum_verified: bool,
     ) {
-        let (seg, payload) = match Segment::parse(l4, ip.src, ip.dst, checksum_verified) {
-            Ok(x) => x,
+        let mut seg = Segment::default();
+        let payload = match Segment::parse_into(l4, ip.src, ip.dst, checksum_verified, &mut seg) {
+            Ok(payload) => payload,
             Err(ParseError::Checksum) => return self.stats.drop(DropReason::BadTcpChecksum),
             Err(ParseError::Malformed) => return self.stats.drop(DropReason::BadTcpHeader),
         };

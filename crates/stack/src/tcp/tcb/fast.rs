@@ -217,16 +217,17 @@ impl Tcb {
         // `send_segment_at` for new data at SND.NXT = SND.MAX without a FIN.
         let seq = self.snd.nxt;
         let offset = seq.since(self.snd.data_start());
-        let mut seg = TxSegment {
+        // Built where it is sent from (moving a built segment into `out` costs more).
+        out.push(TxSegment {
             seq,
             ack: Some(self.rcv.nxt),
             psh: offset + avail == self.snd.buf.len(),
             payload_offset: offset,
             payload_len: avail,
             ..Default::default()
-        };
-        self.advertise(&mut seg, now);
-        out.push(seg);
+        });
+        let seg = out.last_mut().expect("just pushed");
+        self.advertise(seg, now);
         let end = seq + avail;
         self.snd.nxt = end;
         if self.snd.max == self.snd.una {
