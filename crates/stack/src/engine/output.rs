@@ -40,8 +40,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         block.dirty = false;
         let mut segs = std::mem::take(&mut self.segs);
         block.tcb.poll_transmit(self.now, &mut segs, &mut self.pool);
-        let c = block.tcb.take_counters();
-        self.stats.count_loss(&c);
+        if block.tcb.may_have_counters() {
+            let c = block.tcb.take_counters();
+            self.stats.count_loss(&c);
+        }
         for seg in &segs {
             // Aborts (the application's, or a refused accept) and answers to
             // unacceptable ACKs, counted like the RSTs sent for no connection.

@@ -710,6 +710,12 @@ impl Tcb {
     pub(crate) fn linger_deadline(&self) -> Option<Instant> {
         self.timers.get(Timer::Linger)
     }
+    /// Whether [`Tcb::take_counters`] may have anything to give: loss recovery's rare
+    /// part, which holds the counters, exists (one test on the common path).
+    #[inline]
+    pub fn may_have_counters(&self) -> bool {
+        self.recovery.cold.is_some()
+    }
     /// Retransmissions and loss-recovery events since the last call.
     pub fn take_counters(&mut self) -> LossCounters {
         self.recovery.take_counters()
