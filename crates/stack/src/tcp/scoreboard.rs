@@ -93,10 +93,7 @@ impl Rack {
 
 /// `later - earlier` in µs, saturating at 32 bits (below [`NO_RTT`]).
 fn rtt_us(later: Instant, earlier: Instant) -> u32 {
-    later
-        .as_micros()
-        .saturating_sub(earlier.as_micros())
-        .min(u64::from(NO_RTT - 1)) as u32
+    later.micros_since(earlier).min(u64::from(NO_RTT - 1)) as u32
 }
 
 /// What one ACK's SACK and cumulative parts did to the scoreboard.

@@ -186,7 +186,7 @@ impl Tcb {
             || p.dsack.is_some()
             || self.recovery.in_recovery
             || self.board.lost_bytes() > 0
-            || self.snd.fin.is_some()
+            || self.snd.fin_queued
         {
             return false;
         }
@@ -204,7 +204,7 @@ impl Tcb {
         // restart after idle (RFC 5681 §4.1) due, all of it in one segment.
         if self.snd.nxt != self.snd.max
             || (self.snd.nxt == self.snd.una
-                && now.as_micros().saturating_sub(self.last_send.as_micros()) > self.rtt.rto_us())
+                && now.micros_since(self.last_send) > self.rtt.rto_us())
         {
             return false;
         }

@@ -66,7 +66,7 @@ impl Tcb {
             self.take_syn_ack(now, seg, pool);
         } else {
             // Simultaneous open (§3.5, figure 7): answer with SYN-ACK on the same ISS.
-            self.snd.wnd = seg.window as usize;
+            self.snd.wnd = u32::from(seg.window);
             self.snd.max_wnd = self.snd.wnd;
             self.snd.wl1 = seg.seq;
             self.state = State::SynReceived;

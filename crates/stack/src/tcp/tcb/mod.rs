@@ -197,7 +197,7 @@ pub struct Tcb {
     /// Keepalive probes sent since the peer was last heard from (RFC 1122 §4.2.3.6).
     keepalive_sent: u32,
     /// The user timeout (RFC 5482), from the configuration or the application.
-    user_timeout: Option<Duration>,
+    user_timeout: OptionalMicros,
     /// When we last answered an invalid segment (out of window, failing PAWS, or
     /// challenged per RFC 5961): such ACKs are sent at most once per
     /// [`TcpConfig::invalid_ack_interval`] per connection.
@@ -234,19 +234,20 @@ struct SendSeq {
     /// SND.MAX: the highest sequence number sent so far (SND.NXT can be rewound by a
     /// timeout).
     max: SeqNum,
-    wnd: usize,
+    /// SND.WND, scaled (at most 2^30, RFC 7323 §2.3: 32 bits hold it).
+    wnd: u32,
     wl1: SeqNum,
     wl2: SeqNum,
     /// MAX.SND.WND: the largest window the peer has offered (RFC 5961 §5.2).
-    max_wnd: usize,
+    max_wnd: u32,
     /// Snd.Wind.Shift: the peer's window-scale shift (0 unless both sides agreed,
     /// RFC 7323 §2).
     wscale: u8,
     /// Eff.snd.MSS (§3.7.1): payload bytes per full-sized segment, after the options we
-    /// always send.
-    mss: usize,
+    /// always send (at most 65535).
+    mss: u32,
     /// Most payload bytes the device segments for us in one TSO super-frame (0: no TSO).
-    tso_max: usize,
+    tso_max: u32,
     buf: SendBuffer,
     /// Our SYN has been acknowledged: the send buffer's first byte is SND.UNA, not
     /// ISS + 1. A flag, not `una == iss`: SND.UNA comes back round to ISS after
@@ -254,8 +255,8 @@ struct SendSeq {
     syn_acked: bool,
     /// The application closed its sending side: a FIN follows the queued data.
     fin_queued: bool,
-    /// Sequence number of our FIN once queued.
-    fin: Option<SeqNum>,
+    /// Sequence number of our FIN once queued ([`SendSeq::fin`]); meaningless before.
+    fin: SeqNum,
     /// Zero-window probes sent since the peer last answered with an acceptable ACK.
     persist_probes: u32,
     /// Exponent of the persist timer's backoff (at most 16).
@@ -427,6 +428,26 @@ pub struct LossCounters {
     pub spurious_undos: u32,
 }
 
+/// An optional duration in whole microseconds (what [`Instant`] arithmetic keeps of a
+/// `Duration`), in 8 bytes where `Option<Duration>` takes 16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct OptionalMicros(u64);
+
+impl OptionalMicros {
+    /// `None`.
+    const NONE: u64 = u64::MAX;
+
+    fn new(d: Option<Duration>) -> OptionalMicros {
+        OptionalMicros(d.map_or(Self::NONE, |d| {
+            u64::try_from(d.as_micros()).map_or(Self::NONE - 1, |us| us.min(Self::NONE - 1))
+        }))
+    }
+
+    fn get(self) -> Option<Duration> {
+        (self.0 != Self::NONE).then(|| Duration::from_micros(self.0))
+    }
+}
+
 /// Segments owed to the peer that `poll_transmit` has not sent yet.
 struct PendingOutput {
     /// Our SYN (or SYN-ACK), first or again.
@@ -466,22 +487,41 @@ impl SendSeq {
     /// now: no data can be added after it).
     fn queue_fin(&mut self) {
         self.fin_queued = true;
-        self.fin = Some(self.data_start() + self.buf.len());
+        self.fin = self.data_start() + self.buf.len();
+    }
+
+    /// Sequence number of our FIN, once queued.
+    #[inline]
+    fn fin(&self) -> Option<SeqNum> {
+        self.fin_queued.then_some(self.fin)
     }
 
     /// Our FIN is queued and not sent since SND.NXT was last set (or rewound).
     fn fin_unsent(&self) -> bool {
-        self.fin.is_some_and(|f| self.nxt <= f)
+        self.fin().is_some_and(|f| self.nxt <= f)
     }
 
     /// Our FIN has been sent and acknowledged.
     fn fin_acked(&self) -> bool {
-        self.fin.is_some_and(|f| self.una > f)
+        self.fin().is_some_and(|f| self.una > f)
+    }
+
+    /// SND.WND, in bytes (scaled).
+    #[inline]
+    fn wnd(&self) -> usize {
+        self.wnd as usize
+    }
+
+    /// Eff.snd.MSS.
+    #[inline]
+    fn mss(&self) -> usize {
+        self.mss as usize
     }
 
     /// Take the window of a segment (§3.10.7.4: SND.WND, SND.WL1, SND.WL2) and keep
-    /// MAX.SND.WND up to date (RFC 5961 §5.2). `wnd` is already scaled.
+    /// MAX.SND.WND up to date (RFC 5961 §5.2). `wnd` is already scaled (at most 2^30).
     fn update_window(&mut self, wnd: usize, seq: SeqNum, ack: SeqNum) {
+        let wnd = wnd as u32;
         self.wnd = wnd;
         self.max_wnd = self.max_wnd.max(wnd);
         self.wl1 = seq;
@@ -638,11 +678,11 @@ impl Tcb {
     }
     /// SND.WND: the peer's receive window, in bytes (scaled).
     pub fn snd_wnd(&self) -> usize {
-        self.snd.wnd
+        self.snd.wnd()
     }
     /// Payload bytes per full-sized segment we send (after the options on every one).
     pub fn snd_mss(&self) -> usize {
-        self.snd.mss
+        self.snd.mss()
     }
     /// The congestion window (RFC 5681), in bytes.
     pub fn cwnd(&self) -> usize {
@@ -675,7 +715,7 @@ impl Tcb {
     /// Let new data go out as TSO super-frames of up to `max_payload` bytes, which the
     /// device cuts into full segments ([`TxSegment::tso_mss`](super::segment::TxSegment::tso_mss)). Zero turns it off.
     pub(crate) fn set_tso(&mut self, max_payload: usize) {
-        self.snd.tso_max = max_payload;
+        self.snd.tso_max = u32::try_from(max_payload).unwrap_or(u32::MAX);
     }
 
     /// Bytes the application may still queue by copy.
@@ -852,7 +892,7 @@ impl Tcb {
     /// and a peer keeping RFC 5961 §3.2 would answer anything else with a challenge ACK
     /// instead of resetting (Linux tcp_acceptable_seq).
     fn rst_seq(&self) -> SeqNum {
-        let wnd_end = self.snd.una + self.snd.wnd;
+        let wnd_end = self.snd.una + self.snd.wnd();
         if self.snd.max > wnd_end {
             wnd_end
         } else {
@@ -885,7 +925,7 @@ impl Tcb {
 
     /// Set (or clear) the user timeout (RFC 5482; RFC 9293 §3.10.1 USER TIMEOUT).
     pub fn set_user_timeout(&mut self, timeout: Option<Duration>) {
-        self.user_timeout = timeout;
+        self.user_timeout = OptionalMicros::new(timeout);
         self.timers.stop(Timer::GiveUp);
         self.arm_give_up();
     }
@@ -894,7 +934,7 @@ impl Tcb {
     /// timeout, and for an orphan the orphan timeout, whichever is tighter.
     fn give_up_after(&self) -> Option<Duration> {
         let orphan = self.is_orphan().then_some(self.cfg.orphan_timeout);
-        match (self.user_timeout, orphan) {
+        match (self.user_timeout.get(), orphan) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }

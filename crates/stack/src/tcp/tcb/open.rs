@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use super::timer_table::TimerTable;
 use super::{
-    Events, PendingOutput, Recovery, RecvSeq, SendSeq, State, SynOptions, Tcb, TcbLimits,
-    Timestamps,
+    Events, OptionalMicros, PendingOutput, Recovery, RecvSeq, SendSeq, State, SynOptions, Tcb,
+    TcbLimits, Timestamps,
 };
 use crate::tcp::cc::{Cc, CongestionControl};
 use crate::tcp::config::TcpConfig;
@@ -71,12 +71,12 @@ impl Tcb {
                 wl2: iss,
                 max_wnd: 0,
                 wscale: 0,
-                mss: smss,
+                mss: smss as u32,
                 tso_max: 0,
                 buf: SendBuffer::new(cfg.send_buffer),
                 syn_acked: false,
                 fin_queued: false,
-                fin: None,
+                fin: SeqNum(0),
                 persist_probes: 0,
                 persist_backoff: 0,
                 stalled_probes: 0,
@@ -125,7 +125,7 @@ impl Tcb {
             last_recv: now,
             last_now: now,
             keepalive_sent: 0,
-            user_timeout: cfg.user_timeout,
+            user_timeout: OptionalMicros::new(cfg.user_timeout),
             last_invalid_ack: None,
             ts: None,
             sack_ok: false,
@@ -171,7 +171,7 @@ impl Tcb {
         tcb.rcv.adv = tcb.rcv.nxt;
         tcb.rcv.last_ack_sent = tcb.rcv.nxt;
         tcb.negotiate(&SynOptions::from(syn), p.ts_offset, p.now);
-        tcb.snd.wnd = syn.window as usize;
+        tcb.snd.wnd = u32::from(syn.window);
         tcb.snd.max_wnd = tcb.snd.wnd;
         tcb.snd.wl1 = syn.seq;
         tcb.pending.syn = true;
@@ -229,7 +229,7 @@ impl Tcb {
         };
         let mss = peer_mss.min(self.rcv.mss) as usize;
         // RFC 6691: the MSS excludes options; leave room for the ones on every segment.
-        self.snd.mss = mss - if self.ts.is_some() { TS_OPTION_LEN } else { 0 };
-        self.cc.set_mss(self.snd.mss);
+        self.snd.mss = (mss - if self.ts.is_some() { TS_OPTION_LEN } else { 0 }) as u32;
+        self.cc.set_mss(self.snd.mss());
     }
 }
