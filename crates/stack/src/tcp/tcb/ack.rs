@@ -100,7 +100,7 @@ impl Tcb {
             // Answers to zero-window probes are not loss signals.
             && old_wnd != 0;
         if dupack {
-            self.recovery.dupacks += 1;
+            self.recovery.dupacks = self.recovery.dupacks.saturating_add(1);
         }
         if self.state.is_synchronized() || self.snd.syn_acked {
             let facts = AckFacts {
@@ -259,7 +259,7 @@ impl Tcb {
         // mark the segment at SND.UNA lost (RFC 5681 §3.2, RFC 6582 §3.2 step 5).
         if self.board.sacked_bytes() == 0 {
             let third_dup =
-                self.recovery.dupacks == DUP_THRESH as u32 && !self.recovery.in_recovery;
+                self.recovery.dupacks == DUP_THRESH as u16 && !self.recovery.in_recovery;
             let partial = self.recovery.in_recovery && acked > 0 && !leaving && !self.sack_ok;
             if third_dup || partial {
                 self.board.mark_head_lost(mss);

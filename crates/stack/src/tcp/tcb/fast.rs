@@ -94,7 +94,7 @@ impl Tcb {
         {
             return false;
         }
-        if self.rcv.closed || self.rcv.fin.is_some() || self.rcv.buf.has_out_of_order() {
+        if self.rcv.closed || self.rcv.fin_held || self.rcv.buf.has_out_of_order() {
             return false;
         }
 

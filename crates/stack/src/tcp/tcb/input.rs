@@ -319,7 +319,7 @@ impl Tcb {
                 State::Established | State::FinWait1 | State::FinWait2 | State::SynReceived
             )
         {
-            self.rcv.fin = Some(seq + payload.len());
+            self.rcv.hold_fin(seq + payload.len());
         }
         self.maybe_accept_fin(now);
         if matches!(
@@ -431,7 +431,7 @@ impl Tcb {
     /// delayed-ACK timer (§3.8.6.3).
     #[inline]
     pub(super) fn delay_ack(&mut self, now: Instant) {
-        self.rcv.unacked_segs += 1;
+        self.rcv.unacked_segs = self.rcv.unacked_segs.saturating_add(1);
         if self.rcv.unacked_segs >= 2 {
             self.pending.ack_now = true;
         } else if !self.timers.is_armed(Timer::DelayedAck) {
@@ -443,11 +443,13 @@ impl Tcb {
     /// Take the peer's FIN once everything before it has arrived (§3.10.7.4, eighth
     /// check).
     fn maybe_accept_fin(&mut self, now: Instant) {
-        let Some(fin) = self.rcv.fin else { return };
+        let Some(fin) = self.rcv.held_fin() else {
+            return;
+        };
         if fin != self.rcv.nxt || self.rcv.buf.has_out_of_order() {
             return;
         }
-        self.rcv.fin = None;
+        self.rcv.fin_held = false;
         self.rcv.nxt += 1;
         self.pending.ack_now = true;
         self.events.peer_closed = true;

@@ -284,16 +284,19 @@ struct RecvSeq {
     /// Last.ACK.sent: RCV.NXT as of the last ACK we sent (RFC 7323 §4.3).
     last_ack_sent: SeqNum,
     buf: RecvBuffer,
-    /// Sequence number of a FIN that arrived ahead of missing data.
-    fin: Option<SeqNum>,
+    /// Sequence number of a FIN that arrived ahead of missing data, while `fin_held`.
+    /// (A flag, not an `Option`: with it the receive space fits 88 bytes.)
+    fin: SeqNum,
+    fin_held: bool,
     /// The application will not read any more (it called close): data is ACKed and
     /// dropped until `discard_until`, and answered with a RST after.
     closed: bool,
     discard_until: Instant,
     /// Our MSS as advertised in our SYN (§3.7.1): the largest segment we receive.
     mss: u16,
-    /// Full-sized segments received since our last ACK (ACK every second one, §3.8.6.3).
-    unacked_segs: u32,
+    /// Full-sized segments received since our last ACK (ACK every second one, §3.8.6.3),
+    /// saturating.
+    unacked_segs: u16,
     /// The window the receive buffer offers for the segments being built
     /// ([`RecvBuffer::offer`], set as `poll_transmit` starts).
     offer: u32,
@@ -305,7 +308,9 @@ struct RecvSeq {
 /// reads is here; what only a recovery, a timeout or a retransmission needs is out of
 /// line ([`ColdRecovery`]).
 struct Recovery {
-    dupacks: u32,
+    /// Duplicate ACKs in a row (RFC 5681 §3.2), saturating: only up to DupThresh
+    /// matters.
+    dupacks: u16,
     /// In loss recovery (RFC 6675 §5), sending under PRR.
     in_recovery: bool,
     /// The recovery point (RFC 6675 "RecoveryPoint", RFC 6582 "recover"): SND.MAX when
@@ -314,8 +319,9 @@ struct Recovery {
     /// as "ahead" again after 2 GiB; dropping it keeps the test meaningful at any
     /// distance.
     recover: Option<SeqNum>,
-    /// Retransmission timeouts (or SYN retries) since the last progress.
-    retries: u32,
+    /// Retransmission timeouts (or SYN retries) since the last progress, in 16 bits
+    /// ([`Recovery::retries_reached`]).
+    retries: u16,
     /// The rescue retransmission of this recovery was sent (RFC 6675 §4 NextSeg rule 4).
     rescued: bool,
     /// The tail loss probe in flight (RFC 8985 §7): TLP.end_seq and whether it resent
@@ -341,6 +347,12 @@ struct ColdRecovery {
 }
 
 impl Recovery {
+    /// `retries` reached `limit`. A limit beyond 16 bits counts as 2^16 - 1 retries
+    /// (one per RTO: far beyond any limit in use).
+    fn retries_reached(&self, limit: u32) -> bool {
+        u32::from(self.retries) >= limit.min(u32::from(u16::MAX))
+    }
+
     fn cold(&mut self) -> &mut ColdRecovery {
         self.cold.get_or_insert_with(Box::default)
     }
@@ -530,6 +542,17 @@ impl SendSeq {
 }
 
 impl RecvSeq {
+    /// Hold the peer's FIN at `seq` until the data before it has arrived.
+    fn hold_fin(&mut self, seq: SeqNum) {
+        self.fin = seq;
+        self.fin_held = true;
+    }
+
+    /// The FIN held, if any.
+    fn held_fin(&self) -> Option<SeqNum> {
+        self.fin_held.then_some(self.fin)
+    }
+
     /// RCV.WND: what we accept from RCV.NXT on, i.e. up to the right edge we advertised.
     /// Space the application freed but that receiver SWS avoidance has not announced yet
     /// is not offered (§3.8.6.2.2 keeps RCV.WND fixed until the update is sent).
@@ -756,7 +779,7 @@ impl Tcb {
     }
     /// Number of consecutive retransmission timeouts without progress.
     pub fn retries(&self) -> u32 {
-        self.recovery.retries
+        u32::from(self.recovery.retries)
     }
 
     /// What the application has not read yet, as one contiguous slice (the receive buffer

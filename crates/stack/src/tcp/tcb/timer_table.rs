@@ -1,64 +1,112 @@
 //! The connection's timers: one enum of timer kinds and one table of absolute deadlines.
 //! What happens when a timer fires lives in `timers.rs`; this file only keeps time.
+//!
+//! Memory: the five timers every connection's data path or close arms are kept inline;
+//! the four that only some connections ever arm (RACK's reordering timer, the persist
+//! timer, keepalive, the application's timer) are kept out of line, allocated the first
+//! time one of them is armed and kept until the table is cleared, so an idle
+//! connection that never armed one holds 48 bytes for its timers instead of 72.
 
 use crate::time::Instant;
 
-/// The timers a connection runs.
+/// The timers a connection runs. The first [`INLINE`] are kept inline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Timer {
     /// Retransmission timeout (RFC 6298).
     Rto,
     /// Tail loss probe timeout (RFC 8985 §7.2).
     Tlp,
+    /// Delayed ACK (§3.8.6.3).
+    DelayedAck,
+    /// TIME-WAIT end, or the FIN-WAIT-2 timeout.
+    Linger,
+    /// The user timeout or the orphan timeout: no progress for too long.
+    GiveUp,
     /// RACK reordering timer (RFC 8985 §6.3).
     Reorder,
     /// Persist timer: zero-window probes and the SWS override (§3.8.6.1, §3.8.6.2.1).
     Persist,
-    /// Delayed ACK (§3.8.6.3).
-    DelayedAck,
     /// Keepalive idle time and probe interval (RFC 1122 §4.2.3.6).
     Keepalive,
-    /// TIME-WAIT end, or the FIN-WAIT-2 timeout.
-    Linger,
     /// The application's one-shot timer.
     App,
-    /// The user timeout or the orphan timeout: no progress for too long.
-    GiveUp,
 }
 
 impl Timer {
     const COUNT: usize = 9;
 }
 
+/// Timers kept inline: those before [`Timer::Reorder`].
+const INLINE: usize = Timer::Reorder as usize;
+/// Timers kept out of line.
+const RARE: usize = Timer::COUNT - INLINE;
+
 /// A deadline for each [`Timer`]; a stopped timer holds [`Instant::FAR_FUTURE`], a time
 /// the engine never reaches, so "is it due" is one comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub(super) struct TimerTable {
-    deadlines: [Instant; Timer::COUNT],
+    inline: Deadlines<INLINE>,
+    /// The rarely armed timers; `None` until one of them is first armed.
+    rare: Option<Box<Deadlines<RARE>>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Deadlines<const N: usize>([Instant; N]);
+
+impl<const N: usize> Default for Deadlines<N> {
+    fn default() -> Self {
+        Deadlines([STOPPED; N])
+    }
+}
+
+impl<const N: usize> Deadlines<N> {
+    /// The earliest deadline, [`STOPPED`] if none is armed.
+    #[inline]
+    fn earliest(&self) -> Instant {
+        let mut at = STOPPED;
+        for d in self.0 {
+            at = at.min(d);
+        }
+        at
+    }
 }
 
 const STOPPED: Instant = Instant::FAR_FUTURE;
 
-impl Default for TimerTable {
-    fn default() -> Self {
-        TimerTable {
-            deadlines: [STOPPED; Timer::COUNT],
+impl TimerTable {
+    /// The deadline of `timer`, [`STOPPED`] when it is not armed.
+    #[inline]
+    fn deadline(&self, timer: Timer) -> Instant {
+        let i = timer as usize;
+        if i < INLINE {
+            self.inline.0[i]
+        } else {
+            self.rare.as_ref().map_or(STOPPED, |r| r.0[i - INLINE])
         }
     }
-}
 
-impl TimerTable {
     /// Arm (or re-arm) `timer` to fire at `at`.
     #[inline]
     pub(super) fn set(&mut self, timer: Timer, at: Instant) {
-        self.deadlines[timer as usize] = at;
+        let i = timer as usize;
+        if i < INLINE {
+            self.inline.0[i] = at;
+        } else {
+            self.rare.get_or_insert_with(Box::default).0[i - INLINE] = at;
+        }
     }
 
     #[inline]
     pub(super) fn stop(&mut self, timer: Timer) {
-        self.deadlines[timer as usize] = STOPPED;
+        let i = timer as usize;
+        if i < INLINE {
+            self.inline.0[i] = STOPPED;
+        } else if let Some(rare) = self.rare.as_mut() {
+            rare.0[i - INLINE] = STOPPED;
+        }
     }
 
+    /// Stop every timer and free the out-of-line part.
     #[inline]
     pub(super) fn stop_all(&mut self) {
         *self = TimerTable::default();
@@ -67,19 +115,19 @@ impl TimerTable {
     /// The deadline of `timer`, if it is armed.
     #[inline]
     pub(super) fn get(&self, timer: Timer) -> Option<Instant> {
-        let at = self.deadlines[timer as usize];
+        let at = self.deadline(timer);
         (at != STOPPED).then_some(at)
     }
 
     #[inline]
     pub(super) fn is_armed(&self, timer: Timer) -> bool {
-        self.deadlines[timer as usize] != STOPPED
+        self.deadline(timer) != STOPPED
     }
 
     /// `timer` is due at `now` (it stays armed until stopped or set again).
     #[inline]
     pub(super) fn expired(&self, timer: Timer, now: Instant) -> bool {
-        self.deadlines[timer as usize] <= now
+        self.deadline(timer) <= now
     }
 
     /// `timer` is due at `now`: stop it and say so.
@@ -95,9 +143,39 @@ impl TimerTable {
     /// The earliest deadline of all armed timers.
     #[inline]
     pub(super) fn next(&self) -> Option<Instant> {
-        let [first, rest @ ..] = self.deadlines;
-        let at = rest.into_iter().fold(first, Instant::min);
+        let mut at = self.inline.earliest();
+        if let Some(rare) = &self.rare {
+            at = at.min(rare.earliest());
+        }
         (at != STOPPED).then_some(at)
+    }
+
+    /// Every deadline, in [`Timer`] order.
+    fn all(&self) -> [Instant; Timer::COUNT] {
+        let mut all = [STOPPED; Timer::COUNT];
+        all[..INLINE].copy_from_slice(&self.inline.0);
+        if let Some(rare) = &self.rare {
+            all[INLINE..].copy_from_slice(&rare.0);
+        }
+        all
+    }
+}
+
+/// Tables are equal when their deadlines are, whether or not the out-of-line part is
+/// allocated.
+impl PartialEq for TimerTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.all() == other.all()
+    }
+}
+
+impl Eq for TimerTable {}
+
+impl std::fmt::Debug for TimerTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimerTable")
+            .field("deadlines", &self.all())
+            .finish()
     }
 }
 
@@ -108,14 +186,36 @@ mod tests {
     const ALL: [Timer; Timer::COUNT] = [
         Timer::Rto,
         Timer::Tlp,
+        Timer::DelayedAck,
+        Timer::Linger,
+        Timer::GiveUp,
         Timer::Reorder,
         Timer::Persist,
-        Timer::DelayedAck,
         Timer::Keepalive,
-        Timer::Linger,
         Timer::App,
-        Timer::GiveUp,
     ];
+
+    #[test]
+    fn the_rare_timers_take_no_storage_until_one_is_armed() {
+        let mut t = TimerTable::default();
+        for timer in &ALL[..INLINE] {
+            t.set(*timer, ms(5));
+        }
+        t.stop(Timer::Keepalive);
+        assert!(t.rare.is_none());
+        t.set(Timer::App, ms(1));
+        assert!(t.rare.is_some());
+        assert_eq!(t.next(), Some(ms(1)));
+        t.stop(Timer::App);
+        assert_eq!(t.next(), Some(ms(5)));
+        for timer in &ALL[..INLINE] {
+            t.stop(*timer);
+        }
+        // Stopped timers compare equal whether or not the storage is still held.
+        assert_eq!(t, TimerTable::default());
+        t.stop_all();
+        assert!(t.rare.is_none());
+    }
 
     fn ms(n: u64) -> Instant {
         Instant::from_millis(n)

@@ -72,11 +72,11 @@ impl Tcb {
                 } else {
                     self.cfg.max_synack_retries
                 };
-                if self.recovery.retries >= limit {
+                if self.recovery.retries_reached(limit) {
                     self.finish(CloseReason::TimedOut);
                     return;
                 }
-                self.recovery.retries += 1;
+                self.recovery.retries = self.recovery.retries.saturating_add(1);
                 self.rtt.backoff();
                 self.pending.syn = true;
                 self.snd.nxt = self.snd.iss;
@@ -86,17 +86,17 @@ impl Tcb {
                 if self.snd.max == self.snd.una {
                     return;
                 }
-                if self.recovery.retries >= self.cfg.max_retries {
+                if self.recovery.retries_reached(self.cfg.max_retries) {
                     self.finish(CloseReason::TimedOut);
                     return;
                 }
-                if self.is_orphan() && self.recovery.retries >= self.cfg.orphan_retries {
+                if self.is_orphan() && self.recovery.retries_reached(self.cfg.orphan_retries) {
                     // Linux tcp_write_timeout: tcp_orphan_retries for orphans.
                     self.reset(CloseReason::TimedOut);
                     return;
                 }
                 self.arm_give_up();
-                self.recovery.retries += 1;
+                self.recovery.retries = self.recovery.retries.saturating_add(1);
                 let flight = self.snd.max.since(self.snd.una);
                 // A timeout during fast recovery is the same loss episode: no second
                 // reduction of ssthresh (as Linux's tcp_enter_loss).
