@@ -26,7 +26,7 @@
 //!
 //! [`MemoryBudget`]: super::pool::MemoryBudget
 
-use super::pool::{fit, should_shrink, wrap, RingPool, MIN_RING, RANGE_OVERHEAD};
+use super::pool::{fit, should_shrink, wrap, Ring, RingPool, MIN_RING, RANGE_OVERHEAD};
 
 /// One out-of-order range, `[start, end)` relative to `rcv_nxt`, and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +52,7 @@ impl OooRange {
 pub(crate) struct RecvBuffer {
     /// Ring of the readable bytes; `ring.len()` is its current size (0 when
     /// unallocated).
-    ring: Vec<u8>,
+    ring: Ring,
     /// At most 4 GiB (windows are at most 1 GiB, RFC 7323 §2.3).
     capacity: u32,
     max_ranges: u32,

@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
-use super::pool::{fit, should_shrink, wrap, RingPool};
+use super::pool::{fit, should_shrink, wrap, Ring, RingPool};
 use crate::checksum::{self, SummedBytes};
 
 /// A run of queued bytes of one kind.
@@ -58,7 +58,7 @@ impl Chunk {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SendBuffer {
     /// Copy ring; `ring.len()` is its current size (0 when unallocated).
-    ring: Vec<u8>,
+    ring: Ring,
     /// Bound on copied bytes held (at most 4 GiB: windows are at most 1 GiB, RFC 7323
     /// §2.3).
     capacity: u32,
