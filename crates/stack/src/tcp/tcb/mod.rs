@@ -195,7 +195,8 @@ pub struct Tcb {
     /// application makes from its callbacks.
     last_now: Instant,
     /// Keepalive probes sent since the peer was last heard from (RFC 1122 §4.2.3.6).
-    keepalive_sent: u32,
+    /// Saturating ([`reached`]).
+    keepalive_sent: u8,
     /// The user timeout (RFC 5482), from the configuration or the application.
     user_timeout: OptionalMicros,
     /// When we last answered an invalid segment (out of window, failing PAWS, or
@@ -244,10 +245,11 @@ struct SendSeq {
     /// RFC 7323 §2).
     wscale: u8,
     /// Eff.snd.MSS (§3.7.1): payload bytes per full-sized segment, after the options we
-    /// always send (at most 65535).
-    mss: u32,
-    /// Most payload bytes the device segments for us in one TSO super-frame (0: no TSO).
-    tso_max: u32,
+    /// always send (the MSS option is 16 bits).
+    mss: u16,
+    /// Most payload bytes the device segments for us in one TSO super-frame (0: no TSO;
+    /// an IPv4 packet carries less than 64 KiB).
+    tso_max: u16,
     buf: SendBuffer,
     /// Our SYN has been acknowledged: the send buffer's first byte is SND.UNA, not
     /// ISS + 1. A flag, not `una == iss`: SND.UNA comes back round to ISS after
@@ -258,12 +260,12 @@ struct SendSeq {
     /// Sequence number of our FIN once queued ([`SendSeq::fin`]); meaningless before.
     fin: SeqNum,
     /// Zero-window probes sent since the peer last answered with an acceptable ACK.
-    persist_probes: u32,
+    persist_probes: u16,
     /// Exponent of the persist timer's backoff (at most 16).
     persist_backoff: u8,
     /// Zero-window probes sent since the last progress (SND.UNA advanced or the window
     /// opened): answers do not reset it. What bounds an orphan's probing.
-    stalled_probes: u32,
+    stalled_probes: u16,
     /// Since when nothing has moved: the time the oldest unacknowledged sequence number
     /// was first sent, or of the last progress since. What the user and orphan timeouts
     /// count from.
@@ -319,7 +321,7 @@ struct Recovery {
     /// as "ahead" again after 2 GiB; dropping it keeps the test meaningful at any
     /// distance.
     recover: Option<SeqNum>,
-    /// Retransmission timeouts (or SYN retries) since the last progress, in 16 bits
+    /// Retransmission timeouts (or SYN retries) since the last progress, saturating
     /// ([`Recovery::retries_reached`]).
     retries: u16,
     /// The rescue retransmission of this recovery was sent (RFC 6675 §4 NextSeg rule 4).
@@ -347,10 +349,9 @@ struct ColdRecovery {
 }
 
 impl Recovery {
-    /// `retries` reached `limit`. A limit beyond 16 bits counts as 2^16 - 1 retries
-    /// (one per RTO: far beyond any limit in use).
+    /// `retries` reached `limit` ([`reached`]).
     fn retries_reached(&self, limit: u32) -> bool {
-        u32::from(self.retries) >= limit.min(u32::from(u16::MAX))
+        reached(self.retries, limit, u16::MAX)
     }
 
     fn cold(&mut self) -> &mut ColdRecovery {
@@ -438,6 +439,14 @@ pub struct LossCounters {
     pub rtos: u32,
     /// Reductions undone as spurious.
     pub spurious_undos: u32,
+}
+
+/// A saturating counter kept in fewer bits than its configured `limit` (a `u32`) has
+/// reached that limit; a limit the counter cannot hold counts as the counter's `max`
+/// (2^16 - 1 retries or probes, 255 keepalive probes: one per RTO or probe interval,
+/// far beyond any limit in use).
+fn reached<C: Into<u32>>(count: C, limit: u32, max: C) -> bool {
+    count.into() >= limit.min(max.into())
 }
 
 /// An optional duration in whole microseconds (what [`Instant`] arithmetic keeps of a
@@ -738,7 +747,7 @@ impl Tcb {
     /// Let new data go out as TSO super-frames of up to `max_payload` bytes, which the
     /// device cuts into full segments ([`TxSegment::tso_mss`](super::segment::TxSegment::tso_mss)). Zero turns it off.
     pub(crate) fn set_tso(&mut self, max_payload: usize) {
-        self.snd.tso_max = u32::try_from(max_payload).unwrap_or(u32::MAX);
+        self.snd.tso_max = u16::try_from(max_payload).unwrap_or(u16::MAX);
     }
 
     /// Bytes the application may still queue by copy.

@@ -71,7 +71,7 @@ impl Tcb {
                 wl2: iss,
                 max_wnd: 0,
                 wscale: 0,
-                mss: smss as u32,
+                mss: our_mss,
                 tso_max: 0,
                 buf: SendBuffer::new(cfg.send_buffer),
                 syn_acked: false,
@@ -230,7 +230,7 @@ impl Tcb {
         };
         let mss = peer_mss.min(self.rcv.mss) as usize;
         // RFC 6691: the MSS excludes options; leave room for the ones on every segment.
-        self.snd.mss = (mss - if self.ts.is_some() { TS_OPTION_LEN } else { 0 }) as u32;
+        self.snd.mss = (mss - if self.ts.is_some() { TS_OPTION_LEN } else { 0 }) as u16;
         self.cc.set_mss(self.snd.mss());
     }
 }

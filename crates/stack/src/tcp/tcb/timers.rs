@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::timer_table::Timer;
-use super::{CloseReason, State, Tcb};
+use super::{reached, CloseReason, State, Tcb};
 use crate::tcp::cc::CongestionControl;
 use crate::time::Instant;
 
@@ -166,7 +166,7 @@ impl Tcb {
                 // Zero-window probes count like retransmissions: a peer that answers none
                 // of them is gone (RFC 1122 §4.2.2.17 only obliges us to wait while it
                 // keeps answering; Linux tcp_probe_timer does the same).
-                if self.snd.persist_probes >= self.cfg.max_retries {
+                if reached(self.snd.persist_probes, self.cfg.max_retries, u16::MAX) {
                     self.finish(CloseReason::TimedOut);
                     return;
                 }
@@ -174,7 +174,9 @@ impl Tcb {
                 // probes do not count as progress for it (Linux tcp_probe_timer bounds
                 // orphans by tcp_orphan_retries of backoff), or a client that stops
                 // reading would hold the connection forever.
-                if self.is_orphan() && self.snd.stalled_probes >= self.cfg.orphan_retries {
+                if self.is_orphan()
+                    && reached(self.snd.stalled_probes, self.cfg.orphan_retries, u16::MAX)
+                {
                     self.reset(CloseReason::TimedOut);
                     return;
                 }
@@ -182,8 +184,8 @@ impl Tcb {
                     // The first probe goes now: the stall counts from here.
                     self.snd.stall_from = now;
                 }
-                self.snd.persist_probes += 1;
-                self.snd.stalled_probes += 1;
+                self.snd.persist_probes = self.snd.persist_probes.saturating_add(1);
+                self.snd.stalled_probes = self.snd.stalled_probes.saturating_add(1);
                 self.arm_give_up();
             }
             self.pending.probe = true;
@@ -203,12 +205,12 @@ impl Tcb {
     /// number of unanswered probes.
     fn on_keepalive(&mut self, now: Instant) {
         let Some(ka) = self.cfg.keepalive else { return };
-        if self.keepalive_sent >= ka.probes {
+        if reached(self.keepalive_sent, ka.probes, u8::MAX) {
             self.finish(CloseReason::TimedOut);
             return;
         }
         if self.state.is_synchronized() && self.state != State::TimeWait {
-            self.keepalive_sent += 1;
+            self.keepalive_sent = self.keepalive_sent.saturating_add(1);
             self.pending.keepalive_probe = true;
             self.timers.set(Timer::Keepalive, now + ka.interval);
         }
