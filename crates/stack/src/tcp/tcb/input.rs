@@ -101,12 +101,12 @@ impl Tcb {
         }
         let interval = self.cfg.invalid_ack_interval;
         if self
-            .last_invalid_ack
+            .last_invalid_ack()
             .is_some_and(|last| now.saturating_duration_since(last) < interval)
         {
             return true;
         }
-        self.last_invalid_ack = Some(now);
+        self.timers.extra_mut().last_invalid_ack = Some(now);
         false
     }
 

@@ -178,7 +178,8 @@ pub struct Tcb {
     rcv: RecvSeq,
     recovery: Recovery,
     pending: PendingOutput,
-    timers: TimerTable,
+    /// The timers, and out of line with the rarely armed ones, what is rarely set.
+    timers: TimerTable<RareState>,
 
     rtt: RttEstimator,
     /// The segment being timed for an RTT sample (Karn's rule: none if retransmitted).
@@ -197,12 +198,6 @@ pub struct Tcb {
     /// Keepalive probes sent since the peer was last heard from (RFC 1122 §4.2.3.6).
     /// Saturating ([`reached`]).
     keepalive_sent: u8,
-    /// The user timeout (RFC 5482), from the configuration or the application.
-    user_timeout: OptionalMicros,
-    /// When we last answered an invalid segment (out of window, failing PAWS, or
-    /// challenged per RFC 5961): such ACKs are sent at most once per
-    /// [`TcpConfig::invalid_ack_interval`] per connection.
-    last_invalid_ack: Option<Instant>,
 
     // Settled by the handshake.
     /// Timestamps, when both sides agreed on them (RFC 7323 §3).
@@ -449,24 +444,16 @@ fn reached<C: Into<u32>>(count: C, limit: u32, max: C) -> bool {
     count.into() >= limit.min(max.into())
 }
 
-/// An optional duration in whole microseconds (what [`Instant`] arithmetic keeps of a
-/// `Duration`), in 8 bytes where `Option<Duration>` takes 16.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct OptionalMicros(u64);
-
-impl OptionalMicros {
-    /// `None`.
-    const NONE: u64 = u64::MAX;
-
-    fn new(d: Option<Duration>) -> OptionalMicros {
-        OptionalMicros(d.map_or(Self::NONE, |d| {
-            u64::try_from(d.as_micros()).map_or(Self::NONE - 1, |us| us.min(Self::NONE - 1))
-        }))
-    }
-
-    fn get(self) -> Option<Duration> {
-        (self.0 != Self::NONE).then(|| Duration::from_micros(self.0))
-    }
+/// What a connection rarely sets, kept out of line with the rarely armed timers
+/// ([`TimerTable::extra_mut`]): most connections never allocate it.
+#[derive(Debug, Clone, Copy, Default)]
+struct RareState {
+    /// The user timeout (RFC 5482), from the configuration or the application.
+    user_timeout: Option<Duration>,
+    /// When we last answered an invalid segment (out of window, failing PAWS, or
+    /// challenged per RFC 5961): such ACKs are sent at most once per
+    /// [`TcpConfig::invalid_ack_interval`] per connection.
+    last_invalid_ack: Option<Instant>,
 }
 
 /// Segments owed to the peer that `poll_transmit` has not sent yet.
@@ -957,16 +944,27 @@ impl Tcb {
 
     /// Set (or clear) the user timeout (RFC 5482; RFC 9293 §3.10.1 USER TIMEOUT).
     pub fn set_user_timeout(&mut self, timeout: Option<Duration>) {
-        self.user_timeout = OptionalMicros::new(timeout);
+        if timeout.is_some() || self.user_timeout().is_some() {
+            self.timers.extra_mut().user_timeout = timeout;
+        }
         self.timers.stop(Timer::GiveUp);
         self.arm_give_up();
     }
 
     /// How long the connection may make no progress before it gives up: the user
     /// timeout, and for an orphan the orphan timeout, whichever is tighter.
+    fn user_timeout(&self) -> Option<Duration> {
+        self.timers.extra().and_then(|r| r.user_timeout)
+    }
+
+    /// When we last answered an invalid segment ([`RareState::last_invalid_ack`]).
+    fn last_invalid_ack(&self) -> Option<Instant> {
+        self.timers.extra().and_then(|r| r.last_invalid_ack)
+    }
+
     fn give_up_after(&self) -> Option<Duration> {
         let orphan = self.is_orphan().then_some(self.cfg.orphan_timeout);
-        match (self.user_timeout.get(), orphan) {
+        match (self.user_timeout(), orphan) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -1135,8 +1133,8 @@ impl Tcb {
             self.last_recv,
             self.last_now,
             self.keepalive_sent,
-            self.user_timeout,
-            self.last_invalid_ack,
+            self.user_timeout(),
+            self.last_invalid_ack(),
             self.ts,
             self.sack_ok,
             self.ws_ok,
@@ -1159,7 +1157,7 @@ pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
         ("  RecvBuffer", size_of::<RecvBuffer>()),
         ("Recovery", size_of::<Recovery>()),
         ("PendingOutput", size_of::<PendingOutput>()),
-        ("TimerTable", size_of::<TimerTable>()),
+        ("TimerTable", size_of::<TimerTable<RareState>>()),
         ("RttEstimator", size_of::<RttEstimator>()),
         ("Cc", size_of::<Cc>()),
         ("Scoreboard", size_of::<Scoreboard>()),

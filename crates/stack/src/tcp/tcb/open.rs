@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use super::timer_table::TimerTable;
 use super::{
-    Events, OptionalMicros, PendingOutput, Recovery, RecvSeq, SendSeq, State, SynOptions, Tcb,
-    TcbLimits, Timestamps,
+    Events, PendingOutput, Recovery, RecvSeq, SendSeq, State, SynOptions, Tcb, TcbLimits,
+    Timestamps,
 };
 use crate::tcp::cc::{Cc, CongestionControl};
 use crate::tcp::config::TcpConfig;
@@ -59,7 +59,7 @@ impl Tcb {
             ..
         } = p;
         let smss = our_mss as usize;
-        Tcb {
+        let mut tcb = Tcb {
             state: State::Closed,
             snd: SendSeq {
                 iss,
@@ -126,8 +126,6 @@ impl Tcb {
             last_recv: now,
             last_now: now,
             keepalive_sent: 0,
-            user_timeout: OptionalMicros::new(cfg.user_timeout),
-            last_invalid_ack: None,
             ts: None,
             sack_ok: false,
             ws_ok: false,
@@ -137,7 +135,11 @@ impl Tcb {
             remote,
             events: Events::default(),
             cfg: Rc::clone(limits),
+        };
+        if cfg.user_timeout.is_some() {
+            tcb.timers.extra_mut().user_timeout = cfg.user_timeout;
         }
+        tcb
     }
 
     /// Active open (§3.10.1): the connection starts in SYN-SENT with a SYN to send.

@@ -4,8 +4,10 @@
 //! Memory: the five timers every connection's data path or close arms are kept inline;
 //! the four that only some connections ever arm (RACK's reordering timer, the persist
 //! timer, keepalive, the application's timer) are kept out of line, allocated the first
-//! time one of them is armed and kept until the table is cleared, so an idle
-//! connection that never armed one holds 48 bytes for its timers instead of 72.
+//! time one of them is armed and kept until the connection goes, so an idle connection
+//! that never armed one holds 48 bytes for its timers instead of 72. The out-of-line
+//! part also carries the owner's other rarely set state (`X`, see
+//! [`TimerTable::extra_mut`]), so that state costs no pointer of its own.
 
 use crate::time::Instant;
 
@@ -43,11 +45,27 @@ const RARE: usize = Timer::COUNT - INLINE;
 
 /// A deadline for each [`Timer`]; a stopped timer holds [`Instant::FAR_FUTURE`], a time
 /// the engine never reaches, so "is it due" is one comparison.
-#[derive(Clone, Default)]
-pub(super) struct TimerTable {
+#[derive(Clone)]
+pub(super) struct TimerTable<X = ()> {
     inline: Deadlines<INLINE>,
-    /// The rarely armed timers; `None` until one of them is first armed.
-    rare: Option<Box<Deadlines<RARE>>>,
+    /// The rarely armed timers and the extra state; `None` until one of them is first
+    /// armed or the extra state first set.
+    rare: Option<Box<Rare<X>>>,
+}
+
+#[derive(Clone, Default)]
+struct Rare<X> {
+    deadlines: Deadlines<RARE>,
+    extra: X,
+}
+
+impl<X> Default for TimerTable<X> {
+    fn default() -> Self {
+        TimerTable {
+            inline: Deadlines::default(),
+            rare: None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -73,7 +91,27 @@ impl<const N: usize> Deadlines<N> {
 
 const STOPPED: Instant = Instant::FAR_FUTURE;
 
-impl TimerTable {
+impl<X: Default> TimerTable<X> {
+    /// The extra state, if it was ever set.
+    #[inline]
+    pub(super) fn extra(&self) -> Option<&X> {
+        self.rare.as_ref().map(|r| &r.extra)
+    }
+
+    /// The extra state, allocating the out-of-line part (with `X::default()`) if needed.
+    pub(super) fn extra_mut(&mut self) -> &mut X {
+        &mut self.rare_mut().extra
+    }
+
+    fn rare_mut(&mut self) -> &mut Rare<X> {
+        self.rare.get_or_insert_with(|| {
+            Box::new(Rare {
+                deadlines: Deadlines::default(),
+                extra: X::default(),
+            })
+        })
+    }
+
     /// The deadline of `timer`, [`STOPPED`] when it is not armed.
     #[inline]
     fn deadline(&self, timer: Timer) -> Instant {
@@ -81,7 +119,9 @@ impl TimerTable {
         if i < INLINE {
             self.inline.0[i]
         } else {
-            self.rare.as_ref().map_or(STOPPED, |r| r.0[i - INLINE])
+            self.rare
+                .as_ref()
+                .map_or(STOPPED, |r| r.deadlines.0[i - INLINE])
         }
     }
 
@@ -92,7 +132,7 @@ impl TimerTable {
         if i < INLINE {
             self.inline.0[i] = at;
         } else {
-            self.rare.get_or_insert_with(Box::default).0[i - INLINE] = at;
+            self.rare_mut().deadlines.0[i - INLINE] = at;
         }
     }
 
@@ -102,14 +142,17 @@ impl TimerTable {
         if i < INLINE {
             self.inline.0[i] = STOPPED;
         } else if let Some(rare) = self.rare.as_mut() {
-            rare.0[i - INLINE] = STOPPED;
+            rare.deadlines.0[i - INLINE] = STOPPED;
         }
     }
 
-    /// Stop every timer and free the out-of-line part.
+    /// Stop every timer (the extra state stays).
     #[inline]
     pub(super) fn stop_all(&mut self) {
-        *self = TimerTable::default();
+        self.inline = Deadlines::default();
+        if let Some(rare) = self.rare.as_mut() {
+            rare.deadlines = Deadlines::default();
+        }
     }
 
     /// The deadline of `timer`, if it is armed.
@@ -145,7 +188,7 @@ impl TimerTable {
     pub(super) fn next(&self) -> Option<Instant> {
         let mut at = self.inline.earliest();
         if let Some(rare) = &self.rare {
-            at = at.min(rare.earliest());
+            at = at.min(rare.deadlines.earliest());
         }
         (at != STOPPED).then_some(at)
     }
@@ -155,23 +198,23 @@ impl TimerTable {
         let mut all = [STOPPED; Timer::COUNT];
         all[..INLINE].copy_from_slice(&self.inline.0);
         if let Some(rare) = &self.rare {
-            all[INLINE..].copy_from_slice(&rare.0);
+            all[INLINE..].copy_from_slice(&rare.deadlines.0);
         }
         all
     }
 }
 
 /// Tables are equal when their deadlines are, whether or not the out-of-line part is
-/// allocated.
-impl PartialEq for TimerTable {
+/// allocated (the extra state is its owner's to compare).
+impl<X: Default> PartialEq for TimerTable<X> {
     fn eq(&self, other: &Self) -> bool {
         self.all() == other.all()
     }
 }
 
-impl Eq for TimerTable {}
+impl<X: Default> Eq for TimerTable<X> {}
 
-impl std::fmt::Debug for TimerTable {
+impl<X: Default> std::fmt::Debug for TimerTable<X> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TimerTable")
             .field("deadlines", &self.all())
@@ -197,7 +240,7 @@ mod tests {
 
     #[test]
     fn the_rare_timers_take_no_storage_until_one_is_armed() {
-        let mut t = TimerTable::default();
+        let mut t: TimerTable = TimerTable::default();
         for timer in &ALL[..INLINE] {
             t.set(*timer, ms(5));
         }
@@ -213,8 +256,18 @@ mod tests {
         }
         // Stopped timers compare equal whether or not the storage is still held.
         assert_eq!(t, TimerTable::default());
+    }
+
+    #[test]
+    fn the_extra_state_shares_the_rare_part_and_outlives_stop_all() {
+        let mut t: TimerTable<u32> = TimerTable::default();
+        assert_eq!(t.extra(), None);
+        t.set(Timer::Keepalive, ms(9));
+        assert_eq!(t.extra(), Some(&0));
+        *t.extra_mut() = 7;
         t.stop_all();
-        assert!(t.rare.is_none());
+        assert_eq!(t.next(), None);
+        assert_eq!(t.extra(), Some(&7));
     }
 
     fn ms(n: u64) -> Instant {
@@ -223,7 +276,7 @@ mod tests {
 
     #[test]
     fn a_new_table_has_nothing_armed() {
-        let t = TimerTable::default();
+        let t: TimerTable = TimerTable::default();
         for timer in ALL {
             assert!(!t.is_armed(timer));
             assert_eq!(t.get(timer), None);
@@ -234,7 +287,7 @@ mod tests {
 
     #[test]
     fn each_timer_keeps_its_own_deadline() {
-        let mut t = TimerTable::default();
+        let mut t: TimerTable = TimerTable::default();
         for (i, timer) in ALL.into_iter().enumerate() {
             t.set(timer, ms(100 + i as u64));
         }
@@ -250,7 +303,7 @@ mod tests {
 
     #[test]
     fn expired_means_the_deadline_is_now_or_past() {
-        let mut t = TimerTable::default();
+        let mut t: TimerTable = TimerTable::default();
         t.set(Timer::Rto, ms(50));
         assert!(!t.expired(Timer::Rto, ms(49)));
         assert!(t.expired(Timer::Rto, ms(50)));
@@ -260,7 +313,7 @@ mod tests {
 
     #[test]
     fn take_expired_stops_only_a_due_timer() {
-        let mut t = TimerTable::default();
+        let mut t: TimerTable = TimerTable::default();
         t.set(Timer::Keepalive, ms(50));
         assert!(!t.take_expired(Timer::Keepalive, ms(49)));
         assert_eq!(t.get(Timer::Keepalive), Some(ms(50)));
@@ -271,7 +324,7 @@ mod tests {
 
     #[test]
     fn next_is_the_earliest_armed_deadline() {
-        let mut t = TimerTable::default();
+        let mut t: TimerTable = TimerTable::default();
         t.set(Timer::App, ms(300));
         assert_eq!(t.next(), Some(ms(300)));
         t.set(Timer::Linger, ms(200));
