@@ -50,7 +50,12 @@ pub(crate) struct Step {
 /// HyStart++ state of one connection's initial slow start (RFC 9406 §4.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HyStart {
-    phase: Phase,
+    /// The [`Phase`], flattened so that the state fits 20 bytes (with CUBIC's stage
+    /// tag in a flag's spare values): in CSS, since `css_baseline_min_rtt`, with
+    /// `css_rounds` rounds ended in it.
+    in_css: bool,
+    css_rounds: u8,
+    css_baseline_min_rtt: u32,
     /// The round ends when SND.UNA reaches this (SND.MAX when the round began), once
     /// `round_begun`.
     window_end: SeqNum,
@@ -73,7 +78,9 @@ impl HyStart {
     /// Fresh state: standard slow start, no round begun.
     pub(crate) fn new() -> Self {
         HyStart {
-            phase: Phase::SlowStart,
+            in_css: false,
+            css_rounds: 0,
+            css_baseline_min_rtt: 0,
             window_end: SeqNum(0),
             last_round_min_rtt: NO_RTT,
             current_round_min_rtt: NO_RTT,
@@ -84,7 +91,28 @@ impl HyStart {
 
     /// In Conservative Slow Start.
     pub(crate) fn in_css(&self) -> bool {
-        matches!(self.phase, Phase::Css { .. })
+        self.in_css
+    }
+
+    fn phase(&self) -> Phase {
+        if self.in_css {
+            Phase::Css {
+                baseline_min_rtt: self.css_baseline_min_rtt,
+                rounds: self.css_rounds,
+            }
+        } else {
+            Phase::SlowStart
+        }
+    }
+
+    fn set_phase(&mut self, phase: Phase) {
+        (self.in_css, self.css_baseline_min_rtt, self.css_rounds) = match phase {
+            Phase::SlowStart => (false, 0, 0),
+            Phase::Css {
+                baseline_min_rtt,
+                rounds,
+            } => (true, baseline_min_rtt, rounds),
+        };
     }
 
     /// One ACK that delivered new data in the initial slow start, from a sender that
@@ -100,7 +128,7 @@ impl HyStart {
             self.rtt_sample_count = self.rtt_sample_count.saturating_add(1);
         }
         let sampled = self.rtt_sample_count >= N_RTT_SAMPLE;
-        match self.phase {
+        match self.phase() {
             Phase::SlowStart => {
                 if sampled
                     && self.current_round_min_rtt != NO_RTT
@@ -110,10 +138,10 @@ impl HyStart {
                         .clamp(MIN_RTT_THRESH, MAX_RTT_THRESH);
                     if self.current_round_min_rtt >= self.last_round_min_rtt.saturating_add(thresh)
                     {
-                        self.phase = Phase::Css {
+                        self.set_phase(Phase::Css {
                             baseline_min_rtt: self.current_round_min_rtt,
                             rounds: 0,
-                        };
+                        });
                     }
                 }
             }
@@ -122,7 +150,7 @@ impl HyStart {
             } => {
                 // The delay rise did not last: it was not the queue building (§4.2).
                 if sampled && self.current_round_min_rtt < baseline_min_rtt {
-                    self.phase = Phase::SlowStart;
+                    self.set_phase(Phase::SlowStart);
                 }
             }
         }
@@ -136,9 +164,9 @@ impl HyStart {
         if ack.una >= window_end {
             // The round ends with this ACK; the next begins at what is sent now. The
             // round CSS was entered in counts as its first.
-            if let Phase::Css { rounds, .. } = &mut self.phase {
-                *rounds = rounds.saturating_add(1);
-                exit = *rounds >= CSS_ROUNDS;
+            if self.in_css {
+                self.css_rounds = self.css_rounds.saturating_add(1);
+                exit = self.css_rounds >= CSS_ROUNDS;
             }
             self.last_round_min_rtt = self.current_round_min_rtt;
             self.current_round_min_rtt = NO_RTT;
@@ -270,7 +298,7 @@ mod tests {
             .all(|s| s.increase == MSS / CSS_GROWTH_DIVISOR));
         assert!(f.hs.in_css());
         assert_eq!(
-            f.hs.phase,
+            f.hs.phase(),
             Phase::Css {
                 baseline_min_rtt: 63_000,
                 rounds: 1
