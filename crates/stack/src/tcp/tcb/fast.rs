@@ -179,11 +179,11 @@ impl Tcb {
     pub(super) fn transmit_predicted(&mut self, now: Instant, out: &mut Vec<TxSegment>) -> bool {
         let p = &self.pending;
         if self.state != State::Established
-            || p.rst.is_some()
+            || p.rst
             || p.tlp
             || p.probe
             || p.keepalive_probe
-            || p.dsack.is_some()
+            || p.dsack
             || self.recovery.in_recovery
             || self.board.lost_bytes() > 0
             || self.snd.fin_queued

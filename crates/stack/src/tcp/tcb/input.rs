@@ -40,7 +40,7 @@ impl Tcb {
     fn on_segment_syn_sent(&mut self, now: Instant, seg: &Segment, pool: &mut RingPool) {
         if seg.flags.ack && (seg.ack <= self.snd.iss || seg.ack > self.snd.max) {
             if !seg.flags.rst {
-                self.pending.rst = Some((seg.ack, None));
+                self.queue_rst(seg.ack, None);
             }
             return;
         }
@@ -223,7 +223,7 @@ impl Tcb {
                     self.answer_invalid(now, &seg, out);
                     if seg.payload_len > 0 && seg.seq + seg.payload_len <= self.rcv.nxt {
                         // Entirely old data: a duplicate (RFC 2883 §4 case 1).
-                        self.pending.dsack = Some((seg.seq, seg.seq + seg.payload_len));
+                        self.queue_dsack((seg.seq, seg.seq + seg.payload_len));
                     }
                     // TIME-WAIT (§3.10.7.4, eighth check): a retransmitted FIN is
                     // acknowledged again and restarts the 2·MSL wait. Being a duplicate,
@@ -264,7 +264,7 @@ impl Tcb {
             let dup = self.rcv.nxt.since(seq).min(payload.len());
             if dup > 0 {
                 // Its front was received before: report that part (RFC 2883 §4).
-                self.pending.dsack = Some((seq, seq + dup));
+                self.queue_dsack((seq, seq + dup));
                 self.pending.ack_now = true;
             }
             payload = &payload[dup..];
@@ -294,7 +294,7 @@ impl Tcb {
                 self.snd.update_window(wnd, seg.seq, seg.ack);
                 self.enter_established(now);
             } else {
-                self.pending.rst = Some((seg.ack, None));
+                self.queue_rst(seg.ack, None);
                 return;
             }
         }
@@ -339,7 +339,7 @@ impl Tcb {
     /// handshake like the ACK of §3.10.7.4 (fifth check, SYN-RECEIVED).
     fn on_simultaneous_syn_ack(&mut self, now: Instant, seg: &Segment, pool: &mut RingPool) {
         if !(self.snd.una < seg.ack && seg.ack <= self.snd.max) {
-            self.pending.rst = Some((seg.ack, None));
+            self.queue_rst(seg.ack, None);
             return;
         }
         self.last_recv = now;
@@ -378,7 +378,7 @@ impl Tcb {
             // nobody will read: RFC 1122 §4.2.2.13 lets us reset so the peer learns its
             // data was lost, and Linux does (TCPAbortOnData). The RST carries SEG.ACK
             // as its sequence number, as for any segment answered with a reset.
-            self.pending.rst = Some((seg.ack, None));
+            self.queue_rst(seg.ack, None);
             self.finish(CloseReason::Aborted);
             return;
         }

@@ -454,6 +454,12 @@ struct RareState {
     /// challenged per RFC 5961): such ACKs are sent at most once per
     /// [`TcpConfig::invalid_ack_interval`] per connection.
     last_invalid_ack: Option<Instant>,
+    /// Owed to the peer ([`PendingOutput`]): a duplicate segment arrived, to report in
+    /// the next ACK's first SACK block (D-SACK, RFC 2883 §4), so the sender can tell
+    /// its retransmission was spurious.
+    dsack: Option<(SeqNum, SeqNum)>,
+    /// Owed to the peer: a RST, <SEQ=x><CTL=RST> for an unacceptable ACK, or our abort.
+    rst: Option<(SeqNum, Option<SeqNum>)>,
 }
 
 /// Segments owed to the peer that `poll_transmit` has not sent yet.
@@ -468,11 +474,11 @@ struct PendingOutput {
     keepalive_probe: bool,
     /// A tail loss probe (RFC 8985 §7.3).
     tlp: bool,
-    /// A duplicate segment arrived: report it in the next ACK's first SACK block
-    /// (D-SACK, RFC 2883 §4), so the sender can tell its retransmission was spurious.
-    dsack: Option<(SeqNum, SeqNum)>,
-    /// RST to send: <SEQ=x><CTL=RST> for an unacceptable ACK, or our abort.
-    rst: Option<(SeqNum, Option<SeqNum>)>,
+    /// A D-SACK, kept out of line ([`RareState::dsack`]); the flag is what the data
+    /// path tests.
+    dsack: bool,
+    /// A RST, kept out of line ([`RareState::rst`]).
+    rst: bool,
 }
 
 impl SendSeq {
@@ -900,7 +906,7 @@ impl Tcb {
                 | State::FinWait2
                 | State::CloseWait
         ) {
-            self.pending.rst = Some((self.rst_seq(), None));
+            self.queue_rst(self.rst_seq(), None);
         }
         self.finish(CloseReason::Aborted);
     }
@@ -926,7 +932,7 @@ impl Tcb {
         if self.state.is_synchronized() && self.state != State::TimeWait
             || self.state == State::SynReceived
         {
-            self.pending.rst = Some((self.rst_seq(), None));
+            self.queue_rst(self.rst_seq(), None);
         }
         self.finish(reason);
     }
@@ -955,6 +961,36 @@ impl Tcb {
     /// timeout, and for an orphan the orphan timeout, whichever is tighter.
     fn user_timeout(&self) -> Option<Duration> {
         self.timers.extra().and_then(|r| r.user_timeout)
+    }
+
+    /// Report the duplicate `range` in the next ACK (D-SACK, RFC 2883 §4).
+    fn queue_dsack(&mut self, range: (SeqNum, SeqNum)) {
+        self.timers.extra_mut().dsack = Some(range);
+        self.pending.dsack = true;
+    }
+
+    #[inline]
+    fn take_pending_dsack(&mut self) -> Option<(SeqNum, SeqNum)> {
+        if !self.pending.dsack {
+            return None;
+        }
+        self.pending.dsack = false;
+        self.timers.extra_if_set()?.dsack.take()
+    }
+
+    /// Send a RST `<SEQ=seq><ACK=ack>` (with ACK when `ack` is given).
+    fn queue_rst(&mut self, seq: SeqNum, ack: Option<SeqNum>) {
+        self.timers.extra_mut().rst = Some((seq, ack));
+        self.pending.rst = true;
+    }
+
+    #[inline]
+    fn take_pending_rst(&mut self) -> Option<(SeqNum, Option<SeqNum>)> {
+        if !self.pending.rst {
+            return None;
+        }
+        self.pending.rst = false;
+        self.timers.extra_if_set()?.rst.take()
     }
 
     /// When we last answered an invalid segment ([`RareState::last_invalid_ack`]).
@@ -1121,8 +1157,8 @@ impl Tcb {
             p.probe,
             p.keepalive_probe,
             p.tlp,
-            p.dsack,
-            p.rst,
+            self.timers.extra().and_then(|r| r.dsack),
+            self.timers.extra().and_then(|r| r.rst),
             self.timers,
             self.rtt,
             self.rtt_seq,

@@ -52,7 +52,7 @@ impl Tcb {
             self.pending.ack_now = false;
             self.rcv.unacked_segs = 0;
             self.timers.stop(Timer::DelayedAck);
-            let dsack = self.pending.dsack.take().filter(|_| self.sack_ok);
+            let dsack = self.take_pending_dsack().filter(|_| self.sack_ok);
             if let Some((l, r)) = dsack {
                 // RFC 2883 §4: the duplicate goes first, the usual blocks after it.
                 seg.sack[0] = Some((l.0, r.0));
@@ -74,7 +74,7 @@ impl Tcb {
         if !self.sack_ok {
             return 0;
         }
-        let dsack = self.pending.dsack.is_some() as usize;
+        let dsack = self.pending.dsack as usize;
         let n = if self.rcv.buf.has_out_of_order() {
             let mut ranges = [(0u32, 0u32); 3];
             self.rcv.buf.sack_ranges(&mut ranges)
@@ -96,7 +96,7 @@ impl Tcb {
     /// The most new data one TSO super-frame carries: whole segments of `mss` bytes, at
     /// least one.
     fn tso_burst(&self, mss: usize) -> usize {
-        if self.pending.dsack.is_some() {
+        if self.pending.dsack {
             // The device would copy the D-SACK into every segment it cuts; RFC 2883 §4
             // reports each duplicate once.
             return mss;
@@ -115,7 +115,7 @@ impl Tcb {
         if self.cfg.fast_paths && self.transmit_predicted(now, out) {
             return;
         }
-        if let Some((seq, ack)) = self.pending.rst.take() {
+        if let Some((seq, ack)) = self.take_pending_rst() {
             out.push(TxSegment {
                 seq,
                 ack,

@@ -98,6 +98,12 @@ impl<X: Default> TimerTable<X> {
         self.rare.as_ref().map(|r| &r.extra)
     }
 
+    /// The extra state, if it was ever set, to change without allocating.
+    #[inline]
+    pub(super) fn extra_if_set(&mut self) -> Option<&mut X> {
+        self.rare.as_mut().map(|r| &mut r.extra)
+    }
+
     /// The extra state, allocating the out-of-line part (with `X::default()`) if needed.
     pub(super) fn extra_mut(&mut self) -> &mut X {
         &mut self.rare_mut().extra
