@@ -1194,6 +1194,10 @@ pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
         ("Recovery", size_of::<Recovery>()),
         ("PendingOutput", size_of::<PendingOutput>()),
         ("TimerTable", size_of::<TimerTable<RareState>>()),
+        (
+            "  rare timers, state (in use)",
+            TimerTable::<RareState>::RARE_BYTES,
+        ),
         ("RttEstimator", size_of::<RttEstimator>()),
         ("Cc", size_of::<Cc>()),
         ("Scoreboard", size_of::<Scoreboard>()),

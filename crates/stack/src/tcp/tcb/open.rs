@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use super::timer_table::TimerTable;
 use super::{
-    Events, PendingOutput, Recovery, RecvSeq, SendSeq, State, SynOptions, Tcb, TcbLimits,
-    Timestamps,
+    Events, PendingOutput, RareState, Recovery, RecvSeq, SendSeq, State, SynOptions, Tcb,
+    TcbLimits, Timestamps,
 };
 use crate::tcp::cc::{Cc, CongestionControl};
 use crate::tcp::config::TcpConfig;
@@ -59,7 +59,7 @@ impl Tcb {
             ..
         } = p;
         let smss = our_mss as usize;
-        let mut tcb = Tcb {
+        Tcb {
             state: State::Closed,
             snd: SendSeq {
                 iss,
@@ -116,7 +116,13 @@ impl Tcb {
                 dsack: false,
                 rst: false,
             },
-            timers: TimerTable::default(),
+            timers: {
+                let mut timers: TimerTable<RareState> = TimerTable::default();
+                if cfg.user_timeout.is_some() {
+                    timers.extra_mut().user_timeout = cfg.user_timeout;
+                }
+                timers
+            },
             rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
             rtt_seq: None,
             cc: Cc::new(cfg.congestion_control, smss),
@@ -135,11 +141,7 @@ impl Tcb {
             remote,
             events: Events::default(),
             cfg: Rc::clone(limits),
-        };
-        if cfg.user_timeout.is_some() {
-            tcb.timers.extra_mut().user_timeout = cfg.user_timeout;
         }
-        tcb
     }
 
     /// Active open (§3.10.1): the connection starts in SYN-SENT with a SYN to send.

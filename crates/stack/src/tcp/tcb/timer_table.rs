@@ -92,6 +92,10 @@ impl<const N: usize> Deadlines<N> {
 const STOPPED: Instant = Instant::FAR_FUTURE;
 
 impl<X: Default> TimerTable<X> {
+    /// Bytes of the out-of-line part, while allocated.
+    #[cfg(test)]
+    pub(super) const RARE_BYTES: usize = std::mem::size_of::<Rare<X>>();
+
     /// The extra state, if it was ever set.
     #[inline]
     pub(super) fn extra(&self) -> Option<&X> {
