@@ -4,51 +4,75 @@
 
 use std::cell::Cell;
 use std::fmt;
+use std::num::NonZeroU64;
 use std::ops::{Add, AddAssign, Sub};
 use std::rc::Rc;
 use std::time::Duration;
 
 /// A point in time, in microseconds since an arbitrary epoch chosen by the clock.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Instant(u64);
+///
+/// Kept as the count plus one in a `NonZeroU64`, so that `Option<Instant>` (and an
+/// `Option` of a struct holding one) costs no more than an `Instant`: every connection
+/// keeps several. Differences and comparisons are unaffected by the offset.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant(NonZeroU64);
+
+impl Default for Instant {
+    fn default() -> Self {
+        Instant::ZERO
+    }
+}
 
 impl Instant {
     /// The clock's epoch.
-    pub const ZERO: Instant = Instant(0);
+    pub const ZERO: Instant = Instant(NonZeroU64::MIN);
     /// A time later than any the engine will reach; used as "no deadline".
-    pub const FAR_FUTURE: Instant = Instant(u64::MAX / 2);
+    pub const FAR_FUTURE: Instant = Instant::from_micros(u64::MAX / 2);
 
     /// `us` microseconds after the epoch.
+    #[inline]
     pub const fn from_micros(us: u64) -> Instant {
-        Instant(us)
+        Instant(NonZeroU64::MIN.saturating_add(us))
     }
     /// `ms` milliseconds after the epoch.
     pub const fn from_millis(ms: u64) -> Instant {
-        Instant(ms * 1000)
+        Instant::from_micros(ms * 1000)
     }
     /// `us` microseconds later (saturating).
     #[inline]
     pub const fn plus_micros(self, us: u64) -> Instant {
         Instant(self.0.saturating_add(us))
     }
+    /// `us` microseconds earlier, or the epoch.
+    #[inline]
+    const fn minus_micros(self, us: u64) -> Instant {
+        Instant::from_micros(self.as_micros().saturating_sub(us))
+    }
     /// Microseconds since the epoch.
+    #[inline]
     pub const fn as_micros(self) -> u64 {
-        self.0
+        self.0.get() - 1
     }
     /// Milliseconds since the epoch.
     pub const fn as_millis(self) -> u64 {
-        self.0 / 1000
+        self.as_micros() / 1000
+    }
+    /// `self - earlier` in microseconds, or zero when `earlier` is later.
+    #[inline]
+    pub const fn micros_since(self, earlier: Instant) -> u64 {
+        self.0.get().saturating_sub(earlier.0.get())
     }
     /// `self - earlier`, or zero when `earlier` is later.
     #[inline]
     pub fn saturating_duration_since(self, earlier: Instant) -> Duration {
-        Duration::from_micros(self.0.saturating_sub(earlier.0))
+        Duration::from_micros(self.0.get().saturating_sub(earlier.0.get()))
     }
 }
 
 impl fmt::Debug for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:06}s", self.0 / 1_000_000, self.0 % 1_000_000)
+        let us = self.as_micros();
+        write!(f, "{}.{:06}s", us / 1_000_000, us % 1_000_000)
     }
 }
 
@@ -67,7 +91,7 @@ impl Add<Duration> for Instant {
     type Output = Instant;
     #[inline]
     fn add(self, d: Duration) -> Instant {
-        Instant(self.0.saturating_add(micros(d)))
+        self.plus_micros(micros(d))
     }
 }
 
@@ -80,7 +104,7 @@ impl AddAssign<Duration> for Instant {
 impl Sub<Duration> for Instant {
     type Output = Instant;
     fn sub(self, d: Duration) -> Instant {
-        Instant(self.0.saturating_sub(micros(d)))
+        self.minus_micros(micros(d))
     }
 }
 
@@ -120,7 +144,7 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> Instant {
-        Instant(micros(self.epoch.elapsed()))
+        Instant::from_micros(micros(self.epoch.elapsed()))
     }
 }
 
@@ -164,6 +188,21 @@ mod tests {
         assert_eq!(t - Duration::from_millis(10), Instant::ZERO);
         assert_eq!((t + Duration::from_millis(1)).as_millis(), 6);
         assert_eq!(Instant::ZERO - t, Duration::ZERO);
+    }
+
+    #[test]
+    fn an_optional_instant_costs_nothing_more() {
+        assert_eq!(
+            std::mem::size_of::<Option<Instant>>(),
+            std::mem::size_of::<Instant>()
+        );
+        assert_eq!(Instant::from_micros(7).as_micros(), 7);
+        assert_eq!(Instant::default(), Instant::ZERO);
+        assert!(Instant::ZERO < Instant::FAR_FUTURE);
+        assert_eq!(
+            Instant::FAR_FUTURE.plus_micros(u64::MAX),
+            Instant::from_micros(u64::MAX - 1)
+        );
     }
 
     #[test]

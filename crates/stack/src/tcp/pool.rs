@@ -20,6 +20,10 @@
 //!
 //! [`EngineConfig::buffer_pool`]: crate::EngineConfig::buffer_pool
 
+/// A ring's storage: its length is its size (a boxed slice, 16 bytes inline in a
+/// buffer where a `Vec` would take 24).
+pub(crate) type Ring = Box<[u8]>;
+
 /// Smallest ring handed out; rings are powers of two from here.
 pub(crate) const MIN_RING: usize = 2048;
 /// Size classes kept: 2 KiB … 256 KiB.
@@ -106,7 +110,7 @@ pub(crate) const RANGE_OVERHEAD: usize = 64;
 /// buffer memory lent out. See the [module docs](self).
 #[derive(Debug)]
 pub struct RingPool {
-    classes: [Vec<Vec<u8>>; CLASSES],
+    classes: [Vec<Ring>; CLASSES],
     /// Most bytes of idle rings kept per class; rings beyond go back to the allocator.
     bytes_per_class: usize,
     budget: MemoryBudget,
@@ -142,7 +146,7 @@ impl RingPool {
     pub fn idle_bytes(&self) -> usize {
         self.classes
             .iter()
-            .map(|c| c.iter().map(Vec::len).sum::<usize>())
+            .map(|c| c.iter().map(|r| r.len()).sum::<usize>())
             .sum()
     }
 
@@ -224,22 +228,22 @@ impl RingPool {
 
     /// A ring of exactly `size` bytes (contents unspecified), charged to the account.
     #[inline]
-    pub(crate) fn take(&mut self, size: usize) -> Vec<u8> {
+    pub(crate) fn take(&mut self, size: usize) -> Ring {
         self.charge(size);
         if let Some(ring) = class(size).and_then(|c| self.classes[c].pop()) {
             return ring;
         }
-        vec![0; size]
+        vec![0; size].into_boxed_slice()
     }
 
     /// Give a ring taken with [`take`](Self::take) back for reuse (or to the allocator
     /// when its class is full, or it is no ring size).
     #[inline]
-    pub(crate) fn give(&mut self, ring: Vec<u8>) {
+    pub(crate) fn give(&mut self, ring: Ring) {
         self.uncharge(ring.len());
         let Some(c) = class(ring.len()) else { return };
         let kept = &mut self.classes[c];
-        if ring.capacity() == ring.len() && (kept.len() + 1) * ring.len() <= self.bytes_per_class {
+        if (kept.len() + 1) * ring.len() <= self.bytes_per_class {
             kept.push(ring);
         }
     }
@@ -247,13 +251,7 @@ impl RingPool {
     /// Replace `ring` by a pooled ring of `size` bytes (a ring size from
     /// [`ring_size`](Self::ring_size)), moving the `keep` bytes that start at `*head`
     /// (wrapping) to its start; the old ring comes back to the pool.
-    pub(crate) fn resize(
-        &mut self,
-        ring: &mut Vec<u8>,
-        head: &mut usize,
-        keep: usize,
-        size: usize,
-    ) {
+    pub(crate) fn resize(&mut self, ring: &mut Ring, head: &mut usize, keep: usize, size: usize) {
         debug_assert!(keep <= size);
         let mut new = self.take(size);
         if keep > 0 {

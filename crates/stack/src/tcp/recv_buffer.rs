@@ -26,7 +26,7 @@
 //!
 //! [`MemoryBudget`]: super::pool::MemoryBudget
 
-use super::pool::{fit, should_shrink, wrap, RingPool, MIN_RING, RANGE_OVERHEAD};
+use super::pool::{fit, should_shrink, wrap, Ring, RingPool, MIN_RING, RANGE_OVERHEAD};
 
 /// One out-of-order range, `[start, end)` relative to `rcv_nxt`, and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,13 +52,14 @@ impl OooRange {
 pub(crate) struct RecvBuffer {
     /// Ring of the readable bytes; `ring.len()` is its current size (0 when
     /// unallocated).
-    ring: Vec<u8>,
+    ring: Ring,
     /// At most 4 GiB (windows are at most 1 GiB, RFC 7323 §2.3).
     capacity: u32,
     max_ranges: u32,
-    /// Ring index of the first readable byte.
-    head: usize,
-    readable_len: usize,
+    /// Ring index of the first readable byte (below `capacity`, so 32 bits).
+    head: u32,
+    /// At most `capacity`.
+    readable_len: u32,
     /// The out-of-order ranges; `None` while there are none, so that a connection
     /// without losses holds no storage (nor inline bytes) for them.
     ooo: Option<Box<Ooo>>,
@@ -101,14 +102,18 @@ impl RecvBuffer {
 
     /// In-order bytes waiting for the application.
     pub(crate) fn readable_len(&self) -> usize {
-        self.readable_len
+        self.readable_len as usize
+    }
+
+    fn head(&self) -> usize {
+        self.head as usize
     }
 
     /// Space from `rcv_nxt` onward: the most that may be advertised (RFC 9293
     /// §3.8.6.2 leaves the silly-window rules to the caller), and the bound on what is
     /// stored.
     pub(crate) fn window(&self) -> usize {
-        self.capacity() - self.readable_len
+        self.capacity() - self.readable_len()
     }
 
     /// The window to offer now: [`window`](Self::window), or under memory pressure
@@ -121,7 +126,7 @@ impl RecvBuffer {
             return window;
         }
         let held = self.ring.len().max(MIN_RING).min(self.capacity());
-        let room = held.saturating_sub(self.readable_len);
+        let room = held.saturating_sub(self.readable_len());
         if room < window {
             pool.counters_mut().windows_clamped += 1;
         }
@@ -133,12 +138,12 @@ impl RecvBuffer {
     /// to the application straight from a frame is cut to this first, since what the
     /// application leaves unconsumed must then be kept.
     pub(crate) fn storable(&self, len: usize, pool: &RingPool) -> usize {
-        let need = self.readable_len + len;
+        let need = self.readable_len() + len;
         if need <= self.ring.len() {
             return len;
         }
         let size = pool.ring_size(self.ring.len(), need, self.capacity(), false);
-        len.min(size.saturating_sub(self.readable_len))
+        len.min(size.saturating_sub(self.readable_len()))
     }
 
     pub(crate) fn has_out_of_order(&self) -> bool {
@@ -175,7 +180,7 @@ impl RecvBuffer {
     /// at the front of the readable bytes' end (the buffer held nothing readable): it
     /// was accepted, so it is stored whatever the memory budget says.
     pub(crate) fn keep(&mut self, data: &[u8], pool: &mut RingPool) {
-        debug_assert!(self.readable_len == 0 && data.len() <= self.window());
+        debug_assert!(self.readable_len() == 0 && data.len() <= self.window());
         let stored = self.write_in_order(data, pool, true);
         debug_assert_eq!(stored, data.len());
     }
@@ -184,19 +189,20 @@ impl RecvBuffer {
     /// [`readable_len`](Self::readable_len) when the ring wraps (consume it and call
     /// again for the rest).
     pub(crate) fn readable(&self) -> &[u8] {
-        if self.readable_len == 0 {
+        if self.readable_len() == 0 {
             return &[];
         }
-        let first = self.readable_len.min(self.ring.len() - self.head);
-        &self.ring[self.head..self.head + first]
+        let first = self.readable_len().min(self.ring.len() - self.head());
+        &self.ring[self.head()..self.head() + first]
     }
 
     /// Rotate the ring so all readable data is one slice (`readable()` then returns
     /// `readable_len` bytes). Costs a pass over the ring; the engine calls it only when
     /// the application could not use a wrapped prefix.
     pub(crate) fn make_contiguous(&mut self) {
-        if self.head + self.readable_len > self.ring.len() {
-            self.ring.rotate_left(self.head);
+        if self.head() + self.readable_len() > self.ring.len() {
+            let head = self.head();
+            self.ring.rotate_left(head);
             self.head = 0;
         }
     }
@@ -204,18 +210,20 @@ impl RecvBuffer {
     /// Drops `n` bytes the application has read (at most `readable_len`). Frees the
     /// ring when nothing readable is left, and shrinks it when it is a quarter full.
     pub(crate) fn consume(&mut self, n: usize, pool: &mut RingPool) {
-        let n = n.min(self.readable_len);
+        let n = n.min(self.readable_len());
         if n == 0 {
             return;
         }
-        self.readable_len -= n;
-        self.head = wrap(self.head + n, self.ring.len());
-        if self.readable_len == 0 {
+        self.readable_len -= n as u32;
+        self.head = wrap(self.head() + n, self.ring.len()) as u32;
+        if self.readable_len() == 0 {
             pool.give(std::mem::take(&mut self.ring));
             self.head = 0;
-        } else if should_shrink(self.ring.len(), self.readable_len) {
-            let size = fit(self.readable_len, self.capacity());
-            pool.resize(&mut self.ring, &mut self.head, self.readable_len, size);
+        } else if should_shrink(self.ring.len(), self.readable_len()) {
+            let size = fit(self.readable_len(), self.capacity());
+            let (mut head, keep) = (self.head(), self.readable_len());
+            pool.resize(&mut self.ring, &mut head, keep, size);
+            self.head = head as u32;
         }
     }
 
@@ -384,7 +392,7 @@ impl RecvBuffer {
     /// the memory budget allows (to whatever `data` needs when `forced`); returns how
     /// much was stored.
     fn append(&mut self, data: &[u8], pool: &mut RingPool, forced: bool) -> usize {
-        let need = self.readable_len + data.len();
+        let need = self.readable_len() + data.len();
         if need > self.ring.len() {
             let size = if forced {
                 fit(need, self.capacity())
@@ -392,19 +400,21 @@ impl RecvBuffer {
                 pool.ring_size(self.ring.len(), need, self.capacity(), false)
             };
             if size > self.ring.len() {
-                pool.resize(&mut self.ring, &mut self.head, self.readable_len, size);
+                let (mut head, keep) = (self.head(), self.readable_len());
+                pool.resize(&mut self.ring, &mut head, keep, size);
+                self.head = head as u32;
             }
         }
         let size = self.ring.len();
-        let n = data.len().min(size - self.readable_len);
+        let n = data.len().min(size - self.readable_len());
         if n == 0 {
             return 0;
         }
-        let at = wrap(self.head + self.readable_len, size);
+        let at = wrap(self.head() + self.readable_len(), size);
         let first = n.min(size - at);
         self.ring[at..at + first].copy_from_slice(&data[..first]);
         self.ring[..n - first].copy_from_slice(&data[first..n]);
-        self.readable_len += n;
+        self.readable_len += n as u32;
         n
     }
 }

@@ -59,8 +59,8 @@ impl Sent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Rack {
     /// RACK.xmit_ts and RACK.end_seq: the most recently sent segment delivered so far
-    /// (once `delivered`).
-    xmit: Instant,
+    /// (`end` and `rtt` hold once `xmit` does: a segment has been delivered).
+    xmit: Option<Instant>,
     end: SeqNum,
     /// RACK.rtt: the RTT of that segment, microseconds (plain integers: this runs on
     /// every ACK).
@@ -69,16 +69,16 @@ struct Rack {
     min_rtt: u32,
     /// RACK.fack: the highest sequence number delivered (cumulatively or selectively).
     fack: SeqNum,
-    /// RACK.dsack_round: SND.MAX when the last D-SACK widened the window.
-    dsack_round: Option<SeqNum>,
+    /// RACK.dsack_round: SND.MAX when the last D-SACK widened the window, while
+    /// `in_dsack_round`. (A flag, not an `Option`: with it the state fits 32 bytes.)
+    dsack_round: SeqNum,
+    in_dsack_round: bool,
     /// RACK.reo_wnd_mult (at most 64) and RACK.reo_wnd_persist (at most 16) (§6.2
     /// step 4).
     reo_wnd_mult: u8,
     reo_wnd_persist: u8,
     /// RACK.reordering_seen.
     reordering_seen: bool,
-    /// A segment has been delivered: `xmit`, `end` and `rtt` hold.
-    delivered: bool,
 }
 
 /// RACK.min_RTT before the first sample.
@@ -87,16 +87,21 @@ const NO_RTT: u32 = u32::MAX;
 impl Rack {
     /// RACK.xmit_ts, once a segment has been delivered.
     fn xmit(&self) -> Option<Instant> {
-        self.delivered.then_some(self.xmit)
+        self.xmit
+    }
+
+    /// SND.UNA reached `dsack_round`: the round of the last widening is over.
+    #[inline]
+    fn end_dsack_round(&mut self, una: SeqNum) {
+        if self.in_dsack_round && una >= self.dsack_round {
+            self.in_dsack_round = false;
+        }
     }
 }
 
 /// `later - earlier` in µs, saturating at 32 bits (below [`NO_RTT`]).
 fn rtt_us(later: Instant, earlier: Instant) -> u32 {
-    later
-        .as_micros()
-        .saturating_sub(earlier.as_micros())
-        .min(u64::from(NO_RTT - 1)) as u32
+    later.micros_since(earlier).min(u64::from(NO_RTT - 1)) as u32
 }
 
 /// What one ACK's SACK and cumulative parts did to the scoreboard.
@@ -147,16 +152,16 @@ impl Default for Scoreboard {
             lost: 0,
             retrans: 0,
             rack: Rack {
-                xmit: Instant::ZERO,
+                xmit: None,
                 end: SeqNum(0),
                 rtt: 0,
                 min_rtt: NO_RTT,
                 fack: SeqNum(0),
-                dsack_round: None,
+                dsack_round: SeqNum(0),
+                in_dsack_round: false,
                 reo_wnd_mult: 1,
                 reo_wnd_persist: 0,
                 reordering_seen: false,
-                delivered: false,
             },
         }
     }
@@ -342,9 +347,7 @@ impl Scoreboard {
         mss: usize,
     ) -> SackOutcome {
         let mut out = SackOutcome::default();
-        if self.rack.dsack_round.is_some_and(|r| una >= r) {
-            self.rack.dsack_round = None;
-        }
+        self.rack.end_dsack_round(una);
         let valid = |l: SeqNum, r: SeqNum| l < r && r.since(l) < (1 << 30);
         if let Some((l, r)) = blocks[0] {
             let (l, r) = (SeqNum(l), SeqNum(r));
@@ -458,8 +461,9 @@ impl Scoreboard {
     /// round trip.
     fn on_dsack(&mut self, snd_max: SeqNum) {
         self.rack.reordering_seen = true;
-        if self.rack.dsack_round.is_none() {
-            self.rack.dsack_round = Some(snd_max);
+        if !self.rack.in_dsack_round {
+            self.rack.in_dsack_round = true;
+            self.rack.dsack_round = snd_max;
             self.rack.reo_wnd_mult = (self.rack.reo_wnd_mult + 1).min(64);
             self.rack.reo_wnd_persist = 16;
         }
@@ -490,7 +494,7 @@ impl Scoreboard {
 
     fn rack_advance(&mut self, best: Option<Sent>, now: Instant) {
         let Some(b) = best else { return };
-        if b.end > self.rack.fack || !self.rack.delivered {
+        if b.end > self.rack.fack || self.rack.xmit.is_none() {
             self.rack.fack = b.end;
         }
         if self
@@ -498,10 +502,9 @@ impl Scoreboard {
             .xmit()
             .is_none_or(|x| sent_after(b.xmit, b.end, x, self.rack.end))
         {
-            self.rack.xmit = b.xmit;
+            self.rack.xmit = Some(b.xmit);
             self.rack.end = b.end;
             self.rack.rtt = rtt_us(now, b.xmit);
-            self.rack.delivered = true;
         }
     }
 
@@ -516,9 +519,7 @@ impl Scoreboard {
         srtt: Duration,
         mss: usize,
     ) -> Duration {
-        if self.rack.dsack_round.is_some_and(|r| una >= r) {
-            self.rack.dsack_round = None;
-        }
+        self.rack.end_dsack_round(una);
         if leaving_recovery && self.rack.reo_wnd_persist > 0 {
             self.rack.reo_wnd_persist -= 1;
             if self.rack.reo_wnd_persist == 0 {

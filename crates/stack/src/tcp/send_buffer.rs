@@ -32,7 +32,7 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
-use super::pool::{fit, should_shrink, wrap, RingPool, MIN_RING};
+use super::pool::{fit, should_shrink, wrap, Ring, RingPool, MIN_RING};
 use crate::checksum::{self, SummedBytes};
 
 /// A run of queued bytes of one kind.
@@ -62,9 +62,10 @@ impl Chunk {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SendBuffer {
     /// Copy ring; `ring.len()` is its current size (0 when unallocated).
-    ring: Vec<u8>,
-    /// Bound on copied bytes held.
-    capacity: usize,
+    ring: Ring,
+    /// Bound on copied bytes held (at most 4 GiB: windows are at most 1 GiB, RFC 7323
+    /// §2.3).
+    capacity: u32,
     /// Ring index of the oldest copied byte.
     head: usize,
     /// Copied bytes held in the ring.
@@ -74,15 +75,63 @@ pub(crate) struct SendBuffer {
     /// FIFO of runs; never holds an empty run, and never two adjacent `Ring` runs.
     /// Empty while only copied bytes are queued (the ring is then the one run): the
     /// common case of small copied writes never touches it, and an idle connection
-    /// holds no storage for it.
-    chunks: VecDeque<Chunk>,
+    /// holds no storage for it, nor more than a pointer inline.
+    chunks: Runs,
+}
+
+/// The run list: a `VecDeque` behind a pointer that is null while no run is listed, so
+/// the buffer keeps 8 bytes inline for it instead of 32. Only what the buffer uses of
+/// `VecDeque`. The deque is never empty: `consume` drops it when no shared run is left
+/// (which covers the last run going).
+#[derive(Debug, Clone, Default)]
+#[allow(clippy::box_collection)] // the box is the point: 8 bytes inline, not 32
+struct Runs(Option<Box<VecDeque<Chunk>>>);
+
+impl Runs {
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |v| v.len())
+    }
+
+    fn push_back(&mut self, chunk: Chunk) {
+        self.0.get_or_insert_with(Box::default).push_back(chunk);
+    }
+
+    #[inline]
+    fn back_mut(&mut self) -> Option<&mut Chunk> {
+        self.0.as_mut()?.back_mut()
+    }
+
+    fn front(&self) -> Option<&Chunk> {
+        self.0.as_ref()?.front()
+    }
+
+    fn front_mut(&mut self) -> Option<&mut Chunk> {
+        self.0.as_mut()?.front_mut()
+    }
+
+    fn pop_front(&mut self) -> Option<Chunk> {
+        self.0.as_mut()?.pop_front()
+    }
+}
+
+impl<'a> IntoIterator for &'a Runs {
+    type Item = &'a Chunk;
+    type IntoIter = std::iter::Flatten<std::option::IntoIter<&'a VecDeque<Chunk>>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.as_deref().into_iter().flatten()
+    }
 }
 
 impl SendBuffer {
     /// A buffer that will hold at most `capacity` copied bytes. Allocates nothing.
     pub(crate) fn new(capacity: usize) -> Self {
         SendBuffer {
-            capacity,
+            capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
             ..SendBuffer::default()
         }
     }
@@ -97,9 +146,13 @@ impl SendBuffer {
         self.len == 0
     }
 
+    fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
     /// Copy space left: how many more bytes [`push_copy`](Self::push_copy) accepts.
     pub(crate) fn space(&self) -> usize {
-        self.capacity - self.ring_len
+        self.capacity() - self.ring_len
     }
 
     /// Copies as much of `data` as fits and returns how much that was.
@@ -114,7 +167,7 @@ impl SendBuffer {
         }
         let need = self.ring_len + n;
         if need > self.ring.len() {
-            let size = pool.ring_size(self.ring.len(), need, self.capacity, true);
+            let size = pool.ring_size(self.ring.len(), need, self.capacity(), true);
             if self.ring.is_empty() {
                 self.ring = pool.take(size);
                 self.head = 0;
@@ -337,7 +390,7 @@ impl SendBuffer {
             if self.chunks.len() <= 1 && !matches!(self.chunks.front(), Some(Chunk::Shared { .. }))
             {
                 // Nothing shared left: back to the implicit run, without storage.
-                self.chunks = VecDeque::new();
+                self.chunks = Runs::default();
                 self.head = wrap(self.head + n, size);
                 self.ring_len -= n;
                 n = 0;
@@ -349,7 +402,7 @@ impl SendBuffer {
                 pool.give(std::mem::take(&mut self.ring));
             }
         } else if should_shrink(self.ring.len(), self.ring_len) {
-            let size = fit(self.ring_len, self.capacity);
+            let size = fit(self.ring_len, self.capacity());
             pool.resize(&mut self.ring, &mut self.head, self.ring_len, size);
         }
     }
@@ -375,7 +428,7 @@ impl SendBuffer {
     /// going away.
     pub(crate) fn release(&mut self, pool: &mut RingPool) {
         pool.give(std::mem::take(&mut self.ring));
-        *self = SendBuffer::new(self.capacity);
+        *self = SendBuffer::new(self.capacity());
     }
 
     /// The shared chunk holding the byte at `offset`, and that byte's position within

@@ -41,6 +41,8 @@ const BETA: (usize, usize) = (7, 10);
 const FAST_CONVERGENCE: (usize, usize) = (17, 20);
 /// α_cubic (§4.3) = 3(1 − β_cubic)/(1 + β_cubic) = 9/17.
 const ALPHA_CUBIC: f64 = 3.0 * (1.0 - 0.7) / (1.0 + 0.7);
+/// The largest SMSS taken (the MSS option is 16 bits).
+const MAX_SMSS: usize = u16::MAX as usize;
 /// RFC 3465 L in the slow starts after the first (HyStart++ has its own, RFC 9406).
 const ABC_L: usize = 2;
 
@@ -122,10 +124,10 @@ impl Epoch {
 enum Stage {
     /// The initial slow start: ssthresh is at its initial value.
     Initial(HyStart),
-    /// After it: the curve of the current congestion-avoidance stage; none until its
-    /// first ACK (and during the slow starts after a loss). (`Clock` has room for the
-    /// discriminants: `Stage` costs nothing over an `Epoch`.)
-    Curve(Option<Epoch>),
+    /// After it: the curve of the current congestion-avoidance stage ([`Cold::epoch`],
+    /// out of line), none until its first ACK (and during the slow starts after a
+    /// loss).
+    Curve,
 }
 
 /// What an undo restores (RFC 9438 §4.9).
@@ -138,11 +140,24 @@ struct Prior {
     epoch: Option<Epoch>,
 }
 
-/// CUBIC congestion control (RFC 9438) with HyStart++ (RFC 9406). Windows and sizes
-/// are kept in 32 bits (see [`MAX_CWND`]).
+/// What only a connection past its initial slow start uses, out of line: a connection
+/// that never leaves it (most short ones) keeps none of it, and one in congestion
+/// avoidance allocates it once per stage (a loss, a timeout, an idle restart), not
+/// per ACK. Freed when both parts are gone.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Cold {
+    /// The curve of the current congestion-avoidance stage, once it has begun (only
+    /// in [`Stage::Curve`]).
+    epoch: Option<Epoch>,
+    /// Set by a reduction, until undone or replaced.
+    prior: Option<Prior>,
+}
+
+/// CUBIC congestion control (RFC 9438) with HyStart++ (RFC 9406). Windows are kept in
+/// 32 bits (see [`MAX_CWND`]), the segment size in 16 (the MSS option's range).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Cubic {
-    smss: u32,
+    smss: u16,
     cwnd: u32,
     ssthresh: u32,
     /// W_max for the next stage, bytes: the window before the last reduction (less with
@@ -153,26 +168,60 @@ pub(crate) struct Cubic {
     /// Between `on_congestion` and the end of that recovery.
     in_recovery: bool,
     stage: Stage,
-    /// Set by a reduction, until undone or replaced; out of line, as reductions are
-    /// rare.
-    prior: Option<Box<Prior>>,
+    cold: Option<Box<Cold>>,
 }
 
 impl Cubic {
     /// A controller for a sender whose maximum segment size is `smss` (0 is treated as
-    /// 1), starting at the initial window in slow start.
+    /// 1, more than 65535 as 65535), starting at the initial window in slow start.
     pub(crate) fn new(smss: usize) -> Self {
-        let smss = smss.clamp(1, MAX_CWND);
+        let smss = smss.clamp(1, MAX_SMSS);
         Cubic {
-            smss: window(smss),
+            smss: smss as u16,
             cwnd: window(initial_window(smss)),
             ssthresh: INITIAL_SSTHRESH as u32,
             w_max: 0,
             cwnd_prior: 0,
             in_recovery: false,
             stage: Stage::Initial(HyStart::new()),
-            prior: None,
+            cold: None,
         }
+    }
+
+    fn cold_mut(&mut self) -> &mut Cold {
+        self.cold.get_or_insert_with(Box::default)
+    }
+
+    /// Free the out-of-line part once neither a curve nor an undo snapshot is in it.
+    fn drop_cold_if_empty(&mut self) {
+        if self
+            .cold
+            .as_ref()
+            .is_some_and(|c| c.epoch.is_none() && c.prior.is_none())
+        {
+            self.cold = None;
+        }
+    }
+
+    /// Apply `set` to the out-of-line part: allocated first when `fills`, else only if
+    /// it exists, and freed if it ends up empty.
+    fn update_cold(&mut self, fills: bool, set: impl FnOnce(&mut Cold)) {
+        if fills {
+            set(self.cold_mut());
+        } else if let Some(cold) = self.cold.as_mut() {
+            set(cold);
+            self.drop_cold_if_empty();
+        }
+    }
+
+    /// Set (or clear) the curve of the current stage.
+    fn set_epoch(&mut self, epoch: Option<Epoch>) {
+        self.update_cold(epoch.is_some(), |c| c.epoch = epoch);
+    }
+
+    /// Set (or clear) the undo snapshot.
+    fn set_prior(&mut self, prior: Option<Prior>) {
+        self.update_cold(prior.is_some(), |c| c.prior = prior);
     }
 
     fn smss(&self) -> usize {
@@ -180,28 +229,19 @@ impl Cubic {
     }
 
     /// The curve of the current stage, if one has begun.
-    #[cfg(test)]
     fn epoch(&self) -> Option<&Epoch> {
-        match &self.stage {
-            Stage::Curve(e) => e.as_ref(),
-            Stage::Initial(_) => None,
-        }
+        self.cold.as_ref()?.epoch.as_ref()
     }
 
     /// The curve of the current stage, if one has begun.
     fn epoch_mut(&mut self) -> Option<&mut Epoch> {
-        match &mut self.stage {
-            Stage::Curve(e) => e.as_mut(),
-            Stage::Initial(_) => None,
-        }
+        self.cold.as_mut()?.epoch.as_mut()
     }
 
     /// End the current curve (the next congestion-avoidance ACK begins a new one);
     /// the initial slow start, if it is still on, goes on.
     fn end_epoch(&mut self) {
-        if let Stage::Curve(e) = &mut self.stage {
-            *e = None;
-        }
+        self.set_epoch(None);
     }
 
     /// ssthresh changed: HyStart++ afresh if it is back at its initial value (an undo),
@@ -210,26 +250,24 @@ impl Cubic {
         self.stage = if self.ssthresh as usize == INITIAL_SSTHRESH {
             Stage::Initial(HyStart::new())
         } else {
-            Stage::Curve(None)
+            Stage::Curve
         };
+        self.end_epoch();
     }
 
-    fn snapshot(&self, now: Instant) -> Box<Prior> {
-        let mut epoch = match &self.stage {
-            Stage::Curve(e) => e.clone(),
-            Stage::Initial(_) => None,
-        };
+    fn snapshot(&self, now: Instant) -> Prior {
+        let mut epoch = self.epoch().cloned();
         if let Some(e) = &mut epoch {
             // Should the reduction be undone, the curve goes on from where it stopped.
             e.pause(now);
         }
-        Box::new(Prior {
+        Prior {
             cwnd: self.cwnd,
             ssthresh: self.ssthresh,
             w_max: self.w_max,
             cwnd_prior: self.cwnd_prior,
             epoch,
-        })
+        }
     }
 
     /// §4.6 multiplicative decrease with §4.7 fast convergence: sets W_max, cwnd_prior
@@ -261,7 +299,7 @@ impl Cubic {
                 self.ssthresh = self.cwnd;
                 self.cwnd_prior = self.cwnd;
                 self.w_max = 0;
-                self.stage = Stage::Curve(None);
+                self.stage = Stage::Curve;
             }
         } else {
             // RFC 5681 §3.1 with RFC 3465 L = 2 SMSS, as NewReno.
@@ -277,12 +315,13 @@ impl Cubic {
         let cwnd_prior = self.cwnd_prior as f64;
         if let Stage::Initial(_) = self.stage {
             // Not reached (cwnd stays below the initial ssthresh); a curve if it were.
-            self.stage = Stage::Curve(None);
+            self.stage = Stage::Curve;
         }
-        let Stage::Curve(epoch) = &mut self.stage else {
-            return;
-        };
-        let epoch = epoch.get_or_insert_with(|| Epoch::begin(ack.now, cwnd, w_max, smss));
+        let epoch = self
+            .cold
+            .get_or_insert_with(Box::default)
+            .epoch
+            .get_or_insert_with(|| Epoch::begin(ack.now, cwnd, w_max, smss));
         let t = epoch.resume(ack.now);
 
         // §4.3: W_est grows like Reno with AIMD(α_cubic, β_cubic), and like Reno itself
@@ -346,7 +385,7 @@ impl CongestionControl for Cubic {
     }
 
     fn on_congestion(&mut self, _flight_size: usize, now: Instant) {
-        self.prior = Some(self.snapshot(now));
+        self.set_prior(Some(self.snapshot(now)));
         self.reduce();
         self.cwnd = self.ssthresh;
         self.in_recovery = true;
@@ -363,7 +402,7 @@ impl CongestionControl for Cubic {
 
     fn on_rto(&mut self, _flight_size: usize, first: bool, now: Instant) {
         if first && !self.in_recovery {
-            self.prior = Some(self.snapshot(now));
+            self.set_prior(Some(self.snapshot(now)));
             self.reduce();
         }
         // §4.8: the first stage after a timeout starts its curve at cwnd (K = 0).
@@ -371,13 +410,14 @@ impl CongestionControl for Cubic {
         self.restart_stage();
         self.in_recovery = false;
         // Loss window (RFC 5681 §3.1): one segment, then slow start again.
-        self.cwnd = self.smss;
+        self.cwnd = u32::from(self.smss);
     }
 
     fn undo(&mut self, _now: Instant) {
-        let Some(p) = self.prior.take() else {
+        let Some(p) = self.cold.as_mut().and_then(|c| c.prior.take()) else {
             return;
         };
+        self.drop_cold_if_empty();
         self.in_recovery = false;
         // §4.9: only while the window is still below the one the reduction left;
         // once it has grown back, the current state is the better one.
@@ -389,8 +429,8 @@ impl CongestionControl for Cubic {
             // Back to the initial slow start (a reduction there was spurious), or to
             // the curve of before.
             self.restart_stage();
-            if let Stage::Curve(e) = &mut self.stage {
-                *e = p.epoch;
+            if self.stage == Stage::Curve {
+                self.set_epoch(p.epoch);
             }
         }
     }
@@ -401,7 +441,7 @@ impl CongestionControl for Cubic {
     }
 
     fn set_mss(&mut self, smss: usize) {
-        let smss = smss.min(MAX_CWND);
+        let smss = smss.min(MAX_SMSS);
         let old = self.smss();
         if smss == 0 || smss == old {
             return;
@@ -422,10 +462,10 @@ impl CongestionControl for Cubic {
                 );
             }
         }
-        self.smss = window(smss);
+        self.smss = smss as u16;
         // The curve and the undo state were in the old segment size.
         self.end_epoch();
-        self.prior = None;
+        self.set_prior(None);
     }
 }
 
@@ -696,7 +736,7 @@ mod tests {
         c.undo(at(500));
         assert_eq!(c.cwnd(), 2 * cwnd);
         assert_eq!(c.w_max, w_max);
-        assert!(c.prior.is_none());
+        assert!(c.cold.as_ref().is_none_or(|c| c.prior.is_none()));
     }
 
     #[test]

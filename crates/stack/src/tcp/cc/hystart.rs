@@ -50,14 +50,22 @@ pub(crate) struct Step {
 /// HyStart++ state of one connection's initial slow start (RFC 9406 §4.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HyStart {
-    phase: Phase,
-    /// The round ends when SND.UNA reaches this (SND.MAX when the round began); no
-    /// round has begun before the first ACK.
-    window_end: Option<SeqNum>,
+    /// The [`Phase`], flattened so that the state fits 20 bytes (with CUBIC's stage
+    /// tag in a flag's spare values): in CSS, since `css_baseline_min_rtt`, with
+    /// `css_rounds` rounds ended in it.
+    in_css: bool,
+    css_rounds: u8,
+    css_baseline_min_rtt: u32,
+    /// The round ends when SND.UNA reaches this (SND.MAX when the round began), once
+    /// `round_begun`.
+    window_end: SeqNum,
     /// Minimum RTT of the previous round and of this one, µs (NO_RTT: none).
     last_round_min_rtt: u32,
     current_round_min_rtt: u32,
     rtt_sample_count: u8,
+    /// A round has begun: no round begins before the first ACK. (A flag, not an
+    /// `Option` of `window_end`: four bytes less for every connection.)
+    round_begun: bool,
 }
 
 impl Default for HyStart {
@@ -70,29 +78,57 @@ impl HyStart {
     /// Fresh state: standard slow start, no round begun.
     pub(crate) fn new() -> Self {
         HyStart {
-            phase: Phase::SlowStart,
-            window_end: None,
+            in_css: false,
+            css_rounds: 0,
+            css_baseline_min_rtt: 0,
+            window_end: SeqNum(0),
             last_round_min_rtt: NO_RTT,
             current_round_min_rtt: NO_RTT,
             rtt_sample_count: 0,
+            round_begun: false,
         }
     }
 
     /// In Conservative Slow Start.
     pub(crate) fn in_css(&self) -> bool {
-        matches!(self.phase, Phase::Css { .. })
+        self.in_css
+    }
+
+    fn phase(&self) -> Phase {
+        if self.in_css {
+            Phase::Css {
+                baseline_min_rtt: self.css_baseline_min_rtt,
+                rounds: self.css_rounds,
+            }
+        } else {
+            Phase::SlowStart
+        }
+    }
+
+    fn set_phase(&mut self, phase: Phase) {
+        (self.in_css, self.css_baseline_min_rtt, self.css_rounds) = match phase {
+            Phase::SlowStart => (false, 0, 0),
+            Phase::Css {
+                baseline_min_rtt,
+                rounds,
+            } => (true, baseline_min_rtt, rounds),
+        };
     }
 
     /// One ACK that delivered new data in the initial slow start, from a sender that
     /// was not application-limited. `smss` is at least 1.
     pub(crate) fn on_ack(&mut self, ack: &AckSample, smss: usize) -> Step {
-        let window_end = *self.window_end.get_or_insert(ack.snd_max);
+        if !self.round_begun {
+            self.round_begun = true;
+            self.window_end = ack.snd_max;
+        }
+        let window_end = self.window_end;
         if let Some(rtt) = ack.rtt {
             self.current_round_min_rtt = self.current_round_min_rtt.min(micros(rtt));
             self.rtt_sample_count = self.rtt_sample_count.saturating_add(1);
         }
         let sampled = self.rtt_sample_count >= N_RTT_SAMPLE;
-        match self.phase {
+        match self.phase() {
             Phase::SlowStart => {
                 if sampled
                     && self.current_round_min_rtt != NO_RTT
@@ -102,10 +138,10 @@ impl HyStart {
                         .clamp(MIN_RTT_THRESH, MAX_RTT_THRESH);
                     if self.current_round_min_rtt >= self.last_round_min_rtt.saturating_add(thresh)
                     {
-                        self.phase = Phase::Css {
+                        self.set_phase(Phase::Css {
                             baseline_min_rtt: self.current_round_min_rtt,
                             rounds: 0,
-                        };
+                        });
                     }
                 }
             }
@@ -114,7 +150,7 @@ impl HyStart {
             } => {
                 // The delay rise did not last: it was not the queue building (§4.2).
                 if sampled && self.current_round_min_rtt < baseline_min_rtt {
-                    self.phase = Phase::SlowStart;
+                    self.set_phase(Phase::SlowStart);
                 }
             }
         }
@@ -128,14 +164,14 @@ impl HyStart {
         if ack.una >= window_end {
             // The round ends with this ACK; the next begins at what is sent now. The
             // round CSS was entered in counts as its first.
-            if let Phase::Css { rounds, .. } = &mut self.phase {
-                *rounds = rounds.saturating_add(1);
-                exit = *rounds >= CSS_ROUNDS;
+            if self.in_css {
+                self.css_rounds = self.css_rounds.saturating_add(1);
+                exit = self.css_rounds >= CSS_ROUNDS;
             }
             self.last_round_min_rtt = self.current_round_min_rtt;
             self.current_round_min_rtt = NO_RTT;
             self.rtt_sample_count = 0;
-            self.window_end = Some(ack.snd_max);
+            self.window_end = ack.snd_max;
         }
         Step { increase, exit }
     }
@@ -173,7 +209,11 @@ mod tests {
         /// One ACK of one segment with an RTT sample; true if it ended the round.
         fn ack(&mut self, rtt_ms: u64) -> (Step, bool) {
             // The end the ACK is judged against (set by this ACK if no round began).
-            let end = self.hs.window_end.unwrap_or(SeqNum(self.snd_max));
+            let end = if self.hs.round_begun {
+                self.hs.window_end
+            } else {
+                SeqNum(self.snd_max)
+            };
             self.una += MSS as u32;
             let step = self.hs.on_ack(
                 &AckSample {
@@ -258,7 +298,7 @@ mod tests {
             .all(|s| s.increase == MSS / CSS_GROWTH_DIVISOR));
         assert!(f.hs.in_css());
         assert_eq!(
-            f.hs.phase,
+            f.hs.phase(),
             Phase::Css {
                 baseline_min_rtt: 63_000,
                 rounds: 1
@@ -304,7 +344,7 @@ mod tests {
         let mut f = Flow::new();
         f.round(10);
         // A round of 7 samples only (the rest carry none).
-        let end = f.hs.window_end.unwrap().0;
+        let end = f.hs.window_end.0;
         let mut n = 0;
         while f.una < end {
             f.una += MSS as u32;

@@ -70,7 +70,7 @@ impl Tcb {
         // a zero-window connection open as long as probes are answered).
         self.snd.persist_probes = 0;
 
-        let old_wnd = self.snd.wnd;
+        let old_wnd = self.snd.wnd();
         let prior_una = self.snd.una;
         let prior_sacked = self.board.sacked_bytes();
         let mut rtt = None;
@@ -100,7 +100,7 @@ impl Tcb {
             // Answers to zero-window probes are not loss signals.
             && old_wnd != 0;
         if dupack {
-            self.recovery.dupacks += 1;
+            self.recovery.dupacks = self.recovery.dupacks.saturating_add(1);
         }
         if self.state.is_synchronized() || self.snd.syn_acked {
             let facts = AckFacts {
@@ -196,7 +196,7 @@ impl Tcb {
         if let Some((seq, sent)) = self.rtt_seq {
             if ack >= seq {
                 if sample.is_none() {
-                    sample = Some(now.as_micros().saturating_sub(sent.as_micros()));
+                    sample = Some(now.micros_since(sent));
                 }
                 self.rtt_seq = None;
             }
@@ -259,7 +259,7 @@ impl Tcb {
         // mark the segment at SND.UNA lost (RFC 5681 §3.2, RFC 6582 §3.2 step 5).
         if self.board.sacked_bytes() == 0 {
             let third_dup =
-                self.recovery.dupacks == DUP_THRESH as u32 && !self.recovery.in_recovery;
+                self.recovery.dupacks == DUP_THRESH as u16 && !self.recovery.in_recovery;
             let partial = self.recovery.in_recovery && acked > 0 && !leaving && !self.sack_ok;
             if third_dup || partial {
                 self.board.mark_head_lost(mss);
@@ -321,12 +321,7 @@ impl Tcb {
     /// RFC 5961 §5.2: an ACK below SND.UNA - MAX.SND.WND is not acceptable.
     #[inline]
     pub(super) fn ack_too_old(&self, ack: SeqNum) -> bool {
-        let oldest = SeqNum(
-            self.snd
-                .una
-                .0
-                .wrapping_sub(self.snd.max_wnd.min(1 << 30) as u32),
-        );
+        let oldest = SeqNum(self.snd.una.0.wrapping_sub(self.snd.max_wnd.min(1 << 30)));
         ack < oldest
     }
 
@@ -480,11 +475,11 @@ impl Tcb {
         };
         // In microseconds: this runs on every ACK.
         let mut pto = srtt.saturating_mul(2);
-        if flight <= self.snd.mss {
+        if flight <= self.snd.mss() {
             pto = pto.saturating_add(WORST_CASE_DELAYED_ACK.as_micros() as u64);
         }
         let pto = pto.max(MIN_PTO_US) << self.recovery.probes;
-        let mut at = Instant::from_micros(now.as_micros().saturating_add(pto));
+        let mut at = now.plus_micros(pto);
         if let Some(rto) = self.timers.get(Timer::Rto) {
             if rto < at {
                 at = rto;

@@ -94,7 +94,7 @@ impl Tcb {
         {
             return false;
         }
-        if self.rcv.closed || self.rcv.fin.is_some() || self.rcv.buf.has_out_of_order() {
+        if self.rcv.closed || self.rcv.fin_held || self.rcv.buf.has_out_of_order() {
             return false;
         }
 
@@ -179,14 +179,14 @@ impl Tcb {
     pub(super) fn transmit_predicted(&mut self, now: Instant, out: &mut Vec<TxSegment>) -> bool {
         let p = &self.pending;
         if self.state != State::Established
-            || p.rst.is_some()
+            || p.rst
             || p.tlp
             || p.probe
             || p.keepalive_probe
-            || p.dsack.is_some()
+            || p.dsack
             || self.recovery.in_recovery
             || self.board.lost_bytes() > 0
-            || self.snd.fin.is_some()
+            || self.snd.fin_queued
         {
             return false;
         }
@@ -204,7 +204,7 @@ impl Tcb {
         // restart after idle (RFC 5681 §4.1) due, all of it in one segment.
         if self.snd.nxt != self.snd.max
             || (self.snd.nxt == self.snd.una
-                && now.as_micros().saturating_sub(self.last_send.as_micros()) > self.rtt.rto_us())
+                && now.micros_since(self.last_send) > self.rtt.rto_us())
         {
             return false;
         }

@@ -40,7 +40,7 @@ impl Tcb {
     fn on_segment_syn_sent(&mut self, now: Instant, seg: &Segment, pool: &mut RingPool) {
         if seg.flags.ack && (seg.ack <= self.snd.iss || seg.ack > self.snd.max) {
             if !seg.flags.rst {
-                self.pending.rst = Some((seg.ack, None));
+                self.queue_rst(seg.ack, None);
             }
             return;
         }
@@ -66,7 +66,7 @@ impl Tcb {
             self.take_syn_ack(now, seg, pool);
         } else {
             // Simultaneous open (§3.5, figure 7): answer with SYN-ACK on the same ISS.
-            self.snd.wnd = seg.window as usize;
+            self.snd.wnd = u32::from(seg.window);
             self.snd.max_wnd = self.snd.wnd;
             self.snd.wl1 = seg.seq;
             self.state = State::SynReceived;
@@ -101,12 +101,12 @@ impl Tcb {
         }
         let interval = self.cfg.invalid_ack_interval;
         if self
-            .last_invalid_ack
+            .last_invalid_ack()
             .is_some_and(|last| now.saturating_duration_since(last) < interval)
         {
             return true;
         }
-        self.last_invalid_ack = Some(now);
+        self.timers.extra_mut().last_invalid_ack = Some(now);
         false
     }
 
@@ -223,7 +223,7 @@ impl Tcb {
                     self.answer_invalid(now, &seg, out);
                     if seg.payload_len > 0 && seg.seq + seg.payload_len <= self.rcv.nxt {
                         // Entirely old data: a duplicate (RFC 2883 §4 case 1).
-                        self.pending.dsack = Some((seg.seq, seg.seq + seg.payload_len));
+                        self.queue_dsack((seg.seq, seg.seq + seg.payload_len));
                     }
                     // TIME-WAIT (§3.10.7.4, eighth check): a retransmitted FIN is
                     // acknowledged again and restarts the 2·MSL wait. Being a duplicate,
@@ -264,7 +264,7 @@ impl Tcb {
             let dup = self.rcv.nxt.since(seq).min(payload.len());
             if dup > 0 {
                 // Its front was received before: report that part (RFC 2883 §4).
-                self.pending.dsack = Some((seq, seq + dup));
+                self.queue_dsack((seq, seq + dup));
                 self.pending.ack_now = true;
             }
             payload = &payload[dup..];
@@ -294,7 +294,7 @@ impl Tcb {
                 self.snd.update_window(wnd, seg.seq, seg.ack);
                 self.enter_established(now);
             } else {
-                self.pending.rst = Some((seg.ack, None));
+                self.queue_rst(seg.ack, None);
                 return;
             }
         }
@@ -319,7 +319,7 @@ impl Tcb {
                 State::Established | State::FinWait1 | State::FinWait2 | State::SynReceived
             )
         {
-            self.rcv.fin = Some(seq + payload.len());
+            self.rcv.hold_fin(seq + payload.len());
         }
         self.maybe_accept_fin(now);
         if matches!(
@@ -339,7 +339,7 @@ impl Tcb {
     /// handshake like the ACK of §3.10.7.4 (fifth check, SYN-RECEIVED).
     fn on_simultaneous_syn_ack(&mut self, now: Instant, seg: &Segment, pool: &mut RingPool) {
         if !(self.snd.una < seg.ack && seg.ack <= self.snd.max) {
-            self.pending.rst = Some((seg.ack, None));
+            self.queue_rst(seg.ack, None);
             return;
         }
         self.last_recv = now;
@@ -378,7 +378,7 @@ impl Tcb {
             // nobody will read: RFC 1122 §4.2.2.13 lets us reset so the peer learns its
             // data was lost, and Linux does (TCPAbortOnData). The RST carries SEG.ACK
             // as its sequence number, as for any segment answered with a reset.
-            self.pending.rst = Some((seg.ack, None));
+            self.queue_rst(seg.ack, None);
             self.finish(CloseReason::Aborted);
             return;
         }
@@ -431,7 +431,7 @@ impl Tcb {
     /// delayed-ACK timer (§3.8.6.3).
     #[inline]
     pub(super) fn delay_ack(&mut self, now: Instant) {
-        self.rcv.unacked_segs += 1;
+        self.rcv.unacked_segs = self.rcv.unacked_segs.saturating_add(1);
         if self.rcv.unacked_segs >= 2 {
             self.pending.ack_now = true;
         } else if !self.timers.is_armed(Timer::DelayedAck) {
@@ -443,11 +443,13 @@ impl Tcb {
     /// Take the peer's FIN once everything before it has arrived (§3.10.7.4, eighth
     /// check).
     fn maybe_accept_fin(&mut self, now: Instant) {
-        let Some(fin) = self.rcv.fin else { return };
+        let Some(fin) = self.rcv.held_fin() else {
+            return;
+        };
         if fin != self.rcv.nxt || self.rcv.buf.has_out_of_order() {
             return;
         }
-        self.rcv.fin = None;
+        self.rcv.fin_held = false;
         self.rcv.nxt += 1;
         self.pending.ack_now = true;
         self.events.peer_closed = true;

@@ -178,7 +178,8 @@ pub struct Tcb {
     rcv: RecvSeq,
     recovery: Recovery,
     pending: PendingOutput,
-    timers: TimerTable,
+    /// The timers, and out of line with the rarely armed ones, what is rarely set.
+    timers: TimerTable<RareState>,
 
     rtt: RttEstimator,
     /// The segment being timed for an RTT sample (Karn's rule: none if retransmitted).
@@ -195,13 +196,8 @@ pub struct Tcb {
     /// application makes from its callbacks.
     last_now: Instant,
     /// Keepalive probes sent since the peer was last heard from (RFC 1122 §4.2.3.6).
-    keepalive_sent: u32,
-    /// The user timeout (RFC 5482), from the configuration or the application.
-    user_timeout: Option<Duration>,
-    /// When we last answered an invalid segment (out of window, failing PAWS, or
-    /// challenged per RFC 5961): such ACKs are sent at most once per
-    /// [`TcpConfig::invalid_ack_interval`] per connection.
-    last_invalid_ack: Option<Instant>,
+    /// Saturating ([`reached`]).
+    keepalive_sent: u8,
 
     // Settled by the handshake.
     /// Timestamps, when both sides agreed on them (RFC 7323 §3).
@@ -234,19 +230,21 @@ struct SendSeq {
     /// SND.MAX: the highest sequence number sent so far (SND.NXT can be rewound by a
     /// timeout).
     max: SeqNum,
-    wnd: usize,
+    /// SND.WND, scaled (at most 2^30, RFC 7323 §2.3: 32 bits hold it).
+    wnd: u32,
     wl1: SeqNum,
     wl2: SeqNum,
     /// MAX.SND.WND: the largest window the peer has offered (RFC 5961 §5.2).
-    max_wnd: usize,
+    max_wnd: u32,
     /// Snd.Wind.Shift: the peer's window-scale shift (0 unless both sides agreed,
     /// RFC 7323 §2).
     wscale: u8,
     /// Eff.snd.MSS (§3.7.1): payload bytes per full-sized segment, after the options we
-    /// always send.
-    mss: usize,
-    /// Most payload bytes the device segments for us in one TSO super-frame (0: no TSO).
-    tso_max: usize,
+    /// always send (the MSS option is 16 bits).
+    mss: u16,
+    /// Most payload bytes the device segments for us in one TSO super-frame (0: no TSO;
+    /// an IPv4 packet carries less than 64 KiB).
+    tso_max: u16,
     buf: SendBuffer,
     /// Our SYN has been acknowledged: the send buffer's first byte is SND.UNA, not
     /// ISS + 1. A flag, not `una == iss`: SND.UNA comes back round to ISS after
@@ -254,15 +252,15 @@ struct SendSeq {
     syn_acked: bool,
     /// The application closed its sending side: a FIN follows the queued data.
     fin_queued: bool,
-    /// Sequence number of our FIN once queued.
-    fin: Option<SeqNum>,
+    /// Sequence number of our FIN once queued ([`SendSeq::fin`]); meaningless before.
+    fin: SeqNum,
     /// Zero-window probes sent since the peer last answered with an acceptable ACK.
-    persist_probes: u32,
+    persist_probes: u16,
     /// Exponent of the persist timer's backoff (at most 16).
     persist_backoff: u8,
     /// Zero-window probes sent since the last progress (SND.UNA advanced or the window
     /// opened): answers do not reset it. What bounds an orphan's probing.
-    stalled_probes: u32,
+    stalled_probes: u16,
     /// Since when nothing has moved: the time the oldest unacknowledged sequence number
     /// was first sent, or of the last progress since. What the user and orphan timeouts
     /// count from.
@@ -283,16 +281,19 @@ struct RecvSeq {
     /// Last.ACK.sent: RCV.NXT as of the last ACK we sent (RFC 7323 §4.3).
     last_ack_sent: SeqNum,
     buf: RecvBuffer,
-    /// Sequence number of a FIN that arrived ahead of missing data.
-    fin: Option<SeqNum>,
+    /// Sequence number of a FIN that arrived ahead of missing data, while `fin_held`.
+    /// (A flag, not an `Option`: with it the receive space fits 88 bytes.)
+    fin: SeqNum,
+    fin_held: bool,
     /// The application will not read any more (it called close): data is ACKed and
     /// dropped until `discard_until`, and answered with a RST after.
     closed: bool,
     discard_until: Instant,
     /// Our MSS as advertised in our SYN (§3.7.1): the largest segment we receive.
     mss: u16,
-    /// Full-sized segments received since our last ACK (ACK every second one, §3.8.6.3).
-    unacked_segs: u32,
+    /// Full-sized segments received since our last ACK (ACK every second one, §3.8.6.3),
+    /// saturating.
+    unacked_segs: u16,
     /// The window the receive buffer offers for the segments being built
     /// ([`RecvBuffer::offer`], set as `poll_transmit` starts).
     offer: u32,
@@ -304,7 +305,9 @@ struct RecvSeq {
 /// reads is here; what only a recovery, a timeout or a retransmission needs is out of
 /// line ([`ColdRecovery`]).
 struct Recovery {
-    dupacks: u32,
+    /// Duplicate ACKs in a row (RFC 5681 §3.2), saturating: only up to DupThresh
+    /// matters.
+    dupacks: u16,
     /// In loss recovery (RFC 6675 §5), sending under PRR.
     in_recovery: bool,
     /// The recovery point (RFC 6675 "RecoveryPoint", RFC 6582 "recover"): SND.MAX when
@@ -313,8 +316,9 @@ struct Recovery {
     /// as "ahead" again after 2 GiB; dropping it keeps the test meaningful at any
     /// distance.
     recover: Option<SeqNum>,
-    /// Retransmission timeouts (or SYN retries) since the last progress.
-    retries: u32,
+    /// Retransmission timeouts (or SYN retries) since the last progress, saturating
+    /// ([`Recovery::retries_reached`]).
+    retries: u16,
     /// The rescue retransmission of this recovery was sent (RFC 6675 §4 NextSeg rule 4).
     rescued: bool,
     /// The tail loss probe in flight (RFC 8985 §7): TLP.end_seq and whether it resent
@@ -340,6 +344,11 @@ struct ColdRecovery {
 }
 
 impl Recovery {
+    /// `retries` reached `limit` ([`reached`]).
+    fn retries_reached(&self, limit: u32) -> bool {
+        reached(self.retries, limit, u16::MAX)
+    }
+
     fn cold(&mut self) -> &mut ColdRecovery {
         self.cold.get_or_insert_with(Box::default)
     }
@@ -427,6 +436,32 @@ pub struct LossCounters {
     pub spurious_undos: u32,
 }
 
+/// A saturating counter kept in fewer bits than its configured `limit` (a `u32`) has
+/// reached that limit; a limit the counter cannot hold counts as the counter's `max`
+/// (2^16 - 1 retries or probes, 255 keepalive probes: one per RTO or probe interval,
+/// far beyond any limit in use).
+fn reached<C: Into<u32>>(count: C, limit: u32, max: C) -> bool {
+    count.into() >= limit.min(max.into())
+}
+
+/// What a connection rarely sets, kept out of line with the rarely armed timers
+/// ([`TimerTable::extra_mut`]): most connections never allocate it.
+#[derive(Debug, Clone, Copy, Default)]
+struct RareState {
+    /// The user timeout (RFC 5482), from the configuration or the application.
+    user_timeout: Option<Duration>,
+    /// When we last answered an invalid segment (out of window, failing PAWS, or
+    /// challenged per RFC 5961): such ACKs are sent at most once per
+    /// [`TcpConfig::invalid_ack_interval`] per connection.
+    last_invalid_ack: Option<Instant>,
+    /// Owed to the peer ([`PendingOutput`]): a duplicate segment arrived, to report in
+    /// the next ACK's first SACK block (D-SACK, RFC 2883 §4), so the sender can tell
+    /// its retransmission was spurious.
+    dsack: Option<(SeqNum, SeqNum)>,
+    /// Owed to the peer: a RST, <SEQ=x><CTL=RST> for an unacceptable ACK, or our abort.
+    rst: Option<(SeqNum, Option<SeqNum>)>,
+}
+
 /// Segments owed to the peer that `poll_transmit` has not sent yet.
 struct PendingOutput {
     /// Our SYN (or SYN-ACK), first or again.
@@ -439,11 +474,11 @@ struct PendingOutput {
     keepalive_probe: bool,
     /// A tail loss probe (RFC 8985 §7.3).
     tlp: bool,
-    /// A duplicate segment arrived: report it in the next ACK's first SACK block
-    /// (D-SACK, RFC 2883 §4), so the sender can tell its retransmission was spurious.
-    dsack: Option<(SeqNum, SeqNum)>,
-    /// RST to send: <SEQ=x><CTL=RST> for an unacceptable ACK, or our abort.
-    rst: Option<(SeqNum, Option<SeqNum>)>,
+    /// A D-SACK, kept out of line ([`RareState::dsack`]); the flag is what the data
+    /// path tests.
+    dsack: bool,
+    /// A RST, kept out of line ([`RareState::rst`]).
+    rst: bool,
 }
 
 impl SendSeq {
@@ -466,22 +501,41 @@ impl SendSeq {
     /// now: no data can be added after it).
     fn queue_fin(&mut self) {
         self.fin_queued = true;
-        self.fin = Some(self.data_start() + self.buf.len());
+        self.fin = self.data_start() + self.buf.len();
+    }
+
+    /// Sequence number of our FIN, once queued.
+    #[inline]
+    fn fin(&self) -> Option<SeqNum> {
+        self.fin_queued.then_some(self.fin)
     }
 
     /// Our FIN is queued and not sent since SND.NXT was last set (or rewound).
     fn fin_unsent(&self) -> bool {
-        self.fin.is_some_and(|f| self.nxt <= f)
+        self.fin().is_some_and(|f| self.nxt <= f)
     }
 
     /// Our FIN has been sent and acknowledged.
     fn fin_acked(&self) -> bool {
-        self.fin.is_some_and(|f| self.una > f)
+        self.fin().is_some_and(|f| self.una > f)
+    }
+
+    /// SND.WND, in bytes (scaled).
+    #[inline]
+    fn wnd(&self) -> usize {
+        self.wnd as usize
+    }
+
+    /// Eff.snd.MSS.
+    #[inline]
+    fn mss(&self) -> usize {
+        self.mss as usize
     }
 
     /// Take the window of a segment (§3.10.7.4: SND.WND, SND.WL1, SND.WL2) and keep
-    /// MAX.SND.WND up to date (RFC 5961 §5.2). `wnd` is already scaled.
+    /// MAX.SND.WND up to date (RFC 5961 §5.2). `wnd` is already scaled (at most 2^30).
     fn update_window(&mut self, wnd: usize, seq: SeqNum, ack: SeqNum) {
+        let wnd = wnd as u32;
         self.wnd = wnd;
         self.max_wnd = self.max_wnd.max(wnd);
         self.wl1 = seq;
@@ -490,6 +544,17 @@ impl SendSeq {
 }
 
 impl RecvSeq {
+    /// Hold the peer's FIN at `seq` until the data before it has arrived.
+    fn hold_fin(&mut self, seq: SeqNum) {
+        self.fin = seq;
+        self.fin_held = true;
+    }
+
+    /// The FIN held, if any.
+    fn held_fin(&self) -> Option<SeqNum> {
+        self.fin_held.then_some(self.fin)
+    }
+
     /// RCV.WND: what we accept from RCV.NXT on, i.e. up to the right edge we advertised.
     /// Space the application freed but that receiver SWS avoidance has not announced yet
     /// is not offered (§3.8.6.2.2 keeps RCV.WND fixed until the update is sent).
@@ -638,11 +703,11 @@ impl Tcb {
     }
     /// SND.WND: the peer's receive window, in bytes (scaled).
     pub fn snd_wnd(&self) -> usize {
-        self.snd.wnd
+        self.snd.wnd()
     }
     /// Payload bytes per full-sized segment we send (after the options on every one).
     pub fn snd_mss(&self) -> usize {
-        self.snd.mss
+        self.snd.mss()
     }
     /// The congestion window (RFC 5681), in bytes.
     pub fn cwnd(&self) -> usize {
@@ -675,7 +740,7 @@ impl Tcb {
     /// Let new data go out as TSO super-frames of up to `max_payload` bytes, which the
     /// device cuts into full segments ([`TxSegment::tso_mss`](super::segment::TxSegment::tso_mss)). Zero turns it off.
     pub(crate) fn set_tso(&mut self, max_payload: usize) {
-        self.snd.tso_max = max_payload;
+        self.snd.tso_max = u16::try_from(max_payload).unwrap_or(u16::MAX);
     }
 
     /// Bytes the application may still queue by copy.
@@ -722,7 +787,7 @@ impl Tcb {
     }
     /// Number of consecutive retransmission timeouts without progress.
     pub fn retries(&self) -> u32 {
-        self.recovery.retries
+        u32::from(self.recovery.retries)
     }
 
     /// What the application has not read yet, as one contiguous slice (the receive buffer
@@ -847,7 +912,7 @@ impl Tcb {
                 | State::FinWait2
                 | State::CloseWait
         ) {
-            self.pending.rst = Some((self.rst_seq(), None));
+            self.queue_rst(self.rst_seq(), None);
         }
         self.finish(CloseReason::Aborted);
     }
@@ -858,7 +923,7 @@ impl Tcb {
     /// and a peer keeping RFC 5961 §3.2 would answer anything else with a challenge ACK
     /// instead of resetting (Linux tcp_acceptable_seq).
     fn rst_seq(&self) -> SeqNum {
-        let wnd_end = self.snd.una + self.snd.wnd;
+        let wnd_end = self.snd.una + self.snd.wnd();
         if self.snd.max > wnd_end {
             wnd_end
         } else {
@@ -873,7 +938,7 @@ impl Tcb {
         if self.state.is_synchronized() && self.state != State::TimeWait
             || self.state == State::SynReceived
         {
-            self.pending.rst = Some((self.rst_seq(), None));
+            self.queue_rst(self.rst_seq(), None);
         }
         self.finish(reason);
     }
@@ -891,16 +956,57 @@ impl Tcb {
 
     /// Set (or clear) the user timeout (RFC 5482; RFC 9293 §3.10.1 USER TIMEOUT).
     pub fn set_user_timeout(&mut self, timeout: Option<Duration>) {
-        self.user_timeout = timeout;
+        if timeout.is_some() || self.user_timeout().is_some() {
+            self.timers.extra_mut().user_timeout = timeout;
+        }
         self.timers.stop(Timer::GiveUp);
         self.arm_give_up();
     }
 
     /// How long the connection may make no progress before it gives up: the user
     /// timeout, and for an orphan the orphan timeout, whichever is tighter.
+    fn user_timeout(&self) -> Option<Duration> {
+        self.timers.extra().and_then(|r| r.user_timeout)
+    }
+
+    /// Report the duplicate `range` in the next ACK (D-SACK, RFC 2883 §4).
+    fn queue_dsack(&mut self, range: (SeqNum, SeqNum)) {
+        self.timers.extra_mut().dsack = Some(range);
+        self.pending.dsack = true;
+    }
+
+    #[inline]
+    fn take_pending_dsack(&mut self) -> Option<(SeqNum, SeqNum)> {
+        if !self.pending.dsack {
+            return None;
+        }
+        self.pending.dsack = false;
+        self.timers.extra_if_set()?.dsack.take()
+    }
+
+    /// Send a RST `<SEQ=seq><ACK=ack>` (with ACK when `ack` is given).
+    fn queue_rst(&mut self, seq: SeqNum, ack: Option<SeqNum>) {
+        self.timers.extra_mut().rst = Some((seq, ack));
+        self.pending.rst = true;
+    }
+
+    #[inline]
+    fn take_pending_rst(&mut self) -> Option<(SeqNum, Option<SeqNum>)> {
+        if !self.pending.rst {
+            return None;
+        }
+        self.pending.rst = false;
+        self.timers.extra_if_set()?.rst.take()
+    }
+
+    /// When we last answered an invalid segment ([`RareState::last_invalid_ack`]).
+    fn last_invalid_ack(&self) -> Option<Instant> {
+        self.timers.extra().and_then(|r| r.last_invalid_ack)
+    }
+
     fn give_up_after(&self) -> Option<Duration> {
         let orphan = self.is_orphan().then_some(self.cfg.orphan_timeout);
-        match (self.user_timeout, orphan) {
+        match (self.user_timeout(), orphan) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -1076,8 +1182,8 @@ impl Tcb {
             p.probe,
             p.keepalive_probe,
             p.tlp,
-            p.dsack,
-            p.rst,
+            self.timers.extra().and_then(|r| r.dsack),
+            self.timers.extra().and_then(|r| r.rst),
             self.timers,
             self.rtt,
             self.rtt_seq,
@@ -1088,8 +1194,8 @@ impl Tcb {
             self.last_recv,
             self.last_now,
             self.keepalive_sent,
-            self.user_timeout,
-            self.last_invalid_ack,
+            self.user_timeout(),
+            self.last_invalid_ack(),
             self.ts,
             self.sack_ok,
             self.ws_ok,
@@ -1112,7 +1218,11 @@ pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
         ("  RecvBuffer", size_of::<RecvBuffer>()),
         ("Recovery", size_of::<Recovery>()),
         ("PendingOutput", size_of::<PendingOutput>()),
-        ("TimerTable", size_of::<TimerTable>()),
+        ("TimerTable", size_of::<TimerTable<RareState>>()),
+        (
+            "  rare timers, state (in use)",
+            TimerTable::<RareState>::RARE_BYTES,
+        ),
         ("RttEstimator", size_of::<RttEstimator>()),
         ("Cc", size_of::<Cc>()),
         ("Scoreboard", size_of::<Scoreboard>()),

@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use super::timer_table::TimerTable;
 use super::{
-    Events, PendingOutput, Recovery, RecvSeq, SendSeq, State, SynOptions, Tcb, TcbLimits,
-    Timestamps,
+    Events, PendingOutput, RareState, Recovery, RecvSeq, SendSeq, State, SynOptions, Tcb,
+    TcbLimits, Timestamps,
 };
 use crate::tcp::cc::{Cc, CongestionControl};
 use crate::tcp::config::TcpConfig;
@@ -71,12 +71,12 @@ impl Tcb {
                 wl2: iss,
                 max_wnd: 0,
                 wscale: 0,
-                mss: smss,
+                mss: our_mss,
                 tso_max: 0,
                 buf: SendBuffer::new(cfg.send_buffer),
                 syn_acked: false,
                 fin_queued: false,
-                fin: None,
+                fin: SeqNum(0),
                 persist_probes: 0,
                 persist_backoff: 0,
                 stalled_probes: 0,
@@ -89,7 +89,8 @@ impl Tcb {
                 wscale: 0,
                 last_ack_sent: SeqNum(0),
                 buf: RecvBuffer::new(cfg.recv_buffer, cfg.max_ooo_ranges),
-                fin: None,
+                fin: SeqNum(0),
+                fin_held: false,
                 closed: false,
                 discard_until: now,
                 mss: our_mss,
@@ -112,10 +113,16 @@ impl Tcb {
                 probe: false,
                 keepalive_probe: false,
                 tlp: false,
-                dsack: None,
-                rst: None,
+                dsack: false,
+                rst: false,
             },
-            timers: TimerTable::default(),
+            timers: {
+                let mut timers: TimerTable<RareState> = TimerTable::default();
+                if cfg.user_timeout.is_some() {
+                    timers.extra_mut().user_timeout = cfg.user_timeout;
+                }
+                timers
+            },
             rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
             rtt_seq: None,
             cc: Cc::new(cfg.congestion_control, smss),
@@ -125,8 +132,6 @@ impl Tcb {
             last_recv: now,
             last_now: now,
             keepalive_sent: 0,
-            user_timeout: cfg.user_timeout,
-            last_invalid_ack: None,
             ts: None,
             sack_ok: false,
             ws_ok: false,
@@ -171,7 +176,7 @@ impl Tcb {
         tcb.rcv.adv = tcb.rcv.nxt;
         tcb.rcv.last_ack_sent = tcb.rcv.nxt;
         tcb.negotiate(&SynOptions::from(syn), p.ts_offset, p.now);
-        tcb.snd.wnd = syn.window as usize;
+        tcb.snd.wnd = u32::from(syn.window);
         tcb.snd.max_wnd = tcb.snd.wnd;
         tcb.snd.wl1 = syn.seq;
         tcb.pending.syn = true;
@@ -229,7 +234,7 @@ impl Tcb {
         };
         let mss = peer_mss.min(self.rcv.mss) as usize;
         // RFC 6691: the MSS excludes options; leave room for the ones on every segment.
-        self.snd.mss = mss - if self.ts.is_some() { TS_OPTION_LEN } else { 0 };
-        self.cc.set_mss(self.snd.mss);
+        self.snd.mss = (mss - if self.ts.is_some() { TS_OPTION_LEN } else { 0 }) as u16;
+        self.cc.set_mss(self.snd.mss());
     }
 }

@@ -52,7 +52,7 @@ impl Tcb {
             self.pending.ack_now = false;
             self.rcv.unacked_segs = 0;
             self.timers.stop(Timer::DelayedAck);
-            let dsack = self.pending.dsack.take().filter(|_| self.sack_ok);
+            let dsack = self.take_pending_dsack().filter(|_| self.sack_ok);
             if let Some((l, r)) = dsack {
                 // RFC 2883 §4: the duplicate goes first, the usual blocks after it.
                 seg.sack[0] = Some((l.0, r.0));
@@ -74,7 +74,7 @@ impl Tcb {
         if !self.sack_ok {
             return 0;
         }
-        let dsack = self.pending.dsack.is_some() as usize;
+        let dsack = self.pending.dsack as usize;
         let n = if self.rcv.buf.has_out_of_order() {
             let mut ranges = [(0u32, 0u32); 3];
             self.rcv.buf.sack_ranges(&mut ranges)
@@ -90,18 +90,18 @@ impl Tcb {
     /// Payload bytes of a full-sized segment sent now: Eff.snd.MSS less the SACK
     /// blocks it carries.
     pub(super) fn max_payload(&self) -> usize {
-        self.snd.mss.saturating_sub(self.sack_option_len()).max(1)
+        self.snd.mss().saturating_sub(self.sack_option_len()).max(1)
     }
 
     /// The most new data one TSO super-frame carries: whole segments of `mss` bytes, at
     /// least one.
     fn tso_burst(&self, mss: usize) -> usize {
-        if self.pending.dsack.is_some() {
+        if self.pending.dsack {
             // The device would copy the D-SACK into every segment it cuts; RFC 2883 §4
             // reports each duplicate once.
             return mss;
         }
-        (self.snd.tso_max / mss).max(1) * mss
+        (self.snd.tso_max as usize / mss).max(1) * mss
     }
 
     /// Append the segments this connection wants sent now to `out`.
@@ -115,7 +115,7 @@ impl Tcb {
         if self.cfg.fast_paths && self.transmit_predicted(now, out) {
             return;
         }
-        if let Some((seq, ack)) = self.pending.rst.take() {
+        if let Some((seq, ack)) = self.take_pending_rst() {
             out.push(TxSegment {
                 seq,
                 ack,
@@ -167,7 +167,7 @@ impl Tcb {
                 // than the window and nothing in flight will bring an ACK (the peer's
                 // window update may have been lost): send what the window allows. The
                 // segment is ordinary data, covered by the RTO from here on.
-                self.send_segment_at(now, self.snd.nxt, self.snd.wnd, false, out);
+                self.send_segment_at(now, self.snd.nxt, self.snd.wnd(), false, out);
             }
         }
         let blocked = if self.snd.wnd == 0 {
@@ -203,7 +203,7 @@ impl Tcb {
     /// RCV.NXT = SND.UNA, and two zero windows would deadlock on dropped ACKs (Linux
     /// tcp_acceptable_seq caps it likewise).
     pub(super) fn push_bare_ack(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
-        let wnd_end = self.snd.una + self.snd.wnd;
+        let wnd_end = self.snd.una + self.snd.wnd();
         let seq = if self.snd.max > wnd_end {
             wnd_end
         } else {
@@ -267,7 +267,7 @@ impl Tcb {
 
     /// Bytes of new data the peer's window still takes from SND.NXT on.
     pub(super) fn rwnd_room(&self) -> usize {
-        let edge = self.snd.una + self.snd.wnd;
+        let edge = self.snd.una + self.snd.wnd();
         if self.snd.nxt >= edge {
             0
         } else {
@@ -339,9 +339,7 @@ impl Tcb {
 
     /// Send new data as the windows allow.
     fn send_new(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
-        if self.snd.nxt == self.snd.una
-            && now.as_micros().saturating_sub(self.last_send.as_micros()) > self.rtt.rto_us()
-        {
+        if self.snd.nxt == self.snd.una && now.micros_since(self.last_send) > self.rtt.rto_us() {
             // RFC 5681 §4.1: restart window after an idle period.
             if self.snd.unsent_data() > 0 {
                 self.cc.on_idle_restart(now);
@@ -378,7 +376,7 @@ impl Tcb {
             }
             // Sender SWS avoidance (§3.8.6.2.1), without Nagle: send full segments, the
             // tail of the queue, or at least half the largest window the peer offered.
-            if len < max_payload && len < avail && usable < self.snd.max_wnd / 2 {
+            if len < max_payload && len < avail && usable < self.snd.max_wnd as usize / 2 {
                 break;
             }
             let before = out.len();
@@ -418,7 +416,7 @@ impl Tcb {
             self.tso_burst(mss)
         };
         let len = remaining.min(max_len).min(max_payload);
-        let fin = self.snd.fin == Some(seq + len);
+        let fin = self.snd.fin() == Some(seq + len);
         if len == 0 && !fin {
             return;
         }

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::timer_table::Timer;
-use super::{CloseReason, State, Tcb};
+use super::{reached, CloseReason, State, Tcb};
 use crate::tcp::cc::CongestionControl;
 use crate::time::Instant;
 
@@ -72,11 +72,11 @@ impl Tcb {
                 } else {
                     self.cfg.max_synack_retries
                 };
-                if self.recovery.retries >= limit {
+                if self.recovery.retries_reached(limit) {
                     self.finish(CloseReason::TimedOut);
                     return;
                 }
-                self.recovery.retries += 1;
+                self.recovery.retries = self.recovery.retries.saturating_add(1);
                 self.rtt.backoff();
                 self.pending.syn = true;
                 self.snd.nxt = self.snd.iss;
@@ -86,17 +86,17 @@ impl Tcb {
                 if self.snd.max == self.snd.una {
                     return;
                 }
-                if self.recovery.retries >= self.cfg.max_retries {
+                if self.recovery.retries_reached(self.cfg.max_retries) {
                     self.finish(CloseReason::TimedOut);
                     return;
                 }
-                if self.is_orphan() && self.recovery.retries >= self.cfg.orphan_retries {
+                if self.is_orphan() && self.recovery.retries_reached(self.cfg.orphan_retries) {
                     // Linux tcp_write_timeout: tcp_orphan_retries for orphans.
                     self.reset(CloseReason::TimedOut);
                     return;
                 }
                 self.arm_give_up();
-                self.recovery.retries += 1;
+                self.recovery.retries = self.recovery.retries.saturating_add(1);
                 let flight = self.snd.max.since(self.snd.una);
                 // A timeout during fast recovery is the same loss episode: no second
                 // reduction of ssthresh (as Linux's tcp_enter_loss).
@@ -166,7 +166,7 @@ impl Tcb {
                 // Zero-window probes count like retransmissions: a peer that answers none
                 // of them is gone (RFC 1122 §4.2.2.17 only obliges us to wait while it
                 // keeps answering; Linux tcp_probe_timer does the same).
-                if self.snd.persist_probes >= self.cfg.max_retries {
+                if reached(self.snd.persist_probes, self.cfg.max_retries, u16::MAX) {
                     self.finish(CloseReason::TimedOut);
                     return;
                 }
@@ -174,7 +174,9 @@ impl Tcb {
                 // probes do not count as progress for it (Linux tcp_probe_timer bounds
                 // orphans by tcp_orphan_retries of backoff), or a client that stops
                 // reading would hold the connection forever.
-                if self.is_orphan() && self.snd.stalled_probes >= self.cfg.orphan_retries {
+                if self.is_orphan()
+                    && reached(self.snd.stalled_probes, self.cfg.orphan_retries, u16::MAX)
+                {
                     self.reset(CloseReason::TimedOut);
                     return;
                 }
@@ -182,8 +184,8 @@ impl Tcb {
                     // The first probe goes now: the stall counts from here.
                     self.snd.stall_from = now;
                 }
-                self.snd.persist_probes += 1;
-                self.snd.stalled_probes += 1;
+                self.snd.persist_probes = self.snd.persist_probes.saturating_add(1);
+                self.snd.stalled_probes = self.snd.stalled_probes.saturating_add(1);
                 self.arm_give_up();
             }
             self.pending.probe = true;
@@ -203,12 +205,12 @@ impl Tcb {
     /// number of unanswered probes.
     fn on_keepalive(&mut self, now: Instant) {
         let Some(ka) = self.cfg.keepalive else { return };
-        if self.keepalive_sent >= ka.probes {
+        if reached(self.keepalive_sent, ka.probes, u8::MAX) {
             self.finish(CloseReason::TimedOut);
             return;
         }
         if self.state.is_synchronized() && self.state != State::TimeWait {
-            self.keepalive_sent += 1;
+            self.keepalive_sent = self.keepalive_sent.saturating_add(1);
             self.pending.keepalive_probe = true;
             self.timers.set(Timer::Keepalive, now + ka.interval);
         }
