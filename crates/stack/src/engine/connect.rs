@@ -39,8 +39,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             remote_port: remote.port(),
             local_port: port,
         };
-        let iss = self.isn.isn(self.local_addr(port), remote, self.now);
-        let tcb = Tcb::connect(&self.opening(&key, iss));
+        let hash = self.tuple_hash(&key);
+        let tcb = Tcb::connect(&self.opening(&key, hash.isn(self.now), hash.ts_offset));
         self.stats.conns_opened_active += 1;
         Ok(self.insert_conn(tcb, Some(state), key, None, false))
     }

@@ -71,15 +71,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             return;
         }
         listener.half_open += 1;
-        let (local, remote) = self.endpoints(&key);
-        let mut iss = self.isn.isn(local, remote, self.now);
+        let hash = self.tuple_hash(&key);
+        let mut iss = hash.isn(self.now);
         if let Some(floor) = iss_floor {
             // Reopened from TIME-WAIT: start beyond the old incarnation's sequence space
             // (RFC 1122 §4.2.2.13), whatever the clock-driven ISN says; old duplicates
             // then cannot land in the new window, with or without timestamps.
             iss = iss.max(floor);
         }
-        let tcb = Tcb::accept_syn(&self.opening(&key, iss), seg);
+        let tcb = Tcb::accept_syn(&self.opening(&key, iss, hash.ts_offset), seg);
         self.insert_conn(tcb, None, key, Some(mac), true);
     }
 
@@ -116,7 +116,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 tx.wscale = Some(tcp.rcv_wscale());
             }
             tx.sack_permitted = sack;
-            let clock = ts_clock(self.now, self.ts_offset(&key));
+            let clock = ts_clock(self.now, self.tuple_hash(&key).ts_offset);
             let ours = cookie::tsval_with_options(clock, peer_ws, sack);
             tx.timestamp = Some((ours, tsval));
         }
@@ -149,7 +149,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             opts.sack_permitted = sack;
             opts.timestamp = Some((tsval, tsecr));
         }
-        let tcb = Tcb::from_cookie(&self.opening(&key, cookie), seg, opts);
+        let ts_offset = self.tuple_hash(&key).ts_offset;
+        let tcb = Tcb::from_cookie(&self.opening(&key, cookie, ts_offset), seg, opts);
         self.stats.syn_cookies_accepted += 1;
         let id = self.insert_conn(tcb, None, key, Some(mac), false);
         Some(id.index() as usize)

@@ -44,7 +44,7 @@ use crate::io::{ChecksumOffload, MacAddr, PacketIo, RxFrame, ETHERNET_HEADER_LEN
 use crate::ipv4::{self, IdentCounter};
 use crate::stats::Stats;
 use crate::tcp::cookie::SynCookies;
-use crate::tcp::isn::IsnGenerator;
+use crate::tcp::isn::{IsnGenerator, TupleHash};
 use crate::tcp::pool::RingPool;
 use crate::tcp::segment::{self, TxSegment};
 use crate::tcp::seq::SeqNum;
@@ -451,11 +451,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         SocketAddrV4::new(self.cfg.ip, port)
     }
 
-    /// RFC 7323 §7.1 TSval offset: a hash domain-separated from the ISN's, so that
-    /// ISN - TSval does not reveal the engine clock (see [`IsnGenerator::ts_offset`]).
-    fn ts_offset(&self, key: &FlowKey) -> u32 {
+    /// The keyed hash of the flow `key` (RFC 6528 §3, RFC 7323 §7.1): a new
+    /// connection's ISN and timestamp offset, from one hash (see [`IsnGenerator`]).
+    fn tuple_hash(&self, key: &FlowKey) -> TupleHash {
         let (local, remote) = self.endpoints(key);
-        self.isn.ts_offset(local, remote)
+        self.isn.hash_tuple(local, remote)
     }
 
     /// (our end, the peer's end) of the flow `key`.
@@ -466,14 +466,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         )
     }
 
-    /// What a new connection on `key` starting at `iss` is created with.
-    fn opening(&self, key: &FlowKey, iss: SeqNum) -> Opening<'_> {
+    /// What a new connection on `key` starting at `iss`, with the timestamp offset
+    /// `ts_offset` (both from [`Engine::tuple_hash`]), is created with.
+    fn opening(&self, key: &FlowKey, iss: SeqNum, ts_offset: u32) -> Opening<'_> {
         let (local, remote) = self.endpoints(key);
         Opening {
             local,
             remote,
             iss,
-            ts_offset: self.ts_offset(key),
+            ts_offset,
             our_mss: self.our_mss,
             now: self.now,
             cfg: &self.cfg.tcp,
