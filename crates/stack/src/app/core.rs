@@ -183,7 +183,9 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
 
     /// Add a connection, with the application's state for active opens or `None` for a
     /// passive open that has not been accepted yet. The backend checks first that the
-    /// table is not full.
+    /// table is not full. Inlined, so that a large block is built in its slot rather
+    /// than copied there through each call.
+    #[inline]
     pub fn insert(&mut self, conn: C, app: Option<H::Conn>) -> ConnId {
         // Backends refuse new connections first ([`AppCore::is_full`], `may_open`).
         debug_assert!(!self.is_full(), "insert into a full connection table");

@@ -42,6 +42,7 @@ impl<T> Table<T> {
         self.next_free
     }
 
+    #[inline]
     pub(crate) fn insert(&mut self, value: T) -> usize {
         let key = self.next_free;
         match self.entries.get_mut(key) {

@@ -11,7 +11,7 @@ use crate::tcp::cookie;
 use crate::tcp::options::{ts_clock, DEFAULT_MSS};
 use crate::tcp::segment::{Segment, TxSegment};
 use crate::tcp::seq::SeqNum;
-use crate::tcp::tcb::{SynOptions, Tcb};
+use crate::tcp::tcb::{Open, SynOptions};
 use crate::time::Clock;
 
 /// A listening port.
@@ -79,8 +79,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             // then cannot land in the new window, with or without timestamps.
             iss = iss.max(floor);
         }
-        let tcb = Tcb::accept_syn(&self.opening(&key, iss, hash.ts_offset), seg);
-        self.insert_conn(tcb, None, key, Some(mac), true);
+        let how = Open::Passive(seg);
+        self.insert_conn(key, iss, hash.ts_offset, how, None, Some(mac));
     }
 
     /// The half-open connection in `index` no longer counts against its listener's
@@ -150,9 +150,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             opts.timestamp = Some((tsval, tsecr));
         }
         let ts_offset = self.tuple_hash(&key).ts_offset;
-        let tcb = Tcb::from_cookie(&self.opening(&key, cookie, ts_offset), seg, opts);
         self.stats.syn_cookies_accepted += 1;
-        let id = self.insert_conn(tcb, None, key, Some(mac), false);
+        let how = Open::Cookie(seg, opts);
+        let id = self.insert_conn(key, cookie, ts_offset, how, None, Some(mac));
         Some(id.index() as usize)
     }
 }

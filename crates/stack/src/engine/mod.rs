@@ -48,7 +48,7 @@ use crate::tcp::isn::{IsnGenerator, TupleHash};
 use crate::tcp::pool::RingPool;
 use crate::tcp::segment::{self, TxSegment};
 use crate::tcp::seq::SeqNum;
-use crate::tcp::tcb::{Opening, State, Tcb, TcbLimits};
+use crate::tcp::tcb::{Open, Opening, State, Tcb, TcbLimits};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerWheel;
 use flows::Flows;
@@ -466,11 +466,27 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         )
     }
 
-    /// What a new connection on `key` starting at `iss`, with the timestamp offset
-    /// `ts_offset` (both from [`Engine::tuple_hash`]), is created with.
-    fn opening(&self, key: &FlowKey, iss: SeqNum, ts_offset: u32) -> Opening<'_> {
-        let (local, remote) = self.endpoints(key);
-        Opening {
+    /// Add a connection on `key` that opens `how`, with our ISS `iss` and the
+    /// timestamp offset `ts_offset` (both from [`Engine::tuple_hash`]), and the
+    /// application's state for active opens. A passive open counts against its
+    /// listener's backlog (`half_open`) until it completes or dies.
+    ///
+    /// The block goes into the table fresh from [`Tcb::new`] and is opened in its slot
+    /// ([`Tcb::open`]), through inlined inserts: it is hundreds of bytes, and every move
+    /// by value is a copy. Built by `Tcb::accept_syn` and handed down by value it was
+    /// copied five times per passive open; now twice, into the block and into the slot
+    /// (`scripts/callgrind-conn.sh`).
+    fn insert_conn(
+        &mut self,
+        key: FlowKey,
+        iss: SeqNum,
+        ts_offset: u32,
+        how: Open<'_>,
+        app: Option<H::Conn>,
+        mac: Option<MacAddr>,
+    ) -> ConnId {
+        let (local, remote) = self.endpoints(&key);
+        let opening = Opening {
             local,
             remote,
             iss,
@@ -479,33 +495,24 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             now: self.now,
             cfg: &self.cfg.tcp,
             limits: Rc::clone(&self.tcb_limits),
-        }
-    }
-
-    fn insert_conn(
-        &mut self,
-        tcb: Tcb,
-        app: Option<H::Conn>,
-        key: FlowKey,
-        mac: Option<MacAddr>,
-        half_open: bool,
-    ) -> ConnId {
-        let next_hop = self.cfg.next_hop(key.remote_ip);
-        let mut tcb = tcb;
-        tcb.set_tso(self.tso_payload);
+        };
         let block = Block {
-            tcb,
+            tcb: Tcb::new(&opening),
             key,
             mac,
-            next_hop,
+            next_hop: self.cfg.next_hop(key.remote_ip),
             timer_at: Instant::FAR_FUTURE,
             dirty: false,
-            half_open,
+            half_open: matches!(how, Open::Passive(_)),
             orphan: false,
         };
         let id = self.app.insert(block, app);
+        let index = id.index() as usize;
+        let tcb = &mut self.app[index].tcb;
+        tcb.open(&opening, how);
+        tcb.set_tso(self.tso_payload);
         self.flows.insert(key, id.index());
-        self.mark_dirty(id.index() as usize);
+        self.mark_dirty(index);
         id
     }
 
