@@ -59,7 +59,6 @@ use timewait::TimeWait;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TimerItem {
     Conn { id: ConnId, at: Instant },
-    TimeWait { key: FlowKey, at: Instant },
 }
 
 /// A connection block: the state machine and what the engine needs to send for it.
@@ -208,11 +207,11 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     _not_send: PhantomData<*const ()>,
 }
 
-/// Slots of the timer wheel, one per millisecond: 8.2 s a revolution. Timers further out
-/// (TIME-WAIT's 60 s, keepalive) wait in the wheel's overflow list and are looked at once
-/// per half revolution, so a TIME-WAIT entry costs about 15 looks in its life, where
-/// 1,024 slots cost 117 (the largest single cost of a short connection,
-/// `scripts/callgrind-conn.sh`). The slots' bitmap is 128 words.
+/// Slots of the timer wheel, one per millisecond: 8.2 s a revolution, which covers the
+/// common timers (retransmission, delayed ACK); timers further out (keepalive, user
+/// timeouts) wait in the wheel's second level (see `timer`). The slots' bitmap is 128
+/// words. TIME-WAIT's 2·MSL timers are not in the wheel: the TIME-WAIT table keeps them
+/// in a queue of its own (see `timewait`).
 const TIMER_SLOTS: usize = 8192;
 
 /// Largest transmit burst handed to the driver at once.
@@ -370,10 +369,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     /// The earliest time the engine has timer work, if any.
     pub fn next_deadline(&self) -> Option<Instant> {
-        match (self.timers.next_deadline(), self.arp.next_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.timers.next_deadline(),
+            self.time_wait.next_deadline(),
+            self.arp.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Frames of flows sibling workers own, on a link whose steering the stack cannot
