@@ -21,6 +21,53 @@ pub(super) struct Listener {
     pub half_open: usize,
 }
 
+/// The listening ports, sorted by port. A server listens on a few ports, and every new
+/// connection looks its port up three times (is it listening, its backlog, the backlog
+/// again when the handshake ends): a binary search over a few entries costs a handful of
+/// instructions where hashing the port cost about 30.
+#[derive(Default)]
+pub(super) struct Listeners {
+    ports: Vec<(u16, Listener)>,
+}
+
+impl Listeners {
+    fn find(&self, port: u16) -> Result<usize, usize> {
+        self.ports.binary_search_by_key(&port, |&(p, _)| p)
+    }
+
+    pub(super) fn contains_key(&self, port: &u16) -> bool {
+        self.find(*port).is_ok()
+    }
+
+    pub(super) fn get_mut(&mut self, port: &u16) -> Option<&mut Listener> {
+        let i = self.find(*port).ok()?;
+        Some(&mut self.ports[i].1)
+    }
+
+    /// Listen on `port` with `backlog`; on a port already listening, only the backlog
+    /// changes: the half-open connections already counted still release their count
+    /// when they complete or die.
+    pub(super) fn listen(&mut self, port: u16, backlog: usize) {
+        match self.find(port) {
+            Ok(i) => self.ports[i].1.backlog = backlog,
+            Err(i) => self.ports.insert(
+                i,
+                (
+                    port,
+                    Listener {
+                        backlog,
+                        half_open: 0,
+                    },
+                ),
+            ),
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.ports.clear();
+    }
+}
+
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// A segment for no connection on a listening port, from `mac`.
     ///
@@ -154,5 +201,31 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let how = Open::Cookie(seg, opts);
         let id = self.insert_conn(key, cookie, ts_offset, how, None, Some(mac));
         Some(id.index() as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listeners_are_found_by_port_and_listening_again_keeps_the_count() {
+        let mut l = Listeners::default();
+        for port in [8080, 80, 443, 1, 65535] {
+            l.listen(port, 4);
+        }
+        for port in [1, 80, 443, 8080, 65535] {
+            assert!(l.contains_key(&port), "{port}");
+        }
+        for port in [0, 2, 81, 444, 65534] {
+            assert!(!l.contains_key(&port), "{port}");
+            assert!(l.get_mut(&port).is_none());
+        }
+        l.get_mut(&443).expect("listening").half_open = 3;
+        l.listen(443, 16);
+        let l443 = l.get_mut(&443).expect("listening");
+        assert_eq!((l443.backlog, l443.half_open), (16, 3));
+        l.clear();
+        assert!(!l.contains_key(&80));
     }
 }

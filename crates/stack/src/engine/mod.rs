@@ -30,12 +30,9 @@ mod ports;
 mod timewait;
 
 use crate::rng::Rng;
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::Rc;
-
-use ahash::RandomState;
 
 pub use config::EngineConfig;
 
@@ -52,7 +49,7 @@ use crate::tcp::tcb::{Open, Opening, State, Tcb, TcbLimits};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerWheel;
 use flows::Flows;
-use listen::Listener;
+use listen::Listeners;
 use ports::PortSearch;
 use timewait::TimeWait;
 
@@ -175,7 +172,7 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     /// Ring storage the connections' buffers take and give back.
     pool: RingPool,
     flows: Flows,
-    listeners: HashMap<u16, Listener, RandomState>,
+    listeners: Listeners,
     time_wait: TimeWait,
     /// Connections the application closed, bounded in number.
     orphans: orphans::Orphans,
@@ -262,7 +259,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 cfg.reserved_connections.min(cfg.max_connections),
                 ports.clone(),
             ),
-            listeners: HashMap::with_hasher(RandomState::new()),
+            listeners: Listeners::default(),
             time_wait: TimeWait::new(cfg.max_time_wait, ports.clone()),
             orphans: Default::default(),
             timers: TimerWheel::new(now, std::time::Duration::from_millis(1), TIMER_SLOTS),
@@ -298,15 +295,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub fn listen(&mut self, port: u16, backlog: usize) {
         let backlog = backlog.max(1);
         self.ports.listening(port, &self.cfg.ephemeral_ports);
-        // Listening again on a port only changes the backlog: the half-open connections
-        // already counted still release their count when they complete or die.
-        self.listeners
-            .entry(port)
-            .and_modify(|l| l.backlog = backlog)
-            .or_insert(Listener {
-                backlog,
-                half_open: 0,
-            });
+        self.listeners.listen(port, backlog);
     }
 
     /// Stop accepting new connections (graceful shutdown); open ones carry on.
