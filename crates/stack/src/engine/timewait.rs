@@ -149,13 +149,20 @@ impl TimeWait {
     /// Queue the timer of `key`'s entry for `at`, in deadline order: at the back, where
     /// every deadline goes while the 2·MSL wait is the same for all entries and time
     /// moves forward.
+    #[inline]
     fn schedule(&mut self, at: Instant, key: FlowKey) {
         if self.timers.back().is_none_or(|&(last, _)| last <= at) {
             self.timers.push_back((at, key));
         } else {
-            let i = self.timers.partition_point(|&(t, _)| t <= at);
-            self.timers.insert(i, (at, key));
+            self.schedule_early(at, key);
         }
+    }
+
+    /// [`schedule`](Self::schedule) for a deadline before the last one queued.
+    #[inline(never)]
+    fn schedule_early(&mut self, at: Instant, key: FlowKey) {
+        let i = self.timers.partition_point(|&(t, _)| t <= at);
+        self.timers.insert(i, (at, key));
     }
 
     /// The earliest deadline of a queued timer (stale ones included: they only make
