@@ -450,7 +450,9 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
         }
     }
 
-    /// Offer the unread bytes for as long as the handler takes some.
+    /// Offer the unread bytes for as long as the handler takes some. Out of line, so
+    /// that `data`, whose common case needs no offer, stays small enough to inline.
+    #[inline(never)]
     fn offer_unread(&mut self, ctx: &mut C::Ctx, index: usize) {
         let AppCore {
             handler,
