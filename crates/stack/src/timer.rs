@@ -14,8 +14,8 @@
 //! - Further ahead, time is cut into epochs of half a revolution. An item due within
 //!   [`FAR_BUCKETS`] epochs waits in the bucket of its epoch (scheme 7's second level);
 //!   when the wheel enters an epoch, the bucket of the next one, whose items have just
-//!   come within one revolution, is emptied into the slots. So a far timer (TIME-WAIT's
-//!   60 s on a wheel of 8,192 1-ms slots) is moved once, not looked at every half
+//!   come within one revolution, is emptied into the slots. So a far timer (60 s on
+//!   a wheel of 8,192 1-ms slots) is moved once, not looked at every half
 //!   revolution.
 //! - Items beyond the buckets wait in an overflow list, swept every `FAR_BUCKETS / 2`
 //!   epochs into the buckets (and after a jump that makes one of them due).

@@ -183,7 +183,9 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
 
     /// Add a connection, with the application's state for active opens or `None` for a
     /// passive open that has not been accepted yet. The backend checks first that the
-    /// table is not full.
+    /// table is not full. Inlined, so that a large block is built in its slot rather
+    /// than copied there through each call.
+    #[inline]
     pub fn insert(&mut self, conn: C, app: Option<H::Conn>) -> ConnId {
         // Backends refuse new connections first ([`AppCore::is_full`], `may_open`).
         debug_assert!(!self.is_full(), "insert into a full connection table");
@@ -335,12 +337,16 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
         reason: CloseReason,
         stats: &mut Stats,
     ) {
-        match self.slots.get(index) {
-            Some(slot) if !slot.finished => {}
-            _ => return,
-        }
-        self.offer_unread(ctx, index);
-        let slot = &mut self.slots[index];
+        let AppCore {
+            handler,
+            slots,
+            requests,
+            ..
+        } = self;
+        let Some(slot) = slots.get_mut(index).filter(|s| !s.finished) else {
+            return;
+        };
+        slot.offer_unread(index, handler, requests, ctx);
         slot.finished = true;
         stats.unread_bytes_discarded += slot.conn.unread_len() as u64;
         match reason {
@@ -350,8 +356,7 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
             CloseReason::Aborted => stats.conns_aborted += 1,
         }
         if let Some(state) = slot.app.take() {
-            self.handler
-                .closed(&mut Opener::new(&mut self.requests), state, reason);
+            handler.closed(&mut Opener::new(requests), state, reason);
         }
     }
 
@@ -376,10 +381,8 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
         last: impl FnOnce(&mut C::Ctx, &mut C),
     ) {
         self.finish(ctx, index, CloseReason::Normal, stats);
-        if let Some(slot) = self.slots.get_mut(index) {
-            last(ctx, &mut slot.conn);
-            self.slots.discard(index);
-        }
+        self.slots
+            .discard_with(index, |slot| last(ctx, &mut slot.conn));
     }
 
     // ----- Calls without a connection -----
@@ -447,7 +450,9 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
         }
     }
 
-    /// Offer the unread bytes for as long as the handler takes some.
+    /// Offer the unread bytes for as long as the handler takes some. Out of line, so
+    /// that `data`, whose common case needs no offer, stays small enough to inline.
+    #[inline(never)]
     fn offer_unread(&mut self, ctx: &mut C::Ctx, index: usize) {
         let AppCore {
             handler,
@@ -455,31 +460,42 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
             requests,
             ..
         } = self;
-        let Some(slot) = slots.get_mut(index) else {
-            return;
-        };
-        while slot.is_live() && slot.conn.unread_len() > 0 {
+        if let Some(slot) = slots.get_mut(index) {
+            slot.offer_unread(index, handler, requests, ctx);
+        }
+    }
+}
+
+impl<C: AppConn, S> Slot<C, S> {
+    /// Offer this connection's (slot `index`) unread bytes for as long as the handler
+    /// takes some.
+    fn offer_unread<H: Handler<Conn = S>>(
+        &mut self,
+        index: usize,
+        handler: &mut H,
+        requests: &mut Vec<(SocketAddrV4, S)>,
+        ctx: &mut C::Ctx,
+    ) {
+        while self.is_live() && self.conn.unread_len() > 0 {
             // The bytes leave the connection while the handler reads it, so that it
             // can use its connection handle at the same time.
-            let unread = slot.conn.take_unread();
+            let unread = self.conn.take_unread();
             let len = unread.readable().len();
             let mut taken = 0;
-            let open = slot.call(index, handler, requests, ctx, |h, c| {
+            let open = self.call(index, handler, requests, ctx, |h, c| {
                 taken = h.data(c, unread.readable())
             });
             let taken = taken.min(len);
             // Nothing taken of a message that wraps the ring's end: the handler may
             // need all of it, so offer it again in one piece.
             let again = taken == 0 && len < unread.len() && open;
-            slot.conn.put_unread(unread, taken, again, ctx);
+            self.conn.put_unread(unread, taken, again, ctx);
             if !again && (taken == 0 || !open) {
                 return;
             }
         }
     }
-}
 
-impl<C: AppConn, S> Slot<C, S> {
     /// Has application state and was not ended by a callback.
     fn is_live(&self) -> bool {
         self.app.is_some() && !self.ended

@@ -1,9 +1,9 @@
 //! The connection table's storage: a slab (a vector of entries whose vacant ones are
 //! chained into a free list, so keys stay stable and are reused), as the `slab` crate
-//! lays it out, plus the one operation that crate lacks: [`Table::discard`] drops an
-//! entry where it lies. A connection block is hundreds of bytes; taking it out by value
-//! to drop it copied it twice per closed connection (about 220 instructions in the
-//! connection-rate profile, `scripts/callgrind-conn.sh`).
+//! lays it out, plus the one operation that crate lacks: [`Table::discard_with`] drops
+//! an entry where it lies. A connection block is hundreds of bytes; taking it out by
+//! value to drop it copied it twice per closed connection (about 220 instructions in
+//! the connection-rate profile, `scripts/callgrind-conn.sh`).
 
 use std::ops::{Index, IndexMut};
 
@@ -42,6 +42,7 @@ impl<T> Table<T> {
         self.next_free
     }
 
+    #[inline]
     pub(crate) fn insert(&mut self, value: T) -> usize {
         let key = self.next_free;
         match self.entries.get_mut(key) {
@@ -90,17 +91,22 @@ impl<T> Table<T> {
         }
     }
 
-    /// Drops the value at `key` in place; false when `key` is vacant.
-    pub(crate) fn discard(&mut self, key: usize) -> bool {
+    /// Lets `last` see the value at `key`, then drops it in place; false when `key` is
+    /// vacant. One look-up for both.
+    pub(crate) fn discard_with(&mut self, key: usize, last: impl FnOnce(&mut T)) -> bool {
         match self.entries.get_mut(key) {
-            Some(entry @ Entry::Occupied(_)) => {
-                // The assignment drops the old value where it lies: no copy.
+            Some(entry) => {
+                let Entry::Occupied(value) = entry else {
+                    return false;
+                };
+                last(value);
+                // The assignment drops the value where it lies: no copy.
                 *entry = Entry::Vacant(self.next_free);
                 self.next_free = key;
                 self.len -= 1;
                 true
             }
-            _ => false,
+            None => false,
         }
     }
 
@@ -156,14 +162,14 @@ mod tests {
         let mut t = Table::with_capacity(4);
         assert_eq!((t.insert('a'), t.insert('b'), t.insert('c')), (0, 1, 2));
         assert_eq!(t.remove(1), Some('b'));
-        assert!(t.discard(0));
+        assert!(t.discard_with(0, |_| {}));
         assert_eq!(t.vacant_key(), 0);
         assert_eq!(t.insert('d'), 0);
         assert_eq!(t.insert('e'), 1);
         assert_eq!(t.insert('f'), 3);
         assert_eq!(t.len(), 4);
         assert_eq!(t.remove(7), None);
-        assert!(!t.discard(9));
+        assert!(!t.discard_with(9, |_| {}));
         assert_eq!(
             t.iter().map(|(k, v)| (k, *v)).collect::<Vec<_>>(),
             [(0, 'd'), (1, 'e'), (2, 'c'), (3, 'f')]
@@ -176,9 +182,9 @@ mod tests {
         let mut t = Table::with_capacity(1);
         let k = t.insert(Rc::clone(&token));
         assert_eq!(Rc::strong_count(&token), 2);
-        assert!(t.discard(k));
+        assert!(t.discard_with(k, |_| {}));
         assert_eq!(Rc::strong_count(&token), 1);
-        assert!(!t.discard(k));
+        assert!(!t.discard_with(k, |_| {}));
         assert!(t.is_empty());
     }
 
@@ -211,7 +217,9 @@ mod tests {
                         peak = peak.max(model.len());
                     }
                     Op::Remove(k) => prop_assert_eq!(t.remove(k), model.remove(&k)),
-                    Op::Discard(k) => prop_assert_eq!(t.discard(k), model.remove(&k).is_some()),
+                    Op::Discard(k) => {
+                        prop_assert_eq!(t.discard_with(k, |_| {}), model.remove(&k).is_some())
+                    }
                 }
                 prop_assert_eq!(t.len(), model.len());
                 let live: Vec<(usize, u32)> = t.iter().map(|(k, v)| (k, *v)).collect();

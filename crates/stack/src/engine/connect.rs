@@ -11,7 +11,7 @@ use super::ports::{Held, Steering};
 use super::{Engine, FlowKey};
 use crate::app::{AppCore, ConnectError, Handler, OpenResult};
 use crate::io::PacketIo;
-use crate::tcp::tcb::Tcb;
+use crate::tcp::tcb::Open;
 use crate::time::Clock;
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
@@ -39,10 +39,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             remote_port: remote.port(),
             local_port: port,
         };
-        let iss = self.isn.isn(self.local_addr(port), remote, self.now);
-        let tcb = Tcb::connect(&self.opening(&key, iss));
+        let hash = self.tuple_hash(&key);
+        let iss = hash.isn(self.now);
         self.stats.conns_opened_active += 1;
-        Ok(self.insert_conn(tcb, Some(state), key, None, false))
+        let id = self.insert_conn(key, iss, hash.ts_offset, Open::Active, Some(state), None);
+        Ok(id)
     }
 
     /// A free ephemeral port; on a multi-queue link one whose return flow the NIC's RSS

@@ -162,14 +162,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                     self.dispatch(index, RxOutcome::default(), &[]);
                     self.mark_dirty(index);
                 }
-                TimerItem::TimeWait { key, at } => {
-                    if let Some(at) = self.time_wait.expire(&key, at) {
-                        self.timers.schedule(at, TimerItem::TimeWait { key, at });
-                    }
-                }
             }
         }
         expired.clear();
         self.expired = expired;
+        self.time_wait.expire(self.now);
     }
 }

@@ -11,7 +11,7 @@ use crate::tcp::cookie;
 use crate::tcp::options::{ts_clock, DEFAULT_MSS};
 use crate::tcp::segment::{Segment, TxSegment};
 use crate::tcp::seq::SeqNum;
-use crate::tcp::tcb::{SynOptions, Tcb};
+use crate::tcp::tcb::{Open, SynOptions};
 use crate::time::Clock;
 
 /// A listening port.
@@ -19,6 +19,53 @@ pub(super) struct Listener {
     /// Most half-open connections before SYN cookies take over.
     pub backlog: usize,
     pub half_open: usize,
+}
+
+/// The listening ports, sorted by port. A server listens on a few ports, and every new
+/// connection looks its port up three times (is it listening, its backlog, the backlog
+/// again when the handshake ends): a binary search over a few entries costs a handful of
+/// instructions where hashing the port cost about 30.
+#[derive(Default)]
+pub(super) struct Listeners {
+    ports: Vec<(u16, Listener)>,
+}
+
+impl Listeners {
+    fn find(&self, port: u16) -> Result<usize, usize> {
+        self.ports.binary_search_by_key(&port, |&(p, _)| p)
+    }
+
+    pub(super) fn contains_key(&self, port: &u16) -> bool {
+        self.find(*port).is_ok()
+    }
+
+    pub(super) fn get_mut(&mut self, port: &u16) -> Option<&mut Listener> {
+        let i = self.find(*port).ok()?;
+        Some(&mut self.ports[i].1)
+    }
+
+    /// Listen on `port` with `backlog`; on a port already listening, only the backlog
+    /// changes: the half-open connections already counted still release their count
+    /// when they complete or die.
+    pub(super) fn listen(&mut self, port: u16, backlog: usize) {
+        match self.find(port) {
+            Ok(i) => self.ports[i].1.backlog = backlog,
+            Err(i) => self.ports.insert(
+                i,
+                (
+                    port,
+                    Listener {
+                        backlog,
+                        half_open: 0,
+                    },
+                ),
+            ),
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.ports.clear();
+    }
 }
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
@@ -71,16 +118,16 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             return;
         }
         listener.half_open += 1;
-        let (local, remote) = self.endpoints(&key);
-        let mut iss = self.isn.isn(local, remote, self.now);
+        let hash = self.tuple_hash(&key);
+        let mut iss = hash.isn(self.now);
         if let Some(floor) = iss_floor {
             // Reopened from TIME-WAIT: start beyond the old incarnation's sequence space
             // (RFC 1122 §4.2.2.13), whatever the clock-driven ISN says; old duplicates
             // then cannot land in the new window, with or without timestamps.
             iss = iss.max(floor);
         }
-        let tcb = Tcb::accept_syn(&self.opening(&key, iss), seg);
-        self.insert_conn(tcb, None, key, Some(mac), true);
+        let how = Open::Passive(seg);
+        self.insert_conn(key, iss, hash.ts_offset, how, None, Some(mac));
     }
 
     /// The half-open connection in `index` no longer counts against its listener's
@@ -116,7 +163,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 tx.wscale = Some(tcp.rcv_wscale());
             }
             tx.sack_permitted = sack;
-            let clock = ts_clock(self.now, self.ts_offset(&key));
+            let clock = ts_clock(self.now, self.tuple_hash(&key).ts_offset);
             let ours = cookie::tsval_with_options(clock, peer_ws, sack);
             tx.timestamp = Some((ours, tsval));
         }
@@ -149,9 +196,36 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             opts.sack_permitted = sack;
             opts.timestamp = Some((tsval, tsecr));
         }
-        let tcb = Tcb::from_cookie(&self.opening(&key, cookie), seg, opts);
+        let ts_offset = self.tuple_hash(&key).ts_offset;
         self.stats.syn_cookies_accepted += 1;
-        let id = self.insert_conn(tcb, None, key, Some(mac), false);
+        let how = Open::Cookie(seg, opts);
+        let id = self.insert_conn(key, cookie, ts_offset, how, None, Some(mac));
         Some(id.index() as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listeners_are_found_by_port_and_listening_again_keeps_the_count() {
+        let mut l = Listeners::default();
+        for port in [8080, 80, 443, 1, 65535] {
+            l.listen(port, 4);
+        }
+        for port in [1, 80, 443, 8080, 65535] {
+            assert!(l.contains_key(&port), "{port}");
+        }
+        for port in [0, 2, 81, 444, 65534] {
+            assert!(!l.contains_key(&port), "{port}");
+            assert!(l.get_mut(&port).is_none());
+        }
+        l.get_mut(&443).expect("listening").half_open = 3;
+        l.listen(443, 16);
+        let l443 = l.get_mut(&443).expect("listening");
+        assert_eq!((l443.backlog, l443.half_open), (16, 3));
+        l.clear();
+        assert!(!l.contains_key(&80));
     }
 }

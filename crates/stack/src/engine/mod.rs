@@ -30,13 +30,10 @@ mod ports;
 mod timewait;
 
 use crate::rng::Rng;
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::Rc;
 use std::time::Duration;
-
-use ahash::RandomState;
 
 pub use config::EngineConfig;
 
@@ -45,22 +42,21 @@ use crate::io::{ChecksumOffload, MacAddr, PacketIo, RxFrame, ETHERNET_HEADER_LEN
 use crate::ipv4::{self, IdentCounter};
 use crate::stats::Stats;
 use crate::tcp::cookie::SynCookies;
-use crate::tcp::isn::IsnGenerator;
+use crate::tcp::isn::{IsnGenerator, TupleHash};
 use crate::tcp::pool::RingPool;
 use crate::tcp::segment::{self, TxSegment};
 use crate::tcp::seq::SeqNum;
-use crate::tcp::tcb::{Opening, State, Tcb, TcbLimits};
+use crate::tcp::tcb::{Open, Opening, State, Tcb, TcbLimits};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerWheel;
 use flows::Flows;
-use listen::Listener;
+use listen::Listeners;
 use ports::PortSearch;
 use timewait::TimeWait;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TimerItem {
     Conn { id: ConnId, at: Instant },
-    TimeWait { key: FlowKey, at: Instant },
 }
 
 /// A connection block: the state machine and what the engine needs to send for it.
@@ -179,7 +175,7 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     /// Ring storage the connections' buffers take and give back.
     pool: RingPool,
     flows: Flows,
-    listeners: HashMap<u16, Listener, RandomState>,
+    listeners: Listeners,
     time_wait: TimeWait,
     /// Connections the application closed, bounded in number.
     orphans: orphans::Orphans,
@@ -222,11 +218,11 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
 /// holds no buffer memory. Memory pressure makes drained rings go back at once.
 const IDLE_RING_RELEASE: Duration = Duration::from_secs(1);
 
-/// Slots of the timer wheel, one per millisecond: 8.2 s a revolution. Timers further out
-/// (TIME-WAIT's 60 s, keepalive) wait in the wheel's overflow list and are looked at once
-/// per half revolution, so a TIME-WAIT entry costs about 15 looks in its life, where
-/// 1,024 slots cost 117 (the largest single cost of a short connection,
-/// `scripts/callgrind-conn.sh`). The slots' bitmap is 128 words.
+/// Slots of the timer wheel, one per millisecond: 8.2 s a revolution, which covers the
+/// common timers (retransmission, delayed ACK); timers further out (keepalive, user
+/// timeouts) wait in the wheel's second level (see `timer`). The slots' bitmap is 128
+/// words. TIME-WAIT's 2·MSL timers are not in the wheel: the TIME-WAIT table keeps them
+/// in a queue of its own (see `timewait`).
 const TIMER_SLOTS: usize = 8192;
 
 /// Largest transmit burst handed to the driver at once.
@@ -277,7 +273,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 cfg.reserved_connections.min(cfg.max_connections),
                 ports.clone(),
             ),
-            listeners: HashMap::with_hasher(RandomState::new()),
+            listeners: Listeners::default(),
             time_wait: TimeWait::new(cfg.max_time_wait, ports.clone()),
             orphans: Default::default(),
             timers: TimerWheel::new(now, std::time::Duration::from_millis(1), TIMER_SLOTS),
@@ -315,15 +311,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub fn listen(&mut self, port: u16, backlog: usize) {
         let backlog = backlog.max(1);
         self.ports.listening(port, &self.cfg.ephemeral_ports);
-        // Listening again on a port only changes the backlog: the half-open connections
-        // already counted still release their count when they complete or die.
-        self.listeners
-            .entry(port)
-            .and_modify(|l| l.backlog = backlog)
-            .or_insert(Listener {
-                backlog,
-                half_open: 0,
-            });
+        self.listeners.listen(port, backlog);
     }
 
     /// Stop accepting new connections (graceful shutdown); open ones carry on.
@@ -388,10 +376,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub fn next_deadline(&self) -> Option<Instant> {
         // The idle-ring sweep counts only while some connection keeps a ring.
         let sweep = (!self.ring_keepers.is_empty()).then_some(self.ring_sweep_at);
-        [self.timers.next_deadline(), self.arp.next_deadline(), sweep]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.timers.next_deadline(),
+            self.time_wait.next_deadline(),
+            self.arp.next_deadline(),
+            sweep,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Frames of flows sibling workers own, on a link whose steering the stack cannot
@@ -472,11 +465,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         SocketAddrV4::new(self.cfg.ip, port)
     }
 
-    /// RFC 7323 §7.1 TSval offset: a hash domain-separated from the ISN's, so that
-    /// ISN - TSval does not reveal the engine clock (see [`IsnGenerator::ts_offset`]).
-    fn ts_offset(&self, key: &FlowKey) -> u32 {
+    /// The keyed hash of the flow `key` (RFC 6528 §3, RFC 7323 §7.1): a new
+    /// connection's ISN and timestamp offset, from one hash (see [`IsnGenerator`]).
+    fn tuple_hash(&self, key: &FlowKey) -> TupleHash {
         let (local, remote) = self.endpoints(key);
-        self.isn.ts_offset(local, remote)
+        self.isn.hash_tuple(local, remote)
     }
 
     /// (our end, the peer's end) of the flow `key`.
@@ -487,46 +480,54 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         )
     }
 
-    /// What a new connection on `key` starting at `iss` is created with.
-    fn opening(&self, key: &FlowKey, iss: SeqNum) -> Opening<'_> {
-        let (local, remote) = self.endpoints(key);
-        Opening {
+    /// Add a connection on `key` that opens `how`, with our ISS `iss` and the
+    /// timestamp offset `ts_offset` (both from [`Engine::tuple_hash`]), and the
+    /// application's state for active opens. A passive open counts against its
+    /// listener's backlog (`half_open`) until it completes or dies.
+    ///
+    /// The block goes into the table fresh from [`Tcb::new`] and is opened in its slot
+    /// ([`Tcb::open`]), through inlined inserts: it is hundreds of bytes, and every move
+    /// by value is a copy. Built by `Tcb::accept_syn` and handed down by value it was
+    /// copied five times per passive open; now twice, into the block and into the slot
+    /// (`scripts/callgrind-conn.sh`).
+    fn insert_conn(
+        &mut self,
+        key: FlowKey,
+        iss: SeqNum,
+        ts_offset: u32,
+        how: Open<'_>,
+        app: Option<H::Conn>,
+        mac: Option<MacAddr>,
+    ) -> ConnId {
+        let (local, remote) = self.endpoints(&key);
+        let opening = Opening {
             local,
             remote,
             iss,
-            ts_offset: self.ts_offset(key),
+            ts_offset,
             our_mss: self.our_mss,
             now: self.now,
             cfg: &self.cfg.tcp,
             limits: Rc::clone(&self.tcb_limits),
-        }
-    }
-
-    fn insert_conn(
-        &mut self,
-        tcb: Tcb,
-        app: Option<H::Conn>,
-        key: FlowKey,
-        mac: Option<MacAddr>,
-        half_open: bool,
-    ) -> ConnId {
-        let next_hop = self.cfg.next_hop(key.remote_ip);
-        let mut tcb = tcb;
-        tcb.set_tso(self.tso_payload);
+        };
         let block = Block {
-            tcb,
+            tcb: Tcb::new(&opening),
             key,
             mac,
-            next_hop,
+            next_hop: self.cfg.next_hop(key.remote_ip),
             timer_at: Instant::FAR_FUTURE,
             dirty: false,
-            half_open,
+            half_open: matches!(how, Open::Passive(_)),
             orphan: false,
             ring_listed: false,
         };
         let id = self.app.insert(block, app);
+        let index = id.index() as usize;
+        let tcb = &mut self.app[index].tcb;
+        tcb.open(&opening, how);
+        tcb.set_tso(self.tso_payload);
         self.flows.insert(key, id.index());
-        self.mark_dirty(id.index() as usize);
+        self.mark_dirty(index);
         id
     }
 

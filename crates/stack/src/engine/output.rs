@@ -116,7 +116,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             .unwrap_or(self.now + self.cfg.tcp.time_wait);
         if self.time_wait.insert(key, &block.tcb, at) {
             self.stats.time_wait_entered += 1;
-            self.timers.schedule(at, TimerItem::TimeWait { key, at });
         }
         self.flows.remove(&key);
         self.app

@@ -4,8 +4,16 @@
 //! duplicates for 2·MSL, so the engine drops its full block and keeps these few words
 //! instead: a live connection block is over a kilobyte with its buffers, an entry here
 //! is about 40 bytes.
+//!
+//! The entries' 2·MSL timers are the table's own: a queue in deadline order, not the
+//! engine's timer wheel. Every entry waits the same 2·MSL from the loop turn it was
+//! made in, so deadlines arrive in order and the queue is a FIFO: a push at the back,
+//! a look at the front each turn ([`TimeWait::expire`]). In the wheel, each 60 s timer
+//! went to a far bucket, was moved into the slots half a revolution before it was due,
+//! then fired through the wheel's slot walk: about 300 instructions per connection of
+//! the connection-rate workload (`scripts/callgrind-conn.sh`).
 
-use std::collections::HashMap;
+use std::collections::{hash_map, HashMap, VecDeque};
 use std::time::Duration;
 
 use super::ports::{InUse, PortUse, Remote};
@@ -23,10 +31,10 @@ struct Entry {
     /// (TS.Recent, our TSval offset) when timestamps were in use.
     ts: Option<(u32, u32)>,
     expires: Instant,
-    /// The deadline of the one timer the engine holds for this entry. A retransmitted
-    /// FIN moves `expires` but schedules nothing: when this timer fires early,
-    /// [`TimeWait::expire`] hands back the new deadline to schedule (lazy restart), so a
-    /// flood of FINs cannot pile up timer items.
+    /// The deadline of the entry's one timer in the queue. A retransmitted FIN moves
+    /// `expires` but schedules nothing: when this timer fires early,
+    /// [`TimeWait::expire`] queues it again for the new deadline (lazy restart), so a
+    /// flood of FINs cannot pile up timers.
     timer_at: Instant,
     /// The peer's RST closed it (RFC 9293): it answers nothing any more and the peer
     /// may open the pair again, but our own active opens keep away from the pair until
@@ -62,6 +70,9 @@ const REOPEN_ISS_GAP: usize = 65535 + 2;
 
 pub(crate) struct TimeWait {
     entries: HashMap<FlowKey, Entry, super::flows::FlowHash>,
+    /// The entries' timers, (deadline, flow), earliest first. A timer whose entry is
+    /// gone, or was made again since (its `timer_at` differs), is stale and skipped.
+    timers: VecDeque<(Instant, FlowKey)>,
     max: usize,
     /// Entries a RST closed, so that [`TimeWait::len`] is O(1).
     reset: usize,
@@ -74,6 +85,7 @@ impl TimeWait {
     pub(super) fn new(max: usize, ephemeral: std::ops::RangeInclusive<u16>) -> TimeWait {
         TimeWait {
             entries: HashMap::with_hasher(super::flows::FlowHash::new()),
+            timers: VecDeque::new(),
             max,
             reset: 0,
             ports: PortUse::new(ephemeral),
@@ -94,17 +106,22 @@ impl TimeWait {
     /// Drop the entry of `key`, keeping the counts in step.
     fn remove(&mut self, key: &FlowKey) {
         if let Some(e) = self.entries.remove(key) {
-            self.reset -= usize::from(e.reset);
-            self.ports.removed(key);
+            self.removed(key, &e);
         }
+    }
+
+    /// Keep the counts in step with `e`, the entry of `key`, which left the table.
+    fn removed(&mut self, key: &FlowKey, e: &Entry) {
+        self.reset -= usize::from(e.reset);
+        self.ports.removed(key);
     }
 
     pub(super) fn contains(&self, key: &FlowKey) -> bool {
         self.entries.contains_key(key)
     }
 
-    /// Remember `tcb` (which is in TIME-WAIT) until `expires`. False when the table is full
-    /// and the connection skips TIME-WAIT.
+    /// Remember `tcb` (which is in TIME-WAIT) until `expires`, and queue its timer. False
+    /// when the table is full and the connection skips TIME-WAIT.
     pub(super) fn insert(&mut self, key: FlowKey, tcb: &Tcb, expires: Instant) -> bool {
         if self.entries.len() >= self.max {
             return false;
@@ -125,25 +142,71 @@ impl TimeWait {
             Some(e) => self.reset -= usize::from(e.reset),
             None => self.ports.added(&key),
         }
+        self.schedule(expires, key);
         true
     }
 
-    /// The 2·MSL timer scheduled for `at` fired. Drops the entry if its time is up;
-    /// if a retransmitted FIN restarted the wait, returns the new deadline, for which the
-    /// engine schedules the entry's next (and only) timer. A timer left over from an
-    /// entry that was since removed and inserted again is ignored.
-    #[must_use]
-    pub(super) fn expire(&mut self, key: &FlowKey, at: Instant) -> Option<Instant> {
-        let e = self.entries.get_mut(key)?;
-        if e.timer_at != at {
-            return None;
+    /// Queue the timer of `key`'s entry for `at`, in deadline order: at the back, where
+    /// every deadline goes while the 2·MSL wait is the same for all entries and time
+    /// moves forward.
+    #[inline]
+    fn schedule(&mut self, at: Instant, key: FlowKey) {
+        if self.timers.back().is_none_or(|&(last, _)| last <= at) {
+            self.timers.push_back((at, key));
+        } else {
+            self.schedule_early(at, key);
         }
-        if e.expires <= at {
-            self.remove(key);
-            return None;
+    }
+
+    /// [`schedule`](Self::schedule) for a deadline before the last one queued.
+    #[inline(never)]
+    fn schedule_early(&mut self, at: Instant, key: FlowKey) {
+        let i = self.timers.partition_point(|&(t, _)| t <= at);
+        self.timers.insert(i, (at, key));
+    }
+
+    /// The earliest deadline of a queued timer (stale ones included: they only make
+    /// the engine look early).
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.timers.front().map(|&(at, _)| at)
+    }
+
+    /// Fire the timers due by `now`: an entry whose time is up is dropped; one whose
+    /// wait a retransmitted FIN restarted is queued again for its new deadline. A timer
+    /// left over from an entry that was since removed, or removed and made again, is
+    /// ignored. Called every loop turn: the look at the front inlines, so a turn with
+    /// nothing due costs a comparison.
+    #[inline]
+    pub(super) fn expire(&mut self, now: Instant) {
+        if self.timers.front().is_some_and(|&(at, _)| at <= now) {
+            self.expire_due(now);
         }
-        e.timer_at = e.expires;
-        Some(e.expires)
+    }
+
+    #[inline(never)]
+    fn expire_due(&mut self, now: Instant) {
+        while let Some(&(at, key)) = self.timers.front() {
+            if at > now {
+                break;
+            }
+            self.timers.pop_front();
+            // One hash lookup: timers that fire mostly find their entry and remove it.
+            let hash_map::Entry::Occupied(mut slot) = self.entries.entry(key) else {
+                continue;
+            };
+            let e = slot.get_mut();
+            if e.timer_at != at {
+                continue;
+            }
+            if e.expires <= at {
+                let e = slot.remove();
+                self.removed(&key, &e);
+            } else {
+                e.timer_at = e.expires;
+                let expires = e.expires;
+                self.schedule(expires, key);
+            }
+        }
     }
 
     /// A segment for `key`: `None` when the pair is not in TIME-WAIT. One hash lookup
@@ -232,5 +295,77 @@ impl TimeWait {
             timestamp,
             ..Default::default()
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::config::TcpConfig;
+    use crate::tcp::tcb::{Opening, TcbLimits};
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    use std::rc::Rc;
+
+    fn key(port: u16) -> FlowKey {
+        FlowKey {
+            remote_ip: Ipv4Addr::new(10, 0, 0, 2),
+            remote_port: port,
+            local_port: 80,
+        }
+    }
+
+    fn tcb(cfg: &TcpConfig) -> Tcb {
+        Tcb::connect(&Opening {
+            local: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80),
+            remote: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 40000),
+            iss: SeqNum(1),
+            ts_offset: 0,
+            our_mss: 1460,
+            now: Instant::ZERO,
+            cfg,
+            limits: Rc::new(TcbLimits::new(cfg)),
+        })
+    }
+
+    fn ms(n: u64) -> Instant {
+        Instant::from_millis(n)
+    }
+
+    #[test]
+    fn timers_fire_in_deadline_order_whatever_the_insertion_order() {
+        let cfg = TcpConfig::default();
+        let t = tcb(&cfg);
+        let mut tw = TimeWait::new(16, 1024..=65535);
+        for (port, at) in [(1, 300), (2, 100), (3, 200), (4, 300), (5, 50)] {
+            assert!(tw.insert(key(port), &t, ms(at)));
+        }
+        assert_eq!(tw.next_deadline(), Some(ms(50)));
+        tw.expire(ms(99));
+        assert_eq!(tw.len(), 4);
+        assert!(!tw.contains(&key(5)));
+        tw.expire(ms(200));
+        assert_eq!(tw.len(), 2);
+        assert!(tw.contains(&key(1)) && tw.contains(&key(4)));
+        assert_eq!(tw.next_deadline(), Some(ms(300)));
+        tw.expire(ms(300));
+        assert_eq!((tw.len(), tw.next_deadline()), (0, None));
+    }
+
+    #[test]
+    fn a_timer_left_from_an_entry_made_again_is_ignored() {
+        let cfg = TcpConfig::default();
+        let t = tcb(&cfg);
+        let mut tw = TimeWait::new(16, 1024..=65535);
+        assert!(tw.insert(key(1), &t, ms(100)));
+        // The pair reopened and closed again: a new entry, the old timer still queued.
+        tw.remove(&key(1));
+        assert!(tw.insert(key(1), &t, ms(500)));
+        tw.expire(ms(100));
+        assert!(
+            tw.contains(&key(1)),
+            "the old timer must not end the new entry"
+        );
+        tw.expire(ms(500));
+        assert!(!tw.contains(&key(1)));
     }
 }

@@ -5,12 +5,12 @@
 //! The keyed hash makes each 4-tuple's sequence space start at an offset an off-path
 //! attacker cannot guess, while `M` keeps successive incarnations of the same 4-tuple
 //! moving forward, so old duplicates of a previous connection fall outside the new window.
+//! The same hash gives the tuple's RFC 7323 §7.1 timestamp offset ([`IsnGenerator`]).
 
 use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddrV4;
 
 use siphasher::sip::SipHasher13;
-use siphasher::sip128::SipHasher13 as SipHasher13x128;
 
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
@@ -54,31 +54,54 @@ pub(crate) fn tuple_bytes(local: SocketAddrV4, remote: SocketAddrV4) -> [u8; 12]
     b
 }
 
-/// Domain tag from which [`IsnGenerator::ts_offset`]'s key is derived.
-const TS_TAG: &[u8; 8] = b"rusty-ts";
-
-/// RFC 6528 ISN generator. One per worker (or shared read-only); cheap to call.
+/// RFC 6528 ISN generator, which also gives each 4-tuple its RFC 7323 §7.1 timestamp
+/// offset. One per worker (or shared read-only); cheap to call.
 ///
 /// SipHash-1-3 rather than 2-4: it is the keyed PRF Rust's own `HashMap` relies on
 /// against chosen inputs, no attack on it is known, and the 12-byte tuple costs two
 /// compression rounds and three finalisation rounds instead of four and four, about
-/// 40 % less per hash (two hashes per connection: ISN and timestamp offset).
+/// 40 % less per hash.
+///
+/// One hash per connection serves both values ([`TupleHash`]): the ISN's `F` is the low
+/// half of the tuple's 64-bit SipHash, the timestamp offset the high half. The offset
+/// must not be `F` itself: with TSval = ms + F and ISN = µs/4 + F, anyone seeing a
+/// SYN-ACK could compute ISN - TSval, read our clock straight off it, and predict ISNs
+/// for other tuples up to their `F`. Two halves of one output of a PRF are as good as
+/// two outputs under independent keys: each is uniform, neither says anything about the
+/// other, so ISN - TSval is the clock plus a secret per-tuple value, which hides it (RFC
+/// 7323 §7.1), and a peer that learns its offset from its own connection (it cannot
+/// even do that without our clock) learns nothing about its `F`, nor anything about
+/// another tuple's (RFC 6528 §3). Earlier versions hashed twice, the offset under a key
+/// derived from the secret: the same guarantee for twice the work.
 #[derive(Debug, Clone)]
 pub(crate) struct IsnGenerator {
     hasher: SipHasher13,
-    /// Keyed with a key derived from the secret (see [`IsnGenerator::ts_offset`]).
-    ts_hasher: SipHasher13,
+}
+
+/// The keyed hash of one 4-tuple, split into what a new connection on it starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TupleHash {
+    /// `F(localip, localport, remoteip, remoteport, secretkey)` of RFC 6528 §3.
+    pub f: u32,
+    /// Added to the millisecond clock in our TSvals (RFC 7323 §7.1).
+    pub ts_offset: u32,
+}
+
+impl TupleHash {
+    /// The ISN for a connection opened at `now`: `M + F` (RFC 6528 §3), `M` counting
+    /// 4 µs ticks of the engine's clock (RFC 9293 §3.4.1), modulo 2^32.
+    pub(crate) fn isn(self, now: Instant) -> SeqNum {
+        // Truncation to 32 bits is the point: both terms live in sequence space.
+        let m = (now.as_micros() / 4) as u32;
+        SeqNum(m.wrapping_add(self.f))
+    }
 }
 
 impl IsnGenerator {
     /// A generator keyed with `secret` (deterministic; for tests and simulation).
     pub(crate) fn new(secret: [u8; 16]) -> Self {
-        let ts_key = SipHasher13x128::new_with_key(&secret)
-            .hash(TS_TAG)
-            .as_bytes();
         IsnGenerator {
             hasher: SipHasher13::new_with_key(&secret),
-            ts_hasher: SipHasher13::new_with_key(&ts_key),
         }
     }
 
@@ -88,32 +111,14 @@ impl IsnGenerator {
         IsnGenerator::new(random_secret())
     }
 
-    /// `F(localip, localport, remoteip, remoteport, secretkey)` of RFC 6528 §3.
-    pub(crate) fn hash_tuple(&self, local: SocketAddrV4, remote: SocketAddrV4) -> u64 {
-        self.hasher.hash(&tuple_bytes(local, remote))
-    }
-
-    /// The RFC 7323 §7.1 timestamp offset for this 4-tuple: added to the millisecond
-    /// clock so TSvals reveal neither uptime nor the clock behind the ISNs.
-    ///
-    /// It must not be `F` of [`hash_tuple`](Self::hash_tuple): with TSval = ms + F and
-    /// ISN = µs/4 + F, anyone seeing a SYN-ACK could compute ISN - TSval and read our
-    /// clock straight off it, then predict ISNs for other tuples up to their `F`. So it
-    /// hashes the same 12 bytes under a second key, the secret's 128-bit SipHash of a
-    /// domain tag: a PRF under an independent-looking key, without making the input a
-    /// block longer as a tag prefix would.
-    pub(crate) fn ts_offset(&self, local: SocketAddrV4, remote: SocketAddrV4) -> u32 {
-        // Truncation to the 32 bits of a TSval is the point.
-        self.ts_hasher.hash(&tuple_bytes(local, remote)) as u32
-    }
-
-    /// The ISN for a connection on this 4-tuple opened at `now`: `M + F` (RFC 6528 §3),
-    /// `M` counting 4 µs ticks of the engine's clock (RFC 9293 §3.4.1), modulo 2^32.
-    pub(crate) fn isn(&self, local: SocketAddrV4, remote: SocketAddrV4, now: Instant) -> SeqNum {
-        // Truncation to 32 bits is the point: both terms live in sequence space.
-        let m = (now.as_micros() / 4) as u32;
-        let f = self.hash_tuple(local, remote) as u32;
-        SeqNum(m.wrapping_add(f))
+    /// The tuple's keyed hash: `F` and the timestamp offset (see the type's docs).
+    pub(crate) fn hash_tuple(&self, local: SocketAddrV4, remote: SocketAddrV4) -> TupleHash {
+        let h = self.hasher.hash(&tuple_bytes(local, remote));
+        // Truncations: the two 32-bit halves are the point.
+        TupleHash {
+            f: h as u32,
+            ts_offset: (h >> 32) as u32,
+        }
     }
 }
 
@@ -128,23 +133,30 @@ mod tests {
 
     const KEY: [u8; 16] = *b"0123456789abcdef";
 
+    fn isn(g: &IsnGenerator, l: SocketAddrV4, r: SocketAddrV4, t: Instant) -> SeqNum {
+        g.hash_tuple(l, r).isn(t)
+    }
+
     #[test]
     fn deterministic_for_fixed_secret() {
         let (l, r) = (sa([10, 0, 0, 1], 80), sa([10, 0, 0, 2], 40000));
         let t = Instant::from_millis(1234);
         let a = IsnGenerator::new(KEY);
         let b = IsnGenerator::new(KEY);
-        assert_eq!(a.isn(l, r, t), b.isn(l, r, t));
+        assert_eq!(a.hash_tuple(l, r).isn(t), b.hash_tuple(l, r).isn(t));
         let mut other = KEY;
         other[0] ^= 1;
-        assert_ne!(a.isn(l, r, t), IsnGenerator::new(other).isn(l, r, t));
+        assert_ne!(
+            a.hash_tuple(l, r).isn(t),
+            IsnGenerator::new(other).hash_tuple(l, r).isn(t)
+        );
     }
 
     #[test]
     fn tuples_differ() {
         let g = IsnGenerator::new(KEY);
         let t = Instant::from_millis(7);
-        let base = g.isn(sa([10, 0, 0, 1], 80), sa([10, 0, 0, 2], 40000), t);
+        let base = isn(&g, sa([10, 0, 0, 1], 80), sa([10, 0, 0, 2], 40000), t);
         for (l, r) in [
             (sa([10, 0, 0, 1], 80), sa([10, 0, 0, 2], 40001)),
             (sa([10, 0, 0, 1], 81), sa([10, 0, 0, 2], 40000)),
@@ -153,11 +165,11 @@ mod tests {
             // Swapped ends are a different tuple.
             (sa([10, 0, 0, 2], 40000), sa([10, 0, 0, 1], 80)),
         ] {
-            assert_ne!(g.isn(l, r, t), base, "{l} {r}");
+            assert_ne!(g.hash_tuple(l, r).isn(t), base, "{l} {r}");
         }
         // Many ports: no two collide (a 32-bit hash collision among 1000 is ~1e-4).
         let mut seen: Vec<u32> = (1000..2000u16)
-            .map(|p| g.isn(sa([10, 0, 0, 1], 80), sa([10, 0, 0, 2], p), t).0)
+            .map(|p| isn(&g, sa([10, 0, 0, 1], 80), sa([10, 0, 0, 2], p), t).0)
             .collect();
         seen.sort_unstable();
         seen.dedup();
@@ -169,10 +181,10 @@ mod tests {
         let g = IsnGenerator::new(KEY);
         let (l, r) = (sa([192, 168, 1, 1], 443), sa([192, 168, 1, 9], 5555));
         let t0 = Instant::from_millis(1_000);
-        let a = g.isn(l, r, t0);
-        let b = g.isn(l, r, Instant::from_millis(1_001));
+        let a = g.hash_tuple(l, r).isn(t0);
+        let b = isn(&g, l, r, Instant::from_millis(1_001));
         assert_eq!(b - a, 250);
-        let c = g.isn(l, r, Instant::from_millis(2_000));
+        let c = isn(&g, l, r, Instant::from_millis(2_000));
         assert_eq!(c - a, 250_000);
         assert!(a < b && b < c);
     }
@@ -184,13 +196,13 @@ mod tests {
         let mut diffs = Vec::new();
         for port in 40000..40064u16 {
             let (l, r) = (sa([10, 0, 0, 1], 80), sa([10, 0, 0, 2], port));
-            let off = g.ts_offset(l, r);
-            assert_eq!(off, g.ts_offset(l, r), "deterministic");
-            assert_ne!(off, g.hash_tuple(l, r) as u32);
+            let off = g.hash_tuple(l, r).ts_offset;
+            assert_eq!(off, g.hash_tuple(l, r).ts_offset, "deterministic");
+            assert_ne!(off, g.hash_tuple(l, r).f);
             // ISN - TSval at one instant must not be the same for every tuple (it would
             // be µs/4 - ms, the engine clock, if both used the same F).
             let tsval = crate::tcp::options::ts_clock(t, off);
-            diffs.push(g.isn(l, r, t).0.wrapping_sub(tsval));
+            diffs.push(g.hash_tuple(l, r).isn(t).0.wrapping_sub(tsval));
         }
         diffs.sort_unstable();
         diffs.dedup();
@@ -203,8 +215,8 @@ mod tests {
         let (l, r) = (sa([1, 2, 3, 4], 1), sa([5, 6, 7, 8], 2));
         let t = Instant::ZERO;
         assert_ne!(
-            IsnGenerator::random().isn(l, r, t),
-            IsnGenerator::random().isn(l, r, t)
+            IsnGenerator::random().hash_tuple(l, r).isn(t),
+            IsnGenerator::random().hash_tuple(l, r).isn(t)
         );
     }
 }

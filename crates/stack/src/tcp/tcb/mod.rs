@@ -67,6 +67,7 @@ mod timer_table;
 mod timers;
 
 pub(crate) use connection::TcbConn;
+pub(crate) use open::Open;
 pub use open::Opening;
 
 /// The connection states of RFC 9293 §3.3.2.

@@ -44,10 +44,25 @@ pub struct Opening<'a> {
     pub limits: Rc<TcbLimits>,
 }
 
+/// How a connection opens: what [`Tcb::open`] does with a block fresh from
+/// [`Tcb::new`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Open<'s> {
+    /// Active open (§3.10.1): SYN-SENT, with a SYN to send.
+    Active,
+    /// Passive open on this SYN for a listener (§3.10.7.2): SYN-RECEIVED, with a
+    /// SYN-ACK to send.
+    Passive(&'s Segment),
+    /// A valid SYN-cookie ACK, with what the cookie preserved of the client's SYN:
+    /// ESTABLISHED. `Opening::iss` is then the cookie (our SYN-ACK's sequence number)
+    /// and the client's ISN the ACK's sequence number - 1.
+    Cookie(&'s Segment, SynOptions),
+}
+
 impl Tcb {
-    /// A block in CLOSED with nothing sent or received; the public constructors below
-    /// move it into its first state.
-    fn new(p: &Opening<'_>) -> Tcb {
+    /// A block in CLOSED with nothing sent or received; [`Tcb::open`] moves it into its
+    /// first state.
+    pub(crate) fn new(p: &Opening<'_>) -> Tcb {
         let &Opening {
             local,
             remote,
@@ -146,67 +161,90 @@ impl Tcb {
 
     /// Active open (§3.10.1): the connection starts in SYN-SENT with a SYN to send.
     pub fn connect(p: &Opening<'_>) -> Tcb {
-        let (now, cfg) = (p.now, p.cfg);
-        let mut tcb = Tcb::new(p);
-        tcb.state = State::SynSent;
-        tcb.active_open = true;
-        tcb.rcv.wscale = if cfg.window_scaling {
-            cfg.rcv_wscale()
-        } else {
-            0
-        };
-        if cfg.timestamps {
-            tcb.ts = Some(Timestamps {
-                recent: 0,
-                recent_age: now,
-                offset: p.ts_offset,
-            });
-        }
-        tcb.pending.syn = true;
-        tcb
+        Tcb::opened(p, Open::Active)
     }
 
     /// Passive open: a SYN arrived for a listener (§3.10.7.2). The connection starts in
     /// SYN-RECEIVED with a SYN-ACK to send.
     pub fn accept_syn(p: &Opening<'_>, syn: &Segment) -> Tcb {
-        let mut tcb = Tcb::new(p);
-        tcb.state = State::SynReceived;
-        tcb.rcv.irs = syn.seq;
-        tcb.rcv.nxt = syn.seq + 1;
-        tcb.rcv.adv = tcb.rcv.nxt;
-        tcb.rcv.last_ack_sent = tcb.rcv.nxt;
-        tcb.negotiate(&SynOptions::from(syn), p.ts_offset, p.now);
-        tcb.snd.wnd = u32::from(syn.window);
-        tcb.snd.max_wnd = tcb.snd.wnd;
-        tcb.snd.wl1 = syn.seq;
-        tcb.pending.syn = true;
-        tcb
+        Tcb::opened(p, Open::Passive(syn))
     }
 
     /// A connection rebuilt from a valid SYN-cookie ACK: straight to ESTABLISHED.
     /// `p.iss` is the cookie (our SYN-ACK's sequence number) and `opts` what the cookie
     /// preserved of the client's SYN; the client's ISN is the ACK's sequence number - 1.
     pub fn from_cookie(p: &Opening<'_>, ack: &Segment, opts: SynOptions) -> Tcb {
-        let (iss, now) = (p.iss, p.now);
+        Tcb::opened(p, Open::Cookie(ack, opts))
+    }
+
+    fn opened(p: &Opening<'_>, how: Open<'_>) -> Tcb {
         let mut tcb = Tcb::new(p);
-        tcb.rcv.irs = ack.seq - 1;
-        tcb.rcv.nxt = ack.seq;
-        tcb.negotiate(&opts, p.ts_offset, now);
-        tcb.snd.una = iss + 1;
-        tcb.snd.syn_acked = true;
-        tcb.snd.nxt = tcb.snd.una;
-        tcb.snd.max = tcb.snd.una;
-        let wnd = (ack.window as usize) << tcb.snd.wscale;
-        tcb.snd.update_window(wnd, ack.seq, ack.ack);
+        tcb.open(p, how);
+        tcb
+    }
+
+    /// Move a block fresh from [`Tcb::new`] (in CLOSED, built from the same `p`) into
+    /// its first state. The engine builds the block where it keeps it and opens it
+    /// there: a block is hundreds of bytes, and each move of it by value is a copy.
+    pub(crate) fn open(&mut self, p: &Opening<'_>, how: Open<'_>) {
+        match how {
+            Open::Active => self.open_active(p),
+            Open::Passive(syn) => self.open_passive(p, syn),
+            Open::Cookie(ack, opts) => self.open_from_cookie(p, ack, opts),
+        }
+    }
+
+    fn open_active(&mut self, p: &Opening<'_>) {
+        let (now, cfg) = (p.now, p.cfg);
+        self.state = State::SynSent;
+        self.active_open = true;
+        self.rcv.wscale = if cfg.window_scaling {
+            cfg.rcv_wscale()
+        } else {
+            0
+        };
+        if cfg.timestamps {
+            self.ts = Some(Timestamps {
+                recent: 0,
+                recent_age: now,
+                offset: p.ts_offset,
+            });
+        }
+        self.pending.syn = true;
+    }
+
+    fn open_passive(&mut self, p: &Opening<'_>, syn: &Segment) {
+        self.state = State::SynReceived;
+        self.rcv.irs = syn.seq;
+        self.rcv.nxt = syn.seq + 1;
+        self.rcv.adv = self.rcv.nxt;
+        self.rcv.last_ack_sent = self.rcv.nxt;
+        self.negotiate(&SynOptions::from(syn), p.ts_offset, p.now);
+        self.snd.wnd = u32::from(syn.window);
+        self.snd.max_wnd = self.snd.wnd;
+        self.snd.wl1 = syn.seq;
+        self.pending.syn = true;
+    }
+
+    fn open_from_cookie(&mut self, p: &Opening<'_>, ack: &Segment, opts: SynOptions) {
+        let (iss, now) = (p.iss, p.now);
+        self.rcv.irs = ack.seq - 1;
+        self.rcv.nxt = ack.seq;
+        self.negotiate(&opts, p.ts_offset, now);
+        self.snd.una = iss + 1;
+        self.snd.syn_acked = true;
+        self.snd.nxt = self.snd.una;
+        self.snd.max = self.snd.una;
+        let wnd = (ack.window as usize) << self.snd.wscale;
+        self.snd.update_window(wnd, ack.seq, ack.ack);
         // The cookie SYN-ACK offered the unscaled SYN window (see `advertise`): RCV.WND
         // starts there, so data on this very ACK is acceptable.
-        tcb.rcv.adv = tcb.rcv.nxt + tcb.rcv.syn_window();
-        tcb.rcv.last_ack_sent = tcb.rcv.nxt;
-        if let (Some(ts), Some((tsval, _))) = (tcb.ts.as_mut(), ack.timestamp) {
+        self.rcv.adv = self.rcv.nxt + self.rcv.syn_window();
+        self.rcv.last_ack_sent = self.rcv.nxt;
+        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), ack.timestamp) {
             ts.recent = tsval;
         }
-        tcb.enter_established(now);
-        tcb
+        self.enter_established(now);
     }
 
     /// Settle options from the peer's SYN (RFC 7323 §2.2, §3.2; RFC 2018 §2).
