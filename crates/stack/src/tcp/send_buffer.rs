@@ -427,8 +427,15 @@ impl SendBuffer {
     /// Give the ring back to `pool` and drop everything queued: the connection is
     /// going away.
     pub(crate) fn release(&mut self, pool: &mut RingPool) {
-        pool.give(std::mem::take(&mut self.ring));
-        *self = SendBuffer::new(self.capacity());
+        if !self.ring.is_empty() {
+            pool.give(std::mem::take(&mut self.ring));
+            self.head = 0;
+        }
+        // An empty buffer is left as it is (the common case: a connection closes with
+        // everything acknowledged); anything still queued is dropped.
+        if self.len > 0 || !self.chunks.is_empty() {
+            *self = SendBuffer::new(self.capacity());
+        }
     }
 
     /// The shared chunk holding the byte at `offset`, and that byte's position within

@@ -608,6 +608,9 @@ pub struct TcbLimits {
     /// Take the short paths for the common segment (header prediction in `input.rs`)
     /// where they apply. Always on but in the tests that compare both paths.
     fast_paths: bool,
+    /// A new connection's RTT estimator, its bounds converted from `Duration` once
+    /// here rather than for every connection.
+    rtt: RttEstimator,
 }
 
 impl TcbLimits {
@@ -630,6 +633,7 @@ impl TcbLimits {
             timestamps: cfg.timestamps,
             sack: cfg.sack,
             fast_paths: true,
+            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
         }
     }
 

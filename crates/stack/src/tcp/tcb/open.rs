@@ -14,7 +14,6 @@ use crate::tcp::cc::{Cc, CongestionControl};
 use crate::tcp::config::TcpConfig;
 use crate::tcp::options::{DEFAULT_MSS, TS_OPTION_LEN};
 use crate::tcp::recv_buffer::RecvBuffer;
-use crate::tcp::rtt::RttEstimator;
 use crate::tcp::segment::Segment;
 use crate::tcp::send_buffer::SendBuffer;
 use crate::tcp::seq::SeqNum;
@@ -138,7 +137,7 @@ impl Tcb {
                 }
                 timers
             },
-            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            rtt: limits.rtt,
             rtt_seq: None,
             cc: Cc::new(cfg.congestion_control, smss),
             board: Default::default(),
