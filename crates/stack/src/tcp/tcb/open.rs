@@ -139,7 +139,13 @@ impl Tcb {
             },
             rtt: limits.rtt,
             rtt_seq: None,
-            cc: Cc::new(cfg.congestion_control, smss),
+            // Sized for the MSS the handshake most often settles on (ours, less the
+            // timestamp option when we offer it), so that `negotiate` usually finds
+            // nothing to change.
+            cc: Cc::new(
+                cfg.congestion_control,
+                smss.saturating_sub(if cfg.timestamps { TS_OPTION_LEN } else { 0 }),
+            ),
             board: Default::default(),
             cwnd_limited: false,
             last_send: now,
