@@ -142,7 +142,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     pub(super) fn run_timers(&mut self) {
+        self.time_wait.expire(self.now);
         if self.timers.quiet(self.now) {
+            // Nothing due in the wheel and no tick passed: no scratch vector to touch.
             return;
         }
         let mut expired = std::mem::take(&mut self.expired);
@@ -166,6 +168,5 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         expired.clear();
         self.expired = expired;
-        self.time_wait.expire(self.now);
     }
 }

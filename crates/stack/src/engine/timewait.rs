@@ -73,6 +73,9 @@ pub(crate) struct TimeWait {
     /// The entries' timers, (deadline, flow), earliest first. A timer whose entry is
     /// gone, or was made again since (its `timer_at` differs), is stale and skipped.
     timers: VecDeque<(Instant, FlowKey)>,
+    /// The front timer's deadline, [`Instant::FAR_FUTURE`] when none is queued: what
+    /// every loop turn compares `now` with.
+    front_at: Instant,
     max: usize,
     /// Entries a RST closed, so that [`TimeWait::len`] is O(1).
     reset: usize,
@@ -86,6 +89,7 @@ impl TimeWait {
         TimeWait {
             entries: HashMap::with_hasher(super::flows::FlowHash::new()),
             timers: VecDeque::new(),
+            front_at: Instant::FAR_FUTURE,
             max,
             reset: 0,
             ports: PortUse::new(ephemeral),
@@ -151,6 +155,7 @@ impl TimeWait {
     /// moves forward.
     #[inline]
     fn schedule(&mut self, at: Instant, key: FlowKey) {
+        self.front_at = self.front_at.min(at);
         if self.timers.back().is_none_or(|&(last, _)| last <= at) {
             self.timers.push_back((at, key));
         } else {
@@ -168,7 +173,7 @@ impl TimeWait {
     /// The earliest deadline of a queued timer (stale ones included: they only make
     /// the engine look early).
     pub(super) fn next_deadline(&self) -> Option<Instant> {
-        self.timers.front().map(|&(at, _)| at)
+        (self.front_at != Instant::FAR_FUTURE).then_some(self.front_at)
     }
 
     /// Fire the timers due by `now`: an entry whose time is up is dropped; one whose
@@ -178,7 +183,7 @@ impl TimeWait {
     /// nothing due costs a comparison.
     #[inline]
     pub(super) fn expire(&mut self, now: Instant) {
-        if self.timers.front().is_some_and(|&(at, _)| at <= now) {
+        if self.front_at <= now {
             self.expire_due(now);
         }
     }
@@ -207,6 +212,10 @@ impl TimeWait {
                 self.schedule(expires, key);
             }
         }
+        self.front_at = self
+            .timers
+            .front()
+            .map_or(Instant::FAR_FUTURE, |&(at, _)| at);
     }
 
     /// A segment for `key`: `None` when the pair is not in TIME-WAIT. One hash lookup
