@@ -21,10 +21,10 @@
 //! Once no copied byte remains, a ring of the smallest size is kept, empty, for the
 //! connection's next response (a keep-alive connection would otherwise give it back and
 //! take it again for every request); the engine gives kept rings back once their
-//! connection has been quiet for a while ([`SendBuffer::release_idle_ring`]), and a
-//! ring that drains under memory pressure goes back at once. Larger rings always go back when drained. The
-//! calls that may take or give back storage borrow the pool; [`SendBuffer::release`]
-//! returns the ring of a buffer that is going away.
+//! connection has been quiet for a while ([`SendBuffer::release_idle_ring`]), and a ring
+//! that drains under memory pressure goes back at once. Larger rings always go back
+//! when drained. The calls that may take or give back storage borrow the pool;
+//! [`SendBuffer::release`] returns the ring of a buffer that is going away.
 //!
 //! [`MemoryBudget`]: super::pool::MemoryBudget
 

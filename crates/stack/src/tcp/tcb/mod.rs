@@ -968,8 +968,7 @@ impl Tcb {
         self.arm_give_up();
     }
 
-    /// How long the connection may make no progress before it gives up: the user
-    /// timeout, and for an orphan the orphan timeout, whichever is tighter.
+    /// The user timeout (RFC 5482), if one is set ([`RareState::user_timeout`]).
     fn user_timeout(&self) -> Option<Duration> {
         self.timers.extra().and_then(|r| r.user_timeout)
     }
@@ -1009,6 +1008,8 @@ impl Tcb {
         self.timers.extra().and_then(|r| r.last_invalid_ack)
     }
 
+    /// How long the connection may make no progress before it gives up: the user
+    /// timeout, and for an orphan the orphan timeout, whichever is tighter.
     fn give_up_after(&self) -> Option<Duration> {
         let orphan = self.is_orphan().then_some(self.cfg.orphan_timeout);
         match (self.user_timeout(), orphan) {
