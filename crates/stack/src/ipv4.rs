@@ -143,6 +143,7 @@ impl Local {
 /// The payload is trimmed to the header's Total Length, which drops the padding Ethernet
 /// adds to short frames. Pass `checksum_verified` when the device verified the header
 /// checksum ([`RxMeta::checksum_verified`](crate::io::RxMeta)).
+#[inline(always)]
 pub(crate) fn parse(
     packet: &[u8],
     local: Local,

@@ -205,6 +205,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// guard on its size: a frame longer than the MTU plus the Ethernet header is
     /// dropped and counted ([`DropReason::OverMtu`]) unless it is a TSO super-frame
     /// (`tso`), which the device cuts to size and `alloc_tx` held to `tso_max`.
+    #[inline(always)]
     pub(super) fn push_tx(&mut self, buf: D::Tx, tso: bool) {
         if buf.len() > self.max_frame && !tso {
             return self.stats.drop(DropReason::OverMtu);
@@ -240,7 +241,7 @@ impl TcpFrame<'_> {
     /// Write the frame into a transmit buffer of `dev`, numbering its datagram from
     /// `ident`; with it, whether the device is to cut it into segments (TSO). `None`
     /// when the device has no buffer free.
-    #[inline]
+    #[inline(always)]
     fn build_in<D: PacketIo>(
         &mut self,
         dev: &mut D,
@@ -267,6 +268,7 @@ impl TcpFrame<'_> {
     /// Build Ethernet + IPv4 + TCP headers (the TCP header `hl` bytes long) and the
     /// payload into `buf` (exactly [`TcpFrame::len`] long). Returns the offload request
     /// for the driver, if any.
+    #[inline(always)]
     fn write(&self, buf: &mut [u8], hl: usize, offload: ChecksumOffload) -> TxMeta {
         let seg = self.seg;
         let key = self.key;
