@@ -59,6 +59,7 @@ impl AppConn for Block {
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// A segment for the connection in slot `index`.
+    #[inline(always)]
     pub(super) fn conn_input(&mut self, index: usize, seg: &Segment, payload: &[u8]) {
         let outcome = self.app[index]
             .tcb
@@ -98,6 +99,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     /// Hand the events of input or a timer to the application core. `payload` is the
     /// segment's, for bytes the state machine delivers straight from the frame.
+    #[inline(always)]
     pub(super) fn dispatch(&mut self, index: usize, outcome: RxOutcome, payload: &[u8]) {
         let ev = self.app[index].tcb.take_events();
         if ev.connected {
