@@ -16,6 +16,7 @@ const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 
 impl Tcb {
     /// Process one incoming segment (§3.10.7). `payload` is the segment's data.
+    #[inline(always)]
     pub fn on_segment(
         &mut self,
         now: Instant,

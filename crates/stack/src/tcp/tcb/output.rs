@@ -18,6 +18,7 @@ const TSO_MIN_SEGMENTS: usize = 2;
 impl Tcb {
     /// The window field and SACK blocks for an outgoing segment; records what we
     /// advertised.
+    #[inline(always)]
     pub(super) fn advertise(&mut self, seg: &mut TxSegment, now: Instant) {
         let buf_edge = self.rcv.nxt + self.rcv.offer as usize;
         // Never shrink the window (§3.8.6), and move the right edge only by at least the
