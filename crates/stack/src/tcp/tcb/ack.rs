@@ -292,7 +292,7 @@ impl Tcb {
 
     /// Outside recovery, `delivered` bytes delivered by an ACK: the congestion
     /// controller's window growth.
-    #[inline]
+    #[inline(always)]
     pub(super) fn grow_window(
         &mut self,
         now: Instant,
