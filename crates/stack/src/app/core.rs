@@ -273,7 +273,7 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     /// there are none. They are offered at once when nothing is unread ahead of them,
     /// else kept behind what is; then unread bytes are offered for as long as the
     /// handler makes progress.
-    #[inline]
+    #[inline(always)]
     pub fn data(&mut self, ctx: &mut C::Ctx, index: usize, direct: &[u8]) {
         let AppCore {
             handler,
