@@ -32,7 +32,7 @@ thread_local! {
 impl Tcb {
     /// Process `seg` on the short path if it is the predicted segment; returns false
     /// (having changed nothing) if it is not, and the general path must take it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn on_segment_predicted(
         &mut self,
         now: Instant,
