@@ -140,18 +140,10 @@ impl Segment {
         }
         let src_port = u16::from_be_bytes([fixed[0], fixed[1]]);
         let dst_port = u16::from_be_bytes([fixed[2], fixed[3]]);
-        let bits = fixed[13];
-        let flags = Flags {
-            fin: bits & FIN != 0,
-            syn: bits & SYN != 0,
-            rst: bits & RST != 0,
-            psh: bits & PSH != 0,
-            ack: bits & ACK != 0,
-        };
-        if src_port == 0
-            || dst_port == 0
-            || u8::from(flags.syn) + u8::from(flags.fin) + u8::from(flags.rst) > 1
-        {
+        // The five control bits as `Flags` and whether their mix is possible, looked up
+        // rather than tested bit by bit.
+        let (flags, possible) = FLAG_TABLE[usize::from(fixed[13] & 0x1f)];
+        if src_port == 0 || dst_port == 0 || !possible {
             return Err(ParseError::Malformed);
         }
         *seg = Segment {
@@ -186,6 +178,36 @@ impl Segment {
 fn be32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
+
+/// [`Flags`] for each value of the low five control bits (FIN, SYN, RST, PSH, ACK), and
+/// whether the value is possible: at most one of SYN, FIN and RST.
+const FLAG_TABLE: [(Flags, bool); 32] = {
+    let mut table = [(
+        Flags {
+            syn: false,
+            ack: false,
+            fin: false,
+            rst: false,
+            psh: false,
+        },
+        true,
+    ); 32];
+    let mut bits = 0;
+    while bits < 32 {
+        let b = bits as u8;
+        let flags = Flags {
+            fin: b & FIN != 0,
+            syn: b & SYN != 0,
+            rst: b & RST != 0,
+            psh: b & PSH != 0,
+            ack: b & ACK != 0,
+        };
+        let exclusive = flags.syn as u8 + flags.fin as u8 + flags.rst as u8;
+        table[bits] = (flags, exclusive <= 1);
+        bits += 1;
+    }
+    table
+};
 
 const FIN: u8 = 0x01;
 const SYN: u8 = 0x02;
