@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
 
-use super::{Capabilities, MacAddr, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta};
+use super::{Capabilities, ChecksumRequest, MacAddr, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta};
 use crate::rss::{ipv4_tcp_input, RssConfig, Toeplitz};
 use arena::{End, Shared};
 
@@ -98,6 +98,12 @@ impl Shared {
         if queues == 1 {
             return 0;
         }
+        self.steer_among(side, queues, frame)
+    }
+
+    /// [`Shared::steer`] for a side of several queues, out of the single-queue path.
+    #[inline(never)]
+    fn steer_among(&self, side: usize, queues: usize, frame: &[u8]) -> usize {
         let q = match &mut *self.steering[side].borrow_mut() {
             Some(Steering::Rss { hasher, rss }) => tcp_4tuple_input(frame)
                 .map_or(0, |input| usize::from(rss.queue_for(hasher.hash(&input)))),
@@ -171,6 +177,13 @@ mod arena {
             self.0.len()
         }
 
+        /// Replace a free buffer too small for the frame asked for (allocated by an end
+        /// of smaller frames) by one of `len` bytes.
+        #[cold]
+        fn replace(&mut self, len: usize) {
+            mem::replace(self, Slot::new(len)).free();
+        }
+
         /// Free the buffer, which no handle points into.
         fn free(self) {
             // SAFETY: the pointer came from `Box::leak` in `Slot::new`, and `self` is
@@ -231,17 +244,11 @@ mod arena {
             s.in_flight += 1;
             let index = match self.free.pop() {
                 Some(index) => index,
-                None => {
-                    self.slots.push(Slot::new(cap));
-                    // Every buffer holds a frame: fewer than 2^32 fit in memory.
-                    (self.slots.len() - 1) as u32
-                }
+                None => self.add_slot(cap),
             };
             let slot = &mut self.slots[index as usize];
             if slot.len() < len as usize {
-                // Allocated by an end of smaller frames. It is free: no handle points
-                // into it, it may be replaced.
-                mem::replace(slot, Slot::new(cap)).free();
+                slot.replace(cap);
             }
             // The old bytes stay rather than being zeroed: a NIC slot is not cleared either.
             Some(RawFrame {
@@ -252,6 +259,14 @@ mod arena {
                 owner_side: side as u8,
                 meta: FrameMeta::default(),
             })
+        }
+
+        /// A new buffer of `cap` bytes, out of the free list; its index.
+        #[cold]
+        fn add_slot(&mut self, cap: usize) -> u32 {
+            self.slots.push(Slot::new(cap));
+            // Every buffer holds a frame: fewer than 2^32 fit in memory.
+            (self.slots.len() - 1) as u32
         }
 
         /// Put a frame's buffer back in the free list; its handle is gone.
@@ -442,6 +457,21 @@ mod arena {
         }
     }
 
+    /// Hand the frames of `frames` to `f` in order, leaving it empty with its capacity:
+    /// a draining iterator without the cost of dropping one. Should `f` panic, the
+    /// frames not yet handed over leak (their buffers stay out) rather than drop twice.
+    pub(super) fn drain_each(frames: &mut Vec<MemFrame>, mut f: impl FnMut(MemFrame)) {
+        let len = frames.len();
+        let base = frames.as_ptr();
+        // SAFETY: shortening a vector only gives up ownership of its elements.
+        unsafe { frames.set_len(0) };
+        for i in 0..len {
+            // SAFETY: the vector no longer owns its first `len` elements, still in its
+            // buffer (borrowed mutably here, so untouched), and each moves out once.
+            f(unsafe { std::ptr::read(base.add(i)) });
+        }
+    }
+
     /// The receive and transmit buffer of the in-memory link: exactly the frame's length.
     ///
     /// A freshly allocated transmit buffer holds unspecified bytes (left over from an
@@ -524,19 +554,25 @@ impl MemFrame {
     /// Apply the transmit offloads the stack asked for, as a device would.
     fn apply_tx_offloads(&mut self) {
         if let Some(req) = self.raw.meta.tx.checksum {
-            let start = usize::from(req.start);
-            let at = start + usize::from(req.offset);
-            let data: &mut [u8] = self;
-            // A request outside the frame is the stack's bug; a device would send garbage,
-            // we leave the frame alone rather than panic.
-            if at + 2 <= data.len() {
-                let sum = !ones_complement_sum(&data[start..]);
-                data[at..at + 2].copy_from_slice(&sum.to_be_bytes());
-            }
+            fill_checksum(self, req);
         }
         // A TSO super-frame is delivered whole, announced to the receiver as coalesced
         // (what a GRO/LRO receiver would hand up).
         self.raw.meta.gso_size = self.raw.meta.tx.tso_mss;
+    }
+}
+
+/// Compute the checksum `req` asks for into `data`, as a device would (out of line: the
+/// frames of a link without the offload never come here).
+#[inline(never)]
+fn fill_checksum(data: &mut [u8], req: ChecksumRequest) {
+    let start = usize::from(req.start);
+    let at = start + usize::from(req.offset);
+    // A request outside the frame is the stack's bug; a device would send garbage, we
+    // leave the frame alone rather than panic.
+    if at + 2 <= data.len() {
+        let sum = !ones_complement_sum(&data[start..]);
+        data[at..at + 2].copy_from_slice(&sum.to_be_bytes());
     }
 }
 
@@ -707,14 +743,11 @@ impl PacketIo for MemoryLink {
 
     fn transmit(&mut self, frames: &mut Vec<MemFrame>) {
         let peer = 1 - self.end.side;
-        // In order, from the back of the reversed burst: cheaper than a draining
-        // iterator for the one or few frames a turn usually sends.
-        frames.reverse();
-        while let Some(mut frame) = frames.pop() {
+        arena::drain_each(frames, |mut frame| {
             if !self.end.owns(&frame) {
                 // Not ours: its buffer goes back to its own link as `frame` drops here.
                 self.stats.dropped += 1;
-                continue;
+                return;
             }
             frame.apply_tx_offloads();
             let q = self.end.shared().steer(peer, &frame);
@@ -724,7 +757,7 @@ impl PacketIo for MemoryLink {
             } else {
                 self.stats.dropped += 1;
             }
-        }
+        });
     }
 }
 
