@@ -725,12 +725,14 @@ impl PacketIo for MemoryLink {
         &self.caps
     }
 
+    #[inline]
     fn receive(&mut self, out: &mut Vec<MemFrame>, max: usize) -> usize {
         let n = self.end.receive(out, max);
         self.stats.received += n as u64;
         n
     }
 
+    #[inline]
     fn alloc_tx(&mut self, len: usize) -> Option<MemFrame> {
         let cap = self.caps.max_tx_frame();
         let len = u32::try_from(len).ok().filter(|&l| l as usize <= cap)?;
