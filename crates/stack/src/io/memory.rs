@@ -9,27 +9,32 @@
 //! queue 0, like a NIC that does not hash those types. A test may steer a side by its
 //! own rule instead ([`MemoryLink::steer_with`]).
 //!
-//! Buffers come from a free list shared by the whole link: a transmitted buffer *becomes*
-//! the peer's received frame (moved, never copied) and goes back to the free list when the
-//! receiver drops it. In steady state no frame allocates. The number of buffers one side
-//! has out (allocated and not yet dropped by whoever holds them) is bounded, which is the
-//! link's back-pressure: [`PacketIo::alloc_tx`] returns `None` at the bound, like a full
+//! Buffers come from an arena shared by the whole link: heap buffers that never move,
+//! recycled through a free list of their indices. A frame is a small handle naming its
+//! buffer; a transmitted frame *becomes* the peer's received frame (the handle moves, the
+//! bytes are never copied) and its buffer goes back to the free list when the receiver
+//! drops it. In steady state no frame allocates. The number of buffers one side has out
+//! (allocated and not yet dropped by whoever holds them) is bounded, which is the link's
+//! back-pressure: [`PacketIo::alloc_tx`] returns `None` at the bound, like a full
 //! transmit ring.
 //!
-//! Both ends share `Rc`/`RefCell` state, so they are `!Send` and live on one thread:
-//! the simulator and the benchmarks run both engines on that thread.
+//! The ends and the frames reach the shared state through plain pointers rather than
+//! `Rc`/`RefCell` (a frame costs no reference count and no borrow flag): the state counts
+//! its ends and each side's buffers out, and the last of them to go frees it, so a frame
+//! may outlive both ends. That code, the only `unsafe` of the crate, is fenced into the
+//! `arena` module below. Ends and frames are `!Send`: a link lives on one thread (the
+//! simulator and the benchmarks run both engines on that thread).
 
-use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::fmt;
-use std::ops::{Deref, DerefMut};
-use std::rc::Rc;
 use std::sync::Arc;
 
 use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
 
-use super::{Capabilities, MacAddr, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta};
+use super::{Capabilities, ChecksumRequest, MacAddr, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta};
 use crate::rss::{ipv4_tcp_input, RssConfig, Toeplitz};
+use arena::{End, Shared};
+
+pub use arena::MemFrame;
 
 /// Default bound on buffers one side may have out at once (per direction).
 pub const DEFAULT_IN_FLIGHT_LIMIT: usize = 4096;
@@ -62,46 +67,6 @@ enum Steering {
     Custom(SteerFn),
 }
 
-struct Side {
-    /// One receive queue per queue index: the transmitted frames themselves, moved
-    /// whole (their receive metadata set by `transmit`).
-    rx: Vec<VecDeque<MemFrame>>,
-    /// Whether the [`MemoryLink`] of each queue index still exists.
-    alive: Vec<bool>,
-    /// Buffers allocated by this side and not yet back in the pool.
-    in_flight: usize,
-    in_flight_limit: usize,
-    steering: Option<Steering>,
-}
-
-impl Side {
-    fn new(queues: usize, steering: Option<Steering>) -> Side {
-        Side {
-            rx: (0..queues).map(|_| VecDeque::new()).collect(),
-            alive: vec![true; queues],
-            in_flight: 0,
-            in_flight_limit: DEFAULT_IN_FLIGHT_LIMIT,
-            steering,
-        }
-    }
-
-    /// The receive queue a frame arriving on this side lands on.
-    fn steer(&mut self, frame: &[u8]) -> usize {
-        let queues = self.rx.len();
-        if queues == 1 {
-            return 0;
-        }
-        let q = match &mut self.steering {
-            Some(Steering::Rss { hasher, rss }) if queues > 1 => tcp_4tuple_input(frame)
-                .map_or(0, |input| usize::from(rss.queue_for(hasher.hash(&input)))),
-            Some(Steering::Custom(steer)) if queues > 1 => steer(frame),
-            _ => 0,
-        };
-        // A table naming more queues than exist wraps rather than losing frames.
-        q % queues
-    }
-}
-
 /// The RSS hash input of an unfragmented IPv4/TCP frame, `None` for anything else.
 fn tcp_4tuple_input(frame: &[u8]) -> Option<[u8; 12]> {
     let eth = EthernetFrame::new_checked(frame).ok()?;
@@ -126,61 +91,488 @@ fn tcp_4tuple_input(frame: &[u8]) -> Option<[u8; 12]> {
     ))
 }
 
-struct Shared {
-    /// Free buffers, reused for every frame of either side.
-    pool: Vec<Vec<u8>>,
-    sides: [Side; 2],
+impl Shared {
+    /// The receive queue a frame arriving on `side` lands on.
+    fn steer(&self, side: usize, frame: &[u8]) -> usize {
+        let queues = self.queues[side];
+        if queues == 1 {
+            return 0;
+        }
+        self.steer_among(side, queues, frame)
+    }
+
+    /// [`Shared::steer`] for a side of several queues, out of the single-queue path.
+    #[inline(never)]
+    fn steer_among(&self, side: usize, queues: usize, frame: &[u8]) -> usize {
+        let q = match &mut *self.steering[side].borrow_mut() {
+            Some(Steering::Rss { hasher, rss }) => tcp_4tuple_input(frame)
+                .map_or(0, |input| usize::from(rss.queue_for(hasher.hash(&input)))),
+            Some(Steering::Custom(steer)) => steer(frame),
+            None => 0,
+        };
+        // A table naming more queues than exist wraps rather than losing frames.
+        q % queues
+    }
 }
 
-impl Shared {
-    fn release(&mut self, buf: Vec<u8>, owner_side: usize) {
-        let side = &mut self.sides[owner_side];
-        side.in_flight = side.in_flight.saturating_sub(1);
-        self.pool.push(buf);
+/// The buffer arena, the shared state and the handles that point into them: everything
+/// that needs `unsafe`, behind a safe API (ends and frames).
+///
+/// Invariants, relied on by every `unsafe` block here:
+/// - One [`Shared`] per link, allocated by [`Shared::create`] and freed when no [`End`]
+///   and no buffer out refers to it ([`State::unused`]); every end and every frame
+///   counts (`State::links`, each side's `in_flight`), so each one may reach it.
+/// - A buffer (a [`Slot`]) out of the free list has exactly one handle, a [`MemFrame`]
+///   or a [`RawFrame`] in a receive queue; only free buffers are freed or replaced.
+/// - The state is borrowed only in [`Shared::with_state`], by closures of this module
+///   that drop no [`MemFrame`] and run no user code (the state holds neither), so no
+///   borrow of it overlaps another.
+#[allow(unsafe_code)]
+mod arena {
+    use std::cell::{RefCell, UnsafeCell};
+    use std::collections::VecDeque;
+    use std::fmt;
+    use std::mem::{self, ManuallyDrop};
+    use std::ops::{Deref, DerefMut};
+    use std::ptr::NonNull;
+
+    use super::{Steering, DEFAULT_IN_FLIGHT_LIMIT};
+    use crate::io::TxMeta;
+
+    /// What travels with a frame besides its bytes.
+    #[derive(Clone, Copy, Default)]
+    pub(super) struct FrameMeta {
+        /// The receive metadata's GSO size, set by `transmit` (the link never reports a
+        /// checksum verified).
+        pub(super) gso_size: Option<u16>,
+        /// What the stack asked of the device.
+        pub(super) tx: TxMeta,
+    }
+
+    /// A frame's handle without the drop glue that gives its buffer back: what the
+    /// receive queues hold, so that nothing done to [`State`] can drop a frame.
+    pub(super) struct RawFrame {
+        /// The first byte of the buffer of `index`, which has at least `len` bytes.
+        data: NonNull<u8>,
+        shared: NonNull<Shared>,
+        len: u32,
+        index: u32,
+        /// The side that allocated the buffer, whose in-flight count holds it.
+        owner_side: u8,
+        pub(super) meta: FrameMeta,
+    }
+
+    /// One buffer of the arena: a boxed slice given up with `Box::leak`, so that it never
+    /// moves while a handle points into it, and freed by [`Slot::free`] or [`State`]'s
+    /// drop.
+    struct Slot(NonNull<[u8]>);
+
+    impl Slot {
+        /// A zeroed buffer of `len` bytes (only its first use sees the zeros).
+        fn new(len: usize) -> Slot {
+            Slot(NonNull::from(Box::leak(vec![0; len].into_boxed_slice())))
+        }
+
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+
+        /// Replace a free buffer too small for the frame asked for (allocated by an end
+        /// of smaller frames) by one of `len` bytes.
+        #[cold]
+        fn replace(&mut self, len: usize) {
+            mem::replace(self, Slot::new(len)).free();
+        }
+
+        /// Free the buffer, which no handle points into.
+        fn free(self) {
+            // SAFETY: the pointer came from `Box::leak` in `Slot::new`, and `self` is
+            // consumed, so it is freed once. Callers free only buffers in the free list
+            // (or all of them when nothing is out), which no handle points into.
+            drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+        }
+    }
+
+    struct Side {
+        /// One receive queue per queue index: the transmitted frames themselves (their
+        /// receive metadata set by `transmit`).
+        rx: Vec<VecDeque<RawFrame>>,
+        /// Whether the end of each queue index still exists.
+        alive: Vec<bool>,
+        /// Buffers allocated by this side and not yet back in the free list.
+        in_flight: usize,
+        in_flight_limit: usize,
+    }
+
+    impl Side {
+        fn new(queues: usize) -> Side {
+            Side {
+                rx: (0..queues).map(|_| VecDeque::new()).collect(),
+                alive: vec![true; queues],
+                in_flight: 0,
+                in_flight_limit: DEFAULT_IN_FLIGHT_LIMIT,
+            }
+        }
+    }
+
+    /// The mutable part of a link's shared state. It holds no [`MemFrame`] and no user
+    /// code, so nothing done to it can reach it again through a second borrow.
+    struct State {
+        /// Every buffer the link allocated; a frame names its buffer by index.
+        slots: Vec<Slot>,
+        /// Indices of the buffers out of use, reused last-in first-out (warmest first).
+        free: Vec<u32>,
+        sides: [Side; 2],
+        /// Ends alive, of both sides.
+        links: usize,
+    }
+
+    impl State {
+        /// A buffer of `len` bytes for `side`, allocating one of `cap` bytes if none is
+        /// free, or `None` at the side's in-flight bound.
+        fn alloc(
+            &mut self,
+            side: usize,
+            len: u32,
+            cap: usize,
+            shared: NonNull<Shared>,
+        ) -> Option<RawFrame> {
+            let s = &mut self.sides[side];
+            if s.in_flight >= s.in_flight_limit {
+                return None;
+            }
+            s.in_flight += 1;
+            let index = match self.free.pop() {
+                Some(index) => index,
+                None => self.add_slot(cap),
+            };
+            let slot = &mut self.slots[index as usize];
+            if slot.len() < len as usize {
+                slot.replace(cap);
+            }
+            // The old bytes stay rather than being zeroed: a NIC slot is not cleared either.
+            Some(RawFrame {
+                data: slot.0.cast(),
+                shared,
+                len,
+                index,
+                owner_side: side as u8,
+                meta: FrameMeta::default(),
+            })
+        }
+
+        /// A new buffer of `cap` bytes, out of the free list; its index.
+        #[cold]
+        fn add_slot(&mut self, cap: usize) -> u32 {
+            self.slots.push(Slot::new(cap));
+            // Every buffer holds a frame: fewer than 2^32 fit in memory.
+            (self.slots.len() - 1) as u32
+        }
+
+        /// Put a frame's buffer back in the free list; its handle is gone.
+        fn release(&mut self, frame: &RawFrame) {
+            self.sides[usize::from(frame.owner_side)].in_flight -= 1;
+            self.free.push(frame.index);
+        }
+
+        /// Whether no end and no frame refers to the state any more.
+        fn unused(&self) -> bool {
+            self.links == 0 && self.sides.iter().all(|s| s.in_flight == 0)
+        }
+    }
+
+    impl Drop for State {
+        fn drop(&mut self) {
+            // Dropped once nothing is out (`unused`): no handle points into a buffer.
+            for slot in self.slots.drain(..) {
+                slot.free();
+            }
+        }
+    }
+
+    /// What the ends and frames of one link share.
+    pub(super) struct Shared {
+        state: UnsafeCell<State>,
+        /// Queue count of each side.
+        pub(super) queues: [usize; 2],
+        /// Receive steering of each side (consulted only with more than one queue). Out
+        /// of `state` because a test's rule is user code.
+        pub(super) steering: [RefCell<Option<Steering>>; 2],
+    }
+
+    impl Shared {
+        /// A new link with `queues` queues per side: the ends of each side, by queue.
+        pub(super) fn create(queues: [usize; 2], steering: [Option<Steering>; 2]) -> [Vec<End>; 2] {
+            let shared = NonNull::from(Box::leak(Box::new(Shared {
+                state: UnsafeCell::new(State {
+                    slots: Vec::new(),
+                    free: Vec::new(),
+                    sides: [Side::new(queues[0]), Side::new(queues[1])],
+                    links: queues[0] + queues[1],
+                }),
+                queues,
+                steering: steering.map(RefCell::new),
+            })));
+            [0, 1].map(|side| {
+                (0..queues[side])
+                    .map(|queue| End {
+                        shared,
+                        side,
+                        queue,
+                    })
+                    .collect()
+            })
+        }
+
+        /// Run `f` on the state. Every `f` is a closure of this module that moves
+        /// counters and [`RawFrame`]s only: it drops no [`MemFrame`] and runs no user
+        /// code.
+        fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+            // SAFETY: the state is reached only through this function, from `!Send`
+            // handles on one thread, and `f` cannot reach it again (see above), so this
+            // is the only reference to it while `f` runs.
+            f(unsafe { &mut *self.state.get() })
+        }
+
+        /// Free the state if nothing refers to it any more.
+        ///
+        /// # Safety
+        ///
+        /// `shared` came from [`Shared::create`] and is alive, the caller's end or
+        /// frame is already accounted as gone, and the caller does not use `shared`
+        /// afterwards.
+        #[cold]
+        unsafe fn free_if_unused(shared: NonNull<Shared>) {
+            // SAFETY: alive, as the caller promises.
+            if unsafe { shared.as_ref() }.with_state(|s| s.unused()) {
+                // SAFETY: allocated by `Box::leak` in `create`; no end and no frame
+                // refers to it, so nothing will reach it again.
+                drop(unsafe { Box::from_raw(shared.as_ptr()) });
+            }
+        }
+    }
+
+    /// One end's hold on the link's shared state: one queue of one side.
+    pub(super) struct End {
+        /// Alive while this end is (it counts in `State::links`).
+        shared: NonNull<Shared>,
+        pub(super) side: usize,
+        pub(super) queue: usize,
+    }
+
+    impl End {
+        pub(super) fn shared(&self) -> &Shared {
+            // SAFETY: this end keeps the state alive until its drop.
+            unsafe { self.shared.as_ref() }
+        }
+
+        /// Whether `frame`'s buffer belongs to this link.
+        pub(super) fn owns(&self, frame: &MemFrame) -> bool {
+            frame.raw.shared == self.shared
+        }
+
+        /// A transmit buffer of `len` bytes (the caller checked `len <= cap`), allocated
+        /// with `cap` bytes when the free list is empty, or `None` at the in-flight bound.
+        pub(super) fn alloc(&self, len: u32, cap: usize) -> Option<MemFrame> {
+            let (side, shared) = (self.side, self.shared);
+            let raw = self
+                .shared()
+                .with_state(|s| s.alloc(side, len, cap, shared))?;
+            Some(MemFrame { raw })
+        }
+
+        /// Move up to `max` frames of this end's receive queue to `out`; how many.
+        pub(super) fn receive(&self, out: &mut Vec<MemFrame>, max: usize) -> usize {
+            let (side, queue) = (self.side, self.queue);
+            self.shared().with_state(|s| {
+                let rx = &mut s.sides[side].rx[queue];
+                let n = max.min(rx.len());
+                // Frame by frame from the front (cheaper than a draining iterator for
+                // the one or few frames a turn usually takes). Moving a handle drops none.
+                for _ in 0..n {
+                    let Some(raw) = rx.pop_front() else { break };
+                    out.push(MemFrame { raw });
+                }
+                n
+            })
+        }
+
+        /// Queue `frame` (of this link, see [`End::owns`]) on `side`'s receive queue
+        /// `queue`, or give its buffer back if that end is gone; whether it was queued.
+        pub(super) fn deliver(&self, side: usize, queue: usize, frame: MemFrame) -> bool {
+            debug_assert!(self.owns(&frame));
+            let raw = frame.into_raw();
+            self.shared().with_state(|s| {
+                let peer = &mut s.sides[side];
+                if peer.alive[queue] {
+                    peer.rx[queue].push_back(raw);
+                    true
+                } else {
+                    // Not the last hold on the state: this end is alive.
+                    s.release(&raw);
+                    false
+                }
+            })
+        }
+
+        /// Frames waiting in this end's receive queue.
+        pub(super) fn pending(&self) -> usize {
+            let (side, queue) = (self.side, self.queue);
+            self.shared().with_state(|s| s.sides[side].rx[queue].len())
+        }
+
+        /// Buffers this end's side has out.
+        pub(super) fn in_flight(&self) -> usize {
+            let side = self.side;
+            self.shared().with_state(|s| s.sides[side].in_flight)
+        }
+
+        /// Bound the buffers this end's side may have out.
+        pub(super) fn set_in_flight_limit(&self, limit: usize) {
+            let side = self.side;
+            self.shared()
+                .with_state(|s| s.sides[side].in_flight_limit = limit);
+        }
+
+        /// Buffers in the free list.
+        #[cfg(test)]
+        pub(super) fn free_buffers(&self) -> usize {
+            self.shared().with_state(|s| s.free.len())
+        }
+    }
+
+    impl Drop for End {
+        fn drop(&mut self) {
+            let (side, queue) = (self.side, self.queue);
+            self.shared().with_state(|s| {
+                s.links -= 1;
+                s.sides[side].alive[queue] = false;
+                // Frames nobody will receive go back to the free list.
+                for frame in mem::take(&mut s.sides[side].rx[queue]) {
+                    s.release(&frame);
+                }
+            });
+            // SAFETY: this end is accounted as gone and does not touch the state again.
+            unsafe { Shared::free_if_unused(self.shared) };
+        }
+    }
+
+    /// Hand the frames of `frames` to `f` in order, leaving it empty with its capacity:
+    /// a draining iterator without the cost of dropping one. Should `f` panic, the
+    /// frames not yet handed over leak (their buffers stay out) rather than drop twice.
+    pub(super) fn drain_each(frames: &mut Vec<MemFrame>, mut f: impl FnMut(MemFrame)) {
+        let len = frames.len();
+        let base = frames.as_ptr();
+        // SAFETY: shortening a vector only gives up ownership of its elements.
+        unsafe { frames.set_len(0) };
+        for i in 0..len {
+            // SAFETY: the vector no longer owns its first `len` elements, still in its
+            // buffer (borrowed mutably here, so untouched), and each moves out once.
+            f(unsafe { std::ptr::read(base.add(i)) });
+        }
+    }
+
+    /// The receive and transmit buffer of the in-memory link: exactly the frame's length.
+    ///
+    /// A freshly allocated transmit buffer holds unspecified bytes (left over from an
+    /// earlier frame), like a NIC ring slot; the stack writes every byte it sends.
+    pub struct MemFrame {
+        pub(super) raw: RawFrame,
+    }
+
+    impl MemFrame {
+        /// The handle, whose buffer the caller now answers for.
+        fn into_raw(self) -> RawFrame {
+            let frame = ManuallyDrop::new(self);
+            // SAFETY: `frame` is never dropped nor used again, so its handle moves out
+            // exactly once.
+            unsafe { std::ptr::read(&frame.raw) }
+        }
+
+        /// Shorten the frame to `len` bytes (no-op if it is not longer).
+        pub(super) fn shorten(&mut self, len: usize) {
+            if len < self.raw.len as usize {
+                self.raw.len = len as u32;
+            }
+        }
+    }
+
+    impl Deref for MemFrame {
+        type Target = [u8];
+        fn deref(&self) -> &[u8] {
+            // SAFETY: `data` starts this frame's buffer, of at least `len` initialised
+            // bytes, in the arena this frame keeps alive. Only free buffers are freed or
+            // replaced and this frame is its buffer's one handle, so the bytes stay valid
+            // and unaliased while `self` is borrowed.
+            unsafe { std::slice::from_raw_parts(self.raw.data.as_ptr(), self.raw.len as usize) }
+        }
+    }
+
+    impl DerefMut for MemFrame {
+        fn deref_mut(&mut self) -> &mut [u8] {
+            // SAFETY: as in `deref`; the unique borrow of the one handle is a unique
+            // borrow of its bytes.
+            unsafe { std::slice::from_raw_parts_mut(self.raw.data.as_ptr(), self.raw.len as usize) }
+        }
+    }
+
+    impl Drop for MemFrame {
+        fn drop(&mut self) {
+            let shared = self.raw.shared;
+            // SAFETY: this frame keeps the state alive until its buffer is released here.
+            let orphan = unsafe { shared.as_ref() }.with_state(|s| {
+                s.release(&self.raw);
+                s.links == 0
+            });
+            // Only a frame that outlived both ends can be the last hold on the state.
+            if orphan {
+                // SAFETY: the frame is accounted as gone and does not touch the state
+                // again.
+                unsafe { Shared::free_if_unused(shared) };
+            }
+        }
+    }
+
+    impl fmt::Debug for MemFrame {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("MemFrame")
+                .field("len", &self.len())
+                .field("owner_side", &self.raw.owner_side)
+                .finish()
+        }
     }
 }
 
 /// One queue of one side of an in-memory link. See the module docs.
 pub struct MemoryLink {
-    shared: Rc<RefCell<Shared>>,
-    side: usize,
-    queue: usize,
+    end: End,
     caps: Capabilities,
     stats: LinkStats,
-}
-
-/// The receive and transmit buffer of the in-memory link: exactly the frame's length.
-///
-/// A freshly allocated transmit buffer holds unspecified bytes (left over from an earlier
-/// frame), like a NIC ring slot; the stack writes every byte it sends.
-pub struct MemFrame {
-    /// `None` only after the buffer moved on (transmitted or returned).
-    data: Option<Vec<u8>>,
-    shared: Rc<RefCell<Shared>>,
-    owner_side: usize,
-    rx_meta: RxMeta,
-    tx_meta: TxMeta,
 }
 
 impl MemFrame {
     /// Apply the transmit offloads the stack asked for, as a device would.
     fn apply_tx_offloads(&mut self) {
-        if let (Some(req), Some(data)) = (self.tx_meta.checksum, self.data.as_mut()) {
-            let start = usize::from(req.start);
-            let at = start + usize::from(req.offset);
-            // A request outside the frame is the stack's bug; a device would send garbage,
-            // we leave the frame alone rather than panic.
-            if at + 2 <= data.len() {
-                let sum = !ones_complement_sum(&data[start..]);
-                data[at..at + 2].copy_from_slice(&sum.to_be_bytes());
-            }
+        if let Some(req) = self.raw.meta.tx.checksum {
+            fill_checksum(self, req);
         }
         // A TSO super-frame is delivered whole, announced to the receiver as coalesced
         // (what a GRO/LRO receiver would hand up).
-        self.rx_meta = RxMeta {
-            checksum_verified: false,
-            gso_size: self.tx_meta.tso_mss,
-        };
+        self.raw.meta.gso_size = self.raw.meta.tx.tso_mss;
+    }
+}
+
+/// Compute the checksum `req` asks for into `data`, as a device would (out of line: the
+/// frames of a link without the offload never come here).
+#[inline(never)]
+fn fill_checksum(data: &mut [u8], req: ChecksumRequest) {
+    let start = usize::from(req.start);
+    let at = start + usize::from(req.offset);
+    // A request outside the frame is the stack's bug; a device would send garbage, we
+    // leave the frame alone rather than panic.
+    if at + 2 <= data.len() {
+        let sum = !ones_complement_sum(&data[start..]);
+        data[at..at + 2].copy_from_slice(&sum.to_be_bytes());
     }
 }
 
@@ -201,62 +593,29 @@ fn ones_complement_sum(data: &[u8]) -> u16 {
     sum as u16
 }
 
-impl Deref for MemFrame {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        self.data.as_deref().unwrap_or(&[])
-    }
-}
-
-impl DerefMut for MemFrame {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        self.data.as_deref_mut().unwrap_or(&mut [])
-    }
-}
-
 impl RxFrame for MemFrame {
     fn meta(&self) -> RxMeta {
-        self.rx_meta
+        RxMeta {
+            checksum_verified: false,
+            gso_size: self.raw.meta.gso_size,
+        }
     }
 }
 
 impl TxFrame for MemFrame {
     fn set_meta(&mut self, meta: TxMeta) {
-        self.tx_meta = meta;
+        self.raw.meta.tx = meta;
     }
     fn truncate(&mut self, len: usize) {
-        if let Some(d) = self.data.as_mut() {
-            d.truncate(len);
-        }
-    }
-}
-
-impl Drop for MemFrame {
-    fn drop(&mut self) {
-        if let Some(buf) = self.data.take() {
-            // The link never drops a frame while it holds the borrow; if that invariant
-            // were broken the buffer is freed instead of recycled (no panic in drop).
-            if let Ok(mut shared) = self.shared.try_borrow_mut() {
-                shared.release(buf, self.owner_side);
-            }
-        }
-    }
-}
-
-impl fmt::Debug for MemFrame {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MemFrame")
-            .field("len", &self.len())
-            .field("owner_side", &self.owner_side)
-            .finish()
+        self.shorten(len);
     }
 }
 
 impl fmt::Debug for MemoryLink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MemoryLink")
-            .field("side", &self.side)
-            .field("queue", &self.queue)
+            .field("side", &self.end.side)
+            .field("queue", &self.end.queue)
             .field("stats", &self.stats)
             .finish()
     }
@@ -267,18 +626,13 @@ impl fmt::Debug for MemoryLink {
 /// `queue`, `queue_count` and `rss` of the capabilities are reported as given, but each
 /// side has exactly one queue.
 pub fn pair(a: Capabilities, b: Capabilities) -> (MemoryLink, MemoryLink) {
-    let shared = Rc::new(RefCell::new(Shared {
-        pool: Vec::new(),
-        sides: [Side::new(1, None), Side::new(1, None)],
-    }));
-    let end = |side, caps| MemoryLink {
-        shared: Rc::clone(&shared),
-        side,
-        queue: 0,
+    let [ends_a, ends_b] = Shared::create([1, 1], [None, None]);
+    let link = |ends: Vec<End>, caps| MemoryLink {
+        end: ends.into_iter().next().expect("one queue per side"),
         caps,
         stats: LinkStats::default(),
     };
-    (end(0, a), end(1, b))
+    (link(ends_a, a), link(ends_b, b))
 }
 
 /// Two connected sides with `queues_a` and `queues_b` queues (zero is taken as one), both
@@ -298,32 +652,28 @@ pub fn multi_queue_pair(
         hasher: rss.hasher(),
         rss: rss.clone(),
     };
-    let shared = Rc::new(RefCell::new(Shared {
-        pool: Vec::new(),
-        sides: [
-            Side::new(usize::from(queues_a), Some(steering())),
-            Side::new(usize::from(queues_b), Some(steering())),
-        ],
-    }));
-    let side_links = |side, queues: u16, mac| {
-        (0..queues)
-            .map(|q| {
+    let [ends_a, ends_b] = Shared::create(
+        [usize::from(queues_a), usize::from(queues_b)],
+        [Some(steering()), Some(steering())],
+    );
+    let side_links = |ends: Vec<End>, queues: u16, mac| {
+        ends.into_iter()
+            .zip(0..queues)
+            .map(|(end, q)| {
                 let mut caps = Capabilities::new(mac, mtu);
                 caps.queue = q;
                 caps.queue_count = queues;
                 caps.rss = Some(rss.clone());
                 MemoryLink {
-                    shared: Rc::clone(&shared),
-                    side,
-                    queue: usize::from(q),
+                    end,
                     caps,
                     stats: LinkStats::default(),
                 }
             })
             .collect::<Vec<_>>()
     };
-    let a = side_links(0, queues_a, mac_a);
-    let b = side_links(1, queues_b, mac_b);
+    let a = side_links(ends_a, queues_a, mac_a);
+    let b = side_links(ends_b, queues_b, mac_b);
     (a, b)
 }
 
@@ -345,28 +695,25 @@ impl MemoryLink {
     /// (TAP's flow table, a veth whose peer kernel picks the queue), adversarial ones
     /// included.
     pub fn steer_with(&self, steer: impl FnMut(&[u8]) -> usize + 'static) {
-        self.shared.borrow_mut().sides[self.side].steering =
-            Some(Steering::Custom(Box::new(steer)));
+        let rule = Some(Steering::Custom(Box::new(steer)));
+        // The old rule (and whatever it captured) drops once the cell is no longer borrowed.
+        drop(self.end.shared().steering[self.end.side].replace(rule));
     }
 
     /// Frames waiting to be received on this end.
     pub fn pending(&self) -> usize {
-        self.shared.borrow().sides[self.side].rx[self.queue].len()
+        self.end.pending()
     }
 
     /// Bound the buffers this end's side may have out at once (default
     /// [`DEFAULT_IN_FLIGHT_LIMIT`]). Shared by all queues of the side.
     pub fn set_in_flight_limit(&self, limit: usize) {
-        self.shared.borrow_mut().sides[self.side].in_flight_limit = limit;
+        self.end.set_in_flight_limit(limit);
     }
 
     /// Buffers this end's side has out now (allocated, queued or being read).
     pub fn in_flight(&self) -> usize {
-        self.shared.borrow().sides[self.side].in_flight
-    }
-
-    fn peer(&self) -> usize {
-        1 - self.side
+        self.end.in_flight()
     }
 }
 
@@ -378,90 +725,41 @@ impl PacketIo for MemoryLink {
         &self.caps
     }
 
+    #[inline]
     fn receive(&mut self, out: &mut Vec<MemFrame>, max: usize) -> usize {
-        let mut shared = self.shared.borrow_mut();
-        let rx = &mut shared.sides[self.side].rx[self.queue];
-        let n = max.min(rx.len());
-        // Frame by frame from the front (cheaper than a draining iterator for the one
-        // or few frames a turn usually takes).
-        for _ in 0..n {
-            let Some(frame) = rx.pop_front() else { break };
-            out.push(frame);
-        }
+        let n = self.end.receive(out, max);
         self.stats.received += n as u64;
         n
     }
 
+    #[inline]
     fn alloc_tx(&mut self, len: usize) -> Option<MemFrame> {
-        if len > self.caps.max_tx_frame() {
-            return None;
-        }
-        let mut shared = self.shared.borrow_mut();
-        let side = &mut shared.sides[self.side];
-        if side.in_flight >= side.in_flight_limit {
+        let cap = self.caps.max_tx_frame();
+        let len = u32::try_from(len).ok().filter(|&l| l as usize <= cap)?;
+        let frame = self.end.alloc(len, cap);
+        if frame.is_none() {
             self.stats.alloc_failures += 1;
-            return None;
         }
-        side.in_flight += 1;
-        let mut buf = shared
-            .pool
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(self.caps.max_tx_frame()));
-        // Reuse the old bytes rather than zero them: a NIC slot is not cleared either.
-        if buf.len() >= len {
-            buf.truncate(len);
-        } else {
-            buf.resize(len, 0);
-        }
-        Some(MemFrame {
-            data: Some(buf),
-            shared: Rc::clone(&self.shared),
-            owner_side: self.side,
-            rx_meta: RxMeta::default(),
-            tx_meta: TxMeta::default(),
-        })
+        frame
     }
 
     fn transmit(&mut self, frames: &mut Vec<MemFrame>) {
-        let peer_side = self.peer();
-        // One borrow for the burst. A frame moves whole into the peer's queue; one that
-        // cannot be delivered gives its buffer back here, so that its drop finds it
-        // taken and does not touch the shared state while it is borrowed.
-        let mut shared = self.shared.borrow_mut();
-        for mut frame in frames.drain(..) {
-            if !Rc::ptr_eq(&frame.shared, &self.shared) {
-                // Not ours: its buffer goes back to its own link as `frame` drops here
-                // (that borrows the other link's state, not this one's).
+        let peer = 1 - self.end.side;
+        arena::drain_each(frames, |mut frame| {
+            if !self.end.owns(&frame) {
+                // Not ours: its buffer goes back to its own link as `frame` drops here.
                 self.stats.dropped += 1;
-                continue;
+                return;
             }
             frame.apply_tx_offloads();
-            let peer = &mut shared.sides[peer_side];
-            let q = peer.steer(&frame);
-            if peer.alive[q] {
-                peer.rx[q].push_back(frame);
+            let q = self.end.shared().steer(peer, &frame);
+            // The handle moves whole into the peer's queue (or its buffer goes back).
+            if self.end.deliver(peer, q, frame) {
                 self.stats.sent += 1;
             } else {
-                if let Some(data) = frame.data.take() {
-                    shared.release(data, frame.owner_side);
-                }
                 self.stats.dropped += 1;
             }
-        }
-    }
-}
-
-impl Drop for MemoryLink {
-    fn drop(&mut self) {
-        if let Ok(mut shared) = self.shared.try_borrow_mut() {
-            shared.sides[self.side].alive[self.queue] = false;
-            // Frames nobody will receive go back to the pool.
-            while let Some(mut frame) = shared.sides[self.side].rx[self.queue].pop_front() {
-                if let Some(data) = frame.data.take() {
-                    shared.release(data, frame.owner_side);
-                }
-            }
-        }
+        });
     }
 }
 
@@ -633,7 +931,7 @@ pub(crate) mod tests {
         let f = a.alloc_tx(200).unwrap();
         assert_eq!(f.as_ptr(), ptr);
         assert_eq!(f.len(), 200);
-        assert_eq!(b.shared.borrow().pool.len(), 0);
+        assert_eq!(b.end.free_buffers(), 0);
     }
 
     #[test]
@@ -680,6 +978,139 @@ pub(crate) mod tests {
         assert_eq!(b.pending(), 0);
         assert_eq!(c.in_flight(), 0);
         assert!(recv_all(&mut b).is_empty());
+    }
+
+    #[test]
+    fn frames_outlive_both_ends() {
+        let (mut a, mut b) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        send(&mut a, b"received");
+        send(&mut a, b"queued");
+        let mut unsent = a.alloc_tx(6).unwrap();
+        unsent.copy_from_slice(b"unsent");
+        let mut received = Vec::new();
+        b.receive(&mut received, 1);
+        drop(a);
+        drop(b);
+        // The last frames keep the arena alive; their bytes are intact and writable.
+        assert_eq!(&received[0][..], b"received");
+        unsent[0] = b'U';
+        assert_eq!(&unsent[..], b"Unsent");
+        drop(unsent);
+        drop(received);
+    }
+
+    #[test]
+    fn a_received_frame_outlives_its_sender() {
+        let (mut a, mut b) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        send(&mut a, b"from a");
+        let mut out = Vec::new();
+        b.receive(&mut out, 1);
+        drop(a);
+        assert_eq!(&out[0][..], b"from a");
+        // The sender is gone: what the receiver sends is dropped, its buffers recycled.
+        send(&mut b, b"to nobody");
+        assert_eq!(b.stats().dropped, 1);
+        assert_eq!(b.in_flight(), 0);
+        drop(out);
+        let f = b.alloc_tx(10).unwrap();
+        assert_eq!(b.in_flight(), 1);
+        drop(f);
+        assert_eq!(b.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_foreign_frame_outliving_its_link_is_dropped() {
+        let (mut a, b) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        let (mut c, d) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        let f = c.alloc_tx(60).unwrap();
+        drop(c);
+        drop(d);
+        // The frame is the last hold on its link; dropping it here frees that link.
+        a.transmit(&mut vec![f]);
+        assert_eq!(a.stats().dropped, 1);
+        assert_eq!(a.stats().sent, 0);
+        assert_eq!(b.pending(), 0);
+    }
+
+    #[test]
+    fn frames_steered_to_a_dropped_queue_are_recycled() {
+        let (mut a, mut b) =
+            multi_queue_pair(1, 3, RssConfig::symmetric_default(3), MAC_A, MAC_B, 1500);
+        let mut next = 0;
+        b[0].steer_with(move |_| {
+            next += 1;
+            next
+        });
+        // Queues 1, 2, 0, 1, 2 in turn; queue 2 then goes with two frames waiting.
+        for _ in 0..5 {
+            send(&mut a[0], &[0; 60]);
+        }
+        assert_eq!(a[0].in_flight(), 5);
+        let q2 = b.remove(2);
+        assert_eq!(q2.pending(), 2);
+        drop(q2);
+        assert_eq!(a[0].in_flight(), 3);
+        // Queues 0, 1, then 2, which is gone: that frame is dropped.
+        for _ in 0..3 {
+            send(&mut a[0], &[0; 60]);
+        }
+        assert_eq!(a[0].stats().sent, 7);
+        assert_eq!(a[0].stats().dropped, 1);
+        assert_eq!(a[0].in_flight(), 5);
+        drop(b);
+        assert_eq!(a[0].in_flight(), 0);
+    }
+
+    #[test]
+    fn a_steering_rule_holding_frames_gives_them_back_when_replaced() {
+        let (mut a, b) =
+            multi_queue_pair(1, 2, RssConfig::symmetric_default(2), MAC_A, MAC_B, 1500);
+        let held = a[0].alloc_tx(60).unwrap();
+        b[0].steer_with(move |frame| frame.len() + held.len());
+        assert_eq!(a[0].in_flight(), 1);
+        send(&mut a[0], &[0; 61]);
+        assert_eq!(b[1].pending(), 1);
+        b[0].steer_with(|_| 0);
+        assert_eq!(a[0].in_flight(), 1);
+    }
+
+    #[test]
+    fn a_buffer_too_small_for_the_other_side_is_replaced() {
+        let mut caps_b = Capabilities::new(MAC_B, 9000);
+        caps_b.tso_max = Some(65_000);
+        let (mut a, mut b) = pair(Capabilities::new(MAC_A, 1500), caps_b);
+        send(&mut a, &[1; 100]);
+        let mut out = Vec::new();
+        a.receive(&mut out, 1);
+        b.receive(&mut out, 1);
+        drop(out);
+        // The only free buffer has 1,514 bytes: a TSO frame of B needs a new one.
+        let big = b.max_tx_len();
+        let mut f = b.alloc_tx(big).unwrap();
+        assert_eq!(f.len(), big);
+        f.fill(0xab);
+        b.transmit(&mut vec![f]);
+        let got = recv_all(&mut a);
+        assert_eq!(got, vec![vec![0xab; big]]);
+        assert_eq!(a.end.free_buffers(), 1);
+    }
+
+    impl MemoryLink {
+        fn max_tx_len(&self) -> usize {
+            self.caps.max_tx_frame()
+        }
     }
 
     #[test]
