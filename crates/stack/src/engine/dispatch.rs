@@ -25,10 +25,15 @@ impl AppConn for Block {
         f(&mut TcbConn {
             tcb: &mut self.tcb,
             pool,
+            key: self.key,
         })
     }
     fn addrs(&self) -> (SocketAddrV4, SocketAddrV4) {
-        (self.tcb.local(), self.tcb.remote())
+        let k = &self.key;
+        (
+            SocketAddrV4::new(self.tcb.local_ip(), k.local_port),
+            SocketAddrV4::new(k.remote_ip, k.remote_port),
+        )
     }
     fn is_closed(&self) -> bool {
         self.tcb.is_closed()

@@ -299,7 +299,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             arp_ready: Vec::new(),
             misdirected: Vec::new(),
             _not_send: PhantomData,
-            tcb_limits: Rc::new(TcbLimits::new(&cfg.tcp)),
+            tcb_limits: Rc::new(TcbLimits::new(&cfg.tcp).at(cfg.ip)),
             cfg,
         }
     }
@@ -367,9 +367,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
     /// The state of every live connection (for tests and diagnostics).
     pub fn connection_states(&self) -> impl Iterator<Item = (SocketAddrV4, State)> + '_ {
-        self.app
-            .iter()
-            .map(|(_, b)| (b.tcb.remote(), b.tcb.state()))
+        self.app.iter().map(|(_, b)| {
+            let remote = SocketAddrV4::new(b.key.remote_ip, b.key.remote_port);
+            (remote, b.tcb.state())
+        })
     }
 
     /// The earliest time the engine has timer work, if any.

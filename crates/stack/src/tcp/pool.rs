@@ -13,12 +13,17 @@
 //! to the connection state machine for each call that may take or give back storage:
 //! the state machine itself holds no pool and reaches into none.
 //!
+//! The pool also keeps the connections' idle flight blocks ([`Flight`]: the scoreboard
+//! and what else only data in flight needs), which come and go like the send rings.
+//!
 //! Because every ring is taken from and given back to the pool, and out-of-order data
 //! held by receive buffers is charged to it too, the pool knows how much buffer memory
 //! the engine's connections hold ([`RingPool::in_use`]) and whether the engine is under
 //! memory pressure; the buffers ask it before they grow (see [`MemoryBudget`]).
 //!
 //! [`EngineConfig::buffer_pool`]: crate::EngineConfig::buffer_pool
+
+use super::tcb::Flight;
 
 /// A ring's storage: its length is its size (a boxed slice, 16 bytes inline in a
 /// buffer where a `Vec` would take 24).
@@ -119,6 +124,9 @@ pub struct RingPool {
     peak: usize,
     pressure: bool,
     counters: MemoryCounters,
+    /// Idle flight blocks ([`Flight`]), bounded like a ring class.
+    #[allow(clippy::vec_box)] // the boxes are what connections hold: handed out whole
+    flights: Vec<Box<Flight>>,
 }
 
 impl RingPool {
@@ -139,6 +147,7 @@ impl RingPool {
             peak: 0,
             pressure: false,
             counters: MemoryCounters::default(),
+            flights: Vec::new(),
         }
     }
 
@@ -245,6 +254,22 @@ impl RingPool {
         let kept = &mut self.classes[c];
         if (kept.len() + 1) * ring.len() <= self.bytes_per_class {
             kept.push(ring);
+        }
+    }
+
+    /// A flight block from the pool (its contents unspecified), or a new one.
+    #[inline]
+    pub(crate) fn take_flight(&mut self) -> Box<Flight> {
+        self.flights
+            .pop()
+            .unwrap_or_else(|| Box::new(Flight::EMPTY))
+    }
+
+    /// Keep `flight` for reuse, as many as a ring class's bytes hold, or free it.
+    #[inline]
+    pub(crate) fn give_flight(&mut self, flight: Box<Flight>) {
+        if (self.flights.len() + 1) * size_of::<Flight>() <= self.bytes_per_class {
+            self.flights.push(flight);
         }
     }
 

@@ -12,18 +12,46 @@ pub(crate) const CLOCK_GRANULARITY: Duration = Duration::from_millis(1);
 /// RFC 6298 estimator state for one connection, in whole microseconds kept in 32 bits
 /// (as Linux keeps them; the samples come in µs): every step is plain integer
 /// arithmetic (this runs on every ACK that gives a sample), and the block stays small.
-/// Times saturate at 71 minutes, far beyond any RTO bound that makes sense.
+/// Times saturate at 71 minutes, far beyond any RTO bound that makes sense. The bounds,
+/// the same for every connection of an engine, are not kept here ([`RtoBounds`]).
+/// Packed: 13 bytes that fill the connection block's gaps (its fields are only read
+/// and written by value, which unaligned loads and stores do at no extra cost).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, packed)]
 pub(crate) struct RttEstimator {
     /// SRTT; [`NO_SAMPLE`] before the first sample.
     srtt: u32,
     rttvar: u32,
-    /// RTO before backoff, already clamped to [min_rto, max_rto].
-    base_rto: u32,
-    min_rto: u32,
-    max_rto: u32,
-    /// Consecutive timeouts since the last valid sample (RFC 6298 §5.5).
-    backoff: u32,
+    /// The RTO, backoff included, clamped to [min_rto, max_rto]: what the timers read,
+    /// so a plain load.
+    rto: u32,
+    /// Consecutive timeouts since the last valid sample (RFC 6298 §5.5), saturating.
+    backoff: u8,
+}
+
+/// The RTO bounds of RFC 6298 and the initial RTO, in µs as [`RttEstimator`] keeps
+/// them: one copy per engine, passed to the estimator where they apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RtoBounds {
+    /// The initial RTO, already clamped.
+    initial: u32,
+    min: u32,
+    max: u32,
+}
+
+impl RtoBounds {
+    /// `initial_rto` applies until the first sample (RFC 6298 §2.1: 1 s); every RTO is
+    /// kept within [`min_rto`, `max_rto`] (§2.4 asks for a 1 s floor; Linux uses 200 ms;
+    /// §2.5 allows an upper bound of at least 60 s).
+    pub(crate) fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
+        let (min, max) = (micros(min_rto), micros(max_rto));
+        let max = max.max(min);
+        RtoBounds {
+            initial: micros(initial_rto).clamp(min, max),
+            min,
+            max,
+        }
+    }
 }
 
 /// SRTT before any sample.
@@ -40,31 +68,20 @@ fn micros(d: Duration) -> u32 {
 }
 
 impl RttEstimator {
-    /// `initial_rto` applies until the first sample (RFC 6298 §2.1: 1 s); every RTO is
-    /// kept within [`min_rto`, `max_rto`] (§2.4 asks for a 1 s floor; Linux uses 200 ms;
-    /// §2.5 allows an upper bound of at least 60 s).
-    pub(crate) fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
-        let (min_rto, max_rto) = (micros(min_rto), micros(max_rto));
-        let max_rto = max_rto.max(min_rto);
+    /// An estimator before any sample: the initial RTO of `bounds`.
+    pub(crate) fn new(bounds: &RtoBounds) -> Self {
         RttEstimator {
             srtt: NO_SAMPLE,
             rttvar: 0,
-            base_rto: micros(initial_rto).clamp(min_rto, max_rto),
-            min_rto,
-            max_rto,
+            rto: bounds.initial,
             backoff: 0,
         }
     }
 
-    /// Feeds one RTT measurement R (RFC 6298 §2.2, §2.3) and clears the backoff: the
-    /// path answered, so the RTO is recomputed from fresh state (§5.7).
-    #[cfg(test)]
-    pub(crate) fn sample(&mut self, rtt: Duration) {
-        self.sample_us(u64::from(micros(rtt)));
-    }
-
-    /// [`sample`](Self::sample) of `rtt` microseconds.
-    pub(crate) fn sample_us(&mut self, rtt: u64) {
+    /// Feeds one RTT measurement R of `rtt` microseconds (RFC 6298 §2.2, §2.3) and
+    /// clears the backoff: the path answered, so the RTO is recomputed from fresh state
+    /// (§5.7).
+    pub(crate) fn sample_us(&mut self, rtt: u64, bounds: &RtoBounds) {
         let rtt = saturate(rtt);
         if self.srtt == NO_SAMPLE {
             // §2.2: SRTT <- R, RTTVAR <- R/2.
@@ -78,13 +95,19 @@ impl RttEstimator {
             self.rttvar = self.rttvar - self.rttvar / 4 + delta / 4;
             self.srtt = self.srtt - self.srtt / 8 + rtt / 8;
         }
-        // RTO <- SRTT + max(G, K*RTTVAR) with K = 4, then §2.4/§2.5 bounds.
-        let var = (u64::from(self.rttvar) * 4).max(CLOCK_GRANULARITY.as_micros() as u64);
-        let rto =
-            (u64::from(self.srtt) + var).clamp(u64::from(self.min_rto), u64::from(self.max_rto));
-        // At most max_rto, so it fits.
-        self.base_rto = rto as u32;
         self.backoff = 0;
+        self.rto = self.base_rto(bounds);
+    }
+
+    /// The RTO before backoff: RTO <- SRTT + max(G, K*RTTVAR) with K = 4, then the
+    /// §2.4/§2.5 bounds; the initial RTO before any sample.
+    fn base_rto(&self, bounds: &RtoBounds) -> u32 {
+        if self.srtt == NO_SAMPLE {
+            return bounds.initial;
+        }
+        let var = (u64::from(self.rttvar) * 4).max(CLOCK_GRANULARITY.as_micros() as u64);
+        // At most max_rto, so it fits.
+        (u64::from(self.srtt) + var).clamp(u64::from(bounds.min), u64::from(bounds.max)) as u32
     }
 
     /// The current RTO: the estimate doubled once per backoff (RFC 6298 §5.5), at most
@@ -94,27 +117,33 @@ impl RttEstimator {
     }
 
     /// [`rto`](Self::rto) in whole microseconds.
+    #[inline]
     pub(crate) fn rto_us(&self) -> u64 {
-        let max = u64::from(self.max_rto);
-        if self.backoff >= 32 {
-            return max;
-        }
-        (u64::from(self.base_rto) << self.backoff).min(max)
+        u64::from(self.rto)
     }
 
-    /// The retransmission timer expired: double the RTO (RFC 6298 §5.5).
-    pub(crate) fn backoff(&mut self) {
+    /// The retransmission timer expired: double the RTO (RFC 6298 §5.5), up to
+    /// `max_rto`. Doubling the clamped value step by step gives min(base·2^n, max);
+    /// from the 32nd backoff on the RTO is `max_rto` whatever the base.
+    pub(crate) fn backoff(&mut self, bounds: &RtoBounds) {
         self.backoff = self.backoff.saturating_add(1);
+        self.rto = if self.backoff >= 32 {
+            bounds.max
+        } else {
+            (u64::from(self.rto) * 2).min(u64::from(bounds.max)) as u32
+        };
     }
 
     /// Timeouts since the last sample or reset; the caller aborts after too many.
     #[cfg(test)]
     pub(crate) fn backoff_count(&self) -> u32 {
-        self.backoff
+        u32::from(self.backoff)
     }
 
-    pub(crate) fn reset_backoff(&mut self) {
+    /// Forget the backoff (the handshake completed): the RTO is the estimate again.
+    pub(crate) fn reset_backoff(&mut self, bounds: &RtoBounds) {
         self.backoff = 0;
+        self.rto = self.base_rto(bounds);
     }
 
     /// SRTT, once there has been a sample.
@@ -143,8 +172,35 @@ mod tests {
         Duration::from_millis(x)
     }
 
-    fn linux() -> RttEstimator {
-        RttEstimator::new(ms(1000), ms(200), ms(60_000))
+    /// An estimator with its bounds, as a connection and its engine hold them.
+    struct Est(RttEstimator, RtoBounds);
+
+    impl Est {
+        fn new(initial: Duration, min: Duration, max: Duration) -> Est {
+            let bounds = RtoBounds::new(initial, min, max);
+            Est(RttEstimator::new(&bounds), bounds)
+        }
+        fn sample(&mut self, rtt: Duration) {
+            self.0
+                .sample_us(u64::try_from(rtt.as_micros()).unwrap_or(u64::MAX), &self.1);
+        }
+        fn backoff(&mut self) {
+            self.0.backoff(&self.1);
+        }
+        fn reset_backoff(&mut self) {
+            self.0.reset_backoff(&self.1);
+        }
+    }
+
+    impl std::ops::Deref for Est {
+        type Target = RttEstimator;
+        fn deref(&self) -> &RttEstimator {
+            &self.0
+        }
+    }
+
+    fn linux() -> Est {
+        Est::new(ms(1000), ms(200), ms(60_000))
     }
 
     #[test]
@@ -188,7 +244,7 @@ mod tests {
 
     #[test]
     fn granularity_floors_the_variance_term() {
-        let mut e = RttEstimator::new(ms(1000), Duration::ZERO, ms(60_000));
+        let mut e = Est::new(ms(1000), Duration::ZERO, ms(60_000));
         e.sample(ms(8));
         for _ in 0..200 {
             e.sample(ms(8));
@@ -228,7 +284,7 @@ mod tests {
         e.sample(Duration::ZERO);
         e.sample(Duration::MAX);
         assert_eq!(e.rto(), ms(60_000));
-        let odd = RttEstimator::new(ms(1), ms(500), ms(100));
+        let odd = Est::new(ms(1), ms(500), ms(100));
         assert_eq!(odd.rto(), ms(500));
     }
 }

@@ -146,28 +146,97 @@ impl std::fmt::Debug for Scoreboard {
 
 impl Default for Scoreboard {
     fn default() -> Self {
-        Scoreboard {
-            segs: Records::default(),
-            sacked: 0,
-            lost: 0,
-            retrans: 0,
-            rack: Rack {
-                xmit: None,
-                end: SeqNum(0),
-                rtt: 0,
-                min_rtt: NO_RTT,
-                fack: SeqNum(0),
-                dsack_round: SeqNum(0),
-                in_dsack_round: false,
-                reo_wnd_mult: 1,
-                reo_wnd_persist: 0,
-                reordering_seen: false,
-            },
-        }
+        Scoreboard::EMPTY
+    }
+}
+
+/// What RACK learns about the path and keeps from one flight to the next (RFC 8985
+/// §6.2): the minimum RTT and the reordering window's state. The rest of the
+/// scoreboard means something only while data is in flight, so a connection whose
+/// data is all acknowledged may give the scoreboard up ([`Scoreboard::keep`]) and
+/// start the next flight from this alone ([`Scoreboard::resume_from`]). Packed: its
+/// seven bytes fill the connection block's gaps, and it is only ever copied whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, packed)]
+pub(crate) struct RackKeep {
+    min_rtt: u32,
+    reo_wnd_mult: u8,
+    reo_wnd_persist: u8,
+    reordering_seen: bool,
+}
+
+impl Default for RackKeep {
+    fn default() -> Self {
+        Scoreboard::EMPTY.keep()
     }
 }
 
 impl Scoreboard {
+    /// No record, nothing learnt.
+    pub(crate) const EMPTY: Scoreboard = Scoreboard {
+        segs: Records::EMPTY,
+        sacked: 0,
+        lost: 0,
+        retrans: 0,
+        rack: Rack {
+            xmit: None,
+            end: SeqNum(0),
+            rtt: 0,
+            min_rtt: NO_RTT,
+            fack: SeqNum(0),
+            dsack_round: SeqNum(0),
+            in_dsack_round: false,
+            reo_wnd_mult: 1,
+            reo_wnd_persist: 0,
+            reordering_seen: false,
+        },
+    };
+
+    /// Whether the scoreboard holds nothing but what [`keep`](Self::keep) keeps: no
+    /// record (so nothing SACKed, lost or resent either).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.segs.len() == 0
+    }
+
+    /// What the next flight needs of an empty scoreboard ([`is_empty`](Self::is_empty)).
+    ///
+    /// The rest may go. RACK.xmit_ts, RACK.end_seq and RACK.rtt describe a segment
+    /// delivered before everything now acknowledged: every segment of a later flight
+    /// is sent after it (at the same time or later, and above it), so RACK never
+    /// compares a later segment against it, and the first delivery of the next flight
+    /// replaces it. RACK.fack is at most SND.UNA, below everything the next flight
+    /// delivers ([`resume_from`](Self::resume_from) sets it there). The D-SACK round ended when
+    /// SND.UNA reached SND.MAX: the next test of it would end it.
+    pub(crate) fn keep(&self) -> RackKeep {
+        RackKeep {
+            min_rtt: self.rack.min_rtt,
+            reo_wnd_mult: self.rack.reo_wnd_mult,
+            reo_wnd_persist: self.rack.reo_wnd_persist,
+            reordering_seen: self.rack.reordering_seen,
+        }
+    }
+
+    /// Make an empty scoreboard ([`is_empty`](Self::is_empty)) the one a flight
+    /// starting at SND.UNA = `una` begins with, with what the previous flight kept
+    /// ([`keep`](Self::keep)). Sets all of RACK's state: the scoreboard may have served
+    /// another connection.
+    #[inline]
+    pub(crate) fn resume_from(&mut self, keep: RackKeep, una: SeqNum) {
+        debug_assert!(self.is_empty() && self.is_quiet());
+        self.rack = Rack {
+            xmit: None,
+            end: SeqNum(0),
+            rtt: 0,
+            min_rtt: keep.min_rtt,
+            fack: una,
+            dsack_round: SeqNum(0),
+            in_dsack_round: false,
+            reo_wnd_mult: keep.reo_wnd_mult,
+            reo_wnd_persist: keep.reo_wnd_persist,
+            reordering_seen: keep.reordering_seen,
+        };
+    }
+
     /// Bytes the peer has SACKed above SND.UNA.
     pub(crate) fn sacked_bytes(&self) -> usize {
         self.sacked as usize

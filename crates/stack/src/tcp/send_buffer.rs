@@ -66,10 +66,11 @@ pub(crate) struct SendBuffer {
     /// Bound on copied bytes held (at most 4 GiB: windows are at most 1 GiB, RFC 7323
     /// §2.3).
     capacity: u32,
-    /// Ring index of the oldest copied byte.
-    head: usize,
+    /// Ring index of the oldest copied byte (below the ring's size, at most `capacity`:
+    /// 32 bits, like the next).
+    head: u32,
     /// Copied bytes held in the ring.
-    ring_len: usize,
+    ring_len: u32,
     /// All bytes held (copied and shared).
     len: usize,
     /// FIFO of runs; never holds an empty run, and never two adjacent `Ring` runs.
@@ -152,7 +153,7 @@ impl SendBuffer {
 
     /// Copy space left: how many more bytes [`push_copy`](Self::push_copy) accepts.
     pub(crate) fn space(&self) -> usize {
-        self.capacity() - self.ring_len
+        self.capacity() - self.ring_len as usize
     }
 
     /// Copies as much of `data` as fits and returns how much that was.
@@ -165,29 +166,29 @@ impl SendBuffer {
         if n == 0 {
             return 0;
         }
-        let need = self.ring_len + n;
+        let need = self.ring_len as usize + n;
         if need > self.ring.len() {
             let size = pool.ring_size(self.ring.len(), need, self.capacity(), true);
             if self.ring.is_empty() {
                 self.ring = pool.take(size);
                 self.head = 0;
             } else if size > self.ring.len() {
-                pool.resize(&mut self.ring, &mut self.head, self.ring_len, size);
+                self.resize(size, pool);
             }
             if need > self.ring.len() {
                 pool.counters_mut().sends_clamped += 1;
-                n = self.ring.len() - self.ring_len;
+                n = self.ring.len() - self.ring_len as usize;
                 if n == 0 {
                     return 0;
                 }
             }
         }
         let size = self.ring.len();
-        let tail = wrap(self.head + self.ring_len, size);
+        let tail = wrap(self.head as usize + self.ring_len as usize, size);
         let first = n.min(size - tail);
         self.ring[tail..tail + first].copy_from_slice(&data[..first]);
         self.ring[..n - first].copy_from_slice(&data[first..n]);
-        self.ring_len += n;
+        self.ring_len += n as u32;
         self.len += n;
         match self.chunks.back_mut() {
             None => {}
@@ -201,7 +202,7 @@ impl SendBuffer {
     /// run, become an explicit run in front of it.
     fn open_runs(&mut self) {
         if self.chunks.is_empty() && self.ring_len > 0 {
-            self.chunks.push_back(Chunk::Ring(self.ring_len));
+            self.chunks.push_back(Chunk::Ring(self.ring_len as usize));
         }
     }
 
@@ -302,7 +303,7 @@ impl SendBuffer {
         let size = self.ring.len();
         if self.chunks.is_empty() {
             // Only copied bytes: one run, from the ring's head.
-            let from = wrap(self.head + offset, size);
+            let from = wrap(self.head as usize + offset, size);
             let take = end - offset;
             let first = take.min(size - from);
             f(&self.ring[from..from + first], None);
@@ -314,7 +315,7 @@ impl SendBuffer {
         let mut skip = offset;
         let mut remaining = end - offset;
         // Ring index of the first byte of the current `Ring` run.
-        let mut ring_at = self.head;
+        let mut ring_at = self.head as usize;
         for chunk in &self.chunks {
             let run = chunk.len();
             if skip >= run {
@@ -360,8 +361,7 @@ impl SendBuffer {
         self.len -= n;
         let size = self.ring.len();
         if self.chunks.is_empty() {
-            self.head = wrap(self.head + n, size);
-            self.ring_len -= n;
+            self.advance_ring(n, size);
             n = 0;
         }
         while n > 0 {
@@ -372,8 +372,8 @@ impl SendBuffer {
                 Chunk::Ring(run) => {
                     let take = (*run).min(n);
                     *run -= take;
-                    self.head = wrap(self.head + take, size);
-                    self.ring_len -= take;
+                    self.head = wrap(self.head as usize + take, size) as u32;
+                    self.ring_len -= take as u32;
                     n -= take;
                     *run == 0
                 }
@@ -391,8 +391,7 @@ impl SendBuffer {
             {
                 // Nothing shared left: back to the implicit run, without storage.
                 self.chunks = Runs::default();
-                self.head = wrap(self.head + n, size);
-                self.ring_len -= n;
+                self.advance_ring(n, size);
                 n = 0;
             }
         }
@@ -401,10 +400,24 @@ impl SendBuffer {
             if self.ring.len() > MIN_RING || pool.pressure() {
                 pool.give(std::mem::take(&mut self.ring));
             }
-        } else if should_shrink(self.ring.len(), self.ring_len) {
-            let size = fit(self.ring_len, self.capacity());
-            pool.resize(&mut self.ring, &mut self.head, self.ring_len, size);
+        } else if should_shrink(self.ring.len(), self.ring_len as usize) {
+            let size = fit(self.ring_len as usize, self.capacity());
+            self.resize(size, pool);
         }
+    }
+
+    /// Drop `n` copied bytes from the ring's front (a ring of `size` bytes).
+    #[inline]
+    fn advance_ring(&mut self, n: usize, size: usize) {
+        self.head = wrap(self.head as usize + n, size) as u32;
+        self.ring_len -= n as u32;
+    }
+
+    /// Move the copied bytes to a pooled ring of `size` bytes.
+    fn resize(&mut self, size: usize, pool: &mut RingPool) {
+        let mut head = self.head as usize;
+        pool.resize(&mut self.ring, &mut head, self.ring_len as usize, size);
+        self.head = head as u32;
     }
 
     /// Whether the buffer holds a ring with no copied byte in it (kept by

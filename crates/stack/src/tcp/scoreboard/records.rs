@@ -20,11 +20,14 @@ enum Repr<T: Copy> {
 
 impl<T: Copy> Default for Records<T> {
     fn default() -> Self {
-        Records(Repr::Many(VecDeque::new()))
+        Records::EMPTY
     }
 }
 
 impl<T: Copy> Records<T> {
+    /// No record.
+    pub(super) const EMPTY: Records<T> = Records(Repr::Many(VecDeque::new()));
+
     pub(super) fn len(&self) -> usize {
         match &self.0 {
             Repr::One(_) => 1,

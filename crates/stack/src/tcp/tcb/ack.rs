@@ -6,6 +6,7 @@
 //! loss probes (RFC 8985 §7), undo of spurious reductions (RFC 2883, RFC 3522), and
 //! window growth outside recovery.
 
+use super::ConnFlags;
 use std::time::Duration;
 
 use super::timer_table::Timer;
@@ -72,7 +73,7 @@ impl Tcb {
 
         let old_wnd = self.snd.wnd();
         let prior_una = self.snd.una;
-        let prior_sacked = self.board.sacked_bytes();
+        let prior_sacked = self.flight().board.sacked_bytes();
         let mut rtt = None;
         if self.snd.una < seg.ack {
             rtt = self.ack_advance(now, seg, pool);
@@ -81,16 +82,22 @@ impl Tcb {
         // An ACK older than SND.UNA (reordered on the way) carries stale SACK
         // information, and its blocks would read as D-SACKs: skip them. Otherwise
         // SND.UNA is now SEG.ACK, the point D-SACKs are told by (RFC 2883 §4).
-        if self.sack_ok && seg.sack[0].is_some() && self.snd.syn_acked && seg.ack >= prior_una {
+        if self.flags.has(ConnFlags::SACK_OK)
+            && seg.sack[0].is_some()
+            && self.snd.syn_acked
+            && seg.ack >= prior_una
+        {
             let mss = self.max_payload();
+            let (una, max) = (self.snd.una, self.snd.max);
             dsack = self
+                .flight_mut()
                 .board
-                .on_sack(&seg.sack, self.snd.una, self.snd.max, now, mss)
+                .on_sack(&seg.sack, una, max, now, mss)
                 .dsack;
         }
         // RFC 5681 §2 duplicate ACK (RFC 6675 §2 also counts ACKs that SACK new data;
         // one that only reports a duplicate, a D-SACK, is not a loss signal).
-        let sacked_new = self.board.sacked_bytes() > prior_sacked;
+        let sacked_new = self.flight().board.sacked_bytes() > prior_sacked;
         let dupack = seg.ack == prior_una
             && seg.payload_len == 0
             && !seg.flags.fin
@@ -128,7 +135,9 @@ impl Tcb {
                 self.snd.persist_backoff = 0;
                 self.on_progress(now);
                 // The probe bytes' records go too: they are sent again as new ones.
-                self.board.clear();
+                if let Some(board) = self.board_if_any() {
+                    board.clear();
+                }
                 self.snd.nxt = self.snd.una;
                 if self.snd.max > self.snd.una {
                     self.timers
@@ -166,10 +175,17 @@ impl Tcb {
     ) -> Option<Duration> {
         let ack = seg.ack;
         let mut acked = ack.since(self.snd.una);
+        // Without a flight block nothing was in flight but perhaps our SYN: nothing to
+        // drop, nothing timed but the SYN.
+        let mut timed = None;
         if !self.snd.syn_acked {
             // The first ACK covers our SYN, which is not in the send buffer.
             self.snd.syn_acked = true;
             acked = acked.saturating_sub(1);
+            if self.flags.has(ConnFlags::SYN_TIMED) {
+                self.flags.clear(ConnFlags::SYN_TIMED);
+                timed = Some(self.snd.stall_from);
+            }
         }
         let data_acked = acked.min(self.snd.buf.len());
         self.snd.buf.consume(data_acked, pool);
@@ -177,7 +193,15 @@ impl Tcb {
         if self.snd.nxt < ack {
             self.snd.nxt = ack;
         }
-        self.board.on_cumulative_ack(ack, now);
+        if let Some(flight) = self.flight.as_deref_mut() {
+            flight.board.on_cumulative_ack(ack, now);
+            if let Some((seq, sent)) = flight.rtt_seq {
+                if ack >= seq {
+                    timed = Some(sent);
+                    flight.rtt_seq = None;
+                }
+            }
+        }
         self.on_progress(now);
         self.recovery.retries = 0;
         self.recovery.dupacks = 0;
@@ -193,16 +217,13 @@ impl Tcb {
                 }
             }
         }
-        if let Some((seq, sent)) = self.rtt_seq {
-            if ack >= seq {
-                if sample.is_none() {
-                    sample = Some(now.micros_since(sent));
-                }
-                self.rtt_seq = None;
+        if let Some(sent) = timed {
+            if sample.is_none() {
+                sample = Some(now.micros_since(sent));
             }
         }
         if let Some(us) = sample {
-            self.rtt.sample_us(us);
+            self.rtt.sample_us(us, &self.cfg.rto);
         }
 
         // RFC 6298 §5.2/5.3: stop the timer when all is acked, else restart it.
@@ -234,7 +255,8 @@ impl Tcb {
         let mss = self.max_payload();
         // RFC 6937 DeliveredData: the change in SND.UNA plus the change in SACKed bytes;
         // a duplicate ACK without SACK information stands for one segment (§3).
-        let delivered_bytes = (acked + self.board.sacked_bytes()).saturating_sub(prior_sacked);
+        let delivered_bytes =
+            (acked + self.flight().board.sacked_bytes()).saturating_sub(prior_sacked);
         if delivered_bytes > 0 {
             // The ACK clock runs: probes start counting afresh.
             self.recovery.probes = 0;
@@ -249,37 +271,42 @@ impl Tcb {
 
         // Loss detection: RACK and DupThresh on the scoreboard (RFC 8985 §6.2).
         let leaving =
-            self.recovery.in_recovery && self.recovery.recover.is_none_or(|r| self.snd.una >= r);
+            self.recovery.in_recovery && self.flight().recover.is_none_or(|r| self.snd.una >= r);
         // RACK needs SACK (RFC 8985 §3.1, as Linux): without it, the first partial
         // ACK after a retransmission would mark the whole flight lost.
-        if self.sack_ok && (!self.board.is_quiet() || self.recovery.in_recovery) {
+        if self.flags.has(ConnFlags::SACK_OK)
+            && (!self.flight().board.is_quiet() || self.recovery.in_recovery)
+        {
             self.detect_loss(now, leaving);
         }
         // Peers without SACK: the third duplicate ACK, and partial ACKs in recovery,
         // mark the segment at SND.UNA lost (RFC 5681 §3.2, RFC 6582 §3.2 step 5).
-        if self.board.sacked_bytes() == 0 {
+        if self.flight().board.sacked_bytes() == 0 {
             let third_dup =
                 self.recovery.dupacks == DUP_THRESH as u16 && !self.recovery.in_recovery;
-            let partial = self.recovery.in_recovery && acked > 0 && !leaving && !self.sack_ok;
+            let partial = self.recovery.in_recovery
+                && acked > 0
+                && !leaving
+                && !self.flags.has(ConnFlags::SACK_OK);
             if third_dup || partial {
-                self.board.mark_head_lost(mss);
+                self.flight_mut().board.mark_head_lost(mss);
             }
         }
 
         if leaving {
             self.recovery.in_recovery = false;
-            self.recovery.recover = None;
+            self.set_recover(None);
             self.cc.on_recovery_end(now);
         }
         if !self.recovery.in_recovery
-            && self.board.lost_bytes() > 0
-            && self.recovery.recover.is_none_or(|r| self.snd.una >= r)
+            && self.flight().board.lost_bytes() > 0
+            && self.flight().recover.is_none_or(|r| self.snd.una >= r)
         {
             self.enter_recovery(now);
         }
-        if !self.recovery.in_recovery && self.recovery.recover.is_some_and(|r| self.snd.una >= r) {
+        if !self.recovery.in_recovery && self.flight().recover.is_some_and(|r| self.snd.una >= r) {
             // SND.UNA has passed "recover": it no longer holds anything back.
-            self.recovery.recover = None;
+            self.set_recover(None);
         }
 
         if self.recovery.in_recovery {
@@ -329,14 +356,12 @@ impl Tcb {
     pub(super) fn detect_loss(&mut self, now: Instant, leaving_recovery: bool) {
         let mss = self.max_payload();
         let srtt = self.rtt.srtt().unwrap_or(self.rtt.rto());
-        let reo = self.board.reo_wnd(
-            self.snd.una,
-            self.recovery.in_recovery,
-            leaving_recovery,
-            srtt,
-            mss,
-        );
-        let loss = self.board.detect_loss(now, reo, mss);
+        let (una, in_recovery) = (self.snd.una, self.recovery.in_recovery);
+        let reo = self
+            .flight_mut()
+            .board
+            .reo_wnd(una, in_recovery, leaving_recovery, srtt, mss);
+        let loss = self.flight_mut().board.detect_loss(now, reo, mss);
         if loss.rack_lost > 0 {
             self.recovery.counters().rack_losses += loss.rack_lost;
         }
@@ -351,9 +376,9 @@ impl Tcb {
     pub(super) fn enter_recovery(&mut self, now: Instant) {
         let flight = self.snd.max.since(self.snd.una);
         self.recovery.in_recovery = true;
-        self.recovery.recover = Some(self.snd.max);
+        self.flight_mut().recover = Some(self.snd.max);
         self.recovery.rescued = false;
-        self.recovery.tlp = None;
+        self.set_tlp(None);
         *self.recovery.prr_mut() = Prr {
             recover_fs: flight.max(1),
             ..Prr::default()
@@ -361,12 +386,12 @@ impl Tcb {
         // Duplicates of retransmissions already in flight (a probe's) may come back as
         // D-SACKs too: they count, or one of them could undo this real reduction.
         self.recovery.set_undo(Some(Undo {
-            retrans: self.board.retransmissions_in_flight(),
+            retrans: self.flight().board.retransmissions_in_flight(),
             ..Undo::default()
         }));
         self.cc.on_congestion(flight, now);
         self.recovery.counters().fast_retransmits += 1;
-        self.rtt_seq = None;
+        self.set_rtt_seq(None);
     }
 
     /// RFC 6937 §3: how much this ACK lets us send during recovery.
@@ -418,7 +443,7 @@ impl Tcb {
         if spurious {
             self.recovery.set_undo(None);
             self.cc.undo(now);
-            self.board.clear_lost();
+            self.flight_mut().board.clear_lost();
             self.recovery.in_recovery = false;
             self.recovery.counters().spurious_undos += 1;
         }
@@ -427,7 +452,7 @@ impl Tcb {
     /// RFC 8985 §7.4: an ACK for the tail loss probe. A probe that resent old data and
     /// is acknowledged without a D-SACK repaired a real loss: reduce the window once.
     fn tlp_on_ack(&mut self, now: Instant, seg: &Segment, dsack: bool) {
-        let Some((end, retrans)) = self.recovery.tlp else {
+        let Some((end, retrans)) = self.flight().tlp else {
             return;
         };
         if seg.ack < end {
@@ -436,9 +461,9 @@ impl Tcb {
         if !retrans || dsack || self.recovery.in_recovery {
             // New data, a duplicate, or a probe inside a recovery that has already
             // reduced the window.
-            self.recovery.tlp = None;
-        } else if seg.ack > end || !self.sack_ok {
-            self.recovery.tlp = None;
+            self.set_tlp(None);
+        } else if seg.ack > end || !self.flags.has(ConnFlags::SACK_OK) {
+            self.set_tlp(None);
             let flight = self.snd.max.since(self.snd.una);
             self.recovery.set_undo(None);
             self.cc.on_congestion(flight, now);
@@ -456,7 +481,7 @@ impl Tcb {
     /// one lost ACK can be the last of a flight.
     pub(super) fn arm_tlp(&mut self, now: Instant) {
         let flight = self.snd.max.since(self.snd.una);
-        let eligible = self.sack_ok
+        let eligible = self.flags.has(ConnFlags::SACK_OK)
             && flight > 0
             && self.snd.wnd > 0
             && self.recovery.probes < MAX_PROBES
@@ -490,6 +515,6 @@ impl Tcb {
 
     /// RFC 6675 pipe: our estimate of the bytes still in the network.
     pub(super) fn pipe(&self) -> usize {
-        self.board.pipe(self.snd.max.since(self.snd.una))
+        self.flight().board.pipe(self.snd.max.since(self.snd.una))
     }
 }

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use super::Tcb;
 use crate::app::{Connection, SendError, UnreadBytes};
 use crate::checksum::SummedBytes;
+use crate::engine::FlowKey;
 use crate::tcp::pool::RingPool;
 use crate::tcp::recv_buffer::RecvBuffer;
 
@@ -18,14 +19,16 @@ use crate::tcp::recv_buffer::RecvBuffer;
 pub(crate) struct TcbConn<'a> {
     pub(crate) tcb: &'a mut Tcb,
     pub(crate) pool: &'a mut RingPool,
+    /// The connection's flow: the peer's address and our port.
+    pub(crate) key: FlowKey,
 }
 
 impl Connection for TcbConn<'_> {
     fn local_addr(&self) -> SocketAddrV4 {
-        self.tcb.local()
+        SocketAddrV4::new(self.tcb.local_ip(), self.key.local_port)
     }
     fn peer_addr(&self) -> SocketAddrV4 {
-        self.tcb.remote()
+        SocketAddrV4::new(self.key.remote_ip, self.key.remote_port)
     }
     fn send_space(&self) -> usize {
         self.tcb.send_space()

@@ -17,6 +17,7 @@
 //! part of their state.
 
 use super::timer_table::Timer;
+use super::PendingOutput;
 use super::{RxOutcome, State, Tcb};
 use crate::tcp::pool::RingPool;
 use crate::tcp::segment::{Segment, TxSegment};
@@ -82,16 +83,17 @@ impl Tcb {
         if self.ack_too_old(ack) {
             return false;
         }
-        if !self.snd.syn_acked || self.timers.is_armed(Timer::Persist) || !self.board.is_quiet() {
+        let f = self.flight();
+        if !self.snd.syn_acked
+            || self.timers.is_armed(Timer::Persist)
+            || !f.board.is_quiet()
+            || f.recover.is_some()
+            || f.tlp.is_some()
+        {
             return false;
         }
         let r = &self.recovery;
-        if r.in_recovery
-            || r.recover.is_some()
-            || r.tlp.is_some()
-            || r.cold.is_some()
-            || r.dupacks != 0
-        {
+        if r.in_recovery || r.cold.is_some() || r.dupacks != 0 {
             return false;
         }
         if self.rcv.closed || self.rcv.fin_held || self.rcv.buf.has_out_of_order() {
@@ -162,7 +164,7 @@ impl Tcb {
         let fits = self.rcv.buf.storable(len, pool);
         if fits < len {
             pool.counters_mut().rcv_dropped += 1;
-            self.pending.ack_now = true;
+            self.pending.set(PendingOutput::ACK_NOW);
         }
         self.rcv.nxt += fits;
         out.deliver = Some((0, fits));
@@ -179,13 +181,15 @@ impl Tcb {
     pub(super) fn transmit_predicted(&mut self, now: Instant, out: &mut Vec<TxSegment>) -> bool {
         let p = &self.pending;
         if self.state != State::Established
-            || p.rst
-            || p.tlp
-            || p.probe
-            || p.keepalive_probe
-            || p.dsack
+            || p.has(
+                PendingOutput::RST
+                    | PendingOutput::TLP
+                    | PendingOutput::PROBE
+                    | PendingOutput::KEEPALIVE_PROBE
+                    | PendingOutput::DSACK,
+            )
             || self.recovery.in_recovery
-            || self.board.lost_bytes() > 0
+            || self.flight().board.lost_bytes() > 0
             || self.snd.fin_queued
         {
             return false;
@@ -195,7 +199,7 @@ impl Tcb {
             // `send_new` finds nothing to send; nothing is blocked; an ACK owed goes
             // bare.
             self.cwnd_limited = false;
-            if self.pending.ack_now {
+            if self.pending.has(PendingOutput::ACK_NOW) {
                 self.push_bare_ack(now, out);
             }
             return true;
@@ -212,6 +216,8 @@ impl Tcb {
         if avail > max_payload || avail > self.rwnd_room().min(self.cc_room()) {
             return false;
         }
+        // `poll_transmit` took a flight block for the unsent data (`start_flight`).
+        debug_assert!(self.flight.is_some());
         // `send_new`: neither window holds it back, and after it nothing is left.
         self.cwnd_limited = false;
         // `send_segment_at` for new data at SND.NXT = SND.MAX without a FIN.
@@ -233,11 +239,13 @@ impl Tcb {
         if self.snd.max == self.snd.una {
             self.snd.stall_from = now;
         }
-        if self.rtt_seq.is_none() {
-            self.rtt_seq = Some((end, now));
-        }
         self.snd.max = end;
-        self.board.on_transmit(seq, end, now);
+        if let Some(flight) = self.flight.as_deref_mut() {
+            if flight.rtt_seq.is_none() {
+                flight.rtt_seq = Some((end, now));
+            }
+            flight.board.on_transmit(seq, end, now);
+        }
         self.last_send = now;
         if !self.timers.is_armed(Timer::Rto) {
             self.timers

@@ -2,6 +2,7 @@
 //! order (sequence, RST, SYN, ACK, text, FIN) with PAWS (RFC 7323 §5) and the RFC 5961
 //! defences, received data and the peer's FIN. ACK processing proper is in `ack.rs`.
 
+use super::{ConnFlags, PendingOutput};
 use std::time::Duration;
 
 use super::timer_table::Timer;
@@ -72,7 +73,7 @@ impl Tcb {
             self.snd.wl1 = seg.seq;
             self.state = State::SynReceived;
             self.snd.nxt = self.snd.iss;
-            self.pending.syn = true;
+            self.pending.set(PendingOutput::SYN);
             self.timers.stop(Timer::Rto);
         }
     }
@@ -83,7 +84,7 @@ impl Tcb {
         self.state = State::Established;
         self.events.connected = true;
         self.recovery.retries = 0;
-        self.rtt.reset_backoff();
+        self.rtt.reset_backoff(&self.cfg.rto);
         self.timers.stop(Timer::Rto);
         self.arm_keepalive(now);
         if self.snd.fin_queued {
@@ -117,7 +118,7 @@ impl Tcb {
         if self.invalid_ack_limited(now, seg) {
             out.invalid_ack_suppressed = true;
         } else {
-            self.pending.ack_now = true;
+            self.pending.set(PendingOutput::ACK_NOW);
         }
     }
 
@@ -171,7 +172,7 @@ impl Tcb {
             && !seg.flags.ack
             && seg.seq == self.rcv.irs
         {
-            self.pending.syn = true;
+            self.pending.set(PendingOutput::SYN);
             self.snd.nxt = self.snd.iss;
             return;
         }
@@ -180,7 +181,7 @@ impl Tcb {
         // SYN-ACK repeats its SYN (already counted in RCV.NXT, so the sequence check
         // would call it old) and acknowledges ours. Take its ACK.
         if self.state == State::SynReceived
-            && self.active_open
+            && self.flags.has(ConnFlags::ACTIVE_OPEN)
             && seg.flags.syn
             && seg.flags.ack
             && !seg.flags.rst
@@ -218,7 +219,7 @@ impl Tcb {
                 payload = &[];
                 seg.payload_len = 0;
                 seg.flags.fin = false;
-                self.pending.ack_now = true;
+                self.pending.set(PendingOutput::ACK_NOW);
             } else {
                 if !seg.flags.rst {
                     self.answer_invalid(now, &seg, out);
@@ -243,11 +244,12 @@ impl Tcb {
         // RST (RFC 5961 §3.2): exact match resets, anything else in window is challenged.
         if seg.flags.rst {
             if seg.seq == self.rcv.nxt {
-                let reason = if self.state == State::SynReceived && self.active_open {
-                    CloseReason::Refused
-                } else {
-                    CloseReason::Reset
-                };
+                let reason =
+                    if self.state == State::SynReceived && self.flags.has(ConnFlags::ACTIVE_OPEN) {
+                        CloseReason::Refused
+                    } else {
+                        CloseReason::Reset
+                    };
                 self.finish(reason);
             } else {
                 self.challenge(now, &seg, out);
@@ -266,7 +268,7 @@ impl Tcb {
             if dup > 0 {
                 // Its front was received before: report that part (RFC 2883 §4).
                 self.queue_dsack((seq, seq + dup));
-                self.pending.ack_now = true;
+                self.pending.set(PendingOutput::ACK_NOW);
             }
             payload = &payload[dup..];
             seq += dup;
@@ -329,7 +331,7 @@ impl Tcb {
         ) && seg.flags.fin
         {
             // A retransmitted FIN: acknowledge again; in TIME-WAIT restart the 2·MSL wait.
-            self.pending.ack_now = true;
+            self.pending.set(PendingOutput::ACK_NOW);
             if self.state == State::TimeWait {
                 self.timers.set(Timer::Linger, now + self.cfg.time_wait);
             }
@@ -359,7 +361,7 @@ impl Tcb {
             .update_window(seg.window as usize, seg.seq, seg.ack);
         self.ack_advance(now, seg, pool);
         self.enter_established(now);
-        self.pending.ack_now = true;
+        self.pending.set(PendingOutput::ACK_NOW);
     }
 
     /// Segment text (§3.10.7.4, seventh check), trimmed to the window, at `seq`.
@@ -394,7 +396,7 @@ impl Tcb {
             self.rcv.nxt += advanced;
             let unread = self.rcv.buf.readable_len();
             self.rcv.buf.consume(unread, pool);
-            self.pending.ack_now = true;
+            self.pending.set(PendingOutput::ACK_NOW);
             return;
         }
         if offset == 0 && !had_ooo && self.rcv.buf.readable_len() == 0 {
@@ -404,7 +406,7 @@ impl Tcb {
             let fits = self.rcv.buf.storable(payload.len(), pool);
             if fits < payload.len() {
                 pool.counters_mut().rcv_dropped += 1;
-                self.pending.ack_now = true;
+                self.pending.set(PendingOutput::ACK_NOW);
             }
             let payload = &payload[..fits];
             self.rcv.nxt += payload.len();
@@ -422,7 +424,7 @@ impl Tcb {
         // data that fills a gap; otherwise ACK every second full segment, or after the
         // delayed-ACK timeout.
         if offset > 0 || had_ooo {
-            self.pending.ack_now = true;
+            self.pending.set(PendingOutput::ACK_NOW);
         } else {
             self.delay_ack(now);
         }
@@ -434,7 +436,7 @@ impl Tcb {
     pub(super) fn delay_ack(&mut self, now: Instant) {
         self.rcv.unacked_segs = self.rcv.unacked_segs.saturating_add(1);
         if self.rcv.unacked_segs >= 2 {
-            self.pending.ack_now = true;
+            self.pending.set(PendingOutput::ACK_NOW);
         } else if !self.timers.is_armed(Timer::DelayedAck) {
             self.timers
                 .set(Timer::DelayedAck, now + self.cfg.delayed_ack);
@@ -452,7 +454,7 @@ impl Tcb {
         }
         self.rcv.fin_held = false;
         self.rcv.nxt += 1;
-        self.pending.ack_now = true;
+        self.pending.set(PendingOutput::ACK_NOW);
         self.events.peer_closed = true;
         match self.state {
             State::SynReceived | State::Established => self.state = State::CloseWait,

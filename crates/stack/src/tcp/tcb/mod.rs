@@ -34,11 +34,13 @@
 //! - `fast.rs`: header prediction, the short path for the common segment;
 //! - `ack.rs`: ACK processing, RTT samples, loss detection, recovery with PRR, TLP and
 //!   undo;
+//! - `flight.rs`: the flight block, what the connection keeps about data in flight,
+//!   from the engine's pool;
 //! - `output.rs`: `poll_transmit`, packetisation, the advertised window;
 //! - `timers.rs`: what each timer does when it fires;
 //! - `timer_table.rs`: the timer kinds and their deadlines.
 
-use std::net::SocketAddrV4;
+use std::net::Ipv4Addr;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -48,8 +50,8 @@ use super::cc::{Cc, CongestionControl};
 use super::config::TcpConfig;
 use super::pool::RingPool;
 use super::recv_buffer::RecvBuffer;
-use super::rtt::RttEstimator;
-use super::scoreboard::Scoreboard;
+use super::rtt::{RtoBounds, RttEstimator};
+use super::scoreboard::RackKeep;
 use super::segment::{Segment, TxSegment};
 use super::send_buffer::SendBuffer;
 use super::seq::SeqNum;
@@ -60,6 +62,7 @@ use timer_table::{Timer, TimerTable};
 mod ack;
 mod connection;
 pub(crate) mod fast;
+mod flight;
 mod input;
 mod open;
 mod output;
@@ -67,6 +70,7 @@ mod timer_table;
 mod timers;
 
 pub(crate) use connection::TcbConn;
+pub(crate) use flight::Flight;
 pub(crate) use open::Open;
 pub use open::Opening;
 
@@ -183,14 +187,22 @@ pub struct Tcb {
     timers: TimerTable<RareState>,
 
     rtt: RttEstimator,
-    /// The segment being timed for an RTT sample (Karn's rule: none if retransmitted).
-    rtt_seq: Option<(SeqNum, Instant)>,
     cc: Cc,
-    /// What is in flight and what the peer's SACK blocks and RACK say about it.
-    board: Scoreboard,
+    /// What is in flight (the scoreboard, the timed segment, the recovery point, the
+    /// tail loss probe): from the engine's pool while data is in flight or the send
+    /// ring is kept, none while idle (`flight.rs`).
+    flight: Option<Box<Flight>>,
+    /// What RACK carries from one flight to the next while there is no flight block.
+    rack: RackKeep,
+    /// One-bit states, packed ([`ConnFlags`]).
+    flags: ConnFlags,
     /// The last time new data was offered, the congestion window (not the application
-    /// or the peer's window) was what held it back (RFC 7661).
+    /// or the peer's window) was what held it back (RFC 7661). (A `bool`, not a bit:
+    /// written as every segment goes out.)
     cwnd_limited: bool,
+    /// The application was refused bytes: raise `writable` once send space frees up.
+    /// (A `bool`, not a bit: tested on every ACK of new data.)
+    want_writable: bool,
     last_send: Instant,
     last_recv: Instant,
     /// The time of the latest input, timer or output call: "now" for calls the
@@ -203,20 +215,11 @@ pub struct Tcb {
     // Settled by the handshake.
     /// Timestamps, when both sides agreed on them (RFC 7323 §3).
     ts: Option<Timestamps>,
-    /// Both sides agreed on SACK: our ACKs carry SACK blocks (RFC 2018).
-    sack_ok: bool,
-    /// Both sides agreed on window scaling.
-    ws_ok: bool,
-    /// The connection began with an active open (it came through SYN-SENT): a RST in
-    /// SYN-RECEIVED then means "connection refused" (§3.10.7.4).
-    active_open: bool,
 
     // For the application and the engine.
     events: Events,
-    /// The application was refused bytes: raise `writable` once send space frees up.
-    want_writable: bool,
-    local: SocketAddrV4,
-    remote: SocketAddrV4,
+    // The addresses are not kept: the engine's flow key holds the peer's address and
+    // our port, the limits our address ([`TcbLimits::local_ip`]).
     /// Shared by the engine's connections: single-threaded, like the engine.
     cfg: Rc<TcbLimits>,
 }
@@ -309,22 +312,14 @@ struct Recovery {
     /// Duplicate ACKs in a row (RFC 5681 §3.2), saturating: only up to DupThresh
     /// matters.
     dupacks: u16,
-    /// In loss recovery (RFC 6675 §5), sending under PRR.
+    /// In loss recovery (RFC 6675 §5), sending under PRR. (The recovery point and the
+    /// tail loss probe are in the flight block, [`Flight`].)
     in_recovery: bool,
-    /// The recovery point (RFC 6675 "RecoveryPoint", RFC 6582 "recover"): SND.MAX when
-    /// recovery or a timeout began, while SND.UNA has not passed it yet; `None` once it
-    /// has. Sequence comparisons only hold within 2^31, so a value left behind would read
-    /// as "ahead" again after 2 GiB; dropping it keeps the test meaningful at any
-    /// distance.
-    recover: Option<SeqNum>,
     /// Retransmission timeouts (or SYN retries) since the last progress, saturating
     /// ([`Recovery::retries_reached`]).
     retries: u16,
     /// The rescue retransmission of this recovery was sent (RFC 6675 §4 NextSeg rule 4).
     rescued: bool,
-    /// The tail loss probe in flight (RFC 8985 §7): TLP.end_seq and whether it resent
-    /// old data.
-    tlp: Option<(SeqNum, bool)>,
     /// Probes sent since the last ACK that delivered data (at most `MAX_PROBES`).
     probes: u8,
     /// Allocated by the first recovery, timeout or retransmission; freed by
@@ -463,23 +458,92 @@ struct RareState {
     rst: Option<(SeqNum, Option<SeqNum>)>,
 }
 
-/// Segments owed to the peer that `poll_transmit` has not sent yet.
-struct PendingOutput {
-    /// Our SYN (or SYN-ACK), first or again.
-    syn: bool,
-    /// An ACK, now rather than delayed.
-    ack_now: bool,
-    /// A zero-window probe or the SWS override segment (§3.8.6.1, §3.8.6.2.1).
-    probe: bool,
-    /// A keepalive probe (RFC 1122 §4.2.3.6).
-    keepalive_probe: bool,
-    /// A tail loss probe (RFC 8985 §7.3).
-    tlp: bool,
-    /// A D-SACK, kept out of line ([`RareState::dsack`]); the flag is what the data
-    /// path tests.
-    dsack: bool,
-    /// A RST, kept out of line ([`RareState::rst`]).
-    rst: bool,
+/// A set of one-bit flags in a byte: one byte where as many `bool`s would take one
+/// each, in a block where every byte counts. Setting, clearing and testing a constant
+/// flag is one instruction, like a `bool`'s; testing several at once is one too.
+macro_rules! bit_flags {
+    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $flag:ident = $bit:expr,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, Default)]
+        struct $name(u8);
+
+        #[allow(dead_code)]
+        impl $name {
+            const NONE: $name = $name(0);
+            $($(#[$fdoc])* const $flag: u8 = 1 << $bit;)*
+
+            /// Whether `flag` (or any of several or-ed together) is set.
+            #[inline]
+            fn has(self, flag: u8) -> bool {
+                self.0 & flag != 0
+            }
+            #[inline]
+            fn set(&mut self, flag: u8) {
+                self.0 |= flag;
+            }
+            #[inline]
+            fn clear(&mut self, flag: u8) {
+                self.0 &= !flag;
+            }
+            #[inline]
+            fn put(&mut self, flag: u8, on: bool) {
+                if on {
+                    self.set(flag);
+                } else {
+                    self.clear(flag);
+                }
+            }
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut set = f.debug_set();
+                $(if self.has(Self::$flag) {
+                    set.entry(&stringify!($flag));
+                })*
+                set.finish()
+            }
+        }
+    };
+}
+
+bit_flags! {
+    /// Segments owed to the peer that `poll_transmit` has not sent yet.
+    PendingOutput {
+        /// Our SYN (or SYN-ACK), first or again.
+        SYN = 0,
+        /// An ACK, now rather than delayed.
+        ACK_NOW = 1,
+        /// A zero-window probe or the SWS override segment (§3.8.6.1, §3.8.6.2.1).
+        PROBE = 2,
+        /// A keepalive probe (RFC 1122 §4.2.3.6).
+        KEEPALIVE_PROBE = 3,
+        /// A tail loss probe (RFC 8985 §7.3).
+        TLP = 4,
+        /// A D-SACK, kept out of line ([`RareState::dsack`]); the flag is what the data
+        /// path tests.
+        DSACK = 5,
+        /// A RST, kept out of line ([`RareState::rst`]).
+        RST = 6,
+    }
+}
+
+bit_flags! {
+    /// The connection's one-bit states.
+    ConnFlags {
+        /// Our SYN is timed for an RTT sample (Karn's rule: not once a timeout resent
+        /// it), from `snd.stall_from`: the time it was first sent, which is what that
+        /// field holds for the SYN (nothing else reads it before the handshake is
+        /// done).
+        SYN_TIMED = 0,
+        /// Both sides agreed on SACK: our ACKs carry SACK blocks (RFC 2018).
+        SACK_OK = 1,
+        /// Both sides agreed on window scaling.
+        WS_OK = 2,
+        /// The connection began with an active open (it came through SYN-SENT): a RST
+        /// in SYN-RECEIVED then means "connection refused" (§3.10.7.4).
+        ACTIVE_OPEN = 3,
+    }
 }
 
 impl SendSeq {
@@ -608,14 +672,19 @@ pub struct TcbLimits {
     /// Take the short paths for the common segment (header prediction in `input.rs`)
     /// where they apply. Always on but in the tests that compare both paths.
     fast_paths: bool,
-    /// A new connection's RTT estimator, its bounds converted from `Duration` once
-    /// here rather than for every connection.
+    /// The RTO bounds, converted from `Duration` once here rather than for every
+    /// connection, and kept here rather than in every connection's estimator.
+    rto: RtoBounds,
+    /// A new connection's RTT estimator.
     rtt: RttEstimator,
+    /// The engine's address: our end of every connection.
+    local_ip: Ipv4Addr,
 }
 
 impl TcbLimits {
     /// What connections under `cfg` consult during their life.
     pub fn new(cfg: &TcpConfig) -> TcbLimits {
+        let rto = RtoBounds::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto);
         TcbLimits {
             max_retries: cfg.max_retries,
             max_syn_retries: cfg.max_syn_retries,
@@ -633,8 +702,16 @@ impl TcbLimits {
             timestamps: cfg.timestamps,
             sack: cfg.sack,
             fast_paths: true,
-            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            rto,
+            rtt: RttEstimator::new(&rto),
+            local_ip: Ipv4Addr::UNSPECIFIED,
         }
+    }
+
+    /// The same limits for an engine at `ip`.
+    pub fn at(mut self, ip: Ipv4Addr) -> TcbLimits {
+        self.local_ip = ip;
+        self
     }
 
     /// The same limits with the fast paths off: every segment takes the general path
@@ -677,13 +754,9 @@ impl Tcb {
     pub fn state(&self) -> State {
         self.state
     }
-    /// Our end of the connection.
-    pub fn local(&self) -> SocketAddrV4 {
-        self.local
-    }
-    /// The peer's end.
-    pub fn remote(&self) -> SocketAddrV4 {
-        self.remote
+    /// Our address (the port is in the engine's flow key).
+    pub fn local_ip(&self) -> Ipv4Addr {
+        self.cfg.local_ip
     }
     pub(crate) fn send_buffer(&self) -> &SendBuffer {
         &self.snd.buf
@@ -736,7 +809,7 @@ impl Tcb {
     }
     /// Both sides agreed on SACK (RFC 2018).
     pub fn sack_enabled(&self) -> bool {
-        self.sack_ok
+        self.flags.has(ConnFlags::SACK_OK)
     }
     /// Window-scale shifts (the peer's, ours); zeros unless both sides agreed.
     pub fn window_scales(&self) -> (u8, u8) {
@@ -976,30 +1049,30 @@ impl Tcb {
     /// Report the duplicate `range` in the next ACK (D-SACK, RFC 2883 §4).
     fn queue_dsack(&mut self, range: (SeqNum, SeqNum)) {
         self.timers.extra_mut().dsack = Some(range);
-        self.pending.dsack = true;
+        self.pending.set(PendingOutput::DSACK);
     }
 
     #[inline]
     fn take_pending_dsack(&mut self) -> Option<(SeqNum, SeqNum)> {
-        if !self.pending.dsack {
+        if !self.pending.has(PendingOutput::DSACK) {
             return None;
         }
-        self.pending.dsack = false;
+        self.pending.clear(PendingOutput::DSACK);
         self.timers.extra_if_set()?.dsack.take()
     }
 
     /// Send a RST `<SEQ=seq><ACK=ack>` (with ACK when `ack` is given).
     fn queue_rst(&mut self, seq: SeqNum, ack: Option<SeqNum>) {
         self.timers.extra_mut().rst = Some((seq, ack));
-        self.pending.rst = true;
+        self.pending.set(PendingOutput::RST);
     }
 
     #[inline]
     fn take_pending_rst(&mut self) -> Option<(SeqNum, Option<SeqNum>)> {
-        if !self.pending.rst {
+        if !self.pending.has(PendingOutput::RST) {
             return None;
         }
-        self.pending.rst = false;
+        self.pending.clear(PendingOutput::RST);
         self.timers.extra_if_set()?.rst.take()
     }
 
@@ -1042,7 +1115,7 @@ impl Tcb {
 
     /// The engine's rate limiter allowed a challenge ACK (RFC 5961 §7).
     pub fn send_challenge_ack(&mut self) {
-        self.pending.ack_now = true;
+        self.pending.set(PendingOutput::ACK_NOW);
     }
 
     /// Hand back the part of a directly delivered payload the application did not
@@ -1059,29 +1132,35 @@ impl Tcb {
         self.maybe_window_update();
     }
 
-    /// Whether the send buffer keeps an empty ring for the next response (see
-    /// [`SendBuffer`]'s memory rules).
+    /// Whether the connection keeps, with nothing in flight, what it sends its next
+    /// response with: an empty send ring (see [`SendBuffer`]'s memory rules) or its
+    /// flight block (`flight.rs`). The engine lists such connections for its idle
+    /// sweep ([`Tcb::release_idle_send_ring`]).
     pub fn holds_idle_send_ring(&self) -> bool {
-        self.snd.buf.holds_empty_ring()
+        self.snd.buf.holds_empty_ring() || (self.flight.is_some() && self.snd.una == self.snd.max)
     }
 
-    /// Give back the empty ring the send buffer keeps if nothing was sent since
-    /// `quiet_since`; returns whether the connection still keeps one.
+    /// Give back the empty ring the send buffer keeps and the flight block, if nothing
+    /// was sent since `quiet_since`; returns whether the connection still keeps either
+    /// (a flight block stays while something in it is still in use, say a recovery
+    /// point not passed yet: rare, and retried at the next sweep).
     pub fn release_idle_send_ring(&mut self, quiet_since: Instant, pool: &mut RingPool) -> bool {
-        if !self.snd.buf.holds_empty_ring() {
+        if !self.holds_idle_send_ring() {
             return false;
         }
         if self.last_send > quiet_since {
             return true;
         }
         self.snd.buf.release_idle_ring(pool);
-        false
+        self.end_flight(pool);
+        self.flight.is_some()
     }
 
     /// Give both buffers' storage back to `pool`: the block is going away (closed, or
     /// replaced by a compact TIME-WAIT entry). A block dropped without this frees its
     /// storage to the allocator instead.
     pub fn release_buffers(&mut self, pool: &mut RingPool) {
+        self.drop_flight(pool);
         self.snd.buf.release(pool);
         self.rcv.buf.release(pool);
     }
@@ -1096,7 +1175,7 @@ impl Tcb {
         let grown = edge.since(self.rcv.adv);
         let threshold = self.rcv.sws_threshold();
         if grown >= threshold && self.rcv.adv.since(self.rcv.nxt) < threshold {
-            self.pending.ack_now = true;
+            self.pending.set(PendingOutput::ACK_NOW);
         }
     }
 
@@ -1106,12 +1185,14 @@ impl Tcb {
         self.state = State::Closed;
         self.events.closed = Some(reason);
         self.timers.stop_all();
-        self.pending.ack_now = false;
-        self.pending.syn = false;
-        self.pending.probe = false;
-        self.pending.tlp = false;
-        self.board.clear();
-        self.pending.keepalive_probe = false;
+        self.pending.clear(PendingOutput::ACK_NOW);
+        self.pending.clear(PendingOutput::SYN);
+        self.pending.clear(PendingOutput::PROBE);
+        self.pending.clear(PendingOutput::TLP);
+        if let Some(flight) = self.flight.as_deref_mut() {
+            flight.board.clear();
+        }
+        self.pending.clear(PendingOutput::KEEPALIVE_PROBE);
     }
 }
 
@@ -1124,6 +1205,7 @@ impl Tcb {
         let r = &self.rcv;
         let rec = &self.recovery;
         let p = &self.pending;
+        let f = self.flight();
         format!(
             "{:?} snd[iss {:?} una {:?} nxt {:?} max {:?} wnd {} wl1 {:?} wl2 {:?} max_wnd {} \
              ws {} mss {} tso {} buf {:?} syn_acked {} fin_q {} fin {:?} pp {} pb {} sp {} \
@@ -1131,7 +1213,7 @@ impl Tcb {
              closed {} du {:?} mss {} unacked {} offer {}] rec[dup {} in {} recover {:?} \
              retries {} rescued {} tlp {:?} probes {} cold {:?}] pend[{} {} {} {} {} {:?} \
              {:?}] timers {:?} rtt {:?} rtt_seq {:?} cc {:?} board {:?} cwl {} ls {:?} \
-             lr {:?} ln {:?} ka {} ut {:?} lia {:?} ts {:?} sack {} ws {} ao {} ev {:?} ww {}",
+             lr {:?} ln {:?} st {} ka {} ut {:?} lia {:?} ts {:?} sack {} ws {} ao {} ev {:?} ww {}",
             self.state,
             s.iss,
             s.una,
@@ -1177,35 +1259,36 @@ impl Tcb {
             r.offer,
             rec.dupacks,
             rec.in_recovery,
-            rec.recover,
+            f.recover,
             rec.retries,
             rec.rescued,
-            rec.tlp,
+            f.tlp,
             rec.probes,
             rec.cold,
-            p.syn,
-            p.ack_now,
-            p.probe,
-            p.keepalive_probe,
-            p.tlp,
+            p.has(PendingOutput::SYN),
+            p.has(PendingOutput::ACK_NOW),
+            p.has(PendingOutput::PROBE),
+            p.has(PendingOutput::KEEPALIVE_PROBE),
+            p.has(PendingOutput::TLP),
             self.timers.extra().and_then(|r| r.dsack),
             self.timers.extra().and_then(|r| r.rst),
             self.timers,
             self.rtt,
-            self.rtt_seq,
+            f.rtt_seq,
             self.cc,
-            self.board,
+            (self.flight.is_some(), &f.board, self.rack),
             self.cwnd_limited,
             self.last_send,
             self.last_recv,
             self.last_now,
+            self.flags.has(ConnFlags::SYN_TIMED),
             self.keepalive_sent,
             self.user_timeout(),
             self.last_invalid_ack(),
             self.ts,
-            self.sack_ok,
-            self.ws_ok,
-            self.active_open,
+            self.flags.has(ConnFlags::SACK_OK),
+            self.flags.has(ConnFlags::WS_OK),
+            self.flags.has(ConnFlags::ACTIVE_OPEN),
             self.events,
             self.want_writable,
         )
@@ -1216,6 +1299,7 @@ impl Tcb {
 /// (`engine/memory_tests.rs`) and the README table it backs.
 #[cfg(test)]
 pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
+    use super::scoreboard::Scoreboard;
     use std::mem::size_of;
     vec![
         ("SendSeq (incl. SendBuffer)", size_of::<SendSeq>()),
@@ -1231,7 +1315,9 @@ pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
         ),
         ("RttEstimator", size_of::<RttEstimator>()),
         ("Cc", size_of::<Cc>()),
-        ("Scoreboard", size_of::<Scoreboard>()),
+        ("Scoreboard (in the flight block)", size_of::<Scoreboard>()),
+        ("Flight (while sending)", size_of::<Flight>()),
+        ("RackKeep", size_of::<RackKeep>()),
         ("  ColdRecovery (while in use)", size_of::<ColdRecovery>()),
         ("Option<Timestamps>", size_of::<Option<Timestamps>>()),
         ("TcbLimits (shared)", size_of::<TcbLimits>()),
@@ -1243,8 +1329,6 @@ impl std::fmt::Debug for Tcb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tcb")
             .field("state", &self.state)
-            .field("local", &self.local)
-            .field("remote", &self.remote)
             .field("snd_una", &self.snd.una)
             .field("snd_nxt", &self.snd.nxt)
             .field("snd_max", &self.snd.max)

@@ -7,13 +7,14 @@ use std::rc::Rc;
 
 use super::timer_table::TimerTable;
 use super::{
-    Events, PendingOutput, RareState, Recovery, RecvSeq, SendSeq, State, SynOptions, Tcb,
-    TcbLimits, Timestamps,
+    ConnFlags, Events, PendingOutput, RareState, Recovery, RecvSeq, SendSeq, State, SynOptions,
+    Tcb, TcbLimits, Timestamps,
 };
 use crate::tcp::cc::{Cc, CongestionControl};
 use crate::tcp::config::TcpConfig;
 use crate::tcp::options::{DEFAULT_MSS, TS_OPTION_LEN};
 use crate::tcp::recv_buffer::RecvBuffer;
+use crate::tcp::scoreboard::RackKeep;
 use crate::tcp::segment::Segment;
 use crate::tcp::send_buffer::SendBuffer;
 use crate::tcp::seq::SeqNum;
@@ -22,9 +23,9 @@ use crate::time::Instant;
 /// What every new connection is created with, whichever way it opens.
 #[derive(Debug, Clone)]
 pub struct Opening<'a> {
-    /// Our end of the connection.
+    /// Our end of the connection (the block does not keep it: see [`TcbLimits::at`]).
     pub local: SocketAddrV4,
-    /// The peer's end.
+    /// The peer's end (the block does not keep it: the engine's flow key does).
     pub remote: SocketAddrV4,
     /// Our initial sequence number (RFC 9293 §3.4.1; RFC 6528).
     pub iss: SeqNum,
@@ -62,9 +63,10 @@ impl Tcb {
     /// A block in CLOSED with nothing sent or received; [`Tcb::open`] moves it into its
     /// first state.
     pub(crate) fn new(p: &Opening<'_>) -> Tcb {
+        // The addresses stay with the engine (its flow key and the limits' address).
         let &Opening {
-            local,
-            remote,
+            local: _,
+            remote: _,
             iss,
             our_mss,
             now,
@@ -114,22 +116,12 @@ impl Tcb {
             recovery: Recovery {
                 dupacks: 0,
                 in_recovery: false,
-                recover: None,
                 retries: 0,
                 rescued: false,
-                tlp: None,
                 probes: 0,
                 cold: None,
             },
-            pending: PendingOutput {
-                syn: false,
-                ack_now: false,
-                probe: false,
-                keepalive_probe: false,
-                tlp: false,
-                dsack: false,
-                rst: false,
-            },
+            pending: PendingOutput::NONE,
             timers: {
                 let mut timers: TimerTable<RareState> = TimerTable::default();
                 if cfg.user_timeout.is_some() {
@@ -138,7 +130,6 @@ impl Tcb {
                 timers
             },
             rtt: limits.rtt,
-            rtt_seq: None,
             // Sized for the MSS the handshake most often settles on (ours, less the
             // timestamp option when we offer it), so that `negotiate` usually finds
             // nothing to change.
@@ -146,19 +137,16 @@ impl Tcb {
                 cfg.congestion_control,
                 smss.saturating_sub(if cfg.timestamps { TS_OPTION_LEN } else { 0 }),
             ),
-            board: Default::default(),
+            flight: None,
+            rack: RackKeep::default(),
+            flags: ConnFlags::NONE,
             cwnd_limited: false,
+            want_writable: false,
             last_send: now,
             last_recv: now,
             last_now: now,
             keepalive_sent: 0,
             ts: None,
-            sack_ok: false,
-            ws_ok: false,
-            active_open: false,
-            want_writable: false,
-            local,
-            remote,
             events: Events::default(),
             cfg: Rc::clone(limits),
         }
@@ -202,7 +190,7 @@ impl Tcb {
     fn open_active(&mut self, p: &Opening<'_>) {
         let (now, cfg) = (p.now, p.cfg);
         self.state = State::SynSent;
-        self.active_open = true;
+        self.flags.set(ConnFlags::ACTIVE_OPEN);
         self.rcv.wscale = if cfg.window_scaling {
             cfg.rcv_wscale()
         } else {
@@ -215,7 +203,7 @@ impl Tcb {
                 offset: p.ts_offset,
             });
         }
-        self.pending.syn = true;
+        self.pending.set(PendingOutput::SYN);
     }
 
     fn open_passive(&mut self, p: &Opening<'_>, syn: &Segment) {
@@ -228,7 +216,7 @@ impl Tcb {
         self.snd.wnd = u32::from(syn.window);
         self.snd.max_wnd = self.snd.wnd;
         self.snd.wl1 = syn.seq;
-        self.pending.syn = true;
+        self.pending.set(PendingOutput::SYN);
     }
 
     fn open_from_cookie(&mut self, p: &Opening<'_>, ack: &Segment, opts: SynOptions) {
@@ -257,7 +245,7 @@ impl Tcb {
         let peer_mss = peer.mss.unwrap_or(DEFAULT_MSS).max(64);
         match (self.cfg.window_scaling, peer.wscale) {
             (true, Some(ws)) => {
-                self.ws_ok = true;
+                self.flags.set(ConnFlags::WS_OK);
                 self.snd.wscale = ws.min(14);
                 self.rcv.wscale = self.rcv.wscale_for_buffer();
             }
@@ -266,7 +254,8 @@ impl Tcb {
                 self.rcv.wscale = 0;
             }
         }
-        self.sack_ok = self.cfg.sack && peer.sack_permitted;
+        self.flags
+            .put(ConnFlags::SACK_OK, self.cfg.sack && peer.sack_permitted);
         self.ts = match (self.cfg.timestamps, peer.timestamp) {
             (true, Some((tsval, _))) => Some(Timestamps {
                 recent: tsval,

@@ -4,6 +4,7 @@
 //! SACK blocks (RFC 2018).
 
 use super::timer_table::Timer;
+use super::{ConnFlags, PendingOutput};
 use super::{State, Tcb};
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::options::ts_clock;
@@ -50,15 +51,17 @@ impl Tcb {
         }
         if seg.ack.is_some() {
             self.rcv.last_ack_sent = self.rcv.nxt;
-            self.pending.ack_now = false;
+            self.pending.clear(PendingOutput::ACK_NOW);
             self.rcv.unacked_segs = 0;
             self.timers.stop(Timer::DelayedAck);
-            let dsack = self.take_pending_dsack().filter(|_| self.sack_ok);
+            let dsack = self
+                .take_pending_dsack()
+                .filter(|_| self.flags.has(ConnFlags::SACK_OK));
             if let Some((l, r)) = dsack {
                 // RFC 2883 §4: the duplicate goes first, the usual blocks after it.
                 seg.sack[0] = Some((l.0, r.0));
             }
-            if self.sack_ok && self.rcv.buf.has_out_of_order() {
+            if self.flags.has(ConnFlags::SACK_OK) && self.rcv.buf.has_out_of_order() {
                 let mut ranges = [(0u32, 0u32); 3];
                 let n = self.rcv.buf.sack_ranges(&mut ranges);
                 let base = self.rcv.nxt;
@@ -72,10 +75,10 @@ impl Tcb {
 
     /// Bytes the SACK option adds to a segment sent now (RFC 2018 §3, padded to 4).
     fn sack_option_len(&self) -> usize {
-        if !self.sack_ok {
+        if !self.flags.has(ConnFlags::SACK_OK) {
             return 0;
         }
-        let dsack = self.pending.dsack as usize;
+        let dsack = self.pending.has(PendingOutput::DSACK) as usize;
         let n = if self.rcv.buf.has_out_of_order() {
             let mut ranges = [(0u32, 0u32); 3];
             self.rcv.buf.sack_ranges(&mut ranges)
@@ -90,6 +93,7 @@ impl Tcb {
 
     /// Payload bytes of a full-sized segment sent now: Eff.snd.MSS less the SACK
     /// blocks it carries.
+    #[inline]
     pub(super) fn max_payload(&self) -> usize {
         self.snd.mss().saturating_sub(self.sack_option_len()).max(1)
     }
@@ -97,7 +101,7 @@ impl Tcb {
     /// The most new data one TSO super-frame carries: whole segments of `mss` bytes, at
     /// least one.
     fn tso_burst(&self, mss: usize) -> usize {
-        if self.pending.dsack {
+        if self.pending.has(PendingOutput::DSACK) {
             // The device would copy the D-SACK into every segment it cuts; RFC 2883 §4
             // reports each duplicate once.
             return mss;
@@ -113,6 +117,7 @@ impl Tcb {
         // What the receive buffer offers does not change while segments are built.
         self.rcv.offer = u32::try_from(self.rcv.buf.offer(pool)).unwrap_or(u32::MAX);
         self.last_now = now;
+        self.start_flight(pool);
         if self.cfg.fast_paths && self.transmit_predicted(now, out) {
             return;
         }
@@ -127,11 +132,11 @@ impl Tcb {
         match self.state {
             State::Closed | State::Listen => return,
             State::SynSent | State::SynReceived => {
-                if self.pending.syn {
-                    self.pending.syn = false;
+                if self.pending.has(PendingOutput::SYN) {
+                    self.pending.clear(PendingOutput::SYN);
                     self.send_syn(now, out);
                 }
-                if self.state == State::SynReceived && self.pending.ack_now {
+                if self.state == State::SynReceived && self.pending.has(PendingOutput::ACK_NOW) {
                     self.push_ack(now, self.snd.nxt, out);
                 }
                 return;
@@ -140,8 +145,8 @@ impl Tcb {
         }
         let sent_before = out.len();
 
-        if self.pending.tlp {
-            self.pending.tlp = false;
+        if self.pending.has(PendingOutput::TLP) {
+            self.pending.clear(PendingOutput::TLP);
             self.send_tlp(now, out);
         }
         // RFC 6675 §5 NextSeg: repair what is lost first (rule 1), then new data (rule 2),
@@ -155,8 +160,8 @@ impl Tcb {
             self.arm_tlp(now);
         }
 
-        if self.pending.probe {
-            self.pending.probe = false;
+        if self.pending.has(PendingOutput::PROBE) {
+            self.pending.clear(PendingOutput::PROBE);
             if self.snd.wnd == 0 {
                 // Zero-window probe: one byte (or the FIN) at SND.UNA, beyond the window.
                 self.send_segment_at(now, self.snd.una, 1, true, out);
@@ -183,12 +188,12 @@ impl Tcb {
             self.timers
                 .set(Timer::Persist, now.plus_micros(self.rtt.rto_us()));
         }
-        if self.pending.keepalive_probe {
-            self.pending.keepalive_probe = false;
+        if self.pending.has(PendingOutput::KEEPALIVE_PROBE) {
+            self.pending.clear(PendingOutput::KEEPALIVE_PROBE);
             // RFC 1122 §4.2.3.6: SEG.SEQ = SND.UNA-1, no data; the peer answers with an ACK.
             self.push_ack(now, self.snd.una - 1usize, out);
         }
-        if self.pending.ack_now && out.len() == sent_before {
+        if self.pending.has(PendingOutput::ACK_NOW) && out.len() == sent_before {
             self.push_bare_ack(now, out);
         }
     }
@@ -236,10 +241,14 @@ impl Tcb {
             ..Default::default()
         };
         // In a SYN-ACK, offer only what the peer offered (RFC 7323 §2.2, RFC 2018 §2).
-        if self.cfg.window_scaling && (!passive || self.ws_ok) {
+        if self.cfg.window_scaling && (!passive || self.flags.has(ConnFlags::WS_OK)) {
             seg.wscale = Some(self.rcv.wscale);
         }
-        seg.sack_permitted = if passive { self.sack_ok } else { self.cfg.sack };
+        seg.sack_permitted = if passive {
+            self.flags.has(ConnFlags::SACK_OK)
+        } else {
+            self.cfg.sack
+        };
         // Timestamps: offered in a SYN when configured, echoed in a SYN-ACK only when the
         // peer offered them; `advertise` fills them in from `self.ts`.
         self.advertise(&mut seg, now);
@@ -247,10 +256,13 @@ impl Tcb {
         self.snd.nxt = self.snd.iss + 1;
         self.snd.max = self.snd.max.max(self.snd.nxt);
         self.last_send = now;
-        if self.recovery.retries == 0 && self.rtt_seq.is_none() {
-            self.rtt_seq = Some((self.snd.nxt, now));
+        // Timed without a flight block (see `syn_timed`), so that a handshake takes
+        // none.
+        if self.recovery.retries == 0 && !self.flags.has(ConnFlags::SYN_TIMED) {
+            self.flags.set(ConnFlags::SYN_TIMED);
+            self.snd.stall_from = now;
         } else if self.recovery.retries > 0 {
-            self.rtt_seq = None;
+            self.flags.clear(ConnFlags::SYN_TIMED);
         }
         self.timers
             .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
@@ -279,8 +291,8 @@ impl Tcb {
     /// Retransmit what the scoreboard says is lost, as congestion control allows
     /// (NextSeg rule 1).
     fn send_lost(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
-        while self.board.lost_bytes() > 0 && self.cc_room() > 0 {
-            let Some((start, end)) = self.board.next_lost(self.max_payload()) else {
+        while self.flight().board.lost_bytes() > 0 && self.cc_room() > 0 {
+            let Some((start, end)) = self.flight().board.next_lost(self.max_payload()) else {
                 break;
             };
             let before = out.len();
@@ -294,13 +306,14 @@ impl Tcb {
     /// NextSeg rule 4 (RFC 6675 §4): once per recovery, when nothing lost or new can go,
     /// resend the highest segment not SACKed so a lost tail cannot wait for a timeout.
     fn send_rescue(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
-        if self.cc_room() == 0 || self.board.lost_bytes() > 0 || self.snd.unsent_data() > 0 {
+        if self.cc_room() == 0 || self.flight().board.lost_bytes() > 0 || self.snd.unsent_data() > 0
+        {
             return;
         }
-        if self.board.sacked_bytes() == 0 {
+        if self.flight().board.sacked_bytes() == 0 {
             return;
         }
-        if let Some((start, end)) = self.board.rescue(self.max_payload()) {
+        if let Some((start, end)) = self.flight().board.rescue(self.max_payload()) {
             self.recovery.rescued = true;
             self.send_segment_at(now, start, end.since(start), false, out);
         }
@@ -316,14 +329,14 @@ impl Tcb {
         let before = out.len();
         let mss = self.max_payload();
         let unsent = self.snd.unsent_data();
-        let lost = self.board.next_lost(mss);
+        let lost = self.flight().board.next_lost(mss);
         let retrans = if let Some((start, end)) = lost {
             self.send_segment_at(now, start, end.since(start), false, out);
             true
         } else if unsent > 0 && self.rwnd_room() >= unsent.min(mss) {
             self.send_segment_at(now, self.snd.nxt, mss, false, out);
             false
-        } else if let Some((start, end)) = self.board.last(mss) {
+        } else if let Some((start, end)) = self.flight().board.last(mss) {
             self.send_segment_at(now, start, end.since(start), false, out);
             true
         } else {
@@ -332,7 +345,7 @@ impl Tcb {
         if out.len() > before {
             self.recovery.counters().tlps += 1;
             self.recovery.probes += 1;
-            self.recovery.tlp = Some((self.snd.max, retrans));
+            self.flight_mut().tlp = Some((self.snd.max, retrans));
             self.timers
                 .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
         }
@@ -440,8 +453,8 @@ impl Tcb {
                 self.snd.stall_from = now;
             }
             // Karn's rule: time only segments that carry nothing sent before.
-            if self.rtt_seq.is_none() && seq >= self.snd.max {
-                self.rtt_seq = Some((end, now));
+            if self.flight().rtt_seq.is_none() && seq >= self.snd.max {
+                self.flight_mut().rtt_seq = Some((end, now));
             }
             self.snd.max = end;
         } else {
@@ -457,11 +470,11 @@ impl Tcb {
                 }
             }
             // Karn: a retransmission covering the timed segment spoils its sample.
-            if self.rtt_seq.is_some_and(|(timed, _)| seq < timed) {
-                self.rtt_seq = None;
+            if self.flight().rtt_seq.is_some_and(|(timed, _)| seq < timed) {
+                self.set_rtt_seq(None);
             }
         }
-        self.board.on_transmit(seq, end, now);
+        self.flight_mut().board.on_transmit(seq, end, now);
         if !probe && self.recovery.in_recovery {
             let sent = end.since(seq);
             let prr = self.recovery.prr_mut();

@@ -5,6 +5,7 @@
 //! Linux's tcp_orphan_retries). The deadlines
 //! themselves are kept in `timer_table.rs`.
 
+use super::PendingOutput;
 use std::time::Duration;
 
 use super::timer_table::Timer;
@@ -53,7 +54,7 @@ impl Tcb {
             self.on_give_up();
         }
         if self.timers.take_expired(Timer::DelayedAck, now) {
-            self.pending.ack_now = true;
+            self.pending.set(PendingOutput::ACK_NOW);
         }
         if self.timers.take_expired(Timer::Keepalive, now) {
             self.on_keepalive(now);
@@ -77,8 +78,8 @@ impl Tcb {
                     return;
                 }
                 self.recovery.retries = self.recovery.retries.saturating_add(1);
-                self.rtt.backoff();
-                self.pending.syn = true;
+                self.rtt.backoff(&self.cfg.rto);
+                self.pending.set(PendingOutput::SYN);
                 self.snd.nxt = self.snd.iss;
             }
             State::Closed | State::Listen | State::TimeWait => {}
@@ -103,24 +104,26 @@ impl Tcb {
                 let first = self.recovery.retries == 1 && !self.recovery.in_recovery;
                 self.cc.on_rto(flight, first, now);
                 self.recovery.counters().rtos += 1;
-                self.rtt.backoff();
+                self.rtt.backoff(&self.cfg.rto);
                 self.recovery.in_recovery = false;
-                self.recovery.recover = Some(self.snd.max);
+                self.flight_mut().recover = Some(self.snd.max);
                 self.recovery.dupacks = 0;
-                self.recovery.tlp = None;
+                self.set_tlp(None);
                 if first {
                     self.recovery.set_undo(Some(super::Undo {
-                        retrans: self.board.retransmissions_in_flight(),
+                        retrans: self.flight().board.retransmissions_in_flight(),
                         ..Default::default()
                     }));
                 }
-                self.rtt_seq = None;
+                self.set_rtt_seq(None);
                 self.timers.stop(Timer::Tlp);
                 self.timers.stop(Timer::Reorder);
                 // Everything not SACKed is lost (RFC 6675 §5.1): resent in order from
                 // SND.UNA as the (now one-segment) window allows.
-                self.board.renege_if_head_sacked();
-                self.board.mark_all_lost();
+                if let Some(board) = self.board_if_any() {
+                    board.renege_if_head_sacked();
+                    board.mark_all_lost();
+                }
             }
         }
     }
@@ -132,10 +135,10 @@ impl Tcb {
             return;
         }
         self.detect_loss(now, false);
-        if self.board.lost_bytes() == 0 {
+        if self.flight().board.lost_bytes() == 0 {
             return;
         }
-        if !self.recovery.in_recovery && self.recovery.recover.is_none_or(|r| self.snd.una >= r) {
+        if !self.recovery.in_recovery && self.flight().recover.is_none_or(|r| self.snd.una >= r) {
             self.enter_recovery(now);
         }
         if self.recovery.in_recovery {
@@ -146,7 +149,7 @@ impl Tcb {
     /// The probe timeout (RFC 8985 §7.3): send a tail loss probe.
     fn on_tlp_timeout(&mut self, now: Instant) {
         if self.snd.max != self.snd.una {
-            self.pending.tlp = true;
+            self.pending.set(PendingOutput::TLP);
             // The probe goes instead of a timeout due at the same moment (§7.2 caps
             // the PTO at the RTO); the RTO is armed afresh behind it.
             self.timers
@@ -188,7 +191,7 @@ impl Tcb {
                 self.snd.stalled_probes = self.snd.stalled_probes.saturating_add(1);
                 self.arm_give_up();
             }
-            self.pending.probe = true;
+            self.pending.set(PendingOutput::PROBE);
             self.snd.persist_backoff = (self.snd.persist_backoff + 1).min(16);
         }
     }
@@ -211,7 +214,7 @@ impl Tcb {
         }
         if self.state.is_synchronized() && self.state != State::TimeWait {
             self.keepalive_sent = self.keepalive_sent.saturating_add(1);
-            self.pending.keepalive_probe = true;
+            self.pending.set(PendingOutput::KEEPALIVE_PROBE);
             self.timers.set(Timer::Keepalive, now + ka.interval);
         }
     }
