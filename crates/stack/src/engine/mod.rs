@@ -49,7 +49,7 @@ use crate::tcp::seq::SeqNum;
 use crate::tcp::tcb::{Open, Opening, State, Tcb, TcbLimits};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerWheel;
-use flows::Flows;
+use flows::{Flow, Flows};
 use listen::Listeners;
 use ports::PortSearch;
 use timewait::TimeWait;
@@ -274,7 +274,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 ports.clone(),
             ),
             listeners: Listeners::default(),
-            time_wait: TimeWait::new(cfg.max_time_wait, ports.clone()),
+            time_wait: TimeWait::new(cfg.max_time_wait),
             orphans: Default::default(),
             timers: TimerWheel::new(now, std::time::Duration::from_millis(1), TIMER_SLOTS),
             arp: crate::arp::ArpCache::new(cfg.arp.clone()),
@@ -526,7 +526,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let tcb = &mut self.app[index].tcb;
         tcb.open(&opening, how);
         tcb.set_tso(self.tso_payload);
-        self.flows.insert(key, id.index());
+        if let Some(Flow::TimeWait(slot)) = self.flows.insert(key, Flow::Conn(id.index())) {
+            // A cookie ACK on a pair whose TIME-WAIT entry a RST closed: the entry goes
+            // (a SYN reopening a pair removed it already).
+            self.time_wait.replaced(slot);
+        }
         self.mark_dirty(index);
         id
     }
