@@ -485,10 +485,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// application's state for active opens. A passive open counts against its
     /// listener's backlog (`half_open`) until it completes or dies.
     ///
-    /// The block goes into the table fresh from [`Tcb::new`] and is opened in its slot
-    /// ([`Tcb::open`]), through inlined inserts: it is hundreds of bytes, and every move
-    /// by value is a copy. Built by `Tcb::accept_syn` and handed down by value it was
-    /// copied five times per passive open; now twice, into the block and into the slot
+    /// The block is built in its table slot, fresh from [`Tcb::new`], by a closure the
+    /// table calls once the slot is found ([`AppCore::insert_with`]), and opened there
+    /// ([`Tcb::open`]): it is hundreds of bytes, and every move by value is a copy.
+    /// Built by `Tcb::accept_syn` and handed down by value it was copied five times per
+    /// passive open; built beside the table and moved in, twice; now once
     /// (`scripts/callgrind-conn.sh`).
     fn insert_conn(
         &mut self,
@@ -510,18 +511,20 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             cfg: &self.cfg.tcp,
             limits: Rc::clone(&self.tcb_limits),
         };
-        let block = Block {
+        let next_hop = self.cfg.next_hop(key.remote_ip);
+        let half_open = matches!(how, Open::Passive(_));
+        let make = || Block {
             tcb: Tcb::new(&opening),
             key,
             mac,
-            next_hop: self.cfg.next_hop(key.remote_ip),
+            next_hop,
             timer_at: Instant::FAR_FUTURE,
             dirty: false,
-            half_open: matches!(how, Open::Passive(_)),
+            half_open,
             orphan: false,
             ring_listed: false,
         };
-        let id = self.app.insert(block, app);
+        let id = self.app.insert_with(make, app);
         let index = id.index() as usize;
         let tcb = &mut self.app[index].tcb;
         tcb.open(&opening, how);
