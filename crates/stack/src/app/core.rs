@@ -187,6 +187,12 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     /// than copied there through each call.
     #[inline]
     pub fn insert(&mut self, conn: C, app: Option<H::Conn>) -> ConnId {
+        self.insert_with(|| conn, app)
+    }
+
+    /// [`insert`](Self::insert) of the connection `make` builds, in its slot.
+    #[inline]
+    pub fn insert_with(&mut self, make: impl FnOnce() -> C, app: Option<H::Conn>) -> ConnId {
         // Backends refuse new connections first ([`AppCore::is_full`], `may_open`).
         debug_assert!(!self.is_full(), "insert into a full connection table");
         let id = self.next_id();
@@ -194,8 +200,8 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
         if self.next_generation == 0 {
             self.next_generation = 1;
         }
-        let index = self.slots.insert(Slot {
-            conn,
+        let index = self.slots.insert_with(|| Slot {
+            conn: make(),
             app,
             generation: id.generation(),
             ended: false,

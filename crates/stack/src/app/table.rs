@@ -37,17 +37,26 @@ impl<T> Table<T> {
         self.len == 0
     }
 
-    /// The key the next [`insert`](Self::insert) returns.
+    /// The key the next [`insert_with`](Self::insert_with) returns.
     pub(crate) fn vacant_key(&self) -> usize {
         self.next_free
     }
 
-    #[inline]
+    /// Store `value`; its key. (The engine builds its blocks in place through
+    /// [`insert_with`](Self::insert_with).)
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, value: T) -> usize {
+        self.insert_with(|| value)
+    }
+
+    /// [`insert`](Self::insert) of the value `make` builds, called once its entry is
+    /// found, so that a large value can be built where it goes.
+    #[inline]
+    pub(crate) fn insert_with(&mut self, make: impl FnOnce() -> T) -> usize {
         let key = self.next_free;
         match self.entries.get_mut(key) {
             None => {
-                self.entries.push(Entry::Occupied(value));
+                self.entries.push(Entry::Occupied(make()));
                 self.next_free = key + 1;
             }
             Some(entry) => {
@@ -55,7 +64,7 @@ impl<T> Table<T> {
                     unreachable!("the free list holds vacant entries only");
                 };
                 self.next_free = next;
-                *entry = Entry::Occupied(value);
+                *entry = Entry::Occupied(make());
             }
         }
         self.len += 1;

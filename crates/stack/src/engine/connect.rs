@@ -55,18 +55,16 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let range = &self.cfg.ephemeral_ports;
         let caps = self.dev.capabilities();
         let dest = (*remote.ip(), remote.port());
-        let held = Held::of(
-            self.flows.ports_in_use(dest),
-            self.time_wait.ports_in_use(dest),
-        );
-        let (flows, time_wait) = (&self.flows, &self.time_wait);
+        // The flow table holds both live connections and TIME-WAIT entries.
+        let held = Held::of(self.flows.ports_in_use(dest));
+        let flows = &self.flows;
         let is_free = |local_port: u16| {
             let key = FlowKey {
                 remote_ip: dest.0,
                 remote_port: dest.1,
                 local_port,
             };
-            !flows.contains_key(&key) && !time_wait.contains(&key)
+            !flows.contains_key(&key)
         };
         let (queue, queues) = (caps.queue, caps.queue_count.max(1));
         match (&caps.rss, queues > 1) {

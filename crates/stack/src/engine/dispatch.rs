@@ -149,7 +149,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     pub(super) fn run_timers(&mut self) {
-        self.time_wait.expire(self.now);
+        self.time_wait.expire(self.now, &mut self.flows);
         if self.timers.quiet(self.now) {
             // Nothing due in the wheel and no tick passed: no scratch vector to touch.
             return;

@@ -1,6 +1,12 @@
-//! The flow table: the 4-tuple (less our own address) of every live connection, to its
-//! block's slot, counting per remote endpoint the ephemeral ports it holds
-//! ([`PortUse`]) so that active opens know at once when a destination is out of ports.
+//! The flow table: the 4-tuple (less our own address) of every live connection and
+//! every TIME-WAIT entry, to the connection block's slot or the TIME-WAIT entry's
+//! ([`Flow`]), counting per remote endpoint the ephemeral ports it holds ([`PortUse`])
+//! so that active opens know at once when a destination is out of ports.
+//!
+//! One table for both, not a TIME-WAIT table beside it: a connection entering TIME-WAIT
+//! changes its bucket's value instead of leaving one table and entering the other, and
+//! a segment for no live connection (every SYN) is looked up once, not in each
+//! (`scripts/callgrind-conn.sh`).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -8,9 +14,47 @@ use std::hash::{BuildHasher, Hasher};
 use super::ports::{InUse, PortUse, Remote};
 use super::FlowKey;
 
-/// Live connections by flow. Its lookups have the `HashMap` signatures the receive path
-/// uses; inserts and removals keep the ephemeral-port counts in step. Slots are `u32`
-/// (an engine's are far fewer): a bucket is 12 bytes, not 16.
+/// What a flow maps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// A live connection: its block's slot in the connection table.
+    Conn(u32),
+    /// A TIME-WAIT entry: its slot in the TIME-WAIT table (see `timewait`).
+    TimeWait(u32),
+}
+
+/// The bit of a bucket's value that says [`Flow::TimeWait`]: the value is one `u32`, so
+/// that a bucket stays 12 bytes. Slots of either kind are far fewer than 2³¹.
+const TIME_WAIT_BIT: u32 = 1 << 31;
+
+impl Flow {
+    #[inline]
+    fn from_value(value: u32) -> Flow {
+        if value & TIME_WAIT_BIT == 0 {
+            Flow::Conn(value)
+        } else {
+            Flow::TimeWait(value & !TIME_WAIT_BIT)
+        }
+    }
+
+    #[inline]
+    fn value(self) -> u32 {
+        match self {
+            Flow::Conn(slot) => {
+                debug_assert!(slot < TIME_WAIT_BIT);
+                slot
+            }
+            Flow::TimeWait(slot) => {
+                debug_assert!(slot < TIME_WAIT_BIT);
+                slot | TIME_WAIT_BIT
+            }
+        }
+    }
+}
+
+/// Live connections and TIME-WAIT entries by flow. Inserts and removals keep the
+/// ephemeral-port counts in step; a flow going from a live connection to TIME-WAIT
+/// (or back, reopened) stays in the table and keeps its port.
 pub(crate) struct Flows {
     map: HashMap<FlowKey, u32, FlowHash>,
     ports: PortUse,
@@ -27,38 +71,48 @@ impl Flows {
     }
 
     #[inline]
-    pub(super) fn get(&self, key: &FlowKey) -> Option<&u32> {
-        self.map.get(key)
+    pub(super) fn get(&self, key: &FlowKey) -> Option<Flow> {
+        self.map.get(key).map(|&v| Flow::from_value(v))
     }
 
+    /// Whether a live connection or a TIME-WAIT entry holds `key`.
     pub(super) fn contains_key(&self, key: &FlowKey) -> bool {
         self.map.contains_key(key)
     }
 
-    /// Map `key` to `index`; the previous slot, if `key` had one.
-    pub(super) fn insert(&mut self, key: FlowKey, index: u32) -> Option<u32> {
-        let old = self.map.insert(key, index);
+    /// Map `key` to `flow`; what `key` mapped to before, if anything.
+    pub(super) fn insert(&mut self, key: FlowKey, flow: Flow) -> Option<Flow> {
+        let old = self.map.insert(key, flow.value());
         if old.is_none() {
             self.ports.added(&key);
         }
-        old
+        old.map(Flow::from_value)
     }
 
-    pub(super) fn remove(&mut self, key: &FlowKey) -> Option<u32> {
+    /// Map `key`, which the table holds, to `flow` instead (a connection entering
+    /// TIME-WAIT): one lookup, and the port stays counted.
+    pub(super) fn replace(&mut self, key: &FlowKey, flow: Flow) {
+        match self.map.get_mut(key) {
+            Some(value) => *value = flow.value(),
+            None => debug_assert!(false, "replacing a flow the table does not hold"),
+        }
+    }
+
+    pub(super) fn remove(&mut self, key: &FlowKey) -> Option<Flow> {
         let old = self.map.remove(key);
         if old.is_some() {
             self.ports.removed(key);
         }
-        old
+        old.map(Flow::from_value)
     }
 
-    /// Ephemeral ports the table holds towards `remote`.
+    /// Ephemeral ports the table holds towards `remote`, live and in TIME-WAIT.
     pub(super) fn ports_in_use(&self, remote: Remote) -> InUse {
         self.ports.get(remote)
     }
 }
 
-/// The flow tables' hash: a [`FlowKey`] is one 64-bit word, mixed with a keyed folded
+/// The flow table's hash: a [`FlowKey`] is one 64-bit word, mixed with a keyed folded
 /// multiply (the word, xored with a secret, times a secret odd constant as a 128-bit
 /// product, whose halves are xored; the core step of foldhash and ahash's fallback). One
 /// multiplication per lookup instead of ahash's rounds over three writes. The keys are

@@ -4,6 +4,7 @@
 
 use std::net::Ipv4Addr;
 
+use super::flows::Flow;
 use super::{timewait, Engine, FlowKey};
 use crate::app::Handler;
 use crate::drop::DropReason;
@@ -91,7 +92,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             remote_port: seg.src_port,
             local_port: seg.dst_port,
         };
-        if let Some(&index) = self.flows.get(&key) {
+        // One lookup for a live connection and a TIME-WAIT entry alike.
+        let flow = self.flows.get(&key);
+        if let Some(Flow::Conn(index)) = flow {
             return self.conn_input(index as usize, &seg, payload);
         }
         if let Some(owner) = self.flow_owner(&key) {
@@ -106,13 +109,17 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             return;
         }
         let mut iss_floor = None;
-        let verdict = self.time_wait.on_segment(
-            &key,
-            &seg,
-            self.now,
-            self.cfg.tcp.time_wait,
-            self.cfg.tcp.invalid_ack_interval,
-        );
+        let verdict = match flow {
+            Some(Flow::TimeWait(slot)) => self.time_wait.on_segment(
+                &mut self.flows,
+                slot,
+                &seg,
+                self.now,
+                self.cfg.tcp.time_wait,
+                self.cfg.tcp.invalid_ack_interval,
+            ),
+            _ => None,
+        };
         match verdict {
             None => {}
             Some(timewait::Verdict::Reply(tx)) => {

@@ -49,7 +49,7 @@ use crate::tcp::seq::SeqNum;
 use crate::tcp::tcb::{Open, Opening, State, Tcb, TcbLimits};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerWheel;
-use flows::Flows;
+use flows::{Flow, Flows};
 use listen::Listeners;
 use ports::PortSearch;
 use timewait::TimeWait;
@@ -274,7 +274,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 ports.clone(),
             ),
             listeners: Listeners::default(),
-            time_wait: TimeWait::new(cfg.max_time_wait, ports.clone()),
+            time_wait: TimeWait::new(cfg.max_time_wait),
             orphans: Default::default(),
             timers: TimerWheel::new(now, std::time::Duration::from_millis(1), TIMER_SLOTS),
             arp: crate::arp::ArpCache::new(cfg.arp.clone()),
@@ -486,10 +486,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// application's state for active opens. A passive open counts against its
     /// listener's backlog (`half_open`) until it completes or dies.
     ///
-    /// The block goes into the table fresh from [`Tcb::new`] and is opened in its slot
-    /// ([`Tcb::open`]), through inlined inserts: it is hundreds of bytes, and every move
-    /// by value is a copy. Built by `Tcb::accept_syn` and handed down by value it was
-    /// copied five times per passive open; now twice, into the block and into the slot
+    /// The block is built in its table slot, fresh from [`Tcb::new`], by a closure the
+    /// table calls once the slot is found ([`AppCore::insert_with`]), and opened there
+    /// ([`Tcb::open`]): it is hundreds of bytes, and every move by value is a copy.
+    /// Built by `Tcb::accept_syn` and handed down by value it was copied five times per
+    /// passive open; built beside the table and moved in, twice; now once
     /// (`scripts/callgrind-conn.sh`).
     fn insert_conn(
         &mut self,
@@ -511,23 +512,29 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             cfg: &self.cfg.tcp,
             limits: Rc::clone(&self.tcb_limits),
         };
-        let block = Block {
+        let next_hop = self.cfg.next_hop(key.remote_ip);
+        let half_open = matches!(how, Open::Passive(_));
+        let make = || Block {
             tcb: Tcb::new(&opening),
             key,
             mac,
-            next_hop: self.cfg.next_hop(key.remote_ip),
+            next_hop,
             timer_at: Instant::FAR_FUTURE,
             dirty: false,
-            half_open: matches!(how, Open::Passive(_)),
+            half_open,
             orphan: false,
             ring_listed: false,
         };
-        let id = self.app.insert(block, app);
+        let id = self.app.insert_with(make, app);
         let index = id.index() as usize;
         let tcb = &mut self.app[index].tcb;
         tcb.open(&opening, how);
         tcb.set_tso(self.tso_payload);
-        self.flows.insert(key, id.index());
+        if let Some(Flow::TimeWait(slot)) = self.flows.insert(key, Flow::Conn(id.index())) {
+            // A cookie ACK on a pair whose TIME-WAIT entry a RST closed: the entry goes
+            // (a SYN reopening a pair removed it already).
+            self.time_wait.replaced(slot);
+        }
         self.mark_dirty(index);
         id
     }

@@ -114,10 +114,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             .tcb
             .linger_deadline()
             .unwrap_or(self.now + self.cfg.tcp.time_wait);
-        if self.time_wait.insert(key, &block.tcb, at) {
+        // The flow stays in the flow table, mapped to the entry (or leaves it when
+        // the TIME-WAIT table is full).
+        if self.time_wait.insert(&mut self.flows, key, &block.tcb, at) {
             self.stats.time_wait_entered += 1;
         }
-        self.flows.remove(&key);
         self.app
             .finish(&mut self.pool, index, CloseReason::Normal, &mut self.stats);
         let orphans = &mut self.orphans;

@@ -325,6 +325,6 @@ fn configured_tables_hold_more_than_sixteen_bits_of_connections() {
     );
     // Every flow is found by its key.
     for (index, b) in engine.app.iter() {
-        assert_eq!(engine.flows.get(&b.key), Some(&(index as u32)));
+        assert_eq!(engine.flows.get(&b.key), Some(Flow::Conn(index as u32)));
     }
 }

@@ -2,31 +2,31 @@
 //! bounded search for a free one.
 //!
 //! A local port is free for a connection to `remote` when no live connection and no
-//! TIME-WAIT entry holds the pair. Checking one candidate costs two hash lookups, so a
-//! search that walks the range until it finds a free port costs up to 64 Ki lookups
+//! TIME-WAIT entry holds the pair. Checking one candidate costs a hash lookup (the flow
+//! table holds both), so a search that walks the range until it finds a free port costs up to 64 Ki lookups
 //! when the ports to that destination are all taken, on every attempt. Instead:
 //!
-//! - The flow table and the TIME-WAIT table each count, per remote endpoint, the keys
-//!   they hold whose local port lies in the ephemeral range ([`PortUse`], kept inside
-//!   the tables' own insert and remove, so the counts cannot drift from the tables), and
-//!   remember the latest such local port they let go of.
-//! - [`PortSearch`] compares their sum with the number of ports this worker may use for
+//! - The flow table counts, per remote endpoint, the keys it holds (live and in
+//!   TIME-WAIT) whose local port lies in the ephemeral range ([`PortUse`], kept inside
+//!   the table's own insert and remove, so the counts cannot drift from the table), and
+//!   remembers the latest such local port it let go of.
+//! - [`PortSearch`] compares that count with the number of ports this worker may use for
 //!   the destination (all of the range on one queue; those it owns by `port % queues`
 //!   on a link the stack cannot predict; those whose return flow the NIC's RSS steers
 //!   here otherwise) and fails at once when they are all taken. Otherwise it probes the
-//!   ports the tables let go of last, then a bounded run of candidates from a rotating
+//!   port the table let go of last, then a bounded run of candidates from a rotating
 //!   cursor, and only if all of those are taken walks the range once.
 //!
 //! The guarantee, exactly: a connect fails for want of a port if and only if every port
 //! of the range this worker may use for that destination is held by a connection or a
 //! TIME-WAIT entry (the search never gives up while a free port exists). A connect to a
-//! destination whose ports are all taken checks no port: O(1), two hash lookups — once
+//! destination whose ports are all taken checks no port: O(1), one hash lookup — once
 //! the usable count is known, which it always is without RSS, and with RSS after one
 //! walk of the range for that destination (hash arithmetic only, remembered for up to
-//! [`USABLE_MEMO`] destinations). A connect that succeeds checks at most two hinted
-//! ports plus [`PROBE_STEPS`] candidates, unless all of those are taken, when it walks
+//! [`USABLE_MEMO`] destinations). A connect that succeeds checks at most one hinted
+//! port plus [`PROBE_STEPS`] candidates, unless all of those are taken, when it walks
 //! the range once: that needs a destination nearly full *and* its free ports away from
-//! both the cursor and the ports freed last (ports taken in order and freed in about
+//! both the cursor and the port freed last (ports taken in order and freed in about
 //! the order they were taken, as TIME-WAIT expiry frees them, are found at once).
 //!
 //! The exact count assumes that only active opens hold ephemeral local ports, i.e. no
@@ -163,25 +163,25 @@ pub(super) struct PortSearch {
     usable: HashMap<Remote, u32, RandomState>,
     /// The in-use counts stand for every held ephemeral port (no listener in the range).
     counts_exact: bool,
-    /// Ports checked against the tables (each check is up to two hash lookups), for
+    /// Ports checked against the flow table (each check is a hash lookup), for
     /// tests and diagnostics.
     pub probes: u64,
     /// Walks of the whole range.
     pub walks: u64,
 }
 
-/// What the tables say about one destination: ports held (live and TIME-WAIT) and the
-/// ports they let go of last.
+/// What the flow table says about one destination: ports held (live and TIME-WAIT)
+/// and the port it let go of last.
 pub(super) struct Held {
     pub count: u32,
-    pub freed: [u16; 2],
+    pub freed: u16,
 }
 
 impl Held {
-    pub(super) fn of(live: InUse, time_wait: InUse) -> Held {
+    pub(super) fn of(in_use: InUse) -> Held {
         Held {
-            count: live.count + time_wait.count,
-            freed: [time_wait.freed, live.freed],
+            count: in_use.count,
+            freed: in_use.freed,
         }
     }
 }
@@ -207,7 +207,7 @@ impl PortSearch {
     }
 
     /// A free port of `range` for `remote` that `steering` lets this worker use; `held`
-    /// from the tables, `is_free` checks one port against them. See the module docs for
+    /// from the flow table, `is_free` checks one port against it. See the module docs for
     /// what it costs and guarantees.
     pub(super) fn pick(
         &mut self,
@@ -231,14 +231,13 @@ impl PortSearch {
             *probes += 1;
             is_free(port)
         };
-        for port in held.freed {
-            if port != 0
-                && range.contains(&port)
-                && steering.ours(port)
-                && probe(port, &mut self.probes)
-            {
-                return Some(port);
-            }
+        let port = held.freed;
+        if port != 0
+            && range.contains(&port)
+            && steering.ours(port)
+            && probe(port, &mut self.probes)
+        {
+            return Some(port);
         }
         let next = |p: u16| if p >= hi { lo } else { p + 1 };
         let span = usize::from(hi - lo) + 1;
@@ -295,10 +294,7 @@ mod tests {
 
     /// `count` ports held, `freed` the one let go of last.
     fn held(count: u32, freed: u16) -> Held {
-        Held {
-            count,
-            freed: [0, freed],
-        }
+        Held { count, freed }
     }
 
     const REMOTE: Remote = (Ipv4Addr::new(10, 0, 0, 2), 80);
@@ -413,7 +409,7 @@ mod tests {
         let mut search = PortSearch::new(1024);
         let mut taken = HashSet::new();
         fill(&mut search, &range, &steering, &mut taken);
-        // One port freed far from the cursor: the tables' hint finds it in one probe.
+        // One port freed far from the cursor: the table's hint finds it in one probe.
         taken.remove(&50000);
         let before = search.probes;
         let h = held(taken.len() as u32, 50000);

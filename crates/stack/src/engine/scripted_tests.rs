@@ -1539,6 +1539,48 @@ fn time_wait_is_compact_reacks_fin_expires_and_reopens() {
 }
 
 #[test]
+fn a_cookie_ack_on_a_pair_whose_entry_a_rst_closed_takes_the_flow_over() {
+    let mut net = time_wait_net();
+    let pc = close_into_time_wait(&mut net, 40000, SeqNum(1000), FULL);
+    let key = FlowKey {
+        remote_ip: PEER_IP,
+        remote_port: 40000,
+        local_port: PORT,
+    };
+    // The peer's RST at RCV.NXT closes the entry, which stays, inert, in the flow table.
+    let mut rst = pc.seg(&net);
+    rst.rst = true;
+    rst.ack = None;
+    let mut peer = pc;
+    assert!(peer.send(&mut net, &rst, &[]).is_empty());
+    assert_eq!(net.eng.time_wait_count(), 0);
+    assert!(matches!(net.eng.flows.get(&key), Some(Flow::TimeWait(_))));
+    // An ACK carrying a valid SYN cookie for the pair (no SYN went through the entry,
+    // which a SYN would have removed) opens a connection on it.
+    let isn = pc.snd_nxt + 100_000;
+    let (local, remote) = net.eng.endpoints(&key);
+    let cookie = net
+        .eng
+        .cookies
+        .encode(local, remote, isn, 1460, net.eng.now);
+    let ack = TxSegment {
+        seq: isn + 1,
+        ack: Some(cookie + 1),
+        window: 65535,
+        ..Default::default()
+    };
+    let out = tcp_of(&net.send(&tcp_frame(40000, &ack, &[])));
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(net.stats().syn_cookies_accepted, 1);
+    assert_eq!(net.eng.connection_count(), 1);
+    assert!(matches!(net.eng.flows.get(&key), Some(Flow::Conn(_))));
+    // The entry went: its timer, when it comes due, leaves the connection's flow alone.
+    net.advance(Duration::from_secs(11));
+    assert_eq!(net.eng.connection_count(), 1);
+    assert!(matches!(net.eng.flows.get(&key), Some(Flow::Conn(_))));
+}
+
+#[test]
 fn time_wait_without_timestamps_reopens_on_higher_sequence() {
     let mut net = Net::new(
         config(),

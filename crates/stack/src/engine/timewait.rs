@@ -3,7 +3,12 @@
 //! A connection in TIME-WAIT only has to acknowledge a retransmitted FIN and refuse old
 //! duplicates for 2·MSL, so the engine drops its full block and keeps these few words
 //! instead: a live connection block is over a kilobyte with its buffers, an entry here
-//! is about 40 bytes.
+//! is 64 bytes, with 16 for its timer and its flow's 12-byte bucket in the flow table.
+//!
+//! The entries live in a slab here; the flow table maps their keys to their slots
+//! ([`Flow::TimeWait`]), so a segment for no live connection is looked up once, and a
+//! connection entering TIME-WAIT changes its flow's value instead of leaving one hash
+//! table for another.
 //!
 //! The entries' 2·MSL timers are the table's own: a queue in deadline order, not the
 //! engine's timer wheel. Every entry waits the same 2·MSL from the loop turn it was
@@ -13,10 +18,10 @@
 //! then fired through the wheel's slot walk: about 300 instructions per connection of
 //! the connection-rate workload (`scripts/callgrind-conn.sh`).
 
-use std::collections::{hash_map, HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::ports::{InUse, PortUse, Remote};
+use super::flows::{Flow, Flows};
 use super::FlowKey;
 use crate::tcp::options::ts_clock;
 use crate::tcp::segment::{Segment, TxSegment};
@@ -26,15 +31,18 @@ use crate::time::Instant;
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
+    /// The flow, which the flow table maps to this entry's slot.
+    key: FlowKey,
     snd_nxt: SeqNum,
     rcv_nxt: SeqNum,
     /// (TS.Recent, our TSval offset) when timestamps were in use.
     ts: Option<(u32, u32)>,
     expires: Instant,
-    /// The deadline of the entry's one timer in the queue. A retransmitted FIN moves
-    /// `expires` but schedules nothing: when this timer fires early,
-    /// [`TimeWait::expire`] queues it again for the new deadline (lazy restart), so a
-    /// flood of FINs cannot pile up timers.
+    /// The deadline of the entry's one timer in the queue; [`Instant::FAR_FUTURE`] for
+    /// a free slot, which no queued timer has. A retransmitted FIN moves `expires` but
+    /// schedules nothing: when this timer fires early, [`TimeWait::expire`] queues it
+    /// again for the new deadline (lazy restart), so a flood of FINs cannot pile up
+    /// timers.
     timer_at: Instant,
     /// The peer's RST closed it (RFC 9293): it answers nothing any more and the peer
     /// may open the pair again, but our own active opens keep away from the pair until
@@ -69,105 +77,127 @@ pub(crate) enum Verdict {
 const REOPEN_ISS_GAP: usize = 65535 + 2;
 
 pub(crate) struct TimeWait {
-    entries: HashMap<FlowKey, Entry, super::flows::FlowHash>,
-    /// The entries' timers, (deadline, flow), earliest first. A timer whose entry is
-    /// gone, or was made again since (its `timer_at` differs), is stale and skipped.
-    timers: VecDeque<(Instant, FlowKey)>,
+    /// The entries by slot; free slots are listed in `free`.
+    entries: Vec<Entry>,
+    free: Vec<u32>,
+    /// The entries' timers, (deadline, slot), earliest first. A timer whose slot was
+    /// freed, or holds an entry made or restarted since (its `timer_at` differs), is
+    /// stale and skipped.
+    timers: VecDeque<(Instant, u32)>,
     /// The front timer's deadline, [`Instant::FAR_FUTURE`] when none is queued: what
     /// every loop turn compares `now` with.
     front_at: Instant,
     max: usize,
+    /// Slots in use.
+    used: usize,
     /// Entries a RST closed, so that [`TimeWait::len`] is O(1).
     reset: usize,
-    /// Ephemeral ports held, per remote endpoint, for active opens.
-    ports: PortUse,
 }
 
 impl TimeWait {
-    /// A table of at most `max` entries, counting local ports in `ephemeral`.
-    pub(super) fn new(max: usize, ephemeral: std::ops::RangeInclusive<u16>) -> TimeWait {
+    /// A table of at most `max` entries.
+    pub(super) fn new(max: usize) -> TimeWait {
         TimeWait {
-            entries: HashMap::with_hasher(super::flows::FlowHash::new()),
+            entries: Vec::new(),
+            free: Vec::new(),
             timers: VecDeque::new(),
             front_at: Instant::FAR_FUTURE,
             max,
+            used: 0,
             reset: 0,
-            ports: PortUse::new(ephemeral),
         }
     }
 
     /// Entries in TIME-WAIT proper (not those a RST closed, which only keep the pair
     /// from our own active opens).
     pub(super) fn len(&self) -> usize {
-        self.entries.len() - self.reset
+        self.used - self.reset
     }
 
-    /// Ephemeral ports the table keeps from `remote` (reset entries included).
-    pub(super) fn ports_in_use(&self, remote: Remote) -> InUse {
-        self.ports.get(remote)
-    }
-
-    /// Drop the entry of `key`, keeping the counts in step.
-    fn remove(&mut self, key: &FlowKey) {
-        if let Some(e) = self.entries.remove(key) {
-            self.removed(key, &e);
-        }
-    }
-
-    /// Keep the counts in step with `e`, the entry of `key`, which left the table.
-    fn removed(&mut self, key: &FlowKey, e: &Entry) {
-        self.reset -= usize::from(e.reset);
-        self.ports.removed(key);
-    }
-
-    pub(super) fn contains(&self, key: &FlowKey) -> bool {
-        self.entries.contains_key(key)
-    }
-
-    /// Remember `tcb` (which is in TIME-WAIT) until `expires`, and queue its timer. False
-    /// when the table is full and the connection skips TIME-WAIT.
-    pub(super) fn insert(&mut self, key: FlowKey, tcb: &Tcb, expires: Instant) -> bool {
-        if self.entries.len() >= self.max {
+    /// Make `tcb` (which is in TIME-WAIT, on flow `key`, which `flows` maps to its live
+    /// block) an entry until `expires`, and queue its timer; the flow then maps to the
+    /// entry. False when the table is full: the connection skips TIME-WAIT and its flow
+    /// leaves `flows`.
+    pub(super) fn insert(
+        &mut self,
+        flows: &mut Flows,
+        key: FlowKey,
+        tcb: &Tcb,
+        expires: Instant,
+    ) -> bool {
+        if self.used >= self.max {
+            flows.remove(&key);
             return false;
         }
-        let old = self.entries.insert(
+        let entry = Entry {
             key,
-            Entry {
-                snd_nxt: tcb.snd_nxt(),
-                rcv_nxt: tcb.rcv_nxt(),
-                ts: tcb.timestamp_state(),
-                expires,
-                timer_at: expires,
-                reset: false,
-                last_invalid_ack: None,
-            },
-        );
-        match old {
-            Some(e) => self.reset -= usize::from(e.reset),
-            None => self.ports.added(&key),
-        }
-        self.schedule(expires, key);
+            snd_nxt: tcb.snd_nxt(),
+            rcv_nxt: tcb.rcv_nxt(),
+            ts: tcb.timestamp_state(),
+            expires,
+            timer_at: expires,
+            reset: false,
+            last_invalid_ack: None,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.entries[slot as usize] = entry;
+                slot
+            }
+            None => {
+                self.entries.push(entry);
+                (self.entries.len() - 1) as u32
+            }
+        };
+        self.used += 1;
+        flows.replace(&key, Flow::TimeWait(slot));
+        self.schedule(expires, slot);
         true
     }
 
-    /// Queue the timer of `key`'s entry for `at`, in deadline order: at the back, where
-    /// every deadline goes while the 2·MSL wait is the same for all entries and time
-    /// moves forward.
+    /// Free `slot` (its flow has left the flow table or maps to something else now).
+    fn release(&mut self, slot: u32) {
+        let e = &mut self.entries[slot as usize];
+        debug_assert!(e.timer_at != Instant::FAR_FUTURE, "releasing a free slot");
+        e.timer_at = Instant::FAR_FUTURE;
+        self.reset -= usize::from(e.reset);
+        self.used -= 1;
+        self.free.push(slot);
+    }
+
+    /// A live connection took the flow of the entry in `slot` over (a cookie ACK on a
+    /// pair whose entry a RST closed): the entry goes; the flow table already maps the
+    /// flow to the connection.
+    pub(super) fn replaced(&mut self, slot: u32) {
+        self.release(slot);
+    }
+
+    /// Drop the entry in `slot` and its flow.
+    fn remove(&mut self, flows: &mut Flows, slot: u32) {
+        let key = self.entries[slot as usize].key;
+        self.release(slot);
+        let old = flows.remove(&key);
+        debug_assert_eq!(old, Some(Flow::TimeWait(slot)));
+    }
+
+    /// Queue the timer of the entry in `slot` for `at`, in deadline order: at the
+    /// back, where every deadline goes while the 2·MSL wait is the same for all entries
+    /// and time moves forward.
     #[inline]
-    fn schedule(&mut self, at: Instant, key: FlowKey) {
+    fn schedule(&mut self, at: Instant, slot: u32) {
         self.front_at = self.front_at.min(at);
         if self.timers.back().is_none_or(|&(last, _)| last <= at) {
-            self.timers.push_back((at, key));
+            self.timers.push_back((at, slot));
         } else {
-            self.schedule_early(at, key);
+            self.schedule_early(at, slot);
         }
     }
 
     /// [`schedule`](Self::schedule) for a deadline before the last one queued.
     #[inline(never)]
-    fn schedule_early(&mut self, at: Instant, key: FlowKey) {
+    fn schedule_early(&mut self, at: Instant, slot: u32) {
         let i = self.timers.partition_point(|&(t, _)| t <= at);
-        self.timers.insert(i, (at, key));
+        self.timers.insert(i, (at, slot));
     }
 
     /// The earliest deadline of a queued timer (stale ones included: they only make
@@ -176,40 +206,35 @@ impl TimeWait {
         (self.front_at != Instant::FAR_FUTURE).then_some(self.front_at)
     }
 
-    /// Fire the timers due by `now`: an entry whose time is up is dropped; one whose
-    /// wait a retransmitted FIN restarted is queued again for its new deadline. A timer
-    /// left over from an entry that was since removed, or removed and made again, is
-    /// ignored. Called every loop turn: the look at the front inlines, so a turn with
-    /// nothing due costs a comparison.
+    /// Fire the timers due by `now`: an entry whose time is up is dropped, with its
+    /// flow from `flows`; one whose wait a retransmitted FIN restarted is queued again
+    /// for its new deadline. A timer left over from an entry that was since removed, or
+    /// removed and its slot reused, is ignored. Called every loop turn: the look at the
+    /// front inlines, so a turn with nothing due costs a comparison.
     #[inline]
-    pub(super) fn expire(&mut self, now: Instant) {
+    pub(super) fn expire(&mut self, now: Instant, flows: &mut Flows) {
         if self.front_at <= now {
-            self.expire_due(now);
+            self.expire_due(now, flows);
         }
     }
 
     #[inline(never)]
-    fn expire_due(&mut self, now: Instant) {
-        while let Some(&(at, key)) = self.timers.front() {
+    fn expire_due(&mut self, now: Instant, flows: &mut Flows) {
+        while let Some(&(at, slot)) = self.timers.front() {
             if at > now {
                 break;
             }
             self.timers.pop_front();
-            // One hash lookup: timers that fire mostly find their entry and remove it.
-            let hash_map::Entry::Occupied(mut slot) = self.entries.entry(key) else {
-                continue;
-            };
-            let e = slot.get_mut();
+            let e = &mut self.entries[slot as usize];
             if e.timer_at != at {
                 continue;
             }
             if e.expires <= at {
-                let e = slot.remove();
-                self.removed(&key, &e);
+                self.remove(flows, slot);
             } else {
                 e.timer_at = e.expires;
                 let expires = e.expires;
-                self.schedule(expires, key);
+                self.schedule(expires, slot);
             }
         }
         self.front_at = self
@@ -218,28 +243,29 @@ impl TimeWait {
             .map_or(Instant::FAR_FUTURE, |&(at, _)| at);
     }
 
-    /// A segment for `key`: `None` when the pair is not in TIME-WAIT. One hash lookup
-    /// (a second one only to remove the entry). `get_mut`, not the entry API: that one
-    /// may grow the table even on a miss, and most lookups here miss.
+    /// A segment for the entry in `slot`, which `flows` maps `seg`'s flow to. `None`
+    /// when the entry no longer answers (a RST closed it) and the segment is to be
+    /// treated as for no connection. No hash lookup (a removal takes one).
     pub(super) fn on_segment(
         &mut self,
-        key: &FlowKey,
+        flows: &mut Flows,
+        slot: u32,
         seg: &Segment,
         now: Instant,
         time_wait: Duration,
         invalid_ack_interval: Duration,
     ) -> Option<Verdict> {
-        let e = self.entries.get_mut(key)?;
+        let e = &mut self.entries[slot as usize];
         let iss_floor = e.snd_nxt + REOPEN_ISS_GAP;
         if e.expires <= now {
-            self.remove(key);
+            self.remove(flows, slot);
             return Some(Verdict::Reopen { iss_floor });
         }
         if e.reset {
             // Closed: as for no connection, except that a SYN reopening the pair still
             // starts its sequence space beyond the old one.
             if seg.flags.syn && !seg.flags.ack {
-                self.remove(key);
+                self.remove(flows, slot);
                 return Some(Verdict::Reopen { iss_floor });
             }
             return None;
@@ -272,7 +298,7 @@ impl TimeWait {
                 _ => past_old_fin,
             };
             if newer {
-                self.remove(key);
+                self.remove(flows, slot);
                 return Some(Verdict::Reopen { iss_floor });
             }
         }
@@ -340,41 +366,89 @@ mod tests {
         Instant::from_millis(n)
     }
 
+    /// A table of 16 entries and a flow table; `enter` moves a live flow into it.
+    struct Tables {
+        tw: TimeWait,
+        flows: Flows,
+        tcb: Tcb,
+    }
+
+    impl Tables {
+        fn new(cfg: &TcpConfig) -> Tables {
+            Tables {
+                tw: TimeWait::new(16),
+                flows: Flows::new(16, 1024..=65535),
+                tcb: tcb(cfg),
+            }
+        }
+
+        fn enter(&mut self, port: u16, at: Instant) -> bool {
+            self.flows.insert(key(port), Flow::Conn(u32::from(port)));
+            self.tw.insert(&mut self.flows, key(port), &self.tcb, at)
+        }
+
+        fn contains(&self, port: u16) -> bool {
+            matches!(self.flows.get(&key(port)), Some(Flow::TimeWait(_)))
+        }
+
+        fn expire(&mut self, now: Instant) {
+            self.tw.expire(now, &mut self.flows);
+        }
+    }
+
     #[test]
     fn timers_fire_in_deadline_order_whatever_the_insertion_order() {
         let cfg = TcpConfig::default();
-        let t = tcb(&cfg);
-        let mut tw = TimeWait::new(16, 1024..=65535);
+        let mut t = Tables::new(&cfg);
         for (port, at) in [(1, 300), (2, 100), (3, 200), (4, 300), (5, 50)] {
-            assert!(tw.insert(key(port), &t, ms(at)));
+            assert!(t.enter(port, ms(at)));
         }
-        assert_eq!(tw.next_deadline(), Some(ms(50)));
-        tw.expire(ms(99));
-        assert_eq!(tw.len(), 4);
-        assert!(!tw.contains(&key(5)));
-        tw.expire(ms(200));
-        assert_eq!(tw.len(), 2);
-        assert!(tw.contains(&key(1)) && tw.contains(&key(4)));
-        assert_eq!(tw.next_deadline(), Some(ms(300)));
-        tw.expire(ms(300));
-        assert_eq!((tw.len(), tw.next_deadline()), (0, None));
+        assert_eq!(t.tw.next_deadline(), Some(ms(50)));
+        t.expire(ms(99));
+        assert_eq!(t.tw.len(), 4);
+        assert!(!t.contains(5) && t.flows.get(&key(5)).is_none());
+        t.expire(ms(200));
+        assert_eq!(t.tw.len(), 2);
+        assert!(t.contains(1) && t.contains(4));
+        assert_eq!(t.tw.next_deadline(), Some(ms(300)));
+        t.expire(ms(300));
+        assert_eq!((t.tw.len(), t.tw.next_deadline()), (0, None));
+        assert!(t.flows.get(&key(1)).is_none());
     }
 
     #[test]
     fn a_timer_left_from_an_entry_made_again_is_ignored() {
         let cfg = TcpConfig::default();
-        let t = tcb(&cfg);
-        let mut tw = TimeWait::new(16, 1024..=65535);
-        assert!(tw.insert(key(1), &t, ms(100)));
-        // The pair reopened and closed again: a new entry, the old timer still queued.
-        tw.remove(&key(1));
-        assert!(tw.insert(key(1), &t, ms(500)));
-        tw.expire(ms(100));
-        assert!(
-            tw.contains(&key(1)),
-            "the old timer must not end the new entry"
-        );
-        tw.expire(ms(500));
-        assert!(!tw.contains(&key(1)));
+        let mut t = Tables::new(&cfg);
+        assert!(t.enter(1, ms(100)));
+        // The pair reopened and closed again: a new entry (in the same slot), the old
+        // timer still queued.
+        let Some(Flow::TimeWait(slot)) = t.flows.get(&key(1)) else {
+            panic!("not in TIME-WAIT");
+        };
+        t.tw.remove(&mut t.flows, slot);
+        assert!(t.enter(1, ms(500)));
+        t.expire(ms(100));
+        assert!(t.contains(1), "the old timer must not end the new entry");
+        t.expire(ms(500));
+        assert!(!t.contains(1));
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn an_entry_stays_within_64_bytes() {
+        assert!(std::mem::size_of::<Entry>() <= 64);
+        assert_eq!(std::mem::size_of::<(Instant, u32)>(), 16);
+    }
+
+    #[test]
+    fn a_full_table_lets_the_flow_go() {
+        let cfg = TcpConfig::default();
+        let mut t = Tables::new(&cfg);
+        for port in 1..=16 {
+            assert!(t.enter(port, ms(100)));
+        }
+        assert!(!t.enter(17, ms(100)));
+        assert!(t.flows.get(&key(17)).is_none());
     }
 }
