@@ -270,6 +270,7 @@ impl Tcb {
 
     /// What congestion control lets us send now: PRR's allowance in recovery
     /// (RFC 6937), cwnd less pipe otherwise (RFC 6675 §5).
+    #[inline(always)]
     pub(super) fn cc_room(&self) -> usize {
         if self.recovery.in_recovery {
             self.recovery.prr_budget()
