@@ -90,6 +90,10 @@ pub struct ArpCache {
     /// `entries` ordered by `learned_at`: the front is both the next to expire and the
     /// one to evict.
     by_age: BTreeSet<(Instant, Ipv4Addr)>,
+    /// No entry expires before this (a lower bound, exact after `poll`): what
+    /// [`has_work`](Self::has_work), asked every loop turn, compares `now` with instead of
+    /// walking to the front of `by_age`.
+    expiry_floor: Instant,
     pending: AHashMap<Ipv4Addr, Pending>,
     /// Frames whose address got resolved, destination MAC already filled in, waiting for
     /// the engine to take them.
@@ -113,6 +117,7 @@ impl ArpCache {
             config,
             entries: AHashMap::new(),
             by_age: BTreeSet::new(),
+            expiry_floor: Instant::FAR_FUTURE,
             pending: AHashMap::new(),
             ready: AHashMap::new(),
             queued_frames: 0,
@@ -204,6 +209,8 @@ impl ArpCache {
             }
         };
         self.by_age.insert((now, ip));
+        // Entries removed since only make the true bound later.
+        self.expiry_floor = self.expiry_floor.min(now + lifetime);
         if changed && report && self.learned.len() < self.config.max_entries.max(1) {
             self.learned.push((ip, mac));
         }
@@ -327,17 +334,19 @@ impl ArpCache {
             self.by_age.pop_first();
             self.entries.remove(&ip);
         }
+        self.expiry_floor = self
+            .by_age
+            .first()
+            .map_or(Instant::FAR_FUTURE, |&(learned_at, _)| {
+                learned_at + self.config.entry_lifetime
+            });
     }
 
     /// Whether [`poll`](Self::poll) has anything to do at `now`: an unresolved address
     /// (checked by poll itself), or an entry to forget. Engines ask every loop turn.
     #[inline]
     pub fn has_work(&self, now: Instant) -> bool {
-        !self.pending.is_empty()
-            || self
-                .by_age
-                .first()
-                .is_some_and(|&(learned_at, _)| now >= learned_at + self.config.entry_lifetime)
+        !self.pending.is_empty() || now >= self.expiry_floor
     }
 
     /// When [`poll`](Self::poll) next has a request to retry or give up on. Entry expiry
@@ -521,11 +530,16 @@ mod tests {
         // A refresh extends the lifetime.
         cache.insert(THEM, THEM_MAC, t(30_000));
         assert_eq!(cache.lookup(THEM, t(89_999)), Some(THEM_MAC));
-        // poll purges expired entries.
+        // poll purges expired entries, and is wanted from the first expiry on (perhaps
+        // earlier: after the refresh the floor it compares with is a lower bound).
         cache.insert(OTHER, OTHER_MAC, t(50_000));
+        assert!(cache.has_work(t(90_000)));
         let (mut r, mut f) = (Vec::new(), 0);
         cache.poll(t(95_000), &mut r, &mut f);
         assert_eq!(cache.len(), 1);
+        // After a poll the floor is exact.
+        assert!(!cache.has_work(t(109_999)));
+        assert!(cache.has_work(t(110_000)));
         assert_eq!(cache.lookup(OTHER, t(95_000)), Some(OTHER_MAC));
         assert_eq!(cache.lookup(THEM, t(95_000)), None);
     }
@@ -640,6 +654,12 @@ mod tests {
                 }
                 prop_assert!(cache.queued_frames() <= 10);
                 prop_assert!(cache.len() <= 2);
+                // An expired entry always makes poll wanted (the floor is a lower bound).
+                if let Some(&(learned_at, _)) = cache.by_age.first() {
+                    if t(now) >= learned_at + cache.config.entry_lifetime {
+                        prop_assert!(cache.has_work(t(now)));
+                    }
+                }
                 prop_assert_eq!(accepted, taken + failed + cache.queued_frames());
             }
         }
