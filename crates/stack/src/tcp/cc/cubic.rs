@@ -341,7 +341,7 @@ impl Cubic {
         // §4.2 concave and convex regions: aim at where the curve will be one RTT on,
         // but at most 1.5·cwnd, and close (target − cwnd)/cwnd of the gap per segment
         // acknowledged. Without an RTT estimate, aim at the curve now.
-        let rtt = ack.srtt.or(ack.rtt).unwrap_or(Duration::ZERO);
+        let rtt = Duration::from_micros(ack.srtt_us.or(ack.rtt_us).unwrap_or(0));
         let ceiling = cwnd.saturating_add(cwnd / 2).min(MAX_CWND).max(cwnd);
         let target = to_bytes(epoch.w_cubic(t.saturating_add(rtt), smss)).clamp(cwnd, ceiling);
         let gap = target - cwnd;
@@ -493,6 +493,7 @@ fn to_bytes(w: f64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::cc::us;
     use crate::tcp::seq::SeqNum;
 
     const MSS: usize = 1000;
@@ -506,8 +507,8 @@ mod tests {
         AckSample {
             now,
             delivered,
-            rtt: Some(RTT),
-            srtt: Some(RTT),
+            rtt_us: us(Some(RTT)),
+            srtt_us: us(Some(RTT)),
             una: SeqNum(0),
             snd_max: SeqNum(0),
             app_limited: false,
@@ -619,7 +620,7 @@ mod tests {
         let mut now = Instant::ZERO;
         let mut rtt = |c: &mut Cubic| {
             let mut a = ack(now, c.cwnd());
-            a.srtt = Some(Duration::from_millis(1));
+            a.srtt_us = Some(1000);
             c.on_ack(&a);
             now += Duration::from_millis(1);
         };
@@ -835,8 +836,8 @@ mod tests {
             c.on_ack(&AckSample {
                 now: at(rounds * 50),
                 delivered: MSS,
-                rtt: Some(rtt),
-                srtt: Some(rtt),
+                rtt_us: us(Some(rtt)),
+                srtt_us: us(Some(rtt)),
                 una: SeqNum(una),
                 snd_max: SeqNum(snd_max),
                 app_limited: false,
@@ -918,8 +919,8 @@ mod tests {
                 c.on_ack(&AckSample {
                     now,
                     delivered: if i % 3 == 0 { usize::MAX } else { i },
-                    rtt: rtts[(i + 1) % rtts.len()],
-                    srtt,
+                    rtt_us: us(rtts[(i + 1) % rtts.len()]),
+                    srtt_us: us(srtt),
                     una: SeqNum(i as u32 * 7919),
                     snd_max: SeqNum(u32::MAX - i as u32),
                     app_limited: i % 11 == 0,

@@ -5,7 +5,6 @@
 //! ssthresh is at its initial value); [`Cubic`](super::cubic::Cubic) owns one and asks
 //! it how much each ACK grows the window there.
 
-use std::time::Duration;
 
 use super::AckSample;
 use crate::tcp::seq::SeqNum;
@@ -123,7 +122,7 @@ impl HyStart {
             self.window_end = ack.snd_max;
         }
         let window_end = self.window_end;
-        if let Some(rtt) = ack.rtt {
+        if let Some(rtt) = ack.rtt_us {
             self.current_round_min_rtt = self.current_round_min_rtt.min(micros(rtt));
             self.rtt_sample_count = self.rtt_sample_count.saturating_add(1);
         }
@@ -177,14 +176,16 @@ impl HyStart {
     }
 }
 
-fn micros(d: Duration) -> u32 {
+fn micros(us: u64) -> u32 {
     // NO_RTT is reserved; an RTT that long is as good as none anyway.
-    u32::try_from(d.as_micros()).map_or(NO_RTT - 1, |us| us.min(NO_RTT - 1))
+    u32::try_from(us).map_or(NO_RTT - 1, |us| us.min(NO_RTT - 1))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::cc::us;
+    use std::time::Duration;
     use crate::time::Instant;
 
     const MSS: usize = 1000;
@@ -219,8 +220,8 @@ mod tests {
                 &AckSample {
                     now: Instant::ZERO,
                     delivered: MSS,
-                    rtt: Some(Duration::from_millis(rtt_ms)),
-                    srtt: Some(Duration::from_millis(rtt_ms)),
+                    rtt_us: Some(rtt_ms * 1000),
+                    srtt_us: Some(rtt_ms * 1000),
                     una: SeqNum(self.una),
                     snd_max: SeqNum(self.snd_max),
                     app_limited: false,
@@ -251,8 +252,8 @@ mod tests {
         let mut a = AckSample {
             now: Instant::ZERO,
             delivered: 20 * MSS,
-            rtt: None,
-            srtt: None,
+            rtt_us: None,
+            srtt_us: None,
             una: SeqNum(20 * MSS as u32),
             snd_max: SeqNum(100 * MSS as u32),
             app_limited: false,
@@ -351,8 +352,8 @@ mod tests {
             let a = AckSample {
                 now: Instant::ZERO,
                 delivered: MSS,
-                rtt: (n < 7).then(|| Duration::from_millis(500)),
-                srtt: None,
+                rtt_us: (n < 7).then_some(500_000),
+                srtt_us: None,
                 una: SeqNum(f.una),
                 snd_max: SeqNum(f.snd_max),
                 app_limited: false,
@@ -376,8 +377,8 @@ mod tests {
                 &AckSample {
                     now: Instant::FAR_FUTURE,
                     delivered: usize::MAX,
-                    rtt: Some(rtt),
-                    srtt: Some(rtt),
+                    rtt_us: us(Some(rtt)),
+                    srtt_us: us(Some(rtt)),
                     una: SeqNum((i as u32).wrapping_mul(0x9e37_79b9)),
                     snd_max: SeqNum(u32::MAX - i as u32),
                     app_limited: false,

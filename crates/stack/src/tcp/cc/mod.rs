@@ -13,7 +13,6 @@
 //! [`NewReno`](newreno::NewReno) (RFC 5681), chosen per engine with
 //! [`TcpConfig::congestion_control`](super::config::TcpConfig::congestion_control).
 
-use std::time::Duration;
 
 use super::seq::SeqNum;
 use crate::time::Instant;
@@ -79,10 +78,12 @@ pub(crate) struct AckSample {
     pub now: Instant,
     /// Bytes newly delivered by this ACK: cumulatively acknowledged plus newly SACKed.
     pub delivered: usize,
-    /// The round-trip time this ACK measured, if it measured one (timestamps or Karn).
-    pub rtt: Option<Duration>,
-    /// The smoothed round-trip time after this ACK (RFC 6298), once there is one.
-    pub srtt: Option<Duration>,
+    /// The round-trip time this ACK measured, if it measured one (timestamps or Karn),
+    /// in microseconds (as the estimator keeps it: no conversion on every ACK).
+    pub rtt_us: Option<u64>,
+    /// The smoothed round-trip time after this ACK (RFC 6298), once there is one, in
+    /// microseconds.
+    pub srtt_us: Option<u64>,
     /// SND.UNA after this ACK.
     pub una: SeqNum,
     /// SND.MAX: the highest sequence number sent so far (a round ends when SND.UNA
@@ -91,6 +92,12 @@ pub(crate) struct AckSample {
     /// The sender used less than the window before this ACK (application- or
     /// receiver-window-limited): the window should not grow on it (RFC 7661 §4.1).
     pub app_limited: bool,
+}
+
+/// A test's RTT in the microseconds an [`AckSample`] carries (saturating).
+#[cfg(test)]
+pub(crate) fn us(d: Option<std::time::Duration>) -> Option<u64> {
+    d.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// What the connection tells its congestion controller.

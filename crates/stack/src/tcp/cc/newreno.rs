@@ -148,8 +148,8 @@ mod tests {
         AckSample {
             now: T,
             delivered,
-            rtt: None,
-            srtt: None,
+            rtt_us: None,
+            srtt_us: None,
             una: SeqNum(0),
             snd_max: SeqNum(0),
             app_limited: false,

@@ -29,8 +29,8 @@ struct AckFacts {
     dsack: bool,
     /// A duplicate ACK (RFC 5681 §2, RFC 6675 §2).
     dupack: bool,
-    /// The RTT sample it gave.
-    rtt: Option<Duration>,
+    /// The RTT sample it gave, in microseconds.
+    rtt: Option<u64>,
 }
 
 /// Probes sent in a row without an ACK that delivers data before the RTO takes over.
@@ -166,13 +166,13 @@ impl Tcb {
         true
     }
 
-    /// SND.UNA < SEG.ACK: new data acknowledged. Returns the RTT sample it gave.
+    /// SND.UNA < SEG.ACK: new data acknowledged. Returns the RTT sample it gave, in microseconds.
     pub(super) fn ack_advance(
         &mut self,
         now: Instant,
         seg: &Segment,
         pool: &mut RingPool,
-    ) -> Option<Duration> {
+    ) -> Option<u64> {
         let ack = seg.ack;
         let mut acked = ack.since(self.snd.una);
         // Without a flight block nothing was in flight but perhaps our SYN: nothing to
@@ -238,7 +238,7 @@ impl Tcb {
             self.want_writable = false;
             self.events.writable = true;
         }
-        sample.map(Duration::from_micros)
+        sample
     }
 
     /// Everything an acceptable ACK says about delivery and loss, after SND.UNA and the
@@ -325,7 +325,7 @@ impl Tcb {
         now: Instant,
         prior_una: SeqNum,
         delivered: usize,
-        rtt: Option<Duration>,
+        rtt_us: Option<u64>,
     ) {
         let prior_flight = self.snd.max.since(prior_una);
         let cwnd = self.cc.cwnd();
@@ -337,8 +337,8 @@ impl Tcb {
         self.cc.on_ack(&AckSample {
             now,
             delivered,
-            rtt,
-            srtt: self.rtt.srtt(),
+            rtt_us,
+            srtt_us: self.rtt.srtt_us(),
             una: self.snd.una,
             snd_max: self.snd.max,
             app_limited,
