@@ -16,6 +16,7 @@ use crate::io::{ChecksumOffload, ChecksumRequest, MacAddr, PacketIo, TxFrame, Tx
 use crate::ipv4::{self, IdentCounter, IpProtocol};
 use crate::tcp::segment::{self, TxSegment};
 use crate::tcp::send_buffer::SendBuffer;
+use crate::tcp::tcb::fast::PredictedSegment;
 use crate::tcp::tcb::State;
 use crate::time::Clock;
 
@@ -39,10 +40,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         block.dirty = false;
         let mut segs = std::mem::take(&mut self.segs);
-        block.tcb.poll_transmit(self.now, &mut segs, &mut self.pool);
+        let predicted = block
+            .tcb
+            .poll_transmit_predicted(self.now, &mut segs, &mut self.pool);
         if block.tcb.may_have_counters() {
             let c = block.tcb.take_counters();
             self.stats.count_loss(&c);
+        }
+        if let Some(seg) = predicted {
+            self.send_conn_segment(index, &seg);
         }
         for seg in &segs {
             // Aborts (the application's, or a refused accept) and answers to
@@ -131,7 +137,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             });
     }
 
-    fn send_conn_segment(&mut self, index: usize, seg: &TxSegment) {
+    fn send_conn_segment<S: SegmentHeader>(&mut self, index: usize, seg: &S) {
         let block = &mut self.app[index];
         if block.mac.is_none() {
             block.mac = self.arp.lookup(block.next_hop, self.now);
@@ -226,19 +232,72 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 }
 
+/// What a frame's TCP header is written from: a general [`TxSegment`], or the common
+/// segment header prediction hands back ([`PredictedSegment`]), whose header has one
+/// layout and is written without the general option logic.
+trait SegmentHeader {
+    /// Length of the TCP header, options included.
+    fn header_len(&self) -> usize;
+    /// Write the TCP header (exactly `header_len` bytes) with a zero checksum.
+    fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16);
+    /// Where the payload starts in the send buffer (from its first unacknowledged
+    /// byte), and its length.
+    fn payload(&self) -> (usize, usize);
+    /// For a TSO super-frame, the size of the segments the device cuts.
+    fn tso_mss(&self) -> Option<u16>;
+}
+
+impl SegmentHeader for TxSegment {
+    #[inline(always)]
+    fn header_len(&self) -> usize {
+        TxSegment::header_len(self)
+    }
+    #[inline(always)]
+    fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16) {
+        TxSegment::write_header(self, buf, src_port, dst_port);
+    }
+    #[inline(always)]
+    fn payload(&self) -> (usize, usize) {
+        (self.payload_offset, self.payload_len)
+    }
+    #[inline(always)]
+    fn tso_mss(&self) -> Option<u16> {
+        self.tso_mss
+    }
+}
+
+impl SegmentHeader for PredictedSegment {
+    #[inline(always)]
+    fn header_len(&self) -> usize {
+        PredictedSegment::header_len(self)
+    }
+    #[inline(always)]
+    fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16) {
+        PredictedSegment::write_header(self, buf, src_port, dst_port);
+    }
+    #[inline(always)]
+    fn payload(&self) -> (usize, usize) {
+        (self.payload_offset as usize, self.payload_len as usize)
+    }
+    #[inline(always)]
+    fn tso_mss(&self) -> Option<u16> {
+        None
+    }
+}
+
 /// One TCP segment as an Ethernet frame: everything [`TcpFrame::write`] needs.
-struct TcpFrame<'a> {
+struct TcpFrame<'a, S> {
     src_mac: MacAddr,
     dst_mac: MacAddr,
     src_ip: Ipv4Addr,
     key: FlowKey,
-    seg: &'a TxSegment,
+    seg: &'a S,
     /// The connection's send buffer, which holds the segment's payload.
     payload: Option<&'a SendBuffer>,
     ident: u16,
 }
 
-impl TcpFrame<'_> {
+impl<S: SegmentHeader> TcpFrame<'_, S> {
     /// Write the frame into a transmit buffer of `dev`, numbering its datagram from
     /// `ident`; with it, whether the device is to cut it into segments (TSO). `None`
     /// when the device has no buffer free.
@@ -263,7 +322,7 @@ impl TcpFrame<'_> {
     /// segment's [`TxSegment::header_len`], computed once per frame).
     #[inline]
     fn len(&self, header_len: usize) -> usize {
-        ipv4::TRANSPORT_OFFSET + header_len + self.seg.payload_len
+        ipv4::TRANSPORT_OFFSET + header_len + self.seg.payload().1
     }
 
     /// Build Ethernet + IPv4 + TCP headers (the TCP header `hl` bytes long) and the
@@ -273,7 +332,8 @@ impl TcpFrame<'_> {
     fn write(&self, buf: &mut [u8], hl: usize, offload: ChecksumOffload) -> TxMeta {
         let seg = self.seg;
         let key = self.key;
-        let tcp_len = hl + seg.payload_len;
+        let (payload_offset, payload_len) = seg.payload();
+        let tcp_len = hl + payload_len;
         let ip_start = ethernet::HEADER_LEN;
         let tcp_start = ipv4::TRANSPORT_OFFSET;
         ethernet::write_header(
@@ -301,11 +361,11 @@ impl TcpFrame<'_> {
         let payload = tcp_start + hl..tcp_start + tcp_len;
         let csum_at = tcp_start + segment::CHECKSUM_OFFSET;
         let pseudo = segment::pseudo_header_sum(self.src_ip, key.remote_ip, tcp_len as u16);
-        let body = self.payload.filter(|_| seg.payload_len > 0);
+        let body = self.payload.filter(|_| payload_len > 0);
         let mut meta = TxMeta::default();
         if offload.tcp {
             if let Some(sb) = body {
-                sb.copy_out(seg.payload_offset, &mut buf[payload]);
+                sb.copy_out(payload_offset, &mut buf[payload]);
             }
             // CHECKSUM_PARTIAL: the device adds the segment's sum to the pseudo-header sum.
             let partial = checksum::fold(pseudo);
@@ -314,12 +374,12 @@ impl TcpFrame<'_> {
                 start: tcp_start as u16,
                 offset: segment::CHECKSUM_OFFSET as u16,
             });
-            meta.tso_mss = seg.tso_mss;
+            meta.tso_mss = seg.tso_mss();
         } else {
             // The payload's sum comes with the copy (from precomputed prefix sums for
             // summed bodies), so the body is never read a second time.
             let payload_sum = body.map_or(0, |sb| {
-                sb.copy_out_summed(seg.payload_offset, &mut buf[payload])
+                sb.copy_out_summed(payload_offset, &mut buf[payload])
             });
             // The header is a multiple of four bytes long, so the payload starts even.
             let sum = checksum::combine(

@@ -212,8 +212,8 @@ const FLAG_TABLE: [(Flags, bool); 32] = {
 const FIN: u8 = 0x01;
 const SYN: u8 = 0x02;
 const RST: u8 = 0x04;
-const PSH: u8 = 0x08;
-const ACK: u8 = 0x10;
+pub(crate) const PSH: u8 = 0x08;
+pub(crate) const ACK: u8 = 0x10;
 
 const OPT_EOL: u8 = 0;
 const OPT_NOP: u8 = 1;
@@ -223,7 +223,7 @@ const OPT_SACK_PERMITTED: u8 = 4;
 const OPT_SACK: u8 = 5;
 const OPT_TIMESTAMP: u8 = 8;
 /// A timestamp option with its two bytes of padding.
-const TS_BLOCK_LEN: usize = 12;
+pub(crate) const TS_BLOCK_LEN: usize = 12;
 
 /// Twelve option bytes that are exactly one timestamp option: NOP NOP TS (RFC 7323
 /// appendix A's layout, Linux's) or TS EOL EOL (ours).
@@ -264,6 +264,18 @@ fn parse_options(mut options: &[u8], seg: &mut Segment) -> Result<(), ParseError
         options = &options[len..];
     }
     Ok(())
+}
+
+/// The twelve option bytes of a header whose only option is the timestamps: the option,
+/// then EOL padding.
+#[inline(always)]
+pub(crate) fn write_timestamp_block(o: &mut [u8; TS_BLOCK_LEN], tsval: u32, tsecr: u32) {
+    o[0] = OPT_TIMESTAMP;
+    o[1] = 10;
+    o[2..6].copy_from_slice(&tsval.to_be_bytes());
+    o[6..10].copy_from_slice(&tsecr.to_be_bytes());
+    o[10] = OPT_EOL;
+    o[11] = OPT_EOL;
 }
 
 /// A segment the state machine wants sent. The payload is `payload_len` bytes of the
@@ -379,12 +391,7 @@ impl TxSegment {
             (self.timestamp, options.first_chunk_mut::<TS_BLOCK_LEN>())
         {
             if only_timestamp {
-                o[0] = OPT_TIMESTAMP;
-                o[1] = 10;
-                o[2..6].copy_from_slice(&tsval.to_be_bytes());
-                o[6..10].copy_from_slice(&tsecr.to_be_bytes());
-                o[10] = OPT_EOL;
-                o[11] = OPT_EOL;
+                write_timestamp_block(o, tsval, tsecr);
                 return;
             }
         }

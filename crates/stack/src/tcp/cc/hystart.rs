@@ -5,7 +5,6 @@
 //! ssthresh is at its initial value); [`Cubic`](super::cubic::Cubic) owns one and asks
 //! it how much each ACK grows the window there.
 
-
 use super::AckSample;
 use crate::tcp::seq::SeqNum;
 
@@ -185,8 +184,8 @@ fn micros(us: u64) -> u32 {
 mod tests {
     use super::*;
     use crate::tcp::cc::us;
-    use std::time::Duration;
     use crate::time::Instant;
+    use std::time::Duration;
 
     const MSS: usize = 1000;
 

@@ -13,7 +13,6 @@
 //! [`NewReno`](newreno::NewReno) (RFC 5681), chosen per engine with
 //! [`TcpConfig::congestion_control`](super::config::TcpConfig::congestion_control).
 
-
 use super::seq::SeqNum;
 use crate::time::Instant;
 

@@ -17,10 +17,13 @@
 //! part of their state.
 
 use super::timer_table::Timer;
-use super::PendingOutput;
+use super::{ConnFlags, PendingOutput};
 use super::{RxOutcome, State, Tcb};
 use crate::tcp::pool::RingPool;
-use crate::tcp::segment::{Segment, TxSegment};
+use crate::tcp::segment::{
+    write_timestamp_block, Segment, TxSegment, ACK, MIN_HEADER_LEN, PSH, TS_BLOCK_LEN,
+};
+use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
 
 // Segments the short path took on this thread (for the tests that compare the paths,
@@ -172,13 +175,96 @@ impl Tcb {
     }
 }
 
+/// The segment [`Tcb::poll_transmit_predicted`] hands back by value: an ACK in
+/// ESTABLISHED, with new data or without, no control bit but PSH, no SACK blocks, and
+/// the timestamps option or no option at all. A quarter of a [`TxSegment`], and its
+/// header has one layout (see [`PredictedSegment::write_header`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PredictedSegment {
+    /// SEG.SEQ.
+    pub seq: SeqNum,
+    /// SEG.ACK.
+    pub ack: SeqNum,
+    /// The window field as sent (already scaled down).
+    pub window: u16,
+    /// PSH bit.
+    pub psh: bool,
+    /// (TSval, TSecr), RFC 7323.
+    pub timestamp: Option<(u32, u32)>,
+    /// Where the payload starts in the send buffer, from its first unacknowledged byte.
+    pub payload_offset: u32,
+    /// Bytes of payload (at most one MSS).
+    pub payload_len: u32,
+}
+
+impl From<PredictedSegment> for TxSegment {
+    fn from(p: PredictedSegment) -> TxSegment {
+        TxSegment {
+            seq: p.seq,
+            ack: Some(p.ack),
+            psh: p.psh,
+            window: p.window,
+            timestamp: p.timestamp,
+            payload_offset: p.payload_offset as usize,
+            payload_len: p.payload_len as usize,
+            ..Default::default()
+        }
+    }
+}
+
+impl PredictedSegment {
+    /// Length of its TCP header: 20 bytes, and 12 more with timestamps.
+    #[inline(always)]
+    pub fn header_len(&self) -> usize {
+        if self.timestamp.is_some() {
+            MIN_HEADER_LEN + TS_BLOCK_LEN
+        } else {
+            MIN_HEADER_LEN
+        }
+    }
+
+    /// Write the TCP header into `buf` (exactly [`header_len`](Self::header_len) bytes)
+    /// with a zero checksum: the bytes [`TxSegment::write_header`] writes for the same
+    /// segment, without its general option and flag logic.
+    #[inline(always)]
+    pub fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16) {
+        let (fixed, options) = buf.split_at_mut(MIN_HEADER_LEN);
+        let fixed: &mut [u8; MIN_HEADER_LEN] = fixed.try_into().expect("20-byte TCP header");
+        let hl = MIN_HEADER_LEN + options.len();
+        fixed[0..2].copy_from_slice(&src_port.to_be_bytes());
+        fixed[2..4].copy_from_slice(&dst_port.to_be_bytes());
+        fixed[4..8].copy_from_slice(&self.seq.0.to_be_bytes());
+        fixed[8..12].copy_from_slice(&self.ack.0.to_be_bytes());
+        fixed[12] = ((hl / 4) as u8) << 4;
+        fixed[13] = ACK | if self.psh { PSH } else { 0 };
+        fixed[14..16].copy_from_slice(&self.window.to_be_bytes());
+        fixed[16..20].fill(0);
+        if let (Some((tsval, tsecr)), Some(o)) =
+            (self.timestamp, options.first_chunk_mut::<TS_BLOCK_LEN>())
+        {
+            write_timestamp_block(o, tsval, tsecr);
+        }
+    }
+}
+
+/// What [`Tcb::transmit_predicted`] decided.
+pub(super) enum Prediction {
+    /// Nothing to send.
+    Nothing,
+    /// This one segment.
+    Send(PredictedSegment),
+    /// Not the common case: the general path decides.
+    General,
+}
+
 impl Tcb {
     /// `poll_transmit` for the common case in ESTABLISHED: nothing owed but new data
     /// that fits one segment and both windows (or no data, and perhaps an ACK), no
-    /// recovery, nothing lost, no probe, no RST, no D-SACK, no FIN. Returns false
-    /// (having changed nothing) when the general path must decide.
+    /// recovery, nothing lost, no probe, no RST, no D-SACK, no SACK blocks to report, no
+    /// FIN. Returns [`Prediction::General`] (having changed nothing) when the general
+    /// path must decide.
     #[inline]
-    pub(super) fn transmit_predicted(&mut self, now: Instant, out: &mut Vec<TxSegment>) -> bool {
+    pub(super) fn transmit_predicted(&mut self, now: Instant) -> Prediction {
         let p = &self.pending;
         if self.state != State::Established
             || p.has(
@@ -191,30 +277,37 @@ impl Tcb {
             || self.recovery.in_recovery
             || self.flight().board.lost_bytes() > 0
             || self.snd.fin_queued
+            || (self.flags.has(ConnFlags::SACK_OK) && self.rcv.buf.has_out_of_order())
         {
-            return false;
+            return Prediction::General;
         }
         let avail = self.snd.unsent_data();
         if avail == 0 {
             // `send_new` finds nothing to send; nothing is blocked; an ACK owed goes
-            // bare.
+            // bare (`push_bare_ack`).
             self.cwnd_limited = false;
-            if self.pending.has(PendingOutput::ACK_NOW) {
-                self.push_bare_ack(now, out);
+            if !self.pending.has(PendingOutput::ACK_NOW) {
+                return Prediction::Nothing;
             }
-            return true;
+            let wnd_end = self.snd.una + self.snd.wnd();
+            let seq = if self.snd.max > wnd_end {
+                wnd_end
+            } else {
+                self.snd.max
+            };
+            return Prediction::Send(self.predicted_segment(seq, false, 0, 0, now));
         }
         // New data from SND.MAX on (not after a timeout rewound SND.NXT), with no
-        // restart after idle (RFC 5681 §4.1) due, all of it in one segment.
+        // restart after idle (RFC 5681 §4.1) due, all of it in one segment (with no
+        // SACK blocks to carry, Eff.snd.MSS is all payload: `max_payload`).
         if self.snd.nxt != self.snd.max
             || (self.snd.nxt == self.snd.una
                 && now.micros_since(self.last_send) > self.rtt.rto_us())
         {
-            return false;
+            return Prediction::General;
         }
-        let max_payload = self.max_payload();
-        if avail > max_payload || avail > self.rwnd_room().min(self.cc_room()) {
-            return false;
+        if avail > self.snd.mss() || avail > self.rwnd_room().min(self.cc_room()) {
+            return Prediction::General;
         }
         // `poll_transmit` took a flight block for the unsent data (`start_flight`).
         debug_assert!(self.flight.is_some());
@@ -223,17 +316,8 @@ impl Tcb {
         // `send_segment_at` for new data at SND.NXT = SND.MAX without a FIN.
         let seq = self.snd.nxt;
         let offset = seq.since(self.snd.data_start());
-        // Built where it is sent from (moving a built segment into `out` costs more).
-        out.push(TxSegment {
-            seq,
-            ack: Some(self.rcv.nxt),
-            psh: offset + avail == self.snd.buf.len(),
-            payload_offset: offset,
-            payload_len: avail,
-            ..Default::default()
-        });
-        let seg = out.last_mut().expect("just pushed");
-        self.advertise(seg, now);
+        let psh = offset + avail == self.snd.buf.len();
+        let seg = self.predicted_segment(seq, psh, offset, avail, now);
         let end = seq + avail;
         self.snd.nxt = end;
         if self.snd.max == self.snd.una {
@@ -254,6 +338,64 @@ impl Tcb {
         if !self.timers.is_armed(Timer::Tlp) {
             self.arm_tlp(now);
         }
-        true
+        Prediction::Send(seg)
+    }
+
+    /// The predicted segment at `seq` with `len` bytes from `offset` of the send
+    /// buffer, advertised (`advertise` for an ACK without SACK blocks).
+    #[inline(always)]
+    fn predicted_segment(
+        &mut self,
+        seq: SeqNum,
+        psh: bool,
+        offset: usize,
+        len: usize,
+        now: Instant,
+    ) -> PredictedSegment {
+        let (window, timestamp) = self.advertise_window(false, now);
+        self.ack_sent();
+        PredictedSegment {
+            seq,
+            ack: self.rcv.nxt,
+            window,
+            psh,
+            timestamp,
+            // The send buffer holds less than 4 GiB (its head and length are 32-bit).
+            payload_offset: offset as u32,
+            payload_len: len as u32,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The predicted segment's header is byte for byte the one the general writer
+        /// makes for the same segment.
+        #[test]
+        fn predicted_header_is_the_general_one(
+            seq: u32, ack: u32, window: u16, psh: bool,
+            timestamp: Option<(u32, u32)>, len in 0u32..1500, ports: (u16, u16),
+        ) {
+            let p = PredictedSegment {
+                seq: SeqNum(seq),
+                ack: SeqNum(ack),
+                window,
+                psh,
+                timestamp,
+                payload_offset: 0,
+                payload_len: len,
+            };
+            let general = TxSegment::from(p);
+            prop_assert_eq!(p.header_len(), general.header_len());
+            let mut a = [0xa5u8; 32];
+            let mut b = [0x5au8; 32];
+            p.write_header(&mut a[..p.header_len()], ports.0, ports.1);
+            general.write_header(&mut b[..p.header_len()], ports.0, ports.1);
+            prop_assert_eq!(&a[..p.header_len()], &b[..p.header_len()]);
+        }
     }
 }

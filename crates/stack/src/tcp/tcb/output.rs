@@ -3,6 +3,7 @@
 //! (§3.8.6, receiver SWS avoidance §3.8.6.2.2), sender SWS avoidance (§3.8.6.2.1) and
 //! SACK blocks (RFC 2018).
 
+use super::fast::{PredictedSegment, Prediction};
 use super::timer_table::Timer;
 use super::{ConnFlags, PendingOutput};
 use super::{State, Tcb};
@@ -21,39 +22,11 @@ impl Tcb {
     /// advertised.
     #[inline(always)]
     pub(super) fn advertise(&mut self, seg: &mut TxSegment, now: Instant) {
-        let buf_edge = self.rcv.nxt + self.rcv.offer as usize;
-        // Never shrink the window (§3.8.6), and move the right edge only by at least the
-        // SWS threshold (§3.8.6.2.2 receiver SWS avoidance): otherwise keep offering the
-        // edge already advertised. A SYN has advertised nothing yet.
-        let old_edge = self.rcv.adv.max(self.rcv.nxt);
-        let edge = if seg.syn
-            || (buf_edge > old_edge && buf_edge.since(old_edge) >= self.rcv.sws_threshold())
-        {
-            buf_edge
-        } else {
-            old_edge
-        };
-        let wnd = edge.since(self.rcv.nxt);
-        let field = if seg.syn {
-            wnd.min(65535)
-        } else {
-            (wnd >> self.rcv.wscale).min(65535)
-        };
-        // What the peer may now send is what the field says, after scaling.
-        let shift = if seg.syn { 0 } else { self.rcv.wscale };
-        let adv_edge = self.rcv.nxt + (field << shift);
-        if adv_edge > self.rcv.adv {
-            self.rcv.adv = adv_edge;
-        }
-        seg.window = field as u16;
-        if let Some(ts) = self.ts {
-            seg.timestamp = Some((ts_clock(now, ts.offset), ts.recent));
-        }
+        let (window, timestamp) = self.advertise_window(seg.syn, now);
+        seg.window = window;
+        seg.timestamp = timestamp;
         if seg.ack.is_some() {
-            self.rcv.last_ack_sent = self.rcv.nxt;
-            self.pending.clear(PendingOutput::ACK_NOW);
-            self.rcv.unacked_segs = 0;
-            self.timers.stop(Timer::DelayedAck);
+            self.ack_sent();
             let dsack = self
                 .take_pending_dsack()
                 .filter(|_| self.flags.has(ConnFlags::SACK_OK));
@@ -71,6 +44,51 @@ impl Tcb {
                 }
             }
         }
+    }
+
+    /// The window field (for a SYN when `syn`) and the timestamps of a segment sent now;
+    /// records the right edge advertised.
+    #[inline(always)]
+    pub(super) fn advertise_window(
+        &mut self,
+        syn: bool,
+        now: Instant,
+    ) -> (u16, Option<(u32, u32)>) {
+        let buf_edge = self.rcv.nxt + self.rcv.offer as usize;
+        // Never shrink the window (§3.8.6), and move the right edge only by at least the
+        // SWS threshold (§3.8.6.2.2 receiver SWS avoidance): otherwise keep offering the
+        // edge already advertised. A SYN has advertised nothing yet.
+        let old_edge = self.rcv.adv.max(self.rcv.nxt);
+        let edge = if syn
+            || (buf_edge > old_edge && buf_edge.since(old_edge) >= self.rcv.sws_threshold())
+        {
+            buf_edge
+        } else {
+            old_edge
+        };
+        let wnd = edge.since(self.rcv.nxt);
+        let field = if syn {
+            wnd.min(65535)
+        } else {
+            (wnd >> self.rcv.wscale).min(65535)
+        };
+        // What the peer may now send is what the field says, after scaling.
+        let shift = if syn { 0 } else { self.rcv.wscale };
+        let adv_edge = self.rcv.nxt + (field << shift);
+        if adv_edge > self.rcv.adv {
+            self.rcv.adv = adv_edge;
+        }
+        let timestamp = self.ts.map(|ts| (ts_clock(now, ts.offset), ts.recent));
+        (field as u16, timestamp)
+    }
+
+    /// A segment acknowledging RCV.NXT goes out: nothing is owed any more.
+    #[inline(always)]
+    pub(super) fn ack_sent(&mut self) {
+        self.rcv.last_ack_sent = self.rcv.nxt;
+        self.pending.clear(PendingOutput::ACK_NOW);
+        self.rcv.unacked_segs = 0;
+        self.timers.stop(Timer::DelayedAck);
     }
 
     /// Bytes the SACK option adds to a segment sent now (RFC 2018 §3, padded to 4).
@@ -114,13 +132,38 @@ impl Tcb {
     /// `pool` says whether the engine is under memory pressure, which limits the window
     /// offered (see [`MemoryBudget`](crate::tcp::pool::MemoryBudget)).
     pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<TxSegment>, pool: &mut RingPool) {
+        if let Some(seg) = self.poll_transmit_predicted(now, out, pool) {
+            out.push(seg.into());
+        }
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit), except that the common segment (see
+    /// [`PredictedSegment`]) comes back by value instead of going into `out`, for a
+    /// frame writer made for it. Whatever else is due goes into `out`.
+    #[inline]
+    pub fn poll_transmit_predicted(
+        &mut self,
+        now: Instant,
+        out: &mut Vec<TxSegment>,
+        pool: &mut RingPool,
+    ) -> Option<PredictedSegment> {
         // What the receive buffer offers does not change while segments are built.
         self.rcv.offer = u32::try_from(self.rcv.buf.offer(pool)).unwrap_or(u32::MAX);
         self.last_now = now;
         self.start_flight(pool);
-        if self.cfg.fast_paths && self.transmit_predicted(now, out) {
-            return;
+        if self.cfg.fast_paths {
+            match self.transmit_predicted(now) {
+                Prediction::Nothing => return None,
+                Prediction::Send(seg) => return Some(seg),
+                Prediction::General => {}
+            }
         }
+        self.transmit_general(now, out);
+        None
+    }
+
+    /// The general path of `poll_transmit`, for every case header prediction leaves.
+    fn transmit_general(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
         if let Some((seq, ack)) = self.take_pending_rst() {
             out.push(TxSegment {
                 seq,
