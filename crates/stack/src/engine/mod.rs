@@ -337,7 +337,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         // Then `dispatch` settles whatever the callbacks did (an abort or close inside
         // `data` gets its close reason, statistics and `closed` like anywhere else).
         self.dispatch(index, Default::default(), &[]);
-        self.mark_dirty(index);
         self.end_turn();
         true
     }

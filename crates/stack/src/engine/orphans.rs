@@ -62,7 +62,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             block.tcb.reset(CloseReason::Aborted);
             self.stats.orphans_reset += 1;
             self.dispatch(i, RxOutcome::default(), &[]);
-            self.mark_dirty(i);
         }
         if self.orphans.queue.len() > 2 * self.orphans.live + 64 {
             let app = &self.app;
