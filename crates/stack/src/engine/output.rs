@@ -39,10 +39,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             return;
         }
         block.dirty = false;
-        let mut segs = std::mem::take(&mut self.segs);
         let predicted = block
             .tcb
-            .poll_transmit_predicted(self.now, &mut segs, &mut self.pool);
+            .poll_transmit_predicted(self.now, &mut self.segs, &mut self.pool);
         if block.tcb.may_have_counters() {
             let c = block.tcb.take_counters();
             self.stats.count_loss(&c);
@@ -50,14 +49,17 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         if let Some(seg) = predicted {
             self.send_conn_segment(index, &seg);
         }
-        for seg in &segs {
-            // Aborts (the application's, or a refused accept) and answers to
-            // unacceptable ACKs, counted like the RSTs sent for no connection.
-            self.stats.rsts_sent += u64::from(seg.rst);
-            self.send_conn_segment(index, seg);
+        if !self.segs.is_empty() {
+            let mut segs = std::mem::take(&mut self.segs);
+            for seg in &segs {
+                // Aborts (the application's, or a refused accept) and answers to
+                // unacceptable ACKs, counted like the RSTs sent for no connection.
+                self.stats.rsts_sent += u64::from(seg.rst);
+                self.send_conn_segment(index, seg);
+            }
+            segs.clear();
+            self.segs = segs;
         }
-        segs.clear();
-        self.segs = segs;
 
         let block = &mut self.app[index];
         match block.tcb.state() {
