@@ -22,12 +22,14 @@ use crate::time::Clock;
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub(super) fn flush_dirty(&mut self) {
-        let mut dirty = std::mem::take(&mut self.dirty);
-        for &index in &dirty {
+        // By position, not by taking the list out: nothing to move out and back, and a
+        // connection marked while the list is flushed is flushed too.
+        let mut i = 0;
+        while let Some(&index) = self.dirty.get(i) {
             self.flush_conn(index);
+            i += 1;
         }
-        dirty.clear();
-        self.dirty = dirty;
+        self.dirty.clear();
     }
 
     /// Let one connection send what it wants, then settle its timer and its fate.
