@@ -187,7 +187,10 @@ impl SendBuffer {
         let tail = wrap(self.head as usize + self.ring_len as usize, size);
         let first = n.min(size - tail);
         self.ring[tail..tail + first].copy_from_slice(&data[..first]);
-        self.ring[..n - first].copy_from_slice(&data[first..n]);
+        if n > first {
+            // Wrapped around the ring's end.
+            self.ring[..n - first].copy_from_slice(&data[first..n]);
+        }
         self.ring_len += n as u32;
         self.len += n;
         match self.chunks.back_mut() {
