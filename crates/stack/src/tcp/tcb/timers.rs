@@ -228,8 +228,16 @@ impl Tcb {
         }
     }
 
-    /// Start (or restart) the keepalive idle time: the peer was just heard from.
+    /// Start (or restart) the keepalive idle time: the peer was just heard from. The
+    /// test for keepalives inline (on every segment, and most connections have none).
+    #[inline(always)]
     pub(super) fn arm_keepalive(&mut self, now: Instant) {
+        if self.cfg.keepalive.is_some() {
+            self.restart_keepalive(now);
+        }
+    }
+
+    fn restart_keepalive(&mut self, now: Instant) {
         if let Some(ka) = self.cfg.keepalive {
             if self.state.is_synchronized() {
                 self.timers.set(Timer::Keepalive, now + ka.idle);
