@@ -80,7 +80,7 @@ impl fmt::Debug for Instant {
 /// 64-bit arithmetic (`Duration::as_micros` goes through `u128`): this runs several
 /// times per segment.
 #[inline]
-fn micros(d: Duration) -> u64 {
+pub(crate) fn micros(d: Duration) -> u64 {
     d.as_secs()
         .checked_mul(1_000_000)
         .and_then(|us| us.checked_add(u64::from(d.subsec_micros())))

@@ -439,7 +439,7 @@ impl Tcb {
             self.pending.set(PendingOutput::ACK_NOW);
         } else if !self.timers.is_armed(Timer::DelayedAck) {
             self.timers
-                .set(Timer::DelayedAck, now + self.cfg.delayed_ack);
+                .set(Timer::DelayedAck, now.plus_micros(self.cfg.delayed_ack_us));
         }
     }
 

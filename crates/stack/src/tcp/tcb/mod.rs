@@ -657,7 +657,9 @@ pub struct TcbLimits {
     max_retries: u32,
     max_syn_retries: u32,
     max_synack_retries: u32,
-    delayed_ack: Duration,
+    /// The delayed-ACK timeout in microseconds (armed on most data segments: converted
+    /// from its `Duration` once, here).
+    delayed_ack_us: u64,
     time_wait: Duration,
     fin_wait2_timeout: Duration,
     close_linger: Duration,
@@ -689,7 +691,7 @@ impl TcbLimits {
             max_retries: cfg.max_retries,
             max_syn_retries: cfg.max_syn_retries,
             max_synack_retries: cfg.max_synack_retries,
-            delayed_ack: cfg.delayed_ack,
+            delayed_ack_us: crate::time::micros(cfg.delayed_ack),
             time_wait: cfg.time_wait,
             fin_wait2_timeout: cfg.fin_wait2_timeout,
             close_linger: cfg.close_linger,
