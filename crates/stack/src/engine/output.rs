@@ -244,6 +244,11 @@ trait SegmentHeader {
     fn header_len(&self) -> usize;
     /// Write the TCP header (exactly `header_len` bytes) with a zero checksum.
     fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16);
+    /// [`checksum::sum`] of that header, as written.
+    #[inline(always)]
+    fn header_sum(&self, header: &[u8]) -> u32 {
+        checksum::sum(header)
+    }
     /// Where the payload starts in the send buffer (from its first unacknowledged
     /// byte), and its length.
     fn payload(&self) -> (usize, usize);
@@ -278,6 +283,14 @@ impl SegmentHeader for PredictedSegment {
     #[inline(always)]
     fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16) {
         PredictedSegment::write_header(self, buf, src_port, dst_port);
+    }
+    /// Its header is 32 bytes long (with timestamps) or 20: summed at a known length.
+    #[inline(always)]
+    fn header_sum(&self, header: &[u8]) -> u32 {
+        match header.try_into() {
+            Ok(h) => checksum::sum_array::<32>(h),
+            Err(_) => checksum::sum(header),
+        }
     }
     #[inline(always)]
     fn payload(&self) -> (usize, usize) {
@@ -387,7 +400,7 @@ impl<S: SegmentHeader> TcpFrame<'_, S> {
             });
             // The header is a multiple of four bytes long, so the payload starts even.
             let sum = checksum::combine(
-                checksum::combine(pseudo, checksum::sum(&buf[tcp_start..tcp_start + hl])),
+                checksum::combine(pseudo, seg.header_sum(&buf[tcp_start..tcp_start + hl])),
                 payload_sum,
             );
             let c = !checksum::fold(sum);
