@@ -123,14 +123,16 @@ impl Shared {
 ///   and no buffer out refers to it ([`State::unused`]); every end and every frame
 ///   counts (`State::links`, each side's `in_flight`), so each one may reach it.
 /// - A buffer (a [`Slot`]) out of the free list has exactly one handle, a [`MemFrame`]
-///   or a [`RawFrame`] in a receive queue; only free buffers are freed or replaced.
+///   or a [`RawFrame`] waiting in a receive queue (`RxQueue::frames[head..]`; the
+///   entries before `head` are stale copies, never read); only free buffers are freed
+///   or replaced. Vectors of frames change between `Vec<MemFrame>` and `Vec<RawFrame>`
+///   in place (`MemFrame` is a `repr(transparent)` `RawFrame`), which moves no handle.
 /// - The state is borrowed only in [`Shared::with_state`], by closures of this module
 ///   that drop no [`MemFrame`] and run no user code (the state holds neither), so no
 ///   borrow of it overlaps another.
 #[allow(unsafe_code)]
 mod arena {
     use std::cell::{RefCell, UnsafeCell};
-    use std::collections::VecDeque;
     use std::fmt;
     use std::mem::{self, ManuallyDrop};
     use std::ops::{Deref, DerefMut};
@@ -193,12 +195,80 @@ mod arena {
         }
     }
 
+    /// One receive queue: the frames `frames[head..]`, oldest first (the entries before
+    /// `head` were moved out to a receiver and are no handles). Kept normal: `head` is 0
+    /// whenever the queue is empty, so an empty queue is an empty vector.
+    struct RxQueue {
+        frames: Vec<RawFrame>,
+        head: usize,
+        /// Whether the end of this queue still exists.
+        alive: bool,
+    }
+
+    impl RxQueue {
+        fn len(&self) -> usize {
+            self.frames.len() - self.head
+        }
+
+        /// Make room for `more` frames at the back: move the waiting frames to the front
+        /// when at least as many were taken from it as wait (the move is then paid for by
+        /// those takes), rather than growing the vector.
+        fn make_room(&mut self, more: usize) {
+            if self.head > 0
+                && self.frames.len() + more > self.frames.capacity()
+                && self.head >= self.len()
+            {
+                // The entries before `head` are no handles: discarding them drops nothing.
+                self.frames.drain(..self.head);
+                self.head = 0;
+            }
+        }
+
+        fn push(&mut self, frame: RawFrame) {
+            self.make_room(1);
+            self.frames.push(frame);
+        }
+
+        /// Queue the frames of `more` behind the waiting ones, leaving `more` empty.
+        fn append(&mut self, more: &mut Vec<RawFrame>) {
+            self.make_room(more.len());
+            self.frames.append(more);
+        }
+
+        /// Move up to `max` frames to the back of `out`; how many. A whole queue taken
+        /// into an empty `out` swaps the vectors: no frame moves.
+        fn take(&mut self, out: &mut Vec<MemFrame>, max: usize) -> usize {
+            let waiting = self.len();
+            if waiting <= max && self.head == 0 && out.is_empty() {
+                swap_frames(out, &mut self.frames);
+                return waiting;
+            }
+            let n = waiting.min(max);
+            out.reserve(n);
+            // SAFETY: `frames[head..head + n]` are initialised handles and `out` has room
+            // for `n` more elements behind its `len`; the two vectors are distinct
+            // allocations. `MemFrame` is a `repr(transparent)` `RawFrame`, so the bits
+            // copied are `n` valid frames, and advancing `head` past them below leaves
+            // `out` their one owner (a `RawFrame` has no drop glue to run twice).
+            unsafe {
+                let src = self.frames.as_ptr().add(self.head).cast::<MemFrame>();
+                let len = out.len();
+                std::ptr::copy_nonoverlapping(src, out.as_mut_ptr().add(len), n);
+                out.set_len(len + n);
+            }
+            self.head += n;
+            if self.head == self.frames.len() {
+                self.frames.clear();
+                self.head = 0;
+            }
+            n
+        }
+    }
+
     struct Side {
         /// One receive queue per queue index: the transmitted frames themselves (their
         /// receive metadata set by `transmit`).
-        rx: Vec<VecDeque<RawFrame>>,
-        /// Whether the end of each queue index still exists.
-        alive: Vec<bool>,
+        rx: Vec<RxQueue>,
         /// Buffers allocated by this side and not yet back in the free list.
         in_flight: usize,
         in_flight_limit: usize,
@@ -207,8 +277,13 @@ mod arena {
     impl Side {
         fn new(queues: usize) -> Side {
             Side {
-                rx: (0..queues).map(|_| VecDeque::new()).collect(),
-                alive: vec![true; queues],
+                rx: (0..queues)
+                    .map(|_| RxQueue {
+                        frames: Vec::new(),
+                        head: 0,
+                        alive: true,
+                    })
+                    .collect(),
                 in_flight: 0,
                 in_flight_limit: DEFAULT_IN_FLIGHT_LIMIT,
             }
@@ -384,17 +459,9 @@ mod arena {
         /// Move up to `max` frames of this end's receive queue to `out`; how many.
         pub(super) fn receive(&self, out: &mut Vec<MemFrame>, max: usize) -> usize {
             let (side, queue) = (self.side, self.queue);
-            self.shared().with_state(|s| {
-                let rx = &mut s.sides[side].rx[queue];
-                let n = max.min(rx.len());
-                // Frame by frame from the front (cheaper than a draining iterator for
-                // the one or few frames a turn usually takes). Moving a handle drops none.
-                for _ in 0..n {
-                    let Some(raw) = rx.pop_front() else { break };
-                    out.push(MemFrame { raw });
-                }
-                n
-            })
+            // Moving handles drops none.
+            self.shared()
+                .with_state(|s| s.sides[side].rx[queue].take(out, max))
         }
 
         /// Queue `frame` (of this link, see [`End::owns`]) on `side`'s receive queue
@@ -403,15 +470,46 @@ mod arena {
             debug_assert!(self.owns(&frame));
             let raw = frame.into_raw();
             self.shared().with_state(|s| {
-                let peer = &mut s.sides[side];
-                if peer.alive[queue] {
-                    peer.rx[queue].push_back(raw);
+                let rx = &mut s.sides[side].rx[queue];
+                if rx.alive {
+                    rx.push(raw);
                     true
                 } else {
                     // Not the last hold on the state: this end is alive.
                     s.release(&raw);
                     false
                 }
+            })
+        }
+
+        /// Queue all of `frames` (of this link, see [`End::owns`]), in order, on the
+        /// peer side's only receive queue, or give their buffers back if that end is
+        /// gone; whether they were queued. `frames` is left empty, with a capacity.
+        pub(super) fn deliver_all(&self, frames: &mut Vec<MemFrame>) -> bool {
+            debug_assert!(frames.iter().all(|f| self.owns(f)));
+            let peer = 1 - self.side;
+            self.shared().with_state(|s| {
+                let rx = &mut s.sides[peer].rx[0];
+                if !rx.alive {
+                    // Not the last hold on the state: this end is alive.
+                    for frame in frames.iter() {
+                        s.release(&frame.raw);
+                    }
+                    // Released: the handles go without their drop glue.
+                    let mut raw = Vec::new();
+                    swap_frames(frames, &mut raw);
+                    return false;
+                }
+                if rx.frames.is_empty() {
+                    // No frame moves: the vectors swap.
+                    swap_frames(frames, &mut rx.frames);
+                } else {
+                    let mut raw = Vec::new();
+                    swap_frames(frames, &mut raw);
+                    rx.append(&mut raw);
+                    swap_frames(frames, &mut raw);
+                }
+                true
             })
         }
 
@@ -446,10 +544,12 @@ mod arena {
             let (side, queue) = (self.side, self.queue);
             self.shared().with_state(|s| {
                 s.links -= 1;
-                s.sides[side].alive[queue] = false;
+                let rx = &mut s.sides[side].rx[queue];
+                rx.alive = false;
+                let (frames, head) = (mem::take(&mut rx.frames), mem::take(&mut rx.head));
                 // Frames nobody will receive go back to the free list.
-                for frame in mem::take(&mut s.sides[side].rx[queue]) {
-                    s.release(&frame);
+                for frame in &frames[head..] {
+                    s.release(frame);
                 }
             });
             // SAFETY: this end is accounted as gone and does not touch the state again.
@@ -472,10 +572,39 @@ mod arena {
         }
     }
 
+    /// Swap the contents of `frames` and `raw`: the handles of `frames` lose their drop
+    /// glue (whoever holds `raw` answers for their buffers), those of `raw` gain it
+    /// (each is its buffer's one handle, now the holder's of `frames`). Drops nothing.
+    fn swap_frames(frames: &mut Vec<MemFrame>, raw: &mut Vec<RawFrame>) {
+        let ours = into_raw_vec(mem::take(frames));
+        let theirs = from_raw_vec(mem::replace(raw, ours));
+        // `frames` holds the empty vector `take` left, which owns no allocation.
+        mem::forget(mem::replace(frames, theirs));
+    }
+
+    /// The handles of `frames`, without their drop glue: the caller answers for their
+    /// buffers.
+    fn into_raw_vec(frames: Vec<MemFrame>) -> Vec<RawFrame> {
+        let mut frames = ManuallyDrop::new(frames);
+        // SAFETY: `MemFrame` is a `repr(transparent)` `RawFrame`: one size and alignment,
+        // so the allocation has the layout a `Vec<RawFrame>` of this capacity expects and
+        // its first `len` elements are valid `RawFrame`s. `frames` is never dropped, so
+        // the allocation keeps one owner.
+        unsafe { Vec::from_raw_parts(frames.as_mut_ptr().cast(), frames.len(), frames.capacity()) }
+    }
+
+    /// Frames of the handles of `raw` (each its buffer's one handle, now the caller's).
+    fn from_raw_vec(raw: Vec<RawFrame>) -> Vec<MemFrame> {
+        let mut raw = ManuallyDrop::new(raw);
+        // SAFETY: as in `into_raw_vec`, the other way round.
+        unsafe { Vec::from_raw_parts(raw.as_mut_ptr().cast(), raw.len(), raw.capacity()) }
+    }
+
     /// The receive and transmit buffer of the in-memory link: exactly the frame's length.
     ///
     /// A freshly allocated transmit buffer holds unspecified bytes (left over from an
     /// earlier frame), like a NIC ring slot; the stack writes every byte it sends.
+    #[repr(transparent)]
     pub struct MemFrame {
         pub(super) raw: RawFrame,
     }
@@ -744,14 +873,31 @@ impl PacketIo for MemoryLink {
     }
 
     fn transmit(&mut self, frames: &mut Vec<MemFrame>) {
+        let mut foreign = 0;
+        for frame in frames.iter_mut() {
+            if self.end.owns(frame) {
+                frame.apply_tx_offloads();
+            } else {
+                foreign += 1;
+            }
+        }
         let peer = 1 - self.end.side;
-        arena::drain_each(frames, |mut frame| {
+        if foreign == 0 && self.end.shared().queues[peer] == 1 {
+            // The whole burst moves at once to the peer's only queue.
+            let n = frames.len() as u64;
+            if self.end.deliver_all(frames) {
+                self.stats.sent += n;
+            } else {
+                self.stats.dropped += n;
+            }
+            return;
+        }
+        arena::drain_each(frames, |frame| {
             if !self.end.owns(&frame) {
                 // Not ours: its buffer goes back to its own link as `frame` drops here.
                 self.stats.dropped += 1;
                 return;
             }
-            frame.apply_tx_offloads();
             let q = self.end.shared().steer(peer, &frame);
             // The handle moves whole into the peer's queue (or its buffer goes back).
             if self.end.deliver(peer, q, frame) {
