@@ -1034,6 +1034,80 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn partial_takes_keep_order_and_recycle() {
+        let (mut a, mut b) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        // The receiver takes fewer than arrive, so the queue's front is taken while its
+        // back fills: order, counts and buffers must all hold.
+        let (mut sent, mut got) = (0u32, 0u32);
+        for round in 0..200u32 {
+            for _ in 0..(round % 5) {
+                send(&mut a, &sent.to_be_bytes());
+                sent += 1;
+            }
+            // A non-empty `out` is appended to, not replaced.
+            let mut out = Vec::new();
+            b.receive(&mut out, 1);
+            b.receive(&mut out, (round % 3) as usize);
+            for f in &out {
+                assert_eq!(&f[..], &got.to_be_bytes());
+                got += 1;
+            }
+            drop(out);
+            assert_eq!(b.pending() as u32, sent - got);
+            assert_eq!(a.in_flight() as u32, sent - got);
+        }
+        assert_eq!(recv_all(&mut b).len() as u32, sent - got);
+        assert_eq!(a.in_flight(), 0);
+        assert_eq!(b.stats().received, u64::from(sent));
+    }
+
+    #[test]
+    fn a_burst_with_a_foreign_frame_delivers_the_rest_in_order() {
+        let (mut a, mut b) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        let (mut c, _d) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        send(&mut a, b"first");
+        let mut burst = vec![
+            a.alloc_tx(1).unwrap(),
+            c.alloc_tx(1).unwrap(),
+            a.alloc_tx(1).unwrap(),
+        ];
+        for (i, f) in burst.iter_mut().enumerate() {
+            f[0] = i as u8;
+        }
+        a.transmit(&mut burst);
+        assert!(burst.is_empty());
+        assert_eq!(a.stats().sent, 3);
+        assert_eq!(a.stats().dropped, 1);
+        assert_eq!(c.in_flight(), 0);
+        assert_eq!(recv_all(&mut b), vec![b"first".to_vec(), vec![0], vec![2]]);
+    }
+
+    #[test]
+    fn a_burst_to_a_dropped_end_is_counted_and_recycled() {
+        let (mut a, b) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        drop(b);
+        let mut burst: Vec<_> = (0..3).map(|_| a.alloc_tx(60).unwrap()).collect();
+        a.transmit(&mut burst);
+        assert!(burst.is_empty());
+        assert_eq!(a.stats().dropped, 3);
+        assert_eq!(a.stats().sent, 0);
+        assert_eq!(a.in_flight(), 0);
+        assert_eq!(a.end.free_buffers(), 3);
+    }
+
+    #[test]
     fn alloc_rejects_oversize_and_respects_in_flight_bound() {
         let (mut a, mut b) = pair(
             Capabilities::new(MAC_A, 1500),
