@@ -229,21 +229,44 @@ mod arena {
             self.frames.push(frame);
         }
 
-        /// Queue the frames of `more` behind the waiting ones, leaving `more` empty.
-        fn append(&mut self, more: &mut Vec<RawFrame>) {
-            self.make_room(more.len());
-            self.frames.append(more);
+        /// Queue the frames of `frames` behind the waiting ones, leaving `frames` empty.
+        /// Into an empty queue the vectors swap: no frame moves.
+        #[inline]
+        fn append(&mut self, frames: &mut Vec<MemFrame>) {
+            if self.frames.is_empty() {
+                swap_frames(frames, &mut self.frames);
+            } else {
+                self.append_behind(frames);
+            }
+        }
+
+        /// [`RxQueue::append`] to a queue with frames waiting.
+        #[inline(never)]
+        fn append_behind(&mut self, frames: &mut Vec<MemFrame>) {
+            let mut raw = Vec::new();
+            swap_frames(frames, &mut raw);
+            self.make_room(raw.len());
+            self.frames.append(&mut raw);
+            // Back to `frames`, empty, with its capacity.
+            swap_frames(frames, &mut raw);
         }
 
         /// Move up to `max` frames to the back of `out`; how many. A whole queue taken
         /// into an empty `out` swaps the vectors: no frame moves.
+        #[inline]
         fn take(&mut self, out: &mut Vec<MemFrame>, max: usize) -> usize {
             let waiting = self.len();
             if waiting <= max && self.head == 0 && out.is_empty() {
                 swap_frames(out, &mut self.frames);
                 return waiting;
             }
-            let n = waiting.min(max);
+            self.take_some(out, max)
+        }
+
+        /// [`RxQueue::take`] by moving frames.
+        #[inline(never)]
+        fn take_some(&mut self, out: &mut Vec<MemFrame>, max: usize) -> usize {
+            let n = self.len().min(max);
             out.reserve(n);
             // SAFETY: `frames[head..head + n]` are initialised handles and `out` has room
             // for `n` more elements behind its `len`; the two vectors are distinct
@@ -348,6 +371,17 @@ mod arena {
         fn release(&mut self, frame: &RawFrame) {
             self.sides[usize::from(frame.owner_side)].in_flight -= 1;
             self.free.push(frame.index);
+        }
+
+        /// Put the buffers of `frames` back in the free list, leaving it empty; their
+        /// handles are gone.
+        #[cold]
+        fn release_all(&mut self, frames: &mut Vec<MemFrame>) {
+            let mut raw = Vec::new();
+            swap_frames(frames, &mut raw);
+            for frame in &raw {
+                self.release(frame);
+            }
         }
 
         /// Whether no end and no frame refers to the state any more.
@@ -457,6 +491,7 @@ mod arena {
         }
 
         /// Move up to `max` frames of this end's receive queue to `out`; how many.
+        #[inline]
         pub(super) fn receive(&self, out: &mut Vec<MemFrame>, max: usize) -> usize {
             let (side, queue) = (self.side, self.queue);
             // Moving handles drops none.
@@ -484,32 +519,21 @@ mod arena {
 
         /// Queue all of `frames` (of this link, see [`End::owns`]), in order, on the
         /// peer side's only receive queue, or give their buffers back if that end is
-        /// gone; whether they were queued. `frames` is left empty, with a capacity.
+        /// gone; whether they were queued. `frames` is left empty.
+        #[inline]
         pub(super) fn deliver_all(&self, frames: &mut Vec<MemFrame>) -> bool {
             debug_assert!(frames.iter().all(|f| self.owns(f)));
             let peer = 1 - self.side;
             self.shared().with_state(|s| {
                 let rx = &mut s.sides[peer].rx[0];
-                if !rx.alive {
-                    // Not the last hold on the state: this end is alive.
-                    for frame in frames.iter() {
-                        s.release(&frame.raw);
-                    }
-                    // Released: the handles go without their drop glue.
-                    let mut raw = Vec::new();
-                    swap_frames(frames, &mut raw);
-                    return false;
-                }
-                if rx.frames.is_empty() {
-                    // No frame moves: the vectors swap.
-                    swap_frames(frames, &mut rx.frames);
+                if rx.alive {
+                    rx.append(frames);
+                    true
                 } else {
-                    let mut raw = Vec::new();
-                    swap_frames(frames, &mut raw);
-                    rx.append(&mut raw);
-                    swap_frames(frames, &mut raw);
+                    // Not the last hold on the state: this end is alive.
+                    s.release_all(frames);
+                    false
                 }
-                true
             })
         }
 
@@ -872,6 +896,7 @@ impl PacketIo for MemoryLink {
         frame
     }
 
+    #[inline]
     fn transmit(&mut self, frames: &mut Vec<MemFrame>) {
         let mut foreign = 0;
         for frame in frames.iter_mut() {
@@ -892,6 +917,16 @@ impl PacketIo for MemoryLink {
             }
             return;
         }
+        self.transmit_each(frames);
+    }
+}
+
+impl MemoryLink {
+    /// [`PacketIo::transmit`] frame by frame (offloads done): to a side of several
+    /// queues, or with frames of another link among them.
+    #[inline(never)]
+    fn transmit_each(&mut self, frames: &mut Vec<MemFrame>) {
+        let peer = 1 - self.end.side;
         arena::drain_each(frames, |frame| {
             if !self.end.owns(&frame) {
                 // Not ours: its buffer goes back to its own link as `frame` drops here.
