@@ -289,24 +289,14 @@ mod arena {
     }
 
     struct Side {
-        /// One receive queue per queue index: the transmitted frames themselves (their
-        /// receive metadata set by `transmit`).
-        rx: Vec<RxQueue>,
         /// Buffers allocated by this side and not yet back in the free list.
         in_flight: usize,
         in_flight_limit: usize,
     }
 
     impl Side {
-        fn new(queues: usize) -> Side {
+        fn new() -> Side {
             Side {
-                rx: (0..queues)
-                    .map(|_| RxQueue {
-                        frames: Vec::new(),
-                        head: 0,
-                        alive: true,
-                    })
-                    .collect(),
                 in_flight: 0,
                 in_flight_limit: DEFAULT_IN_FLIGHT_LIMIT,
             }
@@ -320,6 +310,10 @@ mod arena {
         slots: Vec<Slot>,
         /// Indices of the buffers out of use, reused last-in first-out (warmest first).
         free: Vec<u32>,
+        /// The receive queues of side 0, then those of side 1: the transmitted frames
+        /// themselves (their receive metadata set by `transmit`). An end names its queue
+        /// by its index here.
+        rx: Vec<RxQueue>,
         sides: [Side; 2],
         /// Ends alive, of both sides.
         links: usize,
@@ -416,7 +410,14 @@ mod arena {
                 state: UnsafeCell::new(State {
                     slots: Vec::new(),
                     free: Vec::new(),
-                    sides: [Side::new(queues[0]), Side::new(queues[1])],
+                    rx: (0..queues[0] + queues[1])
+                        .map(|_| RxQueue {
+                            frames: Vec::new(),
+                            head: 0,
+                            alive: true,
+                        })
+                        .collect(),
+                    sides: [Side::new(), Side::new()],
                     links: queues[0] + queues[1],
                 }),
                 queues,
@@ -428,9 +429,20 @@ mod arena {
                         shared,
                         side,
                         queue,
+                        rx: Shared::rx_index(queues, side, queue),
+                        peer_rx: Shared::rx_index(queues, 1 - side, 0),
                     })
                     .collect()
             })
+        }
+
+        /// The index in `State::rx` of `side`'s receive queue `queue`.
+        fn rx_index(queues: [usize; 2], side: usize, queue: usize) -> usize {
+            if side == 0 {
+                queue
+            } else {
+                queues[0] + queue
+            }
         }
 
         /// Run `f` on the state. Every `f` is a closure of this module that moves
@@ -467,6 +479,10 @@ mod arena {
         shared: NonNull<Shared>,
         pub(super) side: usize,
         pub(super) queue: usize,
+        /// This end's receive queue: its index in `State::rx`.
+        rx: usize,
+        /// The peer side's first receive queue: its index in `State::rx`.
+        peer_rx: usize,
     }
 
     impl End {
@@ -493,10 +509,9 @@ mod arena {
         /// Move up to `max` frames of this end's receive queue to `out`; how many.
         #[inline]
         pub(super) fn receive(&self, out: &mut Vec<MemFrame>, max: usize) -> usize {
-            let (side, queue) = (self.side, self.queue);
+            let rx = self.rx;
             // Moving handles drops none.
-            self.shared()
-                .with_state(|s| s.sides[side].rx[queue].take(out, max))
+            self.shared().with_state(|s| s.rx[rx].take(out, max))
         }
 
         /// Queue `frame` (of this link, see [`End::owns`]) on `side`'s receive queue
@@ -504,8 +519,9 @@ mod arena {
         pub(super) fn deliver(&self, side: usize, queue: usize, frame: MemFrame) -> bool {
             debug_assert!(self.owns(&frame));
             let raw = frame.into_raw();
+            let rx = Shared::rx_index(self.shared().queues, side, queue);
             self.shared().with_state(|s| {
-                let rx = &mut s.sides[side].rx[queue];
+                let rx = &mut s.rx[rx];
                 if rx.alive {
                     rx.push(raw);
                     true
@@ -523,9 +539,9 @@ mod arena {
         #[inline]
         pub(super) fn deliver_all(&self, frames: &mut Vec<MemFrame>) -> bool {
             debug_assert!(frames.iter().all(|f| self.owns(f)));
-            let peer = 1 - self.side;
+            let peer_rx = self.peer_rx;
             self.shared().with_state(|s| {
-                let rx = &mut s.sides[peer].rx[0];
+                let rx = &mut s.rx[peer_rx];
                 if rx.alive {
                     rx.append(frames);
                     true
@@ -539,8 +555,8 @@ mod arena {
 
         /// Frames waiting in this end's receive queue.
         pub(super) fn pending(&self) -> usize {
-            let (side, queue) = (self.side, self.queue);
-            self.shared().with_state(|s| s.sides[side].rx[queue].len())
+            let rx = self.rx;
+            self.shared().with_state(|s| s.rx[rx].len())
         }
 
         /// Buffers this end's side has out.
@@ -565,10 +581,10 @@ mod arena {
 
     impl Drop for End {
         fn drop(&mut self) {
-            let (side, queue) = (self.side, self.queue);
+            let rx = self.rx;
             self.shared().with_state(|s| {
                 s.links -= 1;
-                let rx = &mut s.sides[side].rx[queue];
+                let rx = &mut s.rx[rx];
                 rx.alive = false;
                 let (frames, head) = (mem::take(&mut rx.frames), mem::take(&mut rx.head));
                 // Frames nobody will receive go back to the free list.
