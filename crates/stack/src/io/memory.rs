@@ -309,6 +309,8 @@ mod arena {
         /// Every buffer the link allocated; a frame names its buffer by index.
         slots: Vec<Slot>,
         /// Indices of the buffers out of use, reused last-in first-out (warmest first).
+        /// Its capacity is at least the number of buffers (see [`State::add_slot`]), so
+        /// a release never grows it.
         free: Vec<u32>,
         /// The receive queues of side 0, then those of side 1: the transmitted frames
         /// themselves (their receive metadata set by `transmit`). An end names its queue
@@ -338,7 +340,10 @@ mod arena {
                 Some(index) => index,
                 None => self.add_slot(cap),
             };
-            let slot = &mut self.slots[index as usize];
+            debug_assert!((index as usize) < self.slots.len());
+            // SAFETY: the free list and `add_slot` name only buffers of `slots`, which
+            // never shrinks while the state lives.
+            let slot = unsafe { self.slots.get_unchecked_mut(index as usize) };
             if slot.len() < len as usize {
                 slot.replace(cap);
             }
@@ -357,6 +362,8 @@ mod arena {
         #[cold]
         fn add_slot(&mut self, cap: usize) -> u32 {
             self.slots.push(Slot::new(cap));
+            // Room in the free list for every buffer, this one included.
+            self.free.reserve(self.slots.len() - self.free.len());
             // Every buffer holds a frame: fewer than 2^32 fit in memory.
             (self.slots.len() - 1) as u32
         }
@@ -364,7 +371,15 @@ mod arena {
         /// Put a frame's buffer back in the free list; its handle is gone.
         fn release(&mut self, frame: &RawFrame) {
             self.sides[usize::from(frame.owner_side)].in_flight -= 1;
-            self.free.push(frame.index);
+            let len = self.free.len();
+            debug_assert!(len < self.free.capacity());
+            // SAFETY: the free list has room for every buffer (`add_slot`) and does not
+            // hold this one (it had a handle), so `len` is below its capacity: the write
+            // stays in its allocation and the new element is initialised.
+            unsafe {
+                self.free.as_mut_ptr().add(len).write(frame.index);
+                self.free.set_len(len + 1);
+            }
         }
 
         /// Put the buffers of `frames` back in the free list, leaving it empty; their
