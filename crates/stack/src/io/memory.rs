@@ -331,7 +331,8 @@ mod arena {
             cap: usize,
             shared: NonNull<Shared>,
         ) -> Option<RawFrame> {
-            let s = &mut self.sides[side];
+            // A side is 0 or 1: the mask spares a bounds check.
+            let s = &mut self.sides[side & 1];
             if s.in_flight >= s.in_flight_limit {
                 return None;
             }
@@ -370,7 +371,8 @@ mod arena {
 
         /// Put a frame's buffer back in the free list; its handle is gone.
         fn release(&mut self, frame: &RawFrame) {
-            self.sides[usize::from(frame.owner_side)].in_flight -= 1;
+            // A side is 0 or 1: the mask spares a bounds check.
+            self.sides[usize::from(frame.owner_side) & 1].in_flight -= 1;
             let len = self.free.len();
             debug_assert!(len < self.free.capacity());
             // SAFETY: the free list has room for every buffer (`add_slot`) and does not
