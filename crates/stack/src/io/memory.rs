@@ -369,6 +369,17 @@ mod arena {
             (self.slots.len() - 1) as u32
         }
 
+        /// The receive queue of index `rx`, which an end holds (`End::rx`, `End::peer_rx`).
+        #[inline]
+        fn queue(&mut self, rx: usize) -> &mut RxQueue {
+            debug_assert!(rx < self.rx.len());
+            // SAFETY: an end's queue indices name a queue of one side of its link (its
+            // own, or the peer side's first: every side has one, see [`Shared::create`]),
+            // so they are below the queue count, the length of `rx`, which never shrinks
+            // while the state lives.
+            unsafe { self.rx.get_unchecked_mut(rx) }
+        }
+
         /// Put a frame's buffer back in the free list; its handle is gone.
         fn release(&mut self, frame: &RawFrame) {
             // A side is 0 or 1: the mask spares a bounds check.
@@ -423,6 +434,8 @@ mod arena {
     impl Shared {
         /// A new link with `queues` queues per side: the ends of each side, by queue.
         pub(super) fn create(queues: [usize; 2], steering: [Option<Steering>; 2]) -> [Vec<End>; 2] {
+            // Every side has a queue 0, which the peer's ends name (`End::peer_rx`).
+            assert!(queues[0] > 0 && queues[1] > 0, "a side without queues");
             let shared = NonNull::from(Box::leak(Box::new(Shared {
                 state: UnsafeCell::new(State {
                     slots: Vec::new(),
@@ -528,7 +541,7 @@ mod arena {
         pub(super) fn receive(&self, out: &mut Vec<MemFrame>, max: usize) -> usize {
             let rx = self.rx;
             // Moving handles drops none.
-            self.shared().with_state(|s| s.rx[rx].take(out, max))
+            self.shared().with_state(|s| s.queue(rx).take(out, max))
         }
 
         /// Queue `frame` (of this link, see [`End::owns`]) on `side`'s receive queue
@@ -558,7 +571,7 @@ mod arena {
             debug_assert!(frames.iter().all(|f| self.owns(f)));
             let peer_rx = self.peer_rx;
             self.shared().with_state(|s| {
-                let rx = &mut s.rx[peer_rx];
+                let rx = s.queue(peer_rx);
                 if rx.alive {
                     rx.append(frames);
                     true
