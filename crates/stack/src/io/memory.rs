@@ -461,6 +461,7 @@ mod arena {
                         queue,
                         rx: Shared::rx_index(queues, side, queue),
                         peer_rx: Shared::rx_index(queues, 1 - side, 0),
+                        peer_single: queues[1 - side] == 1,
                     })
                     .collect()
             })
@@ -513,6 +514,8 @@ mod arena {
         rx: usize,
         /// The peer side's first receive queue: its index in `State::rx`.
         peer_rx: usize,
+        /// Whether the peer side has a single queue.
+        pub(super) peer_single: bool,
     }
 
     impl End {
@@ -755,8 +758,13 @@ impl MemFrame {
         if let Some(req) = self.raw.meta.tx.checksum {
             fill_checksum(self, req);
         }
-        // A TSO super-frame is delivered whole, announced to the receiver as coalesced
-        // (what a GRO/LRO receiver would hand up).
+        self.announce_gso();
+    }
+
+    /// A TSO super-frame is delivered whole, announced to the receiver as coalesced
+    /// (what a GRO/LRO receiver would hand up).
+    #[inline]
+    fn announce_gso(&mut self) {
         self.raw.meta.gso_size = self.raw.meta.tx.tso_mss;
     }
 }
@@ -944,6 +952,42 @@ impl PacketIo for MemoryLink {
 
     #[inline]
     fn transmit(&mut self, frames: &mut Vec<MemFrame>) {
+        // The usual burst: frames of this link with no checksum to fill, to a peer side
+        // of one queue. Anything else takes the general path, which may announce a GSO
+        // size again (the same one: no harm).
+        if self.end.peer_single {
+            let mut plain = true;
+            for frame in frames.iter_mut() {
+                if !self.end.owns(frame) || frame.raw.meta.tx.checksum.is_some() {
+                    plain = false;
+                    break;
+                }
+                frame.announce_gso();
+            }
+            if plain {
+                self.deliver_all(frames);
+                return;
+            }
+        }
+        self.transmit_any(frames);
+    }
+}
+
+impl MemoryLink {
+    /// Hand all of `frames` (of this link, offloads done) to the peer side's only queue.
+    #[inline]
+    fn deliver_all(&mut self, frames: &mut Vec<MemFrame>) {
+        let n = frames.len() as u64;
+        if self.end.deliver_all(frames) {
+            self.stats.sent += n;
+        } else {
+            self.stats.dropped += n;
+        }
+    }
+
+    /// [`PacketIo::transmit`] of any burst.
+    #[inline(never)]
+    fn transmit_any(&mut self, frames: &mut Vec<MemFrame>) {
         let mut foreign = 0;
         for frame in frames.iter_mut() {
             if self.end.owns(frame) {
@@ -952,22 +996,14 @@ impl PacketIo for MemoryLink {
                 foreign += 1;
             }
         }
-        let peer = 1 - self.end.side;
-        if foreign == 0 && self.end.shared().queues[peer] == 1 {
+        if foreign == 0 && self.end.peer_single {
             // The whole burst moves at once to the peer's only queue.
-            let n = frames.len() as u64;
-            if self.end.deliver_all(frames) {
-                self.stats.sent += n;
-            } else {
-                self.stats.dropped += n;
-            }
-            return;
+            self.deliver_all(frames);
+        } else {
+            self.transmit_each(frames);
         }
-        self.transmit_each(frames);
     }
-}
 
-impl MemoryLink {
     /// [`PacketIo::transmit`] frame by frame (offloads done): to a side of several
     /// queues, or with frames of another link among them.
     #[inline(never)]
@@ -1436,6 +1472,37 @@ pub(crate) mod tests {
         // A receiver adds the pseudo-header sum (0x10) back and must get all ones.
         let with_pseudo = [&got[..4], &[0x00, 0x10], &got[4..]].concat();
         assert_eq!(ones_complement_sum(&with_pseudo), 0xffff);
+    }
+
+    #[test]
+    fn a_burst_mixing_offloads_gets_each_once() {
+        let mut caps = Capabilities::new(MAC_A, 1500);
+        caps.tx_checksum = crate::io::ChecksumOffload::ALL;
+        caps.tso_max = Some(9000);
+        let (mut a, mut b) = pair(caps, Capabilities::new(MAC_B, 1500));
+        let mut tso = a.alloc_tx(4).unwrap();
+        tso.copy_from_slice(&[9; 4]);
+        tso.set_meta(TxMeta {
+            checksum: None,
+            tso_mss: Some(1000),
+        });
+        let mut summed = a.alloc_tx(6).unwrap();
+        summed.copy_from_slice(&[0, 1, 0, 2, 0, 0x10]);
+        summed.set_meta(TxMeta {
+            checksum: Some(crate::io::ChecksumRequest {
+                start: 0,
+                offset: 4,
+            }),
+            tso_mss: None,
+        });
+        a.transmit(&mut vec![tso, summed]);
+        let mut out = Vec::new();
+        assert_eq!(b.receive(&mut out, 8), 2);
+        assert_eq!(out[0].meta().gso_size, Some(1000));
+        assert_eq!(&out[0][..], &[9; 4]);
+        assert_eq!(out[1].meta().gso_size, None);
+        // Filled once: !(1 + 2 + 0x10).
+        assert_eq!(&out[1][4..], &(!0x13u16).to_be_bytes());
     }
 
     #[test]
