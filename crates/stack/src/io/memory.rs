@@ -749,6 +749,9 @@ mod arena {
 pub struct MemoryLink {
     end: End,
     caps: Capabilities,
+    /// `caps.max_tx_frame()`, or 0 when it is to be worked out again (the capabilities
+    /// may have changed since: [`MemoryLink::capabilities_mut`]).
+    max_tx: usize,
     stats: LinkStats,
 }
 
@@ -837,6 +840,7 @@ pub fn pair(a: Capabilities, b: Capabilities) -> (MemoryLink, MemoryLink) {
     let link = |ends: Vec<End>, caps| MemoryLink {
         end: ends.into_iter().next().expect("one queue per side"),
         caps,
+        max_tx: 0,
         stats: LinkStats::default(),
     };
     (link(ends_a, a), link(ends_b, b))
@@ -874,6 +878,7 @@ pub fn multi_queue_pair(
                 MemoryLink {
                     end,
                     caps,
+                    max_tx: 0,
                     stats: LinkStats::default(),
                 }
             })
@@ -885,6 +890,13 @@ pub fn multi_queue_pair(
 }
 
 impl MemoryLink {
+    /// The largest frame `alloc_tx` hands out, from the capabilities.
+    #[cold]
+    fn work_out_max_tx(&mut self) -> usize {
+        self.max_tx = self.caps.max_tx_frame();
+        self.max_tx
+    }
+
     /// This end's counters.
     pub fn stats(&self) -> LinkStats {
         self.stats
@@ -893,6 +905,7 @@ impl MemoryLink {
     /// Change what this end reports about itself: tests use it to model a link whose
     /// steering the stack is not told about (as with TAP).
     pub fn capabilities_mut(&mut self) -> &mut Capabilities {
+        self.max_tx = 0;
         &mut self.caps
     }
 
@@ -941,7 +954,10 @@ impl PacketIo for MemoryLink {
 
     #[inline]
     fn alloc_tx(&mut self, len: usize) -> Option<MemFrame> {
-        let cap = self.caps.max_tx_frame();
+        let cap = match self.max_tx {
+            0 => self.work_out_max_tx(),
+            cap => cap,
+        };
         let len = u32::try_from(len).ok().filter(|&l| l as usize <= cap)?;
         let frame = self.end.alloc(len, cap);
         if frame.is_none() {
