@@ -127,6 +127,8 @@ impl Shared {
 ///   entries before `head` are stale copies, never read); only free buffers are freed
 ///   or replaced. Vectors of frames change between `Vec<MemFrame>` and `Vec<RawFrame>`
 ///   in place (`MemFrame` is a `repr(transparent)` `RawFrame`), which moves no handle.
+/// - A buffer out of the free list holds a valid [`Header`] in front of its bytes,
+///   written by [`State::alloc`] before its handle exists; only that handle reaches it.
 /// - The state is borrowed only in [`Shared::with_state`], by closures of this module
 ///   that drop no [`MemFrame`] and run no user code (the state holds neither), so no
 ///   borrow of it overlaps another.
@@ -143,6 +145,7 @@ mod arena {
 
     /// What travels with a frame besides its bytes.
     #[derive(Clone, Copy, Default)]
+    #[repr(C)]
     pub(super) struct FrameMeta {
         /// The receive metadata's GSO size, set by `transmit` (the link never reports a
         /// checksum verified).
@@ -153,30 +156,69 @@ mod arena {
 
     /// A frame's handle without the drop glue that gives its buffer back: what the
     /// receive queues hold, so that nothing done to [`State`] can drop a frame.
+    /// A frame's handle is kept small (it moves whole between the stack's vectors): the
+    /// rest of what travels with a frame sits in front of its bytes, in its buffer.
     pub(super) struct RawFrame {
-        /// The first byte of the buffer of `index`, which has at least `len` bytes.
+        /// The first byte of the buffer of `index` ([`Slot::data`]), which has at least
+        /// `len` bytes, and a [`Header`] in front of them.
         data: NonNull<u8>,
         shared: NonNull<Shared>,
         len: u32,
         index: u32,
-        /// The side that allocated the buffer, whose in-flight count holds it.
-        owner_side: u8,
-        pub(super) meta: FrameMeta,
     }
 
-    /// One buffer of the arena: a boxed slice given up with `Box::leak`, so that it never
-    /// moves while a handle points into it, and freed by [`Slot::free`] or [`State`]'s
-    /// drop.
-    struct Slot(NonNull<[u8]>);
+    /// What a buffer holds in front of a frame's bytes. Written by [`State::alloc`]
+    /// before the buffer's handle exists, then reached only through that one handle.
+    #[derive(Clone, Copy)]
+    #[repr(C)]
+    struct Header {
+        meta: FrameMeta,
+        /// The side that allocated the buffer, whose in-flight count holds it.
+        owner_side: u8,
+    }
 
-    impl Slot {
-        /// A zeroed buffer of `len` bytes (only its first use sees the zeros).
-        fn new(len: usize) -> Slot {
-            Slot(NonNull::from(Box::leak(vec![0; len].into_boxed_slice())))
+    /// The 8-byte words a [`Header`] takes in front of a buffer's bytes.
+    const HEADER_WORDS: usize = mem::size_of::<Header>().div_ceil(8);
+
+    impl RawFrame {
+        /// This frame's buffer's header.
+        fn header(&self) -> NonNull<Header> {
+            // SAFETY: `data` is `Slot::data` of this frame's buffer: `HEADER_WORDS` words
+            // past the start of its allocation, where the `Header` sits.
+            unsafe { self.data.cast::<u64>().sub(HEADER_WORDS).cast() }
         }
 
+        /// The side that allocated the buffer.
+        fn owner_side(&self) -> usize {
+            // SAFETY: the header was written by `State::alloc` before this handle
+            // existed, and only the handle reaches it (read here, through it).
+            usize::from(unsafe { self.header().as_ref() }.owner_side)
+        }
+    }
+
+    /// One buffer of the arena: a boxed slice of words (the [`Header`] then the frame's
+    /// bytes, both 8-byte aligned) given up with `Box::leak`, so that it never moves while
+    /// a handle points into it, and freed by [`Slot::free`] or [`State`]'s drop.
+    struct Slot(NonNull<[u64]>);
+
+    impl Slot {
+        /// A zeroed buffer of at least `len` bytes (only its first use sees the zeros).
+        fn new(len: usize) -> Slot {
+            let words = HEADER_WORDS + len.div_ceil(8);
+            Slot(NonNull::from(Box::leak(
+                vec![0u64; words].into_boxed_slice(),
+            )))
+        }
+
+        /// The bytes a frame may have.
         fn len(&self) -> usize {
-            self.0.len()
+            (self.0.len() - HEADER_WORDS) * 8
+        }
+
+        /// The first byte of a frame.
+        fn data(&self) -> NonNull<u8> {
+            // SAFETY: the allocation has `HEADER_WORDS` words and more (`new`).
+            unsafe { self.0.cast::<u64>().add(HEADER_WORDS).cast() }
         }
 
         /// Replace a free buffer too small for the frame asked for (allocated by an end
@@ -348,14 +390,20 @@ mod arena {
             if slot.len() < len as usize {
                 slot.replace(cap);
             }
+            let header = Header {
+                meta: FrameMeta::default(),
+                owner_side: side as u8,
+            };
+            // SAFETY: the buffer is out of the free list only now and has no handle yet,
+            // and `&mut self` is the one reference to the state: nothing else reaches its
+            // header, which starts its allocation (aligned, `HEADER_WORDS` words).
+            unsafe { slot.0.cast::<Header>().write(header) };
             // The old bytes stay rather than being zeroed: a NIC slot is not cleared either.
             Some(RawFrame {
-                data: slot.0.cast(),
+                data: slot.data(),
                 shared,
                 len,
                 index,
-                owner_side: side as u8,
-                meta: FrameMeta::default(),
             })
         }
 
@@ -383,7 +431,7 @@ mod arena {
         /// Put a frame's buffer back in the free list; its handle is gone.
         fn release(&mut self, frame: &RawFrame) {
             // A side is 0 or 1: the mask spares a bounds check.
-            self.sides[usize::from(frame.owner_side) & 1].in_flight -= 1;
+            self.sides[frame.owner_side() & 1].in_flight -= 1;
             let len = self.free.len();
             debug_assert!(len < self.free.capacity());
             // SAFETY: the free list has room for every buffer (`add_slot`) and does not
@@ -691,6 +739,21 @@ mod arena {
             unsafe { std::ptr::read(&frame.raw) }
         }
 
+        /// What travels with the frame.
+        pub(super) fn meta(&self) -> &FrameMeta {
+            // SAFETY: the header was written by `State::alloc` before this handle existed
+            // and only this handle reaches it; borrowed through `&self`, it is not
+            // written meanwhile.
+            unsafe { &self.raw.header().as_ref().meta }
+        }
+
+        /// What travels with the frame, to change.
+        pub(super) fn meta_mut(&mut self) -> &mut FrameMeta {
+            // SAFETY: as in `meta`; the unique borrow of the one handle is a unique borrow
+            // of its header.
+            unsafe { &mut self.raw.header().as_mut().meta }
+        }
+
         /// Shorten the frame to `len` bytes (no-op if it is not longer).
         pub(super) fn shorten(&mut self, len: usize) {
             if len < self.raw.len as usize {
@@ -739,7 +802,7 @@ mod arena {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.debug_struct("MemFrame")
                 .field("len", &self.len())
-                .field("owner_side", &self.raw.owner_side)
+                .field("owner_side", &self.raw.owner_side())
                 .finish()
         }
     }
@@ -758,7 +821,7 @@ pub struct MemoryLink {
 impl MemFrame {
     /// Apply the transmit offloads the stack asked for, as a device would.
     fn apply_tx_offloads(&mut self) {
-        if let Some(req) = self.raw.meta.tx.checksum {
+        if let Some(req) = self.meta().tx.checksum {
             fill_checksum(self, req);
         }
         self.announce_gso();
@@ -768,7 +831,8 @@ impl MemFrame {
     /// (what a GRO/LRO receiver would hand up).
     #[inline]
     fn announce_gso(&mut self) {
-        self.raw.meta.gso_size = self.raw.meta.tx.tso_mss;
+        let meta = self.meta_mut();
+        meta.gso_size = meta.tx.tso_mss;
     }
 }
 
@@ -807,14 +871,14 @@ impl RxFrame for MemFrame {
     fn meta(&self) -> RxMeta {
         RxMeta {
             checksum_verified: false,
-            gso_size: self.raw.meta.gso_size,
+            gso_size: self.meta().gso_size,
         }
     }
 }
 
 impl TxFrame for MemFrame {
     fn set_meta(&mut self, meta: TxMeta) {
-        self.raw.meta.tx = meta;
+        self.meta_mut().tx = meta;
     }
     fn truncate(&mut self, len: usize) {
         self.shorten(len);
@@ -974,7 +1038,7 @@ impl PacketIo for MemoryLink {
         if self.end.peer_single {
             let mut plain = true;
             for frame in frames.iter_mut() {
-                if !self.end.owns(frame) || frame.raw.meta.tx.checksum.is_some() {
+                if !self.end.owns(frame) || frame.meta().tx.checksum.is_some() {
                     plain = false;
                     break;
                 }
