@@ -156,13 +156,13 @@ mod arena {
 
     /// A frame's handle without the drop glue that gives its buffer back: what the
     /// receive queues hold, so that nothing done to [`State`] can drop a frame.
-    /// A frame's handle is kept small (it moves whole between the stack's vectors): the
-    /// rest of what travels with a frame sits in front of its bytes, in its buffer.
+    /// A frame's handle is kept small (it moves whole between the stack's vectors, and
+    /// 16 bytes move at once): the rest of what travels with a frame, its link included,
+    /// sits in front of its bytes, in its buffer.
     pub(super) struct RawFrame {
         /// The first byte of the buffer of `index` ([`Slot::data`]), which has at least
         /// `len` bytes, and a [`Header`] in front of them.
         data: NonNull<u8>,
-        shared: NonNull<Shared>,
         len: u32,
         index: u32,
     }
@@ -172,6 +172,8 @@ mod arena {
     #[derive(Clone, Copy)]
     #[repr(C)]
     struct Header {
+        /// The link whose arena holds the buffer.
+        shared: NonNull<Shared>,
         meta: FrameMeta,
         /// The side that allocated the buffer, whose in-flight count holds it.
         owner_side: u8,
@@ -186,6 +188,12 @@ mod arena {
             // SAFETY: `data` is `Slot::data` of this frame's buffer: `HEADER_WORDS` words
             // past the start of its allocation, where the `Header` sits.
             unsafe { self.data.cast::<u64>().sub(HEADER_WORDS).cast() }
+        }
+
+        /// The link whose arena holds the buffer.
+        fn shared(&self) -> NonNull<Shared> {
+            // SAFETY: as in `owner_side`.
+            unsafe { self.header().as_ref() }.shared
         }
 
         /// The side that allocated the buffer.
@@ -391,6 +399,7 @@ mod arena {
                 slot.replace(cap);
             }
             let header = Header {
+                shared,
                 meta: FrameMeta::default(),
                 owner_side: side as u8,
             };
@@ -401,7 +410,6 @@ mod arena {
             // The old bytes stay rather than being zeroed: a NIC slot is not cleared either.
             Some(RawFrame {
                 data: slot.data(),
-                shared,
                 len,
                 index,
             })
@@ -574,7 +582,7 @@ mod arena {
 
         /// Whether `frame`'s buffer belongs to this link.
         pub(super) fn owns(&self, frame: &MemFrame) -> bool {
-            frame.raw.shared == self.shared
+            frame.raw.shared() == self.shared
         }
 
         /// A transmit buffer of `len` bytes (the caller checked `len <= cap`), allocated
@@ -783,7 +791,7 @@ mod arena {
 
     impl Drop for MemFrame {
         fn drop(&mut self) {
-            let shared = self.raw.shared;
+            let shared = self.raw.shared();
             // SAFETY: this frame keeps the state alive until its buffer is released here.
             let orphan = unsafe { shared.as_ref() }.with_state(|s| {
                 s.release(&self.raw);
