@@ -127,8 +127,9 @@ impl Shared {
 ///   entries before `head` are stale copies, never read); only free buffers are freed
 ///   or replaced. Vectors of frames change between `Vec<MemFrame>` and `Vec<RawFrame>`
 ///   in place (`MemFrame` is a `repr(transparent)` `RawFrame`), which moves no handle.
-/// - A buffer out of the free list holds a valid [`Header`] in front of its bytes,
-///   written by [`State::alloc`] before its handle exists; only that handle reaches it.
+/// - A buffer holds a valid [`Header`] in front of its bytes, written when it is made
+///   ([`Slot::new`]) and reset by [`State::alloc`] before its handle exists; only that
+///   handle reaches it then.
 /// - The state is borrowed only in [`Shared::with_state`], by closures of this module
 ///   that drop no [`MemFrame`] and run no user code (the state holds neither), so no
 ///   borrow of it overlaps another.
@@ -167,8 +168,9 @@ mod arena {
         index: u32,
     }
 
-    /// What a buffer holds in front of a frame's bytes. Written by [`State::alloc`]
-    /// before the buffer's handle exists, then reached only through that one handle.
+    /// What a buffer holds in front of a frame's bytes. Written by [`Slot::new`], reset
+    /// by [`State::alloc`] before the buffer's handle exists, then reached only through
+    /// that one handle.
     #[derive(Clone, Copy)]
     #[repr(C)]
     struct Header {
@@ -198,7 +200,7 @@ mod arena {
 
         /// The side that allocated the buffer.
         fn owner_side(&self) -> usize {
-            // SAFETY: the header was written by `State::alloc` before this handle
+            // SAFETY: the header was reset by `State::alloc` before this handle
             // existed, and only the handle reaches it (read here, through it).
             usize::from(unsafe { self.header().as_ref() }.owner_side)
         }
@@ -211,11 +213,21 @@ mod arena {
 
     impl Slot {
         /// A zeroed buffer of at least `len` bytes (only its first use sees the zeros).
-        fn new(len: usize) -> Slot {
+        /// Its header names the link `shared` (for good: a buffer stays in its arena).
+        fn new(len: usize, shared: NonNull<Shared>) -> Slot {
             let words = HEADER_WORDS + len.div_ceil(8);
-            Slot(NonNull::from(Box::leak(
+            let slot = Slot(NonNull::from(Box::leak(
                 vec![0u64; words].into_boxed_slice(),
-            )))
+            )));
+            let header = Header {
+                shared,
+                meta: FrameMeta::default(),
+                owner_side: 0,
+            };
+            // SAFETY: the allocation is new, unshared, 8-byte aligned and longer than
+            // `HEADER_WORDS` words, the header's room at its start.
+            unsafe { slot.0.cast::<Header>().write(header) };
+            slot
         }
 
         /// The bytes a frame may have.
@@ -232,8 +244,8 @@ mod arena {
         /// Replace a free buffer too small for the frame asked for (allocated by an end
         /// of smaller frames) by one of `len` bytes.
         #[cold]
-        fn replace(&mut self, len: usize) {
-            mem::replace(self, Slot::new(len)).free();
+        fn replace(&mut self, len: usize, shared: NonNull<Shared>) {
+            mem::replace(self, Slot::new(len, shared)).free();
         }
 
         /// Free the buffer, which no handle points into.
@@ -389,24 +401,21 @@ mod arena {
             s.in_flight += 1;
             let index = match self.free.pop() {
                 Some(index) => index,
-                None => self.add_slot(cap),
+                None => self.add_slot(cap, shared),
             };
             debug_assert!((index as usize) < self.slots.len());
             // SAFETY: the free list and `add_slot` name only buffers of `slots`, which
             // never shrinks while the state lives.
             let slot = unsafe { self.slots.get_unchecked_mut(index as usize) };
             if slot.len() < len as usize {
-                slot.replace(cap);
+                slot.replace(cap, shared);
             }
-            let header = Header {
-                shared,
-                meta: FrameMeta::default(),
-                owner_side: side as u8,
-            };
             // SAFETY: the buffer is out of the free list only now and has no handle yet,
             // and `&mut self` is the one reference to the state: nothing else reaches its
-            // header, which starts its allocation (aligned, `HEADER_WORDS` words).
-            unsafe { slot.0.cast::<Header>().write(header) };
+            // header, which starts its allocation (written by `Slot::new`).
+            let header = unsafe { slot.0.cast::<Header>().as_mut() };
+            header.meta = FrameMeta::default();
+            header.owner_side = side as u8;
             // The old bytes stay rather than being zeroed: a NIC slot is not cleared either.
             Some(RawFrame {
                 data: slot.data(),
@@ -417,8 +426,8 @@ mod arena {
 
         /// A new buffer of `cap` bytes, out of the free list; its index.
         #[cold]
-        fn add_slot(&mut self, cap: usize) -> u32 {
-            self.slots.push(Slot::new(cap));
+        fn add_slot(&mut self, cap: usize, shared: NonNull<Shared>) -> u32 {
+            self.slots.push(Slot::new(cap, shared));
             // Room in the free list for every buffer, this one included.
             self.free.reserve(self.slots.len() - self.free.len());
             // Every buffer holds a frame: fewer than 2^32 fit in memory.
@@ -749,7 +758,7 @@ mod arena {
 
         /// What travels with the frame.
         pub(super) fn meta(&self) -> &FrameMeta {
-            // SAFETY: the header was written by `State::alloc` before this handle existed
+            // SAFETY: the header was reset by `State::alloc` before this handle existed
             // and only this handle reaches it; borrowed through `&self`, it is not
             // written meanwhile.
             unsafe { &self.raw.header().as_ref().meta }
