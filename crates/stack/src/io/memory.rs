@@ -123,14 +123,19 @@ impl Shared {
 ///   and no buffer out refers to it ([`State::unused`]); every end and every frame
 ///   counts (`State::links`, each side's `in_flight`), so each one may reach it.
 /// - A buffer (a [`Slot`]) out of the free list has exactly one handle, a [`MemFrame`]
-///   or a [`RawFrame`] in a receive queue; only free buffers are freed or replaced.
+///   or a [`RawFrame`] waiting in a receive queue (`RxQueue::frames[head..]`; the
+///   entries before `head` are stale copies, never read); only free buffers are freed
+///   or replaced. Vectors of frames change between `Vec<MemFrame>` and `Vec<RawFrame>`
+///   in place (`MemFrame` is a `repr(transparent)` `RawFrame`), which moves no handle.
+/// - A buffer holds a valid [`Header`] in front of its bytes, written when it is made
+///   ([`Slot::new`]) and reset by [`State::alloc`] before its handle exists; only that
+///   handle reaches it then.
 /// - The state is borrowed only in [`Shared::with_state`], by closures of this module
 ///   that drop no [`MemFrame`] and run no user code (the state holds neither), so no
 ///   borrow of it overlaps another.
 #[allow(unsafe_code)]
 mod arena {
     use std::cell::{RefCell, UnsafeCell};
-    use std::collections::VecDeque;
     use std::fmt;
     use std::mem::{self, ManuallyDrop};
     use std::ops::{Deref, DerefMut};
@@ -141,6 +146,7 @@ mod arena {
 
     /// What travels with a frame besides its bytes.
     #[derive(Clone, Copy, Default)]
+    #[repr(C)]
     pub(super) struct FrameMeta {
         /// The receive metadata's GSO size, set by `transmit` (the link never reports a
         /// checksum verified).
@@ -151,37 +157,95 @@ mod arena {
 
     /// A frame's handle without the drop glue that gives its buffer back: what the
     /// receive queues hold, so that nothing done to [`State`] can drop a frame.
+    /// A frame's handle is kept small (it moves whole between the stack's vectors, and
+    /// 16 bytes move at once): the rest of what travels with a frame, its link included,
+    /// sits in front of its bytes, in its buffer.
     pub(super) struct RawFrame {
-        /// The first byte of the buffer of `index`, which has at least `len` bytes.
+        /// The first byte of the buffer of `index` ([`Slot::data`]), which has at least
+        /// `len` bytes, and a [`Header`] in front of them.
         data: NonNull<u8>,
-        shared: NonNull<Shared>,
         len: u32,
         index: u32,
-        /// The side that allocated the buffer, whose in-flight count holds it.
-        owner_side: u8,
-        pub(super) meta: FrameMeta,
     }
 
-    /// One buffer of the arena: a boxed slice given up with `Box::leak`, so that it never
-    /// moves while a handle points into it, and freed by [`Slot::free`] or [`State`]'s
-    /// drop.
-    struct Slot(NonNull<[u8]>);
+    /// What a buffer holds in front of a frame's bytes. Written by [`Slot::new`], reset
+    /// by [`State::alloc`] before the buffer's handle exists, then reached only through
+    /// that one handle.
+    #[derive(Clone, Copy)]
+    #[repr(C)]
+    struct Header {
+        /// The link whose arena holds the buffer.
+        shared: NonNull<Shared>,
+        meta: FrameMeta,
+        /// The side that allocated the buffer, whose in-flight count holds it.
+        owner_side: u8,
+    }
 
-    impl Slot {
-        /// A zeroed buffer of `len` bytes (only its first use sees the zeros).
-        fn new(len: usize) -> Slot {
-            Slot(NonNull::from(Box::leak(vec![0; len].into_boxed_slice())))
+    /// The 8-byte words a [`Header`] takes in front of a buffer's bytes.
+    const HEADER_WORDS: usize = mem::size_of::<Header>().div_ceil(8);
+
+    impl RawFrame {
+        /// This frame's buffer's header.
+        fn header(&self) -> NonNull<Header> {
+            // SAFETY: `data` is `Slot::data` of this frame's buffer: `HEADER_WORDS` words
+            // past the start of its allocation, where the `Header` sits.
+            unsafe { self.data.cast::<u64>().sub(HEADER_WORDS).cast() }
         }
 
+        /// The link whose arena holds the buffer.
+        fn shared(&self) -> NonNull<Shared> {
+            // SAFETY: as in `owner_side`.
+            unsafe { self.header().as_ref() }.shared
+        }
+
+        /// The side that allocated the buffer.
+        fn owner_side(&self) -> usize {
+            // SAFETY: the header was reset by `State::alloc` before this handle
+            // existed, and only the handle reaches it (read here, through it).
+            usize::from(unsafe { self.header().as_ref() }.owner_side)
+        }
+    }
+
+    /// One buffer of the arena: a boxed slice of words (the [`Header`] then the frame's
+    /// bytes, both 8-byte aligned) given up with `Box::leak`, so that it never moves while
+    /// a handle points into it, and freed by [`Slot::free`] or [`State`]'s drop.
+    struct Slot(NonNull<[u64]>);
+
+    impl Slot {
+        /// A zeroed buffer of at least `len` bytes (only its first use sees the zeros).
+        /// Its header names the link `shared` (for good: a buffer stays in its arena).
+        fn new(len: usize, shared: NonNull<Shared>) -> Slot {
+            let words = HEADER_WORDS + len.div_ceil(8);
+            let slot = Slot(NonNull::from(Box::leak(
+                vec![0u64; words].into_boxed_slice(),
+            )));
+            let header = Header {
+                shared,
+                meta: FrameMeta::default(),
+                owner_side: 0,
+            };
+            // SAFETY: the allocation is new, unshared, 8-byte aligned and longer than
+            // `HEADER_WORDS` words, the header's room at its start.
+            unsafe { slot.0.cast::<Header>().write(header) };
+            slot
+        }
+
+        /// The bytes a frame may have.
         fn len(&self) -> usize {
-            self.0.len()
+            (self.0.len() - HEADER_WORDS) * 8
+        }
+
+        /// The first byte of a frame.
+        fn data(&self) -> NonNull<u8> {
+            // SAFETY: the allocation has `HEADER_WORDS` words and more (`new`).
+            unsafe { self.0.cast::<u64>().add(HEADER_WORDS).cast() }
         }
 
         /// Replace a free buffer too small for the frame asked for (allocated by an end
         /// of smaller frames) by one of `len` bytes.
         #[cold]
-        fn replace(&mut self, len: usize) {
-            mem::replace(self, Slot::new(len)).free();
+        fn replace(&mut self, len: usize, shared: NonNull<Shared>) {
+            mem::replace(self, Slot::new(len, shared)).free();
         }
 
         /// Free the buffer, which no handle points into.
@@ -193,22 +257,108 @@ mod arena {
         }
     }
 
+    /// One receive queue: the frames `frames[head..]`, oldest first (the entries before
+    /// `head` were moved out to a receiver and are no handles). Kept normal: `head` is 0
+    /// whenever the queue is empty, so an empty queue is an empty vector.
+    struct RxQueue {
+        frames: Vec<RawFrame>,
+        head: usize,
+        /// Whether the end of this queue still exists.
+        alive: bool,
+    }
+
+    impl RxQueue {
+        fn len(&self) -> usize {
+            self.frames.len() - self.head
+        }
+
+        /// Make room for `more` frames at the back: move the waiting frames to the front
+        /// when at least as many were taken from it as wait (the move is then paid for by
+        /// those takes), rather than growing the vector.
+        fn make_room(&mut self, more: usize) {
+            if self.head > 0
+                && self.frames.len() + more > self.frames.capacity()
+                && self.head >= self.len()
+            {
+                // The entries before `head` are no handles: discarding them drops nothing.
+                self.frames.drain(..self.head);
+                self.head = 0;
+            }
+        }
+
+        fn push(&mut self, frame: RawFrame) {
+            self.make_room(1);
+            self.frames.push(frame);
+        }
+
+        /// Queue the frames of `frames` behind the waiting ones, leaving `frames` empty.
+        /// Into an empty queue the vectors swap: no frame moves.
+        #[inline]
+        fn append(&mut self, frames: &mut Vec<MemFrame>) {
+            if self.frames.is_empty() {
+                swap_frames(frames, &mut self.frames);
+            } else {
+                self.append_behind(frames);
+            }
+        }
+
+        /// [`RxQueue::append`] to a queue with frames waiting.
+        #[inline(never)]
+        fn append_behind(&mut self, frames: &mut Vec<MemFrame>) {
+            let mut raw = Vec::new();
+            swap_frames(frames, &mut raw);
+            self.make_room(raw.len());
+            self.frames.append(&mut raw);
+            // Back to `frames`, empty, with its capacity.
+            swap_frames(frames, &mut raw);
+        }
+
+        /// Move up to `max` frames to the back of `out`; how many. A whole queue taken
+        /// into an empty `out` swaps the vectors: no frame moves.
+        #[inline]
+        fn take(&mut self, out: &mut Vec<MemFrame>, max: usize) -> usize {
+            let waiting = self.len();
+            if waiting <= max && self.head == 0 && out.is_empty() {
+                swap_frames(out, &mut self.frames);
+                return waiting;
+            }
+            self.take_some(out, max)
+        }
+
+        /// [`RxQueue::take`] by moving frames.
+        #[inline(never)]
+        fn take_some(&mut self, out: &mut Vec<MemFrame>, max: usize) -> usize {
+            let n = self.len().min(max);
+            out.reserve(n);
+            // SAFETY: `frames[head..head + n]` are initialised handles and `out` has room
+            // for `n` more elements behind its `len`; the two vectors are distinct
+            // allocations. `MemFrame` is a `repr(transparent)` `RawFrame`, so the bits
+            // copied are `n` valid frames, and advancing `head` past them below leaves
+            // `out` their one owner (a `RawFrame` has no drop glue to run twice).
+            unsafe {
+                let src = self.frames.as_ptr().add(self.head).cast::<MemFrame>();
+                let len = out.len();
+                std::ptr::copy_nonoverlapping(src, out.as_mut_ptr().add(len), n);
+                out.set_len(len + n);
+            }
+            self.head += n;
+            if self.head == self.frames.len() {
+                self.frames.clear();
+                self.head = 0;
+            }
+            n
+        }
+    }
+
     struct Side {
-        /// One receive queue per queue index: the transmitted frames themselves (their
-        /// receive metadata set by `transmit`).
-        rx: Vec<VecDeque<RawFrame>>,
-        /// Whether the end of each queue index still exists.
-        alive: Vec<bool>,
         /// Buffers allocated by this side and not yet back in the free list.
         in_flight: usize,
         in_flight_limit: usize,
     }
 
     impl Side {
-        fn new(queues: usize) -> Side {
+        fn new() -> Side {
             Side {
-                rx: (0..queues).map(|_| VecDeque::new()).collect(),
-                alive: vec![true; queues],
                 in_flight: 0,
                 in_flight_limit: DEFAULT_IN_FLIGHT_LIMIT,
             }
@@ -221,7 +371,13 @@ mod arena {
         /// Every buffer the link allocated; a frame names its buffer by index.
         slots: Vec<Slot>,
         /// Indices of the buffers out of use, reused last-in first-out (warmest first).
+        /// Its capacity is at least the number of buffers (see [`State::add_slot`]), so
+        /// a release never grows it.
         free: Vec<u32>,
+        /// The receive queues of side 0, then those of side 1: the transmitted frames
+        /// themselves (their receive metadata set by `transmit`). An end names its queue
+        /// by its index here.
+        rx: Vec<RxQueue>,
         sides: [Side; 2],
         /// Ends alive, of both sides.
         links: usize,
@@ -237,42 +393,82 @@ mod arena {
             cap: usize,
             shared: NonNull<Shared>,
         ) -> Option<RawFrame> {
-            let s = &mut self.sides[side];
+            // A side is 0 or 1: the mask spares a bounds check.
+            let s = &mut self.sides[side & 1];
             if s.in_flight >= s.in_flight_limit {
                 return None;
             }
             s.in_flight += 1;
             let index = match self.free.pop() {
                 Some(index) => index,
-                None => self.add_slot(cap),
+                None => self.add_slot(cap, shared),
             };
-            let slot = &mut self.slots[index as usize];
+            debug_assert!((index as usize) < self.slots.len());
+            // SAFETY: the free list and `add_slot` name only buffers of `slots`, which
+            // never shrinks while the state lives.
+            let slot = unsafe { self.slots.get_unchecked_mut(index as usize) };
             if slot.len() < len as usize {
-                slot.replace(cap);
+                slot.replace(cap, shared);
             }
+            // SAFETY: the buffer is out of the free list only now and has no handle yet,
+            // and `&mut self` is the one reference to the state: nothing else reaches its
+            // header, which starts its allocation (written by `Slot::new`).
+            let header = unsafe { slot.0.cast::<Header>().as_mut() };
+            header.meta = FrameMeta::default();
+            header.owner_side = side as u8;
             // The old bytes stay rather than being zeroed: a NIC slot is not cleared either.
             Some(RawFrame {
-                data: slot.0.cast(),
-                shared,
+                data: slot.data(),
                 len,
                 index,
-                owner_side: side as u8,
-                meta: FrameMeta::default(),
             })
         }
 
         /// A new buffer of `cap` bytes, out of the free list; its index.
         #[cold]
-        fn add_slot(&mut self, cap: usize) -> u32 {
-            self.slots.push(Slot::new(cap));
+        fn add_slot(&mut self, cap: usize, shared: NonNull<Shared>) -> u32 {
+            self.slots.push(Slot::new(cap, shared));
+            // Room in the free list for every buffer, this one included.
+            self.free.reserve(self.slots.len() - self.free.len());
             // Every buffer holds a frame: fewer than 2^32 fit in memory.
             (self.slots.len() - 1) as u32
         }
 
+        /// The receive queue of index `rx`, which an end holds (`End::rx`, `End::peer_rx`).
+        #[inline]
+        fn queue(&mut self, rx: usize) -> &mut RxQueue {
+            debug_assert!(rx < self.rx.len());
+            // SAFETY: an end's queue indices name a queue of one side of its link (its
+            // own, or the peer side's first: every side has one, see [`Shared::create`]),
+            // so they are below the queue count, the length of `rx`, which never shrinks
+            // while the state lives.
+            unsafe { self.rx.get_unchecked_mut(rx) }
+        }
+
         /// Put a frame's buffer back in the free list; its handle is gone.
         fn release(&mut self, frame: &RawFrame) {
-            self.sides[usize::from(frame.owner_side)].in_flight -= 1;
-            self.free.push(frame.index);
+            // A side is 0 or 1: the mask spares a bounds check.
+            self.sides[frame.owner_side() & 1].in_flight -= 1;
+            let len = self.free.len();
+            debug_assert!(len < self.free.capacity());
+            // SAFETY: the free list has room for every buffer (`add_slot`) and does not
+            // hold this one (it had a handle), so `len` is below its capacity: the write
+            // stays in its allocation and the new element is initialised.
+            unsafe {
+                self.free.as_mut_ptr().add(len).write(frame.index);
+                self.free.set_len(len + 1);
+            }
+        }
+
+        /// Put the buffers of `frames` back in the free list, leaving it empty; their
+        /// handles are gone.
+        #[cold]
+        fn release_all(&mut self, frames: &mut Vec<MemFrame>) {
+            let mut raw = Vec::new();
+            swap_frames(frames, &mut raw);
+            for frame in &raw {
+                self.release(frame);
+            }
         }
 
         /// Whether no end and no frame refers to the state any more.
@@ -303,11 +499,20 @@ mod arena {
     impl Shared {
         /// A new link with `queues` queues per side: the ends of each side, by queue.
         pub(super) fn create(queues: [usize; 2], steering: [Option<Steering>; 2]) -> [Vec<End>; 2] {
+            // Every side has a queue 0, which the peer's ends name (`End::peer_rx`).
+            assert!(queues[0] > 0 && queues[1] > 0, "a side without queues");
             let shared = NonNull::from(Box::leak(Box::new(Shared {
                 state: UnsafeCell::new(State {
                     slots: Vec::new(),
                     free: Vec::new(),
-                    sides: [Side::new(queues[0]), Side::new(queues[1])],
+                    rx: (0..queues[0] + queues[1])
+                        .map(|_| RxQueue {
+                            frames: Vec::new(),
+                            head: 0,
+                            alive: true,
+                        })
+                        .collect(),
+                    sides: [Side::new(), Side::new()],
                     links: queues[0] + queues[1],
                 }),
                 queues,
@@ -319,9 +524,21 @@ mod arena {
                         shared,
                         side,
                         queue,
+                        rx: Shared::rx_index(queues, side, queue),
+                        peer_rx: Shared::rx_index(queues, 1 - side, 0),
+                        peer_single: queues[1 - side] == 1,
                     })
                     .collect()
             })
+        }
+
+        /// The index in `State::rx` of `side`'s receive queue `queue`.
+        fn rx_index(queues: [usize; 2], side: usize, queue: usize) -> usize {
+            if side == 0 {
+                queue
+            } else {
+                queues[0] + queue
+            }
         }
 
         /// Run `f` on the state. Every `f` is a closure of this module that moves
@@ -358,6 +575,12 @@ mod arena {
         shared: NonNull<Shared>,
         pub(super) side: usize,
         pub(super) queue: usize,
+        /// This end's receive queue: its index in `State::rx`.
+        rx: usize,
+        /// The peer side's first receive queue: its index in `State::rx`.
+        peer_rx: usize,
+        /// Whether the peer side has a single queue.
+        pub(super) peer_single: bool,
     }
 
     impl End {
@@ -368,7 +591,7 @@ mod arena {
 
         /// Whether `frame`'s buffer belongs to this link.
         pub(super) fn owns(&self, frame: &MemFrame) -> bool {
-            frame.raw.shared == self.shared
+            frame.raw.shared() == self.shared
         }
 
         /// A transmit buffer of `len` bytes (the caller checked `len <= cap`), allocated
@@ -382,19 +605,11 @@ mod arena {
         }
 
         /// Move up to `max` frames of this end's receive queue to `out`; how many.
+        #[inline]
         pub(super) fn receive(&self, out: &mut Vec<MemFrame>, max: usize) -> usize {
-            let (side, queue) = (self.side, self.queue);
-            self.shared().with_state(|s| {
-                let rx = &mut s.sides[side].rx[queue];
-                let n = max.min(rx.len());
-                // Frame by frame from the front (cheaper than a draining iterator for
-                // the one or few frames a turn usually takes). Moving a handle drops none.
-                for _ in 0..n {
-                    let Some(raw) = rx.pop_front() else { break };
-                    out.push(MemFrame { raw });
-                }
-                n
-            })
+            let rx = self.rx;
+            // Moving handles drops none.
+            self.shared().with_state(|s| s.queue(rx).take(out, max))
         }
 
         /// Queue `frame` (of this link, see [`End::owns`]) on `side`'s receive queue
@@ -402,10 +617,11 @@ mod arena {
         pub(super) fn deliver(&self, side: usize, queue: usize, frame: MemFrame) -> bool {
             debug_assert!(self.owns(&frame));
             let raw = frame.into_raw();
+            let rx = Shared::rx_index(self.shared().queues, side, queue);
             self.shared().with_state(|s| {
-                let peer = &mut s.sides[side];
-                if peer.alive[queue] {
-                    peer.rx[queue].push_back(raw);
+                let rx = &mut s.rx[rx];
+                if rx.alive {
+                    rx.push(raw);
                     true
                 } else {
                     // Not the last hold on the state: this end is alive.
@@ -415,10 +631,30 @@ mod arena {
             })
         }
 
+        /// Queue all of `frames` (of this link, see [`End::owns`]), in order, on the
+        /// peer side's only receive queue, or give their buffers back if that end is
+        /// gone; whether they were queued. `frames` is left empty.
+        #[inline]
+        pub(super) fn deliver_all(&self, frames: &mut Vec<MemFrame>) -> bool {
+            debug_assert!(frames.iter().all(|f| self.owns(f)));
+            let peer_rx = self.peer_rx;
+            self.shared().with_state(|s| {
+                let rx = s.queue(peer_rx);
+                if rx.alive {
+                    rx.append(frames);
+                    true
+                } else {
+                    // Not the last hold on the state: this end is alive.
+                    s.release_all(frames);
+                    false
+                }
+            })
+        }
+
         /// Frames waiting in this end's receive queue.
         pub(super) fn pending(&self) -> usize {
-            let (side, queue) = (self.side, self.queue);
-            self.shared().with_state(|s| s.sides[side].rx[queue].len())
+            let rx = self.rx;
+            self.shared().with_state(|s| s.rx[rx].len())
         }
 
         /// Buffers this end's side has out.
@@ -443,13 +679,15 @@ mod arena {
 
     impl Drop for End {
         fn drop(&mut self) {
-            let (side, queue) = (self.side, self.queue);
+            let rx = self.rx;
             self.shared().with_state(|s| {
                 s.links -= 1;
-                s.sides[side].alive[queue] = false;
+                let rx = &mut s.rx[rx];
+                rx.alive = false;
+                let (frames, head) = (mem::take(&mut rx.frames), mem::take(&mut rx.head));
                 // Frames nobody will receive go back to the free list.
-                for frame in mem::take(&mut s.sides[side].rx[queue]) {
-                    s.release(&frame);
+                for frame in &frames[head..] {
+                    s.release(frame);
                 }
             });
             // SAFETY: this end is accounted as gone and does not touch the state again.
@@ -472,10 +710,39 @@ mod arena {
         }
     }
 
+    /// Swap the contents of `frames` and `raw`: the handles of `frames` lose their drop
+    /// glue (whoever holds `raw` answers for their buffers), those of `raw` gain it
+    /// (each is its buffer's one handle, now the holder's of `frames`). Drops nothing.
+    fn swap_frames(frames: &mut Vec<MemFrame>, raw: &mut Vec<RawFrame>) {
+        let ours = into_raw_vec(mem::take(frames));
+        let theirs = from_raw_vec(mem::replace(raw, ours));
+        // `frames` holds the empty vector `take` left, which owns no allocation.
+        mem::forget(mem::replace(frames, theirs));
+    }
+
+    /// The handles of `frames`, without their drop glue: the caller answers for their
+    /// buffers.
+    fn into_raw_vec(frames: Vec<MemFrame>) -> Vec<RawFrame> {
+        let mut frames = ManuallyDrop::new(frames);
+        // SAFETY: `MemFrame` is a `repr(transparent)` `RawFrame`: one size and alignment,
+        // so the allocation has the layout a `Vec<RawFrame>` of this capacity expects and
+        // its first `len` elements are valid `RawFrame`s. `frames` is never dropped, so
+        // the allocation keeps one owner.
+        unsafe { Vec::from_raw_parts(frames.as_mut_ptr().cast(), frames.len(), frames.capacity()) }
+    }
+
+    /// Frames of the handles of `raw` (each its buffer's one handle, now the caller's).
+    fn from_raw_vec(raw: Vec<RawFrame>) -> Vec<MemFrame> {
+        let mut raw = ManuallyDrop::new(raw);
+        // SAFETY: as in `into_raw_vec`, the other way round.
+        unsafe { Vec::from_raw_parts(raw.as_mut_ptr().cast(), raw.len(), raw.capacity()) }
+    }
+
     /// The receive and transmit buffer of the in-memory link: exactly the frame's length.
     ///
     /// A freshly allocated transmit buffer holds unspecified bytes (left over from an
     /// earlier frame), like a NIC ring slot; the stack writes every byte it sends.
+    #[repr(transparent)]
     pub struct MemFrame {
         pub(super) raw: RawFrame,
     }
@@ -487,6 +754,21 @@ mod arena {
             // SAFETY: `frame` is never dropped nor used again, so its handle moves out
             // exactly once.
             unsafe { std::ptr::read(&frame.raw) }
+        }
+
+        /// What travels with the frame.
+        pub(super) fn meta(&self) -> &FrameMeta {
+            // SAFETY: the header was reset by `State::alloc` before this handle existed
+            // and only this handle reaches it; borrowed through `&self`, it is not
+            // written meanwhile.
+            unsafe { &self.raw.header().as_ref().meta }
+        }
+
+        /// What travels with the frame, to change.
+        pub(super) fn meta_mut(&mut self) -> &mut FrameMeta {
+            // SAFETY: as in `meta`; the unique borrow of the one handle is a unique borrow
+            // of its header.
+            unsafe { &mut self.raw.header().as_mut().meta }
         }
 
         /// Shorten the frame to `len` bytes (no-op if it is not longer).
@@ -518,7 +800,7 @@ mod arena {
 
     impl Drop for MemFrame {
         fn drop(&mut self) {
-            let shared = self.raw.shared;
+            let shared = self.raw.shared();
             // SAFETY: this frame keeps the state alive until its buffer is released here.
             let orphan = unsafe { shared.as_ref() }.with_state(|s| {
                 s.release(&self.raw);
@@ -537,7 +819,7 @@ mod arena {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.debug_struct("MemFrame")
                 .field("len", &self.len())
-                .field("owner_side", &self.raw.owner_side)
+                .field("owner_side", &self.raw.owner_side())
                 .finish()
         }
     }
@@ -547,18 +829,27 @@ mod arena {
 pub struct MemoryLink {
     end: End,
     caps: Capabilities,
+    /// `caps.max_tx_frame()`, or 0 when it is to be worked out again (the capabilities
+    /// may have changed since: [`MemoryLink::capabilities_mut`]).
+    max_tx: usize,
     stats: LinkStats,
 }
 
 impl MemFrame {
     /// Apply the transmit offloads the stack asked for, as a device would.
     fn apply_tx_offloads(&mut self) {
-        if let Some(req) = self.raw.meta.tx.checksum {
+        if let Some(req) = self.meta().tx.checksum {
             fill_checksum(self, req);
         }
-        // A TSO super-frame is delivered whole, announced to the receiver as coalesced
-        // (what a GRO/LRO receiver would hand up).
-        self.raw.meta.gso_size = self.raw.meta.tx.tso_mss;
+        self.announce_gso();
+    }
+
+    /// A TSO super-frame is delivered whole, announced to the receiver as coalesced
+    /// (what a GRO/LRO receiver would hand up).
+    #[inline]
+    fn announce_gso(&mut self) {
+        let meta = self.meta_mut();
+        meta.gso_size = meta.tx.tso_mss;
     }
 }
 
@@ -597,14 +888,14 @@ impl RxFrame for MemFrame {
     fn meta(&self) -> RxMeta {
         RxMeta {
             checksum_verified: false,
-            gso_size: self.raw.meta.gso_size,
+            gso_size: self.meta().gso_size,
         }
     }
 }
 
 impl TxFrame for MemFrame {
     fn set_meta(&mut self, meta: TxMeta) {
-        self.raw.meta.tx = meta;
+        self.meta_mut().tx = meta;
     }
     fn truncate(&mut self, len: usize) {
         self.shorten(len);
@@ -630,6 +921,7 @@ pub fn pair(a: Capabilities, b: Capabilities) -> (MemoryLink, MemoryLink) {
     let link = |ends: Vec<End>, caps| MemoryLink {
         end: ends.into_iter().next().expect("one queue per side"),
         caps,
+        max_tx: 0,
         stats: LinkStats::default(),
     };
     (link(ends_a, a), link(ends_b, b))
@@ -667,6 +959,7 @@ pub fn multi_queue_pair(
                 MemoryLink {
                     end,
                     caps,
+                    max_tx: 0,
                     stats: LinkStats::default(),
                 }
             })
@@ -678,6 +971,13 @@ pub fn multi_queue_pair(
 }
 
 impl MemoryLink {
+    /// The largest frame `alloc_tx` hands out, from the capabilities.
+    #[cold]
+    fn work_out_max_tx(&mut self) -> usize {
+        self.max_tx = self.caps.max_tx_frame();
+        self.max_tx
+    }
+
     /// This end's counters.
     pub fn stats(&self) -> LinkStats {
         self.stats
@@ -686,6 +986,7 @@ impl MemoryLink {
     /// Change what this end reports about itself: tests use it to model a link whose
     /// steering the stack is not told about (as with TAP).
     pub fn capabilities_mut(&mut self) -> &mut Capabilities {
+        self.max_tx = 0;
         &mut self.caps
     }
 
@@ -734,7 +1035,10 @@ impl PacketIo for MemoryLink {
 
     #[inline]
     fn alloc_tx(&mut self, len: usize) -> Option<MemFrame> {
-        let cap = self.caps.max_tx_frame();
+        let cap = match self.max_tx {
+            0 => self.work_out_max_tx(),
+            cap => cap,
+        };
         let len = u32::try_from(len).ok().filter(|&l| l as usize <= cap)?;
         let frame = self.end.alloc(len, cap);
         if frame.is_none() {
@@ -743,15 +1047,71 @@ impl PacketIo for MemoryLink {
         frame
     }
 
+    #[inline]
     fn transmit(&mut self, frames: &mut Vec<MemFrame>) {
+        // The usual burst: frames of this link with no checksum to fill, to a peer side
+        // of one queue. Anything else takes the general path, which may announce a GSO
+        // size again (the same one: no harm).
+        if self.end.peer_single {
+            let mut plain = true;
+            for frame in frames.iter_mut() {
+                if !self.end.owns(frame) || frame.meta().tx.checksum.is_some() {
+                    plain = false;
+                    break;
+                }
+                frame.announce_gso();
+            }
+            if plain {
+                self.deliver_all(frames);
+                return;
+            }
+        }
+        self.transmit_any(frames);
+    }
+}
+
+impl MemoryLink {
+    /// Hand all of `frames` (of this link, offloads done) to the peer side's only queue.
+    #[inline]
+    fn deliver_all(&mut self, frames: &mut Vec<MemFrame>) {
+        let n = frames.len() as u64;
+        if self.end.deliver_all(frames) {
+            self.stats.sent += n;
+        } else {
+            self.stats.dropped += n;
+        }
+    }
+
+    /// [`PacketIo::transmit`] of any burst.
+    #[inline(never)]
+    fn transmit_any(&mut self, frames: &mut Vec<MemFrame>) {
+        let mut foreign = 0;
+        for frame in frames.iter_mut() {
+            if self.end.owns(frame) {
+                frame.apply_tx_offloads();
+            } else {
+                foreign += 1;
+            }
+        }
+        if foreign == 0 && self.end.peer_single {
+            // The whole burst moves at once to the peer's only queue.
+            self.deliver_all(frames);
+        } else {
+            self.transmit_each(frames);
+        }
+    }
+
+    /// [`PacketIo::transmit`] frame by frame (offloads done): to a side of several
+    /// queues, or with frames of another link among them.
+    #[inline(never)]
+    fn transmit_each(&mut self, frames: &mut Vec<MemFrame>) {
         let peer = 1 - self.end.side;
-        arena::drain_each(frames, |mut frame| {
+        arena::drain_each(frames, |frame| {
             if !self.end.owns(&frame) {
                 // Not ours: its buffer goes back to its own link as `frame` drops here.
                 self.stats.dropped += 1;
                 return;
             }
-            frame.apply_tx_offloads();
             let q = self.end.shared().steer(peer, &frame);
             // The handle moves whole into the peer's queue (or its buffer goes back).
             if self.end.deliver(peer, q, frame) {
@@ -885,6 +1245,80 @@ pub(crate) mod tests {
         assert_eq!(out.len(), 3);
         assert_eq!(out[2][0], 2);
         assert_eq!(b.pending(), 2);
+    }
+
+    #[test]
+    fn partial_takes_keep_order_and_recycle() {
+        let (mut a, mut b) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        // The receiver takes fewer than arrive, so the queue's front is taken while its
+        // back fills: order, counts and buffers must all hold.
+        let (mut sent, mut got) = (0u32, 0u32);
+        for round in 0..200u32 {
+            for _ in 0..(round % 5) {
+                send(&mut a, &sent.to_be_bytes());
+                sent += 1;
+            }
+            // A non-empty `out` is appended to, not replaced.
+            let mut out = Vec::new();
+            b.receive(&mut out, 1);
+            b.receive(&mut out, (round % 3) as usize);
+            for f in &out {
+                assert_eq!(&f[..], &got.to_be_bytes());
+                got += 1;
+            }
+            drop(out);
+            assert_eq!(b.pending() as u32, sent - got);
+            assert_eq!(a.in_flight() as u32, sent - got);
+        }
+        assert_eq!(recv_all(&mut b).len() as u32, sent - got);
+        assert_eq!(a.in_flight(), 0);
+        assert_eq!(b.stats().received, u64::from(sent));
+    }
+
+    #[test]
+    fn a_burst_with_a_foreign_frame_delivers_the_rest_in_order() {
+        let (mut a, mut b) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        let (mut c, _d) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        send(&mut a, b"first");
+        let mut burst = vec![
+            a.alloc_tx(1).unwrap(),
+            c.alloc_tx(1).unwrap(),
+            a.alloc_tx(1).unwrap(),
+        ];
+        for (i, f) in burst.iter_mut().enumerate() {
+            f[0] = i as u8;
+        }
+        a.transmit(&mut burst);
+        assert!(burst.is_empty());
+        assert_eq!(a.stats().sent, 3);
+        assert_eq!(a.stats().dropped, 1);
+        assert_eq!(c.in_flight(), 0);
+        assert_eq!(recv_all(&mut b), vec![b"first".to_vec(), vec![0], vec![2]]);
+    }
+
+    #[test]
+    fn a_burst_to_a_dropped_end_is_counted_and_recycled() {
+        let (mut a, b) = pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        );
+        drop(b);
+        let mut burst: Vec<_> = (0..3).map(|_| a.alloc_tx(60).unwrap()).collect();
+        a.transmit(&mut burst);
+        assert!(burst.is_empty());
+        assert_eq!(a.stats().dropped, 3);
+        assert_eq!(a.stats().sent, 0);
+        assert_eq!(a.in_flight(), 0);
+        assert_eq!(a.end.free_buffers(), 3);
     }
 
     #[test]
@@ -1135,6 +1569,37 @@ pub(crate) mod tests {
         // A receiver adds the pseudo-header sum (0x10) back and must get all ones.
         let with_pseudo = [&got[..4], &[0x00, 0x10], &got[4..]].concat();
         assert_eq!(ones_complement_sum(&with_pseudo), 0xffff);
+    }
+
+    #[test]
+    fn a_burst_mixing_offloads_gets_each_once() {
+        let mut caps = Capabilities::new(MAC_A, 1500);
+        caps.tx_checksum = crate::io::ChecksumOffload::ALL;
+        caps.tso_max = Some(9000);
+        let (mut a, mut b) = pair(caps, Capabilities::new(MAC_B, 1500));
+        let mut tso = a.alloc_tx(4).unwrap();
+        tso.copy_from_slice(&[9; 4]);
+        tso.set_meta(TxMeta {
+            checksum: None,
+            tso_mss: Some(1000),
+        });
+        let mut summed = a.alloc_tx(6).unwrap();
+        summed.copy_from_slice(&[0, 1, 0, 2, 0, 0x10]);
+        summed.set_meta(TxMeta {
+            checksum: Some(crate::io::ChecksumRequest {
+                start: 0,
+                offset: 4,
+            }),
+            tso_mss: None,
+        });
+        a.transmit(&mut vec![tso, summed]);
+        let mut out = Vec::new();
+        assert_eq!(b.receive(&mut out, 8), 2);
+        assert_eq!(out[0].meta().gso_size, Some(1000));
+        assert_eq!(&out[0][..], &[9; 4]);
+        assert_eq!(out[1].meta().gso_size, None);
+        // Filled once: !(1 + 2 + 0x10).
+        assert_eq!(&out[1][4..], &(!0x13u16).to_be_bytes());
     }
 
     #[test]
