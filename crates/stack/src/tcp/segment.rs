@@ -519,7 +519,15 @@ impl TxSegment {
             put(&tsval.to_be_bytes());
             put(&tsecr.to_be_bytes());
         }
-        options[at..].fill(OPT_EOL);
+        // Padding to a multiple of four: at most three bytes, stored one by one (a fill
+        // here is a call to memset).
+        match &mut options[at..] {
+            [] => {}
+            [a] => *a = OPT_EOL,
+            [a, b] => (*a, *b) = (OPT_EOL, OPT_EOL),
+            [a, b, c] => (*a, *b, *c) = (OPT_EOL, OPT_EOL, OPT_EOL),
+            rest => rest.fill(OPT_EOL),
+        }
     }
 }
 
