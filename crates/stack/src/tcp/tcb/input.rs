@@ -295,26 +295,25 @@ impl Tcb {
         }
 
         // FIN (§3.10.7.4, eighth), possibly ahead of missing data.
-        if seg.flags.fin
-            && matches!(
-                self.state,
-                State::Established | State::FinWait1 | State::FinWait2 | State::SynReceived
-            )
-        {
-            self.rcv.hold_fin(seq + payload.len());
-        }
-        self.maybe_accept_fin(now);
-        if matches!(
-            self.state,
-            State::CloseWait | State::Closing | State::LastAck | State::TimeWait
-        ) && seg.flags.fin
-        {
-            // A retransmitted FIN: acknowledge again; in TIME-WAIT restart the 2·MSL wait.
-            self.pending.set(PendingOutput::ACK_NOW);
-            if self.state == State::TimeWait {
-                self.timers.set(Timer::Linger, now + self.cfg.time_wait);
+        if seg.flags.fin {
+            match self.state {
+                State::Established | State::FinWait1 | State::FinWait2 | State::SynReceived => {
+                    self.rcv.hold_fin(seq + payload.len());
+                }
+                // A retransmitted FIN: the first was taken on the way into these states,
+                // so none is held and `maybe_accept_fin` below leaves them alone.
+                // Acknowledge again; in TIME-WAIT restart the 2·MSL wait.
+                State::CloseWait | State::Closing | State::LastAck | State::TimeWait => {
+                    debug_assert!(self.rcv.held_fin().is_none());
+                    self.pending.set(PendingOutput::ACK_NOW);
+                    if self.state == State::TimeWait {
+                        self.timers.set(Timer::Linger, now + self.cfg.time_wait);
+                    }
+                }
+                _ => {}
             }
         }
+        self.maybe_accept_fin(now);
     }
 
     /// A segment with SYN in a synchronized state (or SYN-RECEIVED), before any other
