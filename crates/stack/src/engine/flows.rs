@@ -115,7 +115,8 @@ impl Flows {
 /// The flow table's hash: a [`FlowKey`] is one 64-bit word, mixed with a keyed folded
 /// multiply (the word, xored with a secret, times a secret odd constant as a 128-bit
 /// product, whose halves are xored; the core step of foldhash and ahash's fallback). One
-/// multiplication per lookup instead of ahash's rounds over three writes. The keys are
+/// multiplication per lookup (the write's; `finish` adds none) instead of ahash's rounds
+/// over three writes. The keys are
 /// drawn from the process's `RandomState` per table, so a peer choosing addresses and
 /// ports cannot aim at a bucket without learning them.
 #[derive(Clone)]
@@ -156,8 +157,9 @@ pub(crate) struct FlowHasher {
 impl Hasher for FlowHasher {
     #[inline]
     fn write_u64(&mut self, word: u64) {
-        // Folded in, so that several writes (none from `FlowKey`) still all count.
-        self.word = fold(self.word ^ word, self.mul);
+        // Folded in with the secret at each write, so that several writes (none from
+        // `FlowKey`) still all count and the one write of a key is the whole hash.
+        self.word = fold(self.word ^ word ^ self.xor, self.mul);
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -170,7 +172,7 @@ impl Hasher for FlowHasher {
 
     #[inline]
     fn finish(&self) -> u64 {
-        fold(self.word ^ self.xor, self.mul)
+        self.word
     }
 }
 

@@ -6,8 +6,9 @@
 //! Parsing and emitting are written out by hand, every read bounds-checked, so hostile
 //! headers become errors, never panics (the fuzz target `tcp_segment` and the proptests
 //! below hold it to that). The common header of an established connection, timestamps
-//! and nothing else, takes a fast path on both sides: the option walk and the option
-//! writer are for SYNs and SACK blocks.
+//! and nothing else, takes a fast path on both sides, and so does, when parsed, a SYN
+//! laid out as we or Linux send it (all four SYN options in 20 bytes): the option walk
+//! and the option writer are for other SYNs and SACK blocks.
 //!
 //! What counts as malformed follows smoltcp's `TcpRepr::parse`, which this parser
 //! replaced: a header shorter than 20 bytes or than its data offset, port zero, more
@@ -167,6 +168,7 @@ impl Segment {
                 let at = if o[0] == OPT_NOP { 4 } else { 2 };
                 seg.timestamp = Some((be32(o, at), be32(o, at + 4)));
             }
+            _ if parse_syn_options(options, seg) => {}
             _ => parse_options(options, seg)?,
         }
         Ok(&tcp[header_len..])
@@ -233,7 +235,104 @@ fn is_timestamp_block(o: &[u8; TS_BLOCK_LEN]) -> bool {
         || (o[0] == OPT_TIMESTAMP && o[1] == 10 && o[10] == OPT_EOL && o[11] == OPT_EOL)
 }
 
-/// Walk the options (RFC 9293 §3.2) into `seg`.
+/// Option bytes of a SYN carrying all four SYN options in 20 bytes.
+const SYN_OPTIONS_LEN: usize = 20;
+
+/// A pattern over [`SYN_OPTIONS_LEN`] option bytes: `Some` bytes must match, `None` ones
+/// are the option values. As (mask, value) of the first 16 bytes and of the last 4, read
+/// little-endian, so a match is two masked comparisons.
+const fn syn_pattern(bytes: [Option<u8>; SYN_OPTIONS_LEN]) -> (u128, u128, u32, u32) {
+    let (mut mask, mut value, mut tail_mask, mut tail_value) = (0u128, 0u128, 0u32, 0u32);
+    let mut i = 0;
+    while i < SYN_OPTIONS_LEN {
+        if let Some(b) = bytes[i] {
+            if i < 16 {
+                mask |= 0xff << (8 * i);
+                value |= (b as u128) << (8 * i);
+            } else {
+                tail_mask |= 0xff << (8 * (i - 16));
+                tail_value |= (b as u32) << (8 * (i - 16));
+            }
+        }
+        i += 1;
+    }
+    (mask, value, tail_mask, tail_value)
+}
+
+/// Our SYN's options: MSS, window scale, SACK-permitted, timestamps, one EOL (the order
+/// of [`TxSegment::write_options`]). Values at 2..4 (MSS), 6 (shift), 11..19 (TS).
+const SYN_OURS: (u128, u128, u32, u32) = {
+    let mut p = [None; SYN_OPTIONS_LEN];
+    let fixed: [(usize, u8); 9] = [
+        (0, OPT_MSS),
+        (1, 4),
+        (4, OPT_WS),
+        (5, 3),
+        (7, OPT_SACK_PERMITTED),
+        (8, 2),
+        (9, OPT_TIMESTAMP),
+        (10, 10),
+        (19, OPT_EOL),
+    ];
+    let mut i = 0;
+    while i < fixed.len() {
+        p[fixed[i].0] = Some(fixed[i].1);
+        i += 1;
+    }
+    syn_pattern(p)
+};
+
+/// Linux's SYN options: MSS, SACK-permitted, timestamps, NOP, window scale. Values at
+/// 2..4 (MSS), 8..16 (TS), 19 (shift).
+const SYN_LINUX: (u128, u128, u32, u32) = {
+    let mut p = [None; SYN_OPTIONS_LEN];
+    let fixed: [(usize, u8); 9] = [
+        (0, OPT_MSS),
+        (1, 4),
+        (4, OPT_SACK_PERMITTED),
+        (5, 2),
+        (6, OPT_TIMESTAMP),
+        (7, 10),
+        (16, OPT_NOP),
+        (17, OPT_WS),
+        (18, 3),
+    ];
+    let mut i = 0;
+    while i < fixed.len() {
+        p[fixed[i].0] = Some(fixed[i].1);
+        i += 1;
+    }
+    syn_pattern(p)
+};
+
+/// The options of a SYN in one of the two common layouts (ours and Linux's, each with
+/// all four SYN options) read at fixed offsets: what [`parse_options`] would make of
+/// them, without the walk. False, with `seg` untouched, for any other layout.
+#[inline]
+fn parse_syn_options(options: &[u8], seg: &mut Segment) -> bool {
+    let Ok(o) = <&[u8; SYN_OPTIONS_LEN]>::try_from(options) else {
+        return false;
+    };
+    let head = u128::from_le_bytes(o[..16].try_into().expect("16 bytes"));
+    let tail = u32::from_le_bytes([o[16], o[17], o[18], o[19]]);
+    let matches = |p: (u128, u128, u32, u32)| head & p.0 == p.1 && tail & p.2 == p.3;
+    let (shift, ts) = if matches(SYN_OURS) {
+        (o[6], 11)
+    } else if matches(SYN_LINUX) {
+        (o[19], 8)
+    } else {
+        return false;
+    };
+    seg.mss = Some(u16::from_be_bytes([o[2], o[3]]));
+    seg.wscale = Some(shift.min(14));
+    seg.sack_permitted = true;
+    seg.timestamp = Some((be32(o, ts), be32(o, ts + 4)));
+    true
+}
+
+/// Walk the options (RFC 9293 §3.2) into `seg`. Cold: the timestamp block and the SYN
+/// layouts of [`parse_syn_options`] are read without it.
+#[cold]
 fn parse_options(mut options: &[u8], seg: &mut Segment) -> Result<(), ParseError> {
     while let Some(&kind) = options.first() {
         let len = match kind {
@@ -427,7 +526,15 @@ impl TxSegment {
             put(&tsval.to_be_bytes());
             put(&tsecr.to_be_bytes());
         }
-        options[at..].fill(OPT_EOL);
+        // Padding to a multiple of four: at most three bytes, stored one by one (a fill
+        // here is a call to memset).
+        match &mut options[at..] {
+            [] => {}
+            [a] => *a = OPT_EOL,
+            [a, b] => (*a, *b) = (OPT_EOL, OPT_EOL),
+            [a, b, c] => (*a, *b, *c) = (OPT_EOL, OPT_EOL, OPT_EOL),
+            rest => rest.fill(OPT_EOL),
+        }
     }
 }
 
@@ -515,6 +622,38 @@ mod tests {
         assert_eq!(seg.timestamp, Some((0x0102_0304, 0x0506_0708)));
         assert!(seg.flags.ack && seg.flags.psh && p.is_empty());
         assert_eq!(smoltcp_parse(&h), Some(seg));
+    }
+
+    #[test]
+    fn common_syn_layouts_take_the_fixed_offsets() {
+        let ours = TxSegment {
+            syn: true,
+            mss: Some(1460),
+            wscale: Some(7),
+            sack_permitted: true,
+            timestamp: Some((0x0102_0304, 0)),
+            ..Default::default()
+        };
+        let mut o = [0u8; 20];
+        ours.write_options(&mut o);
+        // MSS 1460, SACK-permitted, TS, NOP, WS 7: Linux's order.
+        let linux = [
+            2, 4, 5, 180, 4, 2, 8, 10, 1, 2, 3, 4, 0, 0, 0, 0, 1, 3, 3, 7,
+        ];
+        for o in [o, linux] {
+            let mut seg = Segment::default();
+            assert!(parse_syn_options(&o, &mut seg));
+            assert_eq!(seg.mss, Some(1460));
+            assert_eq!(seg.wscale, Some(7));
+            assert!(seg.sack_permitted);
+            assert_eq!(seg.timestamp, Some((0x0102_0304, 0)));
+        }
+        // Another order walks the options.
+        let mut seg = Segment::default();
+        assert!(!parse_syn_options(
+            &[2, 4, 5, 180, 1, 3, 3, 7, 4, 2, 8, 10, 1, 2, 3, 4, 0, 0, 0, 0],
+            &mut seg
+        ));
     }
 
     use proptest::prelude::*;
@@ -682,6 +821,39 @@ mod tests {
             if let (Some((seg, payload)), Some(want)) = (ours, theirs) {
                 prop_assert_eq!(seg, want);
                 prop_assert_eq!(payload.len(), want.payload_len);
+            }
+        }
+
+        /// The fixed-offset reading of the two common SYN layouts agrees with the option
+        /// walk, on those layouts with any values and on near misses (flipped bytes).
+        #[test]
+        fn syn_layouts_match_the_walk(
+            linux in any::<bool>(),
+            values in proptest::collection::vec(any::<u8>(), 20),
+            flips in proptest::collection::vec((0usize..20, any::<u8>()), 0..3),
+        ) {
+            let mut o: [u8; 20] = values.try_into().expect("20 bytes");
+            let fixed: &[(usize, u8)] = if linux {
+                &[(0, 2), (1, 4), (4, 4), (5, 2), (6, 8), (7, 10), (16, 1), (17, 3), (18, 3)]
+            } else {
+                &[(0, 2), (1, 4), (4, 3), (5, 3), (7, 4), (8, 2), (9, 8), (10, 10), (19, 0)]
+            };
+            for &(at, b) in fixed {
+                o[at] = b;
+            }
+            for (at, v) in flips {
+                o[at] = v;
+            }
+            let mut fast = Segment::default();
+            let mut walked = Segment::default();
+            let walk = parse_options(&o, &mut walked);
+            if parse_syn_options(&o, &mut fast) {
+                prop_assert_eq!(walk, Ok(()));
+                prop_assert_eq!(fast, walked);
+                prop_assert!(fast.mss.is_some() && fast.wscale.is_some());
+                prop_assert!(fast.sack_permitted && fast.timestamp.is_some());
+            } else {
+                prop_assert_eq!(fast, Segment::default());
             }
         }
 

@@ -166,41 +166,12 @@ impl Tcb {
         out: &mut RxOutcome,
         pool: &mut RingPool,
     ) {
-        // A retransmitted SYN while our SYN-ACK is unacknowledged: resend it.
-        if self.state == State::SynReceived
-            && seg.flags.syn
-            && !seg.flags.ack
-            && seg.seq == self.rcv.irs
-        {
-            self.pending.set(PendingOutput::SYN);
-            self.snd.nxt = self.snd.iss;
-            return;
-        }
-
-        // Simultaneous open (§3.5 figure 7, line 6): after an active open, the peer's
-        // SYN-ACK repeats its SYN (already counted in RCV.NXT, so the sequence check
-        // would call it old) and acknowledges ours. Take its ACK.
-        if self.state == State::SynReceived
-            && self.flags.has(ConnFlags::ACTIVE_OPEN)
-            && seg.flags.syn
-            && seg.flags.ack
-            && !seg.flags.rst
-            && seg.seq == self.rcv.irs
-        {
-            self.on_simultaneous_syn_ack(now, seg, pool);
-            return;
-        }
-
-        // A SYN in a synchronized state, irrespective of its sequence number, gets a
-        // challenge ACK and is dropped (RFC 5961 §4.2, RFC 9293 §3.10.7.4 fourth check):
-        // so it is tested before the sequence check.
-        if seg.flags.syn && !seg.flags.rst {
-            self.challenge(now, seg, out);
+        if seg.flags.syn && self.on_syn_synchronized(now, seg, out, pool) {
             return;
         }
 
         // RFC 7323 §5.3: PAWS, before the sequence check.
-        if let (Some(ts), Some((tsval, _))) = (self.ts, seg.timestamp) {
+        if let (Some(ts), Some((tsval, _))) = (&self.ts, seg.timestamp) {
             if !seg.flags.rst
                 && ts.is_older(tsval)
                 && now.saturating_duration_since(ts.recent_age) < PAWS_IDLE
@@ -210,19 +181,24 @@ impl Tcb {
             }
         }
 
-        let mut seg = *seg;
+        // The segment as received, or a trimmed copy in the rare cases that change its
+        // length or FIN (the copy costs a few dozen instructions per segment otherwise).
+        let mut trimmed: Segment;
+        let mut seg = seg;
         let mut payload = payload;
-        if !self.acceptable(&seg) {
+        if !self.acceptable(seg) {
             // Zero window: still take ACK information from a segment at RCV.NXT (§3.10.7.4
             // "special allowance"), but not its data.
             if self.rcv.window() == 0 && seg.seq == self.rcv.nxt && !seg.flags.rst {
                 payload = &[];
-                seg.payload_len = 0;
-                seg.flags.fin = false;
+                trimmed = *seg;
+                trimmed.payload_len = 0;
+                trimmed.flags.fin = false;
+                seg = &trimmed;
                 self.pending.set(PendingOutput::ACK_NOW);
             } else {
                 if !seg.flags.rst {
-                    self.answer_invalid(now, &seg, out);
+                    self.answer_invalid(now, seg, out);
                     if seg.payload_len > 0 && seg.seq + seg.payload_len <= self.rcv.nxt {
                         // Entirely old data: a duplicate (RFC 2883 §4 case 1).
                         self.queue_dsack((seg.seq, seg.seq + seg.payload_len));
@@ -252,7 +228,7 @@ impl Tcb {
                     };
                 self.finish(reason);
             } else {
-                self.challenge(now, &seg, out);
+                self.challenge(now, seg, out);
             }
             return;
         }
@@ -277,7 +253,10 @@ impl Tcb {
         let room = (self.rcv.nxt + wnd).since(seq);
         if payload.len() > room {
             payload = &payload[..room];
-            seg.flags.fin = false;
+            let mut copy = *seg;
+            copy.flags.fin = false;
+            trimmed = copy;
+            seg = &trimmed;
         }
         self.last_recv = now;
         self.keepalive_sent = 0;
@@ -301,7 +280,7 @@ impl Tcb {
                 return;
             }
         }
-        if !self.process_ack(now, &seg, out, pool) {
+        if !self.process_ack(now, seg, out, pool) {
             return;
         }
 
@@ -312,30 +291,70 @@ impl Tcb {
                 State::Established | State::FinWait1 | State::FinWait2
             )
         {
-            self.receive_data(now, seq, payload, &seg, out, pool);
+            self.receive_data(now, seq, payload, seg, out, pool);
         }
 
         // FIN (§3.10.7.4, eighth), possibly ahead of missing data.
-        if seg.flags.fin
-            && matches!(
-                self.state,
-                State::Established | State::FinWait1 | State::FinWait2 | State::SynReceived
-            )
-        {
-            self.rcv.hold_fin(seq + payload.len());
-        }
-        self.maybe_accept_fin(now);
-        if matches!(
-            self.state,
-            State::CloseWait | State::Closing | State::LastAck | State::TimeWait
-        ) && seg.flags.fin
-        {
-            // A retransmitted FIN: acknowledge again; in TIME-WAIT restart the 2·MSL wait.
-            self.pending.set(PendingOutput::ACK_NOW);
-            if self.state == State::TimeWait {
-                self.timers.set(Timer::Linger, now + self.cfg.time_wait);
+        if seg.flags.fin {
+            match self.state {
+                State::Established | State::FinWait1 | State::FinWait2 | State::SynReceived => {
+                    self.rcv.hold_fin(seq + payload.len());
+                }
+                // A retransmitted FIN: the first was taken on the way into these states,
+                // so none is held and `maybe_accept_fin` below leaves them alone.
+                // Acknowledge again; in TIME-WAIT restart the 2·MSL wait.
+                State::CloseWait | State::Closing | State::LastAck | State::TimeWait => {
+                    debug_assert!(self.rcv.held_fin().is_none());
+                    self.pending.set(PendingOutput::ACK_NOW);
+                    if self.state == State::TimeWait {
+                        self.timers.set(Timer::Linger, now + self.cfg.time_wait);
+                    }
+                }
+                _ => {}
             }
         }
+        self.maybe_accept_fin(now);
+    }
+
+    /// A segment with SYN in a synchronized state (or SYN-RECEIVED), before any other
+    /// check: true when it has been dealt with. Out of line, so that the common segment
+    /// without SYN tests one bit.
+    #[inline(never)]
+    fn on_syn_synchronized(
+        &mut self,
+        now: Instant,
+        seg: &Segment,
+        out: &mut RxOutcome,
+        pool: &mut RingPool,
+    ) -> bool {
+        // A retransmitted SYN while our SYN-ACK is unacknowledged: resend it.
+        if self.state == State::SynReceived && !seg.flags.ack && seg.seq == self.rcv.irs {
+            self.pending.set(PendingOutput::SYN);
+            self.snd.nxt = self.snd.iss;
+            return true;
+        }
+
+        // Simultaneous open (§3.5 figure 7, line 6): after an active open, the peer's
+        // SYN-ACK repeats its SYN (already counted in RCV.NXT, so the sequence check
+        // would call it old) and acknowledges ours. Take its ACK.
+        if self.state == State::SynReceived
+            && self.flags.has(ConnFlags::ACTIVE_OPEN)
+            && seg.flags.ack
+            && !seg.flags.rst
+            && seg.seq == self.rcv.irs
+        {
+            self.on_simultaneous_syn_ack(now, seg, pool);
+            return true;
+        }
+
+        // A SYN in a synchronized state, irrespective of its sequence number, gets a
+        // challenge ACK and is dropped (RFC 5961 §4.2, RFC 9293 §3.10.7.4 fourth check):
+        // so it is tested before the sequence check.
+        if !seg.flags.rst {
+            self.challenge(now, seg, out);
+            return true;
+        }
+        false
     }
 
     /// The peer's SYN-ACK in SYN-RECEIVED after a simultaneous open: it completes the
