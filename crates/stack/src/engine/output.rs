@@ -5,7 +5,7 @@
 
 use std::net::Ipv4Addr;
 
-use super::{Engine, FlowKey, TimerItem, IDLE_RING_RELEASE, TX_BURST};
+use super::{Block, Engine, FlowKey, TimerItem, IDLE_RING_RELEASE, TX_BURST};
 use crate::app::CloseReason;
 use crate::app::Handler;
 use crate::arp::EnqueueResult;
@@ -49,7 +49,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             self.stats.count_loss(&c);
         }
         if let Some(seg) = predicted {
-            self.send_conn_segment(index, &seg);
+            match block.mac {
+                // The common case with the block at hand (no second table look-up).
+                Some(dst_mac) => {
+                    let mut frame = TcpFrame::of_conn(self.mac, self.cfg.ip, block, &seg, dst_mac);
+                    let sent = frame.build_in(&mut self.dev, &mut self.ident, self.tx_csum);
+                    self.push_segment(sent);
+                }
+                None => self.send_conn_segment(index, &seg),
+            }
         }
         if !self.segs.is_empty() {
             let mut segs = std::mem::take(&mut self.segs);
@@ -147,17 +155,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             block.mac = self.arp.lookup(block.next_hop, self.now);
         }
         let hop = block.next_hop;
-        let mut frame = TcpFrame {
-            src_mac: self.mac,
-            dst_mac: MacAddr::BROADCAST,
-            src_ip: self.cfg.ip,
-            key: block.key,
-            seg,
-            payload: Some(block.tcb.send_buffer()),
-            ident: 0,
-        };
-        if let Some(mac) = block.mac {
-            frame.dst_mac = mac;
+        let dst_mac = block.mac.unwrap_or(MacAddr::BROADCAST);
+        let mut frame = TcpFrame::of_conn(self.mac, self.cfg.ip, block, seg, dst_mac);
+        if block.mac.is_some() {
             let sent = frame.build_in(&mut self.dev, &mut self.ident, self.tx_csum);
             self.push_segment(sent);
         } else {
@@ -314,7 +314,28 @@ struct TcpFrame<'a, S> {
     ident: u16,
 }
 
-impl<S: SegmentHeader> TcpFrame<'_, S> {
+impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
+    /// The frame of `seg` on the connection `block`, from us (`src_mac`, `src_ip`) to
+    /// `dst_mac`, its payload from the connection's send buffer.
+    #[inline(always)]
+    fn of_conn(
+        src_mac: MacAddr,
+        src_ip: Ipv4Addr,
+        block: &'a Block,
+        seg: &'a S,
+        dst_mac: MacAddr,
+    ) -> Self {
+        TcpFrame {
+            src_mac,
+            dst_mac,
+            src_ip,
+            key: block.key,
+            seg,
+            payload: Some(block.tcb.send_buffer()),
+            ident: 0,
+        }
+    }
+
     /// Write the frame into a transmit buffer of `dev`, numbering its datagram from
     /// `ident`; with it, whether the device is to cut it into segments (TSO). `None`
     /// when the device has no buffer free.
