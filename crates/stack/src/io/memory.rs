@@ -1136,6 +1136,14 @@ pub(crate) mod tests {
     const MAC_A: MacAddr = smoltcp::wire::EthernetAddress([2, 0, 0, 0, 0, 1]);
     pub(crate) const MAC_B: MacAddr = smoltcp::wire::EthernetAddress([2, 0, 0, 0, 0, 2]);
 
+    /// Two ends with plain capabilities (1500-byte MTU, no offloads).
+    fn plain_pair() -> (MemoryLink, MemoryLink) {
+        pair(
+            Capabilities::new(MAC_A, 1500),
+            Capabilities::new(MAC_B, 1500),
+        )
+    }
+
     fn send(link: &mut MemoryLink, payload: &[u8]) {
         let mut f = link.alloc_tx(payload.len()).unwrap();
         f.copy_from_slice(payload);
@@ -1210,10 +1218,7 @@ pub(crate) mod tests {
 
     #[test]
     fn frames_cross_both_ways_and_count() {
-        let (mut a, mut b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, mut b) = plain_pair();
         send(&mut a, b"hello");
         send(&mut a, b"world!");
         send(&mut b, b"back");
@@ -1233,10 +1238,7 @@ pub(crate) mod tests {
 
     #[test]
     fn receive_respects_max() {
-        let (mut a, mut b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, mut b) = plain_pair();
         for i in 0..5u8 {
             send(&mut a, &[i; 60]);
         }
@@ -1249,10 +1251,7 @@ pub(crate) mod tests {
 
     #[test]
     fn partial_takes_keep_order_and_recycle() {
-        let (mut a, mut b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, mut b) = plain_pair();
         // The receiver takes fewer than arrive, so the queue's front is taken while its
         // back fills: order, counts and buffers must all hold.
         let (mut sent, mut got) = (0u32, 0u32);
@@ -1280,14 +1279,8 @@ pub(crate) mod tests {
 
     #[test]
     fn a_burst_with_a_foreign_frame_delivers_the_rest_in_order() {
-        let (mut a, mut b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
-        let (mut c, _d) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, mut b) = plain_pair();
+        let (mut c, _d) = plain_pair();
         send(&mut a, b"first");
         let mut burst = vec![
             a.alloc_tx(1).unwrap(),
@@ -1307,10 +1300,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_burst_to_a_dropped_end_is_counted_and_recycled() {
-        let (mut a, b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, b) = plain_pair();
         drop(b);
         let mut burst: Vec<_> = (0..3).map(|_| a.alloc_tx(60).unwrap()).collect();
         a.transmit(&mut burst);
@@ -1323,10 +1313,7 @@ pub(crate) mod tests {
 
     #[test]
     fn alloc_rejects_oversize_and_respects_in_flight_bound() {
-        let (mut a, mut b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, mut b) = plain_pair();
         assert!(a.alloc_tx(1514).is_some());
         assert!(a.alloc_tx(1515).is_none());
         a.set_in_flight_limit(2);
@@ -1353,10 +1340,7 @@ pub(crate) mod tests {
 
     #[test]
     fn buffers_are_recycled_not_reallocated() {
-        let (mut a, mut b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, mut b) = plain_pair();
         send(&mut a, &[7; 100]);
         let mut out = Vec::new();
         b.receive(&mut out, 1);
@@ -1370,10 +1354,7 @@ pub(crate) mod tests {
 
     #[test]
     fn truncate_shortens_the_sent_frame() {
-        let (mut a, mut b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, mut b) = plain_pair();
         let mut f = a.alloc_tx(100).unwrap();
         f[..3].copy_from_slice(b"abc");
         f.truncate(3);
@@ -1383,10 +1364,7 @@ pub(crate) mod tests {
 
     #[test]
     fn frames_to_a_dropped_end_are_counted_and_recycled() {
-        let (mut a, b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, b) = plain_pair();
         send(&mut a, &[1; 60]);
         drop(b);
         assert_eq!(a.in_flight(), 0);
@@ -1398,14 +1376,8 @@ pub(crate) mod tests {
 
     #[test]
     fn foreign_frames_are_dropped() {
-        let (mut a, mut b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
-        let (mut c, _d) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, mut b) = plain_pair();
+        let (mut c, _d) = plain_pair();
         let f = c.alloc_tx(60).unwrap();
         a.transmit(&mut vec![f]);
         assert_eq!(a.stats().dropped, 1);
@@ -1416,10 +1388,7 @@ pub(crate) mod tests {
 
     #[test]
     fn frames_outlive_both_ends() {
-        let (mut a, mut b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, mut b) = plain_pair();
         send(&mut a, b"received");
         send(&mut a, b"queued");
         let mut unsent = a.alloc_tx(6).unwrap();
@@ -1438,10 +1407,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_received_frame_outlives_its_sender() {
-        let (mut a, mut b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, mut b) = plain_pair();
         send(&mut a, b"from a");
         let mut out = Vec::new();
         b.receive(&mut out, 1);
@@ -1460,14 +1426,8 @@ pub(crate) mod tests {
 
     #[test]
     fn a_foreign_frame_outliving_its_link_is_dropped() {
-        let (mut a, b) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
-        let (mut c, d) = pair(
-            Capabilities::new(MAC_A, 1500),
-            Capabilities::new(MAC_B, 1500),
-        );
+        let (mut a, b) = plain_pair();
+        let (mut c, d) = plain_pair();
         let f = c.alloc_tx(60).unwrap();
         drop(c);
         drop(d);
