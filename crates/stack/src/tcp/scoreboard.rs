@@ -292,6 +292,21 @@ impl Scoreboard {
         }
     }
 
+    /// [`on_transmit`](Self::on_transmit) for new data sent from the end of the last
+    /// record on (header prediction's segment): nothing to look up for retransmission.
+    #[inline]
+    pub(crate) fn on_transmit_new(&mut self, start: SeqNum, end: SeqNum, now: Instant) {
+        debug_assert!(self.segs.back().is_none_or(|s| s.end <= start));
+        if start < end {
+            self.segs.push_back(Sent {
+                start,
+                end,
+                xmit: now,
+                flags: 0,
+            });
+        }
+    }
+
     /// A retransmission of [start, end), inside the records.
     fn retransmitted(&mut self, start: SeqNum, end: SeqNum, now: Instant) {
         let (Some(first), Some(last)) = (self.split_at(start), self.split_at(end)) else {

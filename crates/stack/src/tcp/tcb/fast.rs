@@ -328,7 +328,8 @@ impl Tcb {
             if flight.rtt_seq.is_none() {
                 flight.rtt_seq = Some((end, now));
             }
-            flight.board.on_transmit(seq, end, now);
+            // New data at SND.NXT = SND.MAX: past every record.
+            flight.board.on_transmit_new(seq, end, now);
         }
         self.last_send = now;
         if !self.timers.is_armed(Timer::Rto) {
