@@ -238,10 +238,16 @@ fn is_timestamp_block(o: &[u8; TS_BLOCK_LEN]) -> bool {
 /// Option bytes of a SYN carrying all four SYN options in 20 bytes.
 const SYN_OPTIONS_LEN: usize = 20;
 
-/// A pattern over [`SYN_OPTIONS_LEN`] option bytes: `Some` bytes must match, `None` ones
-/// are the option values. As (mask, value) of the first 16 bytes and of the last 4, read
-/// little-endian, so a match is two masked comparisons.
-const fn syn_pattern(bytes: [Option<u8>; SYN_OPTIONS_LEN]) -> (u128, u128, u32, u32) {
+/// A pattern over [`SYN_OPTIONS_LEN`] option bytes: the (offset, byte) pairs of `fixed`
+/// must match, the other bytes are the option values. As (mask, value) of the first 16
+/// bytes and of the last 4, read little-endian, so a match is two masked comparisons.
+const fn syn_pattern(fixed: &[(usize, u8)]) -> (u128, u128, u32, u32) {
+    let mut bytes = [None; SYN_OPTIONS_LEN];
+    let mut i = 0;
+    while i < fixed.len() {
+        bytes[fixed[i].0] = Some(fixed[i].1);
+        i += 1;
+    }
     let (mut mask, mut value, mut tail_mask, mut tail_value) = (0u128, 0u128, 0u32, 0u32);
     let mut i = 0;
     while i < SYN_OPTIONS_LEN {
@@ -261,49 +267,31 @@ const fn syn_pattern(bytes: [Option<u8>; SYN_OPTIONS_LEN]) -> (u128, u128, u32, 
 
 /// Our SYN's options: MSS, window scale, SACK-permitted, timestamps, one EOL (the order
 /// of [`TxSegment::write_options`]). Values at 2..4 (MSS), 6 (shift), 11..19 (TS).
-const SYN_OURS: (u128, u128, u32, u32) = {
-    let mut p = [None; SYN_OPTIONS_LEN];
-    let fixed: [(usize, u8); 9] = [
-        (0, OPT_MSS),
-        (1, 4),
-        (4, OPT_WS),
-        (5, 3),
-        (7, OPT_SACK_PERMITTED),
-        (8, 2),
-        (9, OPT_TIMESTAMP),
-        (10, 10),
-        (19, OPT_EOL),
-    ];
-    let mut i = 0;
-    while i < fixed.len() {
-        p[fixed[i].0] = Some(fixed[i].1);
-        i += 1;
-    }
-    syn_pattern(p)
-};
+const SYN_OURS: (u128, u128, u32, u32) = syn_pattern(&[
+    (0, OPT_MSS),
+    (1, 4),
+    (4, OPT_WS),
+    (5, 3),
+    (7, OPT_SACK_PERMITTED),
+    (8, 2),
+    (9, OPT_TIMESTAMP),
+    (10, 10),
+    (19, OPT_EOL),
+]);
 
 /// Linux's SYN options: MSS, SACK-permitted, timestamps, NOP, window scale. Values at
 /// 2..4 (MSS), 8..16 (TS), 19 (shift).
-const SYN_LINUX: (u128, u128, u32, u32) = {
-    let mut p = [None; SYN_OPTIONS_LEN];
-    let fixed: [(usize, u8); 9] = [
-        (0, OPT_MSS),
-        (1, 4),
-        (4, OPT_SACK_PERMITTED),
-        (5, 2),
-        (6, OPT_TIMESTAMP),
-        (7, 10),
-        (16, OPT_NOP),
-        (17, OPT_WS),
-        (18, 3),
-    ];
-    let mut i = 0;
-    while i < fixed.len() {
-        p[fixed[i].0] = Some(fixed[i].1);
-        i += 1;
-    }
-    syn_pattern(p)
-};
+const SYN_LINUX: (u128, u128, u32, u32) = syn_pattern(&[
+    (0, OPT_MSS),
+    (1, 4),
+    (4, OPT_SACK_PERMITTED),
+    (5, 2),
+    (6, OPT_TIMESTAMP),
+    (7, 10),
+    (16, OPT_NOP),
+    (17, OPT_WS),
+    (18, 3),
+]);
 
 /// The options of a SYN in one of the two common layouts (ours and Linux's, each with
 /// all four SYN options) read at fixed offsets: what [`parse_options`] would make of
@@ -363,6 +351,28 @@ fn parse_options(mut options: &[u8], seg: &mut Segment) -> Result<(), ParseError
         options = &options[len..];
     }
     Ok(())
+}
+
+/// The fixed 20 bytes of a TCP header `hl` bytes long, with the control `bits`, a zero
+/// checksum and no urgent pointer.
+#[inline(always)]
+pub(crate) fn write_fixed_header(
+    fixed: &mut [u8; MIN_HEADER_LEN],
+    [src_port, dst_port]: [u16; 2],
+    seq: u32,
+    ack: u32,
+    hl: usize,
+    bits: u8,
+    window: u16,
+) {
+    fixed[0..2].copy_from_slice(&src_port.to_be_bytes());
+    fixed[2..4].copy_from_slice(&dst_port.to_be_bytes());
+    fixed[4..8].copy_from_slice(&seq.to_be_bytes());
+    fixed[8..12].copy_from_slice(&ack.to_be_bytes());
+    fixed[12] = ((hl / 4) as u8) << 4;
+    fixed[13] = bits;
+    fixed[14..16].copy_from_slice(&window.to_be_bytes());
+    fixed[16..20].fill(0);
 }
 
 /// The twelve option bytes of a header whose only option is the timestamps: the option,
@@ -475,14 +485,16 @@ impl TxSegment {
             bits |= ACK;
         }
         let hl = MIN_HEADER_LEN + options.len();
-        fixed[0..2].copy_from_slice(&src_port.to_be_bytes());
-        fixed[2..4].copy_from_slice(&dst_port.to_be_bytes());
-        fixed[4..8].copy_from_slice(&self.seq.0.to_be_bytes());
-        fixed[8..12].copy_from_slice(&self.ack.map_or(0, |a| a.0).to_be_bytes());
-        fixed[12] = ((hl / 4) as u8) << 4;
-        fixed[13] = bits;
-        fixed[14..16].copy_from_slice(&self.window.to_be_bytes());
-        fixed[16..20].fill(0);
+        let ack = self.ack.map_or(0, |a| a.0);
+        write_fixed_header(
+            fixed,
+            [src_port, dst_port],
+            self.seq.0,
+            ack,
+            hl,
+            bits,
+            self.window,
+        );
         // Twelve option bytes with a timestamp hold nothing else, but for
         // SACK-permitted (2 + 10).
         let only_timestamp = options.len() == TS_BLOCK_LEN && !self.sack_permitted;

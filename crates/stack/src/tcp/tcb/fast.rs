@@ -21,7 +21,8 @@ use super::{ConnFlags, PendingOutput};
 use super::{RxOutcome, State, Tcb};
 use crate::tcp::pool::RingPool;
 use crate::tcp::segment::{
-    write_timestamp_block, Segment, TxSegment, ACK, MIN_HEADER_LEN, PSH, TS_BLOCK_LEN,
+    write_fixed_header, write_timestamp_block, Segment, TxSegment, ACK, MIN_HEADER_LEN, PSH,
+    TS_BLOCK_LEN,
 };
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
@@ -231,14 +232,9 @@ impl PredictedSegment {
         let (fixed, options) = buf.split_at_mut(MIN_HEADER_LEN);
         let fixed: &mut [u8; MIN_HEADER_LEN] = fixed.try_into().expect("20-byte TCP header");
         let hl = MIN_HEADER_LEN + options.len();
-        fixed[0..2].copy_from_slice(&src_port.to_be_bytes());
-        fixed[2..4].copy_from_slice(&dst_port.to_be_bytes());
-        fixed[4..8].copy_from_slice(&self.seq.0.to_be_bytes());
-        fixed[8..12].copy_from_slice(&self.ack.0.to_be_bytes());
-        fixed[12] = ((hl / 4) as u8) << 4;
-        fixed[13] = ACK | if self.psh { PSH } else { 0 };
-        fixed[14..16].copy_from_slice(&self.window.to_be_bytes());
-        fixed[16..20].fill(0);
+        let bits = ACK | if self.psh { PSH } else { 0 };
+        let ports = [src_port, dst_port];
+        write_fixed_header(fixed, ports, self.seq.0, self.ack.0, hl, bits, self.window);
         if let (Some((tsval, tsecr)), Some(o)) =
             (self.timestamp, options.first_chunk_mut::<TS_BLOCK_LEN>())
         {
