@@ -127,6 +127,7 @@ pub mod engine;
 pub(crate) mod ethernet;
 #[doc(hidden)]
 pub mod fuzzing;
+pub(crate) mod hint;
 pub(crate) mod icmp;
 pub mod io;
 pub(crate) mod ipv4;

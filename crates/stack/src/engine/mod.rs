@@ -431,7 +431,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let mut rx = std::mem::take(&mut self.rx);
         let n = self.dev.receive(&mut rx, self.cfg.rx_burst);
         for frame in &rx {
-            self.on_frame(frame, frame.meta().checksum_verified);
+            let this = crate::hint::opaque(self);
+            this.on_frame(frame, frame.meta().checksum_verified);
         }
         // The burst's buffers go back to the device together (cheaper than a draining
         // iterator, and before anything of this turn is sent).
