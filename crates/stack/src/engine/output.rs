@@ -244,10 +244,10 @@ trait SegmentHeader {
     fn header_len(&self) -> usize;
     /// Write the TCP header (exactly `header_len` bytes) with a zero checksum.
     fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16);
-    /// [`checksum::sum`] of that header, as written.
+    /// `acc` plus that header, as written.
     #[inline(always)]
-    fn header_sum(&self, header: &[u8]) -> u32 {
-        checksum::sum(header)
+    fn add_header(&self, acc: checksum::Wide, header: &[u8]) -> checksum::Wide {
+        acc.add_bytes(header)
     }
     /// Where the payload starts in the send buffer (from its first unacknowledged
     /// byte), and its length.
@@ -286,10 +286,10 @@ impl SegmentHeader for PredictedSegment {
     }
     /// Its header is 32 bytes long (with timestamps) or 20: summed at a known length.
     #[inline(always)]
-    fn header_sum(&self, header: &[u8]) -> u32 {
-        match header.try_into() {
-            Ok(h) => checksum::sum_array::<32>(h),
-            Err(_) => checksum::sum(header),
+    fn add_header(&self, acc: checksum::Wide, header: &[u8]) -> checksum::Wide {
+        match <&[u8; 32]>::try_from(header) {
+            Ok(h) => acc.add_bytes(h),
+            Err(_) => acc.add_bytes(header),
         }
     }
     #[inline(always)]
@@ -398,7 +398,6 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
         );
         let payload = tcp_start + hl..tcp_start + tcp_len;
         let csum_at = tcp_start + segment::CHECKSUM_OFFSET;
-        let pseudo = segment::pseudo_header_sum(self.src_ip, key.remote_ip, tcp_len as u16);
         let body = self.payload.filter(|_| payload_len > 0);
         let mut meta = TxMeta::default();
         if offload.tcp {
@@ -406,6 +405,7 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
                 sb.copy_out(payload_offset, &mut buf[payload]);
             }
             // CHECKSUM_PARTIAL: the device adds the segment's sum to the pseudo-header sum.
+            let pseudo = segment::pseudo_header_sum(self.src_ip, key.remote_ip, tcp_len as u16);
             let partial = checksum::fold(pseudo);
             buf[csum_at..csum_at + 2].copy_from_slice(&partial.to_be_bytes());
             meta.checksum = Some(ChecksumRequest {
@@ -414,18 +414,22 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
             });
             meta.tso_mss = seg.tso_mss();
         } else {
-            // The payload's sum comes with the copy (from precomputed prefix sums for
-            // summed bodies), so the body is never read a second time.
-            let payload_sum = body.map_or(0, |sb| {
-                sb.copy_out_summed(payload_offset, &mut buf[payload])
-            });
-            // The header is a multiple of four bytes long, so the payload starts even.
-            let sum = checksum::combine(
-                checksum::combine(pseudo, seg.header_sum(&buf[tcp_start..tcp_start + hl])),
-                payload_sum,
+            // Pseudo-header, header and payload summed into one accumulator, folded
+            // once. The payload's sum comes with the copy (from precomputed prefix sums
+            // for summed bodies), so the body is never read a second time.
+            let pseudo = checksum::Wide::pseudo_v4(
+                self.src_ip.octets(),
+                key.remote_ip.octets(),
+                IpProtocol::Tcp.into(),
+                tcp_len as u16,
             );
-            let c = !checksum::fold(sum);
-            buf[csum_at..csum_at + 2].copy_from_slice(&c.to_be_bytes());
+            let acc = seg.add_header(pseudo, &buf[tcp_start..tcp_start + hl]);
+            // The header is a multiple of four bytes long, so the payload starts even.
+            let acc = match body {
+                Some(sb) => sb.copy_out_summed(payload_offset, &mut buf[payload], acc),
+                None => acc,
+            };
+            buf[csum_at..csum_at + 2].copy_from_slice(&acc.checksum_bytes());
         }
         meta
     }

@@ -134,8 +134,10 @@ impl Segment {
         }
         if !checksum_verified {
             let len = u16::try_from(tcp.len()).map_err(|_| ParseError::Malformed)?;
-            let pseudo = pseudo_header_sum(src, dst, len);
-            if !checksum::verify_with(pseudo, tcp) {
+            // Pseudo-header and segment summed together, folded once.
+            let pseudo =
+                checksum::Wide::pseudo_v4(src.octets(), dst.octets(), IpProtocol::Tcp.into(), len);
+            if !pseudo.add_bytes(tcp).verifies() {
                 return Err(ParseError::Checksum);
             }
         }
