@@ -254,6 +254,13 @@ impl SendBuffer {
         dst: &mut [u8],
         mut acc: checksum::Wide,
     ) -> checksum::Wide {
+        // The usual case: copied bytes only, in one run of the ring.
+        if self.chunks.is_empty() && offset.saturating_add(dst.len()) <= self.len {
+            let from = wrap(self.head as usize + offset, self.ring.len());
+            if let Some(run) = self.ring.get(from..from + dst.len()) {
+                return acc.copy_add(run, dst);
+            }
+        }
         let mut at = 0;
         self.for_each_piece(offset, dst.len(), |piece, summed| {
             let n = piece.len();
