@@ -462,9 +462,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         self.submit();
         self.dev.flush();
-        self.stats.buffer_memory = self.pool.in_use() as u64;
-        self.stats.buffer_memory_peak = self.pool.peak() as u64;
-        self.stats.memory = self.pool.counters();
+        if self.pool.take_changed() {
+            self.stats.buffer_memory = self.pool.in_use() as u64;
+            self.stats.buffer_memory_peak = self.pool.peak() as u64;
+            self.stats.memory = self.pool.counters();
+        }
     }
 
     fn local_addr(&self, port: u16) -> SocketAddrV4 {

@@ -124,6 +124,9 @@ pub struct RingPool {
     peak: usize,
     pressure: bool,
     counters: MemoryCounters,
+    /// Whether `in_use`, `peak` or `counters` may have changed since
+    /// [`take_changed`](Self::take_changed) last said so.
+    changed: bool,
     /// Idle flight blocks ([`Flight`]), bounded like a ring class.
     #[allow(clippy::vec_box)] // the boxes are what connections hold: handed out whole
     flights: Vec<Box<Flight>>,
@@ -147,6 +150,7 @@ impl RingPool {
             peak: 0,
             pressure: false,
             counters: MemoryCounters::default(),
+            changed: false,
             flights: Vec::new(),
         }
     }
@@ -180,11 +184,21 @@ impl RingPool {
     }
 
     pub(crate) fn counters_mut(&mut self) -> &mut MemoryCounters {
+        self.changed = true;
         &mut self.counters
+    }
+
+    /// Whether the account ([`in_use`](Self::in_use), [`peak`](Self::peak),
+    /// [`counters`](Self::counters)) may have changed since the last call that said
+    /// so: the engine copies it into its statistics only then, not every loop turn.
+    #[inline]
+    pub(crate) fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
     }
 
     /// Account for `n` more bytes held.
     pub(crate) fn charge(&mut self, n: usize) {
+        self.changed = true;
         self.in_use += n;
         self.peak = self.peak.max(self.in_use);
         if !self.pressure && self.in_use >= self.budget.pressure {
@@ -195,6 +209,7 @@ impl RingPool {
 
     /// Account for `n` bytes no longer held.
     pub(crate) fn uncharge(&mut self, n: usize) {
+        self.changed = true;
         self.in_use = self.in_use.saturating_sub(n);
         if self.pressure && self.in_use < self.budget.low {
             self.pressure = false;
