@@ -370,17 +370,21 @@ impl CongestionControl for Cubic {
             return;
         }
         if ack.app_limited {
-            // §5.8, RFC 7661 §4.1: an unused window is not validated, and the time does
-            // not count towards the curve.
-            if let Some(e) = self.epoch_mut() {
-                e.pause(ack.now);
-            }
-            return;
+            return self.on_app_limited_ack(ack.now);
         }
         if self.cwnd < self.ssthresh {
             self.slow_start(ack);
         } else {
             self.congestion_avoidance(ack);
+        }
+    }
+
+    #[inline]
+    fn on_app_limited_ack(&mut self, now: Instant) {
+        // §5.8, RFC 7661 §4.1: an unused window is not validated, and the time does
+        // not count towards the curve.
+        if let Some(e) = self.epoch_mut() {
+            e.pause(now);
         }
     }
 

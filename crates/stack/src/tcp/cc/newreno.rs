@@ -79,6 +79,11 @@ impl CongestionControl for NewReno {
         }
     }
 
+    #[inline]
+    fn on_app_limited_ack(&mut self, _now: Instant) {
+        // RFC 7661 §4.1: a window the sender did not use is not validated by ACKs.
+    }
+
     fn on_congestion(&mut self, flight_size: usize, _now: Instant) {
         self.prior = Some((self.cwnd, self.ssthresh));
         self.ssthresh = self.halved(flight_size);

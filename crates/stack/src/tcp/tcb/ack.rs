@@ -334,6 +334,9 @@ impl Tcb {
         // while the flight reached half of it.
         let app_limited =
             !(self.cwnd_limited || in_slow_start && cwnd < prior_flight.saturating_mul(2));
+        if app_limited && delivered > 0 {
+            return self.cc.on_app_limited_ack(now);
+        }
         self.cc.on_ack(&AckSample {
             now,
             delivered,
