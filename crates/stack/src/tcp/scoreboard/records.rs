@@ -49,10 +49,19 @@ impl<T: Copy> Records<T> {
         }
     }
 
-    #[inline]
+    /// Append `x`. The first record (the request/response case) is stored inline
+    /// here; a list that grows goes through [`push_back_more`](Self::push_back_more).
+    #[inline(always)]
     pub(super) fn push_back(&mut self, x: T) {
         match &mut self.0 {
             Repr::Many(v) if v.is_empty() => self.0 = Repr::One(x),
+            _ => self.push_back_more(x),
+        }
+    }
+
+    #[inline(never)]
+    fn push_back_more(&mut self, x: T) {
+        match &mut self.0 {
             Repr::Many(v) => v.push_back(x),
             Repr::One(first) => self.0 = Repr::Many(Self::spill([*first, x])),
         }
