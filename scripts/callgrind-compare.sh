@@ -53,21 +53,25 @@ for k in "${ks[@]}"; do
         callgrind "$examples/smoltcp_rr" "$out/smoltcp.b$b.k$k.n$n.out" \
             --toggle-collect='*smoltcp_server_turn*' -- "$n" "$k" "$b"
     done
-    rusty=$(per_unit "$out/rusty.b$b.k$k.n$k1.out" "$out/rusty.b$b.k$k.n$k2.out" "$dn")
-    smoltcp=$(per_unit "$out/smoltcp.b$b.k$k.n$k1.out" "$out/smoltcp.b$b.k$k.n$k2.out" "$dn")
-    rows+=("$k $k1 $k2 $rusty $smoltcp")
+    # Per request served between the runs (see `served` in callgrind-lib.sh), each
+    # server's own count.
+    rs=$(served_between "$out/rusty.b$b.k$k.n$k1.out" "$out/rusty.b$b.k$k.n$k2.out")
+    ss=$(served_between "$out/smoltcp.b$b.k$k.n$k1.out" "$out/smoltcp.b$b.k$k.n$k2.out")
+    rusty=$(per_unit "$out/rusty.b$b.k$k.n$k1.out" "$out/rusty.b$b.k$k.n$k2.out" "$rs")
+    smoltcp=$(per_unit "$out/smoltcp.b$b.k$k.n$k1.out" "$out/smoltcp.b$b.k$k.n$k2.out" "$ss")
+    rows+=("$k $k1 $k2 $rs $rusty $smoltcp")
 done
 
 echo
-echo "== server instructions per request, $dn requests apart, burst $b frames a turn =="
-printf '%8s %16s %12s %12s %15s\n' K "N1 / N2" Rusty smoltcp smoltcp/Rusty
+echo "== server instructions per request served, burst $b frames a turn =="
+printf '%8s %16s %8s %12s %12s %15s\n' K "N1 / N2" served Rusty smoltcp smoltcp/Rusty
 for row in "${rows[@]}"; do
     echo "$row"
-done | awk '{ printf "%8d %16s %12.1f %12.1f %15.2f\n", $1, $2 " / " $3, $4, $5, $5 / $4 }'
+done | awk '{ printf "%8d %16s %8d %12.1f %12.1f %15.2f\n", $1, $2 " / " $3, $4, $5, $6, $6 / $5 }'
 
 k=${ks[${#ks[@]} - 1]}
 read -r k1 k2 < <(lengths "$k")
 top_tables "Rusty server path, K=$k" "$out/rusty.b$b.k$k.n$k1.out" "$out/rusty.b$b.k$k.n$k2.out" \
-    "$dn" request 'rr::server_turn$'
+    "$(served_between "$out/rusty.b$b.k$k.n$k1.out" "$out/rusty.b$b.k$k.n$k2.out")" request 'rr::server_turn$'
 top_tables "smoltcp server path, K=$k" "$out/smoltcp.b$b.k$k.n$k1.out" "$out/smoltcp.b$b.k$k.n$k2.out" \
-    "$dn" request 'smoltcp_server_turn$'
+    "$(served_between "$out/smoltcp.b$b.k$k.n$k1.out" "$out/smoltcp.b$b.k$k.n$k2.out")" request 'smoltcp_server_turn$'

@@ -26,6 +26,20 @@ totals() {
     awk '/^totals:/ { print $2; exit }' "$1"
 }
 
+# The requests the server answered in a run of request_response or smoltcp_rr, from
+# the "served S" the program printed (callgrind's <output file>.stdout). A run of N
+# requests stops after the client turn in which the N-th response arrives, which may
+# hold up to a burst more, so two runs N1 and N2 can be more than N2 - N1 requests
+# apart (20,480 at 10,000 connections and 4,096 frames a turn, N = 42,000 and 62,000).
+served() {
+    awk '{ for (i = 1; i < NF; i++) if ($i == "served") { print $(i + 1); exit } }' "$1.stdout"
+}
+
+# The requests served between two runs (their callgrind output files, shorter first).
+served_between() {
+    echo $(($(served "$2") - $(served "$1")))
+}
+
 # (totals of <large> - totals of <small>) / <units>, to one decimal.
 per_unit() {
     awk -v a="$(totals "$1")" -v b="$(totals "$2")" -v dn="$3" 'BEGIN { printf "%.1f", (b - a) / dn }'
@@ -124,9 +138,15 @@ turns_per_unit() {
         profile_turns "$bin" "$prefix.n$n" "$server" "$client" "$n" "$@"
     done
     echo
-    echo "== $title, N=$n1 and N=$n2 ${unit}s =="
+    # Requests: per request the server answered between the runs (see `served`).
+    local units=$dn note=
+    if [ "$unit" = request ]; then
+        units=$(served_between "$prefix.n$n1.server.out" "$prefix.n$n2.server.out")
+        note=" ($units served between them)"
+    fi
+    echo "== $title, N=$n1 and N=$n2 ${unit}s$note =="
     [ -z "${show_stdout:-}" ] || cat "$prefix.n$n2.all.out.stdout"
-    report_turns "$unit" "$dn" "$prefix.n$n1" "$prefix.n$n2" "$server"
+    report_turns "$unit" "$units" "$prefix.n$n1" "$prefix.n$n2" "$server"
 }
 
 # Check the two run lengths (N2 > N1) and set `dn`, the units between them.

@@ -285,6 +285,10 @@ impl RrServerSide for SmoltcpServer<'_> {
         smoltcp_server_turn(self)
     }
 
+    fn served(&self) -> u64 {
+        self.served
+    }
+
     fn describe(&self) -> String {
         format!(
             "smoltcp served {} send failures {} sockets {} transmit drops {} link {:?}",
