@@ -64,10 +64,11 @@ done
 
 echo
 echo "== server instructions per request served, burst $b frames a turn =="
-printf '%8s %16s %8s %12s %12s %15s\n' K "N1 / N2" served Rusty smoltcp smoltcp/Rusty
+printf '%8s %16s %8s %12s %12s %15s\n' K "N1 / N2" "served*" Rusty smoltcp smoltcp/Rusty
 for row in "${rows[@]}"; do
     echo "$row"
 done | awk '{ printf "%8d %16s %8d %12.1f %12.1f %15.2f\n", $1, $2 " / " $3, $4, $5, $6, $6 / $5 }'
+echo "* requests Rusty's server answered between the runs; each server's figure is per request it answered"
 
 k=${ks[${#ks[@]} - 1]}
 read -r k1 k2 < <(lengths "$k")

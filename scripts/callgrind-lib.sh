@@ -37,7 +37,14 @@ served() {
 
 # The requests served between two runs (their callgrind output files, shorter first).
 served_between() {
-    echo $(($(served "$2") - $(served "$1")))
+    local a b
+    a=$(served "$1")
+    b=$(served "$2")
+    if [ -z "$a" ] || [ -z "$b" ] || [ "$b" -le "$a" ]; then
+        echo "callgrind-lib: no 'served' count in $1.stdout or $2.stdout (did the run fail?)" >&2
+        exit 1
+    fi
+    echo $((b - a))
 }
 
 # (totals of <large> - totals of <small>) / <units>, to one decimal.
@@ -142,7 +149,7 @@ turns_per_unit() {
     local units=$dn note=
     if [ "$unit" = request ]; then
         units=$(served_between "$prefix.n$n1.server.out" "$prefix.n$n2.server.out")
-        note=" ($units served between them)"
+        note=" ($units served between them; every row per request served)"
     fi
     echo "== $title, N=$n1 and N=$n2 ${unit}s$note =="
     [ -z "${show_stdout:-}" ] || cat "$prefix.n$n2.all.out.stdout"

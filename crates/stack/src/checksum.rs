@@ -42,12 +42,16 @@ fn word(b: &[u8], at: usize) -> u64 {
     u64::from_ne_bytes(b[at..at + 8].try_into().expect("eight bytes"))
 }
 
-/// `acc` plus the four words `w`: their 64-bit sum in the low half, the carries out of
-/// it counted in the high half (no carry can be lost below 2^64 words).
+/// `acc` plus the four words `w`, as a 128-bit value congruent to the exact sum modulo
+/// 2^64 - 1 (all the fold needs) and zero only if every word added was zero; no carry
+/// is lost below 2^64 words.
 ///
-/// On x86-64 the four additions are one add-with-carry chain and the chain's carry is
-/// counted once, five instructions for 32 bytes. Added one by one to a 128-bit value
-/// (what other targets do) each word is an add and an add of its carry: eight.
+/// On x86-64 the four additions are one add-with-carry chain: a carry out of one word's
+/// addition goes into the next (2^64 ≡ 1 modulo 2^64 - 1), and the chain's last carry
+/// is counted in the high half, five instructions for 32 bytes. So the value depends on
+/// the order pieces were added in, and two accumulations of the same bytes compare
+/// equal only once folded. Added one by one to a 128-bit value (what other targets do)
+/// each word is an add and an add of its carry: eight.
 #[inline(always)]
 fn add4(acc: u128, w: [u64; 4]) -> u128 {
     #[cfg(target_arch = "x86_64")]
@@ -168,8 +172,10 @@ fn copy_and_add(mut acc: u128, src: &[u8], dst: &mut [u8]) -> u128 {
 ///
 /// Every piece added with [`Wide::add_bytes`] or [`Wide::copy_add`] must start at an even
 /// offset of the whole (a piece at an odd offset goes in folded and byte-swapped:
-/// [`Wide::add_folded`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// [`Wide::add_folded`]). The raw accumulation depends on how the pieces were added
+/// (see `add4`), so sums compare by their folded value ([`Wide::folded`]), and `Wide`
+/// has no `==` of its own.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Wide(u128);
 
 impl Wide {
@@ -757,8 +763,10 @@ mod tests {
             let c = acc.checksum_bytes();
             prop_assert_eq!(u16::from_be_bytes(c), finish(combine(pseudo, sum(&whole))));
             prop_assert_eq!(
-                Wide::pseudo_v4(src, dst, protocol, len).merge(Wide::default().add_bytes(&whole)),
-                Wide::pseudo_v4(src, dst, protocol, len).add_bytes(&whole)
+                Wide::pseudo_v4(src, dst, protocol, len)
+                    .merge(Wide::default().add_bytes(&whole))
+                    .folded(),
+                Wide::pseudo_v4(src, dst, protocol, len).add_bytes(&whole).folded()
             );
             // A segment whose checksum field (its first two bytes) holds the checksum
             // `Wide` computed checks, as `verify_with` agrees; one bit flipped, it

@@ -120,7 +120,7 @@ impl Segment {
     /// the fields the header sets are written (the caller's zeroed segment has the
     /// rest: writing the whole struct again cost eleven more stores).
     #[inline]
-    pub fn parse_into<'a>(
+    pub(crate) fn parse_into<'a>(
         tcp: &'a [u8],
         src: Ipv4Addr,
         dst: Ipv4Addr,

@@ -258,7 +258,10 @@ mod tests {
         /// `on_app_limited_ack` leaves every algorithm exactly as `on_ack` of an
         /// application-limited sample that delivered data does, through random runs of
         /// ACKs (limited and not), losses, timeouts and undos that take the algorithms
-        /// through slow start, congestion avoidance and paused CUBIC epochs.
+        /// through slow start, congestion avoidance and paused CUBIC epochs, and it
+        /// never moves the window. (CUBIC's `on_ack` hands such a sample to
+        /// `on_app_limited_ack`, so for CUBIC the first part holds the two entry points
+        /// together; the second is the independent check.)
         #[test]
         fn app_limited_ack_is_on_ack_of_such_a_sample(
             steps in proptest::collection::vec(
@@ -301,7 +304,16 @@ mod tests {
                             };
                             full.on_ack(&sample);
                             if sample.app_limited {
+                                // Independently of `on_ack`: the window is not validated
+                                // (RFC 7661 §4.1): cwnd and ssthresh stay, and NewReno
+                                // changes nothing at all.
+                                let before = short.clone();
                                 short.on_app_limited_ack(now);
+                                proptest::prop_assert_eq!(short.cwnd(), before.cwnd());
+                                proptest::prop_assert_eq!(short.ssthresh(), before.ssthresh());
+                                if algorithm == CongestionAlgorithm::NewReno {
+                                    proptest::prop_assert_eq!(&short, &before);
+                                }
                             } else {
                                 short.on_ack(&sample);
                             }
