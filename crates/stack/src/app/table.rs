@@ -54,19 +54,17 @@ impl<T> Table<T> {
     #[inline]
     pub(crate) fn insert_with(&mut self, make: impl FnOnce() -> T) -> usize {
         let key = self.next_free;
-        match self.entries.get_mut(key) {
-            None => {
-                self.entries.push(Entry::Occupied(make()));
-                self.next_free = key + 1;
-            }
-            Some(entry) => {
-                let Entry::Vacant(next) = *entry else {
-                    unreachable!("the free list holds vacant entries only");
-                };
-                self.next_free = next;
-                *entry = Entry::Occupied(make());
-            }
+        if key == self.entries.len() {
+            // No vacant entry: add one, so that `make` has one call site below (a large
+            // value is then built straight into its entry, not built twice over).
+            self.entries.push(Entry::Vacant(key + 1));
         }
+        let entry = &mut self.entries[key];
+        let Entry::Vacant(next) = *entry else {
+            unreachable!("the free list holds vacant entries only");
+        };
+        self.next_free = next;
+        *entry = Entry::Occupied(make());
         self.len += 1;
         key
     }

@@ -494,8 +494,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// table calls once the slot is found ([`AppCore::insert_with`]), and opened there
     /// ([`Tcb::open`]): it is hundreds of bytes, and every move by value is a copy.
     /// Built by `Tcb::accept_syn` and handed down by value it was copied five times per
-    /// passive open; built beside the table and moved in, twice; now once
-    /// (`scripts/callgrind-conn.sh`).
+    /// passive open; built beside the table and moved in, twice; then once; now not at
+    /// all: the table calls `make` from one place and [`Tcb::new`] is inlined into it, so
+    /// its fields are stored straight into the slot (`scripts/callgrind-conn.sh`).
     fn insert_conn(
         &mut self,
         key: FlowKey,
