@@ -525,22 +525,22 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             mac,
             next_hop,
             timer_at: Instant::FAR_FUTURE,
-            dirty: false,
+            // Dirty from the start, with its SYN or SYN-ACK to send (`mark_dirty` without
+            // its look-up).
+            dirty: true,
             half_open,
             orphan: false,
             ring_listed: false,
         };
-        let id = self.app.insert_with(make, app);
-        let index = id.index() as usize;
-        let tcb = &mut self.app[index].tcb;
-        tcb.open(&opening, how);
-        tcb.set_tso(self.tso_payload);
+        let (id, block) = self.app.insert_with(make, app);
+        block.tcb.open(&opening, how);
+        block.tcb.set_tso(self.tso_payload);
+        self.dirty.push(id.index() as usize);
         if let Some(Flow::TimeWait(slot)) = self.flows.insert(key, Flow::Conn(id.index())) {
             // A cookie ACK on a pair whose TIME-WAIT entry a RST closed: the entry goes
             // (a SYN reopening a pair removed it already).
             self.time_wait.replaced(slot);
         }
-        self.mark_dirty(index);
         id
     }
 
