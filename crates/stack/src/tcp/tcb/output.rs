@@ -161,24 +161,45 @@ impl Tcb {
         self.transmit_unpredicted(now, out)
     }
 
-    /// What header prediction leaves: a bare ACK alone (`transmit_ack_only`), or the
-    /// general path. Out of line, so that the predicted case's frame stays small.
+    /// What header prediction leaves: our FIN as the last segment
+    /// (`transmit_last_segment`), a bare ACK alone (`transmit_ack_only`), or the general
+    /// path. Out of line, so that the predicted case's frame stays small.
     #[inline(never)]
     fn transmit_unpredicted(
         &mut self,
         now: Instant,
         out: &mut Vec<TxSegment>,
     ) -> Option<PredictedSegment> {
-        if self.cfg.fast_paths {
-            if let Some(seg) = self.transmit_ack_only(now) {
+        if self.cfg.fast_paths && self.output_is_plain() {
+            if self.snd.fin_unsent() {
+                if self.transmit_last_segment(now, out) {
+                    return None;
+                }
+            } else if let Some(seg) = self.transmit_ack_only(now) {
                 return Some(seg);
-            }
-            if self.transmit_last_segment(now, out) {
-                return None;
             }
         }
         self.transmit_general(now, out);
         None
+    }
+
+    /// What both short output paths ask first: a synchronized state, nothing owed but
+    /// data, the FIN or an ACK (no SYN, RST, probe or D-SACK), no recovery, nothing
+    /// lost, and no SACK blocks to carry.
+    #[inline]
+    fn output_is_plain(&self) -> bool {
+        self.state.is_synchronized()
+            && !self.pending.has(
+                PendingOutput::SYN
+                    | PendingOutput::RST
+                    | PendingOutput::TLP
+                    | PendingOutput::PROBE
+                    | PendingOutput::KEEPALIVE_PROBE
+                    | PendingOutput::DSACK,
+            )
+            && !self.recovery.in_recovery
+            && self.flight().board.lost_bytes() == 0
+            && !(self.flags.has(ConnFlags::SACK_OK) && self.rcv.buf.has_out_of_order())
     }
 
     /// `transmit_general` when all it would send is our FIN, after the rest of the data
@@ -187,26 +208,12 @@ impl Tcb {
     /// windows, with no restart after idle due, nothing lost, no recovery, no probe and
     /// nothing to report in SACK blocks; what `send_new`, `send_segment_at` and the TLP
     /// arming after them do for it, without their general decisions
-    /// (`scripts/callgrind-conn.sh`). False, having changed nothing, otherwise.
+    /// (`scripts/callgrind-conn.sh`). False, having changed nothing, otherwise. Called
+    /// with [`output_is_plain`](Self::output_is_plain) and our FIN unsent.
     #[inline]
     fn transmit_last_segment(&mut self, now: Instant, out: &mut Vec<TxSegment>) -> bool {
-        let p = &self.pending;
-        if !self.snd.fin_queued
-            || p.has(
-                PendingOutput::SYN
-                    | PendingOutput::RST
-                    | PendingOutput::TLP
-                    | PendingOutput::PROBE
-                    | PendingOutput::KEEPALIVE_PROBE
-                    | PendingOutput::DSACK,
-            )
-            || !self.state.is_synchronized()
-            || self.recovery.in_recovery
-            || self.flight().board.lost_bytes() > 0
-            || (self.flags.has(ConnFlags::SACK_OK) && self.rcv.buf.has_out_of_order())
-            || self.snd.nxt != self.snd.max
-            || !self.snd.fin_unsent()
-        {
+        debug_assert!(self.output_is_plain() && self.snd.fin_unsent());
+        if self.snd.nxt != self.snd.max {
             return false;
         }
         let avail = self.snd.unsent_data();
@@ -270,26 +277,12 @@ impl Tcb {
     /// above all the ACK of the peer's FIN as we enter TIME-WAIT, or the one in
     /// CLOSE-WAIT. That ACK is a [`PredictedSegment`] (no SACK block, no control bit), so
     /// it goes out by the predicted segment's frame writer rather than the general one
-    /// (`scripts/callgrind-conn.sh`). None, having changed nothing, otherwise.
+    /// (`scripts/callgrind-conn.sh`). None, having changed nothing, otherwise. Called
+    /// with [`output_is_plain`](Self::output_is_plain) and no FIN to send.
     #[inline]
     fn transmit_ack_only(&mut self, now: Instant) -> Option<PredictedSegment> {
-        let p = &self.pending;
-        if !p.has(PendingOutput::ACK_NOW)
-            || p.has(
-                PendingOutput::SYN
-                    | PendingOutput::RST
-                    | PendingOutput::TLP
-                    | PendingOutput::PROBE
-                    | PendingOutput::KEEPALIVE_PROBE
-                    | PendingOutput::DSACK,
-            )
-            || !self.state.is_synchronized()
-            || self.recovery.in_recovery
-            || self.flight().board.lost_bytes() > 0
-            || self.snd.unsent_data() > 0
-            || self.snd.fin_unsent()
-            || (self.flags.has(ConnFlags::SACK_OK) && self.rcv.buf.has_out_of_order())
-        {
+        debug_assert!(self.output_is_plain() && !self.snd.fin_unsent());
+        if !self.pending.has(PendingOutput::ACK_NOW) || self.snd.unsent_data() > 0 {
             return None;
         }
         // `send_new` finds nothing to send (and no idle restart: nothing is unsent); no
