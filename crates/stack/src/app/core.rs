@@ -187,12 +187,17 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     /// than copied there through each call.
     #[inline]
     pub fn insert(&mut self, conn: C, app: Option<H::Conn>) -> ConnId {
-        self.insert_with(|| conn, app)
+        self.insert_with(|| conn, app).0
     }
 
-    /// [`insert`](Self::insert) of the connection `make` builds, in its slot.
+    /// [`insert`](Self::insert) of the connection `make` builds, in its slot; its id,
+    /// and the connection where it lies, for the backend to finish it there.
     #[inline]
-    pub fn insert_with(&mut self, make: impl FnOnce() -> C, app: Option<H::Conn>) -> ConnId {
+    pub fn insert_with(
+        &mut self,
+        make: impl FnOnce() -> C,
+        app: Option<H::Conn>,
+    ) -> (ConnId, &mut C) {
         // Backends refuse new connections first ([`AppCore::is_full`], `may_open`).
         debug_assert!(!self.is_full(), "insert into a full connection table");
         let id = self.next_id();
@@ -200,7 +205,7 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
         if self.next_generation == 0 {
             self.next_generation = 1;
         }
-        let index = self.slots.insert_with(|| Slot {
+        let (index, slot) = self.slots.insert_with(|| Slot {
             conn: make(),
             app,
             generation: id.generation(),
@@ -208,7 +213,7 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
             finished: false,
         });
         debug_assert_eq!(index as u32, id.index());
-        id
+        (id, &mut slot.conn)
     }
 
     /// The slot of `id`, unless that connection is gone.

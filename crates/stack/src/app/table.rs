@@ -46,29 +46,31 @@ impl<T> Table<T> {
     /// [`insert_with`](Self::insert_with).)
     #[cfg(test)]
     pub(crate) fn insert(&mut self, value: T) -> usize {
-        self.insert_with(|| value)
+        self.insert_with(|| value).0
     }
 
     /// [`insert`](Self::insert) of the value `make` builds, called once its entry is
-    /// found, so that a large value can be built where it goes.
+    /// found, so that a large value can be built where it goes; its key, and the value
+    /// where it lies (no second look-up to finish it there).
     #[inline]
-    pub(crate) fn insert_with(&mut self, make: impl FnOnce() -> T) -> usize {
+    pub(crate) fn insert_with(&mut self, make: impl FnOnce() -> T) -> (usize, &mut T) {
         let key = self.next_free;
-        match self.entries.get_mut(key) {
-            None => {
-                self.entries.push(Entry::Occupied(make()));
-                self.next_free = key + 1;
-            }
-            Some(entry) => {
-                let Entry::Vacant(next) = *entry else {
-                    unreachable!("the free list holds vacant entries only");
-                };
-                self.next_free = next;
-                *entry = Entry::Occupied(make());
-            }
+        if key == self.entries.len() {
+            // No vacant entry: add one, so that `make` has one call site below (a large
+            // value is then built straight into its entry, not built twice over).
+            self.entries.push(Entry::Vacant(key + 1));
         }
+        let entry = &mut self.entries[key];
+        let Entry::Vacant(next) = *entry else {
+            unreachable!("the free list holds vacant entries only");
+        };
+        self.next_free = next;
+        *entry = Entry::Occupied(make());
         self.len += 1;
-        key
+        let Entry::Occupied(value) = entry else {
+            unreachable!("just filled");
+        };
+        (key, value)
     }
 
     pub(crate) fn get(&self, key: usize) -> Option<&T> {

@@ -127,10 +127,18 @@ struct World {
     ends: [End; 2],
     limits: [Rc<TcbLimits>; 2],
     log: Vec<String>,
+    /// Most bytes each side sends before it may close.
+    transfer: u64,
 }
 
 impl World {
     fn new(seed: u64, fast: bool) -> World {
+        World::with_transfer(seed, fast, 1 << 20)
+    }
+
+    /// A conversation in which each side sends fewer than `transfer` bytes, then may
+    /// close.
+    fn with_transfer(seed: u64, fast: bool, transfer: u64) -> World {
         let knobs = knobs(seed);
         let limits = |cfg: &TcpConfig| {
             let l = TcbLimits::new(cfg);
@@ -154,6 +162,7 @@ impl World {
             pool,
             ends: [end(), end()],
             log: Vec::new(),
+            transfer,
         }
     }
 
@@ -296,8 +305,8 @@ impl World {
         let hits = super::tcb::fast::PREDICTED.with(|n| n.get());
         let a = Tcb::connect(&self.opening(0));
         self.ends[0].tcb = Some(a);
-        self.ends[0].to_send = self.rng.below(1 << 20) as usize;
-        self.ends[1].to_send = self.rng.below(1 << 20) as usize;
+        self.ends[0].to_send = self.rng.below(self.transfer) as usize;
+        self.ends[1].to_send = self.rng.below(self.transfer) as usize;
         self.transmit(0);
         for _ in 0..self.knobs.steps {
             let side = self.rng.below(2) as usize;
@@ -361,4 +370,24 @@ fn fast_paths_change_nothing() {
         predicted > 10_000,
         "only {predicted} segments took the fast path"
     );
+}
+
+/// As [`fast_paths_change_nothing`], with short conversations that mostly end: the
+/// handshake, a few segments and the closing FINs (the connection-rate workload's shape).
+#[test]
+fn fast_paths_change_nothing_in_short_conversations() {
+    for seed in 0..400 {
+        let (fast, _) = World::with_transfer(seed, true, 4096).run();
+        let (slow, none) = World::with_transfer(seed, false, 4096).run();
+        assert_eq!(none, 0, "seed {seed}: the fast path ran while off");
+        if let Some(i) = (0..fast.len().max(slow.len())).find(|&i| fast.get(i) != slow.get(i)) {
+            let from = i.saturating_sub(6);
+            panic!(
+                "seed {seed}: the paths differ at step {i}\nbefore:\n{}\nfast: {:?}\nslow: {:?}",
+                fast[from..i].join("\n"),
+                fast.get(i),
+                slow.get(i)
+            );
+        }
+    }
 }

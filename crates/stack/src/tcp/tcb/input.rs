@@ -169,6 +169,22 @@ impl Tcb {
         if seg.flags.syn && self.on_syn_synchronized(now, seg, out, pool) {
             return;
         }
+        if self.state == State::SynReceived
+            && self.cfg.fast_paths
+            && self.on_handshake_ack_predicted(now, seg, payload, out, pool)
+        {
+            return;
+        }
+        if seg.flags.fin
+            && matches!(
+                self.state,
+                State::Established | State::FinWait1 | State::FinWait2
+            )
+            && self.cfg.fast_paths
+            && self.on_fin_predicted(now, seg, payload, out, pool)
+        {
+            return;
+        }
 
         // RFC 7323 §5.3: PAWS, before the sequence check.
         if let (Some(ts), Some((tsval, _))) = (&self.ts, seg.timestamp) {
@@ -314,6 +330,210 @@ impl Tcb {
             }
         }
         self.maybe_accept_fin(now);
+    }
+
+    /// The ACK that completes a passive open (SYN-RECEIVED), taken as header prediction
+    /// takes the common segment in ESTABLISHED (`fast.rs`): next in sequence, only ACK
+    /// (and PSH), no SACK blocks, an acceptable timestamp, acknowledging our SYN (and no
+    /// more than we sent), with data or without, while nothing unusual is going on (no
+    /// FIN queued or held, nothing SACKed, lost or retransmitted, no probe, no undo). The
+    /// general path's work for it, in its order, without the tests whose answer is
+    /// known: the checks of §3.10.7.4 up to the ACK, the handshake's end, then
+    /// `process_ack` as `on_delivery` goes for a quiet flight, then the data
+    /// (`scripts/callgrind-conn.sh`). Returns false, having changed nothing, otherwise.
+    /// Under `fast_paths`, so `fast_path_tests` holds it to the general path.
+    #[inline]
+    fn on_handshake_ack_predicted(
+        &mut self,
+        now: Instant,
+        seg: &Segment,
+        payload: &[u8],
+        out: &mut RxOutcome,
+        pool: &mut RingPool,
+    ) -> bool {
+        let flags = seg.flags;
+        if !flags.ack
+            || flags.syn
+            || flags.fin
+            || flags.rst
+            || seg.seq != self.rcv.nxt
+            || seg.sack[0].is_some()
+            || seg.payload_len != payload.len()
+            // Acceptable with nothing to trim (a bare ACK at RCV.NXT even in a zero
+            // window).
+            || payload.len() > self.rcv.window()
+            || self.snd.fin_queued
+        {
+            return false;
+        }
+        // PAWS passes: SEG.TSval is not older than TS.Recent.
+        match (self.ts, seg.timestamp) {
+            (Some(ts), Some((tsval, _))) if !ts.is_older(tsval) => {}
+            (Some(_), _) => return false,
+            (None, _) => {}
+        }
+        // It acknowledges our SYN (SND.UNA < SEG.ACK =< SND.MAX): the handshake ends.
+        let ack = seg.ack;
+        if ack <= self.snd.una || ack > self.snd.max || self.ack_too_old(ack) {
+            return false;
+        }
+        let f = self.flight();
+        if self.timers.is_armed(Timer::Persist)
+            || !f.board.is_quiet()
+            || f.recover.is_some()
+            || f.tlp.is_some()
+        {
+            return false;
+        }
+        let r = &self.recovery;
+        if r.in_recovery || r.cold.is_some() || r.dupacks != 0 {
+            return false;
+        }
+        if self.rcv.closed || self.rcv.fin_held || self.rcv.buf.has_out_of_order() {
+            return false;
+        }
+
+        // ---- What the general path does with it, in its order. ----
+        self.last_recv = now;
+        self.keepalive_sent = 0;
+        self.arm_keepalive(now);
+        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
+            if seg.seq <= self.rcv.last_ack_sent {
+                ts.update_recent(tsval, now);
+            }
+        }
+        let wnd = (seg.window as usize) << self.snd.wscale;
+        self.snd.update_window(wnd, seg.seq, ack);
+        self.enter_established(now);
+        // `process_ack`: an acceptable ACK of new data, no SACK information, not a
+        // duplicate; `on_delivery` with nothing SACKed, lost or in recovery, no TLP and
+        // no undo: the window grows by what was delivered (our SYN at least), the probe
+        // timer is set. The window update after it would write what was just written.
+        self.snd.persist_probes = 0;
+        let prior_una = self.snd.una;
+        let rtt = self.ack_advance(now, seg, pool);
+        let acked = self.snd.una.since(prior_una);
+        self.recovery.probes = 0;
+        self.grow_window(now, prior_una, acked, rtt);
+        self.arm_tlp(now);
+        // Segment text (§3.10.7.4, seventh check): in order, nothing to trim; no FIN.
+        if !payload.is_empty() {
+            self.receive_data(now, seg.seq, payload, seg, out, pool);
+        }
+        true
+    }
+
+    /// The peer's FIN, after the data it carries (ESTABLISHED, or FIN-WAIT-1 or -2 after
+    /// ours), taken as [`on_handshake_ack_predicted`](Self::on_handshake_ack_predicted)
+    /// takes the handshake's ACK: next in sequence, inside the window with nothing to
+    /// trim, only ACK, FIN (and PSH), no SACK blocks, an acceptable timestamp,
+    /// acknowledging nothing we did not send, while nothing unusual is going on. The
+    /// general path's work for it, in its order: `process_ack` as `on_delivery` goes for
+    /// a quiet flight, with our FIN's acknowledgement, the data, then the FIN, which
+    /// takes the connection to CLOSE-WAIT, TIME-WAIT or CLOSING
+    /// (`scripts/callgrind-conn.sh`). Returns false, having changed nothing, otherwise.
+    /// Under `fast_paths`, so `fast_path_tests` holds it to the general path.
+    #[inline]
+    fn on_fin_predicted(
+        &mut self,
+        now: Instant,
+        seg: &Segment,
+        payload: &[u8],
+        out: &mut RxOutcome,
+        pool: &mut RingPool,
+    ) -> bool {
+        let flags = seg.flags;
+        let wnd = self.rcv.window();
+        if !flags.ack
+            || flags.syn
+            || flags.rst
+            || seg.seq != self.rcv.nxt
+            || seg.sack[0].is_some()
+            || seg.payload_len != payload.len()
+            // Acceptable with nothing to trim: at RCV.NXT, the data inside the window.
+            || wnd == 0
+            || payload.len() > wnd
+        {
+            return false;
+        }
+        match (self.ts, seg.timestamp) {
+            (Some(ts), Some((tsval, _))) if !ts.is_older(tsval) => {}
+            (Some(_), _) => return false,
+            (None, _) => {}
+        }
+        let ack = seg.ack;
+        if ack < self.snd.una || ack > self.snd.max || self.ack_too_old(ack) {
+            return false;
+        }
+        let f = self.flight();
+        if self.timers.is_armed(Timer::Persist)
+            || !f.board.is_quiet()
+            || f.recover.is_some()
+            || f.tlp.is_some()
+        {
+            return false;
+        }
+        let r = &self.recovery;
+        if r.in_recovery || r.cold.is_some() || r.dupacks != 0 {
+            return false;
+        }
+        if self.rcv.fin_held || self.rcv.buf.has_out_of_order() {
+            return false;
+        }
+
+        // ---- What the general path does with it, in its order. ----
+        self.last_recv = now;
+        self.keepalive_sent = 0;
+        self.arm_keepalive(now);
+        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
+            if seg.seq <= self.rcv.last_ack_sent {
+                ts.update_recent(tsval, now);
+            }
+        }
+        // `process_ack`: an acceptable ACK, no SACK information, not a duplicate (it
+        // carries a FIN); `on_delivery` with nothing SACKed, lost or in recovery, no TLP
+        // and no undo.
+        self.snd.persist_probes = 0;
+        let prior_una = self.snd.una;
+        let rtt = if prior_una < ack {
+            self.ack_advance(now, seg, pool)
+        } else {
+            None
+        };
+        let acked = self.snd.una.since(prior_una);
+        if acked > 0 {
+            self.recovery.probes = 0;
+            self.grow_window(now, prior_una, acked, rtt);
+        }
+        self.arm_tlp(now);
+        if self.snd.wl1 < seg.seq || (self.snd.wl1 == seg.seq && self.snd.wl2 <= ack) {
+            let wnd = (seg.window as usize) << self.snd.wscale;
+            self.snd.update_window(wnd, seg.seq, ack);
+        }
+        if self.state == State::FinWait1 && self.snd.fin_acked() {
+            self.state = State::FinWait2;
+            if self.rcv.closed {
+                self.timers
+                    .set(Timer::Linger, now + self.cfg.fin_wait2_timeout);
+            }
+        }
+        // Segment text (§3.10.7.4, seventh check), then the FIN (eighth).
+        if !payload.is_empty()
+            && matches!(
+                self.state,
+                State::Established | State::FinWait1 | State::FinWait2
+            )
+        {
+            self.receive_data(now, seg.seq, payload, seg, out, pool);
+        }
+        if matches!(
+            self.state,
+            State::Established | State::FinWait1 | State::FinWait2
+        ) {
+            self.rcv.hold_fin(seg.seq + payload.len());
+        }
+        self.maybe_accept_fin(now);
+        true
     }
 
     /// A segment with SYN in a synchronized state (or SYN-RECEIVED), before any other

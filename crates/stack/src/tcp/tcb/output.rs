@@ -158,8 +158,153 @@ impl Tcb {
                 Prediction::General => {}
             }
         }
+        self.transmit_unpredicted(now, out)
+    }
+
+    /// What header prediction leaves: our FIN as the last segment
+    /// (`transmit_last_segment`), a bare ACK alone (`transmit_ack_only`), or the general
+    /// path. Out of line, so that the predicted case's frame stays small.
+    #[inline(never)]
+    fn transmit_unpredicted(
+        &mut self,
+        now: Instant,
+        out: &mut Vec<TxSegment>,
+    ) -> Option<PredictedSegment> {
+        if self.cfg.fast_paths && self.output_is_plain() {
+            if self.snd.fin_unsent() {
+                if self.transmit_last_segment(now, out) {
+                    return None;
+                }
+            } else if let Some(seg) = self.transmit_ack_only(now) {
+                return Some(seg);
+            }
+        }
         self.transmit_general(now, out);
         None
+    }
+
+    /// What both short output paths ask first: a synchronized state, nothing owed but
+    /// data, the FIN or an ACK (no SYN, RST, probe or D-SACK), no recovery, nothing
+    /// lost, and no SACK blocks to carry.
+    #[inline]
+    fn output_is_plain(&self) -> bool {
+        self.state.is_synchronized()
+            && !self.pending.has(
+                PendingOutput::SYN
+                    | PendingOutput::RST
+                    | PendingOutput::TLP
+                    | PendingOutput::PROBE
+                    | PendingOutput::KEEPALIVE_PROBE
+                    | PendingOutput::DSACK,
+            )
+            && !self.recovery.in_recovery
+            && self.flight().board.lost_bytes() == 0
+            && !(self.flags.has(ConnFlags::SACK_OK) && self.rcv.buf.has_out_of_order())
+    }
+
+    /// `transmit_general` when all it would send is our FIN, after the rest of the data
+    /// in the same segment (or alone): the last segment of a connection we close, in
+    /// FIN-WAIT-1 or LAST-ACK. New data from SND.MAX on that fits one segment and both
+    /// windows, with no restart after idle due, nothing lost, no recovery, no probe and
+    /// nothing to report in SACK blocks; what `send_new`, `send_segment_at` and the TLP
+    /// arming after them do for it, without their general decisions
+    /// (`scripts/callgrind-conn.sh`). False, having changed nothing, otherwise. Called
+    /// with [`output_is_plain`](Self::output_is_plain) and our FIN unsent.
+    #[inline]
+    fn transmit_last_segment(&mut self, now: Instant, out: &mut Vec<TxSegment>) -> bool {
+        debug_assert!(self.output_is_plain() && self.snd.fin_unsent());
+        if self.snd.nxt != self.snd.max {
+            return false;
+        }
+        let avail = self.snd.unsent_data();
+        if avail > 0
+            && self.snd.nxt == self.snd.una
+            && now.micros_since(self.last_send) > self.rtt.rto_us()
+        {
+            // RFC 5681 §4.1's restart after idle: `send_new` decides.
+            return false;
+        }
+        // `max_payload` with no SACK blocks to carry: Eff.snd.MSS.
+        let max_payload = self.snd.mss().max(1);
+        let usable = self.rwnd_room().min(self.cc_room());
+        let seq = self.snd.nxt;
+        if usable == 0
+            || avail > usable
+            || avail > max_payload
+            || self.snd.fin() != Some(seq + avail)
+        {
+            return false;
+        }
+        // `send_new`: neither window holds it back (not `cwnd_limited`), one segment.
+        self.cwnd_limited = false;
+        // `send_segment_at` for `avail` bytes and the FIN at SND.NXT = SND.MAX.
+        let offset = seq.since(self.snd.data_start());
+        let mut seg = TxSegment {
+            seq,
+            ack: Some(self.rcv.nxt),
+            fin: true,
+            psh: offset + avail == self.snd.buf.len(),
+            payload_offset: offset,
+            payload_len: avail,
+            ..Default::default()
+        };
+        self.advertise(&mut seg, now);
+        out.push(seg);
+        let end = seq + avail + 1;
+        self.snd.nxt = end;
+        if self.snd.max == self.snd.una {
+            self.snd.stall_from = now;
+        }
+        if self.flight().rtt_seq.is_none() {
+            self.flight_mut().rtt_seq = Some((end, now));
+        }
+        self.snd.max = end;
+        self.flight_mut().board.on_transmit(seq, end, now);
+        self.last_send = now;
+        if !self.timers.is_armed(Timer::Rto) {
+            self.timers
+                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+        }
+        // `transmit_general` after `send_new`, with a segment sent.
+        if !self.timers.is_armed(Timer::Tlp) {
+            self.arm_tlp(now);
+        }
+        true
+    }
+
+    /// `transmit_general` when all it would send is the bare ACK owed
+    /// (`push_bare_ack`), in a synchronized state that header prediction leaves to it:
+    /// above all the ACK of the peer's FIN as we enter TIME-WAIT, or the one in
+    /// CLOSE-WAIT. That ACK is a [`PredictedSegment`] (no SACK block, no control bit), so
+    /// it goes out by the predicted segment's frame writer rather than the general one
+    /// (`scripts/callgrind-conn.sh`). None, having changed nothing, otherwise. Called
+    /// with [`output_is_plain`](Self::output_is_plain) and no FIN to send.
+    #[inline]
+    fn transmit_ack_only(&mut self, now: Instant) -> Option<PredictedSegment> {
+        debug_assert!(self.output_is_plain() && !self.snd.fin_unsent());
+        if !self.pending.has(PendingOutput::ACK_NOW) || self.snd.unsent_data() > 0 {
+            return None;
+        }
+        // `send_new` finds nothing to send (and no idle restart: nothing is unsent); no
+        // window is blocked; `push_bare_ack`, with no D-SACK and no SACK blocks.
+        self.cwnd_limited = false;
+        let wnd_end = self.snd.una + self.snd.wnd();
+        let seq = if self.snd.max > wnd_end {
+            wnd_end
+        } else {
+            self.snd.max
+        };
+        let (window, timestamp) = self.advertise_window(false, now);
+        self.ack_sent();
+        Some(PredictedSegment {
+            seq,
+            ack: self.rcv.nxt,
+            window,
+            psh: false,
+            timestamp,
+            payload_offset: 0,
+            payload_len: 0,
+        })
     }
 
     /// The general path of `poll_transmit`, for every case header prediction leaves.
