@@ -356,20 +356,26 @@ fn fast_paths_change_nothing() {
         let (slow, none) = World::new(seed, false).run();
         assert_eq!(none, 0, "seed {seed}: the fast path ran while off");
         predicted += hits;
-        if let Some(i) = (0..fast.len().max(slow.len())).find(|&i| fast.get(i) != slow.get(i)) {
-            let from = i.saturating_sub(6);
-            panic!(
-                "seed {seed}: the paths differ at step {i}\nbefore:\n{}\nfast: {:?}\nslow: {:?}",
-                fast[from..i].join("\n"),
-                fast.get(i),
-                slow.get(i)
-            );
-        }
+        assert_same_steps(seed, &fast, &slow);
     }
     assert!(
         predicted > 10_000,
         "only {predicted} segments took the fast path"
     );
+}
+
+/// Fail at the first step where the run with the fast paths (`fast`) and the run
+/// without (`slow`) of `seed` differ, showing the steps before it.
+fn assert_same_steps(seed: u64, fast: &[String], slow: &[String]) {
+    if let Some(i) = (0..fast.len().max(slow.len())).find(|&i| fast.get(i) != slow.get(i)) {
+        let from = i.saturating_sub(6);
+        panic!(
+            "seed {seed}: the paths differ at step {i}\nbefore:\n{}\nfast: {:?}\nslow: {:?}",
+            fast[from..i].join("\n"),
+            fast.get(i),
+            slow.get(i)
+        );
+    }
 }
 
 /// As [`fast_paths_change_nothing`], with short conversations that mostly end: the
@@ -380,14 +386,6 @@ fn fast_paths_change_nothing_in_short_conversations() {
         let (fast, _) = World::with_transfer(seed, true, 4096).run();
         let (slow, none) = World::with_transfer(seed, false, 4096).run();
         assert_eq!(none, 0, "seed {seed}: the fast path ran while off");
-        if let Some(i) = (0..fast.len().max(slow.len())).find(|&i| fast.get(i) != slow.get(i)) {
-            let from = i.saturating_sub(6);
-            panic!(
-                "seed {seed}: the paths differ at step {i}\nbefore:\n{}\nfast: {:?}\nslow: {:?}",
-                fast[from..i].join("\n"),
-                fast.get(i),
-                slow.get(i)
-            );
-        }
+        assert_same_steps(seed, &fast, &slow);
     }
 }

@@ -48,15 +48,7 @@ impl Tcb {
     ) -> bool {
         // ---- The prediction: every test below is one the general path would make
         // with a known outcome for such a segment. ----
-        let flags = seg.flags;
-        if self.state != State::Established
-            || !flags.ack
-            || flags.syn
-            || flags.fin
-            || flags.rst
-            || seg.seq != self.rcv.nxt
-            || seg.sack[0].is_some()
-            || seg.payload_len != payload.len()
+        if self.state != State::Established || seg.flags.fin || !self.next_in_sequence(seg, payload)
         {
             return false;
         }
@@ -66,12 +58,9 @@ impl Tcb {
         if len > self.rcv.window() {
             return false;
         }
-        // PAWS (RFC 7323 §5.3) passes: SEG.TSval is not older than TS.Recent.
-        let tsval = match (self.ts, seg.timestamp) {
-            (Some(ts), Some((tsval, _))) if !ts.is_older(tsval) => Some(tsval),
-            (Some(_), _) => return false,
-            (None, _) => None,
-        };
+        if !self.paws_passes(seg) {
+            return false;
+        }
         // The ACK acknowledges new data (SND.UNA < SEG.ACK =< SND.MAX), or the segment
         // carries data and acknowledges nothing new (not a duplicate ACK, RFC 5681 §2).
         let ack = seg.ack;
@@ -87,17 +76,7 @@ impl Tcb {
         if self.ack_too_old(ack) {
             return false;
         }
-        let f = self.flight();
-        if !self.snd.syn_acked
-            || self.timers.is_armed(Timer::Persist)
-            || !f.board.is_quiet()
-            || f.recover.is_some()
-            || f.tlp.is_some()
-        {
-            return false;
-        }
-        let r = &self.recovery;
-        if r.in_recovery || r.cold.is_some() || r.dupacks != 0 {
+        if !self.snd.syn_acked || !self.send_side_quiet() {
             return false;
         }
         if self.rcv.closed || self.rcv.fin_held || self.rcv.buf.has_out_of_order() {
@@ -111,37 +90,18 @@ impl Tcb {
         self.keepalive_sent = 0;
         self.arm_keepalive(now);
         // TS.Recent (RFC 7323 §4.3): SEG.TSval is not older, so it is taken.
-        if let (Some(ts), Some(tsval)) = (self.ts.as_mut(), tsval) {
+        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
             if seg.seq <= self.rcv.last_ack_sent {
                 ts.recent = tsval;
                 ts.recent_age = now;
             }
         }
 
-        // ACK processing (`process_ack`): an acceptable ACK.
-        self.snd.persist_probes = 0;
-        let prior_una = self.snd.una;
-        let rtt = if advances {
-            self.ack_advance(now, seg, pool)
-        } else {
-            None
-        };
-        // `on_delivery`, with no SACK information, no duplicate ACK, nothing SACKed,
-        // lost or retransmitted (the scoreboard stays quiet: a cumulative ACK only
-        // removes records), no recovery, no probe and no undo pending.
-        let acked = self.snd.una.since(prior_una);
-        if acked > 0 {
-            self.recovery.probes = 0;
-            self.grow_window(now, prior_una, acked, rtt);
-        }
-        self.arm_tlp(now);
-        // Window update (§3.10.7.4, SND.WL1/WL2 rule; SND.UNA =< SEG.ACK holds), after
-        // `on_delivery` as in `process_ack`. The persist timer is not armed, so there is
-        // no persist mode to leave.
-        if self.snd.wl1 < seg.seq || (self.snd.wl1 == seg.seq && self.snd.wl2 <= ack) {
-            let wnd = (seg.window as usize) << self.snd.wscale;
-            self.snd.update_window(wnd, seg.seq, ack);
-        }
+        // ACK processing (`process_ack`): an acceptable ACK, then the window update
+        // (§3.10.7.4) after `on_delivery` as in `process_ack`. The persist timer is not
+        // armed, so there is no persist mode to leave.
+        self.quiet_ack(now, seg, pool);
+        self.window_update(seg);
 
         // Segment text (§3.10.7.4, seventh check): in order, nothing to trim.
         if len > 0 {
@@ -173,6 +133,99 @@ impl Tcb {
         self.rcv.nxt += fits;
         out.deliver = Some((0, fits));
         self.delay_ack(now);
+    }
+}
+
+impl Tcb {
+    /// Nothing unusual going on in the send direction, which every short input path
+    /// requires: no persist probing, a quiet scoreboard (nothing SACKed, lost or
+    /// retransmitted), no recovery point, no loss probe out, no recovery, no undo
+    /// pending, no duplicate ACKs.
+    #[inline(always)]
+    pub(super) fn send_side_quiet(&self) -> bool {
+        let f = self.flight();
+        let r = &self.recovery;
+        !self.timers.is_armed(Timer::Persist)
+            && f.board.is_quiet()
+            && f.recover.is_none()
+            && f.tlp.is_none()
+            && !r.in_recovery
+            && r.cold.is_none()
+            && r.dupacks == 0
+    }
+
+    /// The shape header prediction starts from: an ACK, no SYN and no RST, at RCV.NXT,
+    /// no SACK blocks, and all its payload at hand. (The handshake's and the FIN's
+    /// short paths test the same with their own extra conditions in one expression:
+    /// through this function the connection rate measured 64 instructions worse.)
+    #[inline(always)]
+    pub(super) fn next_in_sequence(&self, seg: &Segment, payload: &[u8]) -> bool {
+        let flags = seg.flags;
+        flags.ack
+            && !flags.syn
+            && !flags.rst
+            && seg.seq == self.rcv.nxt
+            && seg.sack[0].is_none()
+            && seg.payload_len == payload.len()
+    }
+
+    /// PAWS (RFC 7323 §5.3) passes: SEG.TSval is not older than TS.Recent, or the
+    /// connection does not use timestamps.
+    #[inline(always)]
+    pub(super) fn paws_passes(&self, seg: &Segment) -> bool {
+        match (self.ts, seg.timestamp) {
+            (Some(ts), Some((tsval, _))) => !ts.is_older(tsval),
+            (Some(_), None) => false,
+            (None, _) => true,
+        }
+    }
+
+    /// After a segment with data (or a FIN) went out: the retransmission and loss-probe
+    /// timers, unless they run already.
+    #[inline(always)]
+    pub(super) fn arm_send_timers(&mut self, now: Instant) {
+        if !self.timers.is_armed(Timer::Rto) {
+            self.timers
+                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+        }
+        if !self.timers.is_armed(Timer::Tlp) {
+            self.arm_tlp(now);
+        }
+    }
+
+    /// `process_ack` and `on_delivery` for the acceptable ACK of `seg` (SND.UNA =<
+    /// SEG.ACK =< SND.MAX) on a connection whose send side is quiet
+    /// ([`send_side_quiet`](Self::send_side_quiet)), with no SACK information and no
+    /// duplicate ACK: SND.UNA advances (the RTT sample with it), the window grows by
+    /// what was delivered (the scoreboard stays quiet: a cumulative ACK only removes
+    /// records), the loss-probe timer is set. What the short input paths share; the
+    /// window update is each one's, in its place.
+    #[inline(always)]
+    pub(super) fn quiet_ack(&mut self, now: Instant, seg: &Segment, pool: &mut RingPool) {
+        self.snd.persist_probes = 0;
+        let prior_una = self.snd.una;
+        let rtt = if prior_una < seg.ack {
+            self.ack_advance(now, seg, pool)
+        } else {
+            None
+        };
+        let acked = self.snd.una.since(prior_una);
+        if acked > 0 {
+            self.recovery.probes = 0;
+            self.grow_window(now, prior_una, acked, rtt);
+        }
+        self.arm_tlp(now);
+    }
+
+    /// The window update of §3.10.7.4 (the SND.WL1/WL2 rule) for `seg`, whose ACK is
+    /// acceptable.
+    #[inline(always)]
+    pub(super) fn window_update(&mut self, seg: &Segment) {
+        let (wl1, wl2) = (self.snd.wl1, self.snd.wl2);
+        if wl1 < seg.seq || (wl1 == seg.seq && wl2 <= seg.ack) {
+            let wnd = (seg.window as usize) << self.snd.wscale;
+            self.snd.update_window(wnd, seg.seq, seg.ack);
+        }
     }
 }
 
@@ -328,13 +381,7 @@ impl Tcb {
             flight.board.on_transmit_new(seq, end, now);
         }
         self.last_send = now;
-        if !self.timers.is_armed(Timer::Rto) {
-            self.timers
-                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
-        }
-        if !self.timers.is_armed(Timer::Tlp) {
-            self.arm_tlp(now);
-        }
+        self.arm_send_timers(now);
         Prediction::Send(seg)
     }
 

@@ -332,6 +332,21 @@ impl Tcb {
         self.maybe_accept_fin(now);
     }
 
+    /// What a segment the short input paths take does first, as the general path does
+    /// (§3.10.7.4 and RFC 7323 §4.3): the keepalive restarts, and TS.Recent takes
+    /// SEG.TSval when the segment starts at or before the last ACK we sent.
+    #[inline(always)]
+    fn short_path_arrival(&mut self, now: Instant, seg: &Segment) {
+        self.last_recv = now;
+        self.keepalive_sent = 0;
+        self.arm_keepalive(now);
+        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
+            if seg.seq <= self.rcv.last_ack_sent {
+                ts.update_recent(tsval, now);
+            }
+        }
+    }
+
     /// The ACK that completes a passive open (SYN-RECEIVED), taken as header prediction
     /// takes the common segment in ESTABLISHED (`fast.rs`): next in sequence, only ACK
     /// (and PSH), no SACK blocks, an acceptable timestamp, acknowledging our SYN (and no
@@ -367,26 +382,15 @@ impl Tcb {
             return false;
         }
         // PAWS passes: SEG.TSval is not older than TS.Recent.
-        match (self.ts, seg.timestamp) {
-            (Some(ts), Some((tsval, _))) if !ts.is_older(tsval) => {}
-            (Some(_), _) => return false,
-            (None, _) => {}
+        if !self.paws_passes(seg) {
+            return false;
         }
         // It acknowledges our SYN (SND.UNA < SEG.ACK =< SND.MAX): the handshake ends.
         let ack = seg.ack;
         if ack <= self.snd.una || ack > self.snd.max || self.ack_too_old(ack) {
             return false;
         }
-        let f = self.flight();
-        if self.timers.is_armed(Timer::Persist)
-            || !f.board.is_quiet()
-            || f.recover.is_some()
-            || f.tlp.is_some()
-        {
-            return false;
-        }
-        let r = &self.recovery;
-        if r.in_recovery || r.cold.is_some() || r.dupacks != 0 {
+        if !self.send_side_quiet() {
             return false;
         }
         if self.rcv.closed || self.rcv.fin_held || self.rcv.buf.has_out_of_order() {
@@ -394,28 +398,14 @@ impl Tcb {
         }
 
         // ---- What the general path does with it, in its order. ----
-        self.last_recv = now;
-        self.keepalive_sent = 0;
-        self.arm_keepalive(now);
-        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
-            if seg.seq <= self.rcv.last_ack_sent {
-                ts.update_recent(tsval, now);
-            }
-        }
+        self.short_path_arrival(now, seg);
         let wnd = (seg.window as usize) << self.snd.wscale;
         self.snd.update_window(wnd, seg.seq, ack);
         self.enter_established(now);
-        // `process_ack`: an acceptable ACK of new data, no SACK information, not a
-        // duplicate; `on_delivery` with nothing SACKed, lost or in recovery, no TLP and
-        // no undo: the window grows by what was delivered (our SYN at least), the probe
-        // timer is set. The window update after it would write what was just written.
-        self.snd.persist_probes = 0;
-        let prior_una = self.snd.una;
-        let rtt = self.ack_advance(now, seg, pool);
-        let acked = self.snd.una.since(prior_una);
-        self.recovery.probes = 0;
-        self.grow_window(now, prior_una, acked, rtt);
-        self.arm_tlp(now);
+        // `process_ack`: an acceptable ACK of new data (our SYN at least), no SACK
+        // information, not a duplicate; `on_delivery` for a quiet flight. The window
+        // update after it would write what was just written.
+        self.quiet_ack(now, seg, pool);
         // Segment text (§3.10.7.4, seventh check): in order, nothing to trim; no FIN.
         if !payload.is_empty() {
             self.receive_data(now, seg.seq, payload, seg, out, pool);
@@ -456,25 +446,14 @@ impl Tcb {
         {
             return false;
         }
-        match (self.ts, seg.timestamp) {
-            (Some(ts), Some((tsval, _))) if !ts.is_older(tsval) => {}
-            (Some(_), _) => return false,
-            (None, _) => {}
+        if !self.paws_passes(seg) {
+            return false;
         }
         let ack = seg.ack;
         if ack < self.snd.una || ack > self.snd.max || self.ack_too_old(ack) {
             return false;
         }
-        let f = self.flight();
-        if self.timers.is_armed(Timer::Persist)
-            || !f.board.is_quiet()
-            || f.recover.is_some()
-            || f.tlp.is_some()
-        {
-            return false;
-        }
-        let r = &self.recovery;
-        if r.in_recovery || r.cold.is_some() || r.dupacks != 0 {
+        if !self.send_side_quiet() {
             return false;
         }
         if self.rcv.fin_held || self.rcv.buf.has_out_of_order() {
@@ -482,34 +461,11 @@ impl Tcb {
         }
 
         // ---- What the general path does with it, in its order. ----
-        self.last_recv = now;
-        self.keepalive_sent = 0;
-        self.arm_keepalive(now);
-        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
-            if seg.seq <= self.rcv.last_ack_sent {
-                ts.update_recent(tsval, now);
-            }
-        }
+        self.short_path_arrival(now, seg);
         // `process_ack`: an acceptable ACK, no SACK information, not a duplicate (it
-        // carries a FIN); `on_delivery` with nothing SACKed, lost or in recovery, no TLP
-        // and no undo.
-        self.snd.persist_probes = 0;
-        let prior_una = self.snd.una;
-        let rtt = if prior_una < ack {
-            self.ack_advance(now, seg, pool)
-        } else {
-            None
-        };
-        let acked = self.snd.una.since(prior_una);
-        if acked > 0 {
-            self.recovery.probes = 0;
-            self.grow_window(now, prior_una, acked, rtt);
-        }
-        self.arm_tlp(now);
-        if self.snd.wl1 < seg.seq || (self.snd.wl1 == seg.seq && self.snd.wl2 <= ack) {
-            let wnd = (seg.window as usize) << self.snd.wscale;
-            self.snd.update_window(wnd, seg.seq, ack);
-        }
+        // carries a FIN); `on_delivery` for a quiet flight; the window update.
+        self.quiet_ack(now, seg, pool);
+        self.window_update(seg);
         if self.state == State::FinWait1 && self.snd.fin_acked() {
             self.state = State::FinWait2;
             if self.rcv.closed {

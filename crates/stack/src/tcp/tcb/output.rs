@@ -261,14 +261,8 @@ impl Tcb {
         self.snd.max = end;
         self.flight_mut().board.on_transmit(seq, end, now);
         self.last_send = now;
-        if !self.timers.is_armed(Timer::Rto) {
-            self.timers
-                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
-        }
         // `transmit_general` after `send_new`, with a segment sent.
-        if !self.timers.is_armed(Timer::Tlp) {
-            self.arm_tlp(now);
-        }
+        self.arm_send_timers(now);
         true
     }
 
