@@ -5,7 +5,7 @@
 //! Idle connections own no buffer memory: a send or receive ring is taken when data
 //! arrives and given back when it drains (a send ring of the smallest size once its
 //! connection has been quiet for a second, so that a keep-alive connection does not
-//! take and give one per response; see [`SendBuffer`](super::send_buffer::SendBuffer)).
+//! take and give one per response; see `SendBuffer`).
 //! Going to the allocator (and zeroing 2 KiB) for every request/response would put
 //! malloc/free on the data path, so drained rings return to the pool and the next
 //! connection that needs one reuses it. The engine owns
@@ -13,7 +13,7 @@
 //! to the connection state machine for each call that may take or give back storage:
 //! the state machine itself holds no pool and reaches into none.
 //!
-//! The pool also keeps the connections' idle flight blocks ([`Flight`]: the scoreboard
+//! The pool also keeps the connections' idle flight blocks (`Flight`: the scoreboard
 //! and what else only data in flight needs), which come and go like the send rings.
 //!
 //! Because every ring is taken from and given back to the pool, and out-of-order data

@@ -1135,7 +1135,7 @@ impl Tcb {
     }
 
     /// Whether the connection keeps, with nothing in flight, what it sends its next
-    /// response with: an empty send ring (see [`SendBuffer`]'s memory rules) or its
+    /// response with: an empty send ring (see `SendBuffer`'s memory rules) or its
     /// flight block (`flight.rs`). The engine lists such connections for its idle
     /// sweep ([`Tcb::release_idle_send_ring`]).
     pub fn holds_idle_send_ring(&self) -> bool {

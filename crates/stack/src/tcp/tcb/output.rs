@@ -138,7 +138,7 @@ impl Tcb {
     }
 
     /// [`poll_transmit`](Self::poll_transmit), except that the common segment (see
-    /// [`PredictedSegment`]) comes back by value instead of going into `out`, for a
+    /// `PredictedSegment`) comes back by value instead of going into `out`, for a
     /// frame writer made for it. Whatever else is due goes into `out`.
     #[inline]
     pub fn poll_transmit_predicted(
