@@ -338,13 +338,7 @@ impl Tcb {
             if !self.pending.has(PendingOutput::ACK_NOW) {
                 return Prediction::Nothing;
             }
-            let wnd_end = self.snd.una + self.snd.wnd();
-            let seq = if self.snd.max > wnd_end {
-                wnd_end
-            } else {
-                self.snd.max
-            };
-            return Prediction::Send(self.predicted_segment(seq, false, 0, 0, now));
+            return Prediction::Send(self.bare_ack(now));
         }
         // New data from SND.MAX on (not after a timeout rewound SND.NXT), with no
         // restart after idle (RFC 5681 §4.1) due, all of it in one segment (with no
@@ -383,6 +377,19 @@ impl Tcb {
         self.last_send = now;
         self.arm_send_timers(now);
         Prediction::Send(seg)
+    }
+
+    /// `push_bare_ack` with no D-SACK and no SACK blocks: the ACK owed, alone, at
+    /// SND.MAX, or at the right edge of the peer's window if that is below it.
+    #[inline(always)]
+    pub(super) fn bare_ack(&mut self, now: Instant) -> PredictedSegment {
+        let wnd_end = self.snd.una + self.snd.wnd();
+        let seq = if self.snd.max > wnd_end {
+            wnd_end
+        } else {
+            self.snd.max
+        };
+        self.predicted_segment(seq, false, 0, 0, now)
     }
 
     /// The predicted segment at `seq` with `len` bytes from `offset` of the send

@@ -282,23 +282,7 @@ impl Tcb {
         // `send_new` finds nothing to send (and no idle restart: nothing is unsent); no
         // window is blocked; `push_bare_ack`, with no D-SACK and no SACK blocks.
         self.cwnd_limited = false;
-        let wnd_end = self.snd.una + self.snd.wnd();
-        let seq = if self.snd.max > wnd_end {
-            wnd_end
-        } else {
-            self.snd.max
-        };
-        let (window, timestamp) = self.advertise_window(false, now);
-        self.ack_sent();
-        Some(PredictedSegment {
-            seq,
-            ack: self.rcv.nxt,
-            window,
-            psh: false,
-            timestamp,
-            payload_offset: 0,
-            payload_len: 0,
-        })
+        Some(self.bare_ack(now))
     }
 
     /// The general path of `poll_transmit`, for every case header prediction leaves.
