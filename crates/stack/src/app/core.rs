@@ -240,6 +240,13 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     pub fn get_mut(&mut self, index: usize) -> Option<&mut C> {
         self.slots.get_mut(index).map(|s| &mut s.conn)
     }
+    /// The connection in slot `index` with its id ([`id`](Self::id) and
+    /// [`get_mut`](Self::get_mut) in one look-up).
+    pub fn get_mut_with_id(&mut self, index: usize) -> Option<(ConnId, &mut C)> {
+        self.slots
+            .get_mut(index)
+            .map(|s| (ConnId::new(index as u32, s.generation), &mut s.conn))
+    }
     /// Every connection, with its slot.
     pub fn iter(&self) -> impl Iterator<Item = (usize, &C)> {
         self.slots.iter().map(|(i, s)| (i, &s.conn))

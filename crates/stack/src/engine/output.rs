@@ -14,6 +14,7 @@ use crate::drop::DropReason;
 use crate::ethernet::{self, EthernetProtocol};
 use crate::io::{ChecksumOffload, ChecksumRequest, MacAddr, PacketIo, TxFrame, TxMeta};
 use crate::ipv4::{self, IdentCounter, IpProtocol};
+use crate::stats::Stats;
 use crate::tcp::segment::{self, TxSegment};
 use crate::tcp::send_buffer::SendBuffer;
 use crate::tcp::tcb::fast::PredictedSegment;
@@ -33,8 +34,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     /// Let one connection send what it wants, then settle its timer and its fate.
+    ///
+    /// In the common case (a predicted segment to a known MAC, nothing else to send, a
+    /// timer already due early enough) the block is looked up once: the frame is
+    /// queued through the fields it needs ([`TxQueue`]), not through `self`. The rare
+    /// paths that need all of `self` look the block up again after.
     fn flush_conn(&mut self, index: usize) {
-        let Some(block) = self.app.get_mut(index) else {
+        let Some((id, mut block)) = self.app.get_mut_with_id(index) else {
             return;
         };
         if !block.dirty {
@@ -54,9 +60,18 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 Some(dst_mac) => {
                     let mut frame = TcpFrame::of_conn(self.mac, self.cfg.ip, block, &seg, dst_mac);
                     let sent = frame.build_in(&mut self.dev, &mut self.ident, self.tx_csum);
-                    self.push_segment(sent);
+                    let out = TxQueue {
+                        dev: &mut self.dev,
+                        tx: &mut self.tx,
+                        stats: &mut self.stats,
+                        max_frame: self.max_frame,
+                    };
+                    out.push_segment(sent);
                 }
-                None => self.send_conn_segment(index, &seg),
+                None => {
+                    self.send_conn_segment(index, &seg);
+                    block = &mut self.app[index];
+                }
             }
         }
         if !self.segs.is_empty() {
@@ -69,9 +84,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             }
             segs.clear();
             self.segs = segs;
+            block = &mut self.app[index];
         }
 
-        let block = &mut self.app[index];
         match block.tcb.state() {
             State::Closed => return self.remove_conn(index),
             State::TimeWait => return self.enter_time_wait(index),
@@ -79,17 +94,12 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         if !block.ring_listed && block.tcb.holds_idle_send_ring() {
             block.ring_listed = true;
-            if let Some(id) = self.app.id(index) {
-                self.ring_keepers.push(id);
-            }
+            self.ring_keepers.push(id);
         }
-        let block = &mut self.app[index];
         if let Some(at) = block.tcb.next_deadline() {
             if at < block.timer_at {
                 block.timer_at = at;
-                if let Some(id) = self.app.id(index) {
-                    self.timers.schedule(at, TimerItem::Conn { id, at });
-                }
+                self.timers.schedule(at, TimerItem::Conn { id, at });
             }
         }
     }
@@ -203,10 +213,50 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// Queue a segment's frame [`TcpFrame::build_in`] built, and whether it is a TSO
     /// super-frame (`None`: no buffer).
     fn push_segment(&mut self, frame: Option<(D::Tx, bool)>) {
+        self.tx_queue().push_segment(frame);
+    }
+
+    /// Queue a frame for the device: see [`TxQueue::push`].
+    #[inline(always)]
+    pub(super) fn push_tx(&mut self, buf: D::Tx, tso: bool) {
+        self.tx_queue().push(buf, tso);
+    }
+
+    #[inline(always)]
+    fn tx_queue(&mut self) -> TxQueue<'_, D> {
+        TxQueue {
+            dev: &mut self.dev,
+            tx: &mut self.tx,
+            stats: &mut self.stats,
+            max_frame: self.max_frame,
+        }
+    }
+
+    pub(super) fn submit(&mut self) {
+        if !self.tx.is_empty() {
+            self.dev.transmit(&mut self.tx);
+        }
+    }
+}
+
+/// The engine's fields that queueing a frame touches, borrowed apart from the rest of
+/// it so that a caller can hold a connection block meanwhile (see `flush_conn`).
+struct TxQueue<'a, D: PacketIo> {
+    dev: &'a mut D,
+    tx: &'a mut Vec<D::Tx>,
+    stats: &'a mut Stats,
+    max_frame: usize,
+}
+
+impl<D: PacketIo> TxQueue<'_, D> {
+    /// Queue a segment's frame [`TcpFrame::build_in`] built, and whether it is a TSO
+    /// super-frame (`None`: no buffer).
+    #[inline(always)]
+    fn push_segment(self, frame: Option<(D::Tx, bool)>) {
         match frame {
             Some((buf, tso)) => {
                 self.stats.segments_out += 1;
-                self.push_tx(buf, tso);
+                self.push(buf, tso);
             }
             None => self.stats.drop(DropReason::NoTxBuffer),
         }
@@ -217,7 +267,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// dropped and counted ([`DropReason::OverMtu`]) unless it is a TSO super-frame
     /// (`tso`), which the device cuts to size and `alloc_tx` held to `tso_max`.
     #[inline(always)]
-    pub(super) fn push_tx(&mut self, buf: D::Tx, tso: bool) {
+    fn push(self, buf: D::Tx, tso: bool) {
         if buf.len() > self.max_frame && !tso {
             return self.stats.drop(DropReason::OverMtu);
         }
@@ -225,13 +275,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.stats.bytes_out += buf.len() as u64;
         self.tx.push(buf);
         if self.tx.len() >= TX_BURST {
-            self.submit();
-        }
-    }
-
-    pub(super) fn submit(&mut self) {
-        if !self.tx.is_empty() {
-            self.dev.transmit(&mut self.tx);
+            self.dev.transmit(self.tx);
         }
     }
 }

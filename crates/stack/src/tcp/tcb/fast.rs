@@ -214,7 +214,12 @@ impl Tcb {
             self.recovery.probes = 0;
             self.grow_window(now, prior_una, acked, rtt);
         }
-        self.arm_tlp(now);
+        if self.snd.una == self.snd.max {
+            // All of it acknowledged: no probe to arm (`arm_tlp` would only stop it).
+            self.timers.stop(Timer::Tlp);
+        } else {
+            self.arm_tlp(now);
+        }
     }
 
     /// The window update of §3.10.7.4 (the SND.WL1/WL2 rule) for `seg`, whose ACK is
