@@ -13,7 +13,7 @@ use crate::tcp::pool::RingPool;
 use crate::tcp::recv_buffer::RecvBuffer;
 use crate::tcp::segment::Segment;
 use crate::tcp::tcb::{Events, RxOutcome, TcbConn};
-use crate::time::{Clock, Instant};
+use crate::time::Clock;
 
 impl AppConn for Block {
     /// The engine's ring pool, which the buffers take storage from and give it back to.
@@ -176,10 +176,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                         continue;
                     };
                     let block = &mut self.app[index];
-                    if block.timer_at != at {
+                    // Stale when an earlier wake-up came since (or none is wanted).
+                    if block.tcb.wake_at().is_none_or(|wake| at < wake) {
                         continue;
                     }
-                    block.timer_at = Instant::FAR_FUTURE;
                     block.tcb.on_timer(self.now);
                     self.dispatch(index, RxOutcome::default(), &[]);
                 }

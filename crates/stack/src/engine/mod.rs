@@ -67,9 +67,6 @@ struct Block {
     /// Next hop's MAC, learned from the SYN for passive opens, from ARP otherwise.
     mac: Option<MacAddr>,
     next_hop: Ipv4Addr,
-    /// The deadline the timer wheel holds for this connection; [`Instant::FAR_FUTURE`]
-    /// when it holds none.
-    timer_at: Instant,
     dirty: bool,
     /// A half-open connection counted against the backlog of the listener on its local
     /// port.
@@ -527,7 +524,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             key,
             mac,
             next_hop,
-            timer_at: Instant::FAR_FUTURE,
             // Dirty from the start, with its SYN or SYN-ACK to send (`mark_dirty` without
             // its look-up).
             dirty: true,

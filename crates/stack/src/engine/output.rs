@@ -96,11 +96,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             block.ring_listed = true;
             self.ring_keepers.push(id);
         }
-        if let Some(at) = block.tcb.next_deadline() {
-            if at < block.timer_at {
-                block.timer_at = at;
-                self.timers.schedule(at, TimerItem::Conn { id, at });
-            }
+        if let Some(at) = block.tcb.take_wake() {
+            self.timers.schedule(at, TimerItem::Conn { id, at });
         }
     }
 

@@ -140,8 +140,7 @@ impl Tcb {
                 }
                 self.snd.nxt = self.snd.una;
                 if self.snd.max > self.snd.una {
-                    self.timers
-                        .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+                    self.arm(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
                 }
             }
         }
@@ -152,8 +151,7 @@ impl Tcb {
             State::FinWait1 if fin_acked => {
                 self.state = State::FinWait2;
                 if self.rcv.closed {
-                    self.timers
-                        .set(Timer::Linger, now + self.cfg.fin_wait2_timeout);
+                    self.arm(Timer::Linger, now + self.cfg.fin_wait2_timeout);
                 }
             }
             State::Closing if fin_acked => self.enter_time_wait(now),
@@ -230,8 +228,7 @@ impl Tcb {
         if self.snd.una == self.snd.max {
             self.timers.stop(Timer::Rto);
         } else {
-            self.timers
-                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+            self.arm(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
         }
 
         if self.want_writable && data_acked > 0 && self.snd.buf.space() > 0 && self.can_send() {
@@ -369,7 +366,7 @@ impl Tcb {
             self.recovery.counters().rack_losses += loss.rack_lost;
         }
         match loss.timeout {
-            Some(at) => self.timers.set(Timer::Reorder, at),
+            Some(at) => self.arm(Timer::Reorder, at),
             None => self.timers.stop(Timer::Reorder),
         }
     }
@@ -513,7 +510,7 @@ impl Tcb {
                 at = rto;
             }
         }
-        self.timers.set(Timer::Tlp, at);
+        self.arm(Timer::Tlp, at);
     }
 
     /// RFC 6675 pipe: our estimate of the bytes still in the network.

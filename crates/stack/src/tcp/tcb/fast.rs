@@ -185,8 +185,7 @@ impl Tcb {
     #[inline(always)]
     pub(super) fn arm_send_timers(&mut self, now: Instant) {
         if !self.timers.is_armed(Timer::Rto) {
-            self.timers
-                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+            self.arm(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
         }
         if !self.timers.is_armed(Timer::Tlp) {
             self.arm_tlp(now);

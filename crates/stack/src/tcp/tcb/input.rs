@@ -226,7 +226,7 @@ impl Tcb {
                         && seg.flags.fin
                         && seg.seq + (seg.payload_len + 1) == self.rcv.nxt
                     {
-                        self.timers.set(Timer::Linger, now + self.cfg.time_wait);
+                        self.arm(Timer::Linger, now + self.cfg.time_wait);
                     }
                 }
                 return;
@@ -323,7 +323,7 @@ impl Tcb {
                     debug_assert!(self.rcv.held_fin().is_none());
                     self.pending.set(PendingOutput::ACK_NOW);
                     if self.state == State::TimeWait {
-                        self.timers.set(Timer::Linger, now + self.cfg.time_wait);
+                        self.arm(Timer::Linger, now + self.cfg.time_wait);
                     }
                 }
                 _ => {}
@@ -469,8 +469,7 @@ impl Tcb {
         if self.state == State::FinWait1 && self.snd.fin_acked() {
             self.state = State::FinWait2;
             if self.rcv.closed {
-                self.timers
-                    .set(Timer::Linger, now + self.cfg.fin_wait2_timeout);
+                self.arm(Timer::Linger, now + self.cfg.fin_wait2_timeout);
             }
         }
         // Segment text (§3.10.7.4, seventh check), then the FIN (eighth).
@@ -633,8 +632,7 @@ impl Tcb {
         if self.rcv.unacked_segs >= 2 {
             self.pending.set(PendingOutput::ACK_NOW);
         } else if !self.timers.is_armed(Timer::DelayedAck) {
-            self.timers
-                .set(Timer::DelayedAck, now.plus_micros(self.cfg.delayed_ack_us));
+            self.arm(Timer::DelayedAck, now.plus_micros(self.cfg.delayed_ack_us));
         }
     }
 
@@ -672,6 +670,6 @@ impl Tcb {
         self.timers.stop(Timer::Persist);
         self.timers.stop(Timer::Keepalive);
         self.timers.stop(Timer::GiveUp);
-        self.timers.set(Timer::Linger, now + self.cfg.time_wait);
+        self.arm(Timer::Linger, now + self.cfg.time_wait);
     }
 }

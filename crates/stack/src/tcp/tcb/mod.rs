@@ -543,6 +543,9 @@ bit_flags! {
         /// The connection began with an active open (it came through SYN-SENT): a RST
         /// in SYN-RECEIVED then means "connection refused" (§3.10.7.4).
         ACTIVE_OPEN = 3,
+        /// A timer was set to fire before the promised wake-up
+        /// ([`Tcb::take_wake`](super::Tcb::take_wake)).
+        WAKE_EARLIER = 4,
     }
 }
 
@@ -974,8 +977,7 @@ impl Tcb {
         self.rcv.closed = true;
         self.shutdown_write();
         if self.state == State::FinWait2 {
-            self.timers
-                .set(Timer::Linger, self.last_recv + self.cfg.fin_wait2_timeout);
+            self.arm(Timer::Linger, self.last_recv + self.cfg.fin_wait2_timeout);
         }
         // An orphan now: its stall, if one is going on, is bounded by the orphan
         // timeout too.
@@ -1103,7 +1105,7 @@ impl Tcb {
             return;
         }
         if let Some(bound) = self.give_up_after() {
-            self.timers.set(Timer::GiveUp, self.snd.stall_from + bound);
+            self.arm(Timer::GiveUp, self.snd.stall_from + bound);
         }
     }
 

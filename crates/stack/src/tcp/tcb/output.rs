@@ -332,8 +332,7 @@ impl Tcb {
                 // Zero-window probe: one byte (or the FIN) at SND.UNA, beyond the window.
                 self.send_segment_at(now, self.snd.una, 1, true, out);
                 let backoff = self.rtt.rto() * (1 << self.snd.persist_backoff.min(10));
-                self.timers
-                    .set(Timer::Persist, now + backoff.min(self.cfg.max_persist));
+                self.arm(Timer::Persist, now + backoff.min(self.cfg.max_persist));
             } else if self.flight_size() == 0 {
                 // §3.8.6.2.1 override timeout: SWS avoidance held back a segment smaller
                 // than the window and nothing in flight will bring an ACK (the peer's
@@ -351,8 +350,7 @@ impl Tcb {
             self.flight_size() == 0 && self.snd.unsent_data() > 0
         };
         if blocked && !self.timers.is_armed(Timer::Persist) && !self.timers.is_armed(Timer::Rto) {
-            self.timers
-                .set(Timer::Persist, now.plus_micros(self.rtt.rto_us()));
+            self.arm(Timer::Persist, now.plus_micros(self.rtt.rto_us()));
         }
         if self.pending.has(PendingOutput::KEEPALIVE_PROBE) {
             self.pending.clear(PendingOutput::KEEPALIVE_PROBE);
@@ -430,8 +428,7 @@ impl Tcb {
         } else if self.recovery.retries > 0 {
             self.flags.clear(ConnFlags::SYN_TIMED);
         }
-        self.timers
-            .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+        self.arm(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
     }
 
     /// What congestion control lets us send now: PRR's allowance in recovery
@@ -513,8 +510,7 @@ impl Tcb {
             self.recovery.counters().tlps += 1;
             self.recovery.probes += 1;
             self.flight_mut().tlp = Some((self.snd.max, retrans));
-            self.timers
-                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+            self.arm(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
         }
     }
 
@@ -650,8 +646,7 @@ impl Tcb {
         }
         self.last_send = now;
         if !self.timers.is_armed(Timer::Rto) && !probe {
-            self.timers
-                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+            self.arm(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
         }
     }
 }

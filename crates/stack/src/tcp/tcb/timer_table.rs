@@ -51,6 +51,10 @@ pub(super) struct TimerTable<X = ()> {
     /// The rarely armed timers and the extra state; `None` until one of them is first
     /// armed or the extra state first set.
     rare: Option<Box<Rare<X>>>,
+    /// When the owner's caller has promised to wake it ([`STOPPED`]: no promise): the
+    /// engine's timer-wheel entry for the connection. [`set`](Self::set) says when a
+    /// deadline falls before it.
+    wake: Instant,
 }
 
 #[derive(Clone, Default)]
@@ -64,6 +68,7 @@ impl<X> Default for TimerTable<X> {
         TimerTable {
             inline: Deadlines::default(),
             rare: None,
+            wake: STOPPED,
         }
     }
 }
@@ -135,15 +140,38 @@ impl<X: Default> TimerTable<X> {
         }
     }
 
-    /// Arm (or re-arm) `timer` to fire at `at`.
+    /// Arm (or re-arm) `timer` to fire at `at`. When that is before the wake-up
+    /// promised so far ([`wake`](Self::wake)), the promise moves to `at` and the result
+    /// is true: the owner's caller has to arm its own timer earlier.
     #[inline]
-    pub(super) fn set(&mut self, timer: Timer, at: Instant) {
+    #[must_use = "a deadline before the promised wake-up needs an earlier one"]
+    pub(super) fn set(&mut self, timer: Timer, at: Instant) -> bool {
         let i = timer as usize;
         if i < INLINE {
             self.inline.0[i] = at;
         } else {
             self.rare_mut().deadlines.0[i - INLINE] = at;
         }
+        let earlier = at < self.wake;
+        if earlier {
+            self.wake = at;
+        }
+        earlier
+    }
+
+    /// When the owner is to be woken, [`STOPPED`] for never: no later than any deadline
+    /// set since the last [`woke`](Self::woke), nor than any armed then. Early when a
+    /// timer was stopped or moved later since.
+    #[inline]
+    pub(super) fn wake(&self) -> Instant {
+        self.wake
+    }
+
+    /// The owner was woken (and its due timers handled): the next wake-up is the
+    /// earliest armed deadline.
+    #[inline]
+    pub(super) fn woke(&mut self) {
+        self.wake = self.next().unwrap_or(STOPPED);
     }
 
     #[inline]
@@ -252,11 +280,11 @@ mod tests {
     fn the_rare_timers_take_no_storage_until_one_is_armed() {
         let mut t: TimerTable = TimerTable::default();
         for timer in &ALL[..INLINE] {
-            t.set(*timer, ms(5));
+            let _ = t.set(*timer, ms(5));
         }
         t.stop(Timer::Keepalive);
         assert!(t.rare.is_none());
-        t.set(Timer::App, ms(1));
+        let _ = t.set(Timer::App, ms(1));
         assert!(t.rare.is_some());
         assert_eq!(t.next(), Some(ms(1)));
         t.stop(Timer::App);
@@ -272,7 +300,7 @@ mod tests {
     fn the_extra_state_shares_the_rare_part_and_outlives_stop_all() {
         let mut t: TimerTable<u32> = TimerTable::default();
         assert_eq!(t.extra(), None);
-        t.set(Timer::Keepalive, ms(9));
+        let _ = t.set(Timer::Keepalive, ms(9));
         assert_eq!(t.extra(), Some(&0));
         *t.extra_mut() = 7;
         t.stop_all();
@@ -299,7 +327,7 @@ mod tests {
     fn each_timer_keeps_its_own_deadline() {
         let mut t: TimerTable = TimerTable::default();
         for (i, timer) in ALL.into_iter().enumerate() {
-            t.set(timer, ms(100 + i as u64));
+            let _ = t.set(timer, ms(100 + i as u64));
         }
         for (i, timer) in ALL.into_iter().enumerate() {
             assert_eq!(t.get(timer), Some(ms(100 + i as u64)));
@@ -314,7 +342,7 @@ mod tests {
     #[test]
     fn expired_means_the_deadline_is_now_or_past() {
         let mut t: TimerTable = TimerTable::default();
-        t.set(Timer::Rto, ms(50));
+        let _ = t.set(Timer::Rto, ms(50));
         assert!(!t.expired(Timer::Rto, ms(49)));
         assert!(t.expired(Timer::Rto, ms(50)));
         assert!(t.expired(Timer::Rto, ms(51)));
@@ -324,7 +352,7 @@ mod tests {
     #[test]
     fn take_expired_stops_only_a_due_timer() {
         let mut t: TimerTable = TimerTable::default();
-        t.set(Timer::Keepalive, ms(50));
+        let _ = t.set(Timer::Keepalive, ms(50));
         assert!(!t.take_expired(Timer::Keepalive, ms(49)));
         assert_eq!(t.get(Timer::Keepalive), Some(ms(50)));
         assert!(t.take_expired(Timer::Keepalive, ms(60)));
@@ -335,17 +363,61 @@ mod tests {
     #[test]
     fn next_is_the_earliest_armed_deadline() {
         let mut t: TimerTable = TimerTable::default();
-        t.set(Timer::App, ms(300));
+        let _ = t.set(Timer::App, ms(300));
         assert_eq!(t.next(), Some(ms(300)));
-        t.set(Timer::Linger, ms(200));
-        t.set(Timer::Rto, ms(250));
+        let _ = t.set(Timer::Linger, ms(200));
+        let _ = t.set(Timer::Rto, ms(250));
         assert_eq!(t.next(), Some(ms(200)));
         t.stop(Timer::Linger);
         assert_eq!(t.next(), Some(ms(250)));
-        t.set(Timer::Rto, ms(400));
+        let _ = t.set(Timer::Rto, ms(400));
         assert_eq!(t.next(), Some(ms(300)));
         t.stop(Timer::App);
         t.stop(Timer::Rto);
         assert_eq!(t.next(), None);
+    }
+    #[test]
+    fn a_deadline_before_the_wake_up_moves_it() {
+        let mut t: TimerTable = TimerTable::default();
+        assert_eq!(t.wake(), STOPPED);
+        assert!(t.set(Timer::Rto, ms(200)));
+        assert_eq!(t.wake(), ms(200));
+        assert!(!t.set(Timer::Tlp, ms(250)), "later: the wake-up holds");
+        assert!(t.set(Timer::DelayedAck, ms(40)));
+        t.stop(Timer::DelayedAck);
+        assert_eq!(t.wake(), ms(40), "early now: stopping does not move it");
+        t.woke();
+        assert_eq!(t.wake(), ms(200));
+        t.stop_all();
+        t.woke();
+        assert_eq!(t.wake(), STOPPED);
+    }
+
+    proptest::proptest! {
+        /// Whatever is set, stopped or woken for, the wake-up is never after the
+        /// earliest armed deadline, and `set` says exactly when it moved.
+        #[test]
+        fn the_wake_up_is_never_late(
+            ops in proptest::collection::vec((0u8..4, 0usize..Timer::COUNT, 0u64..1000), 1..64)
+        ) {
+            let mut t: TimerTable = TimerTable::default();
+            for (op, timer, at) in ops {
+                let timer = ALL[timer];
+                match op {
+                    0 | 1 => {
+                        let before = t.wake();
+                        let moved = t.set(timer, ms(at));
+                        proptest::prop_assert_eq!(moved, ms(at) < before);
+                        proptest::prop_assert_eq!(t.wake(), before.min(ms(at)));
+                    }
+                    2 => t.stop(timer),
+                    _ => {
+                        t.woke();
+                        proptest::prop_assert_eq!(t.wake(), t.next().unwrap_or(STOPPED));
+                    }
+                }
+                proptest::prop_assert!(t.wake() <= t.next().unwrap_or(STOPPED));
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@ use super::PendingOutput;
 use std::time::Duration;
 
 use super::timer_table::Timer;
-use super::{reached, CloseReason, State, Tcb};
+use super::{reached, CloseReason, ConnFlags, State, Tcb};
 use crate::tcp::cc::CongestionControl;
 use crate::time::Instant;
 
@@ -19,12 +19,47 @@ impl Tcb {
         self.timers.next()
     }
 
+    /// Arm `timer` for `at`, noting when that is before the promised wake-up.
+    #[inline]
+    pub(super) fn arm(&mut self, timer: Timer, at: Instant) {
+        if self.timers.set(timer, at) {
+            self.flags.set(ConnFlags::WAKE_EARLIER);
+        }
+    }
+
+    /// For a caller that wakes the connection with one timer of its own (the engine's
+    /// wheel entry per connection): the new wake-up time when it moved since the last
+    /// call, which is when a timer was set to fire before it or [`on_timer`] ran. The
+    /// caller arms its timer for it and calls `on_timer` when a timer of its fires at
+    /// or after [`wake_at`](Self::wake_at). No timer is scanned unless `on_timer` ran.
+    /// The wake-up may come early (a timer stopped or moved later since): `on_timer`
+    /// then finds nothing due.
+    ///
+    /// [`on_timer`]: Self::on_timer
+    #[inline]
+    pub fn take_wake(&mut self) -> Option<Instant> {
+        if !self.flags.has(ConnFlags::WAKE_EARLIER) {
+            return None;
+        }
+        self.flags.clear(ConnFlags::WAKE_EARLIER);
+        self.wake_at()
+    }
+
+    /// When the connection wants to be woken ([`take_wake`](Self::take_wake)), if ever.
+    /// A caller's timer that fires before it is stale: an earlier wake-up came since,
+    /// and what was due then is handled.
+    #[inline]
+    pub fn wake_at(&self) -> Option<Instant> {
+        let at = self.timers.wake();
+        (at != Instant::FAR_FUTURE).then_some(at)
+    }
+
     /// Arm the application's one-shot timer `after` from now (replacing an armed one),
     /// or cancel it; when it fires, [`Events::app_timer`](super::Events::app_timer) is raised. A closed
     /// connection's timer never fires.
     pub fn set_app_timer(&mut self, after: Option<Duration>) {
         match after {
-            Some(d) if !self.is_closed() => self.timers.set(Timer::App, self.last_now + d),
+            Some(d) if !self.is_closed() => self.arm(Timer::App, self.last_now + d),
             _ => self.timers.stop(Timer::App),
         }
     }
@@ -32,6 +67,7 @@ impl Tcb {
     /// Fire whatever timers are due at `now`.
     pub fn on_timer(&mut self, now: Instant) {
         self.last_now = now;
+
         // In this order: the application's timer fires even when another timer then ends
         // the connection, and once one has (`finish` stops every timer) the later ones
         // find nothing due.
@@ -62,6 +98,9 @@ impl Tcb {
         if self.timers.take_expired(Timer::Linger, now) {
             self.on_linger();
         }
+        // Woken: the next wake-up is for what stays armed.
+        self.timers.woke();
+        self.flags.set(ConnFlags::WAKE_EARLIER);
     }
 
     /// RFC 6298 §5.4–5.7 and RFC 5681 §3.1 on a retransmission timeout.
@@ -152,8 +191,7 @@ impl Tcb {
             self.pending.set(PendingOutput::TLP);
             // The probe goes instead of a timeout due at the same moment (§7.2 caps
             // the PTO at the RTO); the RTO is armed afresh behind it.
-            self.timers
-                .set(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+            self.arm(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
         }
     }
 
@@ -215,7 +253,7 @@ impl Tcb {
         if self.state.is_synchronized() && self.state != State::TimeWait {
             self.keepalive_sent = self.keepalive_sent.saturating_add(1);
             self.pending.set(PendingOutput::KEEPALIVE_PROBE);
-            self.timers.set(Timer::Keepalive, now + ka.interval);
+            self.arm(Timer::Keepalive, now + ka.interval);
         }
     }
 
@@ -240,7 +278,7 @@ impl Tcb {
     fn restart_keepalive(&mut self, now: Instant) {
         if let Some(ka) = self.cfg.keepalive {
             if self.state.is_synchronized() {
-                self.timers.set(Timer::Keepalive, now + ka.idle);
+                self.arm(Timer::Keepalive, now + ka.idle);
             }
         }
     }
