@@ -459,6 +459,8 @@ fn active_open_then_data_both_ways() {
     assert_eq!(out.deliver, Some((0, 200)));
     assert_eq!(tcb.snd_una(), SeqNum(ISS + 301));
     assert_eq!(tcb.flight_size(), 0);
+    // One segment: its ACK is delayed (the output after it arms the timer).
+    assert_eq!(tx(&mut tcb, ms(20)), vec![]);
     assert_eq!(
         tick(&mut tcb, ms(60)),
         vec![exp_ack(ISS + 301, IRS + 201, W - 200)]
@@ -956,6 +958,7 @@ fn receiver_zero_window_probe_and_window_update() {
         &data(IRS + 1 + 2 * m as u32, ISS + 1, rest),
     );
     assert_eq!(tcb.readable_len(), 4096);
+    assert_eq!(tx(&mut tcb, ms(3)), vec![]);
     let edge = IRS + 1 + 4096;
     assert_eq!(tick(&mut tcb, ms(43)), vec![exp_ack(ISS + 1, edge, 0)]);
 
@@ -1344,6 +1347,7 @@ fn paws_drops_old_timestamps() {
     let out = rx(&mut tcb, ms(40), &new);
     assert_eq!(out.deliver, Some((0, 100)));
     assert_eq!(tcb.timestamp_state(), Some((130, 1000)));
+    assert_eq!(tx(&mut tcb, ms(40)), vec![]);
     assert_eq!(
         tick(&mut tcb, ms(80)),
         vec![TxSegment {
@@ -1575,6 +1579,7 @@ fn exchange_across_sequence_wrap() {
     assert_eq!(out.deliver, Some((0, 100)));
     assert_eq!(tcb.snd_una(), SeqNum(s.wrapping_add(100)));
     assert_eq!(tcb.rcv_nxt(), SeqNum(r.wrapping_add(100)));
+    assert_eq!(tx(&mut tcb, ms(10)), vec![]);
     assert_eq!(tcb.next_deadline(), Some(ms(50)));
     // Out-of-order across the wrap, then the gap.
     rx(

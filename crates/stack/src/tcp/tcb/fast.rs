@@ -106,7 +106,7 @@ impl Tcb {
         // Segment text (§3.10.7.4, seventh check): in order, nothing to trim.
         if len > 0 {
             if self.rcv.buf.readable_len() == 0 {
-                self.deliver_in_order(now, len, out, pool);
+                self.deliver_in_order(len, out, pool);
             } else {
                 self.receive_data(now, seg.seq, payload, seg, out, pool);
             }
@@ -118,13 +118,7 @@ impl Tcb {
     /// of order and the application still reads: shown to it straight from the frame
     /// (as much as could be kept if it leaves some), then the delayed-ACK count.
     #[inline]
-    fn deliver_in_order(
-        &mut self,
-        now: Instant,
-        len: usize,
-        out: &mut RxOutcome,
-        pool: &mut RingPool,
-    ) {
+    fn deliver_in_order(&mut self, len: usize, out: &mut RxOutcome, pool: &mut RingPool) {
         let fits = self.rcv.buf.storable(len, pool);
         if fits < len {
             pool.counters_mut().rcv_dropped += 1;
@@ -132,7 +126,7 @@ impl Tcb {
         }
         self.rcv.nxt += fits;
         out.deliver = Some((0, fits));
-        self.delay_ack(now);
+        self.delay_ack();
     }
 }
 

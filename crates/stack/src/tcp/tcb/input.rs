@@ -16,7 +16,10 @@ use crate::time::Instant;
 const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 
 impl Tcb {
-    /// Process one incoming segment (§3.10.7). `payload` is the segment's data.
+    /// Process one incoming segment (§3.10.7). `payload` is the segment's data. Call
+    /// [`poll_transmit`](Self::poll_transmit) after it (after the application had its
+    /// say, for an answer to ride on): an ACK it leaves owed is sent there, or, when it
+    /// may wait, the delayed-ACK timer is armed there.
     #[inline(always)]
     pub fn on_segment(
         &mut self,
@@ -620,18 +623,27 @@ impl Tcb {
         if offset > 0 || had_ooo {
             self.pending.set(PendingOutput::ACK_NOW);
         } else {
-            self.delay_ack(now);
+            self.delay_ack();
         }
     }
 
-    /// An in-order segment arrived: ACK every second one at once, else arm the
-    /// delayed-ACK timer (§3.8.6.3).
+    /// An in-order segment arrived: ACK every second one at once, else the ACK waits
+    /// (§3.8.6.3) for a segment to ride on or for the delayed-ACK timer, which
+    /// `poll_transmit` arms when it sends no ACK ([`Tcb::arm_delayed_ack`]): a
+    /// request answered in the same turn never arms it.
     #[inline]
-    pub(super) fn delay_ack(&mut self, now: Instant) {
+    pub(super) fn delay_ack(&mut self) {
         self.rcv.unacked_segs = self.rcv.unacked_segs.saturating_add(1);
         if self.rcv.unacked_segs >= 2 {
             self.pending.set(PendingOutput::ACK_NOW);
-        } else if !self.timers.is_armed(Timer::DelayedAck) {
+        }
+    }
+
+    /// After output that left in-order segments unacknowledged: the delayed-ACK timer,
+    /// unless it runs already (from the first of them, in an earlier turn).
+    #[inline]
+    pub(super) fn arm_delayed_ack(&mut self, now: Instant) {
+        if self.rcv.unacked_segs > 0 && !self.timers.is_armed(Timer::DelayedAck) {
             self.arm(Timer::DelayedAck, now.plus_micros(self.cfg.delayed_ack_us));
         }
     }

@@ -127,7 +127,9 @@ impl Tcb {
         (self.snd.tso_max as usize / mss).max(1) * mss
     }
 
-    /// Append the segments this connection wants sent now to `out`.
+    /// Append the segments this connection wants sent now to `out`. When none of them
+    /// acknowledges in-order data received since the last ACK, the delayed-ACK timer
+    /// starts (§3.8.6.3): a request answered before this call never starts it.
     ///
     /// `pool` says whether the engine is under memory pressure, which limits the window
     /// offered (see [`MemoryBudget`](crate::tcp::pool::MemoryBudget)).
@@ -153,12 +155,17 @@ impl Tcb {
         self.start_flight(pool);
         if self.cfg.fast_paths {
             match self.transmit_predicted(now) {
-                Prediction::Nothing => return None,
+                Prediction::Nothing => {
+                    self.arm_delayed_ack(now);
+                    return None;
+                }
                 Prediction::Send(seg) => return Some(seg),
                 Prediction::General => {}
             }
         }
-        self.transmit_unpredicted(now, out)
+        let seg = self.transmit_unpredicted(now, out);
+        self.arm_delayed_ack(now);
+        seg
     }
 
     /// What header prediction leaves: our FIN as the last segment
