@@ -23,14 +23,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub(super) fn on_frame(&mut self, frame: &[u8], checksum_verified: bool) {
         self.stats.frames_in += 1;
         self.stats.bytes_in += frame.len() as u64;
-        let (eth, payload) = match ethernet::parse(frame) {
+        let (ethertype, payload) = match ethernet::accept(&self.mac, frame) {
             Ok(x) => x,
             Err(r) => return self.stats.drop(r),
         };
-        if let Err(r) = ethernet::admit(self.mac, &eth) {
-            return self.stats.drop(r);
-        }
-        match eth.ethertype {
+        match ethertype {
             EthernetProtocol::Arp => self.on_arp(payload),
             EthernetProtocol::Ipv4 => self.on_ipv4(frame, payload, checksum_verified),
             _ => self.stats.drop(DropReason::UnknownEtherType),
