@@ -2,7 +2,8 @@
 //!
 //! Headers are read and written by hand; this module adds the two
 //! decisions the engine needs on every frame: may it go up at all, by its addresses
-//! ([`admit`]), and what does it carry ([`EthernetHeader::ethertype`]). 802.1Q VLAN tags
+//! ([`admit`]), and what does it carry ([`EthernetHeader::ethertype`]); the receive path
+//! takes both at once ([`accept`]). 802.1Q VLAN tags
 //! are not understood: a tagged frame parses with EtherType `0x8100` and the engine drops
 //! it as [`DropReason::UnknownEtherType`].
 
@@ -31,12 +32,70 @@ pub(crate) fn parse(frame: &[u8]) -> Result<(EthernetHeader, &[u8]), DropReason>
     let Some((h, payload)) = frame.split_first_chunk::<HEADER_LEN>() else {
         return Err(DropReason::Truncated);
     };
-    let header = EthernetHeader {
-        dst: smoltcp::wire::EthernetAddress([h[0], h[1], h[2], h[3], h[4], h[5]]),
-        src: smoltcp::wire::EthernetAddress([h[6], h[7], h[8], h[9], h[10], h[11]]),
-        ethertype: EthernetProtocol::from(u16::from_be_bytes([h[12], h[13]])),
+    Ok((header_of(h), payload))
+}
+
+/// The fields of the header `h`.
+#[inline(always)]
+fn header_of(h: &[u8; HEADER_LEN]) -> EthernetHeader {
+    let (dst, rest) = h.split_first_chunk::<6>().expect("six of fourteen bytes");
+    let (src, _) = rest.split_first_chunk::<6>().expect("six of eight bytes");
+    EthernetHeader {
+        // Whole arrays rather than byte by byte: two loads each, not six.
+        dst: smoltcp::wire::EthernetAddress(*dst),
+        src: smoltcp::wire::EthernetAddress(*src),
+        ethertype: ethertype_of(h),
+    }
+}
+
+/// The EtherType of the header `h`.
+#[inline(always)]
+fn ethertype_of(h: &[u8; HEADER_LEN]) -> EthernetProtocol {
+    // IPv4 first: the frame nearly every one is.
+    match u16::from_be_bytes([h[12], h[13]]) {
+        0x0800 => EthernetProtocol::Ipv4,
+        other => EthernetProtocol::from(other),
+    }
+}
+
+/// [`parse`] then [`admit`], for the receive path: what `frame` carries and its payload,
+/// if it may go up. The addresses are compared where they lie in the frame rather than
+/// copied into an [`EthernetHeader`] first: a frame to `our_mac` from an individual
+/// address costs two compares and a bit test, and only another frame builds the header
+/// (for [`admit`]).
+#[inline(always)]
+pub(crate) fn accept<'a>(
+    our_mac: &MacAddr,
+    frame: &'a [u8],
+) -> Result<(EthernetProtocol, &'a [u8]), DropReason> {
+    let Some((h, payload)) = frame.split_first_chunk::<HEADER_LEN>() else {
+        return Err(DropReason::Truncated);
     };
-    Ok((header, payload))
+    let m = &our_mac.0;
+    let to_us = u32::from_ne_bytes([h[0], h[1], h[2], h[3]])
+        == u32::from_ne_bytes([m[0], m[1], m[2], m[3]])
+        && u16::from_ne_bytes([h[4], h[5]]) == u16::from_ne_bytes([m[4], m[5]]);
+    // The source's individual/group bit (see `admit`).
+    if !to_us || h[6] & 1 != 0 {
+        admit_other(*our_mac, h)?;
+    }
+    Ok((ethertype_of(h), payload))
+}
+
+/// [`admit`] for the frames [`accept`] does not let through at once.
+#[cold]
+fn admit_other(our_mac: MacAddr, h: &[u8; HEADER_LEN]) -> Result<(), DropReason> {
+    admit(our_mac, &header_of(h))
+}
+
+/// The source address of `frame`, which [`parse`] accepted. The receive path reads it
+/// again here, where a reply needs it, rather than carrying it from [`parse`] through
+/// the layers above: the common path, a segment of an established connection, does not.
+pub(crate) fn source(frame: &[u8]) -> MacAddr {
+    match frame.get(6..12) {
+        Some(src) => MacAddr::from_bytes(src),
+        None => MacAddr::BROADCAST,
+    }
 }
 
 /// Write a 14-byte Ethernet II header at the start of `buf`.
@@ -118,6 +177,7 @@ mod tests {
         assert_eq!(h.src, US);
         assert_eq!(h.ethertype, EthernetProtocol::Arp);
         assert_eq!(payload, b"abcdef");
+        assert_eq!(source(&buf), US);
     }
 
     #[test]
@@ -220,6 +280,26 @@ mod tests {
                     prop_assert!(bytes.len() < HEADER_LEN);
                 }
             }
+        }
+
+        /// `accept` decides as `parse` then `admit` do, whatever the addresses (ours, a
+        /// neighbour's, group and broadcast ones) and the EtherType.
+        #[test]
+        fn accept_is_parse_then_admit(
+            dst in prop_oneof![Just(US), Just(THEM), Just(MacAddr::BROADCAST),
+                any::<[u8; 6]>().prop_map(EthernetAddress)],
+            src in prop_oneof![Just(THEM), Just(US), Just(MacAddr::BROADCAST),
+                any::<[u8; 6]>().prop_map(EthernetAddress)],
+            ethertype in prop_oneof![Just(0x0800u16), Just(0x0806), Just(0x86dd), any::<u16>()],
+            len in 0usize..40,
+        ) {
+            let mut frame = vec![0u8; len];
+            if len >= HEADER_LEN {
+                write_header(&mut frame, src, dst, EthernetProtocol::from(ethertype));
+            }
+            let expected = parse(&frame)
+                .and_then(|(h, payload)| admit(US, &h).map(|()| (h.ethertype, payload)));
+            prop_assert_eq!(accept(&US, &frame), expected);
         }
     }
 }

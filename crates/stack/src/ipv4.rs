@@ -67,7 +67,9 @@ pub(crate) const fn netmask(prefix_len: u8) -> u32 {
 }
 
 /// Our address on a link, with what its prefix makes special, precomputed so that the
-/// checks on every received datagram are a few compares of integers.
+/// checks on every received datagram are a few compares of integers. Both addresses are
+/// kept as their four octets read as a native integer (`u32::from_ne_bytes`), the way
+/// they lie in a header: compared without a byte swap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Local {
     addr: u32,
@@ -86,14 +88,15 @@ impl Local {
             u32::MAX
         };
         Local {
-            addr,
-            directed_broadcast,
+            addr: u32::from_ne_bytes(addr.to_be_bytes()),
+            directed_broadcast: u32::from_ne_bytes(directed_broadcast.to_be_bytes()),
         }
     }
 
-    /// Our address.
-    pub(crate) fn addr(&self) -> Ipv4Addr {
-        Ipv4Addr::from(self.addr)
+    /// Whether `octets` are our address.
+    #[inline(always)]
+    fn is_addr(&self, octets: [u8; 4]) -> bool {
+        u32::from_ne_bytes(octets) == self.addr
     }
 
     /// Drop a martian source, one no datagram we receive may carry:
@@ -114,8 +117,9 @@ impl Local {
     /// applies is worked out only for a datagram that is dropped.
     #[inline]
     pub(crate) fn check_source(&self, src: Ipv4Addr) -> Result<(), DropReason> {
-        let src = u32::from(src);
-        let first = (src >> 24) as u8;
+        let octets = src.octets();
+        let first = octets[0];
+        let src = u32::from_ne_bytes(octets);
         // 0/8 and 224/4 + 240/4 in one unsigned compare: 0 - 1 wraps to 255.
         let martian = (first.wrapping_sub(1) >= 223)
             | (first == 127)
@@ -152,13 +156,12 @@ pub(crate) fn parse(
     let Some(fixed) = packet.first_chunk::<HEADER_LEN>() else {
         return Err(DropReason::Truncated);
     };
-    if fixed[0] >> 4 != 4 {
-        return Err(DropReason::BadIpHeader);
-    }
-    let header_len = (fixed[0] & 0x0f) * 4;
-    if usize::from(header_len) < HEADER_LEN {
-        return Err(DropReason::BadIpHeader);
-    }
+    // Version 4 and a header of five words (no options): nearly every datagram, one
+    // compare. Any other first byte is looked at apart.
+    let header_len = match fixed[0] {
+        0x45 => HEADER_LEN as u8,
+        other => header_len(other)?,
+    };
     let total_len = u16::from_be_bytes([fixed[2], fixed[3]]);
     if total_len < u16::from(header_len) || usize::from(total_len) > packet.len() {
         return Err(DropReason::BadIpLength);
@@ -171,10 +174,11 @@ pub(crate) fn parse(
     if !checksum_verified && !header_ok() {
         return Err(DropReason::BadIpChecksum);
     }
-    let src = Ipv4Addr::new(fixed[12], fixed[13], fixed[14], fixed[15]);
-    let dst = Ipv4Addr::new(fixed[16], fixed[17], fixed[18], fixed[19]);
-    local.check_source(src)?;
-    if dst != local.addr() {
+    // Whole arrays, read as words, rather than assembled byte by byte.
+    let src: [u8; 4] = fixed[12..16].try_into().expect("four bytes");
+    let dst: [u8; 4] = fixed[16..20].try_into().expect("four bytes");
+    local.check_source(Ipv4Addr::from(src))?;
+    if !local.is_addr(dst) {
         return Err(DropReason::NotOurAddress);
     }
     // RFC 791 §3.2: a datagram is a fragment when More Fragments is set or its offset is
@@ -183,8 +187,8 @@ pub(crate) fn parse(
         return Err(DropReason::Fragment);
     }
     let header = Ipv4Header {
-        src,
-        dst,
+        src: Ipv4Addr::from(src),
+        dst: Ipv4Addr::from(dst),
         protocol: IpProtocol::from(fixed[9]),
         ttl: fixed[8],
         ident: u16::from_be_bytes([fixed[4], fixed[5]]),
@@ -195,6 +199,19 @@ pub(crate) fn parse(
         header,
         &packet[usize::from(header_len)..usize::from(total_len)],
     ))
+}
+
+/// The header length a first byte other than 0x45 gives: options, or not version 4.
+#[cold]
+fn header_len(first: u8) -> Result<u8, DropReason> {
+    if first >> 4 != 4 {
+        return Err(DropReason::BadIpHeader);
+    }
+    let header_len = (first & 0x0f) * 4;
+    if usize::from(header_len) < HEADER_LEN {
+        return Err(DropReason::BadIpHeader);
+    }
+    Ok(header_len)
 }
 
 /// Write a 20-byte IPv4 header (no options) at the start of `buf` for a datagram carrying

@@ -23,28 +23,27 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub(super) fn on_frame(&mut self, frame: &[u8], checksum_verified: bool) {
         self.stats.frames_in += 1;
         self.stats.bytes_in += frame.len() as u64;
-        let (eth, payload) = match ethernet::parse(frame) {
+        let (ethertype, payload) = match ethernet::accept(&self.mac, frame) {
             Ok(x) => x,
             Err(r) => return self.stats.drop(r),
         };
-        if let Err(r) = ethernet::admit(self.mac, &eth) {
-            return self.stats.drop(r);
-        }
-        match eth.ethertype {
+        match ethertype {
             EthernetProtocol::Arp => self.on_arp(payload),
-            EthernetProtocol::Ipv4 => self.on_ipv4(frame, eth.src, payload, checksum_verified),
+            EthernetProtocol::Ipv4 => self.on_ipv4(frame, payload, checksum_verified),
             _ => self.stats.drop(DropReason::UnknownEtherType),
         }
     }
 
-    fn on_ipv4(&mut self, frame: &[u8], src_mac: MacAddr, packet: &[u8], checksum_verified: bool) {
+    /// `frame` is the whole frame, which carries the IPv4 `packet`; its Ethernet header
+    /// has been parsed and admitted.
+    fn on_ipv4(&mut self, frame: &[u8], packet: &[u8], checksum_verified: bool) {
         let (ip, l4) = match ipv4::parse(packet, self.local, checksum_verified) {
             Ok(x) => x,
             Err(r) => return self.stats.drop(r),
         };
         match ip.protocol {
-            IpProtocol::Tcp => self.on_tcp(frame, src_mac, &ip, l4, checksum_verified),
-            IpProtocol::Icmp => self.on_icmp(src_mac, &ip, l4),
+            IpProtocol::Tcp => self.on_tcp(frame, &ip, l4, checksum_verified),
+            IpProtocol::Icmp => self.on_icmp(ethernet::source(frame), &ip, l4),
             _ => self.stats.drop(DropReason::UnknownProtocol),
         }
     }
@@ -72,14 +71,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
     }
 
-    fn on_tcp(
-        &mut self,
-        frame: &[u8],
-        src_mac: MacAddr,
-        ip: &Ipv4Header,
-        l4: &[u8],
-        checksum_verified: bool,
-    ) {
+    fn on_tcp(&mut self, frame: &[u8], ip: &Ipv4Header, l4: &[u8], checksum_verified: bool) {
         let mut seg = Segment::default();
         let payload = match Segment::parse_into(l4, ip.src, ip.dst, checksum_verified, &mut seg) {
             Ok(payload) => payload,
@@ -125,7 +117,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             Some(timewait::Verdict::Reply(tx)) => {
                 // A restarted 2·MSL wait needs no new timer here: the entry's one timer
                 // reschedules itself when it fires (see `run_timers`).
-                return self.send_raw(src_mac, key, &tx);
+                return self.send_raw(ethernet::source(frame), key, &tx);
             }
             Some(timewait::Verdict::Drop) => return,
             Some(timewait::Verdict::Suppressed) => {
@@ -138,7 +130,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             }
         }
         if self.listeners.contains_key(&seg.dst_port) {
-            return self.listen_input(src_mac, ip, key, &seg, payload, iss_floor);
+            return self.listen_input(ethernet::source(frame), ip, key, &seg, payload, iss_floor);
         }
         self.stats.drop(if seg.flags.syn {
             DropReason::NoListener
@@ -146,7 +138,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             DropReason::NoConnection
         });
         if !seg.flags.rst {
-            self.send_rst_reply(src_mac, ip.src, &seg);
+            self.send_rst_reply(ethernet::source(frame), ip.src, &seg);
         }
     }
 

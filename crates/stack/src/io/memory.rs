@@ -148,10 +148,9 @@ mod arena {
     #[derive(Clone, Copy, Default)]
     #[repr(C)]
     pub(super) struct FrameMeta {
-        /// The receive metadata's GSO size, set by `transmit` (the link never reports a
-        /// checksum verified).
-        pub(super) gso_size: Option<u16>,
-        /// What the stack asked of the device.
+        /// What the stack asked of the device. Its `tso_mss` is the receiver's GSO size:
+        /// a TSO super-frame is delivered whole, announced as coalesced (what a GRO/LRO
+        /// receiver would hand up); the link never reports a checksum verified.
         pub(super) tx: TxMeta,
     }
 
@@ -176,6 +175,9 @@ mod arena {
     struct Header {
         /// The link whose arena holds the buffer.
         shared: NonNull<Shared>,
+        /// `shared` while the frame asks for no checksum, else null: whether a frame
+        /// goes to the peer as it is (of this link, nothing to fill in) is one compare.
+        plain_for: *const Shared,
         meta: FrameMeta,
         /// The side that allocated the buffer, whose in-flight count holds it.
         owner_side: u8,
@@ -221,6 +223,7 @@ mod arena {
             )));
             let header = Header {
                 shared,
+                plain_for: shared.as_ptr(),
                 meta: FrameMeta::default(),
                 owner_side: 0,
             };
@@ -415,6 +418,7 @@ mod arena {
             // header, which starts its allocation (written by `Slot::new`).
             let header = unsafe { slot.0.cast::<Header>().as_mut() };
             header.meta = FrameMeta::default();
+            header.plain_for = header.shared.as_ptr();
             header.owner_side = side as u8;
             // The old bytes stay rather than being zeroed: a NIC slot is not cleared either.
             Some(RawFrame {
@@ -594,6 +598,13 @@ mod arena {
             frame.raw.shared() == self.shared
         }
 
+        /// Whether `frame` is of this link and asks for no checksum: it goes to the peer
+        /// as it is.
+        #[inline(always)]
+        pub(super) fn sends_plain(&self, frame: &MemFrame) -> bool {
+            frame.plain_for(self.shared)
+        }
+
         /// A transmit buffer of `len` bytes (the caller checked `len <= cap`), allocated
         /// with `cap` bytes when the free list is empty, or `None` at the in-flight bound.
         pub(super) fn alloc(&self, len: u32, cap: usize) -> Option<MemFrame> {
@@ -764,11 +775,27 @@ mod arena {
             unsafe { &self.raw.header().as_ref().meta }
         }
 
-        /// What travels with the frame, to change.
-        pub(super) fn meta_mut(&mut self) -> &mut FrameMeta {
+        /// Ask for the offloads `tx`.
+        pub(super) fn set_tx(&mut self, tx: TxMeta) {
             // SAFETY: as in `meta`; the unique borrow of the one handle is a unique borrow
             // of its header.
-            unsafe { &mut self.raw.header().as_mut().meta }
+            let header = unsafe { self.raw.header().as_mut() };
+            header.meta.tx = tx;
+            header.plain_for = match tx.checksum {
+                None => header.shared.as_ptr(),
+                Some(_) => std::ptr::null(),
+            };
+        }
+
+        /// Whether the frame is of the link `shared` and asks for no checksum: it goes
+        /// to the peer as it is.
+        #[inline(always)]
+        pub(super) fn plain_for(&self, shared: NonNull<Shared>) -> bool {
+            // SAFETY: as in `meta`.
+            std::ptr::eq(
+                unsafe { self.raw.header().as_ref() }.plain_for,
+                shared.as_ptr(),
+            )
         }
 
         /// Shorten the frame to `len` bytes (no-op if it is not longer).
@@ -841,15 +868,6 @@ impl MemFrame {
         if let Some(req) = self.meta().tx.checksum {
             fill_checksum(self, req);
         }
-        self.announce_gso();
-    }
-
-    /// A TSO super-frame is delivered whole, announced to the receiver as coalesced
-    /// (what a GRO/LRO receiver would hand up).
-    #[inline]
-    fn announce_gso(&mut self) {
-        let meta = self.meta_mut();
-        meta.gso_size = meta.tx.tso_mss;
     }
 }
 
@@ -888,14 +906,14 @@ impl RxFrame for MemFrame {
     fn meta(&self) -> RxMeta {
         RxMeta {
             checksum_verified: false,
-            gso_size: self.meta().gso_size,
+            gso_size: self.meta().tx.tso_mss,
         }
     }
 }
 
 impl TxFrame for MemFrame {
     fn set_meta(&mut self, meta: TxMeta) {
-        self.meta_mut().tx = meta;
+        self.set_tx(meta);
     }
     fn truncate(&mut self, len: usize) {
         self.shorten(len);
@@ -1050,16 +1068,14 @@ impl PacketIo for MemoryLink {
     #[inline]
     fn transmit(&mut self, frames: &mut Vec<MemFrame>) {
         // The usual burst: frames of this link with no checksum to fill, to a peer side
-        // of one queue. Anything else takes the general path, which may announce a GSO
-        // size again (the same one: no harm).
+        // of one queue. Anything else takes the general path.
         if self.end.peer_single {
             let mut plain = true;
-            for frame in frames.iter_mut() {
-                if !self.end.owns(frame) || frame.meta().tx.checksum.is_some() {
+            for frame in frames.iter() {
+                if !self.end.sends_plain(frame) {
                     plain = false;
                     break;
                 }
-                frame.announce_gso();
             }
             if plain {
                 self.deliver_all(frames);
@@ -1555,9 +1571,9 @@ pub(crate) mod tests {
         a.transmit(&mut vec![tso, summed]);
         let mut out = Vec::new();
         assert_eq!(b.receive(&mut out, 8), 2);
-        assert_eq!(out[0].meta().gso_size, Some(1000));
+        assert_eq!(RxFrame::meta(&out[0]).gso_size, Some(1000));
         assert_eq!(&out[0][..], &[9; 4]);
-        assert_eq!(out[1].meta().gso_size, None);
+        assert_eq!(RxFrame::meta(&out[1]).gso_size, None);
         // Filled once: !(1 + 2 + 0x10).
         assert_eq!(&out[1][4..], &(!0x13u16).to_be_bytes());
     }
