@@ -12,9 +12,13 @@ pub(super) struct Records<T: Copy>(Repr<T>);
 
 #[derive(Clone)]
 enum Repr<T: Copy> {
+    /// No record (one tag to write or test: the request/response case empties and
+    /// refills the list once per exchange).
+    Empty,
     /// Exactly one record.
     One(T),
-    /// Any number; none allocated when empty.
+    /// More than one, or the storage of more than one with fewer left (emptied, it
+    /// goes: the list is `Empty` again).
     Many(VecDeque<T>),
 }
 
@@ -26,10 +30,11 @@ impl<T: Copy> Default for Records<T> {
 
 impl<T: Copy> Records<T> {
     /// No record.
-    pub(super) const EMPTY: Records<T> = Records(Repr::Many(VecDeque::new()));
+    pub(super) const EMPTY: Records<T> = Records(Repr::Empty);
 
     pub(super) fn len(&self) -> usize {
         match &self.0 {
+            Repr::Empty => 0,
             Repr::One(_) => 1,
             Repr::Many(v) => v.len(),
         }
@@ -37,6 +42,7 @@ impl<T: Copy> Records<T> {
 
     pub(super) fn front(&self) -> Option<&T> {
         match &self.0 {
+            Repr::Empty => None,
             Repr::One(x) => Some(x),
             Repr::Many(v) => v.front(),
         }
@@ -44,6 +50,7 @@ impl<T: Copy> Records<T> {
 
     pub(super) fn back(&self) -> Option<&T> {
         match &self.0 {
+            Repr::Empty => None,
             Repr::One(x) => Some(x),
             Repr::Many(v) => v.back(),
         }
@@ -53,8 +60,8 @@ impl<T: Copy> Records<T> {
     /// here; a list that grows goes through [`push_back_more`](Self::push_back_more).
     #[inline(always)]
     pub(super) fn push_back(&mut self, x: T) {
-        match &mut self.0 {
-            Repr::Many(v) if v.is_empty() => self.0 = Repr::One(x),
+        match self.0 {
+            Repr::Empty => self.0 = Repr::One(x),
             _ => self.push_back_more(x),
         }
     }
@@ -62,6 +69,7 @@ impl<T: Copy> Records<T> {
     #[inline(never)]
     fn push_back_more(&mut self, x: T) {
         match &mut self.0 {
+            Repr::Empty => self.0 = Repr::One(x),
             Repr::Many(v) => v.push_back(x),
             Repr::One(first) => self.0 = Repr::Many(Self::spill([*first, x])),
         }
@@ -78,15 +86,16 @@ impl<T: Copy> Records<T> {
     #[inline]
     pub(super) fn pop_front(&mut self) -> Option<T> {
         match &mut self.0 {
+            Repr::Empty => None,
             Repr::One(x) => {
                 let x = *x;
-                self.0 = Repr::Many(VecDeque::new());
+                self.0 = Repr::Empty;
                 Some(x)
             }
             Repr::Many(v) => {
                 let x = v.pop_front();
-                if v.is_empty() && v.capacity() > 0 {
-                    self.0 = Repr::Many(VecDeque::new());
+                if v.is_empty() {
+                    self.0 = Repr::Empty;
                 }
                 x
             }
@@ -98,7 +107,7 @@ impl<T: Copy> Records<T> {
     pub(super) fn only(&self) -> Option<T> {
         match &self.0 {
             Repr::One(x) => Some(*x),
-            Repr::Many(_) => None,
+            Repr::Empty | Repr::Many(_) => None,
         }
     }
 
@@ -106,18 +115,18 @@ impl<T: Copy> Records<T> {
     #[inline]
     pub(super) fn take_only(&mut self) {
         debug_assert!(matches!(self.0, Repr::One(_)));
-        self.0 = Repr::Many(VecDeque::new());
+        self.0 = Repr::Empty;
     }
 
     /// Insert `x` before index `i` (at most the length).
     pub(super) fn insert(&mut self, i: usize, x: T) {
         match &mut self.0 {
+            Repr::Empty => self.0 = Repr::One(x),
             Repr::One(first) => {
                 let first = *first;
                 let pair = if i == 0 { [x, first] } else { [first, x] };
                 self.0 = Repr::Many(Self::spill(pair));
             }
-            Repr::Many(v) if v.is_empty() => self.0 = Repr::One(x),
             Repr::Many(v) => v.insert(i, x),
         }
     }
@@ -125,6 +134,7 @@ impl<T: Copy> Records<T> {
     /// The records as (up to) two slices, in order.
     fn as_slices(&self) -> (&[T], &[T]) {
         match &self.0 {
+            Repr::Empty => (&[], &[]),
             Repr::One(x) => (std::slice::from_ref(x), &[]),
             Repr::Many(v) => v.as_slices(),
         }
@@ -137,6 +147,7 @@ impl<T: Copy> Records<T> {
 
     pub(super) fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut T> {
         let (a, b) = match &mut self.0 {
+            Repr::Empty => (&mut [][..], &mut [][..]),
             Repr::One(x) => (std::slice::from_mut(x), &mut [][..]),
             Repr::Many(v) => v.as_mut_slices(),
         };
@@ -158,6 +169,7 @@ impl<T: Copy> std::ops::Index<usize> for Records<T> {
     type Output = T;
     fn index(&self, i: usize) -> &T {
         match &self.0 {
+            Repr::Empty => panic!("record {i} of 0"),
             Repr::One(x) if i == 0 => x,
             Repr::One(_) => panic!("record {i} of 1"),
             Repr::Many(v) => &v[i],
@@ -168,6 +180,7 @@ impl<T: Copy> std::ops::Index<usize> for Records<T> {
 impl<T: Copy> std::ops::IndexMut<usize> for Records<T> {
     fn index_mut(&mut self, i: usize) -> &mut T {
         match &mut self.0 {
+            Repr::Empty => panic!("record {i} of 0"),
             Repr::One(x) if i == 0 => x,
             Repr::One(_) => panic!("record {i} of 1"),
             Repr::Many(v) => &mut v[i],
@@ -216,7 +229,7 @@ mod tests {
         assert!(matches!(&r.0, Repr::Many(v) if v.capacity() > 0));
         r.pop_front();
         r.pop_front();
-        assert!(matches!(&r.0, Repr::Many(v) if v.capacity() == 0));
+        assert!(matches!(&r.0, Repr::Empty));
         assert_eq!(r.pop_front(), None);
     }
 
