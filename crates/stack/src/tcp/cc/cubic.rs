@@ -156,8 +156,11 @@ struct Cold {
 /// CUBIC congestion control (RFC 9438) with HyStart++ (RFC 9406). Windows are kept in
 /// 32 bits (see [`MAX_CWND`]), the segment size in 16 (the MSS option's range).
 #[derive(Debug, Clone, PartialEq)]
+// `repr(C)` with `cwnd` and `ssthresh` first, as in `NewReno`: `Cc`'s accessors then
+// read the same place whichever the algorithm, without a branch on it. The rest is
+// ordered so that `Cc` stays as small as Rust's own layout made it (`memory_tests`).
+#[repr(C)]
 pub(crate) struct Cubic {
-    smss: u16,
     cwnd: u32,
     ssthresh: u32,
     /// W_max for the next stage, bytes: the window before the last reduction (less with
@@ -165,10 +168,11 @@ pub(crate) struct Cubic {
     w_max: u32,
     /// cwnd when ssthresh was last set (§4.3), bytes.
     cwnd_prior: u32,
+    cold: Option<Box<Cold>>,
+    stage: Stage,
+    smss: u16,
     /// Between `on_congestion` and the end of that recovery.
     in_recovery: bool,
-    stage: Stage,
-    cold: Option<Box<Cold>>,
 }
 
 impl Cubic {

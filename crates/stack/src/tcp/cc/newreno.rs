@@ -9,10 +9,12 @@ use crate::time::Instant;
 /// NewReno: RFC 5681 with the reduction of RFC 6582 §3.2 step 2. Windows and sizes are
 /// kept in 32 bits (see [`MAX_CWND`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+// `repr(C)` with `cwnd` and `ssthresh` first, as in `Cubic` (see there).
+#[repr(C)]
 pub(crate) struct NewReno {
-    smss: u32,
     cwnd: u32,
     ssthresh: u32,
+    smss: u32,
     /// Bytes acknowledged in congestion avoidance not yet turned into cwnd growth
     /// (RFC 5681 §3.1 byte counting; RFC 3465 §2.1).
     bytes_acked: u32,
