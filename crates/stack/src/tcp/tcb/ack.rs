@@ -481,11 +481,8 @@ impl Tcb {
     /// one lost ACK can be the last of a flight.
     pub(super) fn arm_tlp(&mut self, now: Instant) {
         let flight = self.snd.max.since(self.snd.una);
-        let eligible = self.flags.has(ConnFlags::SACK_OK)
-            && flight > 0
+        let eligible = flight > 0
             && self.snd.wnd > 0
-            && self.recovery.probes < MAX_PROBES
-            && self.recovery.retries == 0
             && matches!(
                 self.state,
                 State::Established
@@ -494,6 +491,28 @@ impl Tcb {
                     | State::Closing
                     | State::LastAck
             );
+        self.arm_tlp_if(eligible, flight, now);
+    }
+
+    /// [`arm_tlp`](Self::arm_tlp) when new data just went out in ESTABLISHED within
+    /// the peer's window: data is in flight and the window is open, so only the
+    /// conditions that sending does not settle are tested.
+    #[inline(always)]
+    pub(super) fn arm_tlp_after_send(&mut self, now: Instant) {
+        debug_assert!(self.state == State::Established && self.snd.wnd > 0);
+        let flight = self.snd.max.since(self.snd.una);
+        debug_assert!(flight > 0);
+        self.arm_tlp_if(true, flight, now);
+    }
+
+    /// The loss-probe timer for `flight` bytes outstanding, when `eligible` and SACK,
+    /// the probe budget, the retries and an RTT sample allow it; else it stops.
+    #[inline(always)]
+    fn arm_tlp_if(&mut self, eligible: bool, flight: usize, now: Instant) {
+        let eligible = eligible
+            && self.flags.has(ConnFlags::SACK_OK)
+            && self.recovery.probes < MAX_PROBES
+            && self.recovery.retries == 0;
         let Some(srtt) = self.rtt.srtt_us().filter(|_| eligible) else {
             self.timers.stop(Timer::Tlp);
             return;

@@ -175,14 +175,19 @@ impl Tcb {
     }
 
     /// After a segment with data (or a FIN) went out: the retransmission and loss-probe
-    /// timers, unless they run already.
+    /// timers, unless they run already. `new_data` when it was new data in ESTABLISHED
+    /// within the peer's window ([`arm_tlp_after_send`](Self::arm_tlp_after_send)).
     #[inline(always)]
-    pub(super) fn arm_send_timers(&mut self, now: Instant) {
+    pub(super) fn arm_send_timers(&mut self, now: Instant, new_data: bool) {
         if !self.timers.is_armed(Timer::Rto) {
             self.arm(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
         }
         if !self.timers.is_armed(Timer::Tlp) {
-            self.arm_tlp(now);
+            if new_data {
+                self.arm_tlp_after_send(now);
+            } else {
+                self.arm_tlp(now);
+            }
         }
     }
 
@@ -373,7 +378,7 @@ impl Tcb {
             flight.board.on_transmit_new(seq, end, now);
         }
         self.last_send = now;
-        self.arm_send_timers(now);
+        self.arm_send_timers(now, true);
         Prediction::Send(seg)
     }
 

@@ -269,7 +269,7 @@ impl Tcb {
         self.flight_mut().board.on_transmit(seq, end, now);
         self.last_send = now;
         // `transmit_general` after `send_new`, with a segment sent.
-        self.arm_send_timers(now);
+        self.arm_send_timers(now, false);
         true
     }
 
