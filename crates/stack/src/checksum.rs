@@ -36,6 +36,20 @@ fn fold128(acc: u128) -> u16 {
     fold64(lo + u64::from(carry))
 }
 
+/// Whether a 128-bit accumulation folds to all ones (`fold128(acc) == 0xffff`), without
+/// the fold: the fold keeps the value modulo 2^16 - 1 (a divisor of 2^64 - 1) and maps
+/// only zero to zero, so it gives `0xffff` exactly for the non-zero multiples of
+/// 2^16 - 1; and `s` is a multiple of the odd 2^16 - 1 exactly when `s` times its
+/// inverse modulo 2^64 is at most `u64::MAX / (2^16 - 1)`.
+#[inline(always)]
+fn folds_to_ones(acc: u128) -> bool {
+    const INVERSE: u64 = 0xfffe_fffe_fffe_ffff; // 0xffff * INVERSE ≡ 1 (mod 2^64)
+    let (lo, carry) = (acc as u64).overflowing_add((acc >> 64) as u64);
+    // With a carry, `lo` is below 2^64 - 1: no overflow.
+    let s = lo + u64::from(carry);
+    s.wrapping_mul(INVERSE) <= u64::MAX / 0xffff && s != 0
+}
+
 /// The native-endian word at `at` of `b`.
 #[inline(always)]
 fn word(b: &[u8], at: usize) -> u64 {
@@ -79,10 +93,12 @@ fn words4(b: &[u8]) -> [u64; 4] {
 /// Sums `data` as native-endian words into a folded native-endian 16-bit value.
 ///
 /// The 64-bit words go into a 128-bit accumulator, 32 bytes per turn of the loop
-/// ([`add4`]). The tail is added as a 4-, a 2- and a 1-byte piece: where a piece
-/// sits within a 64-bit lane does not matter as long as it starts on a 16-bit boundary
-/// (2^16 ≡ 1 mod 2^16 - 1), and an odd last byte is the first byte of a word padded with
-/// zero (RFC 1071 §4.1).
+/// ([`add4`]), then 8 bytes at a time. A tail shorter than a word is, on little-endian
+/// targets when `data` has eight bytes, the last word of `data` shifted down past the
+/// bytes already summed (one load, whatever the tail's length), and otherwise a 4-, a
+/// 2- and a 1-byte piece: where a piece sits within a 64-bit lane does not matter as
+/// long as it starts on a 16-bit boundary (2^16 ≡ 1 mod 2^16 - 1), and an odd last byte
+/// is the first byte of a word padded with zero (RFC 1071 §4.1).
 #[inline(always)]
 fn sum_native(data: &[u8]) -> u16 {
     fold128(add_native(0, data))
@@ -99,6 +115,17 @@ fn add_native(mut acc: u128, data: &[u8]) -> u128 {
     while let Some((w, tail)) = rest.split_first_chunk::<8>() {
         acc += u128::from(u64::from_ne_bytes(*w));
         rest = tail;
+    }
+    if rest.is_empty() {
+        return acc;
+    }
+    #[cfg(target_endian = "little")]
+    if let Some(last) = data.last_chunk::<8>() {
+        // The last eight bytes of `data`, of which the tail is the last `rest.len()`
+        // (1 to 7): shifted down to the bottom of the word, the tail's bytes sit where
+        // its own load would put them and the bytes above them are zero.
+        let gone = 8 - rest.len() as u32;
+        return acc + u128::from(u64::from_le_bytes(*last) >> (8 * gone));
     }
     if let Some((w, tail)) = rest.split_first_chunk::<4>() {
         acc += u128::from(u32::from_ne_bytes(*w));
@@ -228,7 +255,7 @@ impl Wide {
     /// all ones, which reads the same in either byte order).
     #[inline(always)]
     pub fn verifies(self) -> bool {
-        fold128(self.0) == 0xffff
+        folds_to_ones(self.0)
     }
 
     /// The checksum of the bytes summed (their checksum field zero), as its two bytes
@@ -315,7 +342,7 @@ pub fn verify_20(header: &[u8; 20]) -> bool {
     let acc = u128::from(u64::from_ne_bytes(*a))
         + u128::from(u64::from_ne_bytes(*b))
         + u128::from(u32::from_ne_bytes(*c));
-    fold128(acc) == 0xffff
+    folds_to_ones(acc)
 }
 
 /// Like [`verify`] with an extra initial sum, e.g. the TCP pseudo-header.
@@ -705,7 +732,38 @@ mod tests {
         assert_eq!(ps.range_sum(&data[..10], 0, 10), fold(sum(&data[..10])));
     }
 
+    #[test]
+    fn folds_to_ones_at_the_edges() {
+        let m = 0xffff_u128;
+        for acc in [
+            0,
+            1,
+            m,
+            2 * m,
+            m - 1,
+            m + 1,
+            u128::from(u64::MAX),
+            u128::from(u64::MAX) - 1,
+            u128::from(u64::MAX) << 64,
+            u128::MAX,
+            (u128::from(u64::MAX) << 64) | m,
+            1 << 64,
+            (1 << 64) | (m - 1),
+        ] {
+            assert_eq!(folds_to_ones(acc), fold128(acc) == 0xffff, "{acc:#x}");
+        }
+    }
+
     proptest! {
+        #[test]
+        fn folds_to_ones_is_the_fold(hi in any::<u64>(), lo in any::<u64>(), k in any::<u64>()) {
+            let acc = (u128::from(hi) << 64) | u128::from(lo);
+            prop_assert_eq!(folds_to_ones(acc), fold128(acc) == 0xffff);
+            // Multiples of 2^16 - 1, which a random pair seldom is.
+            let multiple = u128::from(k % (u64::MAX / 0xffff)) * 0xffff;
+            prop_assert_eq!(folds_to_ones(multiple), fold128(multiple) == 0xffff);
+        }
+
         #[test]
         fn sum_matches_naive(data in proptest::collection::vec(any::<u8>(), 0..600)) {
             prop_assert_eq!(fold(sum(&data)), naive(&data));

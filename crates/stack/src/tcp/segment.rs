@@ -166,13 +166,14 @@ impl Segment {
         seg.window = u16::from_be_bytes([fixed[14], fixed[15]]);
         seg.payload_len = tcp.len() - header_len;
         let options = &tcp[MIN_HEADER_LEN..header_len];
-        match options.first_chunk::<TS_BLOCK_LEN>() {
-            // The timestamp alone, as Linux (NOP NOP TS) and we (TS EOL EOL) send it.
-            Some(o) if options.len() == TS_BLOCK_LEN && is_timestamp_block(o) => {
-                let at = if o[0] == OPT_NOP { 4 } else { 2 };
-                seg.timestamp = Some((be32(o, at), be32(o, at + 4)));
-            }
-            _ => parse_other_options(options, seg)?,
+        // The timestamp alone, as Linux (NOP NOP TS) and we (TS EOL EOL) send it.
+        let timestamp = match options.first_chunk::<TS_BLOCK_LEN>() {
+            Some(o) if options.len() == TS_BLOCK_LEN => timestamp_block_at(o).map(|at| (o, at)),
+            _ => None,
+        };
+        match timestamp {
+            Some((o, at)) => seg.timestamp = Some((be32(o, at), be32(o, at + 4))),
+            None => parse_other_options(options, seg)?,
         }
         Ok(&tcp[header_len..])
     }
@@ -241,12 +242,22 @@ const OPT_TIMESTAMP: u8 = 8;
 /// A timestamp option with its two bytes of padding.
 pub(crate) const TS_BLOCK_LEN: usize = 12;
 
-/// Twelve option bytes that are exactly one timestamp option: NOP NOP TS (RFC 7323
-/// appendix A's layout, Linux's) or TS EOL EOL (ours).
+/// Where TSval starts in twelve option bytes that are exactly one timestamp option:
+/// NOP NOP TS (RFC 7323 appendix A's layout, Linux's) or TS EOL EOL (ours); `None` for
+/// any other bytes. Each layout is tested as whole words, not byte by byte.
 #[inline(always)]
-fn is_timestamp_block(o: &[u8; TS_BLOCK_LEN]) -> bool {
-    (o[0] == OPT_NOP && o[1] == OPT_NOP && o[2] == OPT_TIMESTAMP && o[3] == 10)
-        || (o[0] == OPT_TIMESTAMP && o[1] == 10 && o[10] == OPT_EOL && o[11] == OPT_EOL)
+fn timestamp_block_at(o: &[u8; TS_BLOCK_LEN]) -> Option<usize> {
+    let word = |a: u8, b: u8| u16::from_ne_bytes([a, b]);
+    let head = u32::from_ne_bytes([o[0], o[1], o[2], o[3]]);
+    if head == u32::from_ne_bytes([OPT_NOP, OPT_NOP, OPT_TIMESTAMP, 10]) {
+        Some(4)
+    } else if word(o[0], o[1]) == word(OPT_TIMESTAMP, 10)
+        && word(o[10], o[11]) == word(OPT_EOL, OPT_EOL)
+    {
+        Some(2)
+    } else {
+        None
+    }
 }
 
 /// Option bytes of a SYN carrying all four SYN options in 20 bytes.
