@@ -89,9 +89,9 @@ fn admit_other(our_mac: MacAddr, h: &[u8; HEADER_LEN]) -> Result<(), DropReason>
     admit(our_mac, &header_of(h))
 }
 
-/// The source address of `frame`, which [`parse`] accepted. The receive path reads it
-/// again here, where a reply needs it, rather than carrying it from [`parse`] through
-/// the layers above: the common path, a segment of an established connection, does not.
+/// The source address of `frame`, which [`accept`] let through. The receive path reads
+/// it here, where a reply needs it, rather than carrying it from [`accept`] through the
+/// layers above: the common path, a segment of an established connection, does not.
 pub(crate) fn source(frame: &[u8]) -> MacAddr {
     match frame.get(6..12) {
         Some(src) => MacAddr::from_bytes(src),
