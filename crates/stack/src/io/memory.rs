@@ -262,7 +262,9 @@ mod arena {
 
     /// One receive queue: the frames `frames[head..]`, oldest first (the entries before
     /// `head` were moved out to a receiver and are no handles). Kept normal: `head` is 0
-    /// whenever the queue is empty, so an empty queue is an empty vector.
+    /// whenever the queue is empty, so an empty queue is an empty vector. Its size is a
+    /// power of two, so that an end finds its queue (by index) with a shift.
+    #[repr(align(64))]
     struct RxQueue {
         frames: Vec<RawFrame>,
         head: usize,
