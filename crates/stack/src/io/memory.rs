@@ -426,7 +426,9 @@ mod arena {
             // header, which starts its allocation (written by `Slot::new`).
             let header = unsafe { slot.0.cast::<Header>().as_mut() };
             header.meta = FrameMeta::default();
-            header.plain_for = header.shared.as_ptr();
+            // `shared` is the header's own (a buffer stays in its arena), at hand here.
+            debug_assert_eq!(header.shared, shared);
+            header.plain_for = shared.as_ptr();
             header.owner_side = side as u8;
             // The old bytes stay rather than being zeroed: a NIC slot is not cleared either.
             Some(RawFrame {
