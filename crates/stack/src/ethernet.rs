@@ -51,11 +51,12 @@ fn header_of(h: &[u8; HEADER_LEN]) -> EthernetHeader {
 /// The EtherType of the header `h`.
 #[inline(always)]
 fn ethertype_of(h: &[u8; HEADER_LEN]) -> EthernetProtocol {
-    // IPv4 first: the frame nearly every one is.
-    match u16::from_be_bytes([h[12], h[13]]) {
-        0x0800 => EthernetProtocol::Ipv4,
-        other => EthernetProtocol::from(other),
+    // IPv4 first, the frame nearly every one is: its two bytes as they lie, one compare.
+    let raw = [h[12], h[13]];
+    if u16::from_ne_bytes(raw) == u16::from_ne_bytes([0x08, 0x00]) {
+        return EthernetProtocol::Ipv4;
     }
+    EthernetProtocol::from(u16::from_be_bytes(raw))
 }
 
 /// [`parse`] then [`admit`], for the receive path: what `frame` carries and its payload,
@@ -88,9 +89,9 @@ fn admit_other(our_mac: MacAddr, h: &[u8; HEADER_LEN]) -> Result<(), DropReason>
     admit(our_mac, &header_of(h))
 }
 
-/// The source address of `frame`, which [`parse`] accepted. The receive path reads it
-/// again here, where a reply needs it, rather than carrying it from [`parse`] through
-/// the layers above: the common path, a segment of an established connection, does not.
+/// The source address of `frame`, which [`accept`] let through. The receive path reads
+/// it here, where a reply needs it, rather than carrying it from [`accept`] through the
+/// layers above: the common path, a segment of an established connection, does not.
 pub(crate) fn source(frame: &[u8]) -> MacAddr {
     match frame.get(6..12) {
         Some(src) => MacAddr::from_bytes(src),

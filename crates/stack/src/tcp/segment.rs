@@ -147,7 +147,7 @@ impl Segment {
         let dst_port = u16::from_be_bytes([fixed[2], fixed[3]]);
         // The five control bits as `Flags` and whether their mix is possible, looked up
         // rather than tested bit by bit.
-        let (flags, possible) = FLAG_TABLE[usize::from(fixed[13] & 0x1f)];
+        let FlagEntry(flags, possible) = FLAG_TABLE[usize::from(fixed[13] & 0x1f)];
         if src_port == 0 || dst_port == 0 || !possible {
             return Err(ParseError::Malformed);
         }
@@ -196,10 +196,16 @@ fn be32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
+/// [`Flags`] for one value of the low five control bits, and whether the value is
+/// possible. Eight bytes, so that an entry is found by a scaled index.
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct FlagEntry(Flags, bool);
+
 /// [`Flags`] for each value of the low five control bits (FIN, SYN, RST, PSH, ACK), and
 /// whether the value is possible: at most one of SYN, FIN and RST.
-const FLAG_TABLE: [(Flags, bool); 32] = {
-    let mut table = [(
+const FLAG_TABLE: [FlagEntry; 32] = {
+    let mut table = [FlagEntry(
         Flags {
             syn: false,
             ack: false,
@@ -220,7 +226,7 @@ const FLAG_TABLE: [(Flags, bool); 32] = {
             ack: b & ACK != 0,
         };
         let exclusive = flags.syn as u8 + flags.fin as u8 + flags.rst as u8;
-        table[bits] = (flags, exclusive <= 1);
+        table[bits] = FlagEntry(flags, exclusive <= 1);
         bits += 1;
     }
     table
