@@ -567,6 +567,28 @@ fn rst_exact_seq_resets() {
 }
 
 #[test]
+fn rst_after_unacknowledged_data_leaves_no_timer() {
+    // Data owed a delayed ACK, then the peer's RST before the poll: the poll after it
+    // arms nothing (the delayed-ACK timer is armed by `poll_transmit`).
+    let mut tcb = passive(&cfg());
+    rx(&mut tcb, ms(1), &data(IRS + 1, ISS + 1, 100));
+    rx(&mut tcb, ms(1), &rst(IRS + 101));
+    assert_eq!(tcb.state(), State::Closed);
+    assert!(tx(&mut tcb, ms(1)).is_empty());
+    assert_eq!(tcb.next_deadline(), None);
+}
+
+#[test]
+fn abort_after_unacknowledged_data_leaves_no_timer() {
+    let mut tcb = passive(&cfg());
+    rx(&mut tcb, ms(1), &data(IRS + 1, ISS + 1, 100));
+    tcb.abort();
+    tx(&mut tcb, ms(1));
+    assert_eq!(tcb.next_deadline(), None);
+    assert!(tick(&mut tcb, ms(100)).is_empty());
+}
+
+#[test]
 fn rst_in_window_not_exact_is_challenged() {
     let mut tcb = passive(&cfg());
     let out = rx(&mut tcb, ms(1), &rst(IRS + 100));

@@ -1190,6 +1190,9 @@ impl Tcb {
         self.events.closed = Some(reason);
         self.timers.stop_all();
         self.pending.clear(PendingOutput::ACK_NOW);
+        // No ACK is owed any more: the next `poll_transmit` must not arm the
+        // delayed-ACK timer for data that arrived before the end.
+        self.rcv.unacked_segs = 0;
         self.pending.clear(PendingOutput::SYN);
         self.pending.clear(PendingOutput::PROBE);
         self.pending.clear(PendingOutput::TLP);
