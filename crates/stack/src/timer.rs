@@ -37,6 +37,10 @@
 //!   connection-rate workload grew a slot's buffer, ~50 instructions per connection,
 //!   `scripts/callgrind-conn.sh`). The buffers in use are then about as many as the
 //!   slots occupied at once.
+//! - What the wheel keeps for reuse is bounded: the spare list holds at most
+//!   [`SPARE_BUFFERS`] buffers of at most [`KEPT_SLOT_ENTRIES`] entries, and a drained
+//!   bucket or overflow keeps its buffer only up to [`KEPT_FAR_ENTRIES`]. A burst of
+//!   timers (a flood of connections) leaves no large buffers behind once it has fired.
 
 use std::time::Duration;
 
@@ -45,6 +49,13 @@ use crate::time::Instant;
 /// Buckets of the second level, one per epoch (half a revolution): with 8,192 slots of
 /// 1 ms, 64 buckets cover 262 s.
 const FAR_BUCKETS: u64 = 64;
+
+/// Most empty slot buffers kept on the spare list.
+const SPARE_BUFFERS: usize = 1024;
+/// Largest slot buffer (in entries) kept for reuse when its slot empties.
+const KEPT_SLOT_ENTRIES: usize = 64;
+/// Largest bucket or overflow buffer (in entries) kept when it is drained.
+const KEPT_FAR_ENTRIES: usize = 64;
 
 struct Entry<T> {
     /// Exact deadline, `Instant::as_micros`.
@@ -159,6 +170,14 @@ impl<T> TimerWheel<T> {
         }
         entries.push(entry);
         self.occupied[slot / 64] |= 1 << (slot % 64);
+    }
+
+    /// Keeps the empty buffer of a slot that emptied for the next slot that needs one,
+    /// within the bounds in the module docs; frees it otherwise.
+    fn retire(&mut self, buffer: Vec<Entry<T>>) {
+        if self.spare.len() < SPARE_BUFFERS && buffer.capacity() <= KEPT_SLOT_ENTRIES {
+            self.spare.push(buffer);
+        }
     }
 
     /// Queues `item` to fire at `deadline`. A deadline in the past fires on the next
@@ -277,7 +296,8 @@ impl<T> TimerWheel<T> {
                 self.len -= entries.len();
                 out.extend(entries.drain(..).map(|e| e.item));
                 self.occupied[slot / 64] &= !(1 << (slot % 64));
-                self.spare.push(std::mem::take(entries));
+                let buffer = std::mem::take(entries);
+                self.retire(buffer);
                 continue;
             }
             let mut j = 0;
@@ -292,7 +312,8 @@ impl<T> TimerWheel<T> {
             }
             if entries.is_empty() {
                 self.occupied[slot / 64] &= !(1 << (slot % 64));
-                self.spare.push(std::mem::take(entries));
+                let buffer = std::mem::take(entries);
+                self.retire(buffer);
             }
         }
         self.advance_to(now);
@@ -335,7 +356,7 @@ impl<T> TimerWheel<T> {
             for e in items.drain(..) {
                 self.fire_or_place(e, now, out);
             }
-            if self.far[b].is_empty() {
+            if self.far[b].is_empty() && items.capacity() <= KEPT_FAR_ENTRIES {
                 self.far[b] = items;
             }
         }
@@ -345,7 +366,7 @@ impl<T> TimerWheel<T> {
             for e in items.drain(..) {
                 self.fire_or_place(e, now, out);
             }
-            if self.overflow.is_empty() {
+            if self.overflow.is_empty() && items.capacity() <= KEPT_FAR_ENTRIES {
                 self.overflow = items;
             }
             self.next_overflow_sweep = epoch + FAR_BUCKETS / 2;
@@ -584,6 +605,29 @@ mod tests {
         // A slot that still has a buffer keeps it.
         w.schedule(ms(7), 11);
         assert_eq!(w.slots[7].capacity(), capacity);
+    }
+
+    /// A burst of timers, near and far, leaves no large buffers behind once it fired:
+    /// what the wheel keeps for reuse stays within its bounds.
+    #[test]
+    fn a_burst_leaves_only_bounded_buffers_behind() {
+        let mut w = wheel(64);
+        let mut out = Vec::new();
+        let n = 20 * KEPT_FAR_ENTRIES as u32;
+        for i in 0..n {
+            // Into a few slots, and far ahead into the buckets and the overflow.
+            w.schedule(ms(1 + u64::from(i % 4)), i);
+            w.schedule(ms(200 + u64::from(i % 3)), i);
+            w.schedule(ms(5_000 + u64::from(i % 5)), i);
+        }
+        w.expire(ms(10_000), &mut out);
+        assert_eq!(out.len(), 3 * n as usize);
+        assert!(w.is_empty());
+        let kept_slots = w.slots.iter().chain(&w.spare).map(Vec::capacity);
+        assert!(kept_slots.clone().all(|c| c <= KEPT_SLOT_ENTRIES));
+        assert!(w.spare.len() <= SPARE_BUFFERS);
+        let kept_far = w.far.iter().chain([&w.overflow]).map(Vec::capacity);
+        assert!(kept_far.clone().all(|c| c <= KEPT_FAR_ENTRIES));
     }
 
     #[derive(Debug, Clone)]

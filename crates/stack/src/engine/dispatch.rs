@@ -6,6 +6,7 @@
 use std::net::SocketAddrV4;
 
 use super::challenge_budget;
+use super::output::schedule_wake;
 use super::{Block, Engine, TimerItem};
 use crate::app::{AppConn, CloseReason, Connection, Handler};
 use crate::io::PacketIo;
@@ -13,7 +14,7 @@ use crate::tcp::pool::RingPool;
 use crate::tcp::recv_buffer::RecvBuffer;
 use crate::tcp::segment::Segment;
 use crate::tcp::tcb::{Events, RxOutcome, TcbConn};
-use crate::time::Clock;
+use crate::time::{Clock, Instant};
 
 impl AppConn for Block {
     /// The engine's ring pool, which the buffers take storage from and give it back to.
@@ -176,9 +177,23 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                         continue;
                     };
                     let block = &mut self.app[index];
-                    // Stale when an earlier wake-up came since (or none is wanted).
-                    if block.tcb.wake_at().is_none_or(|wake| at < wake) {
-                        continue;
+                    let far = at == block.far_wake;
+                    if far {
+                        block.far_wake = Instant::FAR_FUTURE;
+                    }
+                    match block.tcb.wake_at() {
+                        // Nothing armed any more.
+                        None => continue,
+                        // Early: a stale entry (an earlier wake-up came since), or the
+                        // connection's far entry standing in for a later wake-up, which
+                        // now gets an entry of its own.
+                        Some(wake) if at < wake => {
+                            if far {
+                                schedule_wake(&mut self.timers, self.now, block, id, wake);
+                            }
+                            continue;
+                        }
+                        Some(_) => {}
                     }
                     block.tcb.on_timer(self.now);
                     self.dispatch(index, RxOutcome::default(), &[]);

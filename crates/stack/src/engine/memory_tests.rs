@@ -21,8 +21,8 @@ const PINS: &[(&str, usize)] = &[
     ("Cc", 48),
     ("TimerTable", 56),
     ("RackKeep", 7),
-    ("Block", 416),
-    ("table entry (Slot<Block, ()>)", 424),
+    ("Block", 424),
+    ("table entry (Slot<Block, ()>)", 432),
     ("flow-table bucket", 12),
 ];
 

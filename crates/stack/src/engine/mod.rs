@@ -75,6 +75,9 @@ struct Block {
     orphan: bool,
     /// Listed in [`Engine::ring_keepers`]: the send buffer keeps an empty ring.
     ring_listed: bool,
+    /// The deadline of this connection's one far timer-wheel entry still to fire
+    /// ([`Instant::FAR_FUTURE`]: none). See [`Engine::schedule_wake`].
+    far_wake: Instant,
 }
 
 /// One worker's protocol engine. See the [module docs](self). Its
@@ -221,6 +224,10 @@ const IDLE_RING_RELEASE: Duration = Duration::from_secs(1);
 /// words. TIME-WAIT's 2·MSL timers are not in the wheel: the TIME-WAIT table keeps them
 /// in a queue of its own (see `timewait`).
 const TIMER_SLOTS: usize = 8192;
+
+/// How far ahead a wake-up is "far": one revolution of the wheel. A connection keeps at
+/// most one wheel entry this far out (see [`Engine::schedule_wake`]).
+const FAR_WAKE: Duration = Duration::from_millis(TIMER_SLOTS as u64);
 
 /// Largest transmit burst handed to the driver at once.
 const TX_BURST: usize = 64;
@@ -530,6 +537,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             half_open,
             orphan: false,
             ring_listed: false,
+            far_wake: Instant::FAR_FUTURE,
         };
         let (id, block) = self.app.insert_with(make, app);
         block.tcb.open(&opening, how);

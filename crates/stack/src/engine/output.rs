@@ -5,8 +5,9 @@
 
 use std::net::Ipv4Addr;
 
-use super::{Block, Engine, FlowKey, TimerItem, IDLE_RING_RELEASE, TX_BURST};
+use super::{Block, Engine, FlowKey, TimerItem, FAR_WAKE, IDLE_RING_RELEASE, TX_BURST};
 use crate::app::CloseReason;
+use crate::app::ConnId;
 use crate::app::Handler;
 use crate::arp::EnqueueResult;
 use crate::checksum;
@@ -20,6 +21,8 @@ use crate::tcp::send_buffer::SendBuffer;
 use crate::tcp::tcb::fast::PredictedSegment;
 use crate::tcp::tcb::State;
 use crate::time::Clock;
+use crate::time::Instant;
+use crate::timer::TimerWheel;
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub(super) fn flush_dirty(&mut self) {
@@ -97,7 +100,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             self.ring_keepers.push(id);
         }
         if let Some(at) = block.tcb.take_wake() {
-            self.timers.schedule(at, TimerItem::Conn { id, at });
+            schedule_wake(&mut self.timers, self.now, block, id, at);
         }
     }
 
@@ -474,4 +477,31 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
         }
         meta
     }
+}
+
+/// Puts the wheel entry that wakes connection `id` at `at` (its TCB's new wake-up).
+///
+/// The wheel has no cancel: an entry whose wake-up moved is left to fire, found stale and
+/// ignored. For near wake-ups that costs little, as they fire soon. A far one would stay
+/// for up to its whole lead: a keep-alive connection whose idle timeout lies 15 s ahead
+/// would leave one such entry per request (its loss-probe entry fires between requests
+/// and the next wake-up is then the idle timeout), a server with many requests a second
+/// millions of them. So a connection keeps at most one far entry (more than
+/// [`FAR_WAKE`] ahead), in `block.far_wake`: a far wake-up at or after it needs no
+/// entry of its own, as that entry fires first and, coming early, schedules the wake-up
+/// then (see `run_timers`).
+pub(super) fn schedule_wake(
+    timers: &mut TimerWheel<TimerItem>,
+    now: Instant,
+    block: &mut Block,
+    id: ConnId,
+    at: Instant,
+) {
+    if at.saturating_duration_since(now) >= FAR_WAKE {
+        if block.far_wake <= at {
+            return;
+        }
+        block.far_wake = at;
+    }
+    timers.schedule(at, TimerItem::Conn { id, at });
 }

@@ -946,3 +946,94 @@ fn quiet_connections_give_their_kept_send_ring_back() {
     );
     assert_eq!(net.client.connection_count(), 1);
 }
+
+/// Answers every request with a few bytes and arms the application timer for an idle
+/// timeout on each, as httpd does with its keep-alive timeout.
+struct KeepAliveServer {
+    idle_timeout: Duration,
+}
+
+impl Handler for KeepAliveServer {
+    type Conn = ();
+    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+        Some(())
+    }
+    fn data(&mut self, conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        let _ = conn.send(b"response");
+        conn.set_timer(Some(self.idle_timeout));
+        data.len()
+    }
+    fn timer(&mut self, conn: &mut Conn<'_, ()>) {
+        conn.close();
+    }
+    fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), _: CloseReason) {}
+}
+
+/// Asks, waits for the answer, pauses for `pause`, asks again: `exchanges` times on
+/// each connection, which then stays open.
+struct PausingClient {
+    pause: Duration,
+    exchanges: u32,
+    finished: usize,
+}
+
+impl Handler for PausingClient {
+    type Conn = u32;
+    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<u32> {
+        None
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, u32>) {
+        let _ = conn.send(b"request");
+    }
+    fn data(&mut self, conn: &mut Conn<'_, u32>, data: &[u8]) -> usize {
+        *conn.state() += 1;
+        if *conn.state() < self.exchanges {
+            conn.set_timer(Some(self.pause));
+        } else {
+            self.finished += 1;
+        }
+        data.len()
+    }
+    fn timer(&mut self, conn: &mut Conn<'_, u32>) {
+        let _ = conn.send(b"request");
+    }
+    fn closed(&mut self, _: &mut Opener<'_, u32>, _: u32, _: CloseReason) {}
+}
+
+/// A keep-alive connection whose far timer (the application's idle timeout) is re-armed
+/// on every request, while its near timers (loss probe, retransmission) come and go,
+/// keeps a bounded number of entries in the engine's timer wheel however many requests
+/// it serves: the entry for the far deadline is made once and moved when it comes due,
+/// not made again whenever a near one fires.
+#[test]
+fn keep_alive_connections_keep_few_timer_entries() {
+    const CONNS: usize = 20;
+    let client = PausingClient {
+        pause: Duration::from_millis(300),
+        exchanges: 200,
+        finished: 0,
+    };
+    let server = KeepAliveServer {
+        idle_timeout: Duration::from_secs(15),
+    };
+    let mut net = SimPair::with_delay(client, server, Duration::from_millis(1), 9);
+    net.server.listen(80, 64);
+    for _ in 0..CONNS {
+        net.client
+            .connect(SocketAddrV4::new(SERVER_IP, 80), 0)
+            .map_err(|(e, _)| e)
+            .expect("connect");
+    }
+    let mut most = 0;
+    let done = net.run_until(Duration::from_secs(120), |n| {
+        most = most.max(n.server.timers.len());
+        n.client.handler().finished == CONNS
+    });
+    assert!(done, "{:?} / {:?}", net.client.stats(), net.server.stats());
+    assert_eq!(net.server.connection_count(), CONNS);
+    println!("at most {most} timer-wheel entries for {CONNS} connections");
+    assert!(
+        most <= 3 * CONNS,
+        "{most} timer-wheel entries for {CONNS} connections"
+    );
+}

@@ -11,6 +11,9 @@
 //! installs a logger; without one the frames are not even parsed).
 
 pub mod rig;
+mod trend;
+
+pub use trend::HeapTrend;
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -184,6 +187,24 @@ impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
         }
     }
 
+    /// A pair with the deterministic configurations of [`engine_config`] (keyed by
+    /// `seed`) on a link without faults that takes `delay` each way.
+    pub fn with_delay(client: HC, server: HS, delay: Duration, seed: u64) -> SimPair<HC, HS> {
+        let link = FaultConfig {
+            delay,
+            ..FaultConfig::none()
+        };
+        SimPair::new(
+            client,
+            engine_config(CLIENT_IP, seed),
+            server,
+            engine_config(SERVER_IP, seed),
+            link,
+            link,
+            seed,
+        )
+    }
+
     /// The virtual time.
     pub fn now(&self) -> Instant {
         self.clock.now()
@@ -228,6 +249,23 @@ impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
             }
             None => false,
         }
+    }
+
+    /// Run for `samples` periods of `every` (virtual time), recording `live()` (the heap
+    /// bytes the process holds, from the test's counting allocator) after each.
+    pub fn heap_trend(
+        &mut self,
+        every: Duration,
+        samples: usize,
+        live: impl Fn() -> i64,
+    ) -> HeapTrend {
+        let start = self.now();
+        let mut trend = HeapTrend::new();
+        for _ in 0..samples {
+            self.run_until(every, |_| false);
+            trend.record(self.now() - start, live());
+        }
+        trend
     }
 
     /// Step until `done` holds or `limit` of virtual time has passed (or nothing is left

@@ -1,0 +1,120 @@
+//! [`HeapTrend`]: whether a process's live heap keeps growing under a steady load.
+//!
+//! Tests that run a server under steady load for a while (on virtual time or real) take
+//! samples of the bytes their process holds on the heap (from a counting global
+//! allocator, which the test binary declares) and ask whether the samples still rise
+//! once the load has warmed up: a leak, or memory kept for reuse without a bound, keeps
+//! rising; caches and pools that fill to their bound and stop do not.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+/// Live heap bytes sampled over a run. See the [module docs](self).
+#[derive(Debug, Clone, Default)]
+pub struct HeapTrend {
+    samples: Vec<(Duration, i64)>,
+}
+
+impl HeapTrend {
+    /// No samples yet.
+    pub fn new() -> HeapTrend {
+        HeapTrend::default()
+    }
+
+    /// `live` bytes on the heap at `at` into the run.
+    pub fn record(&mut self, at: Duration, live: i64) {
+        self.samples.push((at, live));
+    }
+
+    /// The samples, in the order recorded.
+    pub fn samples(&self) -> &[(Duration, i64)] {
+        &self.samples
+    }
+
+    /// Whether the heap stayed flat after `warm_up`: the samples taken after it are cut
+    /// into an earlier and a later half (by time), and the later half's highest sample
+    /// may exceed the earlier half's highest by at most `slack` bytes. A heap that keeps
+    /// growing fails; one that grew to a bound during the warm-up and stayed there
+    /// passes. `Err` says why, with every sample.
+    pub fn check_flat(&self, warm_up: Duration, slack: u64) -> Result<(), String> {
+        let after: Vec<_> = self.samples.iter().filter(|(t, _)| *t >= warm_up).collect();
+        let (Some(first), Some(last)) = (after.first(), after.last()) else {
+            return Err(format!("no samples after the warm-up ({warm_up:?})"));
+        };
+        let middle = first.0 + (last.0 - first.0) / 2;
+        let peak = |earlier: bool| {
+            after
+                .iter()
+                .filter(|(t, _)| (*t < middle) == earlier)
+                .map(|&&(_, b)| b)
+                .max()
+        };
+        let (Some(earlier), Some(later)) = (peak(true), peak(false)) else {
+            return Err(format!(
+                "too few samples after the warm-up:\n{}",
+                self.table()
+            ));
+        };
+        if later - earlier > slack as i64 {
+            return Err(format!(
+                "the heap kept growing: {} bytes more at the end than in the first half \
+                 after the warm-up ({slack} allowed)\n{}",
+                later - earlier,
+                self.table()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The samples as a table: time, live bytes.
+    pub fn table(&self) -> String {
+        let mut out = String::from("      time      live bytes\n");
+        for (t, b) in &self.samples {
+            let _ = writeln!(out, "{:>9.1}s {b:>15}", t.as_secs_f64());
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trend(values: &[i64]) -> HeapTrend {
+        let mut t = HeapTrend::new();
+        for (i, &v) in values.iter().enumerate() {
+            t.record(Duration::from_secs(10 * i as u64), v);
+        }
+        t
+    }
+
+    #[test]
+    fn a_heap_that_fills_to_a_bound_during_warm_up_is_flat() {
+        let t = trend(&[
+            100, 5_000, 9_000, 10_000, 10_100, 9_900, 10_050, 10_000, 10_020,
+        ]);
+        assert_eq!(t.check_flat(Duration::from_secs(30), 100), Ok(()));
+    }
+
+    #[test]
+    fn a_heap_that_keeps_growing_is_not() {
+        let t = trend(&[
+            100, 5_000, 9_000, 10_000, 11_000, 12_000, 13_000, 14_000, 15_000,
+        ]);
+        let err = t.check_flat(Duration::from_secs(30), 1_000).unwrap_err();
+        assert!(err.contains("kept growing"), "{err}");
+        // A slow leak still shows over the halves.
+        let t = trend(&[0, 100, 200, 300, 400, 500, 600, 700, 800, 900]);
+        assert!(t.check_flat(Duration::from_secs(0), 300).is_err());
+    }
+
+    #[test]
+    fn too_few_samples_are_an_error() {
+        assert!(trend(&[1, 2])
+            .check_flat(Duration::from_secs(100), 0)
+            .is_err());
+        assert!(trend(&[1, 2, 3])
+            .check_flat(Duration::from_secs(20), 0)
+            .is_err());
+    }
+}
