@@ -24,6 +24,10 @@
 //!   toolchains allow and names what blocks the rest (see [`cross`], [`tilegx`]).
 //! - `cargo xtask cross-test TARGET [--release]`: the cross-built httpd under qemu-user
 //!   answers curl with the right bytes (see [`cross_test`]).
+//! - `cargo xtask soak [--minutes N] [--backend tap|kernel] …`: httpd under steady
+//!   keep-alive load for a long while (15 minutes by default), its resident memory
+//!   sampled every 30 s; fails when a request fails or memory keeps growing after the
+//!   warm-up (see [`soak`]).
 //! - `cargo xtask autobahn [--backend kernel|tap|all] [--deflate] [--quick] …`: the
 //!   Autobahn TestSuite against `ws-echo` on the kernel backend and on TAP; prints a
 //!   per-section summary and writes it into the README (see [`autobahn`]).
@@ -41,6 +45,7 @@ mod cross;
 mod cross_test;
 mod pages;
 mod readme;
+mod soak;
 mod tilegx;
 mod xdp;
 // The crate's only unsafe code: each system call behind a safe function.
@@ -73,6 +78,9 @@ enum Command {
     /// The Autobahn TestSuite's fuzzing client against ws-echo on the kernel backend
     /// and on TAP (TAP needs root).
     Autobahn(autobahn::Options),
+    /// httpd under steady keep-alive load for minutes, its resident memory sampled;
+    /// fails when it keeps growing (needs root).
+    Soak(soak::Options),
 }
 
 #[derive(Debug, Subcommand)]
@@ -109,6 +117,7 @@ fn main() -> ExitCode {
         Command::CrossBuild(args) => cross::run(&args),
         Command::CrossTest(args) => cross_test::run(&args),
         Command::Autobahn(opts) => autobahn::run(&opts),
+        Command::Soak(opts) => soak::run(&opts),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

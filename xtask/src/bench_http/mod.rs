@@ -39,7 +39,7 @@ mod nginx;
 mod report;
 mod runs;
 mod tools;
-mod wrk;
+pub(crate) mod wrk;
 
 use std::fs;
 use std::path::Path;

@@ -6,7 +6,7 @@ use crate::common::CpuTimes;
 
 /// One wrk run.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(super) struct Sample {
+pub(crate) struct Sample {
     pub requests: u64,
     pub req_per_s: f64,
     pub mb_per_s: f64,
@@ -79,7 +79,7 @@ fn with_unit(s: &str, units: &[(&str, f64)]) -> Option<f64> {
 }
 
 /// Requests, requests/s, MB/s (10⁶ bytes), p50/p99, errors from wrk's report.
-pub(super) fn parse_wrk(out: &str) -> Option<Sample> {
+pub(crate) fn parse_wrk(out: &str) -> Option<Sample> {
     let mut s = Sample::default();
     let (mut rate, mut count) = (false, false);
     let (mut p50, mut p99) = (None, None);

@@ -13,7 +13,7 @@
 pub mod rig;
 mod trend;
 
-pub use trend::HeapTrend;
+pub use trend::MemoryTrend;
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -258,9 +258,9 @@ impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
         every: Duration,
         samples: usize,
         live: impl Fn() -> i64,
-    ) -> HeapTrend {
+    ) -> MemoryTrend {
         let start = self.now();
-        let mut trend = HeapTrend::new();
+        let mut trend = MemoryTrend::new();
         for _ in 0..samples {
             self.run_until(every, |_| false);
             trend.record(self.now() - start, live());

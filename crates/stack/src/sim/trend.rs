@@ -1,27 +1,28 @@
-//! [`HeapTrend`]: whether a process's live heap keeps growing under a steady load.
+//! [`MemoryTrend`]: whether the memory a process holds keeps growing under a steady load.
 //!
-//! Tests that run a server under steady load for a while (on virtual time or real) take
-//! samples of the bytes their process holds on the heap (from a counting global
-//! allocator, which the test binary declares) and ask whether the samples still rise
-//! once the load has warmed up: a leak, or memory kept for reuse without a bound, keeps
-//! rising; caches and pools that fill to their bound and stop do not.
+//! Tests and soak runs that put a server under steady load for a while (on virtual time
+//! or real) take samples of the bytes it holds (the heap, from a counting global
+//! allocator the test binary declares, or the resident set from `/proc`) and ask
+//! whether the samples still rise once the load has warmed up: a leak, or memory kept
+//! for reuse without a bound, keeps rising; caches and pools that fill to their bound
+//! and stop do not.
 
 use std::fmt::Write;
 use std::time::Duration;
 
-/// Live heap bytes sampled over a run. See the [module docs](self).
+/// Bytes held, sampled over a run. See the [module docs](self).
 #[derive(Debug, Clone, Default)]
-pub struct HeapTrend {
+pub struct MemoryTrend {
     samples: Vec<(Duration, i64)>,
 }
 
-impl HeapTrend {
+impl MemoryTrend {
     /// No samples yet.
-    pub fn new() -> HeapTrend {
-        HeapTrend::default()
+    pub fn new() -> MemoryTrend {
+        MemoryTrend::default()
     }
 
-    /// `live` bytes on the heap at `at` into the run.
+    /// `live` bytes held at `at` into the run.
     pub fn record(&mut self, at: Duration, live: i64) {
         self.samples.push((at, live));
     }
@@ -57,7 +58,7 @@ impl HeapTrend {
         };
         if later - earlier > slack as i64 {
             return Err(format!(
-                "the heap kept growing: {} bytes more at the end than in the first half \
+                "memory kept growing: {} bytes more at the end than in the first half \
                  after the warm-up ({slack} allowed)\n{}",
                 later - earlier,
                 self.table()
@@ -68,7 +69,7 @@ impl HeapTrend {
 
     /// The samples as a table: time, live bytes.
     pub fn table(&self) -> String {
-        let mut out = String::from("      time      live bytes\n");
+        let mut out = String::from("      time      bytes held\n");
         for (t, b) in &self.samples {
             let _ = writeln!(out, "{:>9.1}s {b:>15}", t.as_secs_f64());
         }
@@ -80,8 +81,8 @@ impl HeapTrend {
 mod tests {
     use super::*;
 
-    fn trend(values: &[i64]) -> HeapTrend {
-        let mut t = HeapTrend::new();
+    fn trend(values: &[i64]) -> MemoryTrend {
+        let mut t = MemoryTrend::new();
         for (i, &v) in values.iter().enumerate() {
             t.record(Duration::from_secs(10 * i as u64), v);
         }
