@@ -23,6 +23,7 @@ use rusty_stack::io::pcap::PcapCapture;
 use rusty_stack::io::PacketIo;
 use rusty_stack::runtime::{self, RuntimeConfig, RuntimeError, StopHandle, Worker, WorkerContext};
 use rusty_stack::tcp::config::CongestionAlgorithm;
+use rusty_stack::tcp::pool::CLASSES;
 use rusty_stack::{EngineConfig, Handler, MemoryBudget, Stats, SystemClock, TcpConfig};
 
 /// Drivers this build can run.
@@ -62,6 +63,9 @@ pub struct Launch {
     pub backlog: usize,
     /// Rusty's engines: each worker's buffer-memory budget.
     pub memory: MemoryBudget,
+    /// Rusty's engines: drained buffer storage each worker keeps for reuse, per size
+    /// class ([`EngineConfig::buffer_pool`]).
+    pub buffer_pool: usize,
     /// Rusty's engines: most orphans per worker.
     pub max_orphans: usize,
     /// Inject faults on the transmit path of Rusty's workers (testing): the config and
@@ -110,6 +114,7 @@ impl Launch {
             ephemeral_ports: engine.ephemeral_ports.clone(),
             backlog: 1024,
             memory: MemoryBudget::default(),
+            buffer_pool: engine.buffer_pool,
             max_orphans: engine.max_orphans,
             faults: None,
             tso: true,
@@ -447,8 +452,12 @@ impl<F> Engines<'_, F> {
         cfg.max_time_wait = launch.max_time_wait;
         cfg.ephemeral_ports = launch.ephemeral_ports.clone();
         cfg.memory = launch.memory;
+        cfg.buffer_pool = launch.buffer_pool;
         cfg.max_orphans = launch.max_orphans;
         cfg.tso = launch.tso;
+        if self.index == 0 {
+            announce_memory::<H>(&cfg, self.total);
+        }
         let ports = self
             .listen
             .map(|p| vec![(p, launch.backlog)])
@@ -563,6 +572,24 @@ pub fn log_counters<T: Clone + Default + fmt::Display>(
         add(&mut total, s);
     }
     log::info!("{label} total: {total}");
+}
+
+/// Says at start what memory each of `workers` engine workers sets aside and what bounds
+/// the rest, with the flags that size each.
+fn announce_memory<H: Handler>(cfg: &EngineConfig, workers: usize) {
+    const MIB: f64 = (1 << 20) as f64;
+    let room = cfg.reserved_connections.min(cfg.max_connections);
+    log::info!(
+        "rusty: each of {workers} workers reserves {:.1} MiB of address space for {room} \
+         connections (--reserved-connections; resident only as connections use it), keeps \
+         up to {:.0} MiB of drained buffers for reuse ({} size classes of --buffer-pool \
+         {:.1} MiB) and lets its connections' buffers hold up to {:.0} MiB (--tcp-mem)",
+        rusty_stack::engine::reserved_bytes::<H>(cfg) as f64 / MIB,
+        (CLASSES * cfg.buffer_pool) as f64 / MIB,
+        CLASSES,
+        cfg.buffer_pool as f64 / MIB,
+        cfg.memory.limit as f64 / MIB,
+    );
 }
 
 #[cfg(test)]

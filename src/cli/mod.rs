@@ -15,7 +15,9 @@ use clap::Args;
 use crate::launch::{Launch, XdpTuning};
 use link::parse_links;
 pub use logging::LogLevel;
-use parse::{parse_cidr, parse_congestion, parse_cpus, parse_memory_budget, parse_port_range};
+use parse::{
+    parse_cidr, parse_congestion, parse_cpus, parse_memory_budget, parse_port_range, parse_size,
+};
 use rusty_drivers_xdp::{AttachMode, CopyMode};
 use rusty_stack::io::fault::FaultConfig;
 use rusty_stack::tcp::config::CongestionAlgorithm;
@@ -97,6 +99,11 @@ pub struct CommonArgs {
     /// send buffers stop growing; in-order data beyond LIMIT is dropped unacknowledged.
     #[arg(long, value_name = "LOW,PRESSURE,LIMIT", value_parser = parse_memory_budget, default_value = "128M,192M,256M")]
     pub tcp_mem: MemoryBudget,
+    /// Rusty's engines: bytes of drained connection buffers each worker keeps for reuse
+    /// in each of its 8 size classes (2 KiB … 256 KiB rings; K, M, G suffixes); beyond
+    /// it drained buffers go back to the allocator.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "4M")]
+    pub buffer_pool: usize,
     /// Rusty's engines: most orphans (connections the application closed whose data or
     /// FIN is not yet acknowledged) per worker; past it the oldest is reset.
     #[arg(long, value_name = "N", default_value_t = 16384)]
@@ -176,6 +183,7 @@ impl CommonArgs {
         l.tso = !self.no_tso;
         l.backlog = self.backlog as usize;
         l.memory = self.tcp_mem;
+        l.buffer_pool = self.buffer_pool;
         l.max_orphans = self.max_orphans;
         l.max_connections = self.engine_max_connections;
         l.reserved_connections = self

@@ -218,7 +218,11 @@ fn report(opts: &Options, trend: &MemoryTrend, wrk_out: &str, server_out: &str) 
         warm_up(opts).as_secs()
     );
     for (t, b) in trend.samples() {
-        out += &format!("| {:.0} | {:.1} |\n", t.as_secs_f64(), *b as f64 / (1 << 20) as f64);
+        out += &format!(
+            "| {:.0} | {:.1} |\n",
+            t.as_secs_f64(),
+            *b as f64 / (1 << 20) as f64
+        );
     }
     if let Some(s) = parse_wrk(wrk_out) {
         out += &format!(

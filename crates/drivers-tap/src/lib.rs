@@ -96,7 +96,7 @@ mod queue;
 mod sys;
 pub mod vnet;
 
-pub use queue::{TapQueue, TapRx, TapStats, TapTx, RX_BUF_LEN};
+pub use queue::{TapQueue, TapRx, TapStats, TapTx, DEFAULT_POOL_BUFFERS, RX_BUF_LEN};
 
 /// Largest TSO frame the stack may hand over, counted as
 /// [`Capabilities::tso_max`] counts it (the IPv4 datagram): the whole Ethernet frame
@@ -129,6 +129,13 @@ pub struct TapConfig {
     /// Give the host side this address and prefix length (which also installs the
     /// connected route through the TAP).
     pub host: Option<(Ipv4Addr, u8)>,
+    /// Most idle buffers a queue keeps for reuse in each of its three lists (receive
+    /// buffers of its own, receive buffers the stack gave back, transmit buffers); each
+    /// is up to [`RX_BUF_LEN`] bytes (a GSO super-frame). Beyond it, buffers go back to
+    /// the allocator. What is kept is reported by [`PacketIo::pooled_bytes`].
+    ///
+    /// [`PacketIo::pooled_bytes`]: rusty_stack::io::PacketIo::pooled_bytes
+    pub pool_buffers: usize,
 }
 
 impl TapConfig {
@@ -142,6 +149,7 @@ impl TapConfig {
             mac: None,
             offloads: true,
             host: None,
+            pool_buffers: DEFAULT_POOL_BUFFERS,
         }
     }
 }
@@ -292,7 +300,7 @@ pub fn open(cfg: &TapConfig) -> Result<Vec<TapQueue>, TapError> {
             queue_count: cfg.queues,
             rss: None,
         };
-        queues.push(TapQueue::new(file, name.clone(), caps));
+        queues.push(TapQueue::new(file, name.clone(), caps, cfg.pool_buffers));
     }
     configure_host(&name, cfg)?;
     Ok(queues)

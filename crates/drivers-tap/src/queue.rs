@@ -27,10 +27,19 @@ use crate::vnet::{VnetHdr, VNET_HDR_LEN};
 /// may insert, and an IPv4 datagram of up to 65535 bytes).
 pub const RX_BUF_LEN: usize = VNET_HDR_LEN + ETHERNET_HEADER_LEN + 4 + 65535;
 
-/// Most idle buffers a pool keeps; buffers beyond this are freed when returned.
-const POOL_CAP: usize = 256;
+/// Idle buffers each of a queue's lists keeps unless configured otherwise
+/// ([`TapConfig::pool_buffers`](crate::TapConfig)): two receive bursts (the engine takes
+/// 32 frames a turn) and one transmit burst (it hands over 64).
+pub const DEFAULT_POOL_BUFFERS: usize = 64;
 
-type Pool = Arc<Mutex<Vec<Box<[u8]>>>>;
+/// Receive buffers the stack gave back (a frame is dropped wherever the stack is done
+/// with it, which may be a sibling worker's thread), at most `cap` of them.
+struct RxPool {
+    list: Mutex<Vec<Box<[u8]>>>,
+    cap: usize,
+}
+
+type Pool = Arc<RxPool>;
 
 /// Counters of one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,22 +70,28 @@ pub struct TapQueue {
     tx_free: Vec<Vec<u8>>,
     /// Capacity of a transmit buffer: the virtio header plus the largest frame.
     tx_buf_len: usize,
+    /// Most idle buffers each list keeps.
+    pool_cap: usize,
     stats: TapStats,
     /// Rung by siblings that hand this queue's worker frames; ends a `wait` too.
     doorbell: Option<Doorbell>,
 }
 
 impl TapQueue {
-    pub(crate) fn new(file: File, name: String, caps: Capabilities) -> TapQueue {
+    pub(crate) fn new(file: File, name: String, caps: Capabilities, pool_cap: usize) -> TapQueue {
         let tx_buf_len = VNET_HDR_LEN + caps.max_tx_frame();
         TapQueue {
             file,
             name,
             caps,
-            rx_pool: Arc::new(Mutex::new(Vec::new())),
+            rx_pool: Arc::new(RxPool {
+                list: Mutex::new(Vec::new()),
+                cap: pool_cap,
+            }),
             rx_spare: Vec::new(),
             tx_free: Vec::new(),
             tx_buf_len,
+            pool_cap,
             stats: TapStats::default(),
             doorbell: None,
         }
@@ -93,7 +108,7 @@ impl TapQueue {
 
     fn rx_buffer(&mut self) -> Box<[u8]> {
         if self.rx_spare.is_empty() {
-            let mut pool = lock(&self.rx_pool);
+            let mut pool = lock(&self.rx_pool.list);
             std::mem::swap(&mut *pool, &mut self.rx_spare);
         }
         self.rx_spare
@@ -102,7 +117,7 @@ impl TapQueue {
     }
 
     fn recycle_rx(&mut self, buf: Box<[u8]>) {
-        if self.rx_spare.len() < POOL_CAP {
+        if self.rx_spare.len() < self.pool_cap {
             self.rx_spare.push(buf);
         }
     }
@@ -153,7 +168,7 @@ enum ReadOutcome {
     Empty,
 }
 
-fn lock(pool: &Pool) -> std::sync::MutexGuard<'_, Vec<Box<[u8]>>> {
+fn lock(pool: &Mutex<Vec<Box<[u8]>>>) -> std::sync::MutexGuard<'_, Vec<Box<[u8]>>> {
     // A panic while holding the lock cannot leave the list inconsistent (push and swap
     // either happen or not), so a poisoned lock is still good to use.
     pool.lock().unwrap_or_else(|p| p.into_inner())
@@ -231,7 +246,7 @@ impl PacketIo for TapQueue {
                 // would drop it. TCP retransmits.
                 _ => self.stats.tx_drops += 1,
             }
-            if self.tx_free.len() < POOL_CAP {
+            if self.tx_free.len() < self.pool_cap {
                 self.tx_free.push(frame.buf);
             }
         }
@@ -248,6 +263,11 @@ impl PacketIo for TapQueue {
 
     fn set_doorbell(&mut self, bell: Doorbell) {
         self.doorbell = Some(bell);
+    }
+
+    fn pooled_bytes(&self) -> usize {
+        let rx = (self.rx_spare.len() + lock(&self.rx_pool.list).len()) * RX_BUF_LEN;
+        rx + self.tx_free.iter().map(Vec::capacity).sum::<usize>()
     }
 }
 
@@ -276,9 +296,9 @@ impl RxFrame for TapRx {
 impl Drop for TapRx {
     fn drop(&mut self) {
         let buf = std::mem::take(&mut self.buf);
-        let mut pool = lock(&self.pool);
-        if pool.len() < POOL_CAP {
-            pool.push(buf);
+        let mut list = lock(&self.pool.list);
+        if list.len() < self.pool.cap {
+            list.push(buf);
         }
     }
 }
@@ -333,7 +353,10 @@ mod tests {
         let file = File::from(OwnedFd::from(ours));
         let mut caps = Capabilities::new(MacAddr::from_bytes(&[2, 0, 0, 0, 0, 1]), 1500);
         caps.tso_max = Some(crate::TSO_MAX);
-        (TapQueue::new(file, "test".into(), caps), theirs)
+        (
+            TapQueue::new(file, "test".into(), caps, DEFAULT_POOL_BUFFERS),
+            theirs,
+        )
     }
 
     fn with_hdr(h: VnetHdr, frame: &[u8]) -> Vec<u8> {
@@ -346,6 +369,34 @@ mod tests {
     fn tap_queue_is_send() {
         fn send<T: Send>() {}
         send::<TapQueue>();
+    }
+
+    /// A burst larger than the pools leaves at most `pool_buffers` idle buffers in each
+    /// list, and `pooled_bytes` says how much they hold.
+    #[test]
+    fn idle_buffers_stay_within_the_configured_bound() {
+        let (mut q, peer) = pair();
+        let burst = 3 * DEFAULT_POOL_BUFFERS;
+        // All held by the stack at once, then all given back (a few at a time: the
+        // socket pair queues only a few datagrams).
+        let mut held = Vec::new();
+        while held.len() < burst {
+            for _ in 0..4 {
+                peer.send(&with_hdr(VnetHdr::default(), &[5u8; 60]))
+                    .unwrap();
+            }
+            assert_eq!(q.receive(&mut held, 4), 4);
+        }
+        assert_eq!(q.pooled_bytes(), 0);
+        held.clear();
+        // Given back to the shared list; the next reads take from it.
+        assert_eq!(q.pooled_bytes(), DEFAULT_POOL_BUFFERS * RX_BUF_LEN);
+        let mut frames: Vec<TapTx> = (0..burst).map(|_| q.alloc_tx(1000).unwrap()).collect();
+        // The pair takes a few; the rest are dropped as a full device queue would.
+        q.transmit(&mut frames);
+        let tx = q.tx_free.iter().map(Vec::capacity).sum::<usize>();
+        assert_eq!(q.tx_free.len(), DEFAULT_POOL_BUFFERS);
+        assert_eq!(q.pooled_bytes(), DEFAULT_POOL_BUFFERS * RX_BUF_LEN + tx);
     }
 
     #[test]

@@ -102,6 +102,14 @@ pub struct Stats {
     pub buffer_memory: u64,
     /// The most `buffer_memory` has been (summed over workers: an upper bound).
     pub buffer_memory_peak: u64,
+    /// Drained ring storage the engine keeps for reuse, outside `buffer_memory`: at most
+    /// [`EngineConfig::buffer_pool`](crate::EngineConfig) per size class.
+    pub buffer_pool_idle: u64,
+    /// Idle buffers the device queue keeps for reuse ([`PacketIo::pooled_bytes`]), as
+    /// of the last second.
+    ///
+    /// [`PacketIo::pooled_bytes`]: crate::io::PacketIo::pooled_bytes
+    pub driver_pool_idle: u64,
     /// What memory pressure made connections give up.
     pub memory: MemoryCounters,
 }
@@ -150,6 +158,8 @@ impl Default for Stats {
             misdirected_forwarded: 0,
             buffer_memory: 0,
             buffer_memory_peak: 0,
+            buffer_pool_idle: 0,
+            driver_pool_idle: 0,
             memory: MemoryCounters::default(),
         }
     }
@@ -228,7 +238,9 @@ impl Stats {
             unread_bytes_discarded,
             misdirected_forwarded,
             buffer_memory,
-            buffer_memory_peak
+            buffer_memory_peak,
+            buffer_pool_idle,
+            driver_pool_idle
         );
         self.memory.add(&other.memory);
         for (a, b) in self.drops.iter_mut().zip(other.drops.iter()) {
@@ -284,9 +296,17 @@ impl fmt::Display for Stats {
         if self.buffer_memory_peak > 0 {
             write!(
                 f,
-                "; buffer memory {} KiB (peak {} KiB)",
+                "; buffer memory {} KiB (peak {} KiB), idle rings {} KiB",
                 self.buffer_memory >> 10,
-                self.buffer_memory_peak >> 10
+                self.buffer_memory_peak >> 10,
+                self.buffer_pool_idle >> 10
+            )?;
+        }
+        if self.driver_pool_idle > 0 {
+            write!(
+                f,
+                "; driver buffers {} KiB idle",
+                self.driver_pool_idle >> 10
             )?;
         }
         let m = &self.memory;

@@ -97,7 +97,6 @@ struct Slot<C, S> {
 }
 
 /// Bytes one connection takes in the table: its slot as the table's entry.
-#[cfg(test)]
 pub(crate) fn slot_bytes<C, S>() -> usize {
     super::table::entry_bytes::<Slot<C, S>>()
 }

@@ -14,7 +14,6 @@ mod core;
 mod handler;
 mod table;
 
-#[cfg(test)]
 pub(crate) use self::core::slot_bytes;
 pub use self::core::{AppConn, AppCore, UnreadBytes};
 pub use conn::{

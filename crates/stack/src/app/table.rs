@@ -156,7 +156,6 @@ impl<T> IndexMut<usize> for Table<T> {
 }
 
 /// Bytes one entry of a `Table<T>` takes.
-#[cfg(test)]
 pub(crate) fn entry_bytes<T>() -> usize {
     std::mem::size_of::<Entry<T>>()
 }

@@ -3,6 +3,7 @@
 use std::net::Ipv4Addr;
 use std::ops::RangeInclusive;
 
+use crate::app::Handler;
 use crate::arp::ArpConfig;
 use crate::tcp::config::TcpConfig;
 use crate::tcp::pool::MemoryBudget;
@@ -161,6 +162,16 @@ pub(crate) fn random_secret() -> [u8; 32] {
     out[..16].copy_from_slice(&crate::tcp::isn::random_secret());
     out[16..].copy_from_slice(&crate::tcp::isn::random_secret());
     out
+}
+
+/// Bytes of memory an engine whose application is `H` sets aside when it starts with
+/// `cfg`: its connection table and flow table, with room for
+/// [`EngineConfig::reserved_connections`]. Address space, not resident memory: a page
+/// of it becomes resident when a connection first uses it. Everything else an engine
+/// holds grows with its connections and is bounded by its configuration.
+pub fn reserved_bytes<H: Handler>(cfg: &EngineConfig) -> usize {
+    let room = cfg.reserved_connections.min(cfg.max_connections);
+    room * crate::app::slot_bytes::<super::Block, H::Conn>() + super::Flows::reserved_bytes(room)
 }
 
 #[cfg(test)]

@@ -61,6 +61,13 @@ pub(crate) struct Flows {
 }
 
 impl Flows {
+    /// Bytes the table takes with room for `capacity` flows: the hash table's buckets
+    /// (one flow and one control byte each; at most 7/8 of them in use, a power of two).
+    pub(super) fn reserved_bytes(capacity: usize) -> usize {
+        let buckets = (capacity.saturating_mul(8) / 7).next_power_of_two();
+        buckets * (size_of::<(FlowKey, u32)>() + 1)
+    }
+
     /// A table with room for `capacity` flows before it grows, counting local ports in
     /// `ephemeral`.
     pub(super) fn new(capacity: usize, ephemeral: std::ops::RangeInclusive<u16>) -> Flows {

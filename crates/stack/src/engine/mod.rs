@@ -35,7 +35,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::Rc;
 use std::time::Duration;
 
-pub use config::EngineConfig;
+pub use config::{reserved_bytes, EngineConfig};
 
 use crate::app::{AppCore, ConnId, Handler, OpenResult};
 use crate::io::{ChecksumOffload, MacAddr, PacketIo, RxFrame, ETHERNET_HEADER_LEN};
@@ -469,6 +469,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         if self.pool.take_changed() {
             self.stats.buffer_memory = self.pool.in_use() as u64;
             self.stats.buffer_memory_peak = self.pool.peak() as u64;
+            self.stats.buffer_pool_idle = self.pool.idle_bytes() as u64;
             self.stats.memory = self.pool.counters();
         }
     }

@@ -375,6 +375,10 @@ impl<D: PacketIo, C: Clock> PacketIo for FaultInjector<D, C> {
         self.inner.set_doorbell(bell);
     }
 
+    fn pooled_bytes(&self) -> usize {
+        self.inner.pooled_bytes()
+    }
+
     fn wait(&mut self, timeout: std::time::Duration) {
         // Wake in time to release held frames.
         let timeout = match self.next_release() {

@@ -198,6 +198,15 @@ pub trait PacketIo {
     fn set_doorbell(&mut self, bell: Doorbell) {
         let _ = bell;
     }
+
+    /// Bytes of idle buffers this queue keeps for reuse that it allocated as it went
+    /// (not a fixed area set up at start, such as a NIC's ring or a UMEM), bounded by
+    /// its configuration; the engine reports them with its counters
+    /// ([`Stats::driver_pool_idle`](crate::Stats)). Read about once a second, off the
+    /// data path. The default: none. Decorators report the queue they wrap.
+    fn pooled_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// A plain owned frame: the buffer type of the in-memory link and of copies made by

@@ -177,6 +177,10 @@ impl<D: PacketIo, C: Clock, W: Write> PacketIo for PcapCapture<D, C, W> {
         self.inner.set_doorbell(bell);
     }
 
+    fn pooled_bytes(&self) -> usize {
+        self.inner.pooled_bytes()
+    }
+
     fn wait(&mut self, timeout: std::time::Duration) {
         self.inner.wait(timeout);
     }

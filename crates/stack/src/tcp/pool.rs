@@ -32,7 +32,7 @@ pub(crate) type Ring = Box<[u8]>;
 /// Smallest ring handed out; rings are powers of two from here.
 pub(crate) const MIN_RING: usize = 2048;
 /// Size classes kept: 2 KiB … 256 KiB.
-const CLASSES: usize = 8;
+pub const CLASSES: usize = 8;
 
 /// An engine's budget for the buffer memory its connections hold: send rings, receive
 /// rings and out-of-order data (not the shared, zero-copy chunks an application sends,
@@ -116,6 +116,8 @@ pub(crate) const RANGE_OVERHEAD: usize = 64;
 #[derive(Debug)]
 pub struct RingPool {
     classes: [Vec<Ring>; CLASSES],
+    /// Bytes of the rings in `classes`.
+    idle: usize,
     /// Most bytes of idle rings kept per class; rings beyond go back to the allocator.
     bytes_per_class: usize,
     budget: MemoryBudget,
@@ -144,6 +146,7 @@ impl RingPool {
     pub fn with_budget(bytes_per_class: usize, budget: MemoryBudget) -> RingPool {
         RingPool {
             classes: Default::default(),
+            idle: 0,
             bytes_per_class,
             budget,
             in_use: 0,
@@ -155,12 +158,9 @@ impl RingPool {
         }
     }
 
-    /// Bytes of idle rings held.
+    /// Bytes of idle rings held for reuse (at most [`CLASSES`] times the bound per class).
     pub fn idle_bytes(&self) -> usize {
-        self.classes
-            .iter()
-            .map(|c| c.iter().map(|r| r.len()).sum::<usize>())
-            .sum()
+        self.idle
     }
 
     /// Buffer memory the engine's connections hold now (rings and out-of-order data).
@@ -255,6 +255,7 @@ impl RingPool {
     pub(crate) fn take(&mut self, size: usize) -> Ring {
         self.charge(size);
         if let Some(ring) = class(size).and_then(|c| self.classes[c].pop()) {
+            self.idle -= ring.len();
             return ring;
         }
         vec![0; size].into_boxed_slice()
@@ -268,6 +269,7 @@ impl RingPool {
         let Some(c) = class(ring.len()) else { return };
         let kept = &mut self.classes[c];
         if (kept.len() + 1) * ring.len() <= self.bytes_per_class {
+            self.idle += ring.len();
             kept.push(ring);
         }
     }
