@@ -68,8 +68,10 @@ pub struct EngineConfig {
     pub reserved_connections: usize,
     /// Bytes of drained connection-buffer storage the engine keeps for reuse, per size
     /// class (8 classes of rings, 2 KiB … 256 KiB), so that busy connections do not go
-    /// to the allocator for every request. Rings beyond it go back to the allocator.
-    /// The pool starts empty; this bounds what it holds (at most 8 × this).
+    /// to the allocator for every request. Rings beyond it go back to the allocator, and
+    /// so do rings that sat unused for a second. The pool starts empty; this bounds what
+    /// it holds (at most 8 × this), which the engine reports as
+    /// [`Stats::buffer_pool_idle`](crate::Stats).
     pub buffer_pool: usize,
     /// The budget for the buffer memory this engine's connections hold, like Linux's
     /// `tcp_mem`: what happens under pressure and at the limit is described at

@@ -106,9 +106,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     /// Give back the empty send rings of connections that sent nothing for
     /// [`IDLE_RING_RELEASE`]; the others stay listed for the next sweep, one period on.
-    /// Also the once-a-second look at what the device keeps for reuse.
+    /// Also, once a second, what sat unused in the pool since the last sweep goes back
+    /// to the allocator, and the device says what it keeps for reuse.
     pub(super) fn sweep_idle_rings(&mut self) {
         self.ring_sweep_at = self.now + IDLE_RING_RELEASE;
+        self.pool.trim_idle();
         self.stats.driver_pool_idle = self.dev.pooled_bytes() as u64;
         let quiet_since = self.now - IDLE_RING_RELEASE;
         let (app, pool) = (&mut self.app, &mut self.pool);

@@ -8,7 +8,8 @@
 //! take and give one per response; see `SendBuffer`).
 //! Going to the allocator (and zeroing 2 KiB) for every request/response would put
 //! malloc/free on the data path, so drained rings return to the pool and the next
-//! connection that needs one reuses it. The engine owns
+//! connection that needs one reuses it; rings that then sit unused for a whole second go
+//! back to the allocator ([`RingPool::trim_idle`]). The engine owns
 //! its pool, sized from its configuration ([`EngineConfig::buffer_pool`]), and lends it
 //! to the connection state machine for each call that may take or give back storage:
 //! the state machine itself holds no pool and reaches into none.
@@ -118,6 +119,10 @@ pub struct RingPool {
     classes: [Vec<Ring>; CLASSES],
     /// Bytes of the rings in `classes`.
     idle: usize,
+    /// The fewest idle rings each class held since the last [`trim_idle`](Self::trim_idle),
+    /// and the fewest idle flight blocks: what sat unused all that time.
+    low: [usize; CLASSES],
+    low_flights: usize,
     /// Most bytes of idle rings kept per class; rings beyond go back to the allocator.
     bytes_per_class: usize,
     budget: MemoryBudget,
@@ -147,6 +152,8 @@ impl RingPool {
         RingPool {
             classes: Default::default(),
             idle: 0,
+            low: [0; CLASSES],
+            low_flights: 0,
             bytes_per_class,
             budget,
             in_use: 0,
@@ -254,9 +261,12 @@ impl RingPool {
     #[inline]
     pub(crate) fn take(&mut self, size: usize) -> Ring {
         self.charge(size);
-        if let Some(ring) = class(size).and_then(|c| self.classes[c].pop()) {
-            self.idle -= ring.len();
-            return ring;
+        if let Some(c) = class(size) {
+            if let Some(ring) = self.classes[c].pop() {
+                self.idle -= ring.len();
+                self.low[c] = self.low[c].min(self.classes[c].len());
+                return ring;
+            }
         }
         vec![0; size].into_boxed_slice()
     }
@@ -277,9 +287,31 @@ impl RingPool {
     /// A flight block from the pool (its contents unspecified), or a new one.
     #[inline]
     pub(crate) fn take_flight(&mut self) -> Box<Flight> {
-        self.flights
+        let flight = self
+            .flights
             .pop()
-            .unwrap_or_else(|| Box::new(Flight::EMPTY))
+            .unwrap_or_else(|| Box::new(Flight::EMPTY));
+        self.low_flights = self.low_flights.min(self.flights.len());
+        flight
+    }
+
+    /// Frees the idle rings and flight blocks that sat unused since the last call: in
+    /// each class, as many as its fewest idle in between (the oldest first). The engine
+    /// calls it once a second, so storage kept after a burst goes back after a quiet
+    /// second, while a steady load keeps what it reuses.
+    pub(crate) fn trim_idle(&mut self) {
+        for (kept, low) in self.classes.iter_mut().zip(&mut self.low) {
+            let unused = (*low).min(kept.len());
+            if unused > 0 {
+                let freed: usize = kept.drain(..unused).map(|r| r.len()).sum();
+                self.idle -= freed;
+                self.changed = true;
+            }
+            *low = kept.len();
+        }
+        let unused = self.low_flights.min(self.flights.len());
+        self.flights.drain(..unused);
+        self.low_flights = self.flights.len();
     }
 
     /// Keep `flight` for reuse, as many as a ring class's bytes hold, or free it.
@@ -430,6 +462,29 @@ mod tests {
         let many: Vec<_> = (0..4096).map(|_| pool.take(MIN_RING)).collect();
         many.into_iter().for_each(|r| pool.give(r));
         assert_eq!(pool.idle_bytes(), DEFAULT_BYTES_PER_CLASS);
+    }
+
+    #[test]
+    fn idle_storage_unused_for_a_period_goes_back() {
+        let mut pool = RingPool::default();
+        let rings: Vec<_> = (0..10).map(|_| pool.take(MIN_RING)).collect();
+        rings.into_iter().for_each(|r| pool.give(r));
+        let flights: Vec<_> = (0..4).map(|_| pool.take_flight()).collect();
+        flights.into_iter().for_each(|f| pool.give_flight(f));
+        // Given back during this period: kept through its end.
+        pool.trim_idle();
+        assert_eq!((pool.idle_bytes(), pool.flights.len()), (10 * MIN_RING, 4));
+        // Three rings and a flight block used in the next period: the rest go.
+        let used: Vec<_> = (0..3).map(|_| pool.take(MIN_RING)).collect();
+        used.into_iter().for_each(|r| pool.give(r));
+        let f = pool.take_flight();
+        pool.give_flight(f);
+        pool.trim_idle();
+        assert_eq!((pool.idle_bytes(), pool.flights.len()), (3 * MIN_RING, 1));
+        // A quiet period: nothing is kept.
+        pool.trim_idle();
+        assert_eq!((pool.idle_bytes(), pool.flights.len()), (0, 0));
+        assert_eq!(pool.in_use(), 0);
     }
 
     #[test]
