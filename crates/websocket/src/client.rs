@@ -3,9 +3,9 @@
 //! §5.3) and otherwise runs the same frame loop as the server. For tests and load
 //! generators.
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 use std::net::SocketAddrV4;
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
 
 use rusty_stack::{Conn, Handler, Opener};
 
@@ -17,7 +17,8 @@ use crate::extension::DeflateCodec;
 use crate::handshake::{check_response, ClientRequest, HeadProgress};
 use crate::parser::Role;
 use crate::session::{
-    endpoint_accessors, handler_callbacks, send_all, ClientSide, Endpoint, Phase, WsConn,
+    endpoint_accessors, handler_callbacks, os_seed, send_all, ClientSide, Endpoint, MaskKeys,
+    Phase, WsConn,
 };
 use crate::stats::WsStats;
 
@@ -32,21 +33,24 @@ pub struct WsClient<A> {
     keys: Keys,
 }
 
-/// Where each connection's handshake key and masks come from: a generator seeded per
-/// connection from std's per-process random hash keys.
-struct Keys {
-    seeds: RandomState,
-    opened: u64,
-}
+/// Where each connection's handshake key and mask stream come from: the worker's
+/// ChaCha20 stream, seeded from the OS's randomness (RFC 6455 §10.3). Each connection
+/// takes 16 bytes of it for its key and 32 for the seed of its own mask stream, so a
+/// key tells nothing of any mask.
+struct Keys(rand_chacha::ChaCha20Rng);
 
 impl Keys {
+    fn from_os() -> Keys {
+        Keys(rand_chacha::ChaCha20Rng::from_seed(os_seed()))
+    }
+
     fn connection<S>(&mut self, cfg: &WsConfig, request: ClientRequest, state: S) -> WsConn<S> {
         let mut c = WsConn::new(Role::Client, cfg, Some(state));
-        self.opened += 1;
-        c.seed(self.seeds.hash_one(self.opened));
         let mut key = [0u8; 16];
-        key[..8].copy_from_slice(&c.next_random().to_le_bytes());
-        key[8..].copy_from_slice(&c.next_random().to_le_bytes());
+        self.0.fill_bytes(&mut key);
+        let mut seed = [0u8; 32];
+        self.0.fill_bytes(&mut seed);
+        c.set_masks(MaskKeys::new(seed));
         c.client = Some(Box::new(ClientSide {
             request,
             key: base64::encode(&key),
@@ -79,10 +83,7 @@ impl<A: WsApp> WsClient<A> {
             app,
             cfg,
             stats: WsStats::default(),
-            keys: Keys {
-                seeds: RandomState::new(),
-                opened: 0,
-            },
+            keys: Keys::from_os(),
         }
     }
 
@@ -183,4 +184,30 @@ impl<A: WsApp> Handler for WsClient<A> {
     }
 
     handler_callbacks!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_of(keys: &mut Keys) -> String {
+        let c = keys.connection(&WsConfig::default(), ClientRequest::new("h", "/"), ());
+        c.client.expect("a client connection").key
+    }
+
+    /// Handshake keys come from a stream the OS seeded: they differ between
+    /// connections and between workers (two generators never start alike).
+    #[test]
+    fn handshake_keys_are_fresh_per_connection_and_worker() {
+        let (mut a, mut b) = (Keys::from_os(), Keys::from_os());
+        let from_a: Vec<String> = (0..64).map(|_| key_of(&mut a)).collect();
+        let mut all = from_a.clone();
+        all.extend((0..64).map(|_| key_of(&mut b)));
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 128, "{from_a:?}");
+        assert!(from_a
+            .iter()
+            .all(|k| base64::decode(k).map(|b| b.len()) == Some(16)));
+    }
 }

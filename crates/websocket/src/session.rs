@@ -146,8 +146,8 @@ pub struct WsConn<S> {
     /// Bytes sent since the send queue was last measured.
     out_since_check: usize,
     paused: bool,
-    /// Mask keys and the client's handshake key (client role).
-    rng: u64,
+    /// Where a client's frame masks come from (client role only).
+    masks: Option<Box<MaskKeys>>,
     pub(crate) client: Option<Box<ClientSide>>,
 }
 
@@ -172,7 +172,7 @@ impl<S> WsConn<S> {
             local_close: None,
             out_since_check: 0,
             paused: false,
-            rng: 0,
+            masks: None,
             client: None,
         }
     }
@@ -183,19 +183,9 @@ impl<S> WsConn<S> {
         self.parser.allow_rsv(RSV1);
     }
 
-    pub(crate) fn seed(&mut self, seed: u64) {
-        self.rng = seed | 1;
-    }
-
-    /// xorshift64*: mask keys need not be cryptographic here, only unpredictable to
-    /// the traffic's other parties (§10.3); the seed is random per connection.
-    pub(crate) fn next_random(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    /// Mask this client connection's frames with keys from `masks`.
+    pub(crate) fn set_masks(&mut self, masks: MaskKeys) {
+        self.masks = Some(Box::new(masks));
     }
 
     pub(crate) fn set_local_close(&mut self, code: u16, reason: String) {
@@ -273,7 +263,13 @@ fn write_frame<S>(
 ) -> Result<(), SendError> {
     let st = conn.state();
     let len = payload.as_slice().len();
-    let mask = (st.role == Role::Client).then(|| (st.next_random() as u32).to_ne_bytes());
+    let mask = match (st.role, st.masks.as_mut()) {
+        (Role::Client, Some(keys)) => Some(keys.next()),
+        // A client connection made without keys (not through `WsClient`): masked all
+        // the same, with a key of its own from the OS.
+        (Role::Client, None) => Some(st.masks.insert(Box::new(MaskKeys::from_os())).next()),
+        (Role::Server, _) => None,
+    };
     st.out_since_check += len + MAX_HEADER;
     let h = FrameHeader {
         fin,
@@ -802,4 +798,44 @@ impl<A: WsApp> Endpoint<'_, A> {
             },
         );
     }
+}
+
+/// A client connection's frame masks (RFC 6455 §5.3): a fresh 32-bit key per frame from
+/// a ChaCha20 stream of its own, seeded from the OS's randomness, so that no party to
+/// the traffic can predict the next key from the ones it has seen (§10.3), nor from
+/// the connection's handshake key.
+pub(crate) struct MaskKeys(rand_chacha::ChaCha20Rng);
+
+impl MaskKeys {
+    /// Keys from a stream seeded with `seed`.
+    pub(crate) fn new(seed: [u8; 32]) -> MaskKeys {
+        use rand_chacha::rand_core::SeedableRng;
+        MaskKeys(rand_chacha::ChaCha20Rng::from_seed(seed))
+    }
+
+    /// Keys from a stream seeded by the OS.
+    pub(crate) fn from_os() -> MaskKeys {
+        MaskKeys::new(os_seed())
+    }
+
+    fn next(&mut self) -> [u8; 4] {
+        use rand_chacha::rand_core::RngCore;
+        self.0.next_u32().to_ne_bytes()
+    }
+}
+
+/// 32 bytes from the OS's randomness. Where the OS cannot give any (it always can on
+/// Linux once booted), from std's per-process random hash keys instead, with an error
+/// logged: still unpredictable to a peer, though not a cryptographic source.
+pub(crate) fn os_seed() -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    if let Err(e) = getrandom::getrandom(&mut seed) {
+        log::error!("websocket: no randomness from the OS ({e}); masks from std's hash keys");
+        use std::hash::BuildHasher;
+        let keys = std::collections::hash_map::RandomState::new();
+        for (i, chunk) in seed.chunks_mut(8).enumerate() {
+            chunk.copy_from_slice(&keys.hash_one(i).to_le_bytes());
+        }
+    }
+    seed
 }
