@@ -76,7 +76,7 @@ struct Block {
     /// Listed in [`Engine::ring_keepers`]: the send buffer keeps an empty ring.
     ring_listed: bool,
     /// The deadline of this connection's one far timer-wheel entry still to fire
-    /// ([`Instant::FAR_FUTURE`]: none). See [`Engine::schedule_wake`].
+    /// ([`Instant::FAR_FUTURE`]: none). See `output::schedule_wake`.
     far_wake: Instant,
 }
 
@@ -226,7 +226,7 @@ const IDLE_RING_RELEASE: Duration = Duration::from_secs(1);
 const TIMER_SLOTS: usize = 8192;
 
 /// How far ahead a wake-up is "far": one revolution of the wheel. A connection keeps at
-/// most one wheel entry this far out (see [`Engine::schedule_wake`]).
+/// most one wheel entry this far out (see `output::schedule_wake`).
 const FAR_WAKE: Duration = Duration::from_millis(TIMER_SLOTS as u64);
 
 /// Largest transmit burst handed to the driver at once.

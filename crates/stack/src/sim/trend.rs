@@ -1,16 +1,16 @@
 //! [`MemoryTrend`]: whether the memory a process holds keeps growing under a steady load.
-//!
-//! Tests and soak runs that put a server under steady load for a while (on virtual time
-//! or real) take samples of the bytes it holds (the heap, from a counting global
-//! allocator the test binary declares, or the resident set from `/proc`) and ask
-//! whether the samples still rise once the load has warmed up: a leak, or memory kept
-//! for reuse without a bound, keeps rising; caches and pools that fill to their bound
-//! and stop do not.
 
 use std::fmt::Write;
 use std::time::Duration;
 
-/// Bytes held, sampled over a run. See the [module docs](self).
+/// Bytes held, sampled over a run.
+///
+/// Tests and soak runs that put a server under steady load for a while (on virtual time
+/// or real) take samples of the bytes it holds (the heap, from a counting global
+/// allocator the test binary declares, or the resident set from `/proc`) and ask
+/// whether the samples still rise once the load has warmed up: a leak, or memory kept
+/// for reuse without a bound, keeps rising; caches and pools that fill to their bound
+/// and stop do not.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryTrend {
     samples: Vec<(Duration, i64)>,

@@ -9,7 +9,7 @@
 //! Going to the allocator (and zeroing 2 KiB) for every request/response would put
 //! malloc/free on the data path, so drained rings return to the pool and the next
 //! connection that needs one reuses it; rings that then sit unused for a whole second go
-//! back to the allocator ([`RingPool::trim_idle`]). The engine owns
+//! back to the allocator (`RingPool::trim_idle`). The engine owns
 //! its pool, sized from its configuration ([`EngineConfig::buffer_pool`]), and lends it
 //! to the connection state machine for each call that may take or give back storage:
 //! the state machine itself holds no pool and reaches into none.
