@@ -296,7 +296,7 @@ impl fmt::Display for Stats {
         if self.buffer_memory_peak > 0 {
             write!(
                 f,
-                "; buffer memory {} KiB (peak {} KiB), idle rings {} KiB",
+                "; buffer memory {} KiB (peak {} KiB); idle rings {} KiB",
                 self.buffer_memory >> 10,
                 self.buffer_memory_peak >> 10,
                 self.buffer_pool_idle >> 10
@@ -324,5 +324,32 @@ impl fmt::Display for Stats {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The memory fields of the counters line, each its own `; `-separated field in the
+    /// form scripts and tests read.
+    #[test]
+    fn the_counters_line_names_memory_held_and_kept() {
+        let s = Stats {
+            buffer_memory: 12 << 10,
+            buffer_memory_peak: 34 << 10,
+            buffer_pool_idle: 2 << 10,
+            driver_pool_idle: 5 << 10,
+            ..Stats::default()
+        };
+        let line = s.to_string();
+        let fields: Vec<&str> = line.split("; ").collect();
+        for want in [
+            "buffer memory 12 KiB (peak 34 KiB)",
+            "idle rings 2 KiB",
+            "driver buffers 5 KiB idle",
+        ] {
+            assert!(fields.contains(&want), "{want:?} not in {line}");
+        }
     }
 }
