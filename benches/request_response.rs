@@ -18,20 +18,20 @@ mod common;
 #[path = "support/rr.rs"]
 mod rr;
 
-use rr::RrPair;
+use rr::{RrPair, RrServerSide};
 
 /// An established pair and the round trips it completed beyond what was asked for.
 ///
 /// With K connections, up to K round trips complete in one loop turn, so a run overshoots
 /// its target by up to K - 1; those requests were timed already and count towards the
 /// next sample, which keeps the total of requests and of time exact.
-struct Timed<D: PacketIo> {
-    pair: RrPair<D>,
+struct Timed<D: PacketIo, S> {
+    pair: RrPair<D, S>,
     surplus: u64,
 }
 
-impl<D: PacketIo> Timed<D> {
-    fn new(pair: RrPair<D>) -> Timed<D> {
+impl<D: PacketIo, S: RrServerSide> Timed<D, S> {
+    fn new(pair: RrPair<D, S>) -> Timed<D, S> {
         Timed { pair, surplus: 0 }
     }
 

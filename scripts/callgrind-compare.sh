@@ -8,8 +8,11 @@
 # per connection, loop turn `smoltcp_server_turn`; the options both run with are in its
 # doc comment). Each server's turns are collected alone (--toggle-collect) in runs of
 # N1 and N2 requests, and the cost per request is the difference over N2 - N1, so set-up
-# (engines, handshakes, warm-up) cancels out. The table gives both per K and smoltcp's
-# cost over Rusty's; then each server's costliest functions per request at the largest K.
+# (engines, handshakes, warm-up) cancels out. Both servers reach the link through
+# `OutOfLine` (benches/support/common.rs), and both counts leave its functions out
+# (`link_toggles` in callgrind-lib.sh): the figures are the two stacks' own work. The
+# table gives both per K and smoltcp's cost over Rusty's; then each server's costliest
+# functions per request at the largest K.
 #
 # BURST (default 32, the engines' `rx_burst`) is how many frames every end takes from
 # the link per loop turn, so how many requests one turn of a server can serve. smoltcp
@@ -49,9 +52,9 @@ for k in "${ks[@]}"; do
     for n in "$k1" "$k2"; do
         echo "callgrind: N=$n K=$k B=$b" >&2
         callgrind "$examples/request_response" "$out/rusty.b$b.k$k.n$n.out" \
-            --toggle-collect='*rr::server_turn*' -- "$n" "$k" memory "$b"
+            --toggle-collect='*rr::server_turn*' "${link_toggles[@]}" -- "$n" "$k" memory "$b"
         callgrind "$examples/smoltcp_rr" "$out/smoltcp.b$b.k$k.n$n.out" \
-            --toggle-collect='*smoltcp_server_turn*' -- "$n" "$k" "$b"
+            --toggle-collect='*smoltcp_server_turn*' "${link_toggles[@]}" -- "$n" "$k" "$b"
     done
     # Per request served between the runs (see `served` in callgrind-lib.sh), each
     # server's own count.
@@ -63,7 +66,7 @@ for k in "${ks[@]}"; do
 done
 
 echo
-echo "== server instructions per request served, burst $b frames a turn =="
+echo "== server instructions per request served (the link left out), burst $b frames a turn =="
 printf '%8s %16s %8s %12s %12s %15s\n' K "N1 / N2" "served*" Rusty smoltcp smoltcp/Rusty
 for row in "${rows[@]}"; do
     echo "$row"

@@ -5,9 +5,11 @@
 #
 # Runs the example under callgrind with two connection counts N1 < N2 and reports per
 # connection, as (cost at N2 - cost at N1) / (N2 - N1), so set-up, calibration and
-# warm-up cancel out: the whole process, the server engine's loop turns
-# (`conn::conn_server_turn`, inclusive, collected alone) and the client's; then the
-# server path's costliest functions per connection, by self and inclusive instructions.
+# warm-up cancel out: the server engine's loop turns (`conn::conn_server_turn`,
+# collected alone) with the in-memory link left out, the link's share of those turns,
+# the client's turns and the whole process (see scripts/callgrind-rr.sh); then the
+# server engine's costliest functions per connection, by self and inclusive
+# instructions.
 #
 # Usage: scripts/callgrind-conn.sh [N1 [N2 [C]]]   (defaults: 10000 40000 64)
 # Output files stay in target/callgrind-conn/.

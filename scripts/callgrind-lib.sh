@@ -103,9 +103,19 @@ top_tables() {
     per_unit_top "$small" "$large" yes "$dn" "$whole" "$turn"
 }
 
-# Three runs of <program> with <program args...>: the whole process into
-# <prefix>.all.out, and the server's and the client's loop turns alone (--toggle-collect
-# on the two turn functions) into <prefix>.server.out and <prefix>.client.out.
+# The link's own functions: the servers of the workloads reach their link through
+# `OutOfLine` (benches/support/common.rs), whose calls are never inlined. Toggling
+# collection on them inside a toggled turn function leaves the link out of the turn's
+# count (collection goes off on entering one and back on when it returns); on their own
+# they collect the link alone. No client reaches its link through them.
+link_toggles=(--toggle-collect='*::OutOfLine<D> as *' --toggle-collect='*::OutOfLineRx<F> as *'
+    --toggle-collect='*::OutOfLineTx<F> as *')
+
+# Four runs of <program> with <program args...>: the whole process into
+# <prefix>.all.out; the server's and the client's loop turns alone (--toggle-collect on
+# the two turn functions) into <prefix>.server.out and <prefix>.client.out; and the
+# server's turns without the link's functions (the engine's own work) into
+# <prefix>.engine.out.
 # profile_turns <program> <prefix> <server turn> <client turn> <program args...>
 profile_turns() {
     local bin=$1 prefix=$2 server=$3 client=$4
@@ -113,6 +123,7 @@ profile_turns() {
     callgrind "$bin" "$prefix.all.out" -- "$@"
     callgrind "$bin" "$prefix.server.out" --toggle-collect="*$server*" -- "$@"
     callgrind "$bin" "$prefix.client.out" --toggle-collect="*$client*" -- "$@"
+    callgrind "$bin" "$prefix.engine.out" --toggle-collect="*$server*" "${link_toggles[@]}" -- "$@"
 }
 
 # From two profile_turns runs (<prefix1> shorter, <units> apart): the whole process,
@@ -124,14 +135,16 @@ report_turns() {
     local total=$(($(totals "$b.all.out") - $(totals "$a.all.out")))
     local server_cost=$(($(totals "$b.server.out") - $(totals "$a.server.out")))
     local client=$(($(totals "$b.client.out") - $(totals "$a.client.out")))
-    awk -v t="$total" -v s="$server_cost" -v c="$client" -v dn="$dn" -v unit="$unit" 'BEGIN {
+    local engine=$(($(totals "$b.engine.out") - $(totals "$a.engine.out")))
+    awk -v t="$total" -v s="$server_cost" -v e="$engine" -v c="$client" -v dn="$dn" -v unit="$unit" 'BEGIN {
         printf "instructions per %s\n", unit
-        printf "total (client + server + link): %8.1f\n", t / dn
-        printf "server engine (server turns):   %8.1f\n", s / dn
-        printf "client engine (client turns):   %8.1f\n", c / dn
-        printf "outside both turns:             %8.1f\n", (t - s - c) / dn
+        printf "server engine (its turns, link left out): %8.1f\n", e / dn
+        printf "the link (inside the server turns):      %8.1f\n", (s - e) / dn
+        printf "client (its turns, engine and link):      %8.1f\n", c / dn
+        printf "outside both turns:                       %8.1f\n", (t - s - c) / dn
+        printf "total (the whole process):                %8.1f\n", t / dn
     }'
-    top_tables "server path" "$a.server.out" "$b.server.out" "$dn" "$unit" "$server\$"
+    top_tables "server engine" "$a.engine.out" "$b.engine.out" "$dn" "$unit" "$server\$"
 }
 
 # profile_turns at both run lengths (the program's first argument: N1, then N2; the

@@ -6,12 +6,15 @@
 # request counts N1 < N2, for each connection count K. Every cost is reported per request
 # as (cost at N2 - cost at N1) / (N2 - N1), so set-up (engines, handshakes, warm-up) and
 # process start cancel out:
-#   - total:  every instruction of the process (client + server + link);
-#   - server: the server engine's loop turns, `rr::server_turn`, inclusive (collected
-#             alone with --toggle-collect; includes the link's receive/transmit and the
-#             release of received frames, which run inside the server's turn);
-#   - client: the same for the client engine's loop turns, `rr::client_turn`.
-# Then the server path's 15 costliest functions per request, by self and by inclusive
+#   - server engine: the server engine's loop turns, `rr::server_turn`, with the link
+#             left out (the server reaches the in-memory link through `OutOfLine`, whose
+#             functions collection skips: see `link_toggles` in callgrind-lib.sh). This
+#             is the figure that measures the stack; the link is a test double;
+#   - the link: the link's functions called inside the server's turns (receive,
+#             transmit, buffers, the release of received frames);
+#   - client: the client engine's loop turns, `rr::client_turn`, its link included;
+#   - total:  every instruction of the process.
+# Then the server engine's 15 costliest functions per request, by self and by inclusive
 # instructions (functions are merged across the files their inlined code came from).
 # scripts/callgrind-compare.sh sets the server's figure beside smoltcp's.
 #

@@ -19,7 +19,7 @@ use rusty::sim::{self, CLIENT_IP, SERVER_IP};
 use rusty::time::VirtualClock;
 use rusty::{CloseReason, Conn, ConnectError, Engine, Handler, Opener};
 
-use crate::common::{self, Messages, MESSAGE_LEN};
+use crate::common::{self, Messages, OutOfLine, MESSAGE_LEN};
 
 const SERVER_PORT: u16 = 80;
 const REQUEST: [u8; MESSAGE_LEN] = [b'q'; MESSAGE_LEN];
@@ -134,7 +134,8 @@ impl Handler for ConnServer {
 }
 
 pub(crate) type ClientEngine = Engine<MemoryLink, ConnClient, VirtualClock>;
-pub(crate) type ServerEngine = Engine<MemoryLink, ConnServer, VirtualClock>;
+/// The server's link is [`OutOfLine`], so profiles tell its cost from the engine's.
+pub(crate) type ServerEngine = Engine<OutOfLine<MemoryLink>, ConnServer, VirtualClock>;
 
 /// One loop turn of the client engine (a separate symbol for profilers).
 #[inline(never)]
@@ -178,7 +179,12 @@ impl ConnPair {
         let cfg_server = sim::engine_config(SERVER_IP, 1);
         let mut pair = ConnPair {
             client: Engine::new(a, client, clock.clone(), cfg_client),
-            server: Engine::new(b, ConnServer::default(), clock.clone(), cfg_server),
+            server: Engine::new(
+                OutOfLine::new(b),
+                ConnServer::default(),
+                clock.clone(),
+                cfg_server,
+            ),
             clock,
             step,
             turns: 0,

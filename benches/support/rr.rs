@@ -36,7 +36,7 @@ use rusty::sim::{self, CLIENT_IP, SERVER_IP};
 use rusty::time::VirtualClock;
 use rusty::{Conn, Engine, EngineConfig, Handler, MemoryBudget};
 
-use crate::common::{self, Messages, MESSAGE_LEN};
+use crate::common::{self, Messages, OutOfLine, MESSAGE_LEN};
 
 /// The first port the server listens on.
 pub(crate) const SERVER_PORT: u16 = 7;
@@ -239,12 +239,16 @@ pub(crate) struct RrPair<D: PacketIo, S = ServerEngine<D>> {
     pub server: S,
 }
 
-impl RrPair<MemoryLink> {
+/// The pair on the bare in-memory link: the server's end is [`OutOfLine`], so that
+/// profiles tell the link's cost from the server engine's.
+pub(crate) type MemoryPair = RrPair<MemoryLink, ServerEngine<OutOfLine<MemoryLink>>>;
+
+impl MemoryPair {
     /// Two engines on a bare in-memory link.
-    pub(crate) fn memory(connections: usize, burst: usize) -> Result<RrPair<MemoryLink>, String> {
+    pub(crate) fn memory(connections: usize, burst: usize) -> Result<MemoryPair, String> {
         let clock = VirtualClock::new();
         let (a, b) = common::link(2 * connections);
-        let server = rusty_server(b, &clock, connections, burst);
+        let server = rusty_server(OutOfLine::new(b), &clock, connections, burst);
         RrPair::build(clock, a, server, connections, burst)
     }
 }

@@ -15,7 +15,7 @@
 
 use std::cell::Cell;
 
-use rusty::io::memory::{MemFrame, MemoryLink};
+use rusty::io::memory::MemoryLink;
 use rusty::io::{PacketIo, TxFrame};
 use rusty::sim::{SERVER_IP, SERVER_MAC};
 use rusty::time::VirtualClock;
@@ -28,7 +28,7 @@ use smoltcp::socket::tcp::{self, CongestionControl};
 use smoltcp::time::{Duration, Instant};
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr};
 
-use crate::common::{Messages, MESSAGE_LEN};
+use crate::common::{Messages, OutOfLine, OutOfLineRx, OutOfLineTx, MESSAGE_LEN};
 use crate::rr::{RrServerSide, RESPONSE};
 
 /// Largest Ethernet frame on the link (MTU 1500).
@@ -43,14 +43,15 @@ const ACK_DELAY: Duration = Duration::from_millis(40);
 /// An end of the in-memory link as a smoltcp device. Frames are taken a burst at a
 /// time ([`LinkDevice::take_burst`]) and handed to the interface one by one; frames
 /// to send are queued and handed to the link once per turn ([`LinkDevice::flush`]),
-/// both as Rusty's engine does with its device.
+/// both as Rusty's engine does with its device. The link is [`OutOfLine`], as the Rusty
+/// server's is, so that profiles of both servers leave out the same link functions.
 pub(crate) struct LinkDevice {
-    link: MemoryLink,
+    link: OutOfLine<MemoryLink>,
     /// Frames taken from the link per turn.
     burst: usize,
     /// The burst taken this turn, last frame first.
-    rx: Vec<MemFrame>,
-    tx: Vec<MemFrame>,
+    rx: Vec<Rx>,
+    tx: Vec<Tx>,
     /// Where a frame is written when the link has no buffer free (it is then dropped,
     /// as a full transmit ring drops it), counted in `tx_dropped`.
     scratch: Vec<u8>,
@@ -60,7 +61,7 @@ pub(crate) struct LinkDevice {
 impl LinkDevice {
     fn new(link: MemoryLink, burst: usize) -> LinkDevice {
         LinkDevice {
-            link,
+            link: OutOfLine::new(link),
             burst,
             rx: Vec::with_capacity(burst),
             tx: Vec::new(),
@@ -84,8 +85,11 @@ impl LinkDevice {
     }
 }
 
+type Rx = OutOfLineRx<<MemoryLink as PacketIo>::Rx>;
+type Tx = OutOfLineTx<<MemoryLink as PacketIo>::Tx>;
+
 /// A received frame, handed to smoltcp.
-pub(crate) struct RxToken(MemFrame);
+pub(crate) struct RxToken(Rx);
 
 impl phy::RxToken for RxToken {
     fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
@@ -95,8 +99,8 @@ impl phy::RxToken for RxToken {
 
 /// The right to send one frame: the link buffer is taken when smoltcp writes it.
 pub(crate) struct TxToken<'a> {
-    link: &'a mut MemoryLink,
-    tx: &'a mut Vec<MemFrame>,
+    link: &'a mut OutOfLine<MemoryLink>,
+    tx: &'a mut Vec<Tx>,
     scratch: &'a mut Vec<u8>,
     tx_dropped: &'a mut u64,
 }
@@ -296,7 +300,7 @@ impl RrServerSide for SmoltcpServer<'_> {
             self.send_failures,
             self.conns.len(),
             self.dev.tx_dropped,
-            self.dev.link.stats()
+            self.dev.link.inner().stats()
         )
     }
 
