@@ -118,6 +118,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod app;
 pub mod arp;
@@ -127,7 +128,6 @@ pub mod engine;
 pub(crate) mod ethernet;
 #[doc(hidden)]
 pub mod fuzzing;
-pub(crate) mod hint;
 pub(crate) mod icmp;
 pub mod io;
 pub(crate) mod ipv4;

@@ -432,21 +432,16 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             self.send_gratuitous_arp();
         }
 
+        // The burst vector is the engine's, kept between turns for its capacity; it is
+        // taken out while its frames are handled, as handling needs the whole engine.
         let mut rx = std::mem::take(&mut self.rx);
         let n = self.dev.receive(&mut rx, self.cfg.rx_burst);
-        for frame in &rx {
-            let this = crate::hint::opaque(self);
-            this.on_frame(frame, frame.meta().checksum_verified);
+        // Each buffer goes back to the device once its frame is handled, before anything
+        // of this turn is sent.
+        for frame in rx.drain(..) {
+            self.on_frame(&frame, frame.meta().checksum_verified);
         }
-        // The burst's buffers go back to the device together (cheaper than a draining
-        // iterator, and before anything of this turn is sent).
-        rx.clear();
-        // Put the vector back in place of the empty one `take` left, which holds no
-        // allocation: forgotten rather than dropped, as there is nothing to free (a drop
-        // would be an out-of-line call every turn).
-        let placeholder = std::mem::replace(&mut self.rx, rx);
-        debug_assert_eq!(placeholder.capacity(), 0);
-        std::mem::forget(placeholder);
+        self.rx = rx;
 
         self.run_timers();
         self.poll_arp();
