@@ -20,9 +20,9 @@
 //! leaves out section 9 (large messages, most of the time) and the larger half of 12.
 //! A case passes when its behaviour and its closing behaviour are each OK, NON-STRICT
 //! or INFORMATIONAL; the command fails if any case does not. Reports (HTML and JSON)
-//! stay in the target directory (`autobahn/reports/<backend>`), and unless
-//! `--no-readme` the per-section summary goes into the README (a block of its own for
-//! `--deflate` runs).
+//! stay in the target directory (`autobahn/reports/<backend>`), and unless `--no-docs`
+//! (old name: `--no-readme`) the per-section summary goes into `docs/websocket.md` (a
+//! block of its own for `--deflate` runs).
 //!
 //! Processes started here are stopped by PID; the namespace and TAP are deleted on
 //! every exit path.
@@ -37,11 +37,11 @@ use std::time::{Duration, Instant};
 
 use crate::common::{
     build, check_interrupted, find_program, interrupt_flag, listening, provenance, release_bin,
-    require_root, tail, target_dir, workspace_root, write_readme, Netns, Proc, Result,
+    require_root, tail, target_dir, workspace_root, write_results, Netns, Proc, Result,
 };
 use crate::sys;
 
-/// The release the summary in the README was made with.
+/// The release the summary in `docs/websocket.md` was made with.
 const AUTOBAHN_PACKAGE: &str = "autobahntestsuite==25.10.1";
 const PORT: u16 = 9001;
 const HOST_CIDR: &str = "10.79.4.1/24";
@@ -49,8 +49,10 @@ const STACK_IP: &str = "10.79.4.2";
 const PREFIX: u8 = 24;
 /// Autobahn's largest messages are 16 MiB (sections 9.1 and 9.2).
 const MAX_MESSAGE: usize = 16 << 20;
-/// The README blocks: one for the run without permessage-deflate, one with it.
-const README: [(&str, &str); 2] = [
+/// The page the summary goes into, relative to the workspace root.
+const PAGE: &str = "docs/websocket.md";
+/// The page's blocks: one for the run without permessage-deflate, one with it.
+const BLOCKS: [(&str, &str); 2] = [
     ("<!-- autobahn:start -->", "<!-- autobahn:end -->"),
     (
         "<!-- autobahn-deflate:start -->",
@@ -89,9 +91,10 @@ pub(crate) struct Options {
     /// Python 2.7 interpreter to make the virtualenv with.
     #[arg(long)]
     python: Option<PathBuf>,
-    /// Print the summary only; leave README.md alone.
-    #[arg(long)]
-    no_readme: bool,
+    /// Print the summary only; leave docs/websocket.md alone (`--no-readme` is an old
+    /// name for it).
+    #[arg(long = "no-docs", alias = "no-readme")]
+    no_docs: bool,
     /// Use the release ws-echo already built.
     #[arg(long)]
     no_build: bool,
@@ -183,15 +186,15 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
                 .map(move |f| format!("{}: {f}", s.backend.label()))
         })
         .collect();
-    if !opts.no_readme {
+    if !opts.no_docs {
         let body = format!(
             "{}\n\nMeasured with {}; `ws-echo` with `--max-message {MAX_MESSAGE}`{}.\n",
             text.trim_end(),
             provenance(),
             if opts.deflate { " and `--deflate`" } else { "" }
         );
-        let (start, end) = README[usize::from(opts.deflate)];
-        let path = write_readme(&root, start, end, &body)?;
+        let (start, end) = BLOCKS[usize::from(opts.deflate)];
+        let path = write_results(&root, PAGE, start, end, &body)?;
         eprintln!("autobahn: summary written to {}", path.display());
     }
     if failed.is_empty() {
@@ -616,7 +619,7 @@ mod tests {
             quick: false,
             cases: Vec::new(),
             python: None,
-            no_readme: true,
+            no_docs: true,
             no_build: true,
         };
         let all = case_patterns(&o);
@@ -629,6 +632,25 @@ mod tests {
         o.cases = vec!["2.1".into()];
         assert_eq!(case_patterns(&o), ["2.1"]);
         assert!(case_key("9.10.1") > case_key("9.2.1"));
+    }
+
+    #[test]
+    fn no_docs_keeps_its_old_name() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            opts: Options,
+        }
+        use clap::Parser;
+        for flag in ["--no-docs", "--no-readme"] {
+            assert!(
+                Cli::try_parse_from(["autobahn", flag])
+                    .unwrap()
+                    .opts
+                    .no_docs
+            );
+        }
+        assert!(!Cli::try_parse_from(["autobahn"]).unwrap().opts.no_docs);
     }
 
     #[test]

@@ -41,7 +41,8 @@ use std::time::Duration;
 
 use crate::common::{
     check_interrupted, check_run, explain_run, listening, median_by, provenance, release_bin,
-    thousands, warn_if_busy, write_readme, CpuTimes, Netns, Proc, Result, RunArgs,
+    thousands, warn_if_busy, write_results, CpuTimes, Netns, Proc, Result, RunArgs,
+    BENCHMARKS_PAGE,
 };
 use crate::xdp::{self, Goal, Per, XdpLink};
 
@@ -73,9 +74,10 @@ pub(crate) struct Suite {
     port: u16,
     cases: &'static [Case],
     goals: &'static [Goal],
-    readme_start: &'static str,
-    readme_end: &'static str,
-    /// The README section's heading and what the client sends.
+    /// The marker lines of the suite's block in `docs/benchmarks.md`.
+    block_start: &'static str,
+    block_end: &'static str,
+    /// The block's heading and what the client sends.
     heading: &'static str,
     unit: &'static str,
 }
@@ -89,8 +91,8 @@ pub(crate) const ECHO: Suite = Suite {
     port: 7,
     cases: &ECHO_CASES,
     goals: &ECHO_GOALS,
-    readme_start: "<!-- bench-echo:start -->",
-    readme_end: "<!-- bench-echo:end -->",
+    block_start: "<!-- bench-echo:start -->",
+    block_end: "<!-- bench-echo:end -->",
     heading: "Echo: Rusty on TAP and on AF_XDP vs the kernel's sockets",
     unit: "echoed message",
 };
@@ -105,8 +107,8 @@ pub(crate) const WS: Suite = Suite {
     port: 9001,
     cases: &WS_CASES,
     goals: &WS_GOALS,
-    readme_start: "<!-- bench-ws:start -->",
-    readme_end: "<!-- bench-ws:end -->",
+    block_start: "<!-- bench-ws:start -->",
+    block_end: "<!-- bench-ws:end -->",
     heading: "WebSocket echo: Rusty on TAP and on AF_XDP vs the kernel's sockets",
     unit: "echoed WebSocket message",
 };
@@ -136,7 +138,7 @@ const WS_CASES: [Case; 3] = [
     case("240 × 8 KiB messages", "ping-pong", 240, 8192),
 ];
 
-/// Issue 14's goal: at least 2× the kernel backend per server CPU-second at 128 B.
+/// The goal: at least 2× the kernel backend's messages per server CPU-second at 128 B.
 const WS_GOALS: [Goal; 1] = [Goal {
     case: WS_CASES[0].label,
     per: Per::ServerCpu,
@@ -148,7 +150,7 @@ const ECHO_CASES: [Case; 2] = [
     case("stream 4 × 512 B", "stream", 4, 512),
 ];
 
-/// The issue's goal for Rusty on AF_XDP against the kernel backend.
+/// The goal for Rusty on AF_XDP against the kernel backend.
 const ECHO_GOALS: [Goal; 1] = [Goal {
     case: ECHO_CASES[0].label,
     per: Per::ServerCpu,
@@ -301,9 +303,15 @@ pub(crate) fn run(opts: &Options, suite: &'static Suite) -> Result<()> {
         xdp_outcome.as_ref().err().map(String::as_str),
     );
     println!("{table}\n{verdict}");
-    if !opts.run.host.no_readme {
-        let body = readme_body(suite, opts, &xdp_outcome, &table, &verdict);
-        let path = write_readme(&root, suite.readme_start, suite.readme_end, &body)?;
+    if !opts.run.host.no_docs {
+        let body = block_body(suite, opts, &xdp_outcome, &table, &verdict);
+        let path = write_results(
+            &root,
+            BENCHMARKS_PAGE,
+            suite.block_start,
+            suite.block_end,
+            &body,
+        )?;
         eprintln!("{what}: table written to {}", path.display());
     }
     Ok(())
@@ -555,7 +563,7 @@ fn verdict(suite: &Suite, samples: &[Vec<(Backend, Sample)>], xdp_skipped: Optio
     )
 }
 
-fn readme_body(
+fn block_body(
     suite: &Suite,
     opts: &Options,
     xdp_outcome: &xdp::Outcome,
@@ -563,7 +571,7 @@ fn readme_body(
     verdict: &str,
 ) -> String {
     let spin = opts.run.host.spin("the binaries' default `--spin-us 200`");
-    let xdp_note = xdp::readme_note(xdp_outcome);
+    let xdp_note = xdp::mode_note(xdp_outcome);
     format!(
         "### {heading}\n\
          \n\

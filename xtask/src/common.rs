@@ -43,9 +43,10 @@ pub(crate) struct HostArgs {
     /// Core for the client (the load generator, or the Linux peer).
     #[arg(long, default_value_t = 1)]
     pub client_cpu: usize,
-    /// Print the table only; leave README.md alone.
-    #[arg(long)]
-    pub no_readme: bool,
+    /// Print the table only; leave docs/benchmarks.md alone (`--no-readme` is an old
+    /// name for it).
+    #[arg(long = "no-docs", alias = "no-readme")]
+    pub no_docs: bool,
     /// Use the release binaries already built.
     #[arg(long)]
     pub no_build: bool,
@@ -56,7 +57,7 @@ pub(crate) struct HostArgs {
 }
 
 impl HostArgs {
-    /// How the README names the servers' spin setting: `--spin-us N` when given,
+    /// How a results page names the servers' spin setting: `--spin-us N` when given,
     /// else `default`.
     pub(crate) fn spin(&self, default: &str) -> String {
         self.spin_us
@@ -781,7 +782,7 @@ pub(crate) fn thousands(x: f64) -> String {
     out
 }
 
-/// Where a README table comes from: "`cargo xtask …` — DATE, MACHINE".
+/// Where a table of results comes from: "`cargo xtask …` — DATE, MACHINE".
 pub(crate) fn provenance() -> String {
     format!("`{}` — {}, {}", command_line(), utc_date(), machine())
 }
@@ -833,11 +834,21 @@ pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-/// Writes `body` into README.md between `start` and `end`.
-pub(crate) fn write_readme(root: &Path, start: &str, end: &str, body: &str) -> Result<PathBuf> {
-    let path = root.join("README.md");
+/// The page the benchmarks write their tables into, relative to the workspace root.
+pub(crate) const BENCHMARKS_PAGE: &str = "docs/benchmarks.md";
+
+/// Writes `body` into the Markdown page `page` (relative to the workspace root `root`)
+/// between the marker lines `start` and `end`; returns the page's path.
+pub(crate) fn write_results(
+    root: &Path,
+    page: &str,
+    start: &str,
+    end: &str,
+    body: &str,
+) -> Result<PathBuf> {
+    let path = root.join(page);
     let text = fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    fs::write(&path, crate::readme::put_block(&text, start, end, body))
+    fs::write(&path, crate::results::put_block(&text, start, end, body))
         .map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok(path)
 }
@@ -880,5 +891,51 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(19_723), (2024, 1, 1));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn no_docs_keeps_its_old_name() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        use clap::Parser;
+        for flag in ["--no-docs", "--no-readme"] {
+            assert!(
+                Cli::try_parse_from(["bench", flag])
+                    .unwrap()
+                    .run
+                    .host
+                    .no_docs
+            );
+        }
+        assert!(!Cli::try_parse_from(["bench"]).unwrap().run.host.no_docs);
+    }
+
+    #[test]
+    fn results_go_into_the_page_between_markers() {
+        let dir = std::env::temp_dir().join(format!("xtask-results-{}", std::process::id()));
+        fs::create_dir_all(dir.join("docs")).unwrap();
+        let page = dir.join(BENCHMARKS_PAGE);
+        fs::write(
+            &page,
+            "# Benchmarks\n\n<!-- x:start -->\nold\n<!-- x:end -->\n\nend\n",
+        )
+        .unwrap();
+        let path = write_results(
+            &dir,
+            BENCHMARKS_PAGE,
+            "<!-- x:start -->",
+            "<!-- x:end -->",
+            "new",
+        )
+        .unwrap();
+        assert_eq!(path, page);
+        assert_eq!(
+            fs::read_to_string(&page).unwrap(),
+            "# Benchmarks\n\n<!-- x:start -->\nnew\n<!-- x:end -->\n\nend\n"
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,23 +1,29 @@
 //! `cargo xtask …`: project automation that is more than a one-line cargo command.
 //!
+//! The benchmarks and the Autobahn run write their results into the documentation, each
+//! into its own block between marker lines (`<!-- bench-echo:start -->` …
+//! `<!-- bench-echo:end -->`): the benchmarks into `docs/benchmarks.md`, Autobahn into
+//! `docs/websocket.md` (see [`results`]). `--no-docs` (old name: `--no-readme`) only
+//! prints.
+//!
 //! - `cargo xtask bench echo [--duration S] [--rounds N] [--spin-us U] [--no-xdp]
-//!   [--no-readme]`: the echo server on Rusty's stack (TAP, AF_XDP) against the same
+//!   [--no-docs]`: the echo server on Rusty's stack (TAP, AF_XDP) against the same
 //!   server on the kernel's sockets, driven by the same client on the same cores; prints a
-//!   table and writes it into the README (see [`bench_echo`]).
+//!   table and writes it into `docs/benchmarks.md` (see [`bench_echo`]).
 //! - `cargo xtask bench ws [--duration S] [--rounds N] …`: the same for `ws-echo` under
 //!   `ws-load`: WebSocket messages of 128 B, 1 KiB and 8 KiB over 240 connections
 //!   (see [`bench_echo`]).
 //! - `cargo xtask bench http [--duration S] [--rounds N] [--connections C] [--no-nginx]
 //!   [--no-xdp] …`: httpd on Rusty's stack (TAP, AF_XDP), the same httpd on the kernel's
 //!   sockets and nginx, one server core each, under the same wrk; prints a table and
-//!   writes it into the README (see [`bench_http`]).
+//!   writes it into `docs/benchmarks.md` (see [`bench_http`]).
 //!
 //! Both report server CPU and whole-machine CPU per request or message; their Rusty-on-
 //! AF_XDP row shares its veth pair, trial start and goals ([`xdp`]).
 //! - `cargo xtask bench loss [--quick] [--single SIZE] [--multi NxSIZE] [--loss P,…] …`:
 //!   bulk transfers under nftables random loss in both directions, Rusty as sender and
 //!   as receiver, each against the same application on Linux's TCP behind a veth pair;
-//!   prints a table and writes it into the README (see [`bench_loss`]).
+//!   prints a table and writes it into `docs/benchmarks.md` (see [`bench_loss`]).
 //! - `cargo xtask gen-pages DIR`: the HTTP benchmark's page set (see [`pages`]).
 //! - `cargo xtask cross-build TARGET [--release] [-p NAME]`: the workspace's binaries,
 //!   or one package's library, for another target; `tilegx` does what today's
@@ -30,7 +36,7 @@
 //!   warm-up (see [`soak`]).
 //! - `cargo xtask autobahn [--backend kernel|tap|all] [--deflate] [--quick] …`: the
 //!   Autobahn TestSuite against `ws-echo` on the kernel backend and on TAP; prints a
-//!   per-section summary and writes it into the README (see [`autobahn`]).
+//!   per-section summary and writes it into `docs/websocket.md` (see [`autobahn`]).
 
 use std::process::ExitCode;
 
@@ -44,7 +50,7 @@ mod common;
 mod cross;
 mod cross_test;
 mod pages;
-mod readme;
+mod results;
 mod soak;
 mod tilegx;
 mod xdp;

@@ -179,8 +179,8 @@ fn queue_mode(log: &str, ifname: &str) -> Option<String> {
         .find_map(|l| Some(l[l.find(&key)? + key.len()..].trim().to_string()))
 }
 
-/// The README's sentence on the AF_XDP row: its mode, or why its rows are missing.
-pub(crate) fn readme_note(outcome: &Outcome) -> String {
+/// The results page's sentence on the AF_XDP row: its mode, or why its rows are missing.
+pub(crate) fn mode_note(outcome: &Outcome) -> String {
     match outcome {
         Ok(mode) => format!(
             "\n\nRusty on AF_XDP ran in {mode}, as the driver reported for the veth's queue."
@@ -221,7 +221,7 @@ impl Per {
     }
 }
 
-/// The aim for Rusty on AF_XDP in one case: at least `factor` times the
+/// A goal for Rusty on AF_XDP in one case: at least `factor` times the
 /// kernel backend's work per CPU-second.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Goal {

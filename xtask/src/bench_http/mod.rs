@@ -33,7 +33,7 @@
 //! This file holds the cases, the servers and the loop over rounds; beside it: finding
 //! or installing wrk and nginx ([`tools`]), nginx's configuration ([`nginx`]), one
 //! measured run ([`runs`]), reading wrk's report ([`wrk`]) and the table, verdict and
-//! README section ([`report`]).
+//! block written into `docs/benchmarks.md` ([`report`]).
 
 mod nginx;
 mod report;
@@ -44,10 +44,12 @@ pub(crate) mod wrk;
 use std::fs;
 use std::path::Path;
 
-use crate::common::{release_bin, warn_if_busy, write_readme, Netns, Result, RunArgs, TempDir};
+use crate::common::{
+    release_bin, warn_if_busy, write_results, Netns, Result, RunArgs, TempDir, BENCHMARKS_PAGE,
+};
 use crate::pages;
 use crate::xdp::{self, Goal, Per};
-use report::{readme_body, table, us, verdict};
+use report::{block_body, table, us, verdict};
 use runs::Ctx;
 use tools::Tools;
 use wrk::Sample;
@@ -62,11 +64,12 @@ const XDP: xdp::Plan = xdp::Plan {
     client_cidr: "10.80.1.1/24",
     stack_ip: "10.80.1.2",
 };
-const README_START: &str = "<!-- bench-http:start -->";
-const README_END: &str = "<!-- bench-http:end -->";
-/// The goal for Rusty on TAP against the kernel-backend httpd, per server core.
+/// The marker lines of this benchmark's block in `docs/benchmarks.md`.
+const BLOCK_START: &str = "<!-- bench-http:start -->";
+const BLOCK_END: &str = "<!-- bench-http:end -->";
+/// The goal for Rusty on TAP against the kernel-backend httpd, per server core.
 const GOAL: f64 = 3.0;
-/// The goals for Rusty on AF_XDP against the kernel-backend httpd.
+/// The goals for Rusty on AF_XDP against the kernel-backend httpd.
 const XDP_GOALS: [Goal; 3] = [
     Goal {
         case: CASES[0].label,
@@ -308,9 +311,9 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let table = table(&samples, &servers);
     let verdict = verdict(&samples, xdp_outcome.as_ref().err().map(String::as_str));
     println!("{table}\n{verdict}");
-    if !opts.run.host.no_readme {
-        let body = readme_body(opts, &set, &tools, &xdp_outcome, &table, &verdict);
-        let path = write_readme(&root, README_START, README_END, &body)?;
+    if !opts.run.host.no_docs {
+        let body = block_body(opts, &set, &tools, &xdp_outcome, &table, &verdict);
+        let path = write_results(&root, BENCHMARKS_PAGE, BLOCK_START, BLOCK_END, &body)?;
         eprintln!("bench http: table written to {}", path.display());
     }
     Ok(())

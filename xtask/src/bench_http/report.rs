@@ -1,5 +1,5 @@
 //! What a benchmark run reports: the markdown table of medians and ratios, the verdict
-//! against the goals, and the README section around them.
+//! against the goals, and the block of `docs/benchmarks.md` around them.
 
 use std::fmt::Write as _;
 
@@ -145,7 +145,7 @@ pub(super) fn verdict(samples: &[Vec<(Server, Sample)>], xdp_skipped: Option<&st
     )
 }
 
-pub(super) fn readme_body(
+pub(super) fn block_body(
     opts: &Options,
     set: &pages::PageSet,
     tools: &Tools,
@@ -168,7 +168,7 @@ pub(super) fn readme_body(
         .as_deref()
         .map(|n| format!("\n\nnginx {n}: its rows are missing."))
         .unwrap_or_default();
-    let xdp_note = xdp::readme_note(xdp_outcome);
+    let xdp_note = xdp::mode_note(xdp_outcome);
     format!(
         "### HTTP: httpd on Rusty (TAP, AF_XDP) vs httpd on kernel sockets vs nginx\n\
          \n\

@@ -33,12 +33,15 @@ mod peer;
 mod report;
 mod runs;
 
-use crate::common::{find_program, release_bin, write_readme, HostArgs, Result, TempDir};
+use crate::common::{
+    find_program, release_bin, write_results, HostArgs, Result, TempDir, BENCHMARKS_PAGE,
+};
 use net::LossNet;
 use runs::{Ctx, Sample};
 
-const README_START: &str = "<!-- bench-loss:start -->";
-const README_END: &str = "<!-- bench-loss:end -->";
+/// The marker lines of this benchmark's block in `docs/benchmarks.md`.
+const BLOCK_START: &str = "<!-- bench-loss:start -->";
+const BLOCK_END: &str = "<!-- bench-loss:end -->";
 const DEFAULT_SINGLE: u64 = 64_000_000;
 const DEFAULT_MULTI: (usize, u64) = (16, 4_000_000);
 const QUICK_SINGLE: u64 = 2_000_000;
@@ -261,9 +264,9 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
 
     let table = report::table(&cases, &samples);
     println!("{table}");
-    if !opts.host.no_readme {
-        let body = report::readme_body(opts, &table);
-        let path = write_readme(&root, README_START, README_END, &body)?;
+    if !opts.host.no_docs {
+        let body = report::block_body(opts, &table);
+        let path = write_results(&root, BENCHMARKS_PAGE, BLOCK_START, BLOCK_END, &body)?;
         eprintln!("bench loss: table written to {}", path.display());
     }
     Ok(())

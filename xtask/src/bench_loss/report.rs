@@ -1,5 +1,5 @@
 //! What a run reports: one row per case with Rusty and Linux side by side, and the
-//! README section around it.
+//! block of `docs/benchmarks.md` around it.
 
 use std::fmt::Write as _;
 
@@ -90,7 +90,7 @@ pub(super) fn table(cases: &[Case], samples: &[Vec<(Stack, Sample)>]) -> String 
     t
 }
 
-pub(super) fn readme_body(opts: &Options, table: &str) -> String {
+pub(super) fn block_body(opts: &Options, table: &str) -> String {
     let (n, per) = opts.multi();
     let spin = opts.host.spin("the binaries' default `--spin-us 200`");
     let rates: Vec<String> = opts.loss.iter().map(|&bp| percent_label(bp)).collect();
@@ -104,7 +104,7 @@ pub(super) fn readme_body(opts: &Options, table: &str) -> String {
          direction (`numgen random`, drawn independently per direction; {timeout} s allowed\n\
          per transfer). Options: `--quick` (smoke run), `--single SIZE`, `--multi NxSIZE`,\n\
          `--loss P,…`, `--rusty-as sender|receiver|both`, `--rounds`, `--timeout`,\n\
-         `--keep-logs`, `--no-readme`, `--no-build`.\n\
+         `--keep-logs`, `--no-docs`, `--no-build`.\n\
          \n\
          - Rusty as sender: `httpd` serves a generated file, on Rusty (`httpd 8080 DIR 1\n\
            tap:NAME {RUSTY_IP}/24 1 --no-tso`) and, for the baseline, on kernel sockets\n\
