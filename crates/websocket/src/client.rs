@@ -210,4 +210,49 @@ mod tests {
             .iter()
             .all(|k| base64::decode(k).map(|b| b.len()) == Some(16)));
     }
+
+    /// The frame masks cannot be computed from the handshake key, which a passive
+    /// observer sees (RFC 6455 §10.3). With a generator whose outputs reveal its state,
+    /// they could: xorshift64* outputs its state times an odd constant, so one 64-bit
+    /// word of the key gives the state, and the state gives every later output. Here
+    /// that prediction (for every way of cutting a mask from an output) matches none of
+    /// a connection's masks; the masks come from a ChaCha20 stream of their own, seeded
+    /// from output the key does not contain.
+    #[test]
+    fn masks_cannot_be_computed_from_the_key() {
+        const MUL: u64 = 0x2545_F491_4F6C_DD1D;
+        // MUL's inverse modulo 2^64 (Newton's iteration doubles the correct bits).
+        let mut inv: u64 = MUL;
+        for _ in 0..5 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(MUL.wrapping_mul(inv)));
+        }
+        assert_eq!(MUL.wrapping_mul(inv), 1);
+        let step = |mut x: u64| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x
+        };
+        let mut keys = Keys::from_os();
+        for _ in 0..8 {
+            let mut c = keys.connection(&WsConfig::default(), ClientRequest::new("h", "/"), ());
+            let key = base64::decode(&c.client.as_ref().expect("a client").key).expect("base64");
+            let masks: Vec<[u8; 4]> = (0..16).map(|_| c.next_mask().expect("masks")).collect();
+            for word in key.chunks_exact(8) {
+                let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+                let mut state = word.wrapping_mul(inv);
+                for _ in 0..32 {
+                    state = step(state);
+                    let out = state.wrapping_mul(MUL).to_le_bytes();
+                    for cut in out.windows(4) {
+                        assert!(!masks.iter().any(|m| m == cut), "a mask follows from the key");
+                    }
+                }
+            }
+            // Nor are the masks cut from the key itself.
+            for cut in key.windows(4) {
+                assert!(!masks.iter().any(|m| m == cut), "a mask is part of the key");
+            }
+        }
+    }
 }

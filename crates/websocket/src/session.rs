@@ -188,6 +188,12 @@ impl<S> WsConn<S> {
         self.masks = Some(Box::new(masks));
     }
 
+    /// The key the next frame this client connection sends will be masked with.
+    #[cfg(test)]
+    pub(crate) fn next_mask(&mut self) -> Option<[u8; 4]> {
+        self.masks.as_mut().map(|m| m.next())
+    }
+
     pub(crate) fn set_local_close(&mut self, code: u16, reason: String) {
         self.local_close = Some((code, reason));
     }
@@ -818,7 +824,7 @@ impl MaskKeys {
         MaskKeys::new(os_seed())
     }
 
-    fn next(&mut self) -> [u8; 4] {
+    pub(crate) fn next(&mut self) -> [u8; 4] {
         use rand_chacha::rand_core::RngCore;
         self.0.next_u32().to_ne_bytes()
     }
