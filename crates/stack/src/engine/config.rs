@@ -158,6 +158,19 @@ impl EngineConfig {
     }
 }
 
+/// A 64-bit value drawn from the engine secret for `purpose`, for what the engine shows
+/// in clear but should not be guessed (the first ephemeral port, the first IPv4
+/// Identification) and for the seed of its generator: SipHash-2-4 under the secret's
+/// first half. SipHash is a pseudo-random function, so these values teach an observer
+/// nothing about the secret, whose halves key the ISNs and the SYN cookies.
+pub(crate) fn derive(secret: &[u8; 32], purpose: &str) -> u64 {
+    use std::hash::Hasher;
+    let key: [u8; 16] = secret[..16].try_into().expect("16 bytes");
+    let mut h = siphasher::sip::SipHasher24::new_with_key(&key);
+    h.write(purpose.as_bytes());
+    h.finish()
+}
+
 /// 32 bytes of key material from the OS.
 pub(crate) fn random_secret() -> [u8; 32] {
     let mut out = [0u8; 32];
@@ -198,5 +211,25 @@ mod tests {
         );
         c.prefix_len = 0;
         assert!(c.on_link(Ipv4Addr::new(1, 2, 3, 4)));
+    }
+
+    /// What the engine shows in clear is drawn from the secret, not cut out of it: no
+    /// derived value carries two bytes of the secret in a row, and each purpose gets
+    /// its own value.
+    #[test]
+    fn clear_values_are_derived_not_cut_from_the_secret() {
+        let secret: [u8; 32] = std::array::from_fn(|i| i as u8 * 7 + 1);
+        let purposes = ["rng seed", "first ephemeral port", "first ipv4 ident"];
+        let values: Vec<u64> = purposes.iter().map(|p| derive(&secret, p)).collect();
+        for v in &values {
+            let bytes = v.to_le_bytes();
+            for pair in bytes.windows(2) {
+                assert!(!secret.windows(2).any(|w| w == pair), "{v:#x}");
+            }
+        }
+        assert!(values[0] != values[1] && values[1] != values[2] && values[0] != values[2]);
+        let mut other = secret;
+        other[0] ^= 1;
+        assert_ne!(derive(&other, purposes[0]), values[0]);
     }
 }

@@ -238,9 +238,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let caps = dev.capabilities().clone();
         let now = clock.now();
         let secret = cfg.secret.unwrap_or_else(config::random_secret);
-        let mut rng = Rng::new(u64::from_le_bytes(
-            secret[8..16].try_into().expect("eight bytes"),
-        ));
+        let mut rng = Rng::new(config::derive(&secret, "rng seed"));
         let mut isn_key = [0u8; 16];
         let mut cookie_key = [0u8; 16];
         isn_key.copy_from_slice(&secret[..16]);
@@ -253,7 +251,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let ports = cfg.ephemeral_ports.clone();
         let span = (*ports.end() as u32 - *ports.start() as u32 + 1).max(1);
         let next_port = *ports.start()
-            + (u32::from_le_bytes([secret[0], secret[1], secret[2], secret[3]]) % span) as u16;
+            + (config::derive(&secret, "first ephemeral port") % u64::from(span)) as u16;
         Engine {
             dev,
             clock,
@@ -284,7 +282,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             arp: crate::arp::ArpCache::new(cfg.arp.clone()),
             isn: IsnGenerator::new(isn_key),
             cookies: SynCookies::new(cookie_key),
-            ident: IdentCounter::new(u16::from_le_bytes([secret[4], secret[5]])),
+            ident: IdentCounter::new(config::derive(&secret, "first ipv4 ident") as u16),
             stats: Stats::default(),
             announce_pending: true,
             ports: PortSearch::new(next_port),
