@@ -230,10 +230,7 @@ where
     } else {
         &launch.links
     };
-    let taps = links
-        .iter()
-        .filter(|l| matches!(l.kind, LinkKind::Tap { .. } | LinkKind::IxgbeModel { .. }))
-        .count();
+    let taps = links.iter().filter(|l| opens_a_tap(&l.kind)).count();
     if launch.tap_host.is_some() && taps != 1 {
         return Err(LaunchError::Usage(format!(
             "--tap-host needs exactly one TAP link, there are {taps}"
@@ -335,6 +332,15 @@ where
         }
     }
     Ok(out)
+}
+
+/// Whether a link opens a TAP device, which `--tap-host` addresses: a TAP link, or a
+/// model device, whose wire is a TAP device.
+fn opens_a_tap(kind: &LinkKind) -> bool {
+    matches!(
+        kind,
+        LinkKind::Tap { .. } | LinkKind::IxgbeModel { .. } | LinkKind::MpipeModel { .. }
+    )
 }
 
 /// A TAP device with one queue and no offloads, for a model device's wire (which
@@ -607,6 +613,20 @@ mod tests {
             PathBuf::from("/tmp/x.w2.pcap")
         );
         assert_eq!(pcap_path(Path::new("cap"), 1, 2), PathBuf::from("cap.w1"));
+    }
+
+    #[test]
+    fn every_link_with_a_tap_device_takes_tap_host() {
+        let s = |v: &str| v.to_string();
+        assert!(opens_a_tap(&LinkKind::Tap { name: s("tap0") }));
+        assert!(opens_a_tap(&LinkKind::IxgbeModel { tap: s("tap0") }));
+        assert!(opens_a_tap(&LinkKind::MpipeModel { tap: s("tap0") }));
+        assert!(!opens_a_tap(&LinkKind::Kernel));
+        assert!(!opens_a_tap(&LinkKind::Xdp { ifname: s("eth0") }));
+        assert!(!opens_a_tap(&LinkKind::Ixgbe {
+            pci: s("0000:01:00.0")
+        }));
+        assert!(!opens_a_tap(&LinkKind::Mpipe { link: s("xgbe1") }));
     }
 
     #[test]

@@ -14,11 +14,20 @@ use rusty::runtime::{StopHandle, WorkerContext};
 use rusty_httpd::{Cache, HttpConfig, HttpServer, HttpStats, Limits, StatsSink};
 
 fn seconds(s: &str) -> Result<Duration, String> {
+    let v = seconds_or_off(s)?;
+    if v.is_zero() {
+        return Err(format!("'{s}' must be above 0 and at most 86400 seconds"));
+    }
+    Ok(v)
+}
+
+/// Seconds, or 0 for a timeout that is off.
+fn seconds_or_off(s: &str) -> Result<Duration, String> {
     let v: f64 = s
         .parse()
         .map_err(|_| format!("'{s}' is not a number of seconds"))?;
-    if !(v > 0.0 && v <= 86_400.0) {
-        return Err(format!("'{s}' must be above 0 and at most 86400 seconds"));
+    if !(0.0..=86_400.0).contains(&v) {
+        return Err(format!("'{s}' must be from 0 to 86400 seconds"));
     }
     Ok(Duration::from_secs_f64(v))
 }
@@ -48,7 +57,7 @@ struct Cli {
     /// Seconds a client may leave what we sent unacknowledged (by not reading, so its
     /// window stays shut) before the connection is reset: the user timeout (RFC 5482)
     /// of every connection, like nginx's `send_timeout`. 0 turns it off.
-    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = seconds)]
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = seconds_or_off)]
     send_timeout: Duration,
     /// Largest request head (request line and header fields) accepted.
     #[arg(long, value_name = "BYTES", default_value_t = 8192)]
@@ -121,5 +130,29 @@ fn main() -> ExitCode {
                 _ => ExitCode::from(1),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(["httpd", "8080", "site"].iter().chain(args))
+    }
+
+    #[test]
+    fn send_timeout_zero_turns_it_off_other_timeouts_refuse_zero() {
+        let cli = parse(&["--send-timeout", "0"]).expect("0 is accepted");
+        assert!(cli.send_timeout.is_zero());
+        assert_eq!(
+            parse(&["--send-timeout", "2.5"]).unwrap().send_timeout,
+            Duration::from_millis(2500)
+        );
+        for bad in [["--send-timeout", "-1"], ["--send-timeout", "86401"]] {
+            assert!(parse(&bad).is_err(), "{bad:?}");
+        }
+        assert!(parse(&["--keepalive-timeout", "0"]).is_err());
+        assert!(parse(&["--header-timeout", "x"]).is_err());
     }
 }
