@@ -1,4 +1,4 @@
-//! Micro-benchmarks of the stack's hot small pieces, one criterion group each (issue 13):
+//! Micro-benchmarks of the stack's hot small pieces, one criterion group each:
 //!
 //! - `checksum`: the Internet checksum of 64, 1,500 and 65,536 bytes, the stack's
 //!   ([`checksum::checksum`], the pieces folded apart as `finish(combine(pseudo,

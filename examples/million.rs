@@ -1,5 +1,5 @@
-//! A million idle connections on one server engine (issue 13: limits that are
-//! configuration, not walls).
+//! A million idle connections on one server engine: its limits are configuration, not
+//! walls.
 //!
 //! One client engine and one server engine on one thread, joined by the in-memory link,
 //! on virtual time. The server listens on enough ports for one client address to reach

@@ -1,6 +1,6 @@
 //! # rusty-fuzz-targets
 //!
-//! The fuzz targets of Rusty (issue 10, "hold against a hostile network"): one pure
+//! The fuzz targets of Rusty, which must hold against a hostile network: one pure
 //! function per target, each taking arbitrary bytes. None may panic on any input; a
 //! panic, including a failed invariant check inside a target, is a bug found.
 //!

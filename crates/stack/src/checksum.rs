@@ -41,7 +41,7 @@ fn fold128(acc: u128) -> u16 {
 /// only zero to zero, so it gives `0xffff` exactly for the non-zero multiples of
 /// 2^16 - 1; and `s` is a multiple of the odd 2^16 - 1 exactly when `s` times its
 /// inverse modulo 2^64 is at most `u64::MAX / (2^16 - 1)`.
-#[inline(always)]
+#[inline]
 fn folds_to_ones(acc: u128) -> bool {
     const INVERSE: u64 = 0xfffe_fffe_fffe_ffff; // 0xffff * INVERSE ≡ 1 (mod 2^64)
     let (lo, carry) = (acc as u64).overflowing_add((acc >> 64) as u64);
@@ -51,7 +51,7 @@ fn folds_to_ones(acc: u128) -> bool {
 }
 
 /// The native-endian word at `at` of `b`.
-#[inline(always)]
+#[inline]
 fn word(b: &[u8], at: usize) -> u64 {
     u64::from_ne_bytes(b[at..at + 8].try_into().expect("eight bytes"))
 }
@@ -62,11 +62,10 @@ fn word(b: &[u8], at: usize) -> u64 {
 ///
 /// On x86-64 the four additions are one add-with-carry chain: a carry out of one word's
 /// addition goes into the next (2^64 ≡ 1 modulo 2^64 - 1), and the chain's last carry
-/// is counted in the high half, five instructions for 32 bytes. So the value depends on
-/// the order pieces were added in, and two accumulations of the same bytes compare
-/// equal only once folded. Added one by one to a 128-bit value (what other targets do)
-/// each word is an add and an add of its carry: eight.
-#[inline(always)]
+/// is counted in the high half. So the value depends on the order pieces were added in,
+/// and two accumulations of the same bytes compare equal only once folded. Other
+/// targets add each word to a 128-bit value, with its carry.
+#[inline]
 fn add4(acc: u128, w: [u64; 4]) -> u128 {
     #[cfg(target_arch = "x86_64")]
     {
@@ -85,7 +84,7 @@ fn add4(acc: u128, w: [u64; 4]) -> u128 {
 }
 
 /// The four native-endian words of a 32-byte block.
-#[inline(always)]
+#[inline]
 fn words4(b: &[u8]) -> [u64; 4] {
     [word(b, 0), word(b, 8), word(b, 16), word(b, 24)]
 }
@@ -99,12 +98,15 @@ fn words4(b: &[u8]) -> [u64; 4] {
 /// 2- and a 1-byte piece: where a piece sits within a 64-bit lane does not matter as
 /// long as it starts on a 16-bit boundary (2^16 ≡ 1 mod 2^16 - 1), and an odd last byte
 /// is the first byte of a word padded with zero (RFC 1071 §4.1).
-#[inline(always)]
+#[inline]
 fn sum_native(data: &[u8]) -> u16 {
     fold128(add_native(0, data))
 }
 
 /// `acc` plus `data` as native-endian words, unfolded (see [`sum_native`]).
+// Always inlined (as `copy_and_add`, `Wide::add_bytes`, `Wide::copy_add`): the
+// per-segment sums are short, and inlined into their caller they are specialised for
+// what it knows of the lengths instead of paying a call for a few words.
 #[inline(always)]
 fn add_native(mut acc: u128, data: &[u8]) -> u128 {
     let mut blocks = data.chunks_exact(32);
@@ -160,6 +162,7 @@ pub fn copy_and_sum(src: &[u8], dst: &mut [u8]) -> u32 {
 
 /// `acc` plus the native-endian words of `src`, copied into `dst` on the way (see
 /// [`copy_and_sum`]), unfolded.
+// Always inlined: see `add_native`.
 #[inline(always)]
 fn copy_and_add(mut acc: u128, src: &[u8], dst: &mut [u8]) -> u128 {
     assert_eq!(src.len(), dst.len(), "copy_and_sum: lengths differ");
@@ -193,9 +196,9 @@ fn copy_and_add(mut acc: u128, src: &[u8], dst: &mut [u8]) -> u128 {
 
 /// A sum in the making, for a header and payload checksummed together: the pieces'
 /// native-endian words added into 128 bits with no fold between them, and one fold at
-/// the end ([`Wide::verifies`], [`Wide::checksum_bytes`]). Each fold with its byte swap
-/// and end-around carries is about fifteen instructions; a segment summed as
-/// pseudo-header, header and payload, each folded and then combined, paid four.
+/// the end ([`Wide::verifies`], [`Wide::checksum_bytes`]): a fold, with its byte swap
+/// and end-around carries, is the costly step, and a segment summed as pseudo-header,
+/// header and payload needs only one.
 ///
 /// Every piece added with [`Wide::add_bytes`] or [`Wide::copy_add`] must start at an even
 /// offset of the whole (a piece at an odd offset goes in folded and byte-swapped:
@@ -209,7 +212,7 @@ impl Wide {
     /// The IPv4 pseudo-header of a TCP or UDP datagram of `len` bytes from `src` to
     /// `dst` (RFC 9293 §3.1): its twelve bytes as three native words, the third being
     /// the zero byte, the protocol and the length.
-    #[inline(always)]
+    #[inline]
     pub fn pseudo_v4(src: [u8; 4], dst: [u8; 4], protocol: u8, len: u16) -> Wide {
         let l = len.to_be_bytes();
         let word = |b: [u8; 4]| u64::from(u32::from_ne_bytes(b));
@@ -219,12 +222,14 @@ impl Wide {
     }
 
     /// Plus the bytes of `data`.
+    // Always inlined: see `add_native`.
     #[inline(always)]
     pub fn add_bytes(self, data: &[u8]) -> Wide {
         Wide(add_native(self.0, data))
     }
 
     /// Plus the bytes of `src`, copied into `dst` (the same length) as they are read.
+    // Always inlined: see `add_native`.
     #[inline(always)]
     pub fn copy_add(self, src: &[u8], dst: &mut [u8]) -> Wide {
         Wide(copy_and_add(self.0, src, dst))
@@ -232,7 +237,7 @@ impl Wide {
 
     /// Plus a piece's sum `part` as [`sum`] or [`fold`] give it, the piece starting at
     /// an odd offset of the whole when `offset_is_odd` (see [`combine_at`]).
-    #[inline(always)]
+    #[inline]
     pub fn add_folded(self, part: u16, offset_is_odd: bool) -> Wide {
         // `sum` is the byte swap of the native sum; a piece at an odd offset is swapped
         // once more (RFC 1071 §2(B), (C)).
@@ -246,21 +251,21 @@ impl Wide {
     }
 
     /// The sum folded, as [`sum`] gives it.
-    #[inline(always)]
+    #[inline]
     pub fn folded(self) -> u16 {
         u16::from_be(fold128(self.0))
     }
 
     /// Whether the bytes summed, a checksum field among them, check (RFC 1071 §1:
     /// all ones, which reads the same in either byte order).
-    #[inline(always)]
+    #[inline]
     pub fn verifies(self) -> bool {
         folds_to_ones(self.0)
     }
 
     /// The checksum of the bytes summed (their checksum field zero), as its two bytes
     /// in network order.
-    #[inline(always)]
+    #[inline]
     pub fn checksum_bytes(self) -> [u8; 2] {
         // The checksum is the complement of the big-endian folded sum, which is the
         // native one read in network order.

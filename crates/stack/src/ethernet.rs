@@ -36,7 +36,7 @@ pub(crate) fn parse(frame: &[u8]) -> Result<(EthernetHeader, &[u8]), DropReason>
 }
 
 /// The fields of the header `h`.
-#[inline(always)]
+#[inline]
 fn header_of(h: &[u8; HEADER_LEN]) -> EthernetHeader {
     let (dst, rest) = h.split_first_chunk::<6>().expect("six of fourteen bytes");
     let (src, _) = rest.split_first_chunk::<6>().expect("six of eight bytes");
@@ -49,7 +49,7 @@ fn header_of(h: &[u8; HEADER_LEN]) -> EthernetHeader {
 }
 
 /// The EtherType of the header `h`.
-#[inline(always)]
+#[inline]
 fn ethertype_of(h: &[u8; HEADER_LEN]) -> EthernetProtocol {
     // IPv4 first, the frame nearly every one is: its two bytes as they lie, one compare.
     let raw = [h[12], h[13]];
@@ -64,7 +64,7 @@ fn ethertype_of(h: &[u8; HEADER_LEN]) -> EthernetProtocol {
 /// copied into an [`EthernetHeader`] first: a frame to `our_mac` from an individual
 /// address costs two compares and a bit test, and only another frame builds the header
 /// (for [`admit`]).
-#[inline(always)]
+#[inline]
 pub(crate) fn accept<'a>(
     our_mac: &MacAddr,
     frame: &'a [u8],

@@ -32,11 +32,9 @@
 //!   empties when it fires gives its buffer to a spare list, and an empty slot without
 //!   one takes a spare before it allocates: deadlines drift over the slots (a server's
 //!   timers land wherever its loop turns fall), and without the recycling every slot
-//!   would allocate and grow its own buffer the first time one lands in it, ~8,000
-//!   times over before the wheel has seen them all (a quarter of the schedules of the
-//!   connection-rate workload grew a slot's buffer, ~50 instructions per connection,
-//!   `scripts/callgrind-conn.sh`). The buffers in use are then about as many as the
-//!   slots occupied at once.
+//!   would allocate and grow its own buffer the first time one lands in it, once for
+//!   each of the 8,192 slots. The buffers in use are then about as many as the slots
+//!   occupied at once.
 //! - What the wheel keeps for reuse is bounded: the spare list holds at most
 //!   [`SPARE_BUFFERS`] buffers of at most [`KEPT_SLOT_ENTRIES`] entries, and a drained
 //!   bucket or overflow keeps its buffer only up to [`KEPT_FAR_ENTRIES`]. A burst of
@@ -192,9 +190,7 @@ impl<T> TimerWheel<T> {
     /// Puts `entry` where its deadline belongs from `cur_tick`: a slot within one
     /// revolution, else its epoch's bucket, else the overflow. Needs `swept_epoch` to be
     /// `cur_tick`'s epoch (so that every bucket it may pick is still to be moved).
-    /// Inlined always: as a call it cost about a dozen instructions a timer
-    /// (`scripts/callgrind-conn.sh`, and the per-request figure dropped by 8).
-    #[inline(always)]
+    #[inline]
     fn place(&mut self, entry: Entry<T>) {
         let tick = (entry.deadline / self.tick_us).max(self.cur_tick);
         if tick - self.cur_tick < self.revolution() {
@@ -273,8 +269,7 @@ impl<T> TimerWheel<T> {
         // Ticks `cur_tick..=now_tick`; the current one was only partly processed before.
         // Their slots run from `cur_tick`'s for `visits` slots, wrapping at most once:
         // only the occupied ones are visited, found in the bitmap a word (64 slots) at a
-        // time (walking every slot cost ~55 instructions per connection of the
-        // connection-rate workload, whose loop turns span ~40 ticks).
+        // time (a loop turn of a busy server spans tens of ticks, mostly empty).
         let visits = (now_tick - self.cur_tick).min(self.mask as u64) + 1;
         let mut i = 0;
         while i < visits {

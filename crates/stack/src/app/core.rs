@@ -290,6 +290,8 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     /// there are none. They are offered at once when nothing is unread ahead of them,
     /// else kept behind what is; then unread bytes are offered for as long as the
     /// handler makes progress.
+    // Always inlined: each backend calls it from one place, once per delivery; out of line,
+    // the backend's state is spilled around the call.
     #[inline(always)]
     pub fn data(&mut self, ctx: &mut C::Ctx, index: usize, direct: &[u8]) {
         let AppCore {

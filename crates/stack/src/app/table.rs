@@ -1,9 +1,8 @@
 //! The connection table's storage: a slab (a vector of entries whose vacant ones are
 //! chained into a free list, so keys stay stable and are reused), as the `slab` crate
 //! lays it out, plus the one operation that crate lacks: [`Table::discard_with`] drops
-//! an entry where it lies. A connection block is hundreds of bytes; taking it out by
-//! value to drop it copied it twice per closed connection (about 220 instructions in
-//! the connection-rate profile, `scripts/callgrind-conn.sh`).
+//! an entry where it lies. A connection block is hundreds of bytes, and taking it out
+//! by value to drop it would copy it twice per closed connection.
 
 use std::ops::{Index, IndexMut};
 

@@ -65,6 +65,8 @@ impl AppConn for Block {
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// A segment for the connection in slot `index`.
+    // Always inlined: every segment of a connection passes here, from one call site in the
+    // receive loop; out of line, the loop's state is spilled around the call.
     #[inline(always)]
     pub(super) fn conn_input(&mut self, index: usize, seg: &Segment, payload: &[u8]) {
         let tcb = &mut self.app[index].tcb;
@@ -112,6 +114,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     /// [`dispatch`](Self::dispatch) of the events `ev` already taken from the
     /// connection (by the caller that had its block at hand: one table look-up less).
+    // Always inlined: called once per segment from `conn_input` alone (see there).
     #[inline(always)]
     fn dispatch_events(&mut self, index: usize, ev: Events, outcome: RxOutcome, payload: &[u8]) {
         if ev.connected {

@@ -184,7 +184,7 @@ impl Hasher for FlowHasher {
 }
 
 /// The folded multiply: both halves of the 128-bit product, xored.
-#[inline(always)]
+#[inline]
 fn fold(a: u64, b: u64) -> u64 {
     let p = u128::from(a) * u128::from(b);
     (p as u64) ^ ((p >> 64) as u64)

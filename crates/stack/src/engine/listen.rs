@@ -23,8 +23,8 @@ pub(super) struct Listener {
 
 /// The listening ports, sorted by port. A server listens on a few ports, and every new
 /// connection looks its port up three times (is it listening, its backlog, the backlog
-/// again when the handshake ends): a binary search over a few entries costs a handful of
-/// instructions where hashing the port cost about 30.
+/// again when the handshake ends): a binary search over a few entries is cheaper than
+/// hashing the port.
 #[derive(Default)]
 pub(super) struct Listeners {
     ports: Vec<(u16, Listener)>,

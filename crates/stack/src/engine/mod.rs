@@ -213,9 +213,9 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
 
 /// How long a connection's send buffer keeps an empty ring after its last send: a
 /// keep-alive connection reuses it for the next response instead of giving it back to
-/// the pool and taking it again for every request (81 instructions a request,
-/// `scripts/callgrind-rr.sh`), and a connection quiet for between one and two of these
-/// holds no buffer memory. Memory pressure makes drained rings go back at once.
+/// the pool and taking it again for every request, and a connection quiet for between
+/// one and two of these holds no buffer memory. Memory pressure makes drained rings go
+/// back at once.
 const IDLE_RING_RELEASE: Duration = Duration::from_secs(1);
 
 /// Slots of the timer wheel, one per millisecond: 8.2 s a revolution, which covers the

@@ -221,12 +221,12 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     /// Queue a frame for the device: see [`TxQueue::push`].
-    #[inline(always)]
+    #[inline]
     pub(super) fn push_tx(&mut self, buf: D::Tx, tso: bool) {
         self.tx_queue().push(buf, tso);
     }
 
-    #[inline(always)]
+    #[inline]
     fn tx_queue(&mut self) -> TxQueue<'_, D> {
         TxQueue {
             dev: &mut self.dev,
@@ -255,6 +255,9 @@ struct TxQueue<'a, D: PacketIo> {
 impl<D: PacketIo> TxQueue<'_, D> {
     /// Queue a segment's frame [`TcpFrame::build_in`] built, and whether it is a TSO
     /// super-frame (`None`: no buffer).
+    // Always inlined, as the rest of the transmit path below (`push`, `of_conn`,
+    // `build_in`, `write`): once per segment sent, each from one call site; out of line,
+    // the segment's fields are spilled and reloaded around every call.
     #[inline(always)]
     fn push_segment(self, frame: Option<(D::Tx, bool)>) {
         match frame {
@@ -270,6 +273,7 @@ impl<D: PacketIo> TxQueue<'_, D> {
     /// guard on its size: a frame longer than the MTU plus the Ethernet header is
     /// dropped and counted ([`DropReason::OverMtu`]) unless it is a TSO super-frame
     /// (`tso`), which the device cuts to size and `alloc_tx` held to `tso_max`.
+    // Always inlined: see `push_segment`.
     #[inline(always)]
     fn push(self, buf: D::Tx, tso: bool) {
         if buf.len() > self.max_frame && !tso {
@@ -293,7 +297,7 @@ trait SegmentHeader {
     /// Write the TCP header (exactly `header_len` bytes) with a zero checksum.
     fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16);
     /// `acc` plus that header, as written.
-    #[inline(always)]
+    #[inline]
     fn add_header(&self, acc: checksum::Wide, header: &[u8]) -> checksum::Wide {
         acc.add_bytes(header)
     }
@@ -305,46 +309,46 @@ trait SegmentHeader {
 }
 
 impl SegmentHeader for TxSegment {
-    #[inline(always)]
+    #[inline]
     fn header_len(&self) -> usize {
         TxSegment::header_len(self)
     }
-    #[inline(always)]
+    #[inline]
     fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16) {
         TxSegment::write_header(self, buf, src_port, dst_port);
     }
-    #[inline(always)]
+    #[inline]
     fn payload(&self) -> (usize, usize) {
         (self.payload_offset, self.payload_len)
     }
-    #[inline(always)]
+    #[inline]
     fn tso_mss(&self) -> Option<u16> {
         self.tso_mss
     }
 }
 
 impl SegmentHeader for PredictedSegment {
-    #[inline(always)]
+    #[inline]
     fn header_len(&self) -> usize {
         PredictedSegment::header_len(self)
     }
-    #[inline(always)]
+    #[inline]
     fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16) {
         PredictedSegment::write_header(self, buf, src_port, dst_port);
     }
     /// Its header is 32 bytes long (with timestamps) or 20: summed at a known length.
-    #[inline(always)]
+    #[inline]
     fn add_header(&self, acc: checksum::Wide, header: &[u8]) -> checksum::Wide {
         match <&[u8; 32]>::try_from(header) {
             Ok(h) => acc.add_bytes(h),
             Err(_) => acc.add_bytes(header),
         }
     }
-    #[inline(always)]
+    #[inline]
     fn payload(&self) -> (usize, usize) {
         (self.payload_offset as usize, self.payload_len as usize)
     }
-    #[inline(always)]
+    #[inline]
     fn tso_mss(&self) -> Option<u16> {
         None
     }
@@ -365,6 +369,7 @@ struct TcpFrame<'a, S> {
 impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
     /// The frame of `seg` on the connection `block`, from us (`src_mac`, `src_ip`) to
     /// `dst_mac`, its payload from the connection's send buffer.
+    // Always inlined: see `TxQueue::push_segment`.
     #[inline(always)]
     fn of_conn(
         src_mac: MacAddr,
@@ -387,6 +392,7 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
     /// Write the frame into a transmit buffer of `dev`, numbering its datagram from
     /// `ident`; with it, whether the device is to cut it into segments (TSO). `None`
     /// when the device has no buffer free.
+    // Always inlined: see `TxQueue::push_segment`.
     #[inline(always)]
     fn build_in<D: PacketIo>(
         &mut self,
@@ -414,6 +420,7 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
     /// Build Ethernet + IPv4 + TCP headers (the TCP header `hl` bytes long) and the
     /// payload into `buf` (exactly [`TcpFrame::len`] long). Returns the offload request
     /// for the driver, if any.
+    // Always inlined: see `TxQueue::push_segment`.
     #[inline(always)]
     fn write(&self, buf: &mut [u8], hl: usize, offload: ChecksumOffload) -> TxMeta {
         let seg = self.seg;

@@ -14,9 +14,8 @@
 //! engine's timer wheel. Every entry waits the same 2·MSL from the loop turn it was
 //! made in, so deadlines arrive in order and the queue is a FIFO: a push at the back,
 //! a look at the front each turn ([`TimeWait::expire`]). In the wheel, each 60 s timer
-//! went to a far bucket, was moved into the slots half a revolution before it was due,
-//! then fired through the wheel's slot walk: about 300 instructions per connection of
-//! the connection-rate workload (`scripts/callgrind-conn.sh`).
+//! would go to a far bucket, move into the slots half a revolution before it is due,
+//! then fire through the wheel's slot walk.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -117,9 +116,8 @@ impl TimeWait {
     /// Make `tcb` (which is in TIME-WAIT, on flow `key`, which `flows` maps to its live
     /// block) an entry until `expires`, and queue its timer; the flow then maps to the
     /// entry. False when the table is full: the connection skips TIME-WAIT and its flow
-    /// leaves `flows`. Inlined always into the engine's one caller (as a call it cost
-    /// about 35 instructions per connection, `scripts/callgrind-conn.sh`).
-    #[inline(always)]
+    /// leaves `flows`.
+    #[inline]
     pub(super) fn insert(
         &mut self,
         flows: &mut Flows,
