@@ -18,10 +18,12 @@ use crate::cli::link::{LinkKind, LinkSpec, LinkSpecError};
 use rusty_drivers_tap::{TapConfig, TapError};
 use rusty_drivers_xdp::{AttachMode, CopyMode, XdpConfig, XdpError};
 use rusty_kernel::{kernel_worker, KernelConfig};
+use rusty_runtime::pcap::PcapCapture;
+use rusty_runtime::{
+    self as runtime, RuntimeConfig, RuntimeError, StopHandle, Worker, WorkerContext,
+};
 use rusty_stack::io::fault::{FaultConfig, FaultInjector};
-use rusty_stack::io::pcap::PcapCapture;
 use rusty_stack::io::PacketIo;
-use rusty_stack::runtime::{self, RuntimeConfig, RuntimeError, StopHandle, Worker, WorkerContext};
 use rusty_stack::tcp::config::CongestionAlgorithm;
 use rusty_stack::tcp::pool::CLASSES;
 use rusty_stack::{EngineConfig, Handler, MemoryBudget, Stats, SystemClock, TcpConfig};
@@ -363,12 +365,10 @@ fn model_tap(
 /// Bridge `wire` to `port` on a thread that lives as long as the queues that get the
 /// returned handle.
 fn bridge(
-    wire: impl rusty_stack::io::bridge::FrameWire,
+    wire: impl rusty_stack::io::FrameWire,
     port: rusty_drivers_tap::TapQueue,
 ) -> std::io::Result<Arc<dyn std::any::Any + Send + Sync>> {
-    Ok(Arc::new(rusty_stack::io::bridge::Bridge::spawn(
-        wire, port,
-    )?))
+    Ok(Arc::new(rusty_runtime::bridge::Bridge::spawn(wire, port)?))
 }
 
 /// The ixgbe driver's queues on a model of the 82599 whose wire is the TAP device

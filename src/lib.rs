@@ -9,4 +9,6 @@
 pub mod cli;
 pub mod launch;
 
+/// Pinned worker threads, stop signals, pcap capture and the model-device bridge.
+pub use rusty_runtime as runtime;
 pub use rusty_stack::*;

@@ -16,8 +16,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use rusty_drivers_tap::{open, TapConfig, TapQueue, TapStats};
+use rusty_runtime::{engine_worker, run, RuntimeConfig, StopHandle, Worker};
 use rusty_stack::io::{Capabilities, Doorbell, PacketIo};
-use rusty_stack::runtime::{engine_worker, run, RuntimeConfig, StopHandle, Worker};
 use rusty_stack::{Conn, EngineConfig, Handler, Stats};
 
 const ECHO_PORT: u16 = 7;

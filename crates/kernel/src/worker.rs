@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use rusty_stack::runtime::{LoopControl, Next, WorkerContext, MAX_PARK};
+use rusty_runtime::{LoopControl, Next, WorkerContext, MAX_PARK};
 use rusty_stack::{Handler, Stats};
 
 use crate::config::KernelConfig;
 use crate::engine::KernelEngine;
 
 /// A worker body, the kernel-socket twin of
-/// [`engine_worker`](rusty_stack::runtime::engine_worker): build the handler with
+/// [`engine_worker`](rusty_runtime::engine_worker): build the handler with
 /// `make_handler` on the worker's thread (so it need not be `Send`), listen on every
 /// address of `cfg.listen` with this worker's own socket, and run the epoll loop until
 /// the runtime stops it: poll without blocking while there is traffic, block in

@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::{connect, echo_round, free_port, loopback, start, Log, Rng};
 use rusty_kernel::KernelConfig;
-use rusty_stack::runtime::WorkerContext;
+use rusty_runtime::WorkerContext;
 use rusty_stack::{CloseReason, Conn, Handler, Opener};
 
 /// Sends back whatever arrives (as much as fits; the rest is offered again after

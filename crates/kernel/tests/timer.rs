@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{loopback, start_with, Log};
 use rusty_kernel::{KernelConfig, KernelEngine};
-use rusty_stack::runtime::{RuntimeConfig, WorkerContext};
+use rusty_runtime::{RuntimeConfig, WorkerContext};
 use rusty_stack::{CloseReason, Conn, ConnId, Handler, Opener};
 
 const MS: Duration = Duration::from_millis(1);

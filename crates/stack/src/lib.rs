@@ -11,13 +11,14 @@
 //! ## What is public, for whom
 //!
 //! - Applications: [`Handler`], [`Conn`], [`Opener`] and the types they use (the
-//!   [`app`] module), [`EngineConfig`] and [`TcpConfig`], [`Stats`], and the
-//!   [`runtime`] that runs pinned workers.
+//!   [`app`] module), [`EngineConfig`] and [`TcpConfig`], and [`Stats`]. The pinned
+//!   worker threads that drive engines are the `rusty-runtime` crate's: this one has
+//!   no threads.
 //! - Backends: [`app::AppCore`] and [`app::AppConn`], the one implementation of the
 //!   callback rules that Rusty's [`Engine`] and the kernel-socket backend both drive.
 //! - Drivers: the packet-IO seam ([`io::PacketIo`], [`io::Capabilities`]) and the RSS
-//!   description ([`rss`]); the in-memory link, fault injector and pcap capture in
-//!   [`io`] decorate any driver.
+//!   description ([`rss`]); the in-memory link and the fault injector in [`io`]
+//!   (`rusty-runtime` has pcap capture).
 //! - Tests and simulation: [`sim`] joins two engines over the faulty in-memory link on
 //!   virtual time ([`time::VirtualClock`]); [`tcp::tcb::Tcb`] is the sans-IO state
 //!   machine on its own, for scripted tests and fuzzing.
@@ -133,7 +134,6 @@ pub mod io;
 pub(crate) mod ipv4;
 pub mod rng;
 pub mod rss;
-pub mod runtime;
 pub mod sim;
 pub mod stats;
 pub mod tcp;

@@ -296,7 +296,7 @@ impl Wire {
     }
 }
 
-impl rusty_stack::io::bridge::FrameWire for Wire {
+impl rusty_stack::io::FrameWire for Wire {
     fn deliver(&self, frame: &[u8]) {
         // Dropped frames are the model's business (its counters and misuse log).
         let _ = Wire::deliver(self, frame);

@@ -10,7 +10,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use rusty_kernel::{kernel_worker, KernelConfig};
-use rusty_stack::runtime::{run, RuntimeConfig, StopHandle, Worker, WorkerContext};
+use rusty_runtime::{run, RuntimeConfig, StopHandle, Worker, WorkerContext};
 use rusty_stack::{Handler, Stats};
 
 /// A loopback port nobody listens on right now.

@@ -86,9 +86,8 @@ struct Block {
 ///
 /// An engine belongs to the worker thread that built it and never crosses to another:
 /// it is `!Send`, even over a device and handler that are `Send`, and the runtime
-/// builds each one on its own worker's thread
-/// ([`engine_worker`](crate::runtime::engine_worker)). Used where it was built, it
-/// works:
+/// builds each one on its own worker's thread (`rusty_runtime::engine_worker`). Used
+/// where it was built, it works:
 ///
 /// ```
 /// # use std::net::SocketAddrV4;

@@ -513,17 +513,12 @@ impl Drop for MemoryLink {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use smoltcp::phy::ChecksumCapabilities;
-    use smoltcp::wire::{
-        ArpOperation, ArpPacket, ArpRepr, EthernetRepr, IpAddress, Ipv4Address, Ipv4Repr,
-        TcpControl, TcpRepr, TcpSeqNumber,
-    };
+    use smoltcp::wire::{ArpOperation, ArpPacket, ArpRepr, EthernetRepr, Ipv4Address};
     use std::net::Ipv4Addr;
 
-    const MAC_A: MacAddr = smoltcp::wire::EthernetAddress([2, 0, 0, 0, 0, 1]);
-    pub(crate) const MAC_B: MacAddr = smoltcp::wire::EthernetAddress([2, 0, 0, 0, 0, 2]);
+    use crate::sim::{syn_frame as tcp_frame, CLIENT_MAC as MAC_A, SERVER_MAC as MAC_B};
 
     /// Two ends with plain capabilities (1500-byte MTU, no offloads).
     fn plain_pair() -> (MemoryLink, MemoryLink) {
@@ -543,46 +538,6 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         link.receive(&mut out, usize::MAX);
         out.iter().map(|f| f.to_vec()).collect()
-    }
-
-    /// An Ethernet/IPv4/TCP SYN frame built with smoltcp's emitters, from `MAC_A` to
-    /// `MAC_B`.
-    pub(crate) fn tcp_frame(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16) -> Vec<u8> {
-        let tcp = TcpRepr {
-            src_port: sport,
-            dst_port: dport,
-            control: TcpControl::Syn,
-            seq_number: TcpSeqNumber(1),
-            ack_number: None,
-            window_len: 1000,
-            window_scale: None,
-            max_seg_size: None,
-            sack_permitted: false,
-            sack_ranges: [None; 3],
-            timestamp: None,
-            payload: &[],
-        };
-        let ip = Ipv4Repr {
-            src_addr: src,
-            dst_addr: dst,
-            next_header: IpProtocol::Tcp,
-            payload_len: tcp.buffer_len(),
-            hop_limit: 64,
-        };
-        let eth = EthernetRepr {
-            src_addr: MAC_A,
-            dst_addr: MAC_B,
-            ethertype: EthernetProtocol::Ipv4,
-        };
-        let mut buf = vec![0u8; eth.buffer_len() + ip.buffer_len() + tcp.buffer_len()];
-        let caps = ChecksumCapabilities::default();
-        let mut f = EthernetFrame::new_unchecked(&mut buf[..]);
-        eth.emit(&mut f);
-        let mut p = Ipv4Packet::new_unchecked(f.payload_mut());
-        ip.emit(&mut p, &caps);
-        let mut t = TcpPacket::new_unchecked(p.payload_mut());
-        tcp.emit(&mut t, &IpAddress::Ipv4(src), &IpAddress::Ipv4(dst), &caps);
-        buf
     }
 
     fn arp_frame() -> Vec<u8> {

@@ -2,9 +2,9 @@
 //!
 //! Everything that moves Ethernet frames implements [`PacketIo`]: the in-memory link
 //! ([`memory`]), the TAP, ixgbe and mPIPE drivers, and decorators that wrap another queue
-//! ([`fault`] for fault injection, [`pcap`] for capture). A [`Doorbell`] lets a worker
-//! wake a sibling parked on its queue. The trait is burst-oriented:
-//! the engine receives up to a burst of frames at once, allocates transmit buffers from
+//! ([`fault`] for fault injection; `rusty-runtime` has pcap capture). A [`Doorbell`]
+//! lets a worker wake a sibling parked on its queue. A device model's wire side is a
+//! [`FrameWire`]. The trait is burst-oriented: the engine receives up to a burst of frames at once, allocates transmit buffers from
 //! the driver, fills them in place, and submits the whole burst once per loop turn.
 //!
 //! Buffers belong to the driver. A received frame is handed to the stack by value and
@@ -17,11 +17,9 @@ use std::time::Duration;
 
 use crate::rss::RssConfig;
 
-pub mod bridge;
 mod doorbell;
 pub mod fault;
 pub mod memory;
-pub mod pcap;
 
 pub use doorbell::{Doorbell, Ringer};
 
@@ -242,4 +240,14 @@ impl TxFrame for OwnedFrame {
     fn truncate(&mut self, len: usize) {
         self.data.truncate(len);
     }
+}
+
+/// The wire side of a model device: frames arrive from the network through
+/// [`FrameWire::deliver`], and what the device transmitted is taken with
+/// [`FrameWire::take_transmitted`]. Frames are whole Ethernet frames without FCS.
+pub trait FrameWire: Send + 'static {
+    /// A frame arrives from the network; the device's receive path runs.
+    fn deliver(&self, frame: &[u8]);
+    /// Move the frames the device has sent, oldest first, into `out`.
+    fn take_transmitted(&self, out: &mut Vec<Vec<u8>>);
 }

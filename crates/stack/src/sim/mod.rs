@@ -128,6 +128,51 @@ pub const CLIENT_MAC: MacAddr = smoltcp::wire::EthernetAddress([0x02, 0, 0, 0, 0
 /// The server engine's MAC.
 pub const SERVER_MAC: MacAddr = smoltcp::wire::EthernetAddress([0x02, 0, 0, 0, 0, 2]);
 
+/// An Ethernet/IPv4/TCP SYN frame from [`CLIENT_MAC`] to [`SERVER_MAC`], for tests that
+/// need a frame a NIC steers by its 4-tuple.
+pub fn syn_frame(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16) -> Vec<u8> {
+    let tcp = smoltcp::wire::TcpRepr {
+        src_port: sport,
+        dst_port: dport,
+        control: smoltcp::wire::TcpControl::Syn,
+        seq_number: smoltcp::wire::TcpSeqNumber(1),
+        ack_number: None,
+        window_len: 1000,
+        window_scale: None,
+        max_seg_size: None,
+        sack_permitted: false,
+        sack_ranges: [None; 3],
+        timestamp: None,
+        payload: &[],
+    };
+    let ip = smoltcp::wire::Ipv4Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: IpProtocol::Tcp,
+        payload_len: tcp.buffer_len(),
+        hop_limit: 64,
+    };
+    let eth = smoltcp::wire::EthernetRepr {
+        src_addr: CLIENT_MAC,
+        dst_addr: SERVER_MAC,
+        ethertype: EthernetProtocol::Ipv4,
+    };
+    let mut buf = vec![0u8; eth.buffer_len() + ip.buffer_len() + tcp.buffer_len()];
+    let caps = smoltcp::phy::ChecksumCapabilities::default();
+    let mut f = EthernetFrame::new_unchecked(&mut buf[..]);
+    eth.emit(&mut f);
+    let mut p = Ipv4Packet::new_unchecked(f.payload_mut());
+    ip.emit(&mut p, &caps);
+    let mut t = TcpPacket::new_unchecked(p.payload_mut());
+    tcp.emit(
+        &mut t,
+        &smoltcp::wire::IpAddress::Ipv4(src),
+        &smoltcp::wire::IpAddress::Ipv4(dst),
+        &caps,
+    );
+    buf
+}
+
 /// A deterministic engine configuration for address `ip`, keyed by `seed`.
 pub fn engine_config(ip: Ipv4Addr, seed: u64) -> EngineConfig {
     let mut cfg = EngineConfig::new(ip);

@@ -13,8 +13,8 @@ use std::time::Duration;
 use crate::app::{CloseReason, Conn, Handler, Opener};
 use crate::checksum;
 use crate::engine::Engine;
-use crate::io::bridge::FrameWire;
 use crate::io::memory::{self, MemoryLink};
+use crate::io::FrameWire;
 use crate::io::{Capabilities, MacAddr, PacketIo};
 use crate::time::VirtualClock;
 

@@ -9,17 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::PacketIo;
-
-/// The wire side of a model device: frames arrive from the network through
-/// [`FrameWire::deliver`], and what the device transmitted is taken with
-/// [`FrameWire::take_transmitted`]. Frames are whole Ethernet frames without FCS.
-pub trait FrameWire: Send + 'static {
-    /// A frame arrives from the network; the device's receive path runs.
-    fn deliver(&self, frame: &[u8]);
-    /// Move the frames the device has sent, oldest first, into `out`.
-    fn take_transmitted(&self, out: &mut Vec<Vec<u8>>);
-}
+use rusty_stack::io::{FrameWire, PacketIo};
 
 /// A running bridge; it stops (and its thread ends) when this is dropped.
 pub struct Bridge {
@@ -107,7 +97,7 @@ impl Drop for Bridge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::{Capabilities, MacAddr, OwnedFrame};
+    use rusty_stack::io::{Capabilities, MacAddr, OwnedFrame};
     use std::collections::VecDeque;
     use std::sync::Mutex;
 

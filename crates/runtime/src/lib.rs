@@ -1,9 +1,15 @@
+//! # rusty-runtime
+//!
 //! The runtime: one OS thread per worker, each pinned to its own core, started and
-//! stopped together.
+//! stopped together. Also what runs beside workers: [`pcap`] capture of a worker's
+//! queue and the [`bridge`] that carries a device model's wire to a real link.
+//!
+//! `rusty-stack` is the sans-IO core and has no threads; this crate is where they
+//! are.
 //!
 //! The runtime knows nothing about packets: a [`Worker`] is a body that runs on its
 //! thread until told to stop, and returns its final [`Stats`]. [`engine_worker`] builds
-//! the body that drives an [`Engine`](crate::Engine) over a packet-IO queue; the
+//! the body that drives an [`Engine`](rusty_stack::Engine) over a packet-IO queue; the
 //! kernel-socket backend builds its own bodies on the same runtime. Workers talk only
 //! through the [`WorkerContext`]: ARP mappings for siblings on the same link, frames
 //! for the sibling that owns their flow on links whose steering the stack cannot
@@ -17,7 +23,11 @@
 //! The runtime says what it does (stopping, periodic stats) through the `log` facade;
 //! where that goes is the binary's choice.
 
+#![warn(missing_docs)]
+
+pub mod bridge;
 mod engine_worker;
+pub mod pcap;
 
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -30,8 +40,8 @@ use crossbeam_channel::{Receiver, Sender};
 
 pub use engine_worker::{engine_worker, MAX_PARK};
 
-use crate::io::{MacAddr, Ringer};
-use crate::stats::Stats;
+use rusty_stack::io::{MacAddr, Ringer};
+use rusty_stack::Stats;
 
 /// How workers are placed and stopped.
 #[derive(Debug, Clone)]

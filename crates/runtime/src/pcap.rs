@@ -7,7 +7,7 @@
 //! stops, frames keep flowing. The stream is flushed when the decorator is dropped (or
 //! explicitly with [`PcapCapture::finish`], which also reports the flush error).
 //!
-//! Timestamps are the clock's [`Instant`](crate::time::Instant)s taken as time since the
+//! Timestamps are the clock's [`Instant`](rusty_stack::time::Instant)s taken as time since the
 //! Unix epoch, so a capture on virtual time starts at 1970-01-01 00:00:00.
 
 use std::fs::File;
@@ -18,8 +18,8 @@ use std::time::Duration;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
 
-use super::{Capabilities, Doorbell, PacketIo};
-use crate::time::Clock;
+use rusty_stack::io::{Capabilities, Doorbell, PacketIo};
+use rusty_stack::time::Clock;
 
 /// Largest number of bytes recorded per frame (libpcap's maximum snapshot length), so a
 /// 64 KiB TSO or GRO super-frame is captured whole.
@@ -189,10 +189,10 @@ impl<D: PacketIo, C: Clock, W: Write> PacketIo for PcapCapture<D, C, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::memory::{pair, MemoryLink};
-    use crate::io::MacAddr;
-    use crate::time::VirtualClock;
     use pcap_file::pcap::PcapReader;
+    use rusty_stack::io::memory::{pair, MemoryLink};
+    use rusty_stack::io::MacAddr;
+    use rusty_stack::time::VirtualClock;
 
     fn links() -> (MemoryLink, MemoryLink) {
         let caps = Capabilities::new(MacAddr::BROADCAST, 1500);

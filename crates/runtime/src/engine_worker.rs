@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use super::{ControlMsg, LoopControl, Next, WorkerContext};
-use crate::app::Handler;
-use crate::engine::{Engine, EngineConfig};
-use crate::io::{Doorbell, PacketIo, Ringer};
-use crate::stats::Stats;
-use crate::time::{Clock, SystemClock};
+use crate::{ControlMsg, LoopControl, Next, WorkerContext};
+use rusty_stack::app::Handler;
+use rusty_stack::engine::{Engine, EngineConfig};
+use rusty_stack::io::{Doorbell, PacketIo, Ringer};
+use rusty_stack::time::{Clock, SystemClock};
+use rusty_stack::Stats;
 
 /// Longest a parked worker sleeps before it looks at its control channel again.
 pub const MAX_PARK: Duration = Duration::from_millis(10);
@@ -177,13 +177,13 @@ mod tests {
     use smoltcp::wire::{EthernetFrame, Ipv4Packet, TcpPacket};
 
     use super::*;
-    use crate::app::Conn;
-    use crate::io::fault::{FaultConfig, FaultInjector};
-    use crate::io::memory::tests::{tcp_frame, MAC_B};
-    use crate::io::pcap::PcapCapture;
-    use crate::io::{Capabilities, OwnedFrame};
-    use crate::runtime::{run, StopHandle, Worker};
-    use crate::sim;
+    use crate::pcap::PcapCapture;
+    use crate::{run, StopHandle, Worker};
+    use rusty_stack::app::Conn;
+    use rusty_stack::io::fault::{FaultConfig, FaultInjector};
+    use rusty_stack::io::{Capabilities, OwnedFrame};
+    use rusty_stack::sim;
+    use rusty_stack::sim::{syn_frame as tcp_frame, SERVER_MAC as MAC_B};
 
     /// What one queue of the test's link shares with the test: frames to receive,
     /// frames sent, how often its worker parked, and how often its doorbell woke it.
@@ -313,7 +313,7 @@ mod tests {
                 }
             })
             .collect();
-        let cfg = crate::runtime::tests::test_config();
+        let cfg = crate::tests::test_config();
         let stop = StopHandle::new();
         let runtime = {
             let stop = stop.clone();
