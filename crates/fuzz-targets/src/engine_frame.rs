@@ -638,7 +638,7 @@ impl Script {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rusty_stack::State;
+    use rusty_stack::TcpState as State;
 
     fn established(bench: &Bench) -> bool {
         bench

@@ -11,8 +11,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rusty_stack::app::{AppConn, UnreadBytes};
-use rusty_stack::{CloseReason, Connection, SendError};
+use rusty_stack::backend::{AppConn, Connection, UnreadBytes};
+use rusty_stack::{CloseReason, SendError};
 
 use crate::queue::{RecvBuffer, SendQueue, MAX_IOV};
 use crate::sys;

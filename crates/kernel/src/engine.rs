@@ -20,9 +20,9 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use rusty_stack::app::AppCore;
 use rusty_stack::app::OpenResult;
-use rusty_stack::{CloseReason, ConnId, ConnectError, Connection, Handler, Stats};
+use rusty_stack::backend::{AppCore, Connection};
+use rusty_stack::{CloseReason, ConnId, ConnectError, Handler, Stats};
 
 use crate::config::{bind_listener, set_congestion_control, KernelConfig};
 use crate::conn::{close_reason, KernelConn};

@@ -14,8 +14,8 @@
 //!   [`app`] module), [`EngineConfig`] and [`TcpConfig`], and [`Stats`]. The pinned
 //!   worker threads that drive engines are the `rusty-runtime` crate's: this one has
 //!   no threads.
-//! - Backends: [`app::AppCore`] and [`app::AppConn`], the one implementation of the
-//!   callback rules that Rusty's [`Engine`] and the kernel-socket backend both drive.
+//! - Backends: the [`backend`] module, the one implementation of the callback rules
+//!   that Rusty's [`Engine`] and the kernel-socket backend both drive.
 //! - Drivers: the packet-IO seam ([`io::PacketIo`], [`io::Capabilities`]) and the RSS
 //!   description ([`rss`]); the in-memory link and the fault injector in [`io`]
 //!   (`rusty-runtime` has pcap capture).
@@ -140,10 +140,26 @@ pub mod tcp;
 pub mod time;
 pub(crate) mod timer;
 
-pub use app::{CloseReason, Conn, ConnId, ConnectError, Connection, Handler, Opener, SendError};
+pub use app::{CloseReason, Conn, ConnId, ConnectError, Handler, Opener, SendError};
+
+/// What a backend implements and drives to run a [`Handler`]: Rusty's [`Engine`] and the
+/// kernel-socket backend (`rusty-kernel`) both do. Applications never need these.
+///
+/// A backend implements [`Connection`](backend::Connection) (what a [`Conn`] does on
+/// its connection) and [`AppConn`](backend::AppConn) (what the core needs to lend a
+/// connection to the handler), and drives an [`AppCore`](backend::AppCore): it owns the
+/// handler, the connection table with its generations, the re-offer of unread bytes
+/// and the exactly-one `closed`, so an application cannot tell backends apart but by
+/// speed.
+pub mod backend {
+    pub use crate::app::conn::Connection;
+    pub use crate::app::core::{AppConn, AppCore, UnreadBytes};
+}
 pub use engine::{Engine, EngineConfig};
 pub use stats::Stats;
 pub use tcp::config::TcpConfig;
 pub use tcp::pool::MemoryBudget;
-pub use tcp::tcb::State;
+/// A connection's TCP state (RFC 9293 §3.3.2), as [`Engine::connection_states`] reports it;
+/// not to be confused with an application's own per-connection state ([`Conn::state`]).
+pub use tcp::tcb::State as TcpState;
 pub use time::{Clock, Instant, SystemClock, VirtualClock};

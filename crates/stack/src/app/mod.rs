@@ -2,23 +2,22 @@
 //! every backend.
 //!
 //! Applications implement [`Handler`] and use the [`Conn`] and [`Opener`] handles their
-//! callbacks get. Backends implement [`Connection`] (what `Conn` does) and [`AppConn`]
-//! (what the core needs to lend the connection to the handler), and drive an
-//! [`AppCore`]: it owns the handler, the connection table with its generations, the
+//! callbacks get. Backends (see [`crate::backend`]) implement `Connection` (what `Conn`
+//! does) and `AppConn` (what the core needs to lend the connection to the handler), and
+//! drive an `AppCore`: it owns the handler, the connection table with its generations, the
 //! re-offer of unread bytes and the exactly-one `closed`. Rusty's engine and the
 //! kernel-socket backend both do, which is why an application cannot tell them apart
 //! but by speed.
 
-mod conn;
-mod core;
+pub(crate) mod conn;
+pub(crate) mod core;
 mod handler;
 mod table;
 
 pub(crate) use self::core::slot_bytes;
-pub use self::core::{AppConn, AppCore, UnreadBytes};
-pub use conn::{
-    CloseReason, Conn, ConnId, ConnectError, Connection, OpenResult, Opener, SendError,
-};
+pub(crate) use self::core::{AppConn, AppCore, UnreadBytes};
+pub(crate) use conn::Connection;
+pub use conn::{CloseReason, Conn, ConnId, ConnectError, OpenResult, Opener, SendError};
 pub use handler::Handler;
 
 /// Defines the accessors every backend's engine offers over its application core, for
