@@ -569,6 +569,4 @@ fn challenge_budget(rng: &mut Rng, limit: u32) -> u32 {
 }
 
 #[cfg(test)]
-mod scripted_tests;
-#[cfg(test)]
 mod tests;

@@ -10,6 +10,7 @@ mod idle;
 mod memory;
 mod offload;
 mod ports;
+mod scripted;
 mod steering;
 mod transfer;
 
