@@ -822,5 +822,4 @@ fn write_stored(payload: &[u8], out: &mut Vec<u8>) {
 }
 
 #[cfg(test)]
-#[path = "deflate_tests.rs"]
 mod tests;

@@ -77,9 +77,6 @@ mod session;
 pub mod stats;
 pub mod utf8;
 
-#[cfg(test)]
-mod tests;
-
 pub use app::{Accept, CloseInfo, Data, Message, WsApp, WsServerApp};
 pub use client::{Connector, WsClient};
 pub use config::WsConfig;
@@ -91,3 +88,6 @@ pub use message::MessageKind;
 pub use server::{WsServer, WsStatsSink};
 pub use session::{WsConn, WsHandle, WsSendError};
 pub use stats::WsStats;
+
+#[cfg(test)]
+mod tests;

@@ -823,5 +823,4 @@ fn an_open_idle_connection_is_small() {
     );
 }
 
-#[path = "tests_deflate.rs"]
-mod deflate_e2e;
+mod deflate;

@@ -35,9 +35,6 @@ mod rss;
 mod rx;
 mod tx;
 
-#[cfg(test)]
-mod tests;
-
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::dma::DmaRegion;
@@ -409,3 +406,6 @@ impl hw::DmaAllocator for ModelDma {
         lock(&self.nic).arena.alloc(size, align)
     }
 }
+
+#[cfg(test)]
+mod tests;

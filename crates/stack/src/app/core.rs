@@ -561,5 +561,4 @@ impl<H: Handler, C> IndexMut<usize> for AppCore<H, C> {
 }
 
 #[cfg(test)]
-#[path = "core_tests.rs"]
 mod tests;

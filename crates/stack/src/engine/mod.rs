@@ -561,10 +561,4 @@ fn challenge_budget(rng: &mut Rng, limit: u32) -> u32 {
 }
 
 #[cfg(test)]
-mod memory_tests;
-#[cfg(test)]
-mod port_tests;
-#[cfg(test)]
-mod scripted_tests;
-#[cfg(test)]
 mod tests;

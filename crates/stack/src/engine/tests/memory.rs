@@ -1,7 +1,7 @@
 //! What an idle established connection costs the server engine, part by part: the
 //! inline sizes behind the README's "Memory per connection" table, pinned so that a
-//! regression shows (`cargo test -p rusty-stack --lib memory_tests -- --nocapture`
-//! prints the table). The heap an idle connection holds besides is measured by
+//! regression shows (`cargo test -p rusty-stack --lib engine::tests::memory --
+//! --nocapture` prints the table). The heap an idle connection holds besides is measured by
 //! `examples/million.rs`.
 
 use std::mem::size_of;

@@ -1,0 +1,424 @@
+//! The scenario a seed describes: the seed's own randomness, the faults of both
+//! directions, the connections with their payloads and close order, the SACK profile
+//! and memory budgets, and the TCP configuration of both engines.
+
+use super::*;
+
+/// Bytes the client and server send per seed, both directions together, at most.
+const MAX_BYTES_PER_SEED: usize = 8 << 20;
+const MAX_PAYLOAD: usize = 1 << 20;
+
+/// SplitMix64: tiny, and the same sequence everywhere.
+#[derive(Debug, Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.0)
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+    /// Uniform in `lo..=hi`.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+    /// Uniform in `[0, 1)`.
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Byte `offset..offset + out.len()` of the payload stream named by `key`: random access,
+/// so neither side has to keep whole payloads in memory.
+pub(crate) fn fill_payload(key: u64, offset: usize, out: &mut [u8]) {
+    let mut pos = offset;
+    let mut i = 0;
+    while i < out.len() {
+        let word = mix(key ^ ((pos / 8) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_le_bytes();
+        let skip = pos % 8;
+        let n = (8 - skip).min(out.len() - i);
+        out[i..i + n].copy_from_slice(&word[skip..skip + n]);
+        i += n;
+        pos += n;
+    }
+}
+
+/// Who sends its FIN first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClosePattern {
+    /// The client half-closes when done sending; the server closes once it has sent
+    /// everything and seen the client's FIN.
+    ClientFirst,
+    /// The mirror image.
+    ServerFirst,
+    /// Each side half-closes as soon as it is done sending (FINs may cross).
+    Simultaneous,
+}
+
+/// One direction of one connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Flow {
+    pub(crate) len: usize,
+    pub(crate) key: u64,
+    /// Queue the payload as one shared `Bytes` instead of copying it in chunks.
+    pub(crate) shared: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ConnSpec {
+    pub(crate) to_server: Flow,
+    pub(crate) to_client: Flow,
+    pub(crate) close: ClosePattern,
+    /// The side that closes second uses `close()` rather than `shutdown_write()`.
+    pub(crate) second_uses_close: bool,
+    /// Each side's `data` callback consumes at most this many bytes per call (a slow
+    /// reader: the rest stays in the receive buffer and closes the window).
+    pub(crate) client_read_limit: Option<usize>,
+    pub(crate) server_read_limit: Option<usize>,
+}
+
+/// Per-engine settings a seed varies, so small windows, zero windows, missing options
+/// and SYN cookies are exercised too.
+#[derive(Debug, Clone)]
+pub(crate) struct Knobs {
+    send_buffer: usize,
+    recv_buffer: usize,
+    max_ooo_ranges: usize,
+    window_scaling: bool,
+    timestamps: bool,
+    sack: bool,
+    delayed_ack: Duration,
+}
+
+impl Knobs {
+    fn new(rng: &mut Rng) -> Knobs {
+        let defaults = TcpConfig::default();
+        let buffer = |rng: &mut Rng, default: usize| match rng.below(4) {
+            0 => rng.range(2_048, 32 * 1024) as usize,
+            1 => rng.range(32 * 1024, 128 * 1024) as usize,
+            _ => default,
+        };
+        Knobs {
+            send_buffer: buffer(rng, defaults.send_buffer),
+            recv_buffer: buffer(rng, defaults.recv_buffer),
+            max_ooo_ranges: if rng.chance(0.3) {
+                rng.range(1, 3) as usize
+            } else {
+                defaults.max_ooo_ranges
+            },
+            window_scaling: rng.chance(0.8),
+            timestamps: rng.chance(0.8),
+            sack: rng.chance(0.8),
+            delayed_ack: Duration::from_millis(rng.range(1, 200)),
+        }
+    }
+
+    /// Linux's defaults: every option on, full buffers, 40 ms delayed ACKs.
+    fn plain() -> Knobs {
+        let d = TcpConfig::default();
+        Knobs {
+            send_buffer: d.send_buffer,
+            recv_buffer: d.recv_buffer,
+            max_ooo_ranges: d.max_ooo_ranges,
+            window_scaling: true,
+            timestamps: true,
+            sack: true,
+            delayed_ack: d.delayed_ack,
+        }
+    }
+
+    /// The TCP configuration of an engine (see the module docs for the limits).
+    pub(crate) fn tcp_config(&self) -> TcpConfig {
+        TcpConfig {
+            send_buffer: self.send_buffer,
+            recv_buffer: self.recv_buffer,
+            max_ooo_ranges: self.max_ooo_ranges,
+            window_scaling: self.window_scaling,
+            timestamps: self.timestamps,
+            sack: self.sack,
+            delayed_ack: self.delayed_ack,
+            ..tcp_config()
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Scenario {
+    pub(crate) client: Knobs,
+    pub(crate) server: Knobs,
+    /// Half-open connections the listener holds before answering with SYN cookies.
+    pub(crate) backlog: usize,
+    /// A narrow range of client ports, so ports are reused while the server may still
+    /// hold the previous connection's TIME-WAIT entry (RFC 6191 reopening).
+    pub(crate) client_ports: Option<std::ops::RangeInclusive<u16>>,
+    pub(crate) to_server: FaultConfig,
+    pub(crate) to_client: FaultConfig,
+    /// At most this many connections are open at once; the next opens when one closes.
+    pub(crate) concurrency: usize,
+    pub(crate) conns: Vec<ConnSpec>,
+    /// Faults chosen to exercise SACK-based recovery, if any.
+    pub(crate) sack_profile: Option<SackProfile>,
+    /// Memory budgets tight enough to keep an engine under memory pressure (pruned
+    /// out-of-order data, clamped windows, short sends), for a quarter of the engines.
+    pub(crate) client_memory: Option<MemoryBudget>,
+    pub(crate) server_memory: Option<MemoryBudget>,
+}
+
+/// For a quarter of the seeds' engines, a budget tight enough that the engine spends
+/// the run under memory pressure. Drawn from a stream of its own, so the rest of each
+/// seed's scenario is what it was before budgets existed.
+fn tight_budgets(seed: u64) -> [Option<MemoryBudget>; 2] {
+    let mut rng = Rng::new(mix(seed ^ 0x6d65_6d6f_7279));
+    [(); 2].map(|_| {
+        rng.chance(0.25).then(|| {
+            let pressure = rng.range(8 << 10, 256 << 10) as usize;
+            MemoryBudget {
+                low: pressure / 2,
+                pressure,
+                limit: pressure + pressure / 2,
+            }
+        })
+    })
+}
+
+fn faults(rng: &mut Rng) -> FaultConfig {
+    // A quarter of the directions are clean, so both easy and hard paths are covered.
+    if rng.chance(0.25) {
+        return FaultConfig::none();
+    }
+    let delay = Duration::from_micros(rng.below(20_001));
+    FaultConfig {
+        loss: rng.unit() * 0.20,
+        duplicate: rng.unit() * 0.10,
+        reorder: rng.unit() * 0.20,
+        corrupt: rng.unit() * 0.05,
+        delay,
+        jitter: if rng.chance(0.5) {
+            Duration::from_micros(rng.below(5_001))
+        } else {
+            Duration::ZERO
+        },
+        reorder_delay: Duration::from_micros(rng.range(500, 5_000)),
+        ..FaultConfig::none()
+    }
+}
+
+/// The profiles that keep the sender's SACK scoreboard busy (several holes per window,
+/// RACK's reordering window, lost ACKs), applied on top of a seed's faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SackProfile {
+    /// Losses in bursts (mean burst 1.4–3 frames), both directions.
+    BurstyLoss,
+    /// Heavy reordering within a few milliseconds, both directions.
+    Reordering,
+    /// Toward the client many frames lost (for data from the server, mostly its ACKs).
+    AckLoss,
+}
+
+impl SackProfile {
+    fn apply(self, rng: &mut Rng, f: &mut FaultConfig) {
+        if f.delay.is_zero() {
+            // Loss recovery needs a round trip to exist: give the path one.
+            f.delay = Duration::from_micros(rng.range(1_000, 20_000));
+        }
+        match self {
+            SackProfile::BurstyLoss => {
+                // Stationary loss = loss / (1 - burst + loss): at most about 14 %.
+                f.loss = 0.005 + rng.unit() * 0.045;
+                f.burst = 0.3 + rng.unit() * 0.4;
+            }
+            SackProfile::Reordering => {
+                f.reorder = 0.05 + rng.unit() * 0.25;
+                f.reorder_delay = Duration::from_micros(rng.range(200, 8_000));
+                f.loss = rng.unit() * 0.03;
+            }
+            SackProfile::AckLoss => f.loss = 0.05 + rng.unit() * 0.15,
+        }
+    }
+}
+
+/// Mostly small payloads, some large: the sizes interesting for segmentation (empty, one
+/// byte, around an MSS) come up often, large transfers sometimes.
+fn payload_len(rng: &mut Rng) -> usize {
+    let r = rng.below(100);
+    (match r {
+        0..=14 => 0,
+        15..=19 => rng.range(1, 3),
+        20..=49 => rng.range(1, 4_000),
+        50..=84 => rng.range(4_000, 64 * 1024),
+        85..=95 => rng.range(64 * 1024, 256 * 1024),
+        _ => rng.range(256 * 1024, MAX_PAYLOAD as u64),
+    }) as usize
+}
+
+fn read_limit(rng: &mut Rng, slow_readers: bool) -> Option<usize> {
+    (slow_readers && rng.chance(0.5)).then(|| rng.range(1, 3_000) as usize)
+}
+
+impl Scenario {
+    /// `slow_readers` turns on partial consumption (see the `slow_readers` test).
+    pub(crate) fn new(seed: u64, slow_readers: bool) -> Scenario {
+        let mut rng = Rng::new(seed);
+        let mut to_server = faults(&mut rng);
+        let to_client = faults(&mut rng);
+        let client = Knobs::new(&mut rng);
+        let server = Knobs::new(&mut rng);
+        let backlog = if rng.chance(0.2) {
+            // SYN cookies: the server keeps no state for the connection until the ACK
+            // that completes the handshake, and recognises that ACK only by SEG.SEQ =
+            // client ISN + 1 (the ISN is inside the cookie's hash). If that segment is
+            // lost or overtaken, the client's next segment fails the check and is
+            // answered with a RST, as in Linux: a limitation of cookies, not a bug. So
+            // the cookie scenarios lose, corrupt and reorder nothing towards the server
+            // (duplicates and delay are harmless); the other direction keeps its faults.
+            to_server = FaultConfig {
+                duplicate: to_server.duplicate,
+                delay: to_server.delay,
+                ..FaultConfig::none()
+            };
+            rng.range(1, 4) as usize
+        } else {
+            128
+        };
+        let count = match rng.below(4) {
+            0 => 1,
+            1 => rng.range(2, 8),
+            _ => rng.range(1, 64),
+        } as usize;
+        let concurrency = if rng.chance(0.7) {
+            count
+        } else {
+            rng.range(1, count as u64) as usize
+        };
+        // Ports stay busy on the client for a TIME-WAIT after it closes first, so each
+        // port serves at most a few connections within the virtual time limit.
+        let client_ports = rng.chance(0.15).then(|| {
+            let span = rng.range((count as u64 / 8).max(1), (count as u64 / 2).max(1)) as u16;
+            40_000..=40_000 + span - 1
+        });
+        let mut budget = MAX_BYTES_PER_SEED;
+        let mut flow = |rng: &mut Rng| {
+            let len = payload_len(rng).min(budget);
+            budget -= len;
+            Flow {
+                len,
+                key: rng.next_u64(),
+                shared: rng.chance(0.25),
+            }
+        };
+        let conns = (0..count)
+            .map(|_| ConnSpec {
+                to_server: flow(&mut rng),
+                to_client: flow(&mut rng),
+                close: match rng.below(3) {
+                    0 => ClosePattern::ClientFirst,
+                    1 => ClosePattern::ServerFirst,
+                    _ => ClosePattern::Simultaneous,
+                },
+                second_uses_close: rng.chance(0.5),
+                client_read_limit: read_limit(&mut rng, slow_readers),
+                server_read_limit: read_limit(&mut rng, slow_readers),
+            })
+            .collect();
+        // Drawn last, so the draws above (and what older seeds meant) stay as they were.
+        let mut to_client = to_client;
+        let sack_profile = rng.chance(0.3).then(|| match rng.below(3) {
+            0 => SackProfile::BurstyLoss,
+            1 => SackProfile::Reordering,
+            _ => SackProfile::AckLoss,
+        });
+        if let Some(profile) = sack_profile {
+            profile.apply(&mut rng, &mut to_client);
+            // Cookie scenarios keep the path toward the server clean (see above).
+            if backlog == 128 && profile != SackProfile::AckLoss {
+                profile.apply(&mut rng, &mut to_server);
+            }
+        }
+        let [client_memory, server_memory] = tight_budgets(seed);
+        Scenario {
+            client,
+            server,
+            backlog,
+            client_ports,
+            to_server,
+            to_client,
+            concurrency,
+            conns,
+            sack_profile,
+            client_memory,
+            server_memory,
+        }
+    }
+
+    /// One connection, `len` bytes from the client to the server, Linux's default
+    /// options on both ends, these faults on the two directions.
+    pub(crate) fn bulk(len: usize, to_server: FaultConfig, to_client: FaultConfig) -> Scenario {
+        Scenario {
+            client: Knobs::plain(),
+            server: Knobs::plain(),
+            backlog: 128,
+            client_ports: None,
+            to_server,
+            to_client,
+            concurrency: 1,
+            conns: vec![ConnSpec {
+                to_server: Flow {
+                    len,
+                    key: 7,
+                    shared: false,
+                },
+                to_client: Flow {
+                    len: 0,
+                    key: 8,
+                    shared: false,
+                },
+                close: ClosePattern::ClientFirst,
+                second_uses_close: true,
+                client_read_limit: None,
+                server_read_limit: None,
+            }],
+            sack_profile: None,
+            client_memory: None,
+            server_memory: None,
+        }
+    }
+
+    pub(crate) fn total_bytes(&self) -> usize {
+        self.conns
+            .iter()
+            .map(|c| c.to_server.len + c.to_client.len)
+            .sum()
+    }
+}
+
+/// The limits both engines share (see the module docs for why).
+pub(crate) fn tcp_config() -> TcpConfig {
+    TcpConfig {
+        max_retries: 24,
+        max_syn_retries: 24,
+        max_synack_retries: 24,
+        orphan_retries: 24,
+        // Keeps 24 retries within about 90 s of virtual time...
+        max_rto: Duration::from_secs(4),
+        // ...which an orphan's time bound outlasts...
+        orphan_timeout: Duration::from_secs(120),
+        // ...so TIME-WAIT outlasts any retransmitted FIN of the peer.
+        time_wait: Duration::from_secs(120),
+        ..TcpConfig::default()
+    }
+}
