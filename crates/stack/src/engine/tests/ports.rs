@@ -1,4 +1,4 @@
-//! Engine tests of the limits that are configuration (issue 13): active opens that run
+//! Engine tests of the limits that are configuration: active opens that run
 //! a destination out of ports fail without a scan and get their ports back after close
 //! and TIME-WAIT; queue-restricted ports are counted exactly; the tables that scale
 //! with the connection count are sized by configuration, not by 16 bits.

@@ -1,4 +1,4 @@
-//! Scripted tests of the counts that replaced scans (issue 13): TIME-WAIT entries a RST
+//! Scripted tests of the counts kept instead of scans: TIME-WAIT entries a RST
 //! closed leave [`Engine::time_wait_count`] once, and leave the table without being
 //! counted twice.
 

@@ -1,5 +1,5 @@
-//! Scripted tests of the memory a peer can make the engine hold (issue: out-of-order
-//! pinning and readers that stop reading). Memory held follows the bytes held, and the
+//! Scripted tests of the memory a peer can make the engine hold (out-of-order pinning
+//! and readers that stop reading). Memory held follows the bytes held, and the
 //! engine's budget ([`MemoryBudget`](crate::MemoryBudget)) holds under many such peers:
 //! out-of-order data is pruned, windows stop opening, and everything is given back when
 //! the connections go.
