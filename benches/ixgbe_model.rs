@@ -29,10 +29,7 @@ const MAC: [u8; 6] = [0x02, 0x1b, 0x21, 0, 0, 1];
 /// A 64-byte-payload IPv4/TCP frame to the model's MAC, checksums right.
 fn frame(port: u16) -> Vec<u8> {
     rig::tcp_frame(
-        (
-            MacAddr::from_bytes(&MAC),
-            MacAddr::from_bytes(&[0x02, 0, 0, 0, 0x99, 1]),
-        ),
+        (MacAddr(MAC), MacAddr([0x02, 0, 0, 0, 0x99, 1])),
         (Ipv4Addr::new(10, 0, 9, 1), Ipv4Addr::new(10, 0, 9, 2)),
         (port, 80),
         &[0x5a; 64],

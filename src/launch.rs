@@ -355,7 +355,7 @@ fn model_tap(
     let mut cfg = TapConfig::new(tap.to_string(), 1);
     cfg.offloads = false;
     cfg.host = launch.tap_host;
-    cfg.mac = Some(rusty_stack::io::MacAddr::from_bytes(&mac));
+    cfg.mac = Some(rusty_stack::io::MacAddr(mac));
     rusty_drivers_tap::open(&cfg)
         .map_err(|e| LaunchError::Tap(tap.to_string(), e))?
         .pop()

@@ -32,10 +32,10 @@ use smoltcp::wire::{
 
 /// Our engine's address.
 const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-const OUR_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
+const OUR_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 2]);
 /// smoltcp's address.
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-const PEER_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
+const PEER_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 1]);
 
 type Link = FaultInjector<MemoryLink, VirtualClock>;
 
@@ -423,7 +423,7 @@ impl<H: Handler> World<H> {
             wire: Wire::default(),
             tx_dropped: 0,
         };
-        let mut config = Config::new(HardwareAddress::Ethernet(PEER_MAC));
+        let mut config = Config::new(HardwareAddress::Ethernet(EthernetAddress(PEER_MAC.0)));
         config.random_seed = seed ^ 0x1234_5678;
         let mut iface = Interface::new(config, &mut phy, smol_now(&clock));
         iface.update_ip_addrs(|addrs| {

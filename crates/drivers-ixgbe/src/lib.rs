@@ -149,5 +149,5 @@ pub fn open_pci(addr: &str, cfg: &IxgbeConfig) -> Result<Vec<IxgbeQueue>, PciErr
 }
 
 fn smoltcp_mac(b: [u8; 6]) -> rusty_stack::io::MacAddr {
-    rusty_stack::io::MacAddr::from_bytes(&b)
+    rusty_stack::io::MacAddr(b)
 }

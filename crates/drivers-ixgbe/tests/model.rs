@@ -73,13 +73,7 @@ fn echo_over_four_queues_lands_every_flow_where_rss_said() {
     let queues = open(m.device(), &small(4)).expect("the model comes up");
     let rss = queues[0].capabilities().rss.clone().expect("rss");
     let client = EchoClient::new(CONNS, 20_000);
-    let mut rig = Rig::new(
-        queues,
-        m.wire(),
-        (RUSTY_IP, MacAddr::from_bytes(&MAC)),
-        PEER_IP,
-        client,
-    );
+    let mut rig = Rig::new(queues, m.wire(), (RUSTY_IP, MacAddr(MAC)), PEER_IP, client);
     // Rusty's own active opens too: each worker's return traffic must come back to it.
     rig.run_echo(CONNS, 5, 20_000);
     let p = rig.peer.handler();
@@ -131,10 +125,7 @@ fn echo_over_four_queues_lands_every_flow_where_rss_said() {
 /// An IPv4/TCP frame from the peer's port `src_port` to Rusty's echo port, checksums
 /// right unless `break_tcp`.
 fn tcp_frame(src_port: u16, payload: &[u8], break_tcp: bool) -> Vec<u8> {
-    let macs = (
-        MacAddr::from_bytes(&MAC),
-        MacAddr::from_bytes(&[0x02, 0, 0, 0, 0x99, 1]),
-    );
+    let macs = (MacAddr(MAC), MacAddr([0x02, 0, 0, 0, 0x99, 1]));
     let mut f = rig::tcp_frame(macs, (PEER_IP, RUSTY_IP), (src_port, ECHO_PORT), payload);
     f[rig::TCP_CHECKSUM_AT + 1] ^= u8::from(break_tcp);
     f

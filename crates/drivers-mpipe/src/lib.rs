@@ -191,7 +191,7 @@ pub fn open(
     // Egress: an eDMA ring and transmit buffers per worker.
     let ering = gxio.alloc_edma_rings(workers)?;
     let tx_buf = (cfg.mtu + 14).next_multiple_of(128);
-    let mut caps = Capabilities::new(MacAddr::from_bytes(&port.mac), cfg.mtu);
+    let mut caps = Capabilities::new(MacAddr(port.mac), cfg.mtu);
     caps.rx_checksum = ChecksumOffload::ALL;
     caps.tx_checksum = ChecksumOffload {
         ipv4: false,
@@ -226,7 +226,7 @@ pub fn open(
         port.channel,
         cfg.workers,
         cfg.buckets,
-        MacAddr::from_bytes(&port.mac)
+        MacAddr(port.mac)
     );
     Ok(queues)
 }

@@ -32,7 +32,7 @@ fn up_with(cfg: MpipeConfig) -> (Model, Vec<MpipeQueue>) {
 /// An IPv4/TCP frame from `src:sport` to Rusty's echo port, checksums right unless
 /// `bad_tcp`.
 fn tcp_frame(src: Ipv4Addr, sport: u16, payload: &[u8], bad_tcp: bool) -> Vec<u8> {
-    let macs = (MacAddr::from_bytes(&MAC), MacAddr::from_bytes(&PEER_MAC));
+    let macs = (MacAddr(MAC), MacAddr(PEER_MAC));
     let mut f = rig::tcp_frame(macs, (src, RUSTY_IP), (sport, ECHO_PORT), payload);
     f[rig::TCP_CHECKSUM_AT + 1] ^= u8::from(bad_tcp);
     f
@@ -293,7 +293,7 @@ fn echo_of_a_hundred_connections_over_four_workers_is_byte_exact() {
     let mut rig = Rig::new(
         queues,
         model.wire(),
-        (RUSTY_IP, MacAddr::from_bytes(&MAC)),
+        (RUSTY_IP, MacAddr(MAC)),
         PEER_IP,
         client,
     );

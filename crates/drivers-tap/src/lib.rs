@@ -223,7 +223,7 @@ pub fn random_mac() -> Result<MacAddr, TapError> {
 /// `bytes` made into a locally administered unicast MAC.
 pub fn local_unicast_mac(mut bytes: [u8; 6]) -> MacAddr {
     bytes[0] = (bytes[0] | 0x02) & !0x01;
-    MacAddr::from_bytes(&bytes)
+    MacAddr(bytes)
 }
 
 fn check(cfg: &TapConfig) -> Result<(), TapError> {

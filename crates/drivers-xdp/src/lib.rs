@@ -539,7 +539,7 @@ pub fn open(cfg: &XdpConfig) -> Result<Vec<XdpQueue>, XdpError> {
     let mut parts = Vec::with_capacity(usize::from(cfg.queues));
     for q in 0..cfg.queues {
         let caps = Capabilities {
-            mac: MacAddr::from_bytes(&mac),
+            mac: MacAddr(mac),
             mtu,
             rx_checksum: ChecksumOffload::NONE,
             tx_checksum: ChecksumOffload::NONE,

@@ -17,7 +17,7 @@ use rusty_stack::fuzzing::{
 };
 use rusty_stack::io::{MacAddr, ETHERNET_HEADER_LEN};
 use rusty_stack::time::Instant;
-use smoltcp::wire::{ArpOperation, EthernetAddress};
+use smoltcp::wire::ArpOperation;
 
 use crate::input::Input;
 use crate::wire::{HOST_IP, HOST_MAC};
@@ -37,16 +37,16 @@ fn addr(b: u8) -> Ipv4Addr {
 fn mac(b: u8) -> MacAddr {
     // Mostly unicast; every fourth multicast, and zero for 0xff.
     match b {
-        0xff => EthernetAddress([0; 6]),
-        _ if b % 4 == 3 => EthernetAddress([1, 0, 0x5e, 0, 0, b]),
-        _ => EthernetAddress([2, 0, 0, 0, 1, b]),
+        0xff => MacAddr([0; 6]),
+        _ if b % 4 == 3 => MacAddr([1, 0, 0x5e, 0, 0, b]),
+        _ => MacAddr([2, 0, 0, 0, 1, b]),
     }
 }
 
 /// Check what [`process`] accepted from `payload`, and that our answer to it is valid.
 fn check_input(payload: &[u8], input: &ArpInput) {
     assert!(payload.len() >= PACKET_LEN);
-    assert!(input.sender_mac.is_unicast() && input.sender_mac != EthernetAddress([0; 6]));
+    assert!(input.sender_mac.is_unicast() && input.sender_mac != MacAddr([0; 6]));
     let ip = input.sender_ip;
     assert!(!ip.is_broadcast() && !ip.is_multicast() && !ip.is_loopback());
     assert_eq!(input.targets_us, input.target_ip == HOST_IP);
@@ -104,8 +104,8 @@ impl State {
                 self.cache.drain_ready(&mut ready);
                 self.taken += ready.len();
                 for frame in ready {
-                    let dst = EthernetAddress::from_bytes(&frame[..6]);
-                    assert!(dst.is_unicast() && dst != EthernetAddress([0; 6]));
+                    let dst = MacAddr::from_slice(&frame[..6]).expect("six bytes");
+                    assert!(dst.is_unicast() && dst != MacAddr([0; 6]));
                 }
             }
             5 => {

@@ -20,7 +20,6 @@ use rusty_stack::tcp::segment::{Segment, TxSegment};
 use rusty_stack::tcp::seq::SeqNum;
 use rusty_stack::time::{Clock, VirtualClock};
 use rusty_stack::{sim, CloseReason, Conn, ConnId, Engine, Handler, Opener};
-use smoltcp::wire::EthernetAddress;
 
 use crate::input::Input;
 use crate::wire::{
@@ -490,7 +489,7 @@ impl Bench {
         let sender_ip = Ipv4Addr::new(10, 0, 0, input.u8());
         let target_ip = Ipv4Addr::new(10, 0, 0, input.u8());
         // A group MAC when the tag's top bit says so (ARP must refuse it).
-        let mac = EthernetAddress([(mac_byte & 0xfe) | (tag >> 7), 0, 0, 0, 0, mac_byte]);
+        let mac = MacAddr([(mac_byte & 0xfe) | (tag >> 7), 0, 0, 0, 0, mac_byte]);
         let mut frame = arp_frame(tag & 8 == 0, (mac, sender_ip), target_ip);
         if tag & 16 != 0 {
             // The other Ethernet destination: a broadcast reply, a unicast request.

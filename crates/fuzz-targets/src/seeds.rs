@@ -5,9 +5,10 @@
 //! `fuzz/corpus/<target>/`:
 //! `cargo test -p rusty-fuzz-targets --test smoke -- --ignored write_seed_corpus`.
 
+use rusty_stack::io::MacAddr;
 use rusty_stack::tcp::segment::TxSegment;
 use rusty_stack::tcp::seq::SeqNum;
-use smoltcp::wire::{EthernetAddress, IpProtocol};
+use smoltcp::wire::IpProtocol;
 
 use crate::engine_frame::{
     Script, ACTIVE, FULL_OPTIONS, OPEN, PEER_PORT, PORT, SMALL_MTU, TIGHT_LIMITS,
@@ -291,13 +292,13 @@ fn tcp_segment() -> Vec<(String, Vec<u8>)> {
 }
 
 fn arp() -> Vec<(String, Vec<u8>)> {
-    let packet = |request, sender: (EthernetAddress, [u8; 4]), target: [u8; 4]| {
+    let packet = |request, sender: (MacAddr, [u8; 4]), target: [u8; 4]| {
         let frame = arp_frame(request, (sender.0, sender.1.into()), target.into());
         let mut out = vec![0u8, 28];
         out.extend_from_slice(&frame[14..42]);
         out
     };
-    let peer = EthernetAddress([2, 0, 0, 0, 1, 9]);
+    let peer = MacAddr([2, 0, 0, 0, 1, 9]);
     let request = packet(true, (peer, [10, 0, 0, 11]), [10, 0, 0, 2]);
     let reply = packet(false, (peer, [10, 0, 0, 12]), [10, 0, 0, 2]);
     let probe = packet(true, (peer, [0, 0, 0, 0]), [10, 0, 0, 2]);

@@ -21,8 +21,8 @@ use smoltcp::wire::{
 pub(crate) const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 /// The engine's address.
 pub(crate) const HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-pub(crate) const PEER_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 0x01]);
-pub(crate) const HOST_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 0x02]);
+pub(crate) const PEER_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
+pub(crate) const HOST_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x02]);
 
 const ETH_LEN: usize = 14;
 const IPV4_LEN: usize = 20;
@@ -35,8 +35,8 @@ pub(crate) fn eth_frame(
     payload: &[u8],
 ) -> Vec<u8> {
     let repr = EthernetRepr {
-        src_addr: src,
-        dst_addr: dst,
+        src_addr: EthernetAddress(src.0),
+        dst_addr: EthernetAddress(dst.0),
         ethertype,
     };
     let mut buf = vec![0u8; (ETH_LEN + payload.len()).max(60)];
@@ -182,7 +182,7 @@ pub(crate) fn check_sent(frame: &[u8], mtu: usize) -> Sent {
         frame.len()
     );
     let eth = EthernetFrame::new_checked(frame).expect("engine sent a runt frame");
-    assert_eq!(eth.src_addr(), HOST_MAC, "frame not from our MAC");
+    assert_eq!(eth.src_addr().0, HOST_MAC.0, "frame not from our MAC");
     match eth.ethertype() {
         EthernetProtocol::Arp => {
             let packet = ArpPacket::new_checked(eth.payload()).expect("short ARP packet sent");
@@ -195,7 +195,7 @@ pub(crate) fn check_sent(frame: &[u8], mtu: usize) -> Sent {
             else {
                 panic!("non-Ethernet/IPv4 ARP sent: {repr:?}");
             };
-            assert_eq!(source_hardware_addr, HOST_MAC);
+            assert_eq!(source_hardware_addr.0, HOST_MAC.0);
             assert_eq!(source_protocol_addr, HOST_IP);
             Sent::Arp
         }

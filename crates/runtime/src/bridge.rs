@@ -154,7 +154,7 @@ mod tests {
     fn frames_cross_both_ways_until_the_bridge_stops() {
         let q: Queues = Arc::default();
         let port = Port {
-            caps: Capabilities::new(MacAddr::from_bytes(&[2, 0, 0, 0, 0, 1]), 1500),
+            caps: Capabilities::new(MacAddr([2, 0, 0, 0, 0, 1]), 1500),
             q: Arc::clone(&q),
         };
         let bridge = Bridge::spawn(Mirror::default(), port).expect("a thread");

@@ -42,8 +42,8 @@ fn header_of(h: &[u8; HEADER_LEN]) -> EthernetHeader {
     let (src, _) = rest.split_first_chunk::<6>().expect("six of eight bytes");
     EthernetHeader {
         // Whole arrays rather than byte by byte: two loads each, not six.
-        dst: smoltcp::wire::EthernetAddress(*dst),
-        src: smoltcp::wire::EthernetAddress(*src),
+        dst: MacAddr(*dst),
+        src: MacAddr(*src),
         ethertype: ethertype_of(h),
     }
 }
@@ -94,7 +94,7 @@ fn admit_other(our_mac: MacAddr, h: &[u8; HEADER_LEN]) -> Result<(), DropReason>
 /// layers above: the common path, a segment of an established connection, does not.
 pub(crate) fn source(frame: &[u8]) -> MacAddr {
     match frame.get(6..12) {
-        Some(src) => MacAddr::from_bytes(src),
+        Some(src) => MacAddr::from_slice(src).unwrap_or(MacAddr::BROADCAST),
         None => MacAddr::BROADCAST,
     }
 }
@@ -160,10 +160,9 @@ fn admit_to_group(h: &EthernetHeader) -> Result<(), DropReason> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use smoltcp::wire::EthernetAddress;
 
-    const US: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
-    const THEM: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
+    const US: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 1]);
+    const THEM: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 2]);
 
     #[test]
     fn write_then_parse_round_trips() {
@@ -213,8 +212,8 @@ mod tests {
         }
     }
 
-    const MULTICAST: MacAddr = EthernetAddress([0x01, 0x00, 0x5e, 0, 0, 1]);
-    const IPV6_MULTICAST: MacAddr = EthernetAddress([0x33, 0x33, 0, 0, 0, 1]);
+    const MULTICAST: MacAddr = MacAddr([0x01, 0x00, 0x5e, 0, 0, 1]);
+    const IPV6_MULTICAST: MacAddr = MacAddr([0x33, 0x33, 0, 0, 0, 1]);
 
     #[test]
     fn admits_unicast_to_us_and_broadcast_arp() {
@@ -254,7 +253,7 @@ mod tests {
         for src in [
             MacAddr::BROADCAST,
             MULTICAST,
-            EthernetAddress([0x03, 0, 0, 0, 0, 2]),
+            MacAddr([0x03, 0, 0, 0, 0, 2]),
         ] {
             for dst in [US, MacAddr::BROADCAST] {
                 for t in [Arp, Ipv4] {
@@ -288,9 +287,9 @@ mod tests {
         #[test]
         fn accept_is_parse_then_admit(
             dst in prop_oneof![Just(US), Just(THEM), Just(MacAddr::BROADCAST),
-                any::<[u8; 6]>().prop_map(EthernetAddress)],
+                any::<[u8; 6]>().prop_map(MacAddr)],
             src in prop_oneof![Just(THEM), Just(US), Just(MacAddr::BROADCAST),
-                any::<[u8; 6]>().prop_map(EthernetAddress)],
+                any::<[u8; 6]>().prop_map(MacAddr)],
             ethertype in prop_oneof![Just(0x0800u16), Just(0x0806), Just(0x86dd), any::<u16>()],
             len in 0usize..40,
         ) {

@@ -16,7 +16,7 @@ fn pair() -> (TapQueue, UnixDatagram) {
         .set_read_timeout(Some(Duration::from_secs(1)))
         .unwrap();
     let file = File::from(OwnedFd::from(ours));
-    let mut caps = Capabilities::new(MacAddr::from_bytes(&[2, 0, 0, 0, 0, 1]), 1500);
+    let mut caps = Capabilities::new(MacAddr([2, 0, 0, 0, 0, 1]), 1500);
     caps.tso_max = Some(crate::TSO_MAX);
     (
         TapQueue::new(file, "test".into(), caps, DEFAULT_POOL_BUFFERS),

@@ -5,9 +5,7 @@
 
 use std::net::Ipv4Addr;
 
-use smoltcp::wire::{
-    ArpHardware, ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetProtocol,
-};
+use smoltcp::wire::{ArpHardware, ArpOperation, ArpPacket, ArpRepr, EthernetProtocol};
 
 use crate::drop::DropReason;
 use crate::ethernet;
@@ -83,6 +81,7 @@ pub fn process(payload: &[u8], our_ip: Ipv4Addr) -> Result<ArpInput, DropReason>
     else {
         return Err(DropReason::BadArp);
     };
+    let sender_mac = MacAddr::from_wire(sender_mac);
     let is_request = match operation {
         ArpOperation::Request => true,
         ArpOperation::Reply => false,
@@ -109,7 +108,7 @@ pub fn process(payload: &[u8], our_ip: Ipv4Addr) -> Result<ArpInput, DropReason>
 }
 
 /// The all-zero MAC: what RFC 5227 puts in a request's target hardware address.
-const ZERO_MAC: MacAddr = EthernetAddress([0; 6]);
+const ZERO_MAC: MacAddr = MacAddr([0; 6]);
 
 pub(super) fn is_unicast_mac(mac: MacAddr) -> bool {
     mac.is_unicast() && mac != ZERO_MAC
@@ -131,9 +130,9 @@ fn build(
     ethernet::write_header(frame, sender.0, eth_dst, EthernetProtocol::Arp);
     let repr = ArpRepr::EthernetIpv4 {
         operation,
-        source_hardware_addr: sender.0,
+        source_hardware_addr: sender.0.wire(),
         source_protocol_addr: sender.1,
-        target_hardware_addr: target.0,
+        target_hardware_addr: target.0.wire(),
         target_protocol_addr: target.1,
     };
     repr.emit(&mut ArpPacket::new_unchecked(
@@ -203,9 +202,9 @@ pub(super) mod tests {
     const US: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
     const THEM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
     const OTHER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
-    const US_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
-    const THEM_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
-    const OTHER_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 3]);
+    const US_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 1]);
+    const THEM_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 2]);
+    const OTHER_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 3]);
 
     /// Parse a built frame the way the engine does: Ethernet, then ARP.
     pub(in crate::arp) fn receive(
@@ -251,7 +250,7 @@ pub(super) mod tests {
         else {
             unreachable!()
         };
-        assert_eq!(target_hardware_addr, THEM_MAC);
+        assert_eq!(MacAddr::from_wire(target_hardware_addr), THEM_MAC);
     }
 
     #[test]
@@ -304,8 +303,8 @@ pub(super) mod tests {
         // Sender MAC broadcast / multicast / zero, sender IP broadcast.
         for mac in [
             MacAddr::BROADCAST,
-            EthernetAddress([1, 0, 0x5e, 0, 0, 1]),
-            EthernetAddress([0; 6]),
+            MacAddr([1, 0, 0x5e, 0, 0, 1]),
+            MacAddr([0; 6]),
         ] {
             build_request(&mut buf, mac, THEM, US);
             assert_eq!(process(&buf[H..], US), Err(DropReason::BadArp));

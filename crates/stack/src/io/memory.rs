@@ -543,14 +543,14 @@ mod tests {
     fn arp_frame() -> Vec<u8> {
         let arp = ArpRepr::EthernetIpv4 {
             operation: ArpOperation::Request,
-            source_hardware_addr: MAC_A,
+            source_hardware_addr: MAC_A.wire(),
             source_protocol_addr: Ipv4Address::new(10, 0, 0, 1),
-            target_hardware_addr: smoltcp::wire::EthernetAddress([0; 6]),
+            target_hardware_addr: MacAddr([0; 6]).wire(),
             target_protocol_addr: Ipv4Address::new(10, 0, 0, 2),
         };
         let eth = EthernetRepr {
-            src_addr: MAC_A,
-            dst_addr: MacAddr::BROADCAST,
+            src_addr: MAC_A.wire(),
+            dst_addr: MacAddr::BROADCAST.wire(),
             ethertype: EthernetProtocol::Arp,
         };
         let mut buf = vec![0u8; eth.buffer_len() + arp.buffer_len()];

@@ -19,12 +19,11 @@ use crate::rss::RssConfig;
 
 mod doorbell;
 pub mod fault;
+mod mac;
 pub mod memory;
 
 pub use doorbell::{Doorbell, Ringer};
-
-/// A MAC address.
-pub type MacAddr = smoltcp::wire::EthernetAddress;
+pub use mac::MacAddr;
 
 /// What a queue can do for the stack. Reported once, when the engine is built.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -124,9 +124,9 @@ pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 /// The server engine's address.
 pub const SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 /// The client engine's MAC.
-pub const CLIENT_MAC: MacAddr = smoltcp::wire::EthernetAddress([0x02, 0, 0, 0, 0, 1]);
+pub const CLIENT_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 1]);
 /// The server engine's MAC.
-pub const SERVER_MAC: MacAddr = smoltcp::wire::EthernetAddress([0x02, 0, 0, 0, 0, 2]);
+pub const SERVER_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 2]);
 
 /// An Ethernet/IPv4/TCP SYN frame from [`CLIENT_MAC`] to [`SERVER_MAC`], for tests that
 /// need a frame a NIC steers by its 4-tuple.
@@ -153,8 +153,8 @@ pub fn syn_frame(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16) -> Vec<u8
         hop_limit: 64,
     };
     let eth = smoltcp::wire::EthernetRepr {
-        src_addr: CLIENT_MAC,
-        dst_addr: SERVER_MAC,
+        src_addr: CLIENT_MAC.wire(),
+        dst_addr: SERVER_MAC.wire(),
         ethertype: EthernetProtocol::Ipv4,
     };
     let mut buf = vec![0u8; eth.buffer_len() + ip.buffer_len() + tcp.buffer_len()];

@@ -223,7 +223,7 @@ impl<D: PacketIo, W: FrameWire> Rig<D, W> {
                 e
             })
             .collect();
-        let peer_mac = MacAddr::from_bytes(&[0x02, 0, 0, 0, 0x99, 1]);
+        let peer_mac = MacAddr([0x02, 0, 0, 0, 0x99, 1]);
         let (link, dev) = memory::pair(
             Capabilities::new(rusty.1, 1500),
             Capabilities::new(peer_mac, 1500),

@@ -7,13 +7,12 @@ use crate::arp::wire::tests::receive;
 use crate::arp::wire::*;
 use crate::ethernet;
 use proptest::prelude::*;
-use smoltcp::wire::EthernetAddress;
 
 const US: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const THEM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 const OTHER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
-const THEM_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
-const OTHER_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 3]);
+const THEM_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 2]);
+const OTHER_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 3]);
 
 fn t(ms: u64) -> Instant {
     Instant::from_millis(ms)
@@ -180,7 +179,7 @@ fn oldest_entry_is_evicted() {
         ..ArpConfig::default()
     });
     let ip = |i: u8| Ipv4Addr::new(10, 0, 1, i);
-    let mac = |i: u8| EthernetAddress([0x02, 0, 0, 0, 1, i]);
+    let mac = |i: u8| MacAddr([0x02, 0, 0, 0, 1, i]);
     for i in 1..=3 {
         cache.insert(ip(i), mac(i), t(u64::from(i)));
     }
@@ -244,7 +243,7 @@ fn impossible_mappings_are_not_stored() {
     let mut cache = ArpCache::default();
     cache.insert(Ipv4Addr::BROADCAST, THEM_MAC, t(0));
     cache.insert(THEM, MacAddr::BROADCAST, t(0));
-    cache.insert(OTHER, EthernetAddress([0; 6]), t(0));
+    cache.insert(OTHER, MacAddr([0; 6]), t(0));
     assert!(cache.is_empty());
 }
 
@@ -277,7 +276,7 @@ proptest! {
             let ip = Ipv4Addr::new(10, 0, 2, addr);
             match op {
                 0 => if cache.enqueue(ip, frame(addr), t(now)) != EnqueueResult::Dropped { accepted += 1 },
-                1 => { cache.insert(ip, EthernetAddress([2, 0, 0, 0, 2, addr]), t(now)); }
+                1 => { cache.insert(ip, MacAddr([2, 0, 0, 0, 2, addr]), t(now)); }
                 2 => taken += cache.take_ready(ip).count(),
                 _ => cache.poll(t(now), &mut Vec::new(), &mut failed),
             }

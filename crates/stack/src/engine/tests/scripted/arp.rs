@@ -15,9 +15,9 @@ fn arp_announce_answer_resolve_and_give_up() {
         net.boot[0].arp(),
         Some(ArpRepr::EthernetIpv4 {
             operation: ArpOperation::Request,
-            source_hardware_addr: HOST_MAC,
+            source_hardware_addr: HOST_MAC.wire(),
             source_protocol_addr: HOST_IP,
-            target_hardware_addr: EthernetAddress([0; 6]),
+            target_hardware_addr: MacAddr([0; 6]).wire(),
             target_protocol_addr: HOST_IP,
         })
     );
@@ -30,7 +30,7 @@ fn arp_announce_answer_resolve_and_give_up() {
             MacAddr::BROADCAST,
             ArpOperation::Request,
             (PEER_MAC, PEER_IP),
-            (EthernetAddress([0; 6]), target),
+            (MacAddr([0; 6]), target),
         )
     };
     let out = net.send(&who_has(HOST_IP));
@@ -40,9 +40,9 @@ fn arp_announce_answer_resolve_and_give_up() {
         out[0].arp(),
         Some(ArpRepr::EthernetIpv4 {
             operation: ArpOperation::Reply,
-            source_hardware_addr: HOST_MAC,
+            source_hardware_addr: HOST_MAC.wire(),
             source_protocol_addr: HOST_IP,
-            target_hardware_addr: PEER_MAC,
+            target_hardware_addr: PEER_MAC.wire(),
             target_protocol_addr: PEER_IP,
         })
     );
@@ -82,7 +82,7 @@ fn arp_announce_answer_resolve_and_give_up() {
 
     // An unknown neighbour: ARP first, the SYN after the reply, to the right MAC.
     let remote = Ipv4Addr::new(10, 0, 0, 7);
-    let remote_mac = EthernetAddress([0x02, 0, 0, 0, 0, 0x07]);
+    let remote_mac = MacAddr([0x02, 0, 0, 0, 0, 0x07]);
     let requests = net.stats().arp_requests_sent;
     net.eng
         .connect(SocketAddrV4::new(remote, 80), ())
@@ -95,9 +95,9 @@ fn arp_announce_answer_resolve_and_give_up() {
         out[0].arp(),
         Some(ArpRepr::EthernetIpv4 {
             operation: ArpOperation::Request,
-            source_hardware_addr: HOST_MAC,
+            source_hardware_addr: HOST_MAC.wire(),
             source_protocol_addr: HOST_IP,
-            target_hardware_addr: EthernetAddress([0; 6]),
+            target_hardware_addr: MacAddr([0; 6]).wire(),
             target_protocol_addr: remote,
         })
     );
@@ -176,7 +176,7 @@ fn arp_announce_answer_resolve_and_give_up() {
 #[test]
 fn off_link_destinations_go_through_the_gateway() {
     let gateway = Ipv4Addr::new(10, 0, 0, 254);
-    let gateway_mac = EthernetAddress([0x02, 0, 0, 0, 0, 0xfe]);
+    let gateway_mac = MacAddr([0x02, 0, 0, 0, 0, 0xfe]);
     let far = Ipv4Addr::new(192, 0, 2, 10);
     let mut cfg = config();
     cfg.gateway = Some(gateway);
@@ -212,25 +212,25 @@ fn off_link_destinations_go_through_the_gateway() {
 /// cached the old one follow.
 #[test]
 fn changed_arp_mapping_updates_cached_next_hop() {
-    const NEW_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 0x77]);
+    const NEW_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x77]);
     let mut net = Net::new(config(), echo());
     net.eng.listen(PORT, 16);
     let mut pc = connect_peer(&mut net, 40000, SeqNum(1000), BARE);
     let out = tcp_of(&net.send(&arp_frame(
-        EthernetAddress::BROADCAST,
+        MacAddr::BROADCAST,
         ArpOperation::Request,
         (PEER_MAC, PEER_IP),
-        (EthernetAddress([0; 6]), HOST_IP),
+        (MacAddr([0; 6]), HOST_IP),
     )));
     assert!(out.is_empty());
     let out = pc.data(&mut net, b"one");
     assert_eq!(out[0].eth.dst, PEER_MAC);
     // The peer's address moves (gratuitous ARP from the new NIC).
     net.send(&arp_frame(
-        EthernetAddress::BROADCAST,
+        MacAddr::BROADCAST,
         ArpOperation::Request,
         (NEW_MAC, PEER_IP),
-        (EthernetAddress([0; 6]), PEER_IP),
+        (MacAddr([0; 6]), PEER_IP),
     ));
     pc.mac = NEW_MAC;
     let out = pc.data(&mut net, b"two");

@@ -133,7 +133,7 @@ fn active_open_follows_syn_sent_rules() {
         MacAddr::BROADCAST,
         ArpOperation::Request,
         (PEER_MAC, PEER_IP),
-        (EthernetAddress([0; 6]), HOST_IP),
+        (MacAddr([0; 6]), HOST_IP),
     );
     assert_eq!(net.send(&who_has).len(), 1);
 

@@ -142,7 +142,7 @@ fn malformed_frames_are_counted_and_dropped() {
         MacAddr::BROADCAST,
         ArpOperation::Request,
         (PEER_MAC, PEER_IP),
-        (EthernetAddress([0; 6]), HOST_IP),
+        (MacAddr([0; 6]), HOST_IP),
     );
     bad_arp[14 + 4] = 8; // hardware length
     check(&mut net, bad_arp, DropReason::BadArp);
@@ -202,7 +202,7 @@ fn fuzz_bases(net: &Net, pc: &PeerConn) -> Vec<Vec<u8>> {
             MacAddr::BROADCAST,
             ArpOperation::Request,
             (PEER_MAC, PEER_IP),
-            (EthernetAddress([0; 6]), HOST_IP),
+            (MacAddr([0; 6]), HOST_IP),
         ),
     ]
 }

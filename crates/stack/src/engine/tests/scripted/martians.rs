@@ -11,8 +11,8 @@ use super::*;
 /// Group addresses: broadcast, an IPv4 multicast MAC, an IPv6 one.
 const GROUP_MACS: [MacAddr; 3] = [
     MacAddr::BROADCAST,
-    EthernetAddress([0x01, 0x00, 0x5e, 0x00, 0x00, 0x01]),
-    EthernetAddress([0x33, 0x33, 0x00, 0x00, 0x00, 0x01]),
+    MacAddr([0x01, 0x00, 0x5e, 0x00, 0x00, 0x01]),
+    MacAddr([0x33, 0x33, 0x00, 0x00, 0x00, 0x01]),
 ];
 
 /// A SYN from `src:40000` to `dst:PORT` in a frame from `src_mac` to `dst_mac`.
@@ -170,7 +170,7 @@ fn ipv4_in_broadcast_or_multicast_frames_gets_no_answer() {
         MacAddr::BROADCAST,
         ArpOperation::Request,
         (PEER_MAC, PEER_IP),
-        (EthernetAddress([0; 6]), HOST_IP),
+        (MacAddr([0; 6]), HOST_IP),
     );
     let out = net.send(&who_has);
     assert_eq!(out.len(), 1, "{out:?}");
@@ -192,7 +192,7 @@ fn frames_from_a_group_source_mac_are_dropped_arp_included() {
     let reason = DropReason::GroupSourceMac;
     for group in GROUP_MACS
         .into_iter()
-        .chain([EthernetAddress([0x03, 0, 0, 0, 0, 0x09])])
+        .chain([MacAddr([0x03, 0, 0, 0, 0, 0x09])])
     {
         let what = |kind| format!("{kind} from {group}");
         let syn = syn_from(&net, (group, HOST_MAC), PEER_IP, HOST_IP);
@@ -201,7 +201,7 @@ fn frames_from_a_group_source_mac_are_dropped_arp_included() {
         assert_ignored(&mut net, &ping, reason, &what("ping"));
         // ARP with a group Ethernet source, whether its sender hardware address is a
         // group one too (an "is-at ff:ff:…" poisoning) or a plausible individual one.
-        for sender_mac in [group, EthernetAddress([0x02, 0, 0, 0, 0, 0x09])] {
+        for sender_mac in [group, MacAddr([0x02, 0, 0, 0, 0, 0x09])] {
             for (eth_dst, op) in [
                 (MacAddr::BROADCAST, ArpOperation::Request),
                 (HOST_MAC, ArpOperation::Reply),
@@ -210,7 +210,7 @@ fn frames_from_a_group_source_mac_are_dropped_arp_included() {
                     eth_dst,
                     op,
                     (sender_mac, neighbour),
-                    (EthernetAddress([0; 6]), HOST_IP),
+                    (MacAddr([0; 6]), HOST_IP),
                 );
                 arp[6..12].copy_from_slice(group.as_bytes());
                 assert_ignored(&mut net, &arp, reason, &what("ARP"));
@@ -222,7 +222,7 @@ fn frames_from_a_group_source_mac_are_dropped_arp_included() {
         MacAddr::BROADCAST,
         ArpOperation::Request,
         (MacAddr::BROADCAST, neighbour),
-        (EthernetAddress([0; 6]), HOST_IP),
+        (MacAddr([0; 6]), HOST_IP),
     );
     let mut poison = poison;
     poison[6..12].copy_from_slice(PEER_MAC.as_bytes());
@@ -295,7 +295,7 @@ fn arp_from_martian_senders_is_neither_answered_nor_learned() {
             MacAddr::BROADCAST,
             ArpOperation::Request,
             (PEER_MAC, sender),
-            (EthernetAddress([0; 6]), HOST_IP),
+            (MacAddr([0; 6]), HOST_IP),
         );
         let what = format!("ARP request from {sender}");
         assert_ignored(&mut net, &who_has, DropReason::MartianSource, &what);
@@ -305,7 +305,7 @@ fn arp_from_martian_senders_is_neither_answered_nor_learned() {
         MacAddr::BROADCAST,
         ArpOperation::Request,
         (PEER_MAC, Ipv4Addr::UNSPECIFIED),
-        (EthernetAddress([0; 6]), HOST_IP),
+        (MacAddr([0; 6]), HOST_IP),
     );
     assert_eq!(net.send(&probe).len(), 1, "the probe is answered");
     assert_peer_answered(&mut net, 40001);

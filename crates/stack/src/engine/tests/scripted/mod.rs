@@ -31,8 +31,8 @@ use std::time::Duration;
 use proptest::prelude::*;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
-    ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetRepr, Icmpv4Packet,
-    Icmpv4Repr, IpAddress, Ipv4Packet, Ipv4Repr, TcpPacket, TcpRepr,
+    ArpOperation, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr, Icmpv4Packet, Icmpv4Repr,
+    IpAddress, Ipv4Packet, Ipv4Repr, TcpPacket, TcpRepr,
 };
 
 use crate::app::CloseReason;
@@ -54,8 +54,8 @@ use crate::time::VirtualClock;
 
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-const PEER_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 0x01]);
-const HOST_MAC: MacAddr = EthernetAddress([0x02, 0, 0, 0, 0, 0x02]);
+const PEER_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
+const HOST_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x02]);
 /// The port the engine listens on.
 const PORT: u16 = 80;
 
@@ -260,8 +260,8 @@ fn tcp_of(frames: &[Frame]) -> Vec<TcpOut> {
 /// An Ethernet frame from `src` to `dst`, padded to the 60-byte minimum as a NIC would.
 fn eth_frame(src: MacAddr, dst: MacAddr, ethertype: EthernetProtocol, payload: &[u8]) -> Vec<u8> {
     let repr = EthernetRepr {
-        src_addr: src,
-        dst_addr: dst,
+        src_addr: src.wire(),
+        dst_addr: dst.wire(),
         ethertype,
     };
     let len = (repr.buffer_len() + payload.len()).max(60);
@@ -356,9 +356,9 @@ fn arp_frame(
 ) -> Vec<u8> {
     let repr = ArpRepr::EthernetIpv4 {
         operation,
-        source_hardware_addr: sender.0,
+        source_hardware_addr: sender.0.wire(),
         source_protocol_addr: sender.1,
-        target_hardware_addr: target.0,
+        target_hardware_addr: target.0.wire(),
         target_protocol_addr: target.1,
     };
     let mut arp = vec![0u8; repr.buffer_len()];
