@@ -253,15 +253,13 @@ where
         link.kind.require(BUILT_IN).map_err(LaunchError::Link)?;
         match &link.kind {
             LinkKind::Kernel => {
-                let cfg = KernelConfig {
-                    listen: listen
-                        .map(|p| vec![(SocketAddrV4::new(link.ip, p), launch.backlog)])
-                        .unwrap_or_default(),
-                    max_connections: launch.max_connections,
-                    send_buffer: launch.tcp.send_buffer,
-                    congestion_control: launch.congestion_control,
-                    ..KernelConfig::default()
-                };
+                let mut cfg = KernelConfig::default();
+                cfg.listen = listen
+                    .map(|p| vec![(SocketAddrV4::new(link.ip, p), launch.backlog)])
+                    .unwrap_or_default();
+                cfg.max_connections = launch.max_connections;
+                cfg.send_buffer = launch.tcp.send_buffer;
+                cfg.congestion_control = launch.congestion_control;
                 cfg.check_listen().map_err(LaunchError::Listen)?;
                 for w in 0..link.workers {
                     out.push(Worker {
@@ -283,13 +281,11 @@ where
             }
             LinkKind::Xdp { ifname } => {
                 let t = launch.xdp;
-                let cfg = XdpConfig {
-                    attach: t.attach,
-                    copy: t.copy,
-                    ring_size: t.ring_size,
-                    frames: t.frames,
-                    ..XdpConfig::new(ifname.clone(), link.ip, link.workers as u16)
-                };
+                let mut cfg = XdpConfig::new(ifname.clone(), link.ip, link.workers as u16);
+                cfg.attach = t.attach;
+                cfg.copy = t.copy;
+                cfg.ring_size = t.ring_size;
+                cfg.frames = t.frames;
                 let queues = rusty_drivers_xdp::open(&cfg)
                     .map_err(|e| LaunchError::Xdp(ifname.clone(), e))?;
                 for (q, dev) in queues.into_iter().enumerate() {

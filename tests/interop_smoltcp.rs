@@ -547,21 +547,23 @@ fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
 }
 
 fn faults() -> FaultConfig {
-    FaultConfig {
-        loss: 0.05,
-        duplicate: 0.02,
-        reorder: 0.05,
-        delay: Duration::from_micros(500),
-        reorder_delay: Duration::from_millis(3),
-        ..FaultConfig::none()
+    {
+        let mut c = FaultConfig::none();
+        c.loss = 0.05;
+        c.duplicate = 0.02;
+        c.reorder = 0.05;
+        c.delay = Duration::from_micros(500);
+        c.reorder_delay = Duration::from_millis(3);
+        c
     }
 }
 
 /// A clean link with some latency (a 10 ms round trip), so windows have to open up.
 fn wan() -> FaultConfig {
-    FaultConfig {
-        delay: Duration::from_millis(5),
-        ..FaultConfig::none()
+    {
+        let mut c = FaultConfig::none();
+        c.delay = Duration::from_millis(5);
+        c
     }
 }
 
@@ -794,9 +796,10 @@ fn options_negotiated_with_smoltcp_as_server() {
 /// from them still ends byte-exact, and some SACK blocks were seen.
 #[test]
 fn sack_from_smoltcp_under_loss() {
-    let f = FaultConfig {
-        loss: 0.03,
-        ..FaultConfig::none()
+    let f = {
+        let mut c = FaultConfig::none();
+        c.loss = 0.03;
+        c
     };
     let w = our_client(500_000, f, 11, 256 * 1024);
     report("sack (our client)", 11, &w);
@@ -805,15 +808,16 @@ fn sack_from_smoltcp_under_loss() {
 
 /// Heavier faults: loss as given, 10% reordering, 5% duplication, 1% corruption, jitter.
 fn harsh(loss: f64) -> FaultConfig {
-    FaultConfig {
-        loss,
-        duplicate: 0.05,
-        reorder: 0.1,
-        corrupt: 0.01,
-        delay: Duration::from_micros(500),
-        jitter: Duration::from_millis(2),
-        reorder_delay: Duration::from_millis(3),
-        ..FaultConfig::none()
+    {
+        let mut c = FaultConfig::none();
+        c.loss = loss;
+        c.duplicate = 0.05;
+        c.reorder = 0.1;
+        c.corrupt = 0.01;
+        c.delay = Duration::from_micros(500);
+        c.jitter = Duration::from_millis(2);
+        c.reorder_delay = Duration::from_millis(3);
+        c
     }
 }
 

@@ -121,8 +121,8 @@ mod tests {
     #[test]
     fn rust_log_refines_the_default_instead_of_replacing_it() {
         let spec = filter_spec(None, Some("rusty_stack=debug"));
-        assert!(allows(&spec, "rusty_stack::runtime", Level::Debug));
-        assert!(!allows(&spec, "rusty_stack::runtime", Level::Trace));
+        assert!(allows(&spec, "rusty_stack::engine", Level::Debug));
+        assert!(!allows(&spec, "rusty_stack::engine", Level::Trace));
         assert!(allows(&spec, "httpd", Level::Info), "status lines stay");
         assert!(!allows(&spec, "httpd", Level::Debug));
         let spec = filter_spec(None, Some("warn"));

@@ -209,13 +209,11 @@ impl CommonArgs {
             }
         }
         if self.fault_loss + self.fault_duplicate + self.fault_reorder > 0.0 {
-            let f = FaultConfig {
-                loss: self.fault_loss,
-                duplicate: self.fault_duplicate,
-                reorder: self.fault_reorder,
-                reorder_delay: Duration::from_millis(2),
-                ..FaultConfig::none()
-            };
+            let mut f = FaultConfig::none();
+            f.loss = self.fault_loss;
+            f.duplicate = self.fault_duplicate;
+            f.reorder = self.fault_reorder;
+            f.reorder_delay = Duration::from_millis(2);
             l.faults = Some((f, self.fault_seed));
         }
         Ok(l)

@@ -202,19 +202,20 @@ fn faults(rng: &mut Rng) -> FaultConfig {
         return FaultConfig::none();
     }
     let delay = Duration::from_micros(rng.below(20_001));
-    FaultConfig {
-        loss: rng.unit() * 0.20,
-        duplicate: rng.unit() * 0.10,
-        reorder: rng.unit() * 0.20,
-        corrupt: rng.unit() * 0.05,
-        delay,
-        jitter: if rng.chance(0.5) {
+    {
+        let mut c = FaultConfig::none();
+        c.loss = rng.unit() * 0.20;
+        c.duplicate = rng.unit() * 0.10;
+        c.reorder = rng.unit() * 0.20;
+        c.corrupt = rng.unit() * 0.05;
+        c.delay = delay;
+        c.jitter = if rng.chance(0.5) {
             Duration::from_micros(rng.below(5_001))
         } else {
             Duration::ZERO
-        },
-        reorder_delay: Duration::from_micros(rng.range(500, 5_000)),
-        ..FaultConfig::none()
+        };
+        c.reorder_delay = Duration::from_micros(rng.range(500, 5_000));
+        c
     }
 }
 
@@ -286,10 +287,11 @@ impl Scenario {
             // answered with a RST, as in Linux: a limitation of cookies, not a bug. So
             // the cookie scenarios lose, corrupt and reorder nothing towards the server
             // (duplicates and delay are harmless); the other direction keeps its faults.
-            to_server = FaultConfig {
-                duplicate: to_server.duplicate,
-                delay: to_server.delay,
-                ..FaultConfig::none()
+            to_server = {
+                let mut c = FaultConfig::none();
+                c.duplicate = to_server.duplicate;
+                c.delay = to_server.delay;
+                c
             };
             rng.range(1, 4) as usize
         } else {

@@ -34,6 +34,7 @@ pub use queue::{IxgbeQueue, IxgbeRx, IxgbeTx, QueueStats};
 
 /// How to bring the device up.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct IxgbeConfig {
     /// Queue pairs, one per worker (at most 16: RSS spreads over 16 queues).
     pub queues: usize,

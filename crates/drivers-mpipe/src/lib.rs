@@ -58,6 +58,7 @@ pub use queue::{MpipeQueue, MpipeRx, MpipeTx, QueueStats};
 
 /// How to set the mPIPE up.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct MpipeConfig {
     /// Workers, each with its own NotifRing and eDMA ring.
     pub workers: usize,

@@ -72,15 +72,13 @@
 //! use rusty_stack::io::PacketIo;
 //!
 //! // Two queues on `rusty0`; the host gets 10.9.0.1/24, the stack would use 10.9.0.2.
-//! let cfg = TapConfig {
-//!     host: Some((Ipv4Addr::new(10, 9, 0, 1), 24)),
-//!     ..TapConfig::new("rusty0", 2)
-//! };
+//! let mut cfg = TapConfig::new("rusty0", 2);
+//! cfg.host = Some((Ipv4Addr::new(10, 9, 0, 1), 24));
 //! let queues = open(&cfg).expect("open the TAP");
 //! for q in &queues {
 //!     println!("{} queue {}: {:?}", q.name(), q.capabilities().queue, q.capabilities().mac);
 //! }
-//! // Give each queue to a worker: `rusty_stack::runtime::engine_worker(queue, ...)`.
+//! // Give each queue to a worker: `rusty_runtime::engine_worker(queue, ...)`.
 //! ```
 
 use std::fmt;
@@ -112,6 +110,7 @@ pub const MIN_MTU: usize = 68;
 
 /// How to open a TAP device.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TapConfig {
     /// Interface name (at most 15 bytes). Created if missing, joined if it exists (it
     /// must then be a multi-queue TAP with virtio-net headers). A name with `%d`, or an

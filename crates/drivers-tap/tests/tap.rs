@@ -170,11 +170,12 @@ impl Stack {
                 }
             })
             .collect();
-        let rt = RuntimeConfig {
-            oversubscribe: true,
-            handle_signals: false,
-            grace: Duration::from_millis(300),
-            ..RuntimeConfig::default()
+        let rt = {
+            let mut c = RuntimeConfig::default();
+            c.oversubscribe = true;
+            c.handle_signals = false;
+            c.grace = Duration::from_millis(300);
+            c
         };
         let stop = StopHandle::new();
         let s = stop.clone();
@@ -308,9 +309,10 @@ fn kernel_tcp_talks_to_the_stack_over_two_offloading_queues() {
         return;
     }
     let (name, host_ip, stack_ip) = pick_link();
-    let cfg = TapConfig {
-        host: Some((host_ip, 30)),
-        ..TapConfig::new(name.clone(), 2)
+    let cfg = {
+        let mut c = TapConfig::new(name.clone(), 2);
+        c.host = Some((host_ip, 30));
+        c
     };
     let queues = open(&cfg).unwrap_or_else(|e| panic!("opening {name}: {e}"));
     assert_eq!(queues.len(), 2);
@@ -370,11 +372,12 @@ fn one_queue_without_offloads_with_a_smaller_mtu() {
         return;
     }
     let (name, host_ip, stack_ip) = pick_link();
-    let cfg = TapConfig {
-        mtu: 1280,
-        offloads: false,
-        host: Some((host_ip, 30)),
-        ..TapConfig::new(name.clone(), 1)
+    let cfg = {
+        let mut c = TapConfig::new(name.clone(), 1);
+        c.mtu = 1280;
+        c.offloads = false;
+        c.host = Some((host_ip, 30));
+        c
     };
     let queues = open(&cfg).unwrap_or_else(|e| panic!("opening {name}: {e}"));
     let c = queues[0].capabilities().clone();

@@ -109,6 +109,7 @@ pub enum CopyMode {
 
 /// How to open the AF_XDP queues of an interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct XdpConfig {
     /// The interface (it must exist; the host keeps using it).
     pub ifname: String,

@@ -205,9 +205,10 @@ mod tests {
 
     #[test]
     fn consumes_everything_under_loss_both_ways() {
-        let f = FaultConfig {
-            loss: 0.03,
-            ..FaultConfig::none()
+        let f = {
+            let mut c = FaultConfig::none();
+            c.loss = 0.03;
+            c
         };
         run(3, 200_000, f);
     }

@@ -58,11 +58,12 @@ mod tests {
 
     #[test]
     fn streaming_survives_loss_and_reordering() {
-        let f = FaultConfig {
-            loss: 0.02,
-            reorder: 0.05,
-            reorder_delay: Duration::from_millis(2),
-            ..FaultConfig::none()
+        let f = {
+            let mut c = FaultConfig::none();
+            c.loss = 0.02;
+            c.reorder = 0.05;
+            c.reorder_delay = Duration::from_millis(2);
+            c
         };
         let r = run(Mode::Stream, f);
         assert!(r.bytes > 1 << 20, "{r:?}");

@@ -27,6 +27,7 @@ pub enum Mode {
 }
 
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct LoadConfig {
     pub target: SocketAddrV4,
     pub mode: Mode,
@@ -34,6 +35,20 @@ pub struct LoadConfig {
     pub connections: usize,
     pub size: usize,
     pub duration: Duration,
+}
+
+impl LoadConfig {
+    /// Load of kind `mode` on the echo server at `target`: what `echo-load` does by
+    /// default, 100 connections of 64-byte messages for 10 seconds.
+    pub fn new(target: SocketAddrV4, mode: Mode) -> LoadConfig {
+        LoadConfig {
+            target,
+            mode,
+            connections: 100,
+            size: 64,
+            duration: Duration::from_secs(10),
+        }
+    }
 }
 
 /// What one worker measured.

@@ -143,14 +143,13 @@ impl State {
 pub fn arp(data: &[u8]) {
     let mut input = Input::new(data);
     let (a, b) = (input.u8(), input.u8());
-    let config = ArpConfig {
-        entry_lifetime: Duration::from_secs(u64::from(a >> 4) * 10),
-        retry_interval: Duration::from_millis(u64::from(b >> 5) * 500),
-        max_retries: u32::from(a >> 2 & 3),
-        max_pending_per_addr: usize::from(b & 7),
-        max_pending_total: usize::from(b >> 3 & 3) * 8,
-        max_entries: usize::from(a & 3) * 2,
-    };
+    let mut config = ArpConfig::default();
+    config.entry_lifetime = Duration::from_secs(u64::from(a >> 4) * 10);
+    config.retry_interval = Duration::from_millis(u64::from(b >> 5) * 500);
+    config.max_retries = u32::from(a >> 2 & 3);
+    config.max_pending_per_addr = usize::from(b & 7);
+    config.max_pending_total = usize::from(b >> 3 & 3) * 8;
+    config.max_entries = usize::from(a & 3) * 2;
     // Our own request must validate at its target, which owes a reply unless the
     // target is us.
     let target = addr(input.u8());

@@ -59,6 +59,7 @@ pub const DRAIN_FREE: usize = 256 * 1024;
 
 /// Server settings shared by all workers.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct HttpConfig {
     pub limits: Limits,
     pub header_timeout: Duration,

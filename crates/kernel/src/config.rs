@@ -14,6 +14,7 @@ use crate::sys;
 
 /// How a kernel-backend worker listens and bounds its memory.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct KernelConfig {
     /// Addresses to listen on, each with its accept backlog. Every worker binds its own
     /// socket to each address (`SO_REUSEPORT`); the kernel spreads connections over them.

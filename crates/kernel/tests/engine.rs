@@ -152,10 +152,11 @@ fn a_paused_handler_holding_recv_buffer_stops_reading_so_the_window_closes() {
             paused: true,
             ..Probe::default()
         },
-        KernelConfig {
-            recv_chunk: 4096,
-            recv_buffer: 16 * 1024,
-            ..KernelConfig::default()
+        {
+            let mut c = KernelConfig::default();
+            c.recv_chunk = 4096;
+            c.recv_buffer = 16 * 1024;
+            c
         },
     );
     let c = client(addr);
@@ -197,9 +198,10 @@ fn refused_sends_get_writable_once_the_queue_drains() {
             blast: 32 * 1024 * 1024,
             ..Probe::default()
         },
-        KernelConfig {
-            send_buffer: 64 * 1024,
-            ..KernelConfig::default()
+        {
+            let mut c = KernelConfig::default();
+            c.send_buffer = 64 * 1024;
+            c
         },
     );
     let mut c = client(addr);
@@ -301,9 +303,10 @@ fn data_after_the_close_linger_resets_the_peer() {
             close_on_data: true,
             ..Probe::default()
         },
-        KernelConfig {
-            close_linger: Duration::from_millis(100),
-            ..KernelConfig::default()
+        {
+            let mut c = KernelConfig::default();
+            c.close_linger = Duration::from_millis(100);
+            c
         },
     );
     let mut c = client(addr);
@@ -337,9 +340,10 @@ fn a_peer_that_never_closes_times_out_after_fin_timeout() {
             close_on_data: true,
             ..Probe::default()
         },
-        KernelConfig {
-            fin_timeout: Duration::from_millis(200),
-            ..KernelConfig::default()
+        {
+            let mut c = KernelConfig::default();
+            c.fin_timeout = Duration::from_millis(200);
+            c
         },
     );
     let mut c = client(addr);
@@ -399,13 +403,11 @@ impl Handler for Dialer {
 
 #[test]
 fn active_open_failures() {
-    let mut e = KernelEngine::new(
-        Dialer::default(),
-        KernelConfig {
-            max_connections: 1,
-            ..KernelConfig::default()
-        },
-    )
+    let mut e = KernelEngine::new(Dialer::default(), {
+        let mut c = KernelConfig::default();
+        c.max_connections = 1;
+        c
+    })
     .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let std::net::SocketAddr::V4(there) = listener.local_addr().unwrap() else {

@@ -67,9 +67,10 @@ fn echo_server(grace: Duration, cfg: KernelConfig) -> (common::Server, Log) {
 #[test]
 fn echoes_megabytes_on_many_concurrent_connections() {
     // A small user-space queue, so `send` refusals, `writable` and re-offers happen.
-    let cfg = KernelConfig {
-        send_buffer: 16 * 1024,
-        ..KernelConfig::default()
+    let cfg = {
+        let mut c = KernelConfig::default();
+        c.send_buffer = 16 * 1024;
+        c
     };
     let (server, log) = echo_server(Duration::from_secs(5), cfg);
     let mut rng = Rng(0x5eed);

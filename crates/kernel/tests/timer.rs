@@ -394,12 +394,13 @@ fn a_parked_worker_wakes_up_for_the_timer() {
         after,
         log: log.clone(),
     };
-    let rcfg = RuntimeConfig {
-        oversubscribe: true,
-        handle_signals: false,
-        spin: MS,
-        grace: Duration::from_secs(1),
-        ..RuntimeConfig::default()
+    let rcfg = {
+        let mut c = RuntimeConfig::default();
+        c.oversubscribe = true;
+        c.handle_signals = false;
+        c.spin = MS;
+        c.grace = Duration::from_secs(1);
+        c
     };
     let server = start_with(
         1,

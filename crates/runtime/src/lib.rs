@@ -45,6 +45,7 @@ use rusty_stack::Stats;
 
 /// How workers are placed and stopped.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RuntimeConfig {
     /// Cores to pin workers to, in order. `None`: the process's allowed CPU set, in
     /// order (so `taskset -c 1 …` puts a single worker on core 1).
@@ -77,6 +78,7 @@ impl Default for RuntimeConfig {
 
 /// What went wrong starting the runtime.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum RuntimeError {
     /// More workers than usable cores, without `oversubscribe`.
     TooManyWorkers {

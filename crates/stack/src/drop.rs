@@ -10,6 +10,7 @@ use std::fmt;
 /// indexed by [`DropReason::index`]. Every variant is a counted, silent drop: bad input
 /// never panics and, unless the RFCs ask for an answer (a RST, an ICMP error), gets none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum DropReason {
     /// The buffer is shorter than the fixed header of the layer parsing it.
     Truncated,

@@ -119,6 +119,7 @@ pub fn ipv4_tcp_input(
 /// Equality, hashing input and `Debug` only look at `key` and `indirection`; the lookup
 /// tables are built lazily by [`RssConfig::hasher`] and cached (and rebuilt if someone
 /// changes `key` after the fact).
+#[non_exhaustive]
 pub struct RssConfig {
     /// The Toeplitz hash key (40 bytes on most NICs).
     pub key: Vec<u8>,

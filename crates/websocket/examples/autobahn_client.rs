@@ -15,7 +15,6 @@ use rusty::cli::link::{LinkKind, LinkSpec};
 use rusty::launch::{self, Launch};
 use rusty::runtime::StopHandle;
 use rusty_stack::{CloseReason, Conn, ConnectError, Handler, Opener};
-use rusty_websocket::deflate::DeflateConfig;
 use rusty_websocket::{
     ClientRequest, CloseInfo, Data, Message, WsApp, WsClient, WsConfig, WsConn, WsHandle,
 };
@@ -163,13 +162,8 @@ fn main() -> ExitCode {
     } else {
         "rusty-ws-client".to_string()
     };
-    let cfg = WsConfig {
-        deflate: DeflateConfig {
-            enabled: deflate,
-            ..DeflateConfig::default()
-        },
-        ..WsConfig::default()
-    };
+    let mut cfg = WsConfig::default();
+    cfg.deflate.enabled = deflate;
     let launch = Launch::new(vec![LinkSpec {
         kind: LinkKind::Kernel,
         ip: Ipv4Addr::UNSPECIFIED,

@@ -29,6 +29,7 @@ use crate::deflate::DeflateConfig;
 /// [`DeflateCodec`](crate::extension::DeflateCodec)) for bandwidth. Turn it on with
 /// `deflate: DeflateConfig::enabled()` (ws-echo: `--deflate`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WsConfig {
     /// The longest frame payload accepted; longer fails the connection with 1009.
     pub max_frame: usize,

@@ -73,6 +73,7 @@ pub enum Role {
 /// server and a client: "our" compressor is the server's when we are the server and the
 /// client's when we are the client.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeflateConfig {
     /// Whether to offer (client) or accept (server) the extension at all.
     pub enabled: bool,

@@ -46,7 +46,9 @@
 //!
 //! // A `rusty_stack::Handler`: give it to any runtime (`rusty::launch::run`, the
 //! // kernel backend, the simulator), one per worker.
-//! let server = WsServer::new(Counter, WsConfig { max_message: 1 << 20, ..WsConfig::default() });
+//! let mut cfg = WsConfig::default();
+//! cfg.max_message = 1 << 20;
+//! let server = WsServer::new(Counter, cfg);
 //! # let _ = server;
 //! ```
 //!

@@ -25,6 +25,7 @@ use crate::session::WsHandle;
 
 /// What one worker of the load client does.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct LoadConfig {
     /// The echo server.
     pub target: SocketAddrV4,
@@ -36,6 +37,20 @@ pub struct LoadConfig {
     pub size: usize,
     /// How long to run; each connection then closes after its last echo.
     pub duration: Duration,
+}
+
+impl LoadConfig {
+    /// Load on the echo server at `target`, path `path`: what `ws-load` does by
+    /// default, 240 connections of 128-byte messages for 10 seconds.
+    pub fn new(target: SocketAddrV4, path: impl Into<String>) -> LoadConfig {
+        LoadConfig {
+            target,
+            path: path.into(),
+            connections: 240,
+            size: 128,
+            duration: Duration::from_secs(10),
+        }
+    }
 }
 
 /// Per-connection state.
@@ -204,11 +219,12 @@ mod tests {
 
     #[test]
     fn survives_loss_and_reordering() {
-        let f = FaultConfig {
-            loss: 0.02,
-            reorder: 0.05,
-            reorder_delay: Duration::from_millis(2),
-            ..FaultConfig::none()
+        let f = {
+            let mut c = FaultConfig::none();
+            c.loss = 0.02;
+            c.reorder = 0.05;
+            c.reorder_delay = Duration::from_millis(2);
+            c
         };
         let r = run(f, 1024);
         assert!(r.messages > 6, "{r:?}");

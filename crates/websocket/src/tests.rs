@@ -235,12 +235,13 @@ fn client_and_server_echo_fragmented_messages_with_pings() {
 
 /// 3% loss, 5% reordering by 3 ms, 1% duplication.
 fn lossy() -> FaultConfig {
-    FaultConfig {
-        loss: 0.03,
-        reorder: 0.05,
-        reorder_delay: Duration::from_millis(3),
-        duplicate: 0.01,
-        ..FaultConfig::none()
+    {
+        let mut c = FaultConfig::none();
+        c.loss = 0.03;
+        c.reorder = 0.05;
+        c.reorder_delay = Duration::from_millis(3);
+        c.duplicate = 0.01;
+        c
     }
 }
 

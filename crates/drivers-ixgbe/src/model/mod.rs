@@ -44,6 +44,7 @@ pub use regs::Dir;
 
 /// How the model is built.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ModelConfig {
     /// The port's MAC address, as if read from the EEPROM into RAL/RAH[0].
     pub mac: [u8; 6],

@@ -35,6 +35,7 @@ use crate::mem::Region;
 
 /// How the model is built.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ModelConfig {
     /// The one link's name (what `gxio_mpipe_link_open` takes).
     pub link: String,

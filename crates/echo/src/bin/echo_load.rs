@@ -51,13 +51,10 @@ fn main() -> ExitCode {
     };
     let (target, size) = (cli.client.target, cli.size);
     run_client(args, move |worker, connections, collector| {
-        let cfg = LoadConfig {
-            target,
-            mode,
-            connections,
-            size,
-            duration,
-        };
+        let mut cfg = LoadConfig::new(target, mode);
+        cfg.connections = connections;
+        cfg.size = size;
+        cfg.duration = duration;
         LoadClient::new(cfg, worker, collector)
     })
 }

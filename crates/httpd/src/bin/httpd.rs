@@ -11,7 +11,7 @@ use clap::Parser;
 use rusty::cli::CommonArgs;
 use rusty::launch;
 use rusty::runtime::{StopHandle, WorkerContext};
-use rusty_httpd::{Cache, HttpConfig, HttpServer, HttpStats, Limits, StatsSink};
+use rusty_httpd::{Cache, HttpConfig, HttpServer, HttpStats, StatsSink};
 
 fn seconds(s: &str) -> Result<Duration, String> {
     let v = seconds_or_off(s)?;
@@ -100,16 +100,12 @@ fn main() -> ExitCode {
             launch.describe_links()
         )
     };
-    let cfg = HttpConfig {
-        limits: Limits {
-            max_header_bytes: cli.max_header_bytes,
-            ..Limits::default()
-        },
-        header_timeout: cli.header_timeout,
-        keepalive_timeout: cli.keepalive_timeout,
-        max_connections: cli.max_connections,
-        send_timeout: (!cli.send_timeout.is_zero()).then_some(cli.send_timeout),
-    };
+    let mut cfg = HttpConfig::default();
+    cfg.limits.max_header_bytes = cli.max_header_bytes;
+    cfg.header_timeout = cli.header_timeout;
+    cfg.keepalive_timeout = cli.keepalive_timeout;
+    cfg.max_connections = cli.max_connections;
+    cfg.send_timeout = (!cli.send_timeout.is_zero()).then_some(cli.send_timeout);
     let sink: StatsSink = Arc::new(Mutex::new(Vec::new()));
     let stop = StopHandle::new();
     let handler_sink = sink.clone();

@@ -60,11 +60,12 @@ where
     H: Handler + 'static,
     F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
 {
-    let rcfg = RuntimeConfig {
-        oversubscribe: true,
-        handle_signals: false,
-        grace,
-        ..RuntimeConfig::default()
+    let rcfg = {
+        let mut c = RuntimeConfig::default();
+        c.oversubscribe = true;
+        c.handle_signals = false;
+        c.grace = grace;
+        c
     };
     start_with(workers, rcfg, listen, cfg, make)
 }

@@ -92,6 +92,7 @@ pub trait Connection {
 
 /// Why a connection ended; handed to the application's `closed` callback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CloseReason {
     /// Both sides closed gracefully.
     Normal,
@@ -110,6 +111,7 @@ pub enum CloseReason {
 
 /// Errors of the application-facing send calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SendError {
     /// The sending side is closed (FIN queued, or the connection is gone).
     Closed,
@@ -117,6 +119,7 @@ pub enum SendError {
 
 /// Why an active open could not start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConnectError {
     /// The engine holds its configured maximum of connections.
     TooManyConnections,

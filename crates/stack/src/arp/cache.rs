@@ -26,6 +26,7 @@ use crate::time::Instant;
 
 /// Tuning of each engine's neighbour cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ArpConfig {
     /// How long a learned mapping is trusted.
     pub entry_lifetime: Duration,

@@ -40,6 +40,7 @@ use crate::tcp::pool::MemoryBudget;
 /// 64,512 connections to a single server address and port runs more engines, on more
 /// addresses.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// This link's IPv4 address.
     pub ip: Ipv4Addr,

@@ -26,6 +26,7 @@ use crate::time::{Clock, Instant};
 
 /// What to do to transmitted frames. Probabilities are per frame, in `0.0..=1.0`.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct FaultConfig {
     /// Drop the frame.
     pub loss: f64,

@@ -13,7 +13,6 @@ use rusty::cli::parse::parse_size;
 use rusty::cli::CommonArgs;
 use rusty::launch;
 use rusty::runtime::{StopHandle, WorkerContext};
-use rusty_websocket::deflate::DeflateConfig;
 use rusty_websocket::{WsConfig, WsEcho, WsServer, WsStats, WsStatsSink};
 
 #[derive(Debug, Parser)]
@@ -75,20 +74,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let cfg = WsConfig {
-        max_frame: cli.max_frame,
-        max_message: cli.max_message,
-        max_handshake: cli.max_handshake,
-        max_send_queue: cli.max_send_queue,
-        idle_timeout: seconds(cli.idle_timeout),
-        handshake_timeout: seconds(cli.handshake_timeout),
-        close_timeout: Duration::from_secs(cli.close_timeout),
-        deflate: DeflateConfig {
-            enabled: cli.deflate,
-            no_context_takeover: cli.deflate_no_context_takeover,
-            ..DeflateConfig::default()
-        },
-    };
+    let mut cfg = WsConfig::default();
+    cfg.max_frame = cli.max_frame;
+    cfg.max_message = cli.max_message;
+    cfg.max_handshake = cli.max_handshake;
+    cfg.max_send_queue = cli.max_send_queue;
+    cfg.idle_timeout = seconds(cli.idle_timeout);
+    cfg.handshake_timeout = seconds(cli.handshake_timeout);
+    cfg.close_timeout = Duration::from_secs(cli.close_timeout);
+    cfg.deflate.enabled = cli.deflate;
+    cfg.deflate.no_context_takeover = cli.deflate_no_context_takeover;
     let ready = || {
         log::info!(
             "ws-echo: listening on port {} ({}); max message {} B, max frame {} B, \

@@ -52,13 +52,10 @@ fn main() -> ExitCode {
     };
     let (target, path) = (cli.client.target, cli.path.clone());
     run_client(args, move |worker, connections, collector| {
-        let cfg = LoadConfig {
-            target,
-            path: path.clone(),
-            connections,
-            size,
-            duration,
-        };
+        let mut cfg = LoadConfig::new(target, path.clone());
+        cfg.connections = connections;
+        cfg.size = size;
+        cfg.duration = duration;
         WsClient::new(WsLoad::new(cfg, worker, collector), WsConfig::default())
     })
 }
