@@ -83,6 +83,8 @@
 //! // Give each queue to a worker: `rusty_stack::runtime::engine_worker(queue, ...)`.
 //! ```
 
+#![warn(missing_docs)]
+
 use std::fmt;
 use std::io;
 use std::net::Ipv4Addr;
@@ -167,7 +169,13 @@ pub enum TapError {
     /// The configuration itself is wrong.
     Config(String),
     /// A system call failed; `context` says which step.
-    Os { context: String, source: io::Error },
+    Os {
+        /// The step that failed: the device, the queue and the call (e.g. `TAP 'tap0'
+        /// queue 1: TUNSETOFFLOAD`).
+        context: String,
+        /// The error the system call returned.
+        source: io::Error,
+    },
 }
 
 impl TapError {
