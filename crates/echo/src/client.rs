@@ -31,11 +31,13 @@ pub struct ClientCli {
     /// Kernel-socket workers when no links are given.
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
+    /// The flags every Rusty binary takes (logging, CPUs, engine and link tuning).
     #[command(flatten)]
     pub common: CommonArgs,
 }
 
 impl ClientCli {
+    /// How long the connections keep sending (`--duration`).
     pub fn duration(&self) -> Duration {
         Duration::from_secs(self.duration)
     }
@@ -45,6 +47,7 @@ impl ClientCli {
 pub struct ClientArgs<'a> {
     /// The binary's name, for messages.
     pub name: &'static str,
+    /// The flags shared by every load client.
     pub cli: &'a ClientCli,
     /// Connections in total.
     pub connections: usize,
