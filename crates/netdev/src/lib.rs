@@ -7,6 +7,7 @@
 
 // The crate's purpose is wrapping system calls.
 #![allow(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::ffi::c_int;
 use std::io;
