@@ -21,6 +21,8 @@
 //! number of seeded mutations, and over every past crash in `fuzz/regressions/`.
 //! [`seeds`] builds that corpus.
 
+#![warn(missing_docs)]
+
 mod arp;
 mod engine_frame;
 mod http_request;
