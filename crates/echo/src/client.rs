@@ -1,6 +1,6 @@
 //! What every load-client binary does around its handler: spread the connections over
 //! the workers (kernel sockets by default, or Rusty's links), run until every worker has
-//! reported or a watchdog fires, and print the merged [`Report`] in the lines the
+//! reported or a watchdog fires, and print the merged [`Report`](crate::Report) in the lines the
 //! benchmark scripts read (`messages/s … MB/s … messages …`, `latency us: p50 …`).
 //! `echo-load` and the WebSocket crate's `ws-load` both run through [`run_client`].
 
