@@ -387,8 +387,8 @@ impl TestNet {
     }
 
     /// The link for Rusty's AF_XDP driver, with the Linux peer one bridge hop away (as
-    /// [`bridge_peer`](Self::bridge_peer) puts it, so [`drop_bridged_percent`]
-    /// (Self::drop_bridged_percent) works the same):
+    /// [`bridge_peer`](Self::bridge_peer) puts it, so
+    /// [`drop_bridged_percent`](Self::drop_bridged_percent) works the same):
     ///
     /// ```text
     /// <ns>x: rx0 (queues×queues) ─ veth ─ rtrusty ┐
