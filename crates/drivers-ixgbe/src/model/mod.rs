@@ -48,7 +48,7 @@ pub use regs::Dir;
 /// How the model is built.
 #[derive(Debug, Clone)]
 pub struct ModelConfig {
-    /// The port's MAC address, as if read from the EEPROM into RAL/RAH[0].
+    /// The port's MAC address, as if read from the EEPROM into `RAL[0]`/`RAH[0]`.
     pub mac: [u8; 6],
     /// Bytes of DMA memory the device can hand out.
     pub arena: usize,
