@@ -245,7 +245,10 @@ mod tests {
                     state = step(state);
                     let out = state.wrapping_mul(MUL).to_le_bytes();
                     for cut in out.windows(4) {
-                        assert!(!masks.iter().any(|m| m == cut), "a mask follows from the key");
+                        assert!(
+                            !masks.iter().any(|m| m == cut),
+                            "a mask follows from the key"
+                        );
                     }
                 }
             }
