@@ -42,11 +42,14 @@ pub const BUILT_IN: &[&str] = &[
 /// Everything about where and how workers run, from the command line.
 #[derive(Debug, Clone)]
 pub struct Launch {
+    /// The links to run on; none means kernel sockets on every address, one worker per
+    /// allowed core.
     pub links: Vec<LinkSpec>,
     /// Capture every TAP worker's frames (one file per worker when there are several).
     pub pcap: Option<PathBuf>,
     /// Address and prefix for the host side of the (single) TAP link.
     pub tap_host: Option<(Ipv4Addr, u8)>,
+    /// How the workers are pinned, spin, report and stop.
     pub runtime: RuntimeConfig,
     /// TCP settings for Rusty's engines (see [`Launch::engine_tcp`]).
     pub tcp: TcpConfig,
@@ -62,6 +65,9 @@ pub struct Launch {
     pub max_time_wait: usize,
     /// Rusty's engines: local ports for active opens.
     pub ephemeral_ports: std::ops::RangeInclusive<u16>,
+    /// Connections a listener may have half-open or waiting to be accepted: the
+    /// `listen(2)` backlog on kernel sockets; on Rusty's engines, SYNs beyond it are
+    /// answered with SYN cookies. Default 1024.
     pub backlog: usize,
     /// Rusty's engines: each worker's buffer-memory budget.
     pub memory: MemoryBudget,
@@ -82,9 +88,13 @@ pub struct Launch {
 /// How AF_XDP links are opened (see [`XdpConfig`]); the defaults are `XdpConfig::new`'s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct XdpTuning {
+    /// Where the XDP program runs ([`XdpConfig::attach`]).
     pub attach: AttachMode,
+    /// Whether frames are copied into the UMEM ([`XdpConfig::copy`]).
     pub copy: CopyMode,
+    /// Entries of each ring ([`XdpConfig::ring_size`]).
     pub ring_size: u32,
+    /// UMEM frames per queue ([`XdpConfig::frames`]).
     pub frames: u32,
 }
 
@@ -101,6 +111,9 @@ impl Default for XdpTuning {
 }
 
 impl Launch {
+    /// A launch on `links` with the engines' defaults (those of [`EngineConfig::new`],
+    /// [`TcpConfig::default`] and [`RuntimeConfig::default`]), a backlog of 1024, TSO
+    /// on, no capture and no faults.
     pub fn new(links: Vec<LinkSpec>) -> Launch {
         let engine = EngineConfig::new(Ipv4Addr::UNSPECIFIED);
         Launch {
@@ -148,10 +161,14 @@ impl Launch {
     }
 }
 
+/// Why the workers could not be built or run.
 #[derive(Debug)]
 pub enum LaunchError {
+    /// A link spec this binary cannot run.
     Link(LinkSpecError),
+    /// A TAP device (its name) could not be opened.
     Tap(String, TapError),
+    /// The AF_XDP queues of an interface (its name) could not be opened.
     Xdp(String, XdpError),
     /// A real 82599: probing, opening or bringing it up.
     Ixgbe(String, String),
@@ -159,9 +176,13 @@ pub enum LaunchError {
     IxgbeModel(String, String),
     /// An mPIPE link (TILE-Gx), or the mPIPE driver on the gxio model.
     Mpipe(String, String),
+    /// A worker's capture file could not be created.
     Pcap(PathBuf, std::io::Error),
+    /// The runtime could not start the workers.
     Runtime(RuntimeError),
+    /// Flags and links that do not go together; the message says why.
     Usage(String),
+    /// A kernel-socket listener could not bind its address and port.
     Listen(std::io::Error),
 }
 

@@ -6,6 +6,8 @@
 //! ([`cli`]: flags, link specs, addresses) and [`launch`], which turns the link specs of
 //! a command line into pinned workers on Rusty's stack or the kernel's.
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod launch;
 

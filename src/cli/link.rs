@@ -27,28 +27,40 @@ pub fn links_help(example: &str) -> String {
     )
 }
 
+/// What carries a link's traffic: the `<link>` word of a link spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkKind {
+    /// `kernel`: the host's own TCP through kernel sockets, no Rusty engine.
     Kernel,
+    /// `tapN` or `tap:NAME`: a TAP device, created if missing.
     Tap {
+        /// The device's name (at most 15 bytes).
         name: String,
     },
+    /// `ixgbe:PCI`: an Intel 82599 port driven from user space.
     Ixgbe {
+        /// The port's PCI address, e.g. `0000:03:00.0`.
         pci: String,
     },
     /// Rusty's ixgbe driver on the model of the 82599, the model's wire bridged to a
     /// TAP device (tests, and trying the driver without the NIC).
     IxgbeModel {
+        /// The TAP device the model's wire is bridged to.
         tap: String,
     },
+    /// `mpipe:LINK`, or a bare `xgbeN`/`gbeN`: an mPIPE link of a TILE-Gx.
     Mpipe {
+        /// The link's name, e.g. `xgbe1`.
         link: String,
     },
     /// Rusty's mPIPE driver on the host model of gxio, its wire bridged to a TAP device.
     MpipeModel {
+        /// The TAP device the model's wire is bridged to.
         tap: String,
     },
+    /// `xdp:IFNAME`: AF_XDP sockets on the queues of an existing interface.
     Xdp {
+        /// The interface (at most 15 bytes).
         ifname: String,
     },
 }
@@ -162,19 +174,37 @@ fn tilegx_link_name(s: &str) -> bool {
 /// One link: its driver, this host's address on it and how many workers serve it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkSpec {
+    /// The driver and the device it opens.
     pub kind: LinkKind,
+    /// This host's address on the link; on a `kernel` link, the address to listen on
+    /// (`0.0.0.0`: every address).
     pub ip: Ipv4Addr,
+    /// The link's subnet prefix length; 24 when the spec gives none.
     pub prefix_len: u8,
+    /// Workers serving the link (at least 1): one queue each, or one kernel-socket
+    /// worker each.
     pub workers: usize,
 }
 
+/// Why link specs could not be parsed, or cannot run in this binary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkSpecError {
+    /// The first argument (the number of links) is not a number.
     BadCount(String),
-    WrongArgumentCount { links: usize, got: usize },
+    /// The arguments after the count are not three per link.
+    WrongArgumentCount {
+        /// The number of links the count announced.
+        links: usize,
+        /// The arguments that followed it.
+        got: usize,
+    },
+    /// A `<link>` word names no driver, or a bad interface name; the message says which.
     BadLink(String),
+    /// A link's address is not `<ipv4>[/prefix]`.
     BadAddress(CidrError),
+    /// A link's worker count is not a number of at least 1.
     BadWorkers(String),
+    /// The link's driver is not built into this binary (its name).
     NotBuiltIn(String),
 }
 

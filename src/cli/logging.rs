@@ -17,24 +17,32 @@
 
 use std::io::Write;
 
+use clap::builder::PossibleValue;
 use clap::ValueEnum;
 use log::{Level, Record};
 
 use super::CommonArgs;
 
 /// `--log-level`: how much a binary says on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
+    /// Nothing at all.
     Off,
+    /// Errors only.
     Error,
+    /// Errors and warnings.
     Warn,
+    /// Also status lines and worker counters (the default).
     Info,
+    /// Also detail for debugging.
     Debug,
+    /// Everything, the finest detail included.
     Trace,
 }
 
 impl LogLevel {
-    /// The name env_logger's filter syntax uses for this level.
+    /// The level's name, as `--log-level` takes it and as env_logger's filter syntax
+    /// uses it.
     fn directive(self) -> &'static str {
         match self {
             LogLevel::Off => "off",
@@ -44,6 +52,25 @@ impl LogLevel {
             LogLevel::Debug => "debug",
             LogLevel::Trace => "trace",
         }
+    }
+}
+
+// Written out rather than derived: the derive would turn the variants' docs into
+// per-value help, which switches every binary's `--help` to its long layout.
+impl ValueEnum for LogLevel {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            LogLevel::Off,
+            LogLevel::Error,
+            LogLevel::Warn,
+            LogLevel::Info,
+            LogLevel::Debug,
+            LogLevel::Trace,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.directive()))
     }
 }
 

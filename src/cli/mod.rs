@@ -58,6 +58,9 @@ fn parse_count(s: &str) -> Result<usize, String> {
     }
 }
 
+/// The flags every Rusty binary takes: links and workers' placement, logging, engine
+/// and AF_XDP tuning, and fault injection for tests. Flatten it into a binary's clap
+/// parser and turn it into a [`Launch`] with [`CommonArgs::launch`].
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
     /// Write every frame of Rusty's workers to this pcap file (one file per worker,

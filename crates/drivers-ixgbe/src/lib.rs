@@ -11,6 +11,8 @@
 //! All `unsafe` code is in [`dma`] (memory shared with the device) and `sys` (the
 //! system calls, mappings and MMIO of a real device).
 
+#![warn(missing_docs)]
+
 pub mod desc;
 pub mod dma;
 mod hugepages;

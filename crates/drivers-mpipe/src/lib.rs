@@ -34,6 +34,8 @@
 //! classifier (`tile-mpipe-cc`) computing the stack's owner rule, or a way for the
 //! stack to be told the classifier's hash.
 
+#![warn(missing_docs)]
+
 pub mod desc;
 pub mod equeue;
 pub mod gxio;

@@ -218,7 +218,7 @@ pub(crate) trait Home: Send + Sync {
 
 /// The right to one buffer of a [`Region`]: the only handle through which its bytes are
 /// read or written, made for a buffer the device has handed over (an idesc) or never
-/// had (a transmit buffer), and given back to its [`Home`] when dropped or, through
+/// had (a transmit buffer), and given back to its `Home` when dropped or, through
 /// [`Lease::into_parts`], handed to the device in an edesc. Because a lease is not
 /// `Clone` and the device does not touch a leased buffer, its `&[u8]`/`&mut [u8]` views
 /// are sound.

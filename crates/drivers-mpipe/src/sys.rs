@@ -1,5 +1,5 @@
 //! libgxio on a TILE-Gx: the `extern "C"` declarations of the gxio calls the seam
-//! needs, and [`Gxio`](crate::gxio::Gxio) over them.
+//! needs, and [`Gxio`] over them.
 //!
 //! The declarations sit in an inline module under `#[cfg(target_arch = "tilegx")]`, so
 //! every build parses them (they stay valid Rust) and none compiles them: no Rust

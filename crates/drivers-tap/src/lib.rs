@@ -81,6 +81,8 @@
 //! // Give each queue to a worker: `rusty_runtime::engine_worker(queue, ...)`.
 //! ```
 
+#![warn(missing_docs)]
+
 use std::fmt;
 use std::io;
 use std::net::Ipv4Addr;
@@ -166,7 +168,13 @@ pub enum TapError {
     /// The configuration itself is wrong.
     Config(String),
     /// A system call failed; `context` says which step.
-    Os { context: String, source: io::Error },
+    Os {
+        /// The step that failed: the device, the queue and the call (e.g. `TAP 'tap0'
+        /// queue 1: TUNSETOFFLOAD`).
+        context: String,
+        /// The error the system call returned.
+        source: io::Error,
+    },
 }
 
 impl TapError {

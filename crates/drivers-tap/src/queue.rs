@@ -44,15 +44,17 @@ type Pool = Arc<RxPool>;
 /// Counters of one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TapStats {
-    /// Frames handed to the stack, and their Ethernet bytes (virtio header excluded).
+    /// Frames handed to the stack.
     pub rx_frames: u64,
+    /// Ethernet bytes of the frames handed to the stack (virtio header excluded).
     pub rx_bytes: u64,
     /// Of those, GSO super-frames (several segments coalesced by the kernel).
     pub rx_gso_frames: u64,
     /// Frames read but not handed over (bad virtio header, truncated), and failed reads.
     pub rx_errors: u64,
-    /// Frames the kernel accepted, and their Ethernet bytes.
+    /// Frames the kernel accepted (a TSO super-frame counts once).
     pub tx_frames: u64,
+    /// Ethernet bytes of the frames the kernel accepted (virtio header excluded).
     pub tx_bytes: u64,
     /// Frames the kernel refused (or a write failed): dropped, as a full ring would.
     pub tx_drops: u64,
@@ -102,6 +104,7 @@ impl TapQueue {
         &self.name
     }
 
+    /// The queue's counters since it was opened.
     pub fn stats(&self) -> TapStats {
         self.stats
     }

@@ -25,10 +25,16 @@ pub const F_NEEDS_CSUM: u8 = 1;
 /// The sender already validated the checksums.
 pub const F_DATA_VALID: u8 = 2;
 
+/// `gso_type`: an ordinary frame, not a super-frame.
 pub const GSO_NONE: u8 = 0;
+/// `gso_type`: a TCP/IPv4 super-frame, cut into segments of `gso_size` payload bytes
+/// (TSO); the only GSO type the driver enables.
 pub const GSO_TCPV4: u8 = 1;
+/// `gso_type`: a UDP/IPv4 super-frame to be fragmented (UFO); refused on receive.
 pub const GSO_UDP: u8 = 3;
+/// `gso_type`: a TCP/IPv6 super-frame; refused on receive.
 pub const GSO_TCPV6: u8 = 4;
+/// `gso_type`: a UDP super-frame cut into datagrams (USO); refused on receive.
 pub const GSO_UDP_L4: u8 = 5;
 /// Modifier bit: the super-frame's first segment carries CWR (RFC 3168 §6.1.2).
 pub const GSO_ECN: u8 = 0x80;
@@ -36,11 +42,20 @@ pub const GSO_ECN: u8 = 0x80;
 /// A decoded virtio-net header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct VnetHdr {
+    /// [`F_NEEDS_CSUM`] and [`F_DATA_VALID`] bits.
     pub flags: u8,
+    /// One of the `GSO_*` types, possibly with the [`GSO_ECN`] bit.
     pub gso_type: u8,
+    /// Bytes of Ethernet, IP and TCP headers in front of a GSO frame's payload, which
+    /// the kernel repeats on every segment.
     pub hdr_len: u16,
+    /// Payload bytes per segment of a GSO frame (the MSS); 0 for an ordinary frame.
     pub gso_size: u16,
+    /// Offset in the frame where checksumming starts (the transport header), when
+    /// [`F_NEEDS_CSUM`] is set.
     pub csum_start: u16,
+    /// Offset from `csum_start` of the checksum field the folded sum goes into (16 for
+    /// TCP), when [`F_NEEDS_CSUM`] is set.
     pub csum_offset: u16,
 }
 
@@ -55,6 +70,8 @@ pub enum VnetError {
 }
 
 impl VnetHdr {
+    /// The header at the start of `bytes` (the frame follows it); its fields are taken
+    /// as they are, checked only by [`rx_meta`](Self::rx_meta).
     pub fn decode(bytes: &[u8]) -> Result<VnetHdr, VnetError> {
         let b: &[u8; VNET_HDR_LEN] = bytes
             .get(..VNET_HDR_LEN)
@@ -71,6 +88,7 @@ impl VnetHdr {
         })
     }
 
+    /// Write the header into the first [`VNET_HDR_LEN`] bytes of a frame buffer.
     pub fn encode(&self, out: &mut [u8; VNET_HDR_LEN]) {
         out[0] = self.flags;
         out[1] = self.gso_type;

@@ -54,6 +54,8 @@
 //! Root, or `CAP_NET_ADMIN`, `CAP_NET_RAW` and `CAP_BPF` (plus `CAP_IPC_LOCK` or a large
 //! enough `ulimit -l` for the UMEM).
 
+#![warn(missing_docs)]
+
 use std::fmt;
 use std::io;
 use std::net::Ipv4Addr;
@@ -121,7 +123,10 @@ pub struct XdpConfig {
     pub ring_size: u32,
     /// UMEM chunks per queue (frames that can be in flight at once, both ways).
     pub frames: u32,
+    /// Where the XDP program runs; by default natively where the driver supports it.
     pub attach: AttachMode,
+    /// Whether frames are copied into the UMEM; by default zero-copy where the driver
+    /// supports it.
     pub copy: CopyMode,
 }
 
@@ -148,35 +153,66 @@ pub enum XdpError {
     Config(String),
     /// No interface of that name (in this network namespace).
     NoSuchInterface(String),
-    /// The interface's receive or transmit queues and the workers do not match.
+    /// The interface's receive or transmit queues and the workers do not match: every
+    /// receive queue needs a worker, and every worker a transmit queue.
     Queues {
+        /// The interface.
         ifname: String,
+        /// Its receive queues (`ETHTOOL_GCHANNELS`, combined ones included).
         rx: u32,
+        /// Its transmit queues (combined ones included).
         tx: u32,
+        /// The workers asked for ([`XdpConfig::queues`]).
         workers: u16,
     },
     /// The RSS indirection table steers flows to queues no worker serves.
     Steering {
+        /// The interface.
         ifname: String,
+        /// The highest queue the table steers to.
         max_queue: u16,
+        /// The workers asked for, serving queues `0..workers`.
         workers: u16,
     },
     /// The kernel has no AF_XDP sockets (`CONFIG_XDP_SOCKETS`).
     NoAfXdp(io::Error),
     /// Not permitted: needs root or the capabilities named.
-    NotPermitted { step: String, source: io::Error },
+    NotPermitted {
+        /// The step that was refused (the system call and what it was for).
+        step: String,
+        /// The error the system call returned (`EPERM` or `EACCES`).
+        source: io::Error,
+    },
     /// Another XDP program is attached to the interface already.
-    AlreadyAttached { ifname: String, source: io::Error },
+    AlreadyAttached {
+        /// The interface.
+        ifname: String,
+        /// The error the attach returned (`EBUSY` or `EEXIST`).
+        source: io::Error,
+    },
     /// Another AF_XDP socket is bound to the queue already.
     QueueInUse {
+        /// The interface.
         ifname: String,
+        /// The queue whose socket could not be bound.
         queue: u16,
+        /// The error `bind` returned (`EBUSY`).
         source: io::Error,
     },
     /// The verifier refused the program (a bug here): its log.
-    Verifier { source: io::Error, log: String },
+    Verifier {
+        /// The error `bpf(BPF_PROG_LOAD)` returned.
+        source: io::Error,
+        /// The verifier's log, which says which instruction it refused and why.
+        log: String,
+    },
     /// Another system call failed; `context` says which step.
-    Os { context: String, source: io::Error },
+    Os {
+        /// The step that failed (the system call and what it was for).
+        context: String,
+        /// The error the system call returned.
+        source: io::Error,
+    },
 }
 
 impl XdpError {

@@ -31,7 +31,7 @@
 //! addresses on the same interface) and every IPv4 frame for another destination.
 //! Broadcast ARP requests for Rusty's address are Rusty's (their target address is).
 //!
-//! [`filter`] evaluates the same decisions in Rust, and the tests run the instructions
+//! `filter` (in the tests) evaluates the same decisions in Rust, and the tests run the instructions
 //! through a small interpreter of exactly this instruction subset to check they agree.
 
 use std::net::Ipv4Addr;

@@ -25,20 +25,23 @@ const LOW_WATER: usize = 64;
 /// Counters of one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct XdpStats {
-    /// Frames handed to the stack, and their bytes.
+    /// Frames handed to the stack.
     pub rx_frames: u64,
+    /// Ethernet bytes of the frames handed to the stack.
     pub rx_bytes: u64,
     /// Descriptors the kernel returned that did not fit their chunk (never expected).
     pub rx_errors: u64,
-    /// Frames put on the TX ring, and their bytes.
+    /// Frames put on the TX ring.
     pub tx_frames: u64,
+    /// Ethernet bytes of the frames put on the TX ring.
     pub tx_bytes: u64,
     /// Frames dropped because the TX ring was full.
     pub tx_drops: u64,
     /// `alloc_tx` calls refused: every chunk was in use.
     pub tx_alloc_failures: u64,
-    /// Wake-up system calls made: `sendto` for TX, `recvfrom` for the fill ring.
+    /// `sendto` calls made to wake the kernel to send what is on the TX ring.
     pub tx_wakeups: u64,
+    /// `recvfrom` calls made to wake the kernel to take chunks from the fill ring.
     pub rx_wakeups: u64,
 }
 
@@ -51,8 +54,9 @@ pub struct KernelStats {
     pub rx_ring_full: u64,
     /// Times the kernel found the fill ring empty.
     pub rx_fill_ring_empty: u64,
-    /// Invalid descriptors we gave the kernel (never expected).
+    /// Invalid descriptors the kernel found on the receive side (never expected).
     pub rx_invalid_descs: u64,
+    /// Invalid descriptors we put on the TX ring (never expected).
     pub tx_invalid_descs: u64,
 }
 

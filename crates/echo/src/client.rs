@@ -1,6 +1,6 @@
 //! What every load-client binary does around its handler: spread the connections over
 //! the workers (kernel sockets by default, or Rusty's links), run until every worker has
-//! reported or a watchdog fires, and print the merged [`Report`] in the lines the
+//! reported or a watchdog fires, and print the merged [`Report`](crate::Report) in the lines the
 //! benchmark scripts read (`messages/s … MB/s … messages …`, `latency us: p50 …`).
 //! `echo-load` and the WebSocket crate's `ws-load` both run through [`run_client`].
 
@@ -31,11 +31,13 @@ pub struct ClientCli {
     /// Kernel-socket workers when no links are given.
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
+    /// The flags every Rusty binary takes (logging, CPUs, engine and link tuning).
     #[command(flatten)]
     pub common: CommonArgs,
 }
 
 impl ClientCli {
+    /// How long the connections keep sending (`--duration`).
     pub fn duration(&self) -> Duration {
         Duration::from_secs(self.duration)
     }
@@ -45,6 +47,7 @@ impl ClientCli {
 pub struct ClientArgs<'a> {
     /// The binary's name, for messages.
     pub name: &'static str,
+    /// The flags shared by every load client.
     pub cli: &'a ClientCli,
     /// Connections in total.
     pub connections: usize,

@@ -48,6 +48,7 @@ pub type DiscardSink = Arc<Mutex<Vec<(usize, DiscardStats)>>>;
 /// counters reach `sink` (if any) once, when the worker drops its handler.
 #[derive(Debug, Default)]
 pub struct DiscardServer {
+    /// This worker's counters so far.
     pub stats: DiscardStats,
     sink: Option<(usize, DiscardSink)>,
 }

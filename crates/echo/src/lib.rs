@@ -6,6 +6,8 @@
 //!
 //! [`Handler`]: rusty_stack::Handler
 
+#![warn(missing_docs)]
+
 pub mod client;
 pub mod discard;
 pub mod load;

@@ -20,20 +20,32 @@ use rusty_stack::{CloseReason, Conn, ConnectError, Handler, Opener};
 /// Length of the shared pattern block: a prime, so connections' windows do not line up.
 pub const PATTERN_LEN: usize = 65_521;
 
+/// How each connection loads the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// One message in flight at a time: the next goes out once the whole echo of the
+    /// last came back, and each round trip is a latency sample.
     PingPong,
+    /// Send as fast as the send buffer allows, at most 1 MiB ahead of the echo, and
+    /// read the echo independently; no latency samples.
     Stream,
 }
 
+/// What one worker's [`LoadClient`] does.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct LoadConfig {
+    /// The echo server's address.
     pub target: SocketAddrV4,
+    /// Ping-pong or streaming.
     pub mode: Mode,
     /// Connections for this worker.
     pub connections: usize,
+    /// Message size in bytes: what one ping-pong round trip carries, and the unit in
+    /// which streamed bytes are counted as messages.
     pub size: usize,
+    /// How long connections keep sending, by the wall clock from the worker's first
+    /// poll; then each waits for the rest of its echo and closes.
     pub duration: Duration,
 }
 
@@ -54,13 +66,19 @@ impl LoadConfig {
 /// What one worker measured.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// Messages whose whole echo came back.
     pub messages: u64,
+    /// Echoed bytes received and verified.
     pub bytes: u64,
+    /// Round-trip time of each ping-pong message, in microseconds (1 µs to 60 s);
+    /// empty when streaming.
     pub latency_us: Histogram<u64>,
     /// Connections that ended other than normally, or never started.
     pub failed: u64,
     /// Echoed bytes that differed from what was sent.
     pub mismatches: u64,
+    /// From the start of the run until its last connection ended; a merged report
+    /// keeps the longest.
     pub elapsed: Duration,
 }
 
@@ -86,6 +104,7 @@ impl Report {
         let _ = self.latency_us.add(&other.latency_us);
     }
 
+    /// A report with nothing counted yet, to merge workers' reports into.
     pub fn empty() -> Report {
         Report::new()
     }
@@ -99,6 +118,7 @@ pub struct Collector {
 }
 
 impl Collector {
+    /// A collector with no reports; give each worker a clone.
     pub fn new() -> Collector {
         Collector::default()
     }
@@ -138,6 +158,8 @@ pub struct Run {
 }
 
 impl Run {
+    /// A run of `duration` whose report goes to `collector`; the clock starts at
+    /// [`Run::start`].
     pub fn new(duration: Duration, collector: Collector) -> Run {
         Run {
             report: Report::new(),
@@ -219,6 +241,10 @@ pub struct LoadConn {
     stopping: bool,
 }
 
+/// The load client's handler for one worker: on its first poll it opens its
+/// connections to the target, loads them as [`LoadConfig::mode`] says for the run's
+/// duration, verifies every echoed byte, and reports to the [`Collector`] once they
+/// have all ended.
 pub struct LoadClient {
     cfg: LoadConfig,
     pattern: Arc<Vec<u8>>,
@@ -228,6 +254,8 @@ pub struct LoadClient {
 }
 
 impl LoadClient {
+    /// The handler of worker `worker` (its index, which gives its connections their
+    /// own windows onto the pattern) for `cfg`, reporting into `collector`.
     pub fn new(cfg: LoadConfig, worker: usize, collector: Collector) -> LoadClient {
         LoadClient {
             first: worker * cfg.connections,

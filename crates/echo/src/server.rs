@@ -10,6 +10,7 @@ use rusty_stack::{Conn, Handler};
 /// buffer (shrinking the window) and is offered again after `writable`.
 #[derive(Debug, Default)]
 pub struct EchoServer {
+    /// Bytes queued back to the peers so far, over all of this worker's connections.
     pub echoed: u64,
 }
 

@@ -4,22 +4,24 @@
 //! function per target, each taking arbitrary bytes. None may panic on any input; a
 //! panic, including a failed invariant check inside a target, is a bug found.
 //!
-//! - [`engine_frame`]: frames into an [`Engine`](rusty_stack::Engine) on the in-memory
+//! - [`engine_frame()`]: frames into an [`Engine`](rusty_stack::Engine) on the in-memory
 //!   link, from Ethernet up to TCP and a handler that echoes, pauses, closes and aborts;
 //!   optionally on a connection the target first opens itself, so fuzzed segments land
 //!   in ESTABLISHED and beyond. Every frame the engine sends must parse back.
-//! - [`tcp_segment`]: [`Segment::parse`](rusty_stack::tcp::segment::Segment::parse) with
+//! - [`tcp_segment()`]: [`Segment::parse`](rusty_stack::tcp::segment::Segment::parse) with
 //!   options; what parses must emit and parse back the same.
-//! - [`arp`]: ARP's wire format and a neighbour cache fed a sequence of packets, frames
+//! - [`arp()`]: ARP's wire format and a neighbour cache fed a sequence of packets, frames
 //!   and clock steps, with its accounting checked after each.
-//! - [`http_request`]: httpd's request-head parser with default and tiny limits, through
+//! - [`http_request()`]: httpd's request-head parser with default and tiny limits, through
 //!   a pipeline of requests, then the target, `Range` and date parsers it feeds.
-//! - [`link_spec_cli`]: the link-spec grammar and the whole shared command line.
+//! - [`link_spec_cli()`]: the link-spec grammar and the whole shared command line.
 //!
 //! cargo-fuzz runs them from `fuzz/` (nightly, libFuzzer); `tests/smoke.rs` runs them on
 //! stable inside `cargo test` over the seed corpus in `fuzz/corpus/` plus a bounded
 //! number of seeded mutations, and over every past crash in `fuzz/regressions/`.
 //! [`seeds`] builds that corpus.
+
+#![warn(missing_docs)]
 
 mod arp;
 mod engine_frame;

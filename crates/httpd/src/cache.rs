@@ -32,10 +32,13 @@ pub const PREFIX_SUM_BLOCK: usize = 1024;
 pub struct FileEntry {
     /// Normalised URL path (`/sub/page.html`).
     pub path: String,
+    /// The file's contents, as read at start.
     pub body: Bytes,
     /// `body` with its ones'-complement prefix sums (block [`PREFIX_SUM_BLOCK`]), what
     /// responses send.
     pub summed: SummedBytes,
+    /// The `Content-Type` value, from the extension of the file's name (see
+    /// [`mime`](crate::mime)).
     pub content_type: &'static str,
     /// Strong validator: `"<mtime hex>-<length hex>"`, quotes included.
     pub etag: String,
@@ -98,6 +101,7 @@ impl FileEntry {
 /// What a normalised path names.
 #[derive(Debug, Clone)]
 pub enum Node {
+    /// A regular file, or a link to one inside the root.
     File(Arc<FileEntry>),
     /// A directory, with its `index.html` if it has one.
     Dir(Option<Arc<FileEntry>>),

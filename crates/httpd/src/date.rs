@@ -168,6 +168,7 @@ impl Default for DateCache {
 }
 
 impl DateCache {
+    /// A cache holding the current second's date.
     pub fn new() -> DateCache {
         let secs = now_secs();
         DateCache {

@@ -42,6 +42,8 @@
 //!
 //! [`Handler`]: rusty_stack::Handler
 
+#![warn(missing_docs)]
+
 pub mod cache;
 pub mod date;
 pub mod mime;

@@ -11,7 +11,12 @@ pub enum RangeRequest {
     /// Serve the whole representation (no usable range).
     Full,
     /// Serve bytes `start..end` (end exclusive) with 206.
-    Partial { start: u64, end: u64 },
+    Partial {
+        /// Offset of the first byte to serve.
+        start: u64,
+        /// Offset just past the last byte to serve (at most the length).
+        end: u64,
+    },
     /// No byte of the representation is in the range: 416.
     Unsatisfiable,
 }

@@ -24,10 +24,14 @@
 /// Headers parsed per request; more is answered with 431.
 pub const MAX_HEADERS: usize = 64;
 
+/// The request method, as far as a static file server tells methods apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
+    /// `GET`.
     Get,
+    /// `HEAD`: the `GET` response's head, without its body.
     Head,
+    /// Any other method; answered with 405.
     Other,
 }
 
@@ -52,18 +56,29 @@ impl Default for Limits {
 /// What the server needs of one request head; borrowed from the received bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request<'a> {
+    /// `GET`, `HEAD` or another method.
     pub method: Method,
+    /// The request target as sent (path and query, still percent-encoded); at most
+    /// [`Limits::max_target`] bytes.
     pub target: &'a str,
     /// Minor version: `0` for HTTP/1.0, `1` for HTTP/1.1.
     pub minor: u8,
+    /// The head has a `Host` field (exactly one: a second is an error, as is none in an
+    /// HTTP/1.1 request).
     pub has_host: bool,
     /// `Connection: close` was asked for.
     pub close: bool,
     /// `Connection: keep-alive` was asked for (HTTP/1.0 persistence).
     pub keep_alive: bool,
+    /// The `If-None-Match` value (entity tags, or `*`), trimmed; the last one if the
+    /// field repeats, as for the fields below.
     pub if_none_match: Option<&'a str>,
+    /// The `If-Modified-Since` value (an HTTP date), trimmed.
     pub if_modified_since: Option<&'a str>,
+    /// The `Range` value, trimmed; evaluated by
+    /// [`parse_range`](crate::range::parse_range).
     pub range: Option<&'a str>,
+    /// The `If-Range` value (an entity tag or an HTTP date), trimmed.
     pub if_range: Option<&'a str>,
     /// The request announces a body (`Content-Length` > 0 or `Transfer-Encoding:
     /// chunked`): we never read bodies, so the connection closes after the response.
@@ -102,6 +117,7 @@ pub enum ParseError {
 }
 
 impl ParseError {
+    /// The response status code for this error (400, 414, 431, 501 or 505).
     pub fn status(self) -> u16 {
         match self {
             ParseError::Malformed => 400,
@@ -113,11 +129,14 @@ impl ParseError {
     }
 }
 
+/// What [`parse_request`] found at the front of the received bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Parsed<'a> {
+    /// A whole request head, [`Request::len`] bytes long.
     Complete(Request<'a>),
     /// More bytes are needed; those so far are within the limits.
     Partial,
+    /// A head that cannot be answered normally: answer with its status and close.
     Error(ParseError),
 }
 

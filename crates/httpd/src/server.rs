@@ -55,16 +55,25 @@ pub const HEAD_ROOM: usize = 4096;
 /// Slowest delivery rate (bytes/s) a queued body is allowed before the keep-alive
 /// timer may close its connection; bodies up to [`DRAIN_FREE`] bytes add nothing.
 pub const DRAIN_RATE: f64 = 256.0 * 1024.0;
+/// Bytes of a queued body that need no extra time at [`DRAIN_RATE`]: a body this size
+/// or smaller leaves the keep-alive timeout as it is.
 pub const DRAIN_FREE: usize = 256 * 1024;
 
 /// Server settings shared by all workers.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpConfig {
+    /// Bounds on a request head; by default 8 KiB for the head and 2 KiB for the target.
     pub limits: Limits,
+    /// How long a client may take to send a whole request head, from accept or from
+    /// the first byte of a later request; then it gets a 408 (or, if nothing of the head
+    /// arrived, just a close). Default 10 s.
     pub header_timeout: Duration,
+    /// How long a keep-alive connection may stay idle after its last response was
+    /// queued (longer while large bodies drain, see [`DRAIN_RATE`]); then it is closed
+    /// gracefully. Default 15 s.
     pub keepalive_timeout: Duration,
-    /// Connections one worker serves at once; more are refused (reset).
+    /// Connections one worker serves at once; more are refused (reset). Default 10 000.
     pub max_connections: usize,
     /// The user timeout set on every connection (RFC 5482, as nginx's `send_timeout`):
     /// a client that acknowledges nothing we sent for this long, by silence or by a
@@ -87,14 +96,23 @@ impl Default for HttpConfig {
 /// Per-worker counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HttpStats {
+    /// Connections accepted (not counting those refused at `max_connections`).
     pub connections: u64,
+    /// Request heads answered, errors included.
     pub requests: u64,
+    /// Whole files sent (200).
     pub status_200: u64,
+    /// Byte ranges sent (206).
     pub status_206: u64,
+    /// Redirects of a directory to its URL with a trailing slash (301).
     pub status_301: u64,
+    /// Conditional requests answered with 304 Not Modified.
     pub status_304: u64,
+    /// Targets that name no cached file (404).
     pub status_404: u64,
+    /// Methods other than `GET` and `HEAD` (405).
     pub status_405: u64,
+    /// Ranges no byte of the file lies in (416).
     pub status_416: u64,
     /// Malformed requests (400).
     pub bad_requests: u64,
@@ -282,7 +300,7 @@ pub fn if_range_holds(req: &Request<'_>, file: &FileEntry) -> bool {
 
 /// What a `GET`/`HEAD` for `file` gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileAnswer {
+pub(crate) enum FileAnswer {
     NotModified,
     Full,
     Partial(u64, u64),
@@ -290,7 +308,7 @@ pub enum FileAnswer {
 }
 
 /// The conditional and range logic, pure.
-pub fn answer_for(req: &Request<'_>, file: &FileEntry) -> FileAnswer {
+pub(crate) fn answer_for(req: &Request<'_>, file: &FileEntry) -> FileAnswer {
     if not_modified(req, file) {
         return FileAnswer::NotModified;
     }
@@ -316,6 +334,7 @@ fn send_all<S>(conn: &mut Conn<'_, S>, bytes: &[u8]) {
 }
 
 impl HttpServer {
+    /// One worker's handler, serving `cache` as `cfg` says.
     pub fn new(cache: Arc<Cache>, cfg: HttpConfig) -> HttpServer {
         HttpServer {
             cache,
@@ -338,6 +357,7 @@ impl HttpServer {
         self
     }
 
+    /// This worker's counters so far.
     pub fn stats(&self) -> &HttpStats {
         &self.stats
     }

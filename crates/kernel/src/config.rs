@@ -28,6 +28,9 @@ pub struct KernelConfig {
     /// it the socket is not read, so the kernel's window closes (like
     /// `TcpConfig::recv_buffer`).
     pub recv_buffer: usize,
+    /// Most connections one worker holds at once, accepted and opened alike. At the
+    /// limit, new connections wait in the kernel's accept queue until one ends, and
+    /// `connect` fails with `TooManyConnections`. Default 65536.
     pub max_connections: usize,
     /// After `close`, how long to wait for the peer's FIN before giving up with
     /// `TimedOut` (Rusty's FIN-WAIT-2 timeout).

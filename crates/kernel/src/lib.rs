@@ -42,6 +42,8 @@
 //!
 //! [`Bytes`]: bytes::Bytes
 
+#![warn(missing_docs)]
+
 mod config;
 mod conn;
 mod engine;

@@ -7,6 +7,7 @@
 
 // The crate's purpose is wrapping system calls.
 #![allow(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::ffi::c_int;
 use std::io;
@@ -59,7 +60,7 @@ pub fn ifreq_name(req: &libc::ifreq) -> String {
 ///
 /// # Safety
 /// `req` is a request that reads and/or writes one `struct ifreq` at its argument (such
-/// as TUNSETIFF and SIOC[SG]IF*), and nothing beyond it, except through pointers the
+/// as `TUNSETIFF` and `SIOC[SG]IF*`), and nothing beyond it, except through pointers the
 /// caller stored in `arg` and keeps valid for the call.
 #[allow(clippy::unnecessary_cast)] // the request type is c_ulong on glibc, c_int on musl
 pub unsafe fn ioctl_ifreq(

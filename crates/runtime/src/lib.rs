@@ -8,7 +8,7 @@
 //! are.
 //!
 //! The runtime knows nothing about packets: a [`Worker`] is a body that runs on its
-//! thread until told to stop, and returns its final [`Stats`]. [`engine_worker`] builds
+//! thread until told to stop, and returns its final [`Stats`]. [`engine_worker()`] builds
 //! the body that drives an [`Engine`](rusty_stack::Engine) over a packet-IO queue; the
 //! kernel-socket backend builds its own bodies on the same runtime. Workers talk only
 //! through the [`WorkerContext`]: ARP mappings for siblings on the same link, frames

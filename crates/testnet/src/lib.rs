@@ -13,6 +13,8 @@
 //! `RUSTY_REQUIRE_PRIVILEGED=1` turns every "skip" (not root, tool missing) into a
 //! failure.
 
+#![warn(missing_docs)]
+
 // Signals and raw sockets: the crate's only unsafe code.
 #[allow(unsafe_code)]
 pub mod sys;
@@ -76,6 +78,8 @@ pub fn which(name: &str) -> Option<PathBuf> {
 pub struct Tools(HashMap<String, PathBuf>);
 
 impl Tools {
+    /// Where the requested tool `name` is installed; panics if the test did not ask
+    /// for it when it checked its tools.
     pub fn get(&self, name: &str) -> &Path {
         self.0
             .get(name)
@@ -141,11 +145,16 @@ struct Child_ {
 /// One test's network namespace, TAP devices, child processes and scratch directory;
 /// dropping it kills the children (by pid) and deletes everything.
 pub struct TestNet {
+    /// The test's name, as given to [`TestNet::new`]; it prefixes every failure message.
     pub test: String,
-    pub ns: String,
+    /// The test's network namespace, `rusty-<pid>-<n>`.
+    pub(crate) ns: String,
     /// Third octet of the test's 10.78.N.0/24.
     pub subnet: u8,
+    /// Scratch directory for the test's files and the children's logs (under the
+    /// system temporary directory); deleted on drop.
     pub dir: PathBuf,
+    /// The external tools the test checked for, by name.
     pub tools: Tools,
     /// The Linux peer's own namespace, once [`bridge_peer`](Self::bridge_peer) made it.
     pub peer_ns: Option<String>,
@@ -378,8 +387,8 @@ impl TestNet {
     }
 
     /// The link for Rusty's AF_XDP driver, with the Linux peer one bridge hop away (as
-    /// [`bridge_peer`](Self::bridge_peer) puts it, so [`drop_bridged_percent`]
-    /// (Self::drop_bridged_percent) works the same):
+    /// [`bridge_peer`](Self::bridge_peer) puts it, so
+    /// [`drop_bridged_percent`](Self::drop_bridged_percent) works the same):
     ///
     /// ```text
     /// <ns>x: rx0 (queues×queues) ─ veth ─ rtrusty ┐
@@ -605,10 +614,12 @@ impl TestNet {
         self.spawn(label, cmd)
     }
 
+    /// The label the child was started with (it names the child's log file).
     pub fn label(&self, p: Proc) -> &str {
         &self.children[p.0].label
     }
 
+    /// The child's process id.
     pub fn pid(&self, p: Proc) -> u32 {
         self.children[p.0].child.id()
     }

@@ -46,7 +46,7 @@ pub use regs::Dir;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ModelConfig {
-    /// The port's MAC address, as if read from the EEPROM into RAL/RAH[0].
+    /// The port's MAC address, as if read from the EEPROM into `RAL[0]`/`RAH[0]`.
     pub mac: [u8; 6],
     /// Bytes of DMA memory the device can hand out.
     pub arena: usize,

@@ -5,8 +5,8 @@
 use super::frame::{self, Ipv4Info};
 use super::regs;
 
-/// The key as the hash reads it, K[0] first: RSSRK[n] holds K[4n] in bits 7:0,
-/// K[4n+1] in bits 15:8 and so on (§8.2.3.7.14), so the registers are the key's
+/// The key as the hash reads it, `K[0]` first: `RSSRK[n]` holds `K[4n]` in bits 7:0,
+/// `K[4n+1]` in bits 15:8 and so on (§8.2.3.7.14), so the registers are the key's
 /// bytes in little-endian words.
 pub(crate) fn key_from_registers(words: &[u32; 10]) -> [u8; 40] {
     let mut key = [0u8; 40];

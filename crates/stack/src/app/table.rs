@@ -48,9 +48,9 @@ impl<T> Table<T> {
         self.insert_with(|| value).0
     }
 
-    /// [`insert`](Self::insert) of the value `make` builds, called once its entry is
-    /// found, so that a large value can be built where it goes; its key, and the value
-    /// where it lies (no second look-up to finish it there).
+    /// Store the value `make` builds, called once its entry is found, so that a large
+    /// value can be built where it goes; its key, and the value where it lies (no second
+    /// look-up to finish it there).
     #[inline]
     pub(crate) fn insert_with(&mut self, make: impl FnOnce() -> T) -> (usize, &mut T) {
         let key = self.next_free;

@@ -142,7 +142,7 @@ impl ArpCache {
         self.entries.is_empty()
     }
 
-    /// Frames waiting, for resolution or to be taken with [`take_ready`](Self::take_ready).
+    /// Frames waiting, for resolution or to be taken with [`drain_ready`](Self::drain_ready).
     pub fn queued_frames(&self) -> usize {
         self.queued_frames
     }
@@ -150,7 +150,7 @@ impl ArpCache {
     /// Learn (or refresh) `ip` → `mac`, reporting it through
     /// [`drain_learned`](Self::drain_learned) when it is new or changed. Frames waiting for
     /// `ip` get their destination MAC filled in and move to the ready queue; returns how
-    /// many are ready for `ip` (take them with [`take_ready`](Self::take_ready)).
+    /// many are ready for `ip` (take them with [`drain_ready`](Self::drain_ready)).
     ///
     /// Addresses no neighbour can own (multicast or zero MAC; unspecified, broadcast or
     /// multicast IP) are ignored.
@@ -305,7 +305,7 @@ impl ArpCache {
     /// Do the work that is due at `now`: append to `requests` the addresses whose ARP
     /// request must be sent again, give up on those that used all their retries (adding
     /// the number of frames dropped to `failed_frames`, for
-    /// [`DropReason::ArpUnresolved`]), and purge expired entries.
+    /// [`DropReason::ArpUnresolved`](crate::drop::DropReason::ArpUnresolved)), and purge expired entries.
     pub fn poll(&mut self, now: Instant, requests: &mut Vec<Ipv4Addr>, failed_frames: &mut usize) {
         if !self.has_work(now) {
             return;

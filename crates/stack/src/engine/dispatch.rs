@@ -1,5 +1,5 @@
 //! From the TCP state machine to the application: a segment or a timer goes into a
-//! connection's [`Tcb`], and the events it raises go to the [`AppCore`](crate::app),
+//! connection's [`Tcb`](crate::tcp::tcb::Tcb), and the events it raises go to the [`AppCore`](crate::app),
 //! which decides the callbacks. Also the engine's timers and the RFC 5961 challenge-ACK
 //! budget.
 
