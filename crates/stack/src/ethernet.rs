@@ -9,7 +9,7 @@
 
 pub(crate) use smoltcp::wire::EthernetProtocol;
 
-use crate::drop::DropReason;
+use crate::drop_reason::DropReason;
 use crate::io::MacAddr;
 
 /// Length of an Ethernet II header: destination, source, EtherType.

@@ -17,7 +17,7 @@ use std::net::Ipv4Addr;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{Icmpv4Message, Icmpv4Packet, Icmpv4Repr};
 
-use crate::drop::DropReason;
+use crate::drop_reason::DropReason;
 use crate::ethernet::{self, EthernetProtocol};
 use crate::io::MacAddr;
 use crate::ipv4::{self, IpProtocol, Ipv4Header};

@@ -23,7 +23,7 @@ use std::net::Ipv4Addr;
 
 pub(crate) use smoltcp::wire::IpProtocol;
 
-use crate::drop::DropReason;
+use crate::drop_reason::DropReason;
 
 /// Length of an IPv4 header without options, the only kind we emit.
 pub(crate) const HEADER_LEN: usize = 20;

@@ -124,7 +124,7 @@
 pub mod app;
 pub mod arp;
 pub mod checksum;
-pub mod drop;
+mod drop_reason;
 pub mod engine;
 pub(crate) mod ethernet;
 #[doc(hidden)]
@@ -156,7 +156,7 @@ pub mod backend {
     pub use crate::app::core::{AppConn, AppCore, UnreadBytes};
 }
 pub use engine::{Engine, EngineConfig};
-pub use stats::Stats;
+pub use stats::{DropReason, Stats};
 pub use tcp::config::TcpConfig;
 pub use tcp::pool::MemoryBudget;
 /// A connection's TCP state (RFC 9293 §3.3.2), as [`Engine::connection_states`] reports it;

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::drop::DropReason;
+pub use crate::drop_reason::DropReason;
 use crate::tcp::pool::MemoryCounters;
 
 /// One worker's counters, since it started. On the kernel backend, frame and segment

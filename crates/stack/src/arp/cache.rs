@@ -65,7 +65,7 @@ pub enum EnqueueResult {
     /// The frame is queued behind a request already in flight.
     Queued,
     /// A queue bound was hit and the frame was dropped
-    /// ([`DropReason::ArpQueueFull`](crate::drop::DropReason::ArpQueueFull)).
+    /// ([`DropReason::ArpQueueFull`](crate::drop_reason::DropReason::ArpQueueFull)).
     Dropped,
 }
 
@@ -305,7 +305,7 @@ impl ArpCache {
     /// Do the work that is due at `now`: append to `requests` the addresses whose ARP
     /// request must be sent again, give up on those that used all their retries (adding
     /// the number of frames dropped to `failed_frames`, for
-    /// [`DropReason::ArpUnresolved`](crate::drop::DropReason::ArpUnresolved)), and purge expired entries.
+    /// [`DropReason::ArpUnresolved`](crate::drop_reason::DropReason::ArpUnresolved)), and purge expired entries.
     pub fn poll(&mut self, now: Instant, requests: &mut Vec<Ipv4Addr>, failed_frames: &mut usize) {
         if !self.has_work(now) {
             return;

@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 
 use smoltcp::wire::{ArpHardware, ArpOperation, ArpPacket, ArpRepr, EthernetProtocol};
 
-use crate::drop::DropReason;
+use crate::drop_reason::DropReason;
 use crate::ethernet;
 use crate::io::MacAddr;
 

@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use super::Engine;
 use crate::app::Handler;
 use crate::arp;
-use crate::drop::DropReason;
+use crate::drop_reason::DropReason;
 use crate::io::{MacAddr, PacketIo, TxFrame};
 use crate::time::Clock;
 

@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use super::flows::Flow;
 use super::{timewait, Engine, FlowKey};
 use crate::app::Handler;
-use crate::drop::DropReason;
+use crate::drop_reason::DropReason;
 use crate::ethernet::{self, EthernetProtocol};
 use crate::icmp;
 use crate::io::{MacAddr, PacketIo, TxFrame, ETHERNET_HEADER_LEN};

@@ -4,7 +4,7 @@
 
 use super::{Engine, FlowKey};
 use crate::app::Handler;
-use crate::drop::DropReason;
+use crate::drop_reason::DropReason;
 use crate::io::{MacAddr, PacketIo};
 use crate::ipv4::Ipv4Header;
 use crate::tcp::cookie;

@@ -11,7 +11,7 @@ use crate::app::ConnId;
 use crate::app::Handler;
 use crate::arp::EnqueueResult;
 use crate::checksum;
-use crate::drop::DropReason;
+use crate::drop_reason::DropReason;
 use crate::ethernet::{self, EthernetProtocol};
 use crate::io::{ChecksumOffload, ChecksumRequest, MacAddr, PacketIo, TxFrame, TxMeta};
 use crate::ipv4::{self, IdentCounter, IpProtocol};

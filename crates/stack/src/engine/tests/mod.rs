@@ -20,7 +20,7 @@ use std::time::Duration;
 use super::*;
 use crate::app::CloseReason;
 use crate::app::{Conn, Opener};
-use crate::drop::DropReason;
+use crate::drop_reason::DropReason;
 use crate::io::fault::FaultConfig;
 use crate::sim::{self, SimPair, SERVER_IP};
 use crate::time::VirtualClock;

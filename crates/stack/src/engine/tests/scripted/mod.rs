@@ -38,7 +38,7 @@ use smoltcp::wire::{
 use crate::app::CloseReason;
 use crate::app::{Conn, ConnectError, Opener};
 use crate::checksum;
-use crate::drop::DropReason;
+use crate::drop_reason::DropReason;
 use crate::engine::*;
 use crate::ethernet::EthernetHeader;
 use crate::ethernet::{self, EthernetProtocol};
