@@ -273,30 +273,27 @@ impl Scoreboard {
         if end <= start {
             return;
         }
-        let tail = self.segs.back().map(|s| s.end);
-        let new_from = match tail {
-            Some(t) if start < t => {
-                let upto = if end < t { end } else { t };
-                self.retransmitted(start, upto, now);
-                t
+        let new_from = match self.segs.back().map(|s| s.end) {
+            Some(tail) if start < tail => {
+                self.retransmitted(start, if end < tail { end } else { tail }, now);
+                tail
             }
             _ => start,
         };
-        if new_from < end {
-            self.segs.push_back(Sent {
-                start: new_from,
-                end,
-                xmit: now,
-                flags: 0,
-            });
-        }
+        self.append(new_from, end, now);
     }
 
-    /// [`on_transmit`](Self::on_transmit) for new data sent from the end of the last
-    /// record on (header prediction's segment): nothing to look up for retransmission.
+    /// [`on_transmit`](Self::on_transmit) for new data only, [start, end) from SND.MAX
+    /// on: past every record.
     #[inline]
     pub(crate) fn on_transmit_new(&mut self, start: SeqNum, end: SeqNum, now: Instant) {
         debug_assert!(self.segs.back().is_none_or(|s| s.end <= start));
+        self.append(start, end, now);
+    }
+
+    /// A record for [start, end) sent at `now`, after the last one.
+    #[inline]
+    fn append(&mut self, start: SeqNum, end: SeqNum, now: Instant) {
         if start < end {
             self.segs.push_back(Sent {
                 start,

@@ -30,8 +30,9 @@
 //! - `mod.rs`: the block and its parts (send and receive sequence spaces, recovery,
 //!   pending output), accessors and the application's calls (send, close, abort);
 //! - `open.rs`: active and passive open, SYN cookies, option negotiation;
-//! - `input.rs`: segment arrival (§3.10.7), received data and FIN;
-//! - `fast.rs`: header prediction, the short path for the common segment;
+//! - `input.rs`: segment arrival (§3.10.7), one step per check, received data and FIN;
+//! - `fast.rs`: header prediction, a shortcut for the common segment through the same
+//!   steps;
 //! - `ack.rs`: ACK processing, RTT samples, loss detection, recovery with PRR, TLP and
 //!   undo;
 //! - `flight.rs`: the flight block, what the connection keeps about data in flight,
@@ -674,8 +675,8 @@ pub struct TcbLimits {
     window_scaling: bool,
     timestamps: bool,
     sack: bool,
-    /// Take the short paths for the common segment (header prediction in `input.rs`)
-    /// where they apply. Always on but in the tests that compare both paths.
+    /// Take header prediction's shortcut for the common segment, in and out
+    /// (`fast.rs`). Always on but in the tests that compare it with the general path.
     fast_paths: bool,
     /// The RTO bounds, converted from `Duration` once here rather than for every
     /// connection, and kept here rather than in every connection's estimator.
@@ -994,17 +995,19 @@ impl Tcb {
                 | State::FinWait2
                 | State::CloseWait
         ) {
-            self.queue_rst(self.rst_seq(), None);
+            self.queue_rst(self.acceptable_seq(), None);
         }
         self.finish(CloseReason::Aborted);
     }
 
-    /// The sequence number of a RST we send on our own: SND.NXT in the RFC's sense, the
-    /// highest sequence number sent (our snd_nxt may have been rewound by a timeout),
-    /// but not past the peer's window: after a zero-window probe only SND.UNA is in it,
-    /// and a peer keeping RFC 5961 §3.2 would answer anything else with a challenge ACK
-    /// instead of resetting (Linux tcp_acceptable_seq).
-    fn rst_seq(&self) -> SeqNum {
+    /// The sequence number of a segment we send without data of its own (a bare ACK, or
+    /// a RST we send on our own): SND.NXT in the RFC's sense, the highest sequence
+    /// number sent (our snd_nxt may have been rewound by a timeout), but not past the
+    /// peer's window: after a zero-window probe only SND.UNA is in it, and a peer would
+    /// drop anything else as unacceptable, or (a RST, RFC 5961 §3.2) answer it with a
+    /// challenge ACK instead of resetting (Linux tcp_acceptable_seq).
+    #[inline]
+    fn acceptable_seq(&self) -> SeqNum {
         let wnd_end = self.snd.una + self.snd.wnd();
         if self.snd.max > wnd_end {
             wnd_end
@@ -1020,7 +1023,7 @@ impl Tcb {
         if self.state.is_synchronized() && self.state != State::TimeWait
             || self.state == State::SynReceived
         {
-            self.queue_rst(self.rst_seq(), None);
+            self.queue_rst(self.acceptable_seq(), None);
         }
         self.finish(reason);
     }
