@@ -34,8 +34,9 @@ thread_local! {
 }
 
 impl Tcb {
-    /// Process `seg` on the short path if it is the predicted segment; returns false
-    /// (having changed nothing) if it is not, and the general path must take it.
+    /// Process `seg`, whose payload is `text`, on the short path if it is the predicted
+    /// segment; returns false (having changed nothing) if it is not, and the general
+    /// path must take it.
     // Always inline: one call site, on every segment, whose arguments it keeps in
     // registers.
     #[inline(always)]
@@ -43,11 +44,11 @@ impl Tcb {
         &mut self,
         now: Instant,
         seg: &Segment,
-        payload: &[u8],
+        text: &[u8],
         out: &mut RxOutcome,
         pool: &mut RingPool,
     ) -> bool {
-        if !self.predicts(now, seg, payload) {
+        if !self.predicts(now, seg, text) {
             return false;
         }
         #[cfg(test)]
@@ -63,8 +64,8 @@ impl Tcb {
         self.arm_tlp(now);
         self.window_update(now, seg);
         // Segment text, in order; no FIN, and none held to take.
-        if !payload.is_empty() {
-            self.receive_data(now, seg.seq, payload, seg, out, pool);
+        if !text.is_empty() {
+            self.receive_data(now, seg.seq, text, seg, out, pool);
         }
         true
     }

@@ -233,7 +233,15 @@ impl Tcb {
         if !self.process_ack(now, seg, out, pool) {
             return;
         }
-        self.on_text(now, seq, payload, seg, out, pool);
+        // Segment text (§3.10.7.4, seventh check), in the states that still receive.
+        if !payload.is_empty()
+            && matches!(
+                self.state,
+                State::Established | State::FinWait1 | State::FinWait2
+            )
+        {
+            self.receive_data(now, seq, payload, seg, out, pool);
+        }
         self.on_fin(now, seq + payload.len(), seg);
     }
 
@@ -337,27 +345,6 @@ impl Tcb {
         ok
     }
 
-    /// Segment text (§3.10.7.4, seventh check): `payload` at `seq`, trimmed to the
-    /// window, in the states that still receive.
-    fn on_text(
-        &mut self,
-        now: Instant,
-        seq: SeqNum,
-        payload: &[u8],
-        seg: &Segment,
-        out: &mut RxOutcome,
-        pool: &mut RingPool,
-    ) {
-        if !payload.is_empty()
-            && matches!(
-                self.state,
-                State::Established | State::FinWait1 | State::FinWait2
-            )
-        {
-            self.receive_data(now, seq, payload, seg, out, pool);
-        }
-    }
-
     /// FIN (§3.10.7.4, eighth check) at `seq`, after the text: held until the data
     /// before it has arrived, then taken; a held FIN is taken once a gap before it fills.
     fn on_fin(&mut self, now: Instant, seq: SeqNum, seg: &Segment) {
@@ -389,12 +376,12 @@ impl Tcb {
     fn on_syn_synchronized(
         &mut self,
         now: Instant,
-        seg: &Segment,
+        syn: &Segment,
         out: &mut RxOutcome,
         pool: &mut RingPool,
     ) -> bool {
         // A retransmitted SYN while our SYN-ACK is unacknowledged: resend it.
-        if self.state == State::SynReceived && !seg.flags.ack && seg.seq == self.rcv.irs {
+        if self.state == State::SynReceived && !syn.flags.ack && syn.seq == self.rcv.irs {
             self.pending.set(PendingOutput::SYN);
             self.snd.nxt = self.snd.iss;
             return true;
@@ -405,19 +392,19 @@ impl Tcb {
         // would call it old) and acknowledges ours. Take its ACK.
         if self.state == State::SynReceived
             && self.flags.has(ConnFlags::ACTIVE_OPEN)
-            && seg.flags.ack
-            && !seg.flags.rst
-            && seg.seq == self.rcv.irs
+            && syn.flags.ack
+            && !syn.flags.rst
+            && syn.seq == self.rcv.irs
         {
-            self.on_simultaneous_syn_ack(now, seg, pool);
+            self.on_simultaneous_syn_ack(now, syn, pool);
             return true;
         }
 
         // A SYN in a synchronized state, irrespective of its sequence number, gets a
         // challenge ACK and is dropped (RFC 5961 §4.2, RFC 9293 §3.10.7.4 fourth check):
         // so it is tested before the sequence check.
-        if !seg.flags.rst {
-            self.challenge(now, seg, out);
+        if !syn.flags.rst {
+            self.challenge(now, syn, out);
             return true;
         }
         false
@@ -470,7 +457,8 @@ impl Tcb {
             // front.
             self.deliver_from_frame(seq.since(seg.seq), payload.len(), out, pool);
         } else {
-            self.receive_buffered(now, seq, payload, seg, out, pool);
+            let offset = seq.since(self.rcv.nxt);
+            self.receive_buffered(now, offset, payload, seg.ack, out, pool);
         }
     }
 
@@ -497,32 +485,31 @@ impl Tcb {
         self.delay_ack();
     }
 
-    /// [`receive_data`](Self::receive_data) through the receive buffer: data out of
-    /// order, behind unread data or out-of-order ranges, or after the application
-    /// closed. Out of line: the common segment is shown to the application from the
-    /// frame.
+    /// [`receive_data`](Self::receive_data) through the receive buffer: `data` at
+    /// `offset` past RCV.NXT, of a segment acknowledging `seg_ack`; out of order,
+    /// behind unread data or out-of-order ranges, or after the application closed. Out
+    /// of line: the common segment is shown to the application from the frame.
     #[inline(never)]
     fn receive_buffered(
         &mut self,
         now: Instant,
-        seq: SeqNum,
-        payload: &[u8],
-        seg: &Segment,
+        offset: usize,
+        data: &[u8],
+        seg_ack: SeqNum,
         out: &mut RxOutcome,
         pool: &mut RingPool,
     ) {
-        let offset = seq.since(self.rcv.nxt);
         let had_ooo = self.rcv.buf.has_out_of_order();
         if self.rcv.closed && now >= self.rcv.discard_until {
             // The application closed a while ago and new data still arrives that
             // nobody will read: RFC 1122 §4.2.2.13 lets us reset so the peer learns its
             // data was lost, and Linux does (TCPAbortOnData). The RST carries SEG.ACK
             // as its sequence number, as for any segment answered with a reset.
-            self.queue_rst(seg.ack, None);
+            self.queue_rst(seg_ack, None);
             self.finish(CloseReason::Aborted);
             return;
         }
-        let advanced = self.rcv.buf.write_at(offset, payload, pool);
+        let advanced = self.rcv.buf.write_at(offset, data, pool);
         self.rcv.nxt += advanced;
         if self.rcv.closed {
             // A lingering close: ACK the data and drop it. It still goes through the
