@@ -26,11 +26,21 @@ use crate::tcp::segment::{
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
 
-// Segments the short path took on this thread (for the tests that compare the paths,
-// to show it was taken).
+// Segments header prediction took on this thread, received and sent (for the tests
+// that compare it with the general path, to show it was taken).
 #[cfg(test)]
 thread_local! {
-    pub(crate) static PREDICTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    pub(crate) static PREDICTED: std::cell::Cell<[u64; 2]> = const { std::cell::Cell::new([0; 2]) };
+}
+
+/// Count a segment taken by header prediction: `0` received, `1` sent.
+#[cfg(test)]
+fn count_predicted(way: usize) {
+    PREDICTED.with(|n| {
+        let mut counts = n.get();
+        counts[way] += 1;
+        n.set(counts);
+    });
 }
 
 impl Tcb {
@@ -52,7 +62,7 @@ impl Tcb {
             return false;
         }
         #[cfg(test)]
-        PREDICTED.with(|n| n.set(n.get() + 1));
+        count_predicted(0);
         // No SYN; PAWS passes; acceptable at RCV.NXT with nothing to trim; no RST; ACK.
         self.on_acceptable(now, seg);
         // ACK processing: an acceptable ACK. With the send side quiet, there is nothing
@@ -210,6 +220,8 @@ impl Tcb {
         if !self.output_is_plain() {
             return Prediction::General;
         }
+        #[cfg(test)]
+        count_predicted(1);
         let avail = self.snd.unsent_data();
         let fin = self.snd.fin_unsent();
         if avail == 0 && !fin {

@@ -31,7 +31,9 @@ impl Tcb {
     ) -> RxOutcome {
         self.last_now = now;
         let mut out = RxOutcome::default();
-        if self.cfg.fast_paths && self.on_segment_predicted(now, seg, payload, &mut out, pool) {
+        if self.cfg.header_prediction
+            && self.on_segment_predicted(now, seg, payload, &mut out, pool)
+        {
             return out;
         }
         match self.state {

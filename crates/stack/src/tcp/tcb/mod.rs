@@ -74,6 +74,8 @@ pub(crate) use connection::TcbConn;
 pub(crate) use flight::Flight;
 pub(crate) use open::Open;
 pub use open::Opening;
+#[cfg(test)]
+pub(crate) use tests::part_sizes;
 
 /// The connection states of RFC 9293 §3.3.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -677,7 +679,7 @@ pub struct TcbLimits {
     sack: bool,
     /// Take header prediction's shortcut for the common segment, in and out
     /// (`fast.rs`). Always on but in the tests that compare it with the general path.
-    fast_paths: bool,
+    header_prediction: bool,
     /// The RTO bounds, converted from `Duration` once here rather than for every
     /// connection, and kept here rather than in every connection's estimator.
     rto: RtoBounds,
@@ -707,7 +709,7 @@ impl TcbLimits {
             window_scaling: cfg.window_scaling,
             timestamps: cfg.timestamps,
             sack: cfg.sack,
-            fast_paths: true,
+            header_prediction: true,
             rto,
             rtt: RttEstimator::new(&rto),
             local_ip: Ipv4Addr::UNSPECIFIED,
@@ -720,11 +722,11 @@ impl TcbLimits {
         self
     }
 
-    /// The same limits with the fast paths off: every segment takes the general path
+    /// The same limits with header prediction off: every segment takes the general path
     /// (for the tests that check both paths agree).
     #[cfg(test)]
-    pub(crate) fn without_fast_paths(mut self) -> TcbLimits {
-        self.fast_paths = false;
+    pub(crate) fn without_prediction(mut self) -> TcbLimits {
+        self.header_prediction = false;
         self
     }
 }
@@ -1206,135 +1208,6 @@ impl Tcb {
     }
 }
 
-impl Tcb {
-    /// Every part of the block's state as text, for the tests that compare two blocks
-    /// which should have taken the same steps (`fast_path_tests.rs`).
-    #[cfg(test)]
-    pub(crate) fn fingerprint(&self) -> String {
-        let s = &self.snd;
-        let r = &self.rcv;
-        let rec = &self.recovery;
-        let p = &self.pending;
-        let f = self.flight();
-        format!(
-            "{:?} snd[iss {:?} una {:?} nxt {:?} max {:?} wnd {} wl1 {:?} wl2 {:?} max_wnd {} \
-             ws {} mss {} tso {} buf {:?} syn_acked {} fin_q {} fin {:?} pp {} pb {} sp {} \
-             stall {:?}] rcv[irs {:?} nxt {:?} adv {:?} ws {} las {:?} buf {:?} fin {:?} \
-             closed {} du {:?} mss {} unacked {} offer {}] rec[dup {} in {} recover {:?} \
-             retries {} rescued {} tlp {:?} probes {} cold {:?}] pend[{} {} {} {} {} {:?} \
-             {:?}] timers {:?} rtt {:?} rtt_seq {:?} cc {:?} board {:?} cwl {} ls {:?} \
-             lr {:?} ln {:?} st {} ka {} ut {:?} lia {:?} ts {:?} sack {} ws {} ao {} ev {:?} ww {}",
-            self.state,
-            s.iss,
-            s.una,
-            s.nxt,
-            s.max,
-            s.wnd,
-            s.wl1,
-            s.wl2,
-            s.max_wnd,
-            s.wscale,
-            s.mss,
-            s.tso_max,
-            (s.buf.len(), s.buf.space()),
-            s.syn_acked,
-            s.fin_queued,
-            s.fin,
-            s.persist_probes,
-            s.persist_backoff,
-            s.stalled_probes,
-            s.stall_from,
-            r.irs,
-            r.nxt,
-            r.adv,
-            r.wscale,
-            r.last_ack_sent,
-            (
-                r.buf.readable_len(),
-                r.buf.window(),
-                r.buf.capacity(),
-                r.buf.has_out_of_order(),
-                r.buf.readable().first(),
-                {
-                    let mut ranges = [(0u32, 0u32); 3];
-                    let n = r.buf.sack_ranges(&mut ranges);
-                    (n, ranges)
-                },
-            ),
-            r.fin,
-            r.closed,
-            r.discard_until,
-            r.mss,
-            r.unacked_segs,
-            r.offer,
-            rec.dupacks,
-            rec.in_recovery,
-            f.recover,
-            rec.retries,
-            rec.rescued,
-            f.tlp,
-            rec.probes,
-            rec.cold,
-            p.has(PendingOutput::SYN),
-            p.has(PendingOutput::ACK_NOW),
-            p.has(PendingOutput::PROBE),
-            p.has(PendingOutput::KEEPALIVE_PROBE),
-            p.has(PendingOutput::TLP),
-            self.timers.extra().and_then(|r| r.dsack),
-            self.timers.extra().and_then(|r| r.rst),
-            self.timers,
-            self.rtt,
-            f.rtt_seq,
-            self.cc,
-            (self.flight.is_some(), &f.board, self.rack),
-            self.cwnd_limited,
-            self.last_send,
-            self.last_recv,
-            self.last_now,
-            self.flags.has(ConnFlags::SYN_TIMED),
-            self.keepalive_sent,
-            self.user_timeout(),
-            self.last_invalid_ack(),
-            self.ts,
-            self.flags.has(ConnFlags::SACK_OK),
-            self.flags.has(ConnFlags::WS_OK),
-            self.flags.has(ConnFlags::ACTIVE_OPEN),
-            self.events,
-            self.want_writable,
-        )
-    }
-}
-
-/// The inline size of each part of a [`Tcb`], for the memory-per-connection test
-/// (`engine/memory_tests.rs`) and the README table it backs.
-#[cfg(test)]
-pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
-    use super::scoreboard::Scoreboard;
-    use std::mem::size_of;
-    vec![
-        ("SendSeq (incl. SendBuffer)", size_of::<SendSeq>()),
-        ("  SendBuffer", size_of::<SendBuffer>()),
-        ("RecvSeq (incl. RecvBuffer)", size_of::<RecvSeq>()),
-        ("  RecvBuffer", size_of::<RecvBuffer>()),
-        ("Recovery", size_of::<Recovery>()),
-        ("PendingOutput", size_of::<PendingOutput>()),
-        ("TimerTable", size_of::<TimerTable<RareState>>()),
-        (
-            "  rare timers, state (in use)",
-            TimerTable::<RareState>::RARE_BYTES,
-        ),
-        ("RttEstimator", size_of::<RttEstimator>()),
-        ("Cc", size_of::<Cc>()),
-        ("Scoreboard (in the flight block)", size_of::<Scoreboard>()),
-        ("Flight (while sending)", size_of::<Flight>()),
-        ("RackKeep", size_of::<RackKeep>()),
-        ("  ColdRecovery (while in use)", size_of::<ColdRecovery>()),
-        ("Option<Timestamps>", size_of::<Option<Timestamps>>()),
-        ("TcbLimits (shared)", size_of::<TcbLimits>()),
-        ("Tcb", size_of::<Tcb>()),
-    ]
-}
-
 impl std::fmt::Debug for Tcb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tcb")
@@ -1349,3 +1222,6 @@ impl std::fmt::Debug for Tcb {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -194,7 +194,7 @@ impl Tcb {
         self.rcv.offer = u32::try_from(self.rcv.buf.offer(pool)).unwrap_or(u32::MAX);
         self.last_now = now;
         self.start_flight(pool);
-        let prediction = if self.cfg.fast_paths {
+        let prediction = if self.cfg.header_prediction {
             self.transmit_predicted(now, out)
         } else {
             Prediction::General
