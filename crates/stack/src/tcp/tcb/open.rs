@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use super::timer_table::TimerTable;
 use super::{
-    ConnFlags, Events, PendingOutput, RareState, Recovery, RecvSeq, SendSeq, State, SynOptions,
-    Tcb, TcbLimits, Timestamps,
+    ConnFlags, Events, PendingOutput, RareState, Recovery, RecvSeq, SendSeq, State, Tcb, TcbLimits,
+    Timestamps,
 };
 use crate::tcp::cc::{Cc, CongestionControl};
 use crate::tcp::config::TcpConfig;
@@ -57,6 +57,30 @@ pub(crate) enum Open<'s> {
     /// ESTABLISHED. `Opening::iss` is then the cookie (our SYN-ACK's sequence number)
     /// and the client's ISN the ACK's sequence number - 1.
     Cookie(&'s Segment, SynOptions),
+}
+
+/// Options a SYN carried that shape the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SynOptions {
+    /// Maximum segment size (RFC 9293 §3.7.1); 536 when absent.
+    pub mss: Option<u16>,
+    /// Window-scale shift (RFC 7323 §2).
+    pub wscale: Option<u8>,
+    /// SACK-permitted (RFC 2018 §2).
+    pub sack_permitted: bool,
+    /// (TSval, TSecr) (RFC 7323 §3).
+    pub timestamp: Option<(u32, u32)>,
+}
+
+impl From<&Segment> for SynOptions {
+    fn from(seg: &Segment) -> SynOptions {
+        SynOptions {
+            mss: seg.mss,
+            wscale: seg.wscale,
+            sack_permitted: seg.sack_permitted,
+            timestamp: seg.timestamp,
+        }
+    }
 }
 
 impl Tcb {

@@ -274,9 +274,10 @@ const W: u16 = RBUF as u16;
 /// The inline size of each part of a [`Tcb`], for the memory-per-connection test
 /// (`engine/memory_tests.rs`) and the README table it backs.
 pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
+    use super::recovery::ColdRecovery;
     use super::{
-        Cc, ColdRecovery, Flight, PendingOutput, RackKeep, RareState, Recovery, RecvBuffer,
-        RecvSeq, RttEstimator, SendBuffer, SendSeq, TimerTable, Timestamps,
+        Cc, Flight, PendingOutput, RackKeep, RareState, Recovery, RecvBuffer, RecvSeq,
+        RttEstimator, SendBuffer, SendSeq, TimerTable, Timestamps,
     };
     use crate::tcp::scoreboard::Scoreboard;
     use std::mem::size_of;
