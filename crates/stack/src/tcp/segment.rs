@@ -10,8 +10,8 @@
 //! laid out as we or Linux send it (all four SYN options in 20 bytes): the option walk
 //! and the option writer are for other SYNs and SACK blocks.
 //!
-//! What counts as malformed follows smoltcp's `TcpRepr::parse`, which this parser
-//! replaced: a header shorter than 20 bytes or than its data offset, port zero, more
+//! What counts as malformed is what smoltcp's `TcpRepr::parse` rejects: a header
+//! shorter than 20 bytes or than its data offset, port zero, more
 //! than one of SYN, FIN and RST, an option whose length runs past the header or is
 //! below 2, and MSS, window-scale or SACK-permitted options of the wrong length (an
 //! odd-sized SACK option too). Unknown options and timestamps of the wrong length are
@@ -115,10 +115,11 @@ impl Segment {
     }
 
     /// [`Segment::parse`] into `seg`, which must hold [`Segment::default`]: the
-    /// receive path parses into its own segment rather than moving a returned one (the
-    /// move cost about 60 instructions a segment, `scripts/callgrind-rr.sh`), and only
-    /// the fields the header sets are written (the caller's zeroed segment has the
-    /// rest: writing the whole struct again cost eleven more stores).
+    /// receive path parses into its own segment rather than moving a returned one (a
+    /// segment is too large for registers, so a move is a copy on every segment), and
+    /// only the fields the header sets are written (the caller's zeroed segment has the
+    /// rest).
+    // Always inline: one caller, per frame; the segment it fills stays in registers.
     #[inline(always)]
     pub(crate) fn parse_into<'a>(
         tcp: &'a [u8],
@@ -191,7 +192,7 @@ fn parse_other_options(options: &[u8], seg: &mut Segment) -> Result<(), ParseErr
 }
 
 /// The big-endian `u32` at `at` in `b`.
-#[inline(always)]
+#[inline]
 fn be32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
@@ -251,7 +252,7 @@ pub(crate) const TS_BLOCK_LEN: usize = 12;
 /// Where TSval starts in twelve option bytes that are exactly one timestamp option:
 /// NOP NOP TS (RFC 7323 appendix A's layout, Linux's) or TS EOL EOL (ours); `None` for
 /// any other bytes. Each layout is tested as whole words, not byte by byte.
-#[inline(always)]
+#[inline]
 fn timestamp_block_at(o: &[u8; TS_BLOCK_LEN]) -> Option<usize> {
     let word = |a: u8, b: u8| u16::from_ne_bytes([a, b]);
     let head = u32::from_ne_bytes([o[0], o[1], o[2], o[3]]);
@@ -386,7 +387,7 @@ fn parse_options(mut options: &[u8], seg: &mut Segment) -> Result<(), ParseError
 
 /// The fixed 20 bytes of a TCP header `hl` bytes long, with the control `bits`, a zero
 /// checksum and no urgent pointer.
-#[inline(always)]
+#[inline]
 pub(crate) fn write_fixed_header(
     fixed: &mut [u8; MIN_HEADER_LEN],
     [src_port, dst_port]: [u16; 2],
@@ -408,7 +409,7 @@ pub(crate) fn write_fixed_header(
 
 /// The twelve option bytes of a header whose only option is the timestamps: the option,
 /// then EOL padding.
-#[inline(always)]
+#[inline]
 pub(crate) fn write_timestamp_block(o: &mut [u8; TS_BLOCK_LEN], tsval: u32, tsecr: u32) {
     o[0] = OPT_TIMESTAMP;
     o[1] = 10;
@@ -458,7 +459,7 @@ pub struct TxSegment {
 impl TxSegment {
     /// Whether SACK blocks go out: only on an ACK that is not a SYN offering SACK
     /// (the blocks and SACK-permitted are never sent together).
-    #[inline(always)]
+    #[inline]
     fn sends_sack(&self) -> bool {
         !self.sack_permitted && self.ack.is_some() && self.sack != [None; 3]
     }

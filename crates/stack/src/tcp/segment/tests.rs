@@ -245,8 +245,8 @@ proptest! {
         prop_assert_eq!(p, payload);
     }
 
-    /// The hand-written writer emits exactly the bytes smoltcp's `TcpRepr::emit`
-    /// (which it replaced) emits for the same segment.
+    /// The hand-written writer emits exactly the bytes smoltcp's `TcpRepr::emit` emits
+    /// for the same segment.
     #[test]
     fn writer_matches_smoltcp(tx in arb_tx()) {
         let hl = tx.header_len();

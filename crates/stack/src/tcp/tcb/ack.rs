@@ -80,8 +80,7 @@ impl Tcb {
     /// Take an acceptable ACK: SND.UNA advances (with the RTT sample that may give), SACK
     /// blocks go into the scoreboard, a duplicate ACK is counted. Returns what
     /// [`on_delivery`](Self::on_delivery) needs to know about it.
-    // Always inline: on every ACK, and its result is consumed field by field by the
-    // caller's next steps.
+    // Always inline: per ACK; the caller's next steps take its result from registers.
     #[inline(always)]
     pub(super) fn take_ack(
         &mut self,
@@ -368,7 +367,7 @@ impl Tcb {
 
     /// Outside recovery, `delivered` bytes delivered by an ACK: the congestion
     /// controller's window growth.
-    #[inline(always)]
+    #[inline]
     pub(super) fn grow_window(
         &mut self,
         now: Instant,
@@ -531,8 +530,7 @@ impl Tcb {
     /// for the RTO; one probe after two round trips restarts the ACK clock instead.
     /// On paths where receivers coalesce ACKs (GRO, or Rusty's own one ACK per burst),
     /// one lost ACK can be the last of a flight.
-    // Always inline: on every ACK and every send, and with nothing in flight it is one
-    // timer store.
+    // Always inline: per ACK and send; with nothing in flight it is one store.
     #[inline(always)]
     pub(super) fn arm_tlp(&mut self, now: Instant) {
         let flight = self.snd.max.since(self.snd.una);
@@ -543,18 +541,30 @@ impl Tcb {
         }
     }
 
-    /// After output that sent something: the loss-probe timer, unless it runs already.
-    #[inline]
+    /// After output that sent something (so data or our FIN is in flight): the
+    /// loss-probe timer, unless it runs already.
+    // Always inline: the output paths arm the timer after most sends (ACKs mostly stop it).
+    #[inline(always)]
     pub(super) fn arm_tlp_after_send(&mut self, now: Instant) {
         if !self.timers.is_armed(Timer::Tlp) {
-            self.arm_tlp(now);
+            let flight = self.snd.max.since(self.snd.una);
+            debug_assert!(flight > 0);
+            self.tlp_timer(flight, now);
         }
     }
 
-    /// [`arm_tlp`](Self::arm_tlp) with `flight` bytes outstanding: armed in the states
-    /// that send data or our FIN, with the peer's window open, SACK, the probe budget
-    /// left, no retries and an RTT sample; else it stops.
+    /// [`arm_tlp`](Self::arm_tlp) with `flight` bytes outstanding, out of line.
+    #[inline(never)]
     fn arm_tlp_in_flight(&mut self, flight: usize, now: Instant) {
+        self.tlp_timer(flight, now);
+    }
+
+    /// The loss-probe timer with `flight` bytes outstanding: armed in the states that
+    /// send data or our FIN, with the peer's window open, SACK, the probe budget left,
+    /// no retries and an RTT sample; else it stops.
+    // Always inline: the body of the two entries above, each wanting it inline.
+    #[inline(always)]
+    fn tlp_timer(&mut self, flight: usize, now: Instant) {
         let eligible = self.snd.wnd > 0
             && matches!(
                 self.state,
@@ -567,14 +577,10 @@ impl Tcb {
             && self.flags.has(ConnFlags::SACK_OK)
             && self.recovery.probes < MAX_PROBES
             && self.recovery.retries == 0;
-        let Some(srtt) = self.rtt.srtt_us() else {
+        let Some(srtt) = self.rtt.srtt_us().filter(|_| eligible) else {
             self.timers.stop(Timer::Tlp);
             return;
         };
-        if !eligible {
-            self.timers.stop(Timer::Tlp);
-            return;
-        }
         // In microseconds: this runs on every ACK.
         let mut pto = srtt.saturating_mul(2);
         if flight <= self.snd.mss() {

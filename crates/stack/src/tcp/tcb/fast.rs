@@ -47,8 +47,7 @@ impl Tcb {
     /// Process `seg`, whose payload is `text`, on the short path if it is the predicted
     /// segment; returns false (having changed nothing) if it is not, and the general
     /// path must take it.
-    // Always inline: one call site, on every segment, whose arguments it keeps in
-    // registers.
+    // Always inline: one caller, per segment; its arguments stay in registers.
     #[inline(always)]
     pub(super) fn on_segment_predicted(
         &mut self,
@@ -83,8 +82,7 @@ impl Tcb {
     /// The prediction: `seg` is the common segment in ESTABLISHED (see the module
     /// docs). Each test is one the general path makes, or one that makes a step the
     /// short path skips a no-op.
-    // Always inline: one call site, and most of its tests read fields the short path
-    // uses next.
+    // Always inline: one caller; its tests read the fields the short path uses next.
     #[inline(always)]
     fn predicts(&self, now: Instant, seg: &Segment, payload: &[u8]) -> bool {
         let flags = seg.flags;
@@ -113,7 +111,7 @@ impl Tcb {
     /// undo or tail loss probe steps would act on: a quiet scoreboard (nothing SACKed,
     /// lost or retransmitted), no recovery point, no loss probe out, no recovery, no
     /// undo pending, no duplicate ACKs.
-    // Always inline: a few loads from fields the prediction has just read.
+    // Always inline: a few loads next to those the prediction has just made.
     #[inline(always)]
     fn send_side_quiet(&self) -> bool {
         let f = self.flight();
@@ -168,7 +166,7 @@ impl From<PredictedSegment> for TxSegment {
 
 impl PredictedSegment {
     /// Length of its TCP header: 20 bytes, and 12 more with timestamps.
-    #[inline(always)]
+    #[inline]
     pub fn header_len(&self) -> usize {
         if self.timestamp.is_some() {
             MIN_HEADER_LEN + TS_BLOCK_LEN
@@ -180,7 +178,7 @@ impl PredictedSegment {
     /// Write the TCP header into `buf` (exactly [`header_len`](Self::header_len) bytes)
     /// with a zero checksum: the bytes [`TxSegment::write_header`] writes for the same
     /// segment, without its general option and flag logic.
-    #[inline(always)]
+    #[inline]
     pub fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16) {
         let (fixed, options) = buf.split_at_mut(MIN_HEADER_LEN);
         let fixed: &mut [u8; MIN_HEADER_LEN] = fixed.try_into().expect("20-byte TCP header");

@@ -21,6 +21,7 @@ impl Tcb {
     /// [`poll_transmit`](Self::poll_transmit) after it (after the application had its
     /// say, for an answer to ride on): an ACK it leaves owed is sent there, or, when it
     /// may wait, the delayed-ACK timer is armed there.
+    // Always inline: one caller, per segment; the segment stays where it was parsed.
     #[inline(always)]
     pub fn on_segment(
         &mut self,
@@ -155,7 +156,8 @@ impl Tcb {
     /// that has sent up to our edge sends its bare ACKs from there; when the tail it
     /// sent is lost (or we could not store it), the strict test would discard the ACK
     /// information those carry. If both ends are in that state at once, each drops the
-    /// other's ACKs and both time out (found by the simulation under memory pressure).
+    /// other's ACKs and both time out (a state the simulation reaches under memory
+    /// pressure).
     fn acceptable(&self, seg: &Segment) -> bool {
         let wnd = self.rcv.window();
         let len = seg.seg_len();

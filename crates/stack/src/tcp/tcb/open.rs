@@ -85,9 +85,8 @@ impl From<&Segment> for SynOptions {
 
 impl Tcb {
     /// A block in CLOSED with nothing sent or received; [`Tcb::open`] moves it into its
-    /// first state. Inlined always: the engine builds the block in its table slot, and
-    /// as a call it was built on the stack and copied in (about 45 instructions per
-    /// connection, `scripts/callgrind-conn.sh`).
+    /// first state.
+    // Always inline: so that the engine builds the block in its slot, not on the stack.
     #[inline(always)]
     pub(crate) fn new(p: &Opening<'_>) -> Tcb {
         // The addresses stay with the engine (its flow key and the limits' address).
@@ -206,8 +205,7 @@ impl Tcb {
     /// Move a block fresh from [`Tcb::new`] (in CLOSED, built from the same `p`) into
     /// its first state. The engine builds the block where it keeps it and opens it
     /// there: a block is hundreds of bytes, and each move of it by value is a copy.
-    /// Inlined always: as a call from the engine's `insert_conn` it cost about 11
-    /// instructions per connection (`scripts/callgrind-conn.sh`).
+    // Always inline: one caller, per connection; the block is written in place.
     #[inline(always)]
     pub(crate) fn open(&mut self, p: &Opening<'_>, how: Open<'_>) {
         match how {

@@ -89,7 +89,7 @@ impl Tcb {
 
     /// The window field (for a SYN when `syn`) and the timestamps of a segment sent now;
     /// records the right edge advertised.
-    #[inline(always)]
+    #[inline]
     pub(super) fn advertise_window(
         &mut self,
         syn: bool,
@@ -124,7 +124,7 @@ impl Tcb {
     }
 
     /// A segment acknowledging RCV.NXT goes out: nothing is owed any more.
-    #[inline(always)]
+    #[inline]
     pub(super) fn ack_sent(&mut self) {
         self.rcv.last_ack_sent = self.rcv.nxt;
         self.pending.clear(PendingOutput::ACK_NOW);
@@ -368,7 +368,7 @@ impl Tcb {
 
     /// What congestion control lets us send now: PRR's allowance in recovery
     /// (RFC 6937), cwnd less pipe otherwise (RFC 6675 §5).
-    #[inline(always)]
+    #[inline]
     pub(super) fn cc_room(&self) -> usize {
         if self.recovery.in_recovery {
             self.recovery.prr_budget()
