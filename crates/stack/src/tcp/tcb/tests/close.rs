@@ -127,7 +127,7 @@ fn time_wait_lasts_and_restarts_on_retransmitted_fin() {
     assert_eq!(events(&mut tcb), closed(CloseReason::Normal));
 }
 
-// ----- Half-close -----
+// ----- Half-close and data after close -----
 
 #[test]
 fn half_close_sends_fin_after_data_and_keeps_receiving() {
@@ -201,6 +201,33 @@ fn a_bare_fin_after_close_is_accepted() {
     assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 2));
 }
 
+/// After close(), data is still ACKed and dropped, but through the receive buffer: an
+/// out-of-order range held from before the close joins up when the gap fills, the SACK
+/// blocks stay true, and the peer's FIN behind it is accepted.
+#[test]
+fn fin_after_out_of_order_data_is_accepted_after_close() {
+    let mut tcb = passive_sack(&cfg());
+    rx(&mut tcb, ms(1), &data(IRS + 101, ISS + 1, 100));
+    let out = tx(&mut tcb, ms(1));
+    assert_eq!(out[0].sack[0], Some((IRS + 101, IRS + 201)));
+    tcb.close();
+    let out = tx(&mut tcb, ms(2));
+    assert_eq!(out.len(), 1);
+    assert!(out[0].fin && out[0].seq == SeqNum(ISS + 1));
+    // The gap, acknowledging our FIN, while the close lingers.
+    rx(&mut tcb, ms(3), &data(IRS + 1, ISS + 2, 100));
+    assert_eq!(tcb.state(), State::FinWait2);
+    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 201));
+    assert_eq!(tcb.readable_len(), 0);
+    let out = tx(&mut tcb, ms(3));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ack, Some(SeqNum(IRS + 201)));
+    assert_eq!(out[0].sack, [None; 3], "no hole left to report");
+    rx(&mut tcb, ms(4), &fin(ack(IRS + 201, ISS + 2, 65535)));
+    assert_eq!(tcb.state(), State::TimeWait);
+    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 202));
+}
+
 // ----- Abort -----
 
 #[test]
@@ -234,31 +261,4 @@ fn abort_after_rto_uses_highest_sent_sequence() {
     let out = tx(&mut tcb, ms(1001));
     assert_eq!(out[0].seq, SeqNum(ISS + 1 + 3 * m as u32));
     assert!(out[0].rst);
-}
-
-/// After close(), data is still ACKed and dropped, but through the receive buffer: an
-/// out-of-order range held from before the close joins up when the gap fills, the SACK
-/// blocks stay true, and the peer's FIN behind it is accepted.
-#[test]
-fn fin_after_out_of_order_data_is_accepted_after_close() {
-    let mut tcb = passive_sack(&cfg());
-    rx(&mut tcb, ms(1), &data(IRS + 101, ISS + 1, 100));
-    let out = tx(&mut tcb, ms(1));
-    assert_eq!(out[0].sack[0], Some((IRS + 101, IRS + 201)));
-    tcb.close();
-    let out = tx(&mut tcb, ms(2));
-    assert_eq!(out.len(), 1);
-    assert!(out[0].fin && out[0].seq == SeqNum(ISS + 1));
-    // The gap, acknowledging our FIN, while the close lingers.
-    rx(&mut tcb, ms(3), &data(IRS + 1, ISS + 2, 100));
-    assert_eq!(tcb.state(), State::FinWait2);
-    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 201));
-    assert_eq!(tcb.readable_len(), 0);
-    let out = tx(&mut tcb, ms(3));
-    assert_eq!(out.len(), 1);
-    assert_eq!(out[0].ack, Some(SeqNum(IRS + 201)));
-    assert_eq!(out[0].sack, [None; 3], "no hole left to report");
-    rx(&mut tcb, ms(4), &fin(ack(IRS + 201, ISS + 2, 65535)));
-    assert_eq!(tcb.state(), State::TimeWait);
-    assert_eq!(tcb.rcv_nxt(), SeqNum(IRS + 202));
 }

@@ -54,7 +54,7 @@ fn exchange_across_sequence_wrap() {
     );
 }
 
-// ----- Regressions: long transfers, zero windows, close -----
+// ----- Transfers of gigabytes -----
 
 /// Payload bytes per segment in the long-transfer tests: large, so that gigabytes take
 /// few segments.

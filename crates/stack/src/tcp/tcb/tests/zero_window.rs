@@ -117,6 +117,8 @@ fn sender_zero_window_probe_accepted() {
     );
 }
 
+// ----- How long probing a shut window lives -----
+
 fn few_retries_cfg() -> TcpConfig {
     TcpConfig {
         max_retries: 3,
