@@ -199,6 +199,10 @@ impl Tcb {
         } else {
             Prediction::General
         };
+        #[cfg(test)]
+        if matches!(prediction, Prediction::Done(_)) {
+            super::fast::count_predicted(1);
+        }
         match prediction {
             // An ACK went out: no delayed ACK is left to time.
             Prediction::Done(Some(seg)) => return Some(seg),
