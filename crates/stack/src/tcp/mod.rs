@@ -4,15 +4,9 @@
 pub(crate) mod cc;
 pub mod config;
 pub(crate) mod cookie;
-#[cfg(test)]
-mod fast_path_tests;
 pub(crate) mod isn;
 pub(crate) mod options;
-#[cfg(test)]
-mod orphan_tests;
 pub mod pool;
-#[cfg(test)]
-mod recovery_tests;
 pub(crate) mod recv_buffer;
 pub(crate) mod rtt;
 pub(crate) mod scoreboard;
@@ -20,5 +14,3 @@ pub mod segment;
 pub(crate) mod send_buffer;
 pub mod seq;
 pub mod tcb;
-#[cfg(test)]
-mod tcb_tests;

@@ -110,8 +110,8 @@ pub(crate) trait CongestionControl {
     /// What [`on_ack`](CongestionControl::on_ack) does with a sample that delivered
     /// data while the sender was application-limited (`app_limited`, `delivered > 0`),
     /// without the sample: the window does not grow, so the rest of it is not read.
-    /// The request/response case, on every ACK, where building and passing the sample
-    /// cost about 25 instructions (`scripts/callgrind-rr.sh`).
+    /// The request/response case, on every ACK: the sample it would not read is not
+    /// built.
     fn on_app_limited_ack(&mut self, now: Instant);
     /// Loss detected (fast retransmit, SACK or RACK): the start of loss recovery. Set
     /// ssthresh to the reduced window and cwnd to it as well (the connection paces

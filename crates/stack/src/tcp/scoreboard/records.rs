@@ -58,7 +58,7 @@ impl<T: Copy> Records<T> {
 
     /// Append `x`. The first record (the request/response case) is stored inline
     /// here; a list that grows goes through [`push_back_more`](Self::push_back_more).
-    #[inline(always)]
+    #[inline]
     pub(super) fn push_back(&mut self, x: T) {
         match self.0 {
             Repr::Empty => self.0 = Repr::One(x),

@@ -21,7 +21,7 @@ use crate::time::Instant;
 
 /// What an ACK changed, as `on_delivery` needs it.
 #[derive(Clone, Copy)]
-struct AckFacts {
+pub(super) struct AckFacts {
     /// SND.UNA and the SACKed bytes before the ACK.
     prior_una: SeqNum,
     prior_sacked: usize,
@@ -48,8 +48,9 @@ const MIN_PTO_US: u64 = 10_000;
 const WORST_CASE_DELAYED_ACK: Duration = Duration::from_millis(200);
 
 impl Tcb {
-    /// The ACK field of an acceptable segment in a synchronized state. Returns false
-    /// when the segment must be dropped after the ACK check.
+    /// The ACK field of an acceptable segment in a synchronized state: its range, what
+    /// it acknowledges and says about delivery and loss, the window it carries and our
+    /// FIN. Returns false when the segment must be dropped after the ACK check.
     pub(super) fn process_ack(
         &mut self,
         now: Instant,
@@ -57,95 +58,135 @@ impl Tcb {
         out: &mut RxOutcome,
         pool: &mut RingPool,
     ) -> bool {
-        // RFC 5961 §5.2: acceptable ACKs lie in [SND.UNA - MAX.SND.WND, SND.NXT];
-        // others are challenged and dropped (an ACK of unsent data too, as Linux does).
-        if seg.ack > self.snd.max {
+        if !self.ack_acceptable(seg.ack) {
             self.challenge(now, seg, out);
             return false;
         }
-        if self.ack_too_old(seg.ack) {
-            self.challenge(now, seg, out);
-            return false;
+        let facts = self.take_ack(now, seg, pool);
+        if self.state.is_synchronized() || self.snd.syn_acked {
+            self.on_delivery(now, seg, &facts);
         }
-        // An acceptable ACK: the peer is alive and answering (RFC 1122 §4.2.2.17 keeps
-        // a zero-window connection open as long as probes are answered).
-        self.snd.persist_probes = 0;
+        self.window_update(now, seg);
+        self.on_fin_acked(now)
+    }
 
-        let old_wnd = self.snd.wnd();
+    /// RFC 5961 §5.2: acceptable ACKs lie in [SND.UNA - MAX.SND.WND, SND.NXT]; others
+    /// are challenged and dropped (an ACK of unsent data too, as Linux does).
+    #[inline]
+    pub(super) fn ack_acceptable(&self, ack: SeqNum) -> bool {
+        ack <= self.snd.max && !self.ack_too_old(ack)
+    }
+
+    /// Take an acceptable ACK: SND.UNA advances (with the RTT sample that may give), SACK
+    /// blocks go into the scoreboard, a duplicate ACK is counted. Returns what
+    /// [`on_delivery`](Self::on_delivery) needs to know about it.
+    // Always inline: per ACK; the caller's next steps take its result from registers.
+    #[inline(always)]
+    pub(super) fn take_ack(
+        &mut self,
+        now: Instant,
+        seg: &Segment,
+        pool: &mut RingPool,
+    ) -> AckFacts {
+        // The peer is alive and answering (RFC 1122 §4.2.2.17 keeps a zero-window
+        // connection open as long as probes are answered).
+        self.snd.persist_probes = 0;
         let prior_una = self.snd.una;
         let prior_sacked = self.flight().board.sacked_bytes();
-        let mut rtt = None;
-        if self.snd.una < seg.ack {
-            rtt = self.ack_advance(now, seg, pool);
-        }
-        let mut dsack = false;
-        // An ACK older than SND.UNA (reordered on the way) carries stale SACK
-        // information, and its blocks would read as D-SACKs: skip them. Otherwise
-        // SND.UNA is now SEG.ACK, the point D-SACKs are told by (RFC 2883 §4).
-        if self.flags.has(ConnFlags::SACK_OK)
-            && seg.sack[0].is_some()
-            && self.snd.syn_acked
-            && seg.ack >= prior_una
-        {
-            let mss = self.max_payload();
-            let (una, max) = (self.snd.una, self.snd.max);
-            dsack = self
-                .flight_mut()
-                .board
-                .on_sack(&seg.sack, una, max, now, mss)
-                .dsack;
-        }
+        let rtt = if prior_una < seg.ack {
+            self.ack_advance(now, seg, pool)
+        } else {
+            None
+        };
+        let dsack = self.take_sack_blocks(now, seg, prior_una);
         // RFC 5681 §2 duplicate ACK (RFC 6675 §2 also counts ACKs that SACK new data;
-        // one that only reports a duplicate, a D-SACK, is not a loss signal).
-        let sacked_new = self.flight().board.sacked_bytes() > prior_sacked;
+        // one that only reports a duplicate, a D-SACK, is not a loss signal). SND.WND is
+        // still the window before this segment's: the window update comes after.
         let dupack = seg.ack == prior_una
             && seg.payload_len == 0
             && !seg.flags.fin
             && self.snd.max > self.snd.una
-            && (((seg.window as usize) << self.snd.wscale) == old_wnd || sacked_new)
-            && (!dsack || sacked_new)
-            // Answers to zero-window probes are not loss signals.
-            && old_wnd != 0;
+            && {
+                let old_wnd = self.snd.wnd();
+                let sacked_new = self.flight().board.sacked_bytes() > prior_sacked;
+                // New SACK information, or the same window and no D-SACK.
+                (sacked_new || (((seg.window as usize) << self.snd.wscale) == old_wnd && !dsack))
+                    // Answers to zero-window probes are not loss signals.
+                    && old_wnd != 0
+            };
         if dupack {
             self.recovery.dupacks = self.recovery.dupacks.saturating_add(1);
         }
-        if self.state.is_synchronized() || self.snd.syn_acked {
-            let facts = AckFacts {
-                prior_una,
-                prior_sacked,
-                dsack,
-                dupack,
-                rtt,
-            };
-            self.on_delivery(now, seg, &facts);
+        AckFacts {
+            prior_una,
+            prior_sacked,
+            dsack,
+            dupack,
+            rtt,
         }
+    }
 
-        // Window update (§3.10.7.4): only for SND.UNA =< SEG.ACK, and only from a segment
-        // no older than the last update (SND.WL1/WL2 rule).
-        if self.snd.una <= seg.ack
-            && (self.snd.wl1 < seg.seq || (self.snd.wl1 == seg.seq && self.snd.wl2 <= seg.ack))
-        {
+    /// The SACK blocks of `seg` into the scoreboard (RFC 2018, RFC 6675); returns
+    /// whether the first was a D-SACK (RFC 2883). An ACK older than SND.UNA (reordered
+    /// on the way) carries stale SACK information, and its blocks would read as
+    /// D-SACKs: they are skipped. Otherwise SND.UNA is now SEG.ACK, the point D-SACKs
+    /// are told by (RFC 2883 §4).
+    #[inline]
+    fn take_sack_blocks(&mut self, now: Instant, seg: &Segment, prior_una: SeqNum) -> bool {
+        seg.sack[0].is_some()
+            && self.flags.has(ConnFlags::SACK_OK)
+            && self.snd.syn_acked
+            && seg.ack >= prior_una
+            && self.sack_into_board(now, seg)
+    }
+
+    /// [`take_sack_blocks`](Self::take_sack_blocks) for blocks to take. Out of line:
+    /// the common ACK carries none.
+    #[inline(never)]
+    fn sack_into_board(&mut self, now: Instant, seg: &Segment) -> bool {
+        let mss = self.max_payload();
+        let (una, max) = (self.snd.una, self.snd.max);
+        self.flight_mut()
+            .board
+            .on_sack(&seg.sack, una, max, now, mss)
+            .dsack
+    }
+
+    /// The window update (§3.10.7.4): only for SND.UNA =< SEG.ACK, and only from a
+    /// segment no older than the last update (the SND.WL1/WL2 rule). A window that
+    /// opens ends persist mode.
+    #[inline]
+    pub(super) fn window_update(&mut self, now: Instant, seg: &Segment) {
+        let (wl1, wl2) = (self.snd.wl1, self.snd.wl2);
+        if self.snd.una <= seg.ack && (wl1 < seg.seq || (wl1 == seg.seq && wl2 <= seg.ack)) {
             let wnd = (seg.window as usize) << self.snd.wscale;
             self.snd.update_window(wnd, seg.seq, seg.ack);
             if self.snd.wnd > 0 && self.timers.is_armed(Timer::Persist) {
-                // Leave persist mode. Persist starts with nothing in flight, so only
-                // probe bytes can be outstanding: those the peer did not take are sent
-                // again at once as ordinary data rather than after an RTO.
-                self.timers.stop(Timer::Persist);
-                self.snd.persist_backoff = 0;
-                self.on_progress(now);
-                // The probe bytes' records go too: they are sent again as new ones.
-                if let Some(board) = self.board_if_any() {
-                    board.clear();
-                }
-                self.snd.nxt = self.snd.una;
-                if self.snd.max > self.snd.una {
-                    self.arm(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
-                }
+                self.leave_persist(now);
             }
         }
+    }
 
-        // State changes driven by our FIN being acknowledged.
+    /// The peer's window opened while zero-window probing (§3.8.6.1). Persist starts
+    /// with nothing in flight, so only probe bytes can be outstanding: those the peer
+    /// did not take are sent again at once as ordinary data rather than after an RTO.
+    fn leave_persist(&mut self, now: Instant) {
+        self.timers.stop(Timer::Persist);
+        self.snd.persist_backoff = 0;
+        self.on_progress(now);
+        // The probe bytes' records go too: they are sent again as new ones.
+        if let Some(board) = self.board_if_any() {
+            board.clear();
+        }
+        self.snd.nxt = self.snd.una;
+        if self.snd.max > self.snd.una {
+            self.arm(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+        }
+    }
+
+    /// The state changes our FIN's acknowledgement drives (§3.10.7.4, fifth check, in
+    /// FIN-WAIT-1, CLOSING and LAST-ACK). Returns false when the connection is over.
+    fn on_fin_acked(&mut self, now: Instant) -> bool {
         let fin_acked = self.snd.fin_acked();
         match self.state {
             State::FinWait1 if fin_acked => {
@@ -241,32 +282,37 @@ impl Tcb {
     /// Everything an acceptable ACK says about delivery and loss, after SND.UNA and the
     /// scoreboard have taken it.
     fn on_delivery(&mut self, now: Instant, seg: &Segment, facts: &AckFacts) {
-        let AckFacts {
-            prior_una,
-            prior_sacked,
-            dsack,
-            dupack,
-            rtt,
-        } = *facts;
-        let acked = self.snd.una.since(prior_una);
-        let mss = self.max_payload();
-        // RFC 6937 DeliveredData: the change in SND.UNA plus the change in SACKed bytes;
-        // a duplicate ACK without SACK information stands for one segment (§3).
-        let delivered_bytes =
-            (acked + self.flight().board.sacked_bytes()).saturating_sub(prior_sacked);
-        if delivered_bytes > 0 {
-            // The ACK clock runs: probes start counting afresh.
+        let delivered = self.delivered(facts);
+        self.check_spurious(now, seg, facts.prior_una, facts.dsack);
+        self.tlp_on_ack(now, seg, facts.dsack);
+        self.recovery_on_ack(now, facts.prior_una);
+        self.cc_on_delivery(now, facts, delivered);
+        self.arm_tlp(now);
+    }
+
+    /// RFC 6937 DeliveredData: the change in SND.UNA plus the change in SACKed bytes; a
+    /// duplicate ACK without SACK information stands for one segment (§3). Data
+    /// delivered means the ACK clock runs: probes start counting afresh.
+    #[inline]
+    pub(super) fn delivered(&mut self, facts: &AckFacts) -> usize {
+        let acked = self.snd.una.since(facts.prior_una);
+        let delivered =
+            (acked + self.flight().board.sacked_bytes()).saturating_sub(facts.prior_sacked);
+        if delivered > 0 {
             self.recovery.probes = 0;
         }
-        let delivered = if dupack && delivered_bytes == 0 {
-            mss
+        if facts.dupack && delivered == 0 {
+            self.max_payload()
         } else {
-            delivered_bytes
-        };
-        self.check_spurious(now, seg, prior_una, dsack);
-        self.tlp_on_ack(now, seg, dsack);
+            delivered
+        }
+    }
 
-        // Loss detection: RACK and DupThresh on the scoreboard (RFC 8985 §6.2).
+    /// Loss detection on an ACK (RACK and DupThresh on the scoreboard, RFC 8985 §6.2;
+    /// duplicate and partial ACKs without SACK, RFC 5681 §3.2 and RFC 6582), and the
+    /// start and end of loss recovery it leads to. `prior_una` is SND.UNA before the ACK.
+    fn recovery_on_ack(&mut self, now: Instant, prior_una: SeqNum) {
+        let acked = self.snd.una.since(prior_una);
         let leaving =
             self.recovery.in_recovery && self.flight().recover.is_none_or(|r| self.snd.una >= r);
         // RACK needs SACK (RFC 8985 §3.1, as Linux): without it, the first partial
@@ -286,6 +332,7 @@ impl Tcb {
                 && !leaving
                 && !self.flags.has(ConnFlags::SACK_OK);
             if third_dup || partial {
+                let mss = self.max_payload();
                 self.flight_mut().board.mark_head_lost(mss);
             }
         }
@@ -305,18 +352,22 @@ impl Tcb {
             // SND.UNA has passed "recover": it no longer holds anything back.
             self.set_recover(None);
         }
+    }
 
+    /// What `delivered` bytes let congestion control do: PRR's budget in recovery
+    /// (RFC 6937), window growth outside it.
+    #[inline]
+    pub(super) fn cc_on_delivery(&mut self, now: Instant, facts: &AckFacts, delivered: usize) {
         if self.recovery.in_recovery {
             self.prr_update(delivered);
         } else if delivered > 0 {
-            self.grow_window(now, prior_una, delivered, rtt);
+            self.grow_window(now, facts.prior_una, delivered, facts.rtt);
         }
-        self.arm_tlp(now);
     }
 
     /// Outside recovery, `delivered` bytes delivered by an ACK: the congestion
     /// controller's window growth.
-    #[inline(always)]
+    #[inline]
     pub(super) fn grow_window(
         &mut self,
         now: Instant,
@@ -479,10 +530,42 @@ impl Tcb {
     /// for the RTO; one probe after two round trips restarts the ACK clock instead.
     /// On paths where receivers coalesce ACKs (GRO, or Rusty's own one ACK per burst),
     /// one lost ACK can be the last of a flight.
+    // Always inline: per ACK and send; with nothing in flight it is one store.
+    #[inline(always)]
     pub(super) fn arm_tlp(&mut self, now: Instant) {
         let flight = self.snd.max.since(self.snd.una);
-        let eligible = flight > 0
-            && self.snd.wnd > 0
+        if flight == 0 {
+            self.timers.stop(Timer::Tlp);
+        } else {
+            self.arm_tlp_in_flight(flight, now);
+        }
+    }
+
+    /// After output that sent something (so data or our FIN is in flight): the
+    /// loss-probe timer, unless it runs already.
+    // Always inline: the output paths arm the timer after most sends (ACKs mostly stop it).
+    #[inline(always)]
+    pub(super) fn arm_tlp_after_send(&mut self, now: Instant) {
+        if !self.timers.is_armed(Timer::Tlp) {
+            let flight = self.snd.max.since(self.snd.una);
+            debug_assert!(flight > 0);
+            self.tlp_timer(flight, now);
+        }
+    }
+
+    /// [`arm_tlp`](Self::arm_tlp) with `flight` bytes outstanding, out of line.
+    #[inline(never)]
+    fn arm_tlp_in_flight(&mut self, flight: usize, now: Instant) {
+        self.tlp_timer(flight, now);
+    }
+
+    /// The loss-probe timer with `flight` bytes outstanding: armed in the states that
+    /// send data or our FIN, with the peer's window open, SACK, the probe budget left,
+    /// no retries and an RTT sample; else it stops.
+    // Always inline: the body of the two entries above, each wanting it inline.
+    #[inline(always)]
+    fn tlp_timer(&mut self, flight: usize, now: Instant) {
+        let eligible = self.snd.wnd > 0
             && matches!(
                 self.state,
                 State::Established
@@ -490,26 +573,7 @@ impl Tcb {
                     | State::FinWait1
                     | State::Closing
                     | State::LastAck
-            );
-        self.arm_tlp_if(eligible, flight, now);
-    }
-
-    /// [`arm_tlp`](Self::arm_tlp) when new data just went out in ESTABLISHED within
-    /// the peer's window: data is in flight and the window is open, so only the
-    /// conditions that sending does not settle are tested.
-    #[inline(always)]
-    pub(super) fn arm_tlp_after_send(&mut self, now: Instant) {
-        debug_assert!(self.state == State::Established && self.snd.wnd > 0);
-        let flight = self.snd.max.since(self.snd.una);
-        debug_assert!(flight > 0);
-        self.arm_tlp_if(true, flight, now);
-    }
-
-    /// The loss-probe timer for `flight` bytes outstanding, when `eligible` and SACK,
-    /// the probe budget, the retries and an RTT sample allow it; else it stops.
-    #[inline(always)]
-    fn arm_tlp_if(&mut self, eligible: bool, flight: usize, now: Instant) {
-        let eligible = eligible
+            )
             && self.flags.has(ConnFlags::SACK_OK)
             && self.recovery.probes < MAX_PROBES
             && self.recovery.retries == 0;

@@ -1,6 +1,7 @@
 //! Segment arrival (§3.10.7): the SYN-SENT rules, the checks of §3.10.7.4 in their
 //! order (sequence, RST, SYN, ACK, text, FIN) with PAWS (RFC 7323 §5) and the RFC 5961
-//! defences, received data and the peer's FIN. ACK processing proper is in `ack.rs`.
+//! defences, received data and the peer's FIN. Each check is a step of its own, which
+//! header prediction (`fast.rs`) calls too. ACK processing proper is in `ack.rs`.
 
 use super::{ConnFlags, PendingOutput};
 use std::time::Duration;
@@ -20,6 +21,7 @@ impl Tcb {
     /// [`poll_transmit`](Self::poll_transmit) after it (after the application had its
     /// say, for an answer to ride on): an ACK it leaves owed is sent there, or, when it
     /// may wait, the delayed-ACK timer is armed there.
+    // Always inline: one caller, per segment; the segment stays where it was parsed.
     #[inline(always)]
     pub fn on_segment(
         &mut self,
@@ -30,7 +32,9 @@ impl Tcb {
     ) -> RxOutcome {
         self.last_now = now;
         let mut out = RxOutcome::default();
-        if self.cfg.fast_paths && self.on_segment_predicted(now, seg, payload, &mut out, pool) {
+        if self.cfg.header_prediction
+            && self.on_segment_predicted(now, seg, payload, &mut out, pool)
+        {
             return out;
         }
         match self.state {
@@ -95,32 +99,31 @@ impl Tcb {
         }
     }
 
-    /// Whether the connection's limit holds back an ACK answering the invalid `seg`
-    /// (out of window, failing PAWS, or challenged): at most one per
-    /// `invalid_ack_interval`, as Linux's `tcp_oow_rate_limited`. A segment carrying
-    /// data or a FIN (and no SYN) is always answered: its ACK (and D-SACK) is what the
-    /// sender recovers with, and two stacks cannot loop on it.
-    fn invalid_ack_limited(&mut self, now: Instant, seg: &Segment) -> bool {
+    /// Whether the connection's limit lets an ACK answer the invalid `seg` (out of
+    /// window, failing PAWS, or challenged): at most one per `invalid_ack_interval`, as
+    /// Linux's `tcp_oow_rate_limited`; a held-back answer is reported in `out`. A segment
+    /// carrying data or a FIN (and no SYN) is always answered: its ACK (and D-SACK) is
+    /// what the sender recovers with, and two stacks cannot loop on it.
+    fn invalid_ack_allowed(&mut self, now: Instant, seg: &Segment, out: &mut RxOutcome) -> bool {
         if (seg.payload_len > 0 || seg.flags.fin) && !seg.flags.syn {
-            return false;
+            return true;
         }
         let interval = self.cfg.invalid_ack_interval;
         if self
             .last_invalid_ack()
             .is_some_and(|last| now.saturating_duration_since(last) < interval)
         {
-            return true;
+            out.invalid_ack_suppressed = true;
+            return false;
         }
         self.timers.extra_mut().last_invalid_ack = Some(now);
-        false
+        true
     }
 
     /// Answer an invalid segment with an ACK, unless the connection's limit holds it
     /// back.
     fn answer_invalid(&mut self, now: Instant, seg: &Segment, out: &mut RxOutcome) {
-        if self.invalid_ack_limited(now, seg) {
-            out.invalid_ack_suppressed = true;
-        } else {
+        if self.invalid_ack_allowed(now, seg, out) {
             self.pending.set(PendingOutput::ACK_NOW);
         }
     }
@@ -128,11 +131,21 @@ impl Tcb {
     /// RFC 5961: ask the engine for a challenge ACK (its global budget applies next),
     /// unless the connection's limit holds it back.
     pub(super) fn challenge(&mut self, now: Instant, seg: &Segment, out: &mut RxOutcome) {
-        if self.invalid_ack_limited(now, seg) {
-            out.invalid_ack_suppressed = true;
-        } else {
+        if self.invalid_ack_allowed(now, seg, out) {
             out.challenge_ack = true;
         }
+    }
+
+    /// PAWS (RFC 7323 §5.3): a segment other than a RST whose SEG.TSval is older than
+    /// TS.Recent is dropped, while TS.Recent is still trusted (§5.5).
+    #[inline]
+    pub(super) fn paws_rejects(&self, now: Instant, seg: &Segment) -> bool {
+        let (Some((tsval, _)), Some(ts)) = (seg.timestamp, &self.ts) else {
+            return false;
+        };
+        ts.is_older(tsval)
+            && !seg.flags.rst
+            && now.saturating_duration_since(ts.recent_age) < PAWS_IDLE
     }
 
     /// Is the segment's sequence range acceptable (§3.10.7.4, first check)?
@@ -143,7 +156,8 @@ impl Tcb {
     /// that has sent up to our edge sends its bare ACKs from there; when the tail it
     /// sent is lost (or we could not store it), the strict test would discard the ACK
     /// information those carry. If both ends are in that state at once, each drops the
-    /// other's ACKs and both time out (found by the simulation under memory pressure).
+    /// other's ACKs and both time out (a state the simulation reaches under memory
+    /// pressure).
     fn acceptable(&self, seg: &Segment) -> bool {
         let wnd = self.rcv.window();
         let len = seg.seg_len();
@@ -161,6 +175,9 @@ impl Tcb {
         }
     }
 
+    /// The general path of §3.10.7.4 for a synchronized state (or SYN-RECEIVED): its
+    /// checks in their order, each a step of its own. Header prediction (`fast.rs`) goes
+    /// through the same steps for the common segment.
     fn on_segment_synchronized(
         &mut self,
         now: Instant,
@@ -172,36 +189,14 @@ impl Tcb {
         if seg.flags.syn && self.on_syn_synchronized(now, seg, out, pool) {
             return;
         }
-        if self.state == State::SynReceived
-            && self.cfg.fast_paths
-            && self.on_handshake_ack_predicted(now, seg, payload, out, pool)
-        {
-            return;
-        }
-        if seg.flags.fin
-            && matches!(
-                self.state,
-                State::Established | State::FinWait1 | State::FinWait2
-            )
-            && self.cfg.fast_paths
-            && self.on_fin_predicted(now, seg, payload, out, pool)
-        {
-            return;
-        }
-
         // RFC 7323 §5.3: PAWS, before the sequence check.
-        if let (Some(ts), Some((tsval, _))) = (&self.ts, seg.timestamp) {
-            if !seg.flags.rst
-                && ts.is_older(tsval)
-                && now.saturating_duration_since(ts.recent_age) < PAWS_IDLE
-            {
-                self.answer_invalid(now, seg, out);
-                return;
-            }
+        if self.paws_rejects(now, seg) {
+            self.answer_invalid(now, seg, out);
+            return;
         }
 
         // The segment as received, or a trimmed copy in the rare cases that change its
-        // length or FIN (the copy costs a few dozen instructions per segment otherwise).
+        // length or FIN: the common segment is not copied.
         let mut trimmed: Segment;
         let mut seg = seg;
         let mut payload = payload;
@@ -216,94 +211,33 @@ impl Tcb {
                 seg = &trimmed;
                 self.pending.set(PendingOutput::ACK_NOW);
             } else {
-                if !seg.flags.rst {
-                    self.answer_invalid(now, seg, out);
-                    if seg.payload_len > 0 && seg.seq + seg.payload_len <= self.rcv.nxt {
-                        // Entirely old data: a duplicate (RFC 2883 §4 case 1).
-                        self.queue_dsack((seg.seq, seg.seq + seg.payload_len));
-                    }
-                    // TIME-WAIT (§3.10.7.4, eighth check): a retransmitted FIN is
-                    // acknowledged again and restarts the 2·MSL wait. Being a duplicate,
-                    // it never passes the sequence check, so it is recognised here.
-                    if self.state == State::TimeWait
-                        && seg.flags.fin
-                        && seg.seq + (seg.payload_len + 1) == self.rcv.nxt
-                    {
-                        self.arm(Timer::Linger, now + self.cfg.time_wait);
-                    }
-                }
+                self.on_unacceptable(now, seg, out);
                 return;
             }
         }
-
-        // RST (RFC 5961 §3.2): exact match resets, anything else in window is challenged.
         if seg.flags.rst {
-            if seg.seq == self.rcv.nxt {
-                let reason =
-                    if self.state == State::SynReceived && self.flags.has(ConnFlags::ACTIVE_OPEN) {
-                        CloseReason::Refused
-                    } else {
-                        CloseReason::Reset
-                    };
-                self.finish(reason);
-            } else {
-                self.challenge(now, seg, out);
-            }
+            self.on_rst(now, seg, out);
             return;
         }
-
         if !seg.flags.ack {
             return;
         }
-
-        // Trim what lies before RCV.NXT or beyond the window (§3.10.7.4, "trimmed").
-        let mut seq = seg.seq;
-        if seq < self.rcv.nxt {
-            let dup = self.rcv.nxt.since(seq).min(payload.len());
-            if dup > 0 {
-                // Its front was received before: report that part (RFC 2883 §4).
-                self.queue_dsack((seq, seq + dup));
-                self.pending.set(PendingOutput::ACK_NOW);
-            }
-            payload = &payload[dup..];
-            seq += dup;
-        }
-        let wnd = self.rcv.window();
-        let room = (self.rcv.nxt + wnd).since(seq);
-        if payload.len() > room {
-            payload = &payload[..room];
-            let mut copy = *seg;
-            copy.flags.fin = false;
-            trimmed = copy;
+        let (seq, text, cut) = self.trim(seg.seq, payload);
+        payload = text;
+        if cut {
+            // What lay beyond the window is gone, and the FIN with it.
+            trimmed = *seg;
+            trimmed.flags.fin = false;
             seg = &trimmed;
         }
-        self.last_recv = now;
-        self.keepalive_sent = 0;
-        self.arm_keepalive(now);
-
-        // Update TS.Recent (RFC 7323 §4.3) now that the segment is acceptable.
-        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
-            if seg.seq <= self.rcv.last_ack_sent {
-                ts.update_recent(tsval, now);
-            }
-        }
-
-        // ACK processing.
-        if self.state == State::SynReceived {
-            if self.snd.una < seg.ack && seg.ack <= self.snd.max {
-                let wnd = (seg.window as usize) << self.snd.wscale;
-                self.snd.update_window(wnd, seg.seq, seg.ack);
-                self.enter_established(now);
-            } else {
-                self.queue_rst(seg.ack, None);
-                return;
-            }
+        self.on_acceptable(now, seg);
+        if self.state == State::SynReceived && !self.complete_handshake(now, seg) {
+            return;
         }
         if !self.process_ack(now, seg, out, pool) {
             return;
         }
-
-        // Segment text (§3.10.7.4, seventh).
+        // Segment text (§3.10.7.4, seventh check), in the states that still receive.
         if !payload.is_empty()
             && matches!(
                 self.state,
@@ -312,12 +246,116 @@ impl Tcb {
         {
             self.receive_data(now, seq, payload, seg, out, pool);
         }
+        self.on_fin(now, seq + payload.len(), seg);
+    }
 
-        // FIN (§3.10.7.4, eighth), possibly ahead of missing data.
+    /// A segment that fails the sequence check (§3.10.7.4, first check): dropped, and
+    /// but for a RST answered with an ACK (rate-limited), with a D-SACK when it is
+    /// entirely old data.
+    fn on_unacceptable(&mut self, now: Instant, seg: &Segment, out: &mut RxOutcome) {
+        if seg.flags.rst {
+            return;
+        }
+        self.answer_invalid(now, seg, out);
+        if seg.payload_len > 0 && seg.seq + seg.payload_len <= self.rcv.nxt {
+            // Entirely old data: a duplicate (RFC 2883 §4 case 1).
+            self.queue_dsack((seg.seq, seg.seq + seg.payload_len));
+        }
+        // TIME-WAIT (§3.10.7.4, eighth check): a retransmitted FIN is acknowledged again
+        // and restarts the 2·MSL wait. Being a duplicate, it never passes the sequence
+        // check, so it is recognised here.
+        if self.state == State::TimeWait
+            && seg.flags.fin
+            && seg.seq + (seg.payload_len + 1) == self.rcv.nxt
+        {
+            self.arm(Timer::Linger, now + self.cfg.time_wait);
+        }
+    }
+
+    /// RST (§3.10.7.4 second check, RFC 5961 §3.2): an exact match resets, anything
+    /// else in the window is challenged.
+    fn on_rst(&mut self, now: Instant, seg: &Segment, out: &mut RxOutcome) {
+        if seg.seq != self.rcv.nxt {
+            self.challenge(now, seg, out);
+            return;
+        }
+        let reason = if self.state == State::SynReceived && self.flags.has(ConnFlags::ACTIVE_OPEN) {
+            CloseReason::Refused
+        } else {
+            CloseReason::Reset
+        };
+        self.finish(reason);
+    }
+
+    /// Trim an acceptable segment's `payload` at `seq` to what lies from RCV.NXT to the
+    /// right edge of the window (§3.10.7.4, "trimmed"): the part received before is
+    /// reported in a D-SACK (RFC 2883 §4). Returns where the rest starts, the rest, and
+    /// whether its end was cut off.
+    fn trim<'p>(&mut self, seq: SeqNum, payload: &'p [u8]) -> (SeqNum, &'p [u8], bool) {
+        let mut seq = seq;
+        let mut payload = payload;
+        if seq < self.rcv.nxt {
+            let dup = self.rcv.nxt.since(seq).min(payload.len());
+            if dup > 0 {
+                self.queue_dsack((seq, seq + dup));
+                self.pending.set(PendingOutput::ACK_NOW);
+            }
+            payload = &payload[dup..];
+            seq += dup;
+        }
+        let room = (self.rcv.nxt + self.rcv.window()).since(seq);
+        let cut = payload.len() > room;
+        if cut {
+            payload = &payload[..room];
+        }
+        (seq, payload, cut)
+    }
+
+    /// What every acceptable segment with an ACK does before its ACK is processed: the
+    /// peer was heard from (the keepalive restarts), and TS.Recent takes SEG.TSval when
+    /// the segment starts at or before the last ACK we sent (RFC 7323 §4.3).
+    #[inline]
+    pub(super) fn on_acceptable(&mut self, now: Instant, seg: &Segment) {
+        self.last_recv = now;
+        self.keepalive_sent = 0;
+        self.arm_keepalive(now);
+        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
+            if seg.seq <= self.rcv.last_ack_sent {
+                ts.update_recent(tsval, now);
+            }
+        }
+    }
+
+    /// SYN-RECEIVED (§3.10.7.4, fifth check): an ACK of our SYN completes the handshake
+    /// and the ACK is processed on; any other is answered with a RST, and the segment is
+    /// dropped (false).
+    fn complete_handshake(&mut self, now: Instant, seg: &Segment) -> bool {
+        if !self.acks_our_syn(seg) {
+            return false;
+        }
+        let wnd = (seg.window as usize) << self.snd.wscale;
+        self.snd.update_window(wnd, seg.seq, seg.ack);
+        self.enter_established(now);
+        true
+    }
+
+    /// In SYN-RECEIVED, whether `seg` acknowledges our SYN (SND.UNA < SEG.ACK =<
+    /// SND.MAX); if not, a RST <SEQ=SEG.ACK> answers it.
+    fn acks_our_syn(&mut self, seg: &Segment) -> bool {
+        let ok = self.snd.una < seg.ack && seg.ack <= self.snd.max;
+        if !ok {
+            self.queue_rst(seg.ack, None);
+        }
+        ok
+    }
+
+    /// FIN (§3.10.7.4, eighth check) at `seq`, after the text: held until the data
+    /// before it has arrived, then taken; a held FIN is taken once a gap before it fills.
+    fn on_fin(&mut self, now: Instant, seq: SeqNum, seg: &Segment) {
         if seg.flags.fin {
             match self.state {
                 State::Established | State::FinWait1 | State::FinWait2 | State::SynReceived => {
-                    self.rcv.hold_fin(seq + payload.len());
+                    self.rcv.hold_fin(seq);
                 }
                 // A retransmitted FIN: the first was taken on the way into these states,
                 // so none is held and `maybe_accept_fin` below leaves them alone.
@@ -335,165 +373,6 @@ impl Tcb {
         self.maybe_accept_fin(now);
     }
 
-    /// What a segment the short input paths take does first, as the general path does
-    /// (§3.10.7.4 and RFC 7323 §4.3): the keepalive restarts, and TS.Recent takes
-    /// SEG.TSval when the segment starts at or before the last ACK we sent.
-    #[inline(always)]
-    fn short_path_arrival(&mut self, now: Instant, seg: &Segment) {
-        self.last_recv = now;
-        self.keepalive_sent = 0;
-        self.arm_keepalive(now);
-        if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), seg.timestamp) {
-            if seg.seq <= self.rcv.last_ack_sent {
-                ts.update_recent(tsval, now);
-            }
-        }
-    }
-
-    /// The ACK that completes a passive open (SYN-RECEIVED), taken as header prediction
-    /// takes the common segment in ESTABLISHED (`fast.rs`): next in sequence, only ACK
-    /// (and PSH), no SACK blocks, an acceptable timestamp, acknowledging our SYN (and no
-    /// more than we sent), with data or without, while nothing unusual is going on (no
-    /// FIN queued or held, nothing SACKed, lost or retransmitted, no probe, no undo). The
-    /// general path's work for it, in its order, without the tests whose answer is
-    /// known: the checks of §3.10.7.4 up to the ACK, the handshake's end, then
-    /// `process_ack` as `on_delivery` goes for a quiet flight, then the data
-    /// (`scripts/callgrind-conn.sh`). Returns false, having changed nothing, otherwise.
-    /// Under `fast_paths`, so `fast_path_tests` holds it to the general path.
-    #[inline]
-    fn on_handshake_ack_predicted(
-        &mut self,
-        now: Instant,
-        seg: &Segment,
-        payload: &[u8],
-        out: &mut RxOutcome,
-        pool: &mut RingPool,
-    ) -> bool {
-        let flags = seg.flags;
-        if !flags.ack
-            || flags.syn
-            || flags.fin
-            || flags.rst
-            || seg.seq != self.rcv.nxt
-            || seg.sack[0].is_some()
-            || seg.payload_len != payload.len()
-            // Acceptable with nothing to trim (a bare ACK at RCV.NXT even in a zero
-            // window).
-            || payload.len() > self.rcv.window()
-            || self.snd.fin_queued
-        {
-            return false;
-        }
-        // PAWS passes: SEG.TSval is not older than TS.Recent.
-        if !self.paws_passes(seg) {
-            return false;
-        }
-        // It acknowledges our SYN (SND.UNA < SEG.ACK =< SND.MAX): the handshake ends.
-        let ack = seg.ack;
-        if ack <= self.snd.una || ack > self.snd.max || self.ack_too_old(ack) {
-            return false;
-        }
-        if !self.send_side_quiet() {
-            return false;
-        }
-        if self.rcv.closed || self.rcv.fin_held || self.rcv.buf.has_out_of_order() {
-            return false;
-        }
-
-        // ---- What the general path does with it, in its order. ----
-        self.short_path_arrival(now, seg);
-        let wnd = (seg.window as usize) << self.snd.wscale;
-        self.snd.update_window(wnd, seg.seq, ack);
-        self.enter_established(now);
-        // `process_ack`: an acceptable ACK of new data (our SYN at least), no SACK
-        // information, not a duplicate; `on_delivery` for a quiet flight. The window
-        // update after it would write what was just written.
-        self.quiet_ack(now, seg, pool);
-        // Segment text (§3.10.7.4, seventh check): in order, nothing to trim; no FIN.
-        if !payload.is_empty() {
-            self.receive_data(now, seg.seq, payload, seg, out, pool);
-        }
-        true
-    }
-
-    /// The peer's FIN, after the data it carries (ESTABLISHED, or FIN-WAIT-1 or -2 after
-    /// ours), taken as [`on_handshake_ack_predicted`](Self::on_handshake_ack_predicted)
-    /// takes the handshake's ACK: next in sequence, inside the window with nothing to
-    /// trim, only ACK, FIN (and PSH), no SACK blocks, an acceptable timestamp,
-    /// acknowledging nothing we did not send, while nothing unusual is going on. The
-    /// general path's work for it, in its order: `process_ack` as `on_delivery` goes for
-    /// a quiet flight, with our FIN's acknowledgement, the data, then the FIN, which
-    /// takes the connection to CLOSE-WAIT, TIME-WAIT or CLOSING
-    /// (`scripts/callgrind-conn.sh`). Returns false, having changed nothing, otherwise.
-    /// Under `fast_paths`, so `fast_path_tests` holds it to the general path.
-    #[inline]
-    fn on_fin_predicted(
-        &mut self,
-        now: Instant,
-        seg: &Segment,
-        payload: &[u8],
-        out: &mut RxOutcome,
-        pool: &mut RingPool,
-    ) -> bool {
-        let flags = seg.flags;
-        let wnd = self.rcv.window();
-        if !flags.ack
-            || flags.syn
-            || flags.rst
-            || seg.seq != self.rcv.nxt
-            || seg.sack[0].is_some()
-            || seg.payload_len != payload.len()
-            // Acceptable with nothing to trim: at RCV.NXT, the data inside the window.
-            || wnd == 0
-            || payload.len() > wnd
-        {
-            return false;
-        }
-        if !self.paws_passes(seg) {
-            return false;
-        }
-        let ack = seg.ack;
-        if ack < self.snd.una || ack > self.snd.max || self.ack_too_old(ack) {
-            return false;
-        }
-        if !self.send_side_quiet() {
-            return false;
-        }
-        if self.rcv.fin_held || self.rcv.buf.has_out_of_order() {
-            return false;
-        }
-
-        // ---- What the general path does with it, in its order. ----
-        self.short_path_arrival(now, seg);
-        // `process_ack`: an acceptable ACK, no SACK information, not a duplicate (it
-        // carries a FIN); `on_delivery` for a quiet flight; the window update.
-        self.quiet_ack(now, seg, pool);
-        self.window_update(seg);
-        if self.state == State::FinWait1 && self.snd.fin_acked() {
-            self.state = State::FinWait2;
-            if self.rcv.closed {
-                self.arm(Timer::Linger, now + self.cfg.fin_wait2_timeout);
-            }
-        }
-        // Segment text (§3.10.7.4, seventh check), then the FIN (eighth).
-        if !payload.is_empty()
-            && matches!(
-                self.state,
-                State::Established | State::FinWait1 | State::FinWait2
-            )
-        {
-            self.receive_data(now, seg.seq, payload, seg, out, pool);
-        }
-        if matches!(
-            self.state,
-            State::Established | State::FinWait1 | State::FinWait2
-        ) {
-            self.rcv.hold_fin(seg.seq + payload.len());
-        }
-        self.maybe_accept_fin(now);
-        true
-    }
-
     /// A segment with SYN in a synchronized state (or SYN-RECEIVED), before any other
     /// check: true when it has been dealt with. Out of line, so that the common segment
     /// without SYN tests one bit.
@@ -501,12 +380,12 @@ impl Tcb {
     fn on_syn_synchronized(
         &mut self,
         now: Instant,
-        seg: &Segment,
+        syn: &Segment,
         out: &mut RxOutcome,
         pool: &mut RingPool,
     ) -> bool {
         // A retransmitted SYN while our SYN-ACK is unacknowledged: resend it.
-        if self.state == State::SynReceived && !seg.flags.ack && seg.seq == self.rcv.irs {
+        if self.state == State::SynReceived && !syn.flags.ack && syn.seq == self.rcv.irs {
             self.pending.set(PendingOutput::SYN);
             self.snd.nxt = self.snd.iss;
             return true;
@@ -517,19 +396,19 @@ impl Tcb {
         // would call it old) and acknowledges ours. Take its ACK.
         if self.state == State::SynReceived
             && self.flags.has(ConnFlags::ACTIVE_OPEN)
-            && seg.flags.ack
-            && !seg.flags.rst
-            && seg.seq == self.rcv.irs
+            && syn.flags.ack
+            && !syn.flags.rst
+            && syn.seq == self.rcv.irs
         {
-            self.on_simultaneous_syn_ack(now, seg, pool);
+            self.on_simultaneous_syn_ack(now, syn, pool);
             return true;
         }
 
         // A SYN in a synchronized state, irrespective of its sequence number, gets a
         // challenge ACK and is dropped (RFC 5961 §4.2, RFC 9293 §3.10.7.4 fourth check):
         // so it is tested before the sequence check.
-        if !seg.flags.rst {
-            self.challenge(now, seg, out);
+        if !syn.flags.rst {
+            self.challenge(now, syn, out);
             return true;
         }
         false
@@ -538,8 +417,7 @@ impl Tcb {
     /// The peer's SYN-ACK in SYN-RECEIVED after a simultaneous open: it completes the
     /// handshake like the ACK of §3.10.7.4 (fifth check, SYN-RECEIVED).
     fn on_simultaneous_syn_ack(&mut self, now: Instant, seg: &Segment, pool: &mut RingPool) {
-        if !(self.snd.una < seg.ack && seg.ack <= self.snd.max) {
-            self.queue_rst(seg.ack, None);
+        if !self.acks_our_syn(seg) {
             return;
         }
         self.last_recv = now;
@@ -561,7 +439,10 @@ impl Tcb {
         self.pending.set(PendingOutput::ACK_NOW);
     }
 
-    /// Segment text (§3.10.7.4, seventh check), trimmed to the window, at `seq`.
+    /// Segment text (§3.10.7.4, seventh check), trimmed to the window, at `seq`: in
+    /// order with nothing unread or held out of order, shown to the application
+    /// straight from the frame; otherwise through the receive buffer.
+    #[inline]
     pub(super) fn receive_data(
         &mut self,
         now: Instant,
@@ -571,17 +452,69 @@ impl Tcb {
         out: &mut RxOutcome,
         pool: &mut RingPool,
     ) {
-        let offset = seq.since(self.rcv.nxt);
+        if seq == self.rcv.nxt
+            && !self.rcv.closed
+            && self.rcv.buf.readable_len() == 0
+            && !self.rcv.buf.has_out_of_order()
+        {
+            // Relative to the segment's own payload: trimmed duplicate bytes are at its
+            // front.
+            self.deliver_from_frame(seq.since(seg.seq), payload.len(), out, pool);
+        } else {
+            let offset = seq.since(self.rcv.nxt);
+            self.receive_buffered(now, offset, payload, seg.ack, out, pool);
+        }
+    }
+
+    /// In-order data at `front..front + len` of the segment's payload, with nothing
+    /// unread or held out of order and the application still reading: shown to it
+    /// straight from the frame. What it leaves must be kept, so at the memory limit
+    /// take only what could be (the rest is not acknowledged and comes again; a FIN
+    /// behind it waits in `rcv.fin`).
+    #[inline]
+    fn deliver_from_frame(
+        &mut self,
+        front: usize,
+        len: usize,
+        out: &mut RxOutcome,
+        pool: &mut RingPool,
+    ) {
+        let fits = self.rcv.buf.storable(len, pool);
+        if fits < len {
+            pool.counters_mut().rcv_dropped += 1;
+            self.pending.set(PendingOutput::ACK_NOW);
+        }
+        self.rcv.nxt += fits;
+        out.deliver = Some((front, front + fits));
+        self.delay_ack();
+    }
+
+    /// [`receive_data`](Self::receive_data) through the receive buffer: `data` at
+    /// `offset` past RCV.NXT, of a segment acknowledging `seg_ack`; out of order,
+    /// behind unread data or out-of-order ranges, or after the application closed. Out
+    /// of line: the common segment is shown to the application from the frame.
+    #[inline(never)]
+    fn receive_buffered(
+        &mut self,
+        now: Instant,
+        offset: usize,
+        data: &[u8],
+        seg_ack: SeqNum,
+        out: &mut RxOutcome,
+        pool: &mut RingPool,
+    ) {
         let had_ooo = self.rcv.buf.has_out_of_order();
         if self.rcv.closed && now >= self.rcv.discard_until {
             // The application closed a while ago and new data still arrives that
             // nobody will read: RFC 1122 §4.2.2.13 lets us reset so the peer learns its
             // data was lost, and Linux does (TCPAbortOnData). The RST carries SEG.ACK
             // as its sequence number, as for any segment answered with a reset.
-            self.queue_rst(seg.ack, None);
+            self.queue_rst(seg_ack, None);
             self.finish(CloseReason::Aborted);
             return;
         }
+        let advanced = self.rcv.buf.write_at(offset, data, pool);
+        self.rcv.nxt += advanced;
         if self.rcv.closed {
             // A lingering close: ACK the data and drop it. It still goes through the
             // buffer, so out-of-order ranges held from before the close stay aligned
@@ -589,33 +522,13 @@ impl Tcb {
             // a FIN behind them is accepted (`maybe_accept_fin` waits for no hole). What
             // becomes readable is discarded at once, along with anything the
             // application left unread, so the window stays open.
-            let advanced = self.rcv.buf.write_at(offset, payload, pool);
-            self.rcv.nxt += advanced;
             let unread = self.rcv.buf.readable_len();
             self.rcv.buf.consume(unread, pool);
             self.pending.set(PendingOutput::ACK_NOW);
             return;
         }
-        if offset == 0 && !had_ooo && self.rcv.buf.readable_len() == 0 {
-            // Shown to the application straight from the frame; what it leaves must be
-            // kept, so at the memory limit take only what could be (the rest is not
-            // acknowledged and comes again; a FIN behind it waits in `rcv.fin`).
-            let fits = self.rcv.buf.storable(payload.len(), pool);
-            if fits < payload.len() {
-                pool.counters_mut().rcv_dropped += 1;
-                self.pending.set(PendingOutput::ACK_NOW);
-            }
-            let payload = &payload[..fits];
-            self.rcv.nxt += payload.len();
-            // Relative to the segment's own payload: trimmed duplicate bytes are at its front.
-            let front = seq.since(seg.seq);
-            out.deliver = Some((front, front + payload.len()));
-        } else {
-            let advanced = self.rcv.buf.write_at(offset, payload, pool);
-            self.rcv.nxt += advanced;
-            if advanced > 0 {
-                out.readable = true;
-            }
+        if advanced > 0 {
+            out.readable = true;
         }
         // RFC 5681 §4.2 / RFC 9293 §3.8.6.3: ACK at once for out-of-order data and for
         // data that fills a gap; otherwise ACK every second full segment, or after the

@@ -27,18 +27,24 @@
 //! new data may go; an undo restores the window only upward.
 //!
 //! One mechanism per file:
-//! - `mod.rs`: the block and its parts (send and receive sequence spaces, recovery,
-//!   pending output), accessors and the application's calls (send, close, abort);
+//! - `mod.rs`: the block, its accessors and the application's calls (send, close,
+//!   abort);
+//! - `spaces.rs`: the send and receive sequence spaces;
+//! - `recovery.rs`: loss recovery's state (PRR, undo, counters);
+//! - `flags.rs`: one-bit states (output owed, the connection's flags);
+//! - `limits.rs`: what the connection consults of the configuration;
 //! - `open.rs`: active and passive open, SYN cookies, option negotiation;
-//! - `input.rs`: segment arrival (§3.10.7), received data and FIN;
-//! - `fast.rs`: header prediction, the short path for the common segment;
+//! - `input.rs`: segment arrival (§3.10.7), one step per check, received data and FIN;
+//! - `fast.rs`: header prediction, a shortcut for the common segment through the same
+//!   steps;
 //! - `ack.rs`: ACK processing, RTT samples, loss detection, recovery with PRR, TLP and
 //!   undo;
 //! - `flight.rs`: the flight block, what the connection keeps about data in flight,
 //!   from the engine's pool;
 //! - `output.rs`: `poll_transmit`, packetisation, the advertised window;
 //! - `timers.rs`: what each timer does when it fires;
-//! - `timer_table.rs`: the timer kinds and their deadlines.
+//! - `timer_table.rs`: the timer kinds and their deadlines;
+//! - `connection.rs`: the block as the application's `Connection`.
 
 use std::net::Ipv4Addr;
 use std::rc::Rc;
@@ -47,12 +53,11 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::cc::{Cc, CongestionControl};
-use super::config::TcpConfig;
 use super::pool::RingPool;
 use super::recv_buffer::RecvBuffer;
-use super::rtt::{RtoBounds, RttEstimator};
+use super::rtt::RttEstimator;
 use super::scoreboard::RackKeep;
-use super::segment::{Segment, TxSegment};
+use super::segment::TxSegment;
 use super::send_buffer::SendBuffer;
 use super::seq::SeqNum;
 use crate::app::{CloseReason, SendError};
@@ -62,17 +67,28 @@ use timer_table::{Timer, TimerTable};
 mod ack;
 mod connection;
 pub(crate) mod fast;
+mod flags;
 mod flight;
 mod input;
+mod limits;
 mod open;
 mod output;
+mod recovery;
+mod spaces;
 mod timer_table;
 mod timers;
 
 pub(crate) use connection::TcbConn;
+use flags::{ConnFlags, PendingOutput};
 pub(crate) use flight::Flight;
+pub use limits::TcbLimits;
 pub(crate) use open::Open;
-pub use open::Opening;
+pub use open::{Opening, SynOptions};
+pub use recovery::LossCounters;
+use recovery::{Prr, Recovery, Undo};
+use spaces::{RecvSeq, SendSeq};
+#[cfg(test)]
+pub(crate) use tests::part_sizes;
 
 /// The connection states of RFC 9293 §3.3.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -224,214 +240,6 @@ pub struct Tcb {
     cfg: Rc<TcbLimits>,
 }
 
-/// The send sequence space (RFC 9293 §3.3.1: ISS, SND.UNA, SND.NXT, SND.WND, SND.WL1,
-/// SND.WL2), what RFC 7323 and RFC 5961 add to it, the send buffer, our FIN and the
-/// persist state of zero-window probing (§3.8.6.1).
-struct SendSeq {
-    iss: SeqNum,
-    una: SeqNum,
-    nxt: SeqNum,
-    /// SND.MAX: the highest sequence number sent so far (SND.NXT can be rewound by a
-    /// timeout).
-    max: SeqNum,
-    /// SND.WND, scaled (at most 2^30, RFC 7323 §2.3: 32 bits hold it).
-    wnd: u32,
-    wl1: SeqNum,
-    wl2: SeqNum,
-    /// MAX.SND.WND: the largest window the peer has offered (RFC 5961 §5.2).
-    max_wnd: u32,
-    /// Snd.Wind.Shift: the peer's window-scale shift (0 unless both sides agreed,
-    /// RFC 7323 §2).
-    wscale: u8,
-    /// Eff.snd.MSS (§3.7.1): payload bytes per full-sized segment, after the options we
-    /// always send (the MSS option is 16 bits).
-    mss: u16,
-    /// Most payload bytes the device segments for us in one TSO super-frame (0: no TSO;
-    /// an IPv4 packet carries less than 64 KiB).
-    tso_max: u16,
-    buf: SendBuffer,
-    /// Our SYN has been acknowledged: the send buffer's first byte is SND.UNA, not
-    /// ISS + 1. A flag, not `una == iss`: SND.UNA comes back round to ISS after
-    /// 2^32 - 1 acknowledged bytes.
-    syn_acked: bool,
-    /// The application closed its sending side: a FIN follows the queued data.
-    fin_queued: bool,
-    /// Sequence number of our FIN once queued ([`SendSeq::fin`]); meaningless before.
-    fin: SeqNum,
-    /// Zero-window probes sent since the peer last answered with an acceptable ACK.
-    persist_probes: u16,
-    /// Exponent of the persist timer's backoff (at most 16).
-    persist_backoff: u8,
-    /// Zero-window probes sent since the last progress (SND.UNA advanced or the window
-    /// opened): answers do not reset it. What bounds an orphan's probing.
-    stalled_probes: u16,
-    /// Since when nothing has moved: the time the oldest unacknowledged sequence number
-    /// was first sent, or of the last progress since. What the user and orphan timeouts
-    /// count from.
-    stall_from: Instant,
-}
-
-/// The receive sequence space (RFC 9293 §3.3.1: IRS, RCV.NXT, RCV.WND as the right edge
-/// advertised), what RFC 7323 adds to it, the receive buffer, the peer's FIN and the
-/// delayed-ACK count (§3.8.6.3).
-struct RecvSeq {
-    irs: SeqNum,
-    nxt: SeqNum,
-    /// Right edge of the window we last advertised (RCV.NXT + RCV.WND as sent); never
-    /// moved left (§3.8.6).
-    adv: SeqNum,
-    /// Rcv.Wind.Shift: our window-scale shift as the peer applies it (RFC 7323 §2).
-    wscale: u8,
-    /// Last.ACK.sent: RCV.NXT as of the last ACK we sent (RFC 7323 §4.3).
-    last_ack_sent: SeqNum,
-    buf: RecvBuffer,
-    /// Sequence number of a FIN that arrived ahead of missing data, while `fin_held`.
-    /// (A flag, not an `Option`: with it the receive space fits 88 bytes.)
-    fin: SeqNum,
-    fin_held: bool,
-    /// The application will not read any more (it called close): data is ACKed and
-    /// dropped until `discard_until`, and answered with a RST after.
-    closed: bool,
-    discard_until: Instant,
-    /// Our MSS as advertised in our SYN (§3.7.1): the largest segment we receive.
-    mss: u16,
-    /// Full-sized segments received since our last ACK (ACK every second one, §3.8.6.3),
-    /// saturating.
-    unacked_segs: u16,
-    /// The window the receive buffer offers for the segments being built
-    /// ([`RecvBuffer::offer`], set as `poll_transmit` starts).
-    offer: u32,
-}
-
-/// Loss recovery (RFC 6675 with RACK-TLP, RFC 8985, and PRR, RFC 6937), duplicate ACKs
-/// for peers without SACK (RFC 5681 §3.2, RFC 6582), consecutive retransmission
-/// timeouts (RFC 6298 §5) and what an undo needs (RFC 2883, RFC 3522). What every ACK
-/// reads is here; what only a recovery, a timeout or a retransmission needs is out of
-/// line ([`ColdRecovery`]).
-struct Recovery {
-    /// Duplicate ACKs in a row (RFC 5681 §3.2), saturating: only up to DupThresh
-    /// matters.
-    dupacks: u16,
-    /// In loss recovery (RFC 6675 §5), sending under PRR. (The recovery point and the
-    /// tail loss probe are in the flight block, [`Flight`].)
-    in_recovery: bool,
-    /// Retransmission timeouts (or SYN retries) since the last progress, saturating
-    /// ([`Recovery::retries_reached`]).
-    retries: u16,
-    /// The rescue retransmission of this recovery was sent (RFC 6675 §4 NextSeg rule 4).
-    rescued: bool,
-    /// Probes sent since the last ACK that delivered data (at most `MAX_PROBES`).
-    probes: u8,
-    /// Allocated by the first recovery, timeout or retransmission; freed by
-    /// [`Tcb::take_counters`] once the counters are taken, no recovery is on and no
-    /// undo is possible.
-    cold: Option<Box<ColdRecovery>>,
-}
-
-/// The rare part of [`Recovery`].
-#[derive(Debug, Default)]
-struct ColdRecovery {
-    /// Proportional Rate Reduction state while in recovery.
-    prr: Prr,
-    /// Evidence that the last reduction was spurious.
-    undo: Option<Undo>,
-    /// Retransmissions and loss-recovery events, for statistics.
-    counters: LossCounters,
-}
-
-impl Recovery {
-    /// `retries` reached `limit` ([`reached`]).
-    fn retries_reached(&self, limit: u32) -> bool {
-        reached(self.retries, limit, u16::MAX)
-    }
-
-    fn cold(&mut self) -> &mut ColdRecovery {
-        self.cold.get_or_insert_with(Box::default)
-    }
-
-    /// PRR state, for a recovery going on (or starting).
-    fn prr_mut(&mut self) -> &mut Prr {
-        &mut self.cold().prr
-    }
-
-    /// PRR's sndcnt: what the latest ACK lets recovery send.
-    fn prr_budget(&self) -> usize {
-        self.cold.as_ref().map_or(0, |c| c.prr.budget)
-    }
-
-    fn undo_mut(&mut self) -> Option<&mut Undo> {
-        self.cold.as_mut()?.undo.as_mut()
-    }
-
-    fn set_undo(&mut self, undo: Option<Undo>) {
-        match (undo, self.cold.as_mut()) {
-            (None, None) => {}
-            (None, Some(cold)) => cold.undo = None,
-            (undo, _) => self.cold().undo = undo,
-        }
-    }
-
-    /// The counters, to count an event in.
-    fn counters(&mut self) -> &mut LossCounters {
-        &mut self.cold().counters
-    }
-
-    /// Take the counters, and free the cold part if nothing else in it is in use.
-    fn take_counters(&mut self) -> LossCounters {
-        let Some(cold) = self.cold.as_mut() else {
-            return LossCounters::default();
-        };
-        let counters = std::mem::take(&mut cold.counters);
-        if !self.in_recovery && cold.undo.is_none() {
-            self.cold = None;
-        }
-        counters
-    }
-}
-
-/// RFC 6937 state: RecoverFS, prr_delivered, prr_out and what the latest ACK allows.
-#[derive(Debug, Clone, Copy, Default)]
-struct Prr {
-    recover_fs: usize,
-    delivered: usize,
-    out: usize,
-    /// sndcnt: bytes the latest ACK lets us send.
-    budget: usize,
-}
-
-/// Since the last reduction (fast recovery, a TLP repair or a timeout): retransmissions
-/// not yet shown to be duplicates by a D-SACK (RFC 2883 §5), and for Eifel detection
-/// (RFC 3522) the first retransmission's sequence number and TSval.
-#[derive(Debug, Clone, Copy, Default)]
-struct Undo {
-    retrans: u32,
-    first: Option<(SeqNum, u32)>,
-    /// The Eifel test has been made for this episode.
-    eifel_done: bool,
-}
-
-/// Retransmissions and loss-recovery events of one connection since the last
-/// [`Tcb::take_counters`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct LossCounters {
-    /// Segments sent again (timeouts, fast retransmit, probes that resend, repeated
-    /// zero-window probes; not SYN retries).
-    pub retransmitted_segments: u32,
-    /// Payload bytes sent again.
-    pub retransmitted_bytes: u32,
-    /// Loss recoveries entered (RFC 6675 §5).
-    pub fast_retransmits: u32,
-    /// Records RACK marked lost by time (RFC 8985 §6.2): segments, or a whole TSO run
-    /// not cut by SACK blocks or retransmissions.
-    pub rack_losses: u32,
-    /// Tail loss probes sent (RFC 8985 §7).
-    pub tlps: u32,
-    /// Retransmission timeouts in a synchronized state (RFC 6298 §5.4).
-    pub rtos: u32,
-    /// Reductions undone as spurious.
-    pub spurious_undos: u32,
-}
-
 /// A saturating counter kept in fewer bits than its configured `limit` (a `u32`) has
 /// reached that limit; a limit the counter cannot hold counts as the counter's `max`
 /// (2^16 - 1 retries or probes, 255 keepalive probes: one per RTO or probe interval,
@@ -456,300 +264,6 @@ struct RareState {
     dsack: Option<(SeqNum, SeqNum)>,
     /// Owed to the peer: a RST, <SEQ=x><CTL=RST> for an unacceptable ACK, or our abort.
     rst: Option<(SeqNum, Option<SeqNum>)>,
-}
-
-/// A set of one-bit flags in a byte: one byte where as many `bool`s would take one
-/// each, in a block where every byte counts. Setting, clearing and testing a constant
-/// flag is one instruction, like a `bool`'s; testing several at once is one too.
-macro_rules! bit_flags {
-    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $flag:ident = $bit:expr,)* }) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, PartialEq, Eq, Default)]
-        struct $name(u8);
-
-        #[allow(dead_code)]
-        impl $name {
-            const NONE: $name = $name(0);
-            $($(#[$fdoc])* const $flag: u8 = 1 << $bit;)*
-
-            /// Whether `flag` (or any of several or-ed together) is set.
-            #[inline]
-            fn has(self, flag: u8) -> bool {
-                self.0 & flag != 0
-            }
-            #[inline]
-            fn set(&mut self, flag: u8) {
-                self.0 |= flag;
-            }
-            #[inline]
-            fn clear(&mut self, flag: u8) {
-                self.0 &= !flag;
-            }
-            #[inline]
-            fn put(&mut self, flag: u8, on: bool) {
-                if on {
-                    self.set(flag);
-                } else {
-                    self.clear(flag);
-                }
-            }
-        }
-
-        impl std::fmt::Debug for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                let mut set = f.debug_set();
-                $(if self.has(Self::$flag) {
-                    set.entry(&stringify!($flag));
-                })*
-                set.finish()
-            }
-        }
-    };
-}
-
-bit_flags! {
-    /// Segments owed to the peer that `poll_transmit` has not sent yet.
-    PendingOutput {
-        /// Our SYN (or SYN-ACK), first or again.
-        SYN = 0,
-        /// An ACK, now rather than delayed.
-        ACK_NOW = 1,
-        /// A zero-window probe or the SWS override segment (§3.8.6.1, §3.8.6.2.1).
-        PROBE = 2,
-        /// A keepalive probe (RFC 1122 §4.2.3.6).
-        KEEPALIVE_PROBE = 3,
-        /// A tail loss probe (RFC 8985 §7.3).
-        TLP = 4,
-        /// A D-SACK, kept out of line ([`RareState::dsack`]); the flag is what the data
-        /// path tests.
-        DSACK = 5,
-        /// A RST, kept out of line ([`RareState::rst`]).
-        RST = 6,
-    }
-}
-
-bit_flags! {
-    /// The connection's one-bit states.
-    ConnFlags {
-        /// Our SYN is timed for an RTT sample (Karn's rule: not once a timeout resent
-        /// it), from `snd.stall_from`: the time it was first sent, which is what that
-        /// field holds for the SYN (nothing else reads it before the handshake is
-        /// done).
-        SYN_TIMED = 0,
-        /// Both sides agreed on SACK: our ACKs carry SACK blocks (RFC 2018).
-        SACK_OK = 1,
-        /// Both sides agreed on window scaling.
-        WS_OK = 2,
-        /// The connection began with an active open (it came through SYN-SENT): a RST
-        /// in SYN-RECEIVED then means "connection refused" (§3.10.7.4).
-        ACTIVE_OPEN = 3,
-        /// A timer was set to fire before the promised wake-up
-        /// ([`Tcb::take_wake`](super::Tcb::take_wake)).
-        WAKE_EARLIER = 4,
-    }
-}
-
-impl SendSeq {
-    /// Sequence number of the first byte in the send buffer.
-    fn data_start(&self) -> SeqNum {
-        if self.syn_acked {
-            self.una
-        } else {
-            self.iss + 1
-        }
-    }
-
-    /// Bytes in the send buffer not sent since SND.NXT was last set (or rewound).
-    fn unsent_data(&self) -> usize {
-        let sent = self.nxt.since(self.data_start());
-        self.buf.len().saturating_sub(sent)
-    }
-
-    /// Queue our FIN after everything in the send buffer (its sequence number is fixed
-    /// now: no data can be added after it).
-    fn queue_fin(&mut self) {
-        self.fin_queued = true;
-        self.fin = self.data_start() + self.buf.len();
-    }
-
-    /// Sequence number of our FIN, once queued.
-    #[inline]
-    fn fin(&self) -> Option<SeqNum> {
-        self.fin_queued.then_some(self.fin)
-    }
-
-    /// Our FIN is queued and not sent since SND.NXT was last set (or rewound).
-    fn fin_unsent(&self) -> bool {
-        self.fin().is_some_and(|f| self.nxt <= f)
-    }
-
-    /// Our FIN has been sent and acknowledged.
-    fn fin_acked(&self) -> bool {
-        self.fin().is_some_and(|f| self.una > f)
-    }
-
-    /// SND.WND, in bytes (scaled).
-    #[inline]
-    fn wnd(&self) -> usize {
-        self.wnd as usize
-    }
-
-    /// Eff.snd.MSS.
-    #[inline]
-    fn mss(&self) -> usize {
-        self.mss as usize
-    }
-
-    /// Take the window of a segment (§3.10.7.4: SND.WND, SND.WL1, SND.WL2) and keep
-    /// MAX.SND.WND up to date (RFC 5961 §5.2). `wnd` is already scaled (at most 2^30).
-    fn update_window(&mut self, wnd: usize, seq: SeqNum, ack: SeqNum) {
-        let wnd = wnd as u32;
-        self.wnd = wnd;
-        self.max_wnd = self.max_wnd.max(wnd);
-        self.wl1 = seq;
-        self.wl2 = ack;
-    }
-}
-
-impl RecvSeq {
-    /// Hold the peer's FIN at `seq` until the data before it has arrived.
-    fn hold_fin(&mut self, seq: SeqNum) {
-        self.fin = seq;
-        self.fin_held = true;
-    }
-
-    /// The FIN held, if any.
-    fn held_fin(&self) -> Option<SeqNum> {
-        self.fin_held.then_some(self.fin)
-    }
-
-    /// RCV.WND: what we accept from RCV.NXT on, i.e. up to the right edge we advertised.
-    /// Space the application freed but that receiver SWS avoidance has not announced yet
-    /// is not offered (§3.8.6.2.2 keeps RCV.WND fixed until the update is sent).
-    fn window(&self) -> usize {
-        self.adv.since(self.nxt)
-    }
-
-    /// The window a SYN or SYN-ACK carries: unscaled, so at most 65535 (RFC 7323 §2.2).
-    fn syn_window(&self) -> usize {
-        self.buf.window().min(65535)
-    }
-
-    /// Receiver SWS threshold (§3.8.6.2.2): min(Fr·RCV.BUFF, Eff.snd.MSS) with Fr = 1/2.
-    fn sws_threshold(&self) -> usize {
-        (self.buf.capacity() / 2).min(self.mss as usize).max(1)
-    }
-
-    /// The smallest window-scale shift that lets the window field cover the whole
-    /// receive buffer (RFC 7323 §2.3: at most 14).
-    fn wscale_for_buffer(&self) -> u8 {
-        let mut shift = 0u8;
-        while shift < 14 && (self.buf.capacity() >> shift) > 65535 {
-            shift += 1;
-        }
-        shift
-    }
-}
-
-/// The parts of [`TcpConfig`] a connection consults after creation: the same for
-/// every connection of an engine, so the engine builds them once
-/// ([`TcbLimits::new`]) and its connections share them ([`Opening::limits`]) instead
-/// of each keeping a copy.
-#[derive(Debug, Clone)]
-pub struct TcbLimits {
-    max_retries: u32,
-    max_syn_retries: u32,
-    max_synack_retries: u32,
-    /// The delayed-ACK timeout in microseconds (armed on most data segments: converted
-    /// from its `Duration` once, here).
-    delayed_ack_us: u64,
-    time_wait: Duration,
-    fin_wait2_timeout: Duration,
-    close_linger: Duration,
-    max_persist: Duration,
-    orphan_retries: u32,
-    orphan_timeout: Duration,
-    invalid_ack_interval: Duration,
-    keepalive: Option<super::config::Keepalive>,
-    window_scaling: bool,
-    timestamps: bool,
-    sack: bool,
-    /// Take the short paths for the common segment (header prediction in `input.rs`)
-    /// where they apply. Always on but in the tests that compare both paths.
-    fast_paths: bool,
-    /// The RTO bounds, converted from `Duration` once here rather than for every
-    /// connection, and kept here rather than in every connection's estimator.
-    rto: RtoBounds,
-    /// A new connection's RTT estimator.
-    rtt: RttEstimator,
-    /// The engine's address: our end of every connection.
-    local_ip: Ipv4Addr,
-}
-
-impl TcbLimits {
-    /// What connections under `cfg` consult during their life.
-    pub fn new(cfg: &TcpConfig) -> TcbLimits {
-        let rto = RtoBounds::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto);
-        TcbLimits {
-            max_retries: cfg.max_retries,
-            max_syn_retries: cfg.max_syn_retries,
-            max_synack_retries: cfg.max_synack_retries,
-            delayed_ack_us: crate::time::micros(cfg.delayed_ack),
-            time_wait: cfg.time_wait,
-            fin_wait2_timeout: cfg.fin_wait2_timeout,
-            close_linger: cfg.close_linger,
-            max_persist: cfg.max_persist,
-            orphan_retries: cfg.orphan_retries,
-            orphan_timeout: cfg.orphan_timeout,
-            invalid_ack_interval: cfg.invalid_ack_interval,
-            keepalive: cfg.keepalive,
-            window_scaling: cfg.window_scaling,
-            timestamps: cfg.timestamps,
-            sack: cfg.sack,
-            fast_paths: true,
-            rto,
-            rtt: RttEstimator::new(&rto),
-            local_ip: Ipv4Addr::UNSPECIFIED,
-        }
-    }
-
-    /// The same limits for an engine at `ip`.
-    pub fn at(mut self, ip: Ipv4Addr) -> TcbLimits {
-        self.local_ip = ip;
-        self
-    }
-
-    /// The same limits with the fast paths off: every segment takes the general path
-    /// (for the tests that check both paths agree).
-    #[cfg(test)]
-    pub(crate) fn without_fast_paths(mut self) -> TcbLimits {
-        self.fast_paths = false;
-        self
-    }
-}
-
-/// Options a SYN carried that shape the connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SynOptions {
-    /// Maximum segment size (RFC 9293 §3.7.1); 536 when absent.
-    pub mss: Option<u16>,
-    /// Window-scale shift (RFC 7323 §2).
-    pub wscale: Option<u8>,
-    /// SACK-permitted (RFC 2018 §2).
-    pub sack_permitted: bool,
-    /// (TSval, TSecr) (RFC 7323 §3).
-    pub timestamp: Option<(u32, u32)>,
-}
-
-impl From<&Segment> for SynOptions {
-    fn from(seg: &Segment) -> SynOptions {
-        SynOptions {
-            mss: seg.mss,
-            wscale: seg.wscale,
-            sack_permitted: seg.sack_permitted,
-            timestamp: seg.timestamp,
-        }
-    }
 }
 
 impl Tcb {
@@ -994,17 +508,19 @@ impl Tcb {
                 | State::FinWait2
                 | State::CloseWait
         ) {
-            self.queue_rst(self.rst_seq(), None);
+            self.queue_rst(self.acceptable_seq(), None);
         }
         self.finish(CloseReason::Aborted);
     }
 
-    /// The sequence number of a RST we send on our own: SND.NXT in the RFC's sense, the
-    /// highest sequence number sent (our snd_nxt may have been rewound by a timeout),
-    /// but not past the peer's window: after a zero-window probe only SND.UNA is in it,
-    /// and a peer keeping RFC 5961 §3.2 would answer anything else with a challenge ACK
-    /// instead of resetting (Linux tcp_acceptable_seq).
-    fn rst_seq(&self) -> SeqNum {
+    /// The sequence number of a segment we send without data of its own (a bare ACK, or
+    /// a RST we send on our own): SND.NXT in the RFC's sense, the highest sequence
+    /// number sent (our snd_nxt may have been rewound by a timeout), but not past the
+    /// peer's window: after a zero-window probe only SND.UNA is in it, and a peer would
+    /// drop anything else as unacceptable, or (a RST, RFC 5961 §3.2) answer it with a
+    /// challenge ACK instead of resetting (Linux tcp_acceptable_seq).
+    #[inline]
+    fn acceptable_seq(&self) -> SeqNum {
         let wnd_end = self.snd.una + self.snd.wnd();
         if self.snd.max > wnd_end {
             wnd_end
@@ -1020,13 +536,13 @@ impl Tcb {
         if self.state.is_synchronized() && self.state != State::TimeWait
             || self.state == State::SynReceived
         {
-            self.queue_rst(self.rst_seq(), None);
+            self.queue_rst(self.acceptable_seq(), None);
         }
         self.finish(reason);
     }
 
     /// The application has closed the connection (FIN queued, nothing will be read) and
-    /// it is not finished: an orphan, bounded by [`TcpConfig::orphan_retries`] and
+    /// it is not finished: an orphan, bounded by [`TcpConfig::orphan_retries`](super::config::TcpConfig::orphan_retries) and
     /// [`TcpConfig::orphan_timeout`](super::config::TcpConfig).
     pub fn is_orphan(&self) -> bool {
         self.rcv.closed
@@ -1203,135 +719,6 @@ impl Tcb {
     }
 }
 
-impl Tcb {
-    /// Every part of the block's state as text, for the tests that compare two blocks
-    /// which should have taken the same steps (`fast_path_tests.rs`).
-    #[cfg(test)]
-    pub(crate) fn fingerprint(&self) -> String {
-        let s = &self.snd;
-        let r = &self.rcv;
-        let rec = &self.recovery;
-        let p = &self.pending;
-        let f = self.flight();
-        format!(
-            "{:?} snd[iss {:?} una {:?} nxt {:?} max {:?} wnd {} wl1 {:?} wl2 {:?} max_wnd {} \
-             ws {} mss {} tso {} buf {:?} syn_acked {} fin_q {} fin {:?} pp {} pb {} sp {} \
-             stall {:?}] rcv[irs {:?} nxt {:?} adv {:?} ws {} las {:?} buf {:?} fin {:?} \
-             closed {} du {:?} mss {} unacked {} offer {}] rec[dup {} in {} recover {:?} \
-             retries {} rescued {} tlp {:?} probes {} cold {:?}] pend[{} {} {} {} {} {:?} \
-             {:?}] timers {:?} rtt {:?} rtt_seq {:?} cc {:?} board {:?} cwl {} ls {:?} \
-             lr {:?} ln {:?} st {} ka {} ut {:?} lia {:?} ts {:?} sack {} ws {} ao {} ev {:?} ww {}",
-            self.state,
-            s.iss,
-            s.una,
-            s.nxt,
-            s.max,
-            s.wnd,
-            s.wl1,
-            s.wl2,
-            s.max_wnd,
-            s.wscale,
-            s.mss,
-            s.tso_max,
-            (s.buf.len(), s.buf.space()),
-            s.syn_acked,
-            s.fin_queued,
-            s.fin,
-            s.persist_probes,
-            s.persist_backoff,
-            s.stalled_probes,
-            s.stall_from,
-            r.irs,
-            r.nxt,
-            r.adv,
-            r.wscale,
-            r.last_ack_sent,
-            (
-                r.buf.readable_len(),
-                r.buf.window(),
-                r.buf.capacity(),
-                r.buf.has_out_of_order(),
-                r.buf.readable().first(),
-                {
-                    let mut ranges = [(0u32, 0u32); 3];
-                    let n = r.buf.sack_ranges(&mut ranges);
-                    (n, ranges)
-                },
-            ),
-            r.fin,
-            r.closed,
-            r.discard_until,
-            r.mss,
-            r.unacked_segs,
-            r.offer,
-            rec.dupacks,
-            rec.in_recovery,
-            f.recover,
-            rec.retries,
-            rec.rescued,
-            f.tlp,
-            rec.probes,
-            rec.cold,
-            p.has(PendingOutput::SYN),
-            p.has(PendingOutput::ACK_NOW),
-            p.has(PendingOutput::PROBE),
-            p.has(PendingOutput::KEEPALIVE_PROBE),
-            p.has(PendingOutput::TLP),
-            self.timers.extra().and_then(|r| r.dsack),
-            self.timers.extra().and_then(|r| r.rst),
-            self.timers,
-            self.rtt,
-            f.rtt_seq,
-            self.cc,
-            (self.flight.is_some(), &f.board, self.rack),
-            self.cwnd_limited,
-            self.last_send,
-            self.last_recv,
-            self.last_now,
-            self.flags.has(ConnFlags::SYN_TIMED),
-            self.keepalive_sent,
-            self.user_timeout(),
-            self.last_invalid_ack(),
-            self.ts,
-            self.flags.has(ConnFlags::SACK_OK),
-            self.flags.has(ConnFlags::WS_OK),
-            self.flags.has(ConnFlags::ACTIVE_OPEN),
-            self.events,
-            self.want_writable,
-        )
-    }
-}
-
-/// The inline size of each part of a [`Tcb`], for the memory-per-connection test
-/// (`engine/memory_tests.rs`) and the README table it backs.
-#[cfg(test)]
-pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
-    use super::scoreboard::Scoreboard;
-    use std::mem::size_of;
-    vec![
-        ("SendSeq (incl. SendBuffer)", size_of::<SendSeq>()),
-        ("  SendBuffer", size_of::<SendBuffer>()),
-        ("RecvSeq (incl. RecvBuffer)", size_of::<RecvSeq>()),
-        ("  RecvBuffer", size_of::<RecvBuffer>()),
-        ("Recovery", size_of::<Recovery>()),
-        ("PendingOutput", size_of::<PendingOutput>()),
-        ("TimerTable", size_of::<TimerTable<RareState>>()),
-        (
-            "  rare timers, state (in use)",
-            TimerTable::<RareState>::RARE_BYTES,
-        ),
-        ("RttEstimator", size_of::<RttEstimator>()),
-        ("Cc", size_of::<Cc>()),
-        ("Scoreboard (in the flight block)", size_of::<Scoreboard>()),
-        ("Flight (while sending)", size_of::<Flight>()),
-        ("RackKeep", size_of::<RackKeep>()),
-        ("  ColdRecovery (while in use)", size_of::<ColdRecovery>()),
-        ("Option<Timestamps>", size_of::<Option<Timestamps>>()),
-        ("TcbLimits (shared)", size_of::<TcbLimits>()),
-        ("Tcb", size_of::<Tcb>()),
-    ]
-}
-
 impl std::fmt::Debug for Tcb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tcb")
@@ -1346,3 +733,6 @@ impl std::fmt::Debug for Tcb {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests;

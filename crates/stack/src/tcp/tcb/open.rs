@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use super::timer_table::TimerTable;
 use super::{
-    ConnFlags, Events, PendingOutput, RareState, Recovery, RecvSeq, SendSeq, State, SynOptions,
-    Tcb, TcbLimits, Timestamps,
+    ConnFlags, Events, PendingOutput, RareState, Recovery, RecvSeq, SendSeq, State, Tcb, TcbLimits,
+    Timestamps,
 };
 use crate::tcp::cc::{Cc, CongestionControl};
 use crate::tcp::config::TcpConfig;
@@ -59,11 +59,34 @@ pub(crate) enum Open<'s> {
     Cookie(&'s Segment, SynOptions),
 }
 
+/// Options a SYN carried that shape the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SynOptions {
+    /// Maximum segment size (RFC 9293 §3.7.1); 536 when absent.
+    pub mss: Option<u16>,
+    /// Window-scale shift (RFC 7323 §2).
+    pub wscale: Option<u8>,
+    /// SACK-permitted (RFC 2018 §2).
+    pub sack_permitted: bool,
+    /// (TSval, TSecr) (RFC 7323 §3).
+    pub timestamp: Option<(u32, u32)>,
+}
+
+impl From<&Segment> for SynOptions {
+    fn from(seg: &Segment) -> SynOptions {
+        SynOptions {
+            mss: seg.mss,
+            wscale: seg.wscale,
+            sack_permitted: seg.sack_permitted,
+            timestamp: seg.timestamp,
+        }
+    }
+}
+
 impl Tcb {
     /// A block in CLOSED with nothing sent or received; [`Tcb::open`] moves it into its
-    /// first state. Inlined always: the engine builds the block in its table slot, and
-    /// as a call it was built on the stack and copied in (about 45 instructions per
-    /// connection, `scripts/callgrind-conn.sh`).
+    /// first state.
+    // Always inline: so that the engine builds the block in its slot, not on the stack.
     #[inline(always)]
     pub(crate) fn new(p: &Opening<'_>) -> Tcb {
         // The addresses stay with the engine (its flow key and the limits' address).
@@ -182,8 +205,7 @@ impl Tcb {
     /// Move a block fresh from [`Tcb::new`] (in CLOSED, built from the same `p`) into
     /// its first state. The engine builds the block where it keeps it and opens it
     /// there: a block is hundreds of bytes, and each move of it by value is a copy.
-    /// Inlined always: as a call from the engine's `insert_conn` it cost about 11
-    /// instructions per connection (`scripts/callgrind-conn.sh`).
+    // Always inline: one caller, per connection; the block is written in place.
     #[inline(always)]
     pub(crate) fn open(&mut self, p: &Opening<'_>, how: Open<'_>) {
         match how {

@@ -18,37 +18,78 @@ use crate::time::Instant;
 const TSO_MIN_SEGMENTS: usize = 2;
 
 impl Tcb {
-    /// The window field and SACK blocks for an outgoing segment; records what we
-    /// advertised.
-    #[inline(always)]
+    /// The window field, timestamps and SACK blocks for an outgoing segment; records
+    /// what we advertised and acknowledged.
+    #[inline]
     pub(super) fn advertise(&mut self, seg: &mut TxSegment, now: Instant) {
-        let (window, timestamp) = self.advertise_window(seg.syn, now);
-        seg.window = window;
-        seg.timestamp = timestamp;
+        (seg.window, seg.timestamp) = self.advertise_window(seg.syn, now);
         if seg.ack.is_some() {
             self.ack_sent();
-            let dsack = self
-                .take_pending_dsack()
-                .filter(|_| self.flags.has(ConnFlags::SACK_OK));
-            if let Some((l, r)) = dsack {
-                // RFC 2883 §4: the duplicate goes first, the usual blocks after it.
-                seg.sack[0] = Some((l.0, r.0));
+            self.sack_blocks(&mut seg.sack);
+        }
+    }
+
+    /// [`advertise`](Self::advertise) for a segment with ACK that carries no SACK
+    /// blocks (no D-SACK owed, nothing held out of order to report).
+    #[inline]
+    pub(super) fn advertise_plain(&mut self, seg: &mut PredictedSegment, now: Instant) {
+        (seg.window, seg.timestamp) = self.advertise_window(false, now);
+        self.ack_sent();
+    }
+
+    /// The SACK blocks of an ACK sent now (RFC 2018 §4): the D-SACK owed first (RFC
+    /// 2883 §4), then the ranges held out of order.
+    #[inline]
+    fn sack_blocks(&mut self, sack: &mut [Option<(u32, u32)>; 3]) {
+        let dsack = self
+            .take_pending_dsack()
+            .filter(|_| self.flags.has(ConnFlags::SACK_OK));
+        if let Some((l, r)) = dsack {
+            sack[0] = Some((l.0, r.0));
+        }
+        if self.flags.has(ConnFlags::SACK_OK) && self.rcv.buf.has_out_of_order() {
+            let mut ranges = [(0u32, 0u32); 3];
+            let n = self.rcv.buf.sack_ranges(&mut ranges);
+            let base = self.rcv.nxt;
+            let slots = &mut sack[dsack.is_some() as usize..];
+            for (slot, (l, r)) in slots.iter_mut().zip(ranges.iter().take(n)) {
+                *slot = Some(((base + *l as usize).0, (base + *r as usize).0));
             }
-            if self.flags.has(ConnFlags::SACK_OK) && self.rcv.buf.has_out_of_order() {
-                let mut ranges = [(0u32, 0u32); 3];
-                let n = self.rcv.buf.sack_ranges(&mut ranges);
-                let base = self.rcv.nxt;
-                let slots = &mut seg.sack[dsack.is_some() as usize..];
-                for (slot, (l, r)) in slots.iter_mut().zip(ranges.iter().take(n)) {
-                    *slot = Some(((base + *l as usize).0, (base + *r as usize).0));
-                }
-            }
+        }
+    }
+
+    /// A segment without data acknowledging RCV.NXT, at `seq`: an ACK, or a keepalive
+    /// probe. The window and timestamps are [`advertise`](Self::advertise)'s.
+    #[inline]
+    pub(super) fn ack_segment(&self, seq: SeqNum) -> PredictedSegment {
+        PredictedSegment {
+            seq,
+            ack: self.rcv.nxt,
+            window: 0,
+            psh: false,
+            timestamp: None,
+            payload_offset: 0,
+            payload_len: 0,
+        }
+    }
+
+    /// A segment with `len` bytes of the send buffer from `seq` on, acknowledging
+    /// RCV.NXT, with PSH when it carries the last byte queued.
+    #[inline]
+    pub(super) fn data_segment(&self, seq: SeqNum, len: usize) -> PredictedSegment {
+        let offset = seq.since(self.snd.data_start());
+        PredictedSegment {
+            psh: offset + len == self.snd.buf.len(),
+            // The send buffer holds less than 4 GiB (its head and length are 32-bit).
+            payload_offset: offset as u32,
+            payload_len: len as u32,
+            ..self.ack_segment(seq)
         }
     }
 
     /// The window field (for a SYN when `syn`) and the timestamps of a segment sent now;
     /// records the right edge advertised.
-    #[inline(always)]
+    #[inline]
     pub(super) fn advertise_window(
         &mut self,
         syn: bool,
@@ -83,7 +124,7 @@ impl Tcb {
     }
 
     /// A segment acknowledging RCV.NXT goes out: nothing is owed any more.
-    #[inline(always)]
+    #[inline]
     pub(super) fn ack_sent(&mut self) {
         self.rcv.last_ack_sent = self.rcv.nxt;
         self.pending.clear(PendingOutput::ACK_NOW);
@@ -153,48 +194,30 @@ impl Tcb {
         self.rcv.offer = u32::try_from(self.rcv.buf.offer(pool)).unwrap_or(u32::MAX);
         self.last_now = now;
         self.start_flight(pool);
-        if self.cfg.fast_paths {
-            match self.transmit_predicted(now) {
-                Prediction::Nothing => {
-                    self.arm_delayed_ack(now);
-                    return None;
-                }
-                Prediction::Send(seg) => return Some(seg),
-                Prediction::General => {}
-            }
+        let prediction = if self.cfg.header_prediction {
+            self.transmit_predicted(now, out)
+        } else {
+            Prediction::General
+        };
+        #[cfg(test)]
+        if matches!(prediction, Prediction::Done(_)) {
+            super::fast::count_predicted(1);
         }
-        let seg = self.transmit_unpredicted(now, out);
+        match prediction {
+            // An ACK went out: no delayed ACK is left to time.
+            Prediction::Done(Some(seg)) => return Some(seg),
+            Prediction::Done(None) => {}
+            Prediction::General => self.transmit_general(now, out),
+        }
         self.arm_delayed_ack(now);
-        seg
-    }
-
-    /// What header prediction leaves: our FIN as the last segment
-    /// (`transmit_last_segment`), a bare ACK alone (`transmit_ack_only`), or the general
-    /// path. Out of line, so that the predicted case's frame stays small.
-    #[inline(never)]
-    fn transmit_unpredicted(
-        &mut self,
-        now: Instant,
-        out: &mut Vec<TxSegment>,
-    ) -> Option<PredictedSegment> {
-        if self.cfg.fast_paths && self.output_is_plain() {
-            if self.snd.fin_unsent() {
-                if self.transmit_last_segment(now, out) {
-                    return None;
-                }
-            } else if let Some(seg) = self.transmit_ack_only(now) {
-                return Some(seg);
-            }
-        }
-        self.transmit_general(now, out);
         None
     }
 
-    /// What both short output paths ask first: a synchronized state, nothing owed but
-    /// data, the FIN or an ACK (no SYN, RST, probe or D-SACK), no recovery, nothing
+    /// What header prediction requires of output: a synchronized state, nothing owed
+    /// but data, the FIN or an ACK (no SYN, RST, probe or D-SACK), no recovery, nothing
     /// lost, and no SACK blocks to carry.
     #[inline]
-    fn output_is_plain(&self) -> bool {
+    pub(super) fn output_is_plain(&self) -> bool {
         self.state.is_synchronized()
             && !self.pending.has(
                 PendingOutput::SYN
@@ -209,90 +232,9 @@ impl Tcb {
             && !(self.flags.has(ConnFlags::SACK_OK) && self.rcv.buf.has_out_of_order())
     }
 
-    /// `transmit_general` when all it would send is our FIN, after the rest of the data
-    /// in the same segment (or alone): the last segment of a connection we close, in
-    /// FIN-WAIT-1 or LAST-ACK. New data from SND.MAX on that fits one segment and both
-    /// windows, with no restart after idle due, nothing lost, no recovery, no probe and
-    /// nothing to report in SACK blocks; what `send_new`, `send_segment_at` and the TLP
-    /// arming after them do for it, without their general decisions
-    /// (`scripts/callgrind-conn.sh`). False, having changed nothing, otherwise. Called
-    /// with [`output_is_plain`](Self::output_is_plain) and our FIN unsent.
-    #[inline]
-    fn transmit_last_segment(&mut self, now: Instant, out: &mut Vec<TxSegment>) -> bool {
-        debug_assert!(self.output_is_plain() && self.snd.fin_unsent());
-        if self.snd.nxt != self.snd.max {
-            return false;
-        }
-        let avail = self.snd.unsent_data();
-        if avail > 0
-            && self.snd.nxt == self.snd.una
-            && now.micros_since(self.last_send) > self.rtt.rto_us()
-        {
-            // RFC 5681 §4.1's restart after idle: `send_new` decides.
-            return false;
-        }
-        // `max_payload` with no SACK blocks to carry: Eff.snd.MSS.
-        let max_payload = self.snd.mss().max(1);
-        let usable = self.rwnd_room().min(self.cc_room());
-        let seq = self.snd.nxt;
-        if usable == 0
-            || avail > usable
-            || avail > max_payload
-            || self.snd.fin() != Some(seq + avail)
-        {
-            return false;
-        }
-        // `send_new`: neither window holds it back (not `cwnd_limited`), one segment.
-        self.cwnd_limited = false;
-        // `send_segment_at` for `avail` bytes and the FIN at SND.NXT = SND.MAX.
-        let offset = seq.since(self.snd.data_start());
-        let mut seg = TxSegment {
-            seq,
-            ack: Some(self.rcv.nxt),
-            fin: true,
-            psh: offset + avail == self.snd.buf.len(),
-            payload_offset: offset,
-            payload_len: avail,
-            ..Default::default()
-        };
-        self.advertise(&mut seg, now);
-        out.push(seg);
-        let end = seq + avail + 1;
-        self.snd.nxt = end;
-        if self.snd.max == self.snd.una {
-            self.snd.stall_from = now;
-        }
-        if self.flight().rtt_seq.is_none() {
-            self.flight_mut().rtt_seq = Some((end, now));
-        }
-        self.snd.max = end;
-        self.flight_mut().board.on_transmit(seq, end, now);
-        self.last_send = now;
-        // `transmit_general` after `send_new`, with a segment sent.
-        self.arm_send_timers(now, false);
-        true
-    }
-
-    /// `transmit_general` when all it would send is the bare ACK owed
-    /// (`push_bare_ack`), in a synchronized state that header prediction leaves to it:
-    /// above all the ACK of the peer's FIN as we enter TIME-WAIT, or the one in
-    /// CLOSE-WAIT. That ACK is a [`PredictedSegment`] (no SACK block, no control bit), so
-    /// it goes out by the predicted segment's frame writer rather than the general one
-    /// (`scripts/callgrind-conn.sh`). None, having changed nothing, otherwise. Called
-    /// with [`output_is_plain`](Self::output_is_plain) and no FIN to send.
-    #[inline]
-    fn transmit_ack_only(&mut self, now: Instant) -> Option<PredictedSegment> {
-        debug_assert!(self.output_is_plain() && !self.snd.fin_unsent());
-        if !self.pending.has(PendingOutput::ACK_NOW) || self.snd.unsent_data() > 0 {
-            return None;
-        }
-        // `send_new` finds nothing to send (and no idle restart: nothing is unsent); no
-        // window is blocked; `push_bare_ack`, with no D-SACK and no SACK blocks.
-        self.cwnd_limited = false;
-        Some(self.bare_ack(now))
-    }
-
     /// The general path of `poll_transmit`, for every case header prediction leaves.
+    /// Out of line, so that the predicted case's frame stays small.
+    #[inline(never)]
     fn transmit_general(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
         if let Some((seq, ack)) = self.take_pending_rst() {
             out.push(TxSegment {
@@ -329,8 +271,8 @@ impl Tcb {
         if self.recovery.in_recovery && !self.recovery.rescued {
             self.send_rescue(now, out);
         }
-        if out.len() > sent_before && !self.timers.is_armed(Timer::Tlp) {
-            self.arm_tlp(now);
+        if out.len() > sent_before {
+            self.arm_tlp_after_send(now);
         }
 
         if self.pending.has(PendingOutput::PROBE) {
@@ -380,22 +322,12 @@ impl Tcb {
     /// RCV.NXT = SND.UNA, and two zero windows would deadlock on dropped ACKs (Linux
     /// tcp_acceptable_seq caps it likewise).
     pub(super) fn push_bare_ack(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
-        let wnd_end = self.snd.una + self.snd.wnd();
-        let seq = if self.snd.max > wnd_end {
-            wnd_end
-        } else {
-            self.snd.max
-        };
-        self.push_ack(now, seq, out);
+        self.push_ack(now, self.acceptable_seq(), out);
     }
 
     /// A segment with no data: an ACK, or a keepalive probe.
     fn push_ack(&mut self, now: Instant, seq: SeqNum, out: &mut Vec<TxSegment>) {
-        let mut seg = TxSegment {
-            seq,
-            ack: Some(self.rcv.nxt),
-            ..Default::default()
-        };
+        let mut seg = TxSegment::from(self.ack_segment(seq));
         self.advertise(&mut seg, now);
         out.push(seg);
     }
@@ -440,7 +372,7 @@ impl Tcb {
 
     /// What congestion control lets us send now: PRR's allowance in recovery
     /// (RFC 6937), cwnd less pipe otherwise (RFC 6675 §5).
-    #[inline(always)]
+    #[inline]
     pub(super) fn cc_room(&self) -> usize {
         if self.recovery.in_recovery {
             self.recovery.prr_budget()
@@ -523,11 +455,8 @@ impl Tcb {
 
     /// Send new data as the windows allow.
     fn send_new(&mut self, now: Instant, out: &mut Vec<TxSegment>) {
-        if self.snd.nxt == self.snd.una && now.micros_since(self.last_send) > self.rtt.rto_us() {
-            // RFC 5681 §4.1: restart window after an idle period.
-            if self.snd.unsent_data() > 0 {
-                self.cc.on_idle_restart(now);
-            }
+        if self.idle_restart_due(now) {
+            self.cc.on_idle_restart(now);
         }
         loop {
             let avail = self.snd.unsent_data();
@@ -605,46 +534,58 @@ impl Tcb {
             return;
         }
         let mut seg = TxSegment {
-            seq,
-            ack: Some(self.rcv.nxt),
             fin,
-            psh: offset + len == self.snd.buf.len(),
-            payload_offset: offset,
-            payload_len: len,
-            ..Default::default()
+            ..self.data_segment(seq, len).into()
         };
         self.advertise(&mut seg, now);
         out.push(seg);
+        self.on_sent(now, seq, len, fin, probe);
+    }
+
+    /// RFC 5681 §4.1: data waits to go out after an idle period (nothing in flight for
+    /// longer than an RTO), so the congestion window restarts first.
+    #[inline]
+    pub(super) fn idle_restart_due(&self, now: Instant) -> bool {
+        self.snd.nxt == self.snd.una
+            && now.micros_since(self.last_send) > self.rtt.rto_us()
+            && self.snd.unsent_data() > 0
+    }
+
+    /// What sending [`seq`, `seq + len`) changed, with our FIN after it when `fin`:
+    /// SND.NXT and SND.MAX, the segment timed for an RTT sample or the retransmission
+    /// counted (Karn's rule), the scoreboard, and but for a `probe`, PRR's count in
+    /// recovery and the retransmission timer.
+    #[inline]
+    pub(super) fn on_sent(
+        &mut self,
+        now: Instant,
+        seq: SeqNum,
+        len: usize,
+        fin: bool,
+        probe: bool,
+    ) {
         let end = seq + len + fin as usize;
+        let prior_max = self.snd.max;
         self.snd.nxt = self.snd.nxt.max(end);
-        if end > self.snd.max {
-            if self.snd.max == self.snd.una {
+        if end > prior_max {
+            if prior_max == self.snd.una {
                 // The oldest unacknowledged sequence number goes out now.
                 self.snd.stall_from = now;
             }
-            // Karn's rule: time only segments that carry nothing sent before.
-            if self.flight().rtt_seq.is_none() && seq >= self.snd.max {
-                self.flight_mut().rtt_seq = Some((end, now));
-            }
             self.snd.max = end;
         } else {
-            let counters = self.recovery.counters();
-            counters.retransmitted_segments += 1;
-            counters.retransmitted_bytes = counters.retransmitted_bytes.saturating_add(len as u32);
-            if let Some(undo) = self.recovery.undo_mut() {
-                undo.retrans += 1;
-                if undo.first.is_none() {
-                    if let Some(ts) = self.ts {
-                        undo.first = Some((seq, ts_clock(now, ts.offset)));
-                    }
-                }
-            }
-            // Karn: a retransmission covering the timed segment spoils its sample.
-            if self.flight().rtt_seq.is_some_and(|(timed, _)| seq < timed) {
-                self.set_rtt_seq(None);
-            }
+            self.on_retransmitted(now, seq, len);
         }
-        self.flight_mut().board.on_transmit(seq, end, now);
+        let flight = self.flight_mut();
+        if seq >= prior_max {
+            // Nothing sent before: timed unless a segment is timed already (Karn's rule).
+            if flight.rtt_seq.is_none() {
+                flight.rtt_seq = Some((end, now));
+            }
+            flight.board.on_transmit_new(seq, end, now);
+        } else {
+            flight.board.on_transmit(seq, end, now);
+        }
         if !probe && self.recovery.in_recovery {
             let sent = end.since(seq);
             let prr = self.recovery.prr_mut();
@@ -654,6 +595,26 @@ impl Tcb {
         self.last_send = now;
         if !self.timers.is_armed(Timer::Rto) && !probe {
             self.arm(Timer::Rto, now.plus_micros(self.rtt.rto_us()));
+        }
+    }
+
+    /// A retransmission of `len` bytes at `seq` went out: it is counted, kept for the
+    /// undo of a spurious reduction (RFC 2883 §5, RFC 3522), and spoils the RTT sample
+    /// of the segment being timed if it covers it (Karn).
+    fn on_retransmitted(&mut self, now: Instant, seq: SeqNum, len: usize) {
+        let counters = self.recovery.counters();
+        counters.retransmitted_segments += 1;
+        counters.retransmitted_bytes = counters.retransmitted_bytes.saturating_add(len as u32);
+        if let Some(undo) = self.recovery.undo_mut() {
+            undo.retrans += 1;
+            if undo.first.is_none() {
+                if let Some(ts) = self.ts {
+                    undo.first = Some((seq, ts_clock(now, ts.offset)));
+                }
+            }
+        }
+        if self.flight().rtt_seq.is_some_and(|(timed, _)| seq < timed) {
+            self.set_rtt_seq(None);
         }
     }
 }

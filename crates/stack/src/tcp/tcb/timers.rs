@@ -268,7 +268,7 @@ impl Tcb {
 
     /// Start (or restart) the keepalive idle time: the peer was just heard from. The
     /// test for keepalives inline (on every segment, and most connections have none).
-    #[inline(always)]
+    #[inline]
     pub(super) fn arm_keepalive(&mut self, now: Instant) {
         if self.cfg.keepalive.is_some() {
             self.restart_keepalive(now);

@@ -2,11 +2,8 @@
 //! 6675), RACK-TLP (RFC 8985), PRR (RFC 6937) and the undo of spurious retransmissions
 //! (RFC 2883, RFC 3522). The peer is played by hand; every segment and time is fixed.
 
-use super::config::TcpConfig;
-use super::segment::{Segment, TxSegment};
-use super::seq::SeqNum;
-use super::tcb::{LossCounters, Tcb};
-use super::tcb_tests::*;
+use super::*;
+use crate::tcp::tcb::LossCounters;
 
 const M: usize = MSS as usize;
 const MU: u32 = MSS as u32;
@@ -263,7 +260,7 @@ fn a_timeout_resends_only_what_was_not_sacked() {
 
 #[test]
 fn newreno_stays_selectable() {
-    use super::cc::CongestionAlgorithm;
+    use crate::tcp::config::CongestionAlgorithm;
     let cfg = TcpConfig {
         congestion_control: CongestionAlgorithm::NewReno,
         ..cfg()

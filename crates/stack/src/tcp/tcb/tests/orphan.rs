@@ -4,15 +4,7 @@
 //! retries and time without progress as Linux's tcp_orphan_retries, and the user
 //! timeout (RFC 5482). The peer is played by hand.
 
-use std::time::Duration;
-
-use super::config::TcpConfig;
-use super::segment::TxSegment;
-use super::seq::SeqNum;
-use super::tcb::{State, Tcb};
-use super::tcb_tests::*;
-use crate::app::CloseReason;
-use crate::time::Instant;
+use super::*;
 
 /// A RST at `seq`, as we send it when giving up.
 fn exp_rst(seq: u32) -> TxSegment {
