@@ -196,11 +196,11 @@ pub(crate) fn engine_config(
     cfg.rx_burst = burst;
     let scale = connections.div_ceil(cfg.max_connections).max(1);
     cfg.max_connections = cfg.max_connections.max(connections);
-    cfg.memory = MemoryBudget {
-        low: cfg.memory.low * scale,
-        pressure: cfg.memory.pressure * scale,
-        limit: cfg.memory.limit * scale,
-    };
+    cfg.memory = MemoryBudget::new(
+        cfg.memory.low * scale,
+        cfg.memory.pressure * scale,
+        cfg.memory.limit * scale,
+    );
     cfg
 }
 

@@ -157,11 +157,7 @@ pub fn parse_memory_budget(s: &str) -> Result<MemoryBudget, String> {
     if !(low <= pressure && pressure <= limit) {
         return Err(format!("'{s}': need LOW <= PRESSURE <= LIMIT"));
     }
-    Ok(MemoryBudget {
-        low,
-        pressure,
-        limit,
-    })
+    Ok(MemoryBudget::new(low, pressure, limit))
 }
 
 #[cfg(test)]
@@ -197,11 +193,7 @@ mod tests {
         }
         assert_eq!(
             parse_memory_budget("1M,2M,3M"),
-            Ok(MemoryBudget {
-                low: 1 << 20,
-                pressure: 2 << 20,
-                limit: 3 << 20
-            })
+            Ok(MemoryBudget::new(1 << 20, 2 << 20, 3 << 20))
         );
         for bad in ["1M,2M", "1M,2M,3M,4M", "3M,2M,1M", "1M,x,3M"] {
             assert!(parse_memory_budget(bad).is_err(), "{bad}");

@@ -144,15 +144,16 @@ impl Knobs {
 
     /// The TCP configuration of an engine (see the module docs for the limits).
     pub(crate) fn tcp_config(&self) -> TcpConfig {
-        TcpConfig {
-            send_buffer: self.send_buffer,
-            recv_buffer: self.recv_buffer,
-            max_ooo_ranges: self.max_ooo_ranges,
-            window_scaling: self.window_scaling,
-            timestamps: self.timestamps,
-            sack: self.sack,
-            delayed_ack: self.delayed_ack,
-            ..tcp_config()
+        {
+            let mut c = tcp_config();
+            c.send_buffer = self.send_buffer;
+            c.recv_buffer = self.recv_buffer;
+            c.max_ooo_ranges = self.max_ooo_ranges;
+            c.window_scaling = self.window_scaling;
+            c.timestamps = self.timestamps;
+            c.sack = self.sack;
+            c.delayed_ack = self.delayed_ack;
+            c
         }
     }
 }
@@ -187,11 +188,7 @@ fn tight_budgets(seed: u64) -> [Option<MemoryBudget>; 2] {
     [(); 2].map(|_| {
         rng.chance(0.25).then(|| {
             let pressure = rng.range(8 << 10, 256 << 10) as usize;
-            MemoryBudget {
-                low: pressure / 2,
-                pressure,
-                limit: pressure + pressure / 2,
-            }
+            MemoryBudget::new(pressure / 2, pressure, pressure + pressure / 2)
         })
     })
 }
@@ -410,17 +407,16 @@ impl Scenario {
 
 /// The limits both engines share (see the module docs for why).
 pub(crate) fn tcp_config() -> TcpConfig {
-    TcpConfig {
-        max_retries: 24,
-        max_syn_retries: 24,
-        max_synack_retries: 24,
-        orphan_retries: 24,
-        // Keeps 24 retries within about 90 s of virtual time...
-        max_rto: Duration::from_secs(4),
-        // ...which an orphan's time bound outlasts...
-        orphan_timeout: Duration::from_secs(120),
-        // ...so TIME-WAIT outlasts any retransmitted FIN of the peer.
-        time_wait: Duration::from_secs(120),
-        ..TcpConfig::default()
-    }
+    let mut c = TcpConfig::default();
+    c.max_retries = 24;
+    c.max_syn_retries = 24;
+    c.max_synack_retries = 24;
+    c.orphan_retries = 24;
+    // Keeps 24 retries within about 90 s of virtual time...
+    c.max_rto = Duration::from_secs(4);
+    // ...which an orphan's time bound outlasts...
+    c.orphan_timeout = Duration::from_secs(120);
+    // ...so TIME-WAIT outlasts any retransmitted FIN of the peer.
+    c.time_wait = Duration::from_secs(120);
+    c
 }

@@ -91,11 +91,13 @@ pub(crate) fn bind_listener(
 }
 
 /// The Linux module that runs `algorithm` (as `net.ipv4.tcp_available_congestion_control`
-/// names it): `cubic`, and `reno` for NewReno.
-pub(crate) fn linux_name(algorithm: CongestionAlgorithm) -> &'static str {
+/// names it): `cubic`, and `reno` for NewReno; `None` for an algorithm Linux has no
+/// module for.
+pub(crate) fn linux_name(algorithm: CongestionAlgorithm) -> Option<&'static str> {
     match algorithm {
-        CongestionAlgorithm::Cubic => "cubic",
-        CongestionAlgorithm::NewReno => "reno",
+        CongestionAlgorithm::Cubic => Some("cubic"),
+        CongestionAlgorithm::NewReno => Some("reno"),
+        _ => None,
     }
 }
 
@@ -106,7 +108,12 @@ pub(crate) fn set_congestion_control(fd: BorrowedFd<'_>, cc: Option<CongestionAl
     let Some(cc) = cc else {
         return;
     };
-    let name = linux_name(cc);
+    let Some(name) = linux_name(cc) else {
+        if !WARNED.swap(true, Ordering::Relaxed) {
+            log::warn!("the kernel has no congestion control {cc:?}; its default applies");
+        }
+        return;
+    };
     if let Err(e) = sys::set_congestion(fd, name) {
         if !WARNED.swap(true, Ordering::Relaxed) {
             log::warn!(

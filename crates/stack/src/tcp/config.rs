@@ -29,6 +29,7 @@ impl Default for Keepalive {
 
 /// TCP settings of one engine: buffer sizes, options offered, timers and limits.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct TcpConfig {
     /// Bytes the application may queue by copy per connection (shared, zero-copy sends
     /// are not counted).

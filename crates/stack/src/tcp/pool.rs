@@ -54,6 +54,7 @@ pub const CLASSES: usize = 8;
 ///
 /// [`EngineConfig::max_connections`]: crate::EngineConfig::max_connections
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MemoryBudget {
     /// Pressure ends below this.
     pub low: usize,
@@ -61,6 +62,18 @@ pub struct MemoryBudget {
     pub pressure: usize,
     /// The most buffer memory held (but for first rings, above).
     pub limit: usize,
+}
+
+impl MemoryBudget {
+    /// A budget whose pressure begins at `pressure` bytes and ends below `low`, holding
+    /// at most `limit` (the order of Linux's `tcp_mem`: low, pressure, limit).
+    pub const fn new(low: usize, pressure: usize, limit: usize) -> MemoryBudget {
+        MemoryBudget {
+            low,
+            pressure,
+            limit,
+        }
+    }
 }
 
 impl Default for MemoryBudget {

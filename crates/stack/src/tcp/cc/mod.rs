@@ -8,9 +8,9 @@
 //! on ACKs outside recovery, what a congestion event reduces it to, where it restarts
 //! after a timeout or idle period, and what an undo restores. All quantities are bytes.
 //!
-//! Algorithms: [`Cubic`](cubic::Cubic) (RFC 9438, leaving the initial slow start with
+//! Algorithms: [`cubic::Cubic`] (RFC 9438, leaving the initial slow start with
 //! HyStart++, RFC 9406, in [`hystart`]), the default as on Linux, and
-//! [`NewReno`](newreno::NewReno) (RFC 5681), chosen per engine with
+//! [`newreno::NewReno`] (RFC 5681), chosen per engine with
 //! [`TcpConfig::congestion_control`](super::config::TcpConfig::congestion_control).
 
 use super::seq::SeqNum;
@@ -38,6 +38,7 @@ pub(crate) fn window(bytes: usize) -> u32 {
 
 /// The congestion-control algorithm an engine's connections use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum CongestionAlgorithm {
     /// CUBIC (RFC 9438) with HyStart++ (RFC 9406), as Linux runs by default.
     #[default]

@@ -63,10 +63,10 @@ bit_flags! {
         KEEPALIVE_PROBE = 3,
         /// A tail loss probe (RFC 8985 §7.3).
         TLP = 4,
-        /// A D-SACK, kept out of line ([`RareState::dsack`]); the flag is what the data
+        /// A D-SACK, kept out of line (`RareState::dsack`); the flag is what the data
         /// path tests.
         DSACK = 5,
-        /// A RST, kept out of line ([`RareState::rst`]).
+        /// A RST, kept out of line (`RareState::rst`).
         RST = 6,
     }
 }
@@ -87,7 +87,7 @@ bit_flags! {
         /// in SYN-RECEIVED then means "connection refused" (§3.10.7.4).
         ACTIVE_OPEN = 3,
         /// A timer was set to fire before the promised wake-up
-        /// ([`Tcb::take_wake`](super::Tcb::take_wake)).
+        /// (`Tcb::take_wake`).
         WAKE_EARLIER = 4,
     }
 }

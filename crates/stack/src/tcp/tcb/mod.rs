@@ -92,6 +92,7 @@ pub(crate) use tests::part_sizes;
 
 /// The connection states of RFC 9293 §3.3.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum State {
     /// No connection (also: the block is finished and may be dropped).
     Closed,
@@ -256,7 +257,7 @@ struct RareState {
     user_timeout: Option<Duration>,
     /// When we last answered an invalid segment (out of window, failing PAWS, or
     /// challenged per RFC 5961): such ACKs are sent at most once per
-    /// [`TcpConfig::invalid_ack_interval`] per connection.
+    /// [`TcpConfig::invalid_ack_interval`](crate::TcpConfig::invalid_ack_interval) per connection.
     last_invalid_ack: Option<Instant>,
     /// Owed to the peer ([`PendingOutput`]): a duplicate segment arrived, to report in
     /// the next ACK's first SACK block (D-SACK, RFC 2883 §4), so the sender can tell

@@ -16,7 +16,7 @@ pub(super) struct Recovery {
     /// matters.
     pub(super) dupacks: u16,
     /// In loss recovery (RFC 6675 §5), sending under PRR. (The recovery point and the
-    /// tail loss probe are in the flight block, [`Flight`].)
+    /// tail loss probe are in the flight block, [`Flight`](super::flight::Flight).)
     pub(super) in_recovery: bool,
     /// Retransmission timeouts (or SYN retries) since the last progress, saturating
     /// ([`Recovery::retries_reached`]).
@@ -26,7 +26,7 @@ pub(super) struct Recovery {
     /// Probes sent since the last ACK that delivered data (at most `MAX_PROBES`).
     pub(super) probes: u8,
     /// Allocated by the first recovery, timeout or retransmission; freed by
-    /// [`Tcb::take_counters`] once the counters are taken, no recovery is on and no
+    /// [`Tcb::take_counters`](super::Tcb::take_counters) once the counters are taken, no recovery is on and no
     /// undo is possible.
     pub(super) cold: Option<Box<ColdRecovery>>,
 }
