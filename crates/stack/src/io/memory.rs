@@ -741,7 +741,7 @@ mod tests {
         b.receive(&mut received, 1);
         drop(a);
         drop(b);
-        // The last frames keep the arena alive; their bytes are intact and writable.
+        // The last frames keep the link's state alive; their bytes are intact and writable.
         assert_eq!(&received[0][..], b"received");
         unsent[0] = b'U';
         assert_eq!(&unsent[..], b"Unsent");

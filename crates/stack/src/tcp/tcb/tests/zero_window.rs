@@ -177,7 +177,7 @@ fn fin_into_zero_window_is_probed_not_retransmitted() {
     let mut tcb = passive(&cfg);
     rx(&mut tcb, ms(0), &ack(IRS + 1, ISS + 1, 0));
     // A half-close: the application still holds the connection, so answered probes
-    // keep it open (an orphan's are bounded: `orphan_tests.rs`).
+    // keep it open (an orphan's are bounded: `tests/orphan.rs`).
     tcb.shutdown_write();
     assert_eq!(tcb.state(), State::FinWait1);
     assert!(tx(&mut tcb, ms(0)).is_empty(), "no FIN into a zero window");
