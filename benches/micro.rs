@@ -54,11 +54,11 @@ mod time {
 /// builds bench targets with `cfg(test)`, so the file's unit tests come along; they are
 /// not run here, and their helpers would otherwise be dead code.
 #[allow(dead_code)]
-#[path = "../crates/stack/src/timer.rs"]
-mod timer;
+#[path = "../crates/stack/src/timer_wheel.rs"]
+mod timer_wheel;
 
 use time::Instant;
-use timer::TimerWheel;
+use timer_wheel::TimerWheel;
 
 // ---------------------------------------------------------------------------------------
 // checksum

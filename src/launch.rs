@@ -24,8 +24,8 @@ use rusty_runtime::{
 };
 use rusty_stack::io::fault::{FaultConfig, FaultInjector};
 use rusty_stack::io::PacketIo;
-use rusty_stack::tcp::config::CongestionAlgorithm;
 use rusty_stack::tcp::pool::CLASSES;
+use rusty_stack::CongestionAlgorithm;
 use rusty_stack::{EngineConfig, Handler, MemoryBudget, Stats, SystemClock, TcpConfig};
 
 /// Drivers this build can run.

@@ -20,7 +20,7 @@ use parse::{
 };
 use rusty_drivers_xdp::{AttachMode, CopyMode};
 use rusty_stack::io::fault::FaultConfig;
-use rusty_stack::tcp::config::CongestionAlgorithm;
+use rusty_stack::CongestionAlgorithm;
 use rusty_stack::MemoryBudget;
 
 fn parse_xdp_attach(s: &str) -> Result<AttachMode, String> {

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::net::Ipv4Addr;
 
-use rusty_stack::tcp::config::CongestionAlgorithm;
+use rusty_stack::CongestionAlgorithm;
 use rusty_stack::MemoryBudget;
 
 /// The prefix length of an address given without one. The original Rusty's command line

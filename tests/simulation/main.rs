@@ -50,9 +50,9 @@ use bytes::Bytes;
 use rusty_stack::io::fault::FaultConfig;
 use rusty_stack::sim::{self, SimPair, SERVER_IP};
 use rusty_stack::stats::Stats;
-use rusty_stack::tcp::config::TcpConfig;
 use rusty_stack::CloseReason;
 use rusty_stack::MemoryBudget;
+use rusty_stack::TcpConfig;
 use rusty_stack::{Conn, ConnectError, Handler, Opener};
 
 use peers::*;

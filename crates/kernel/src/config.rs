@@ -8,7 +8,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rusty_stack::tcp::config::CongestionAlgorithm;
+use rusty_stack::CongestionAlgorithm;
 
 use crate::sys;
 

@@ -138,7 +138,7 @@ pub mod sim;
 pub mod stats;
 pub mod tcp;
 pub mod time;
-pub(crate) mod timer;
+pub(crate) mod timer_wheel;
 
 pub use app::{CloseReason, Conn, ConnId, ConnectError, Handler, Opener, SendError};
 
@@ -157,7 +157,7 @@ pub mod backend {
 }
 pub use engine::{Engine, EngineConfig};
 pub use stats::{DropReason, Stats};
-pub use tcp::config::TcpConfig;
+pub use tcp::config::{CongestionAlgorithm, TcpConfig};
 pub use tcp::pool::MemoryBudget;
 /// A connection's TCP state (RFC 9293 §3.3.2), as [`Engine::connection_states`] reports it;
 /// not to be confused with an application's own per-connection state ([`Conn::state`]).

@@ -48,7 +48,7 @@ use crate::tcp::segment::{self, TxSegment};
 use crate::tcp::seq::SeqNum;
 use crate::tcp::tcb::{Open, Opening, State, Tcb, TcbLimits};
 use crate::time::{Clock, Instant};
-use crate::timer::TimerWheel;
+use crate::timer_wheel::TimerWheel;
 use flows::{Flow, Flows};
 use listen::Listeners;
 use ports::PortSearch;

@@ -22,7 +22,7 @@ use crate::tcp::tcb::fast::PredictedSegment;
 use crate::tcp::tcb::State;
 use crate::time::Clock;
 use crate::time::Instant;
-use crate::timer::TimerWheel;
+use crate::timer_wheel::TimerWheel;
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub(super) fn flush_dirty(&mut self) {

@@ -9,7 +9,7 @@
 use super::ConnFlags;
 use std::time::Duration;
 
-use super::timer_table::Timer;
+use super::deadlines::Timer;
 use super::{CloseReason, Prr, RxOutcome, State, Tcb, Undo};
 use crate::tcp::cc::{AckSample, CongestionControl};
 use crate::tcp::options::ts_clock;

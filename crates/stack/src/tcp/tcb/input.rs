@@ -6,7 +6,7 @@
 use super::{ConnFlags, PendingOutput};
 use std::time::Duration;
 
-use super::timer_table::Timer;
+use super::deadlines::Timer;
 use super::{CloseReason, RxOutcome, State, SynOptions, Tcb};
 use crate::tcp::pool::RingPool;
 use crate::tcp::segment::Segment;

@@ -43,7 +43,7 @@
 //!   from the engine's pool;
 //! - `output.rs`: `poll_transmit`, packetisation, the advertised window;
 //! - `timers.rs`: what each timer does when it fires;
-//! - `timer_table.rs`: the timer kinds and their deadlines;
+//! - `deadlines.rs`: the timer kinds and their deadlines;
 //! - `connection.rs`: the block as the application's `Connection`.
 
 use std::net::Ipv4Addr;
@@ -62,10 +62,11 @@ use super::send_buffer::SendBuffer;
 use super::seq::SeqNum;
 use crate::app::{CloseReason, SendError};
 use crate::time::Instant;
-use timer_table::{Timer, TimerTable};
+use deadlines::{Timer, TimerTable};
 
 mod ack;
 mod connection;
+mod deadlines;
 pub(crate) mod fast;
 mod flags;
 mod flight;
@@ -75,7 +76,6 @@ mod open;
 mod output;
 mod recovery;
 mod spaces;
-mod timer_table;
 mod timers;
 
 pub(crate) use connection::TcbConn;

@@ -5,7 +5,7 @@
 use std::net::SocketAddrV4;
 use std::rc::Rc;
 
-use super::timer_table::TimerTable;
+use super::deadlines::TimerTable;
 use super::{
     ConnFlags, Events, PendingOutput, RareState, Recovery, RecvSeq, SendSeq, State, Tcb, TcbLimits,
     Timestamps,

@@ -3,8 +3,8 @@
 //! (§3.8.6, receiver SWS avoidance §3.8.6.2.2), sender SWS avoidance (§3.8.6.2.1) and
 //! SACK blocks (RFC 2018).
 
+use super::deadlines::Timer;
 use super::fast::{PredictedSegment, Prediction};
-use super::timer_table::Timer;
 use super::{ConnFlags, PendingOutput};
 use super::{State, Tcb};
 use crate::tcp::cc::CongestionControl;

@@ -3,12 +3,12 @@
 //! TIME-WAIT and FIN-WAIT-2 (linger), the application's timer, and giving up: the user
 //! timeout (RFC 5482) and the bounds on orphans (retries and time without progress, as
 //! Linux's tcp_orphan_retries). The deadlines
-//! themselves are kept in `timer_table.rs`.
+//! themselves are kept in `deadlines.rs`.
 
 use super::PendingOutput;
 use std::time::Duration;
 
-use super::timer_table::Timer;
+use super::deadlines::Timer;
 use super::{reached, CloseReason, ConnFlags, State, Tcb};
 use crate::tcp::cc::CongestionControl;
 use crate::time::Instant;
