@@ -9,16 +9,12 @@
 //!   and [`RssConfig::pick_local_port`] finding a port whose return flow lands on a given
 //!   queue.
 //! - `timer_wheel`: schedule, (lazy) cancel and expire of N timers in the engine's wheel
-//!   (1 ms ticks, 1,024 slots). The wheel is crate-private in `rusty-stack`; rather than
-//!   widen the stack's API for a benchmark, its source file (`crates/stack/src/timer.rs`)
-//!   is compiled into this benchmark as a module, over the stack's public `Instant`. So
-//!   the code measured is the stack's own, monomorphized for an item of the engine's
-//!   size.
+//!   (1 ms ticks, 1,024 slots), monomorphized for an item of the engine's size. The
+//!   wheel is crate-private in `rusty-stack`; this benchmark reaches it, and the flow
+//!   table below, through the stack's `internals` feature.
 //! - `flow_lookup`: the engine's table of connections by flow (`Flows`: the key as one
 //!   word under `FlowHash`, a folded multiply, to a `u32` slot, with its per-destination
-//!   port counts). Like the timer wheel it is crate-private, so its files
-//!   (`engine/flow_key.rs`, `flows.rs`, `ports.rs`) are compiled into this benchmark as
-//!   modules. Hits and misses in tables of 1, 1,000 and 100,000 flows, probing in a
+//!   port counts). Hits and misses in tables of 1, 1,000 and 100,000 flows, probing in a
 //!   shuffled order so the large table is not read from cache alone. Lookups run back to back and do not
 //!   depend on each other, so the core overlaps their cache misses; in the engine each
 //!   one sits among a frame's other work, which can make a miss to memory cost more.
@@ -45,20 +41,8 @@ use rusty_stack::rss::{self, RssConfig, Toeplitz, MICROSOFT_RSS_KEY};
 use rusty_stack::tcp::segment::{self, Segment, TxSegment};
 use rusty_stack::tcp::seq::SeqNum;
 
-/// What `timer.rs` reaches as `crate::time`.
-mod time {
-    pub(crate) use rusty_stack::time::Instant;
-}
-
-/// The stack's timer wheel, compiled from its own source (see the module docs). Cargo
-/// builds bench targets with `cfg(test)`, so the file's unit tests come along; they are
-/// not run here, and their helpers would otherwise be dead code.
-#[allow(dead_code)]
-#[path = "../crates/stack/src/timer_wheel.rs"]
-mod timer_wheel;
-
-use time::Instant;
-use timer_wheel::TimerWheel;
+use rusty_stack::internals::TimerWheel;
+use rusty_stack::time::Instant;
 
 // ---------------------------------------------------------------------------------------
 // checksum
@@ -282,20 +266,7 @@ fn bench_timer_wheel(c: &mut Criterion) {
 // ---------------------------------------------------------------------------------------
 // flow_lookup
 
-/// The engine's flow table and its key, compiled from their own sources (see the module
-/// docs). `flows.rs` reaches the key and the port counts as `super::FlowKey` and
-/// `super::ports`, hence modules at the root.
-#[allow(dead_code, unreachable_pub)]
-#[path = "../crates/stack/src/engine/flow_key.rs"]
-mod flow_key;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../crates/stack/src/engine/flows.rs"]
-mod flows;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../crates/stack/src/engine/ports.rs"]
-mod ports;
-
-use flow_key::FlowKey;
+use rusty_stack::internals::{Flow, FlowKey, Flows};
 
 /// Probes cycled through by a lookup benchmark: at least 1,024, so that a one-entry
 /// table's misses still vary.
@@ -311,12 +282,12 @@ fn bench_flow_lookup(c: &mut Criterion) {
             remote_port: 32768 + (rng.next_u64() % 28232) as u16,
             local_port: 80,
         };
-        let mut flows = flows::Flows::new(n, 32768..=60999);
+        let mut flows = Flows::new(n, 32768..=60999);
         let mut hits: Vec<FlowKey> = Vec::with_capacity(n);
         while hits.len() < n {
             let k = key(&mut rng);
             if !flows.contains_key(&k) {
-                flows.insert(k, flows::Flow::Conn(hits.len() as u32));
+                flows.insert(k, Flow::Conn(hits.len() as u32));
                 hits.push(k);
             }
         }

@@ -127,9 +127,9 @@ pub mod checksum;
 mod drop_reason;
 pub mod engine;
 pub(crate) mod ethernet;
-#[doc(hidden)]
-pub mod fuzzing;
 pub(crate) mod icmp;
+#[cfg(feature = "internals")]
+pub mod internals;
 pub mod io;
 pub(crate) mod ipv4;
 pub mod rng;
@@ -138,6 +138,8 @@ pub mod sim;
 pub mod stats;
 pub mod tcp;
 pub mod time;
+// `pub` items for the `internals` feature, unreachable without it.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub(crate) mod timer_wheel;
 
 pub use app::{CloseReason, Conn, ConnId, ConnectError, Handler, Opener, SendError};

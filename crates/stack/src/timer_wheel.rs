@@ -63,7 +63,7 @@ struct Entry<T> {
 
 /// A hashed timing wheel of items of type `T` (typically a connection handle and a timer
 /// kind). See the module docs.
-pub(crate) struct TimerWheel<T> {
+pub struct TimerWheel<T> {
     tick_us: u64,
     mask: usize,
     /// Slot `i` holds the items of the one tick `t` in `cur_tick..cur_tick + slots` with
@@ -109,7 +109,7 @@ impl<T> TimerWheel<T> {
     /// to a power of two (at least 2) and `tick` to at least 1 µs. Deadlines any distance
     /// ahead are accepted; one revolution (`tick * slots`, e.g. 1 ms × 1024) should cover
     /// the common timers (retransmission, delayed ACK) so that few go through the overflow.
-    pub(crate) fn new(now: Instant, tick: Duration, slots: usize) -> Self {
+    pub fn new(now: Instant, tick: Duration, slots: usize) -> Self {
         let n = slots.max(2).next_power_of_two();
         let tick_us = u64::try_from(tick.as_micros()).unwrap_or(u64::MAX).max(1);
         let now = now.as_micros();
@@ -140,12 +140,13 @@ impl<T> TimerWheel<T> {
 
     /// Number of pending items, stale ones included.
     #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether no item is pending, stale ones included.
     #[cfg(test)]
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
@@ -180,7 +181,7 @@ impl<T> TimerWheel<T> {
 
     /// Queues `item` to fire at `deadline`. A deadline in the past fires on the next
     /// [`expire`](Self::expire).
-    pub(crate) fn schedule(&mut self, deadline: Instant, item: T) {
+    pub fn schedule(&mut self, deadline: Instant, item: T) {
         let deadline = deadline.as_micros();
         self.place(Entry { deadline, item });
         self.len += 1;
@@ -234,7 +235,7 @@ impl<T> TimerWheel<T> {
     /// revolution. Time never goes backwards; a `now` earlier than a previous call's only
     /// fires what is due by it in the current slot and the overflow.
     #[inline]
-    pub(crate) fn expire(&mut self, now: Instant, out: &mut Vec<T>) {
+    pub fn expire(&mut self, now: Instant, out: &mut Vec<T>) {
         if !self.quiet(now) {
             self.expire_due(now.as_micros(), out);
         }
@@ -244,7 +245,7 @@ impl<T> TimerWheel<T> {
     /// cached earliest deadline is exact) and `now` is still in the current tick, so no
     /// slot or bucket moves. One comparison pair, inlined into the caller's loop turn.
     #[inline]
-    pub(crate) fn quiet(&self, now: Instant) -> bool {
+    pub fn quiet(&self, now: Instant) -> bool {
         let now = now.as_micros();
         now < self.earliest && now < self.tick_end
     }
@@ -414,7 +415,7 @@ impl<T> TimerWheel<T> {
     /// The earliest pending deadline, or `None` when the wheel is empty. Exact (stale
     /// items included) and O(1). After [`expire`](Self::expire)`(now)` it is later than
     /// `now`, so an engine that sleeps until it does not spin.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    pub fn next_deadline(&self) -> Option<Instant> {
         if self.len == 0 {
             None
         } else {

@@ -3,7 +3,11 @@
 //! cache (`arp::cache`: mappings, and frames waiting for a resolution). The engine's
 //! `engine::arp` joins them to the device.
 
+// `pub` items for the `internals` feature (the fuzz targets), unreachable and partly
+// unused without it.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub, dead_code))]
 pub(crate) mod cache;
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub(crate) mod wire;
 
 pub use cache::ArpConfig;

@@ -1,13 +1,15 @@
-//! The key of the engine's flow and TIME-WAIT tables, in a file of its own so that the
-//! micro-benchmarks compile the real tables (`flows.rs`, `ports.rs`) around it.
+//! The key of the engine's flow and TIME-WAIT tables.
 
 use std::net::Ipv4Addr;
 
 /// A connection's key within one engine (the local address is the engine's own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FlowKey {
+pub struct FlowKey {
+    /// The peer's address.
     pub remote_ip: Ipv4Addr,
+    /// The peer's port.
     pub remote_port: u16,
+    /// Our port.
     pub local_port: u16,
 }
 

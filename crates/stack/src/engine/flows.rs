@@ -16,7 +16,7 @@ use super::FlowKey;
 
 /// What a flow maps to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
+pub enum Flow {
     /// A live connection: its block's slot in the connection table.
     Conn(u32),
     /// A TIME-WAIT entry: its slot in the TIME-WAIT table (see `timewait`).
@@ -55,7 +55,7 @@ impl Flow {
 /// Live connections and TIME-WAIT entries by flow. Inserts and removals keep the
 /// ephemeral-port counts in step; a flow going from a live connection to TIME-WAIT
 /// (or back, reopened) stays in the table and keeps its port.
-pub(crate) struct Flows {
+pub struct Flows {
     map: HashMap<FlowKey, u32, FlowHash>,
     ports: PortUse,
 }
@@ -70,25 +70,26 @@ impl Flows {
 
     /// A table with room for `capacity` flows before it grows, counting local ports in
     /// `ephemeral`.
-    pub(super) fn new(capacity: usize, ephemeral: std::ops::RangeInclusive<u16>) -> Flows {
+    pub fn new(capacity: usize, ephemeral: std::ops::RangeInclusive<u16>) -> Flows {
         Flows {
             map: HashMap::with_capacity_and_hasher(capacity, FlowHash::new()),
             ports: PortUse::new(ephemeral),
         }
     }
 
+    /// What `key` maps to, if anything.
     #[inline]
-    pub(super) fn get(&self, key: &FlowKey) -> Option<Flow> {
+    pub fn get(&self, key: &FlowKey) -> Option<Flow> {
         self.map.get(key).map(|&v| Flow::from_value(v))
     }
 
     /// Whether a live connection or a TIME-WAIT entry holds `key`.
-    pub(super) fn contains_key(&self, key: &FlowKey) -> bool {
+    pub fn contains_key(&self, key: &FlowKey) -> bool {
         self.map.contains_key(key)
     }
 
     /// Map `key` to `flow`; what `key` mapped to before, if anything.
-    pub(super) fn insert(&mut self, key: FlowKey, flow: Flow) -> Option<Flow> {
+    pub fn insert(&mut self, key: FlowKey, flow: Flow) -> Option<Flow> {
         let old = self.map.insert(key, flow.value());
         if old.is_none() {
             self.ports.added(&key);

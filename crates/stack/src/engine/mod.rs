@@ -18,8 +18,11 @@ mod arp;
 pub mod config;
 mod connect;
 mod dispatch;
-mod flow_key;
-mod flows;
+// `pub` items for the `internals` feature, unreachable without it.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
+pub(crate) mod flow_key;
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
+pub(crate) mod flows;
 pub(crate) use flow_key::FlowKey;
 mod input;
 mod listen;
