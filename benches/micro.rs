@@ -36,10 +36,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rusty_stack::checksum;
-use rusty_stack::rng::Rng;
+use rusty_stack::internals::Rng;
+use rusty_stack::internals::SeqNum;
+use rusty_stack::internals::{self, Segment, TxSegment};
 use rusty_stack::rss::{self, RssConfig, Toeplitz, MICROSOFT_RSS_KEY};
-use rusty_stack::tcp::segment::{self, Segment, TxSegment};
-use rusty_stack::tcp::seq::SeqNum;
 
 use rusty_stack::internals::TimerWheel;
 use rusty_stack::time::Instant;
@@ -68,7 +68,7 @@ fn bench_checksum(c: &mut Criterion) {
     let mut g = c.benchmark_group("checksum");
     let mut rng = Rng::new(0x5eed_c0de);
     let pseudo =
-        segment::pseudo_header_sum(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 1500);
+        internals::pseudo_header_sum(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 1500);
     for len in [64usize, 1500, 65536] {
         let data = rng.bytes(len);
         // Both sides compute the same value, or the comparison would mean nothing.
@@ -93,7 +93,7 @@ fn bench_checksum(c: &mut Criterion) {
                 .add_bytes(d)
                 .checksum_bytes()
         };
-        let pseudo_len = segment::pseudo_header_sum(src.into(), dst.into(), len as u16);
+        let pseudo_len = internals::pseudo_header_sum(src.into(), dst.into(), len as u16);
         assert_eq!(
             u16::from_be_bytes(wide(&data)),
             checksum::finish(checksum::combine(pseudo_len, checksum::sum(&data)))
@@ -346,9 +346,9 @@ fn bench_segment(c: &mut Criterion) {
     tx.write_header(&mut wire[..hl], 44_321, 80);
     let body = Rng::new(0xda7a).bytes(tx.payload_len);
     wire[hl..].copy_from_slice(&body);
-    let pseudo = segment::pseudo_header_sum(src, dst, wire.len() as u16);
+    let pseudo = internals::pseudo_header_sum(src, dst, wire.len() as u16);
     let c_sum = checksum::finish(checksum::combine(pseudo, checksum::sum(&wire)));
-    let off = segment::CHECKSUM_OFFSET;
+    let off = internals::CHECKSUM_OFFSET;
     wire[off..off + 2].copy_from_slice(&c_sum.to_be_bytes());
     let (seg, payload) = Segment::parse(&wire, src, dst, false).expect("the segment parses");
     assert_eq!((seg.sack, payload.len()), (tx.sack, tx.payload_len));
@@ -366,7 +366,7 @@ fn bench_segment(c: &mut Criterion) {
             })
         });
     }
-    let mut buf = [0u8; segment::MAX_HEADER_LEN];
+    let mut buf = [0u8; internals::MAX_HEADER_LEN];
     g.bench_function("write_header", |b| {
         b.iter(|| {
             let seg = black_box(&tx);

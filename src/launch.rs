@@ -22,9 +22,9 @@ use rusty_runtime::pcap::PcapCapture;
 use rusty_runtime::{
     self as runtime, RuntimeConfig, RuntimeError, StopHandle, Worker, WorkerContext,
 };
+use rusty_stack::engine::BUFFER_SIZE_CLASSES as CLASSES;
 use rusty_stack::io::fault::{FaultConfig, FaultInjector};
 use rusty_stack::io::PacketIo;
-use rusty_stack::tcp::pool::CLASSES;
 use rusty_stack::CongestionAlgorithm;
 use rusty_stack::{EngineConfig, Handler, MemoryBudget, Stats, SystemClock, TcpConfig};
 

@@ -11,12 +11,12 @@
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use rusty_stack::arp::ArpConfig;
 use rusty_stack::internals::{
     build_reply, build_request, process, ArpCache, ArpInput, EnqueueResult, FRAME_LEN, PACKET_LEN,
 };
 use rusty_stack::io::{MacAddr, ETHERNET_HEADER_LEN};
 use rusty_stack::time::Instant;
+use rusty_stack::ArpConfig;
 use smoltcp::wire::ArpOperation;
 
 use crate::input::Input;

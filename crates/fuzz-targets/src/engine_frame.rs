@@ -14,10 +14,10 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
+use rusty_stack::internals::SeqNum;
+use rusty_stack::internals::{Segment, TxSegment};
 use rusty_stack::io::memory::{self, MemoryLink};
 use rusty_stack::io::{Capabilities, MacAddr, PacketIo};
-use rusty_stack::tcp::segment::{Segment, TxSegment};
-use rusty_stack::tcp::seq::SeqNum;
 use rusty_stack::time::{Clock, VirtualClock};
 use rusty_stack::{sim, CloseReason, Conn, ConnId, Engine, Handler, Opener};
 

@@ -8,7 +8,7 @@
 //!   link, from Ethernet up to TCP and a handler that echoes, pauses, closes and aborts;
 //!   optionally on a connection the target first opens itself, so fuzzed segments land
 //!   in ESTABLISHED and beyond. Every frame the engine sends must parse back.
-//! - [`tcp_segment()`]: [`Segment::parse`](rusty_stack::tcp::segment::Segment::parse) with
+//! - [`tcp_segment()`]: [`Segment::parse`](rusty_stack::internals::Segment::parse) with
 //!   options; what parses must emit and parse back the same.
 //! - [`arp()`]: ARP's wire format and a neighbour cache fed a sequence of packets, frames
 //!   and clock steps, with its accounting checked after each.

@@ -5,9 +5,9 @@
 //! `fuzz/corpus/<target>/`:
 //! `cargo test -p rusty-fuzz-targets --test smoke -- --ignored write_seed_corpus`.
 
+use rusty_stack::internals::SeqNum;
+use rusty_stack::internals::TxSegment;
 use rusty_stack::io::MacAddr;
-use rusty_stack::tcp::segment::TxSegment;
-use rusty_stack::tcp::seq::SeqNum;
 use smoltcp::wire::IpProtocol;
 
 use crate::engine_frame::{

@@ -8,7 +8,7 @@
 //! back to the same segment.
 
 use rusty_stack::checksum;
-use rusty_stack::tcp::segment::{pseudo_header_sum, Segment, TxSegment};
+use rusty_stack::internals::{pseudo_header_sum, Segment, TxSegment};
 
 use crate::input::Input;
 use crate::wire::{set_tcp_checksum, HOST_IP, PEER_IP};

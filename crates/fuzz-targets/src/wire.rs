@@ -9,8 +9,8 @@ use std::net::Ipv4Addr;
 
 use rusty_stack::checksum;
 use rusty_stack::internals::{build_reply, build_request, FRAME_LEN};
+use rusty_stack::internals::{Segment, TxSegment, CHECKSUM_OFFSET};
 use rusty_stack::io::MacAddr;
-use rusty_stack::tcp::segment::{Segment, TxSegment, CHECKSUM_OFFSET};
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
     ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rusty_fuzz_targets::{seeds, Target, TARGETS};
-use rusty_stack::rng::Rng;
+use rusty_stack::internals::Rng;
 
 /// Mutated inputs per target, at most.
 const MUTATIONS: usize = 50_000;

@@ -5,8 +5,9 @@
 //! the [`Handler`] API applications implement.
 //!
 //! Each worker owns one packet-IO queue, one [`Engine`] and one handler; nothing on the
-//! data path is shared between workers. The TCP connection state machine ([`tcp::tcb`])
-//! is sans-IO: segments and time in, segments, events and a deadline out.
+//! data path is shared between workers. The TCP connection state machine (the
+//! crate-private `tcp::tcb`) is sans-IO: segments and time in, segments, events and a
+//! deadline out.
 //!
 //! ## What is public, for whom
 //!
@@ -20,11 +21,14 @@
 //!   description ([`rss`]); the in-memory link and the fault injector in [`io`]
 //!   (`rusty-runtime` has pcap capture).
 //! - Tests and simulation: [`sim`] joins two engines over the faulty in-memory link on
-//!   virtual time ([`time::VirtualClock`]); [`tcp::tcb::Tcb`] is the sans-IO state
-//!   machine on its own, for scripted tests and fuzzing.
+//!   virtual time ([`time::VirtualClock`]).
+//! - Rusty's own micro-benchmarks and fuzz targets: with the `internals` feature, the
+//!   `internals` module re-exports the internal pieces they drive directly. Not an API.
 //!
-//! The wire formats (Ethernet, ARP, IPv4, ICMP), the timer wheel and the engine's own
-//! bookkeeping are internal.
+//! The wire formats (Ethernet, ARP, IPv4, ICMP, TCP segments), the TCP state machine,
+//! the timer wheel and the engine's own bookkeeping are internal. The public modules are
+//! [`app`], [`backend`], [`checksum`], [`engine`], [`io`], [`rss`], [`sim`], [`stats`]
+//! and [`time`].
 //!
 //! ## A complete application
 //!
@@ -122,7 +126,7 @@
 #![forbid(unsafe_code)]
 
 pub mod app;
-pub mod arp;
+pub(crate) mod arp;
 pub mod checksum;
 mod drop_reason;
 pub mod engine;
@@ -132,11 +136,13 @@ pub(crate) mod icmp;
 pub mod internals;
 pub mod io;
 pub(crate) mod ipv4;
-pub mod rng;
+// `pub` items for the `internals` feature, unreachable without it.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
+pub(crate) mod rng;
 pub mod rss;
 pub mod sim;
 pub mod stats;
-pub mod tcp;
+pub(crate) mod tcp;
 pub mod time;
 // `pub` items for the `internals` feature, unreachable without it.
 #[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
@@ -157,6 +163,7 @@ pub mod backend {
     pub use crate::app::conn::Connection;
     pub use crate::app::core::{AppConn, AppCore, UnreadBytes};
 }
+pub use arp::ArpConfig;
 pub use engine::{Engine, EngineConfig};
 pub use stats::{DropReason, Stats};
 pub use tcp::config::{CongestionAlgorithm, TcpConfig};

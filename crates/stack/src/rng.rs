@@ -56,11 +56,13 @@ impl Rng {
     }
 
     /// `n` random bytes.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.next_u64() as u8).collect()
     }
 
     /// Shuffle `v` in place (Fisher–Yates).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn shuffle<T>(&mut self, v: &mut [T]) {
         for i in (1..v.len()).rev() {
             let j = self.below(i as u64 + 1) as usize;

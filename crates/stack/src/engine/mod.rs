@@ -38,6 +38,9 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::Rc;
 use std::time::Duration;
 
+/// How many size classes of buffer rings an engine keeps drained rings of (each up to
+/// [`EngineConfig::buffer_pool`] bytes).
+pub use crate::tcp::pool::CLASSES as BUFFER_SIZE_CLASSES;
 pub use config::{reserved_bytes, EngineConfig};
 
 use crate::app::{AppCore, ConnId, Handler, OpenResult};
@@ -509,10 +512,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         app: Option<H::Conn>,
         mac: Option<MacAddr>,
     ) -> ConnId {
-        let (local, remote) = self.endpoints(&key);
         let opening = Opening {
-            local,
-            remote,
             iss,
             ts_offset,
             our_mss: self.our_mss,

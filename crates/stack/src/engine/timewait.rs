@@ -338,7 +338,7 @@ mod tests {
     use super::*;
     use crate::tcp::config::TcpConfig;
     use crate::tcp::tcb::{Opening, TcbLimits};
-    use std::net::{Ipv4Addr, SocketAddrV4};
+    use std::net::Ipv4Addr;
     use std::rc::Rc;
 
     fn key(port: u16) -> FlowKey {
@@ -351,8 +351,6 @@ mod tests {
 
     fn tcb(cfg: &TcpConfig) -> Tcb {
         Tcb::connect(&Opening {
-            local: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80),
-            remote: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 40000),
             iss: SeqNum(1),
             ts_offset: 0,
             our_mss: 1460,

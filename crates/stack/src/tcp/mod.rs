@@ -2,15 +2,18 @@
 //! pieces it is built from.
 
 pub(crate) mod cc;
-pub mod config;
+pub(crate) mod config;
 pub(crate) mod cookie;
 pub(crate) mod isn;
 pub(crate) mod options;
-pub mod pool;
+pub(crate) mod pool;
 pub(crate) mod recv_buffer;
 pub(crate) mod rtt;
 pub(crate) mod scoreboard;
-pub mod segment;
+// `pub` items for the `internals` feature, unreachable without it.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
+pub(crate) mod segment;
 pub(crate) mod send_buffer;
-pub mod seq;
-pub mod tcb;
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
+pub(crate) mod seq;
+pub(crate) mod tcb;

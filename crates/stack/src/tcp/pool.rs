@@ -128,7 +128,7 @@ pub(crate) const RANGE_OVERHEAD: usize = 64;
 /// Idle ring storage by size class, each class bounded in bytes, and the account of the
 /// buffer memory lent out. See the [module docs](self).
 #[derive(Debug)]
-pub struct RingPool {
+pub(crate) struct RingPool {
     classes: [Vec<Ring>; CLASSES],
     /// Bytes of the rings in `classes`.
     idle: usize,
@@ -156,12 +156,12 @@ impl RingPool {
     /// A pool that keeps at most `bytes_per_class` bytes of idle rings in each of its
     /// size classes (2 KiB … 256 KiB, powers of two), with the default
     /// [`MemoryBudget`]. It starts empty and fills as connections drain their buffers.
-    pub fn new(bytes_per_class: usize) -> RingPool {
+    pub(crate) fn new(bytes_per_class: usize) -> RingPool {
         RingPool::with_budget(bytes_per_class, MemoryBudget::default())
     }
 
     /// [`RingPool::new`] with the given memory budget.
-    pub fn with_budget(bytes_per_class: usize, budget: MemoryBudget) -> RingPool {
+    pub(crate) fn with_budget(bytes_per_class: usize, budget: MemoryBudget) -> RingPool {
         RingPool {
             classes: Default::default(),
             idle: 0,
@@ -179,27 +179,27 @@ impl RingPool {
     }
 
     /// Bytes of idle rings held for reuse (at most [`CLASSES`] times the bound per class).
-    pub fn idle_bytes(&self) -> usize {
+    pub(crate) fn idle_bytes(&self) -> usize {
         self.idle
     }
 
     /// Buffer memory the engine's connections hold now (rings and out-of-order data).
-    pub fn in_use(&self) -> usize {
+    pub(crate) fn in_use(&self) -> usize {
         self.in_use
     }
 
     /// The most [`in_use`](Self::in_use) has been.
-    pub fn peak(&self) -> usize {
+    pub(crate) fn peak(&self) -> usize {
         self.peak
     }
 
     /// Whether the engine is under memory pressure (see [`MemoryBudget`]).
-    pub fn pressure(&self) -> bool {
+    pub(crate) fn pressure(&self) -> bool {
         self.pressure
     }
 
     /// What memory pressure cost so far.
-    pub fn counters(&self) -> MemoryCounters {
+    pub(crate) fn counters(&self) -> MemoryCounters {
         self.counters
     }
 
@@ -388,7 +388,7 @@ impl Default for RingPool {
 }
 
 /// Idle ring bytes an engine keeps per size class unless configured otherwise.
-pub const DEFAULT_BYTES_PER_CLASS: usize = 4 << 20;
+pub(crate) const DEFAULT_BYTES_PER_CLASS: usize = 4 << 20;
 
 #[inline]
 fn class(size: usize) -> Option<usize> {

@@ -28,7 +28,7 @@ use crate::ipv4::IpProtocol;
 pub const CHECKSUM_OFFSET: usize = 16;
 
 /// A TCP header without options (RFC 9293 §3.1: data offset 5).
-pub const MIN_HEADER_LEN: usize = 20;
+pub(crate) const MIN_HEADER_LEN: usize = 20;
 
 /// The largest TCP header, options included (data offset 15).
 pub const MAX_HEADER_LEN: usize = 60;
@@ -103,6 +103,7 @@ impl Segment {
 
     /// Parse the TCP part of an IPv4 packet. `checksum_verified` says the device has
     /// already checked it.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn parse(
         tcp: &[u8],
         src: Ipv4Addr,

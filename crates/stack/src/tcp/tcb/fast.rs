@@ -132,7 +132,7 @@ impl Tcb {
 /// [`PredictedSegment::write_header`]). Every data segment and ACK `poll_transmit`
 /// sends starts as one ([`TxSegment`] adds the rest).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PredictedSegment {
+pub(crate) struct PredictedSegment {
     /// SEG.SEQ.
     pub seq: SeqNum,
     /// SEG.ACK.
@@ -167,7 +167,7 @@ impl From<PredictedSegment> for TxSegment {
 impl PredictedSegment {
     /// Length of its TCP header: 20 bytes, and 12 more with timestamps.
     #[inline]
-    pub fn header_len(&self) -> usize {
+    pub(crate) fn header_len(&self) -> usize {
         if self.timestamp.is_some() {
             MIN_HEADER_LEN + TS_BLOCK_LEN
         } else {
@@ -179,7 +179,7 @@ impl PredictedSegment {
     /// with a zero checksum: the bytes [`TxSegment::write_header`] writes for the same
     /// segment, without its general option and flag logic.
     #[inline]
-    pub fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16) {
+    pub(crate) fn write_header(&self, buf: &mut [u8], src_port: u16, dst_port: u16) {
         let (fixed, options) = buf.split_at_mut(MIN_HEADER_LEN);
         let fixed: &mut [u8; MIN_HEADER_LEN] = fixed.try_into().expect("20-byte TCP header");
         let hl = MIN_HEADER_LEN + options.len();

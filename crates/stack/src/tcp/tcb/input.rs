@@ -18,12 +18,12 @@ const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 
 impl Tcb {
     /// Process one incoming segment (§3.10.7). `payload` is the segment's data. Call
-    /// [`poll_transmit`](Self::poll_transmit) after it (after the application had its
+    /// [`poll_transmit_predicted`](Self::poll_transmit_predicted) after it (after the application had its
     /// say, for an answer to ride on): an ACK it leaves owed is sent there, or, when it
     /// may wait, the delayed-ACK timer is armed there.
     // Always inline: one caller, per segment; the segment stays where it was parsed.
     #[inline(always)]
-    pub fn on_segment(
+    pub(crate) fn on_segment(
         &mut self,
         now: Instant,
         seg: &Segment,

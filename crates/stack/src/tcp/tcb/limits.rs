@@ -12,7 +12,7 @@ use crate::tcp::rtt::{RtoBounds, RttEstimator};
 /// ([`TcbLimits::new`]) and its connections share them ([`Opening::limits`](super::Opening::limits)) instead
 /// of each keeping a copy.
 #[derive(Debug, Clone)]
-pub struct TcbLimits {
+pub(crate) struct TcbLimits {
     pub(super) max_retries: u32,
     pub(super) max_syn_retries: u32,
     pub(super) max_synack_retries: u32,
@@ -44,7 +44,7 @@ pub struct TcbLimits {
 
 impl TcbLimits {
     /// What connections under `cfg` consult during their life.
-    pub fn new(cfg: &TcpConfig) -> TcbLimits {
+    pub(crate) fn new(cfg: &TcpConfig) -> TcbLimits {
         let rto = RtoBounds::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto);
         TcbLimits {
             max_retries: cfg.max_retries,
@@ -70,7 +70,7 @@ impl TcbLimits {
     }
 
     /// The same limits for an engine at `ip`.
-    pub fn at(mut self, ip: Ipv4Addr) -> TcbLimits {
+    pub(crate) fn at(mut self, ip: Ipv4Addr) -> TcbLimits {
         self.local_ip = ip;
         self
     }

@@ -1,8 +1,8 @@
 //! The TCP connection state machine (transmission control block), sans-IO.
 //!
 //! A [`Tcb`] takes parsed segments and the current time, and yields segments to send
-//! ([`Tcb::poll_transmit`]), events for the application ([`Tcb::take_events`]) and its next
-//! deadline ([`Tcb::next_deadline`]). It never reads a clock and never touches a device;
+//! ([`Tcb::poll_transmit_predicted`]), events for the application ([`Tcb::take_events`])
+//! and when it wants to be woken ([`Tcb::take_wake`]). It never reads a clock and never touches a device;
 //! the engine owns both. Section numbers refer to RFC 9293 unless said otherwise.
 //!
 //! What is implemented: all eleven states including simultaneous open and close; MSS,
@@ -52,11 +52,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::cc::{Cc, CongestionControl};
+use super::cc::Cc;
+#[cfg(test)]
+use super::cc::CongestionControl;
 use super::pool::RingPool;
 use super::recv_buffer::RecvBuffer;
 use super::rtt::RttEstimator;
 use super::scoreboard::RackKeep;
+#[cfg(test)]
 use super::segment::TxSegment;
 use super::send_buffer::SendBuffer;
 use super::seq::SeqNum;
@@ -81,10 +84,10 @@ mod timers;
 pub(crate) use connection::TcbConn;
 use flags::{ConnFlags, PendingOutput};
 pub(crate) use flight::Flight;
-pub use limits::TcbLimits;
+pub(crate) use limits::TcbLimits;
 pub(crate) use open::Open;
-pub use open::{Opening, SynOptions};
-pub use recovery::LossCounters;
+pub(crate) use open::{Opening, SynOptions};
+pub(crate) use recovery::LossCounters;
 use recovery::{Prr, Recovery, Undo};
 use spaces::{RecvSeq, SendSeq};
 #[cfg(test)]
@@ -130,7 +133,7 @@ impl State {
 
 /// Application-visible events raised by the state machine, drained by the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Events {
+pub(crate) struct Events {
     /// The three-way handshake completed.
     pub connected: bool,
     /// Send space was freed after the application was refused some bytes.
@@ -145,14 +148,15 @@ pub struct Events {
 
 impl Events {
     /// Nothing happened.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         *self == Events::default()
     }
 }
 
 /// What one incoming segment produced for the engine to act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RxOutcome {
+pub(crate) struct RxOutcome {
     /// In-order payload bytes `payload[start..end]` for the application, taken straight
     /// from the frame (the receive buffer was empty). Whatever the application does not
     /// consume must be handed back with [`Tcb::keep_unconsumed`].
@@ -194,7 +198,7 @@ impl Timestamps {
 }
 
 /// A transmission control block: one TCP connection.
-pub struct Tcb {
+pub(crate) struct Tcb {
     state: State,
     snd: SendSeq,
     rcv: RecvSeq,
@@ -271,11 +275,11 @@ impl Tcb {
     // ----- Accessors -----
 
     /// The connection's state.
-    pub fn state(&self) -> State {
+    pub(crate) fn state(&self) -> State {
         self.state
     }
     /// Our address (the port is in the engine's flow key).
-    pub fn local_ip(&self) -> Ipv4Addr {
+    pub(crate) fn local_ip(&self) -> Ipv4Addr {
         self.cfg.local_ip
     }
     pub(crate) fn send_buffer(&self) -> &SendBuffer {
@@ -284,55 +288,66 @@ impl Tcb {
     /// Copy the payload of `seg` (a segment [`Tcb::poll_transmit`] produced, not yet
     /// acknowledged) into `out`, which is `seg.payload_len` bytes long: what a driver of
     /// the state machine puts after the TCP header.
-    pub fn write_payload(&self, seg: &TxSegment, out: &mut [u8]) {
+    #[cfg(test)]
+    pub(crate) fn write_payload(&self, seg: &TxSegment, out: &mut [u8]) {
         self.snd.buf.copy_out(seg.payload_offset, out);
     }
     /// SND.UNA: the oldest sequence number not yet acknowledged.
-    pub fn snd_una(&self) -> SeqNum {
+    #[cfg(test)]
+    pub(crate) fn snd_una(&self) -> SeqNum {
         self.snd.una
     }
     /// SND.NXT: the next sequence number to send.
-    pub fn snd_nxt(&self) -> SeqNum {
+    pub(crate) fn snd_nxt(&self) -> SeqNum {
         self.snd.nxt
     }
     /// RCV.NXT: the next sequence number expected from the peer.
-    pub fn rcv_nxt(&self) -> SeqNum {
+    pub(crate) fn rcv_nxt(&self) -> SeqNum {
         self.rcv.nxt
     }
     /// SND.WND: the peer's receive window, in bytes (scaled).
-    pub fn snd_wnd(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn snd_wnd(&self) -> usize {
         self.snd.wnd()
     }
     /// Payload bytes per full-sized segment we send (after the options on every one).
-    pub fn snd_mss(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn snd_mss(&self) -> usize {
         self.snd.mss()
     }
     /// The congestion window (RFC 5681), in bytes.
-    pub fn cwnd(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn cwnd(&self) -> usize {
         self.cc.cwnd()
     }
     /// The slow-start threshold (RFC 5681 §3.1), in bytes.
-    pub fn ssthresh(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn ssthresh(&self) -> usize {
         self.cc.ssthresh()
     }
     /// The current retransmission timeout (RFC 6298), backoff included.
-    pub fn rto(&self) -> Duration {
+    #[cfg(test)]
+    pub(crate) fn rto(&self) -> Duration {
         self.rtt.rto()
     }
     /// The smoothed round-trip time, once there is a sample (RFC 6298).
-    pub fn srtt(&self) -> Option<Duration> {
+    #[cfg(test)]
+    pub(crate) fn srtt(&self) -> Option<Duration> {
         self.rtt.srtt()
     }
     /// Both sides agreed on timestamps (RFC 7323).
-    pub fn timestamps_enabled(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn timestamps_enabled(&self) -> bool {
         self.ts.is_some()
     }
     /// Both sides agreed on SACK (RFC 2018).
-    pub fn sack_enabled(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn sack_enabled(&self) -> bool {
         self.flags.has(ConnFlags::SACK_OK)
     }
     /// Window-scale shifts (the peer's, ours); zeros unless both sides agreed.
-    pub fn window_scales(&self) -> (u8, u8) {
+    #[cfg(test)]
+    pub(crate) fn window_scales(&self) -> (u8, u8) {
         (self.snd.wscale, self.rcv.wscale)
     }
     /// Let new data go out as TSO super-frames of up to `max_payload` bytes, which the
@@ -342,7 +357,7 @@ impl Tcb {
     }
 
     /// Bytes the application may still queue by copy.
-    pub fn send_space(&self) -> usize {
+    pub(crate) fn send_space(&self) -> usize {
         if self.can_send() {
             self.snd.buf.space()
         } else {
@@ -350,24 +365,20 @@ impl Tcb {
         }
     }
     /// Bytes in flight: sent and not yet acknowledged (sequence space).
-    pub fn flight_size(&self) -> usize {
+    pub(crate) fn flight_size(&self) -> usize {
         self.snd.nxt.since(self.snd.una)
     }
     /// The connection has been fully closed and may be dropped.
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.state == State::Closed
     }
     /// Bytes of the receive buffer the application has not taken yet.
-    pub fn readable_len(&self) -> usize {
+    pub(crate) fn readable_len(&self) -> usize {
         self.rcv.buf.readable_len()
     }
     /// TS.Recent and our timestamp offset, when timestamps are in use (for TIME-WAIT).
     pub(crate) fn timestamp_state(&self) -> Option<(u32, u32)> {
         self.ts.map(|t| (t.recent, t.offset))
-    }
-    /// Our window-scale shift as the peer applies it to our window field.
-    pub fn rcv_wscale(&self) -> u8 {
-        self.rcv.wscale
     }
     /// When TIME-WAIT (or the FIN-WAIT-2 timeout) ends.
     pub(crate) fn linger_deadline(&self) -> Option<Instant> {
@@ -376,21 +387,23 @@ impl Tcb {
     /// Whether [`Tcb::take_counters`] may have anything to give: loss recovery's rare
     /// part, which holds the counters, exists (one test on the common path).
     #[inline]
-    pub fn may_have_counters(&self) -> bool {
+    pub(crate) fn may_have_counters(&self) -> bool {
         self.recovery.cold.is_some()
     }
     /// Retransmissions and loss-recovery events since the last call.
-    pub fn take_counters(&mut self) -> LossCounters {
+    pub(crate) fn take_counters(&mut self) -> LossCounters {
         self.recovery.take_counters()
     }
     /// Number of consecutive retransmission timeouts without progress.
-    pub fn retries(&self) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn retries(&self) -> u32 {
         u32::from(self.recovery.retries)
     }
 
     /// What the application has not read yet, as one contiguous slice (the receive buffer
     /// may hold more after it).
-    pub fn readable(&self) -> &[u8] {
+    #[cfg(test)]
+    pub(crate) fn readable(&self) -> &[u8] {
         self.rcv.buf.readable()
     }
 
@@ -406,7 +419,7 @@ impl Tcb {
     }
 
     /// The events raised since the last call, for the application.
-    pub fn take_events(&mut self) -> Events {
+    pub(crate) fn take_events(&mut self) -> Events {
         std::mem::take(&mut self.events)
     }
 
@@ -421,7 +434,7 @@ impl Tcb {
 
     /// Queue a copy of `data`; returns how many bytes fit. When not all fit, a
     /// `writable` event follows once space frees up.
-    pub fn send(&mut self, data: &[u8], pool: &mut RingPool) -> Result<usize, SendError> {
+    pub(crate) fn send(&mut self, data: &[u8], pool: &mut RingPool) -> Result<usize, SendError> {
         if !self.can_send() {
             return Err(SendError::Closed);
         }
@@ -433,7 +446,7 @@ impl Tcb {
     }
 
     /// Queue shared immutable bytes without copying them; retransmissions re-read them.
-    pub fn send_shared(&mut self, data: Bytes) -> Result<(), SendError> {
+    pub(crate) fn send_shared(&mut self, data: Bytes) -> Result<(), SendError> {
         if !self.can_send() {
             return Err(SendError::Closed);
         }
@@ -443,7 +456,7 @@ impl Tcb {
 
     /// Queue `body[range]` by reference with its precomputed checksums (see
     /// [`SummedBytes`](crate::checksum::SummedBytes)).
-    pub fn send_summed(
+    pub(crate) fn send_summed(
         &mut self,
         body: &crate::checksum::SummedBytes,
         range: std::ops::Range<usize>,
@@ -456,13 +469,13 @@ impl Tcb {
     }
 
     /// Ask for a `writable` event the next time acknowledged bytes free send space.
-    pub fn notify_writable(&mut self) {
+    pub(crate) fn notify_writable(&mut self) {
         self.want_writable = true;
     }
 
     /// Close our sending side after the queued data (CLOSE call, §3.10.4), keeping the
     /// receive side open: a half-close.
-    pub fn shutdown_write(&mut self) {
+    pub(crate) fn shutdown_write(&mut self) {
         if self.snd.fin_queued {
             return;
         }
@@ -485,7 +498,7 @@ impl Tcb {
     /// Graceful close of both directions: FIN after queued data; data that arrives within
     /// [`TcpConfig::close_linger`](super::config::TcpConfig::close_linger) is
     /// acknowledged and discarded, data after that resets the connection.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         if !self.rcv.closed {
             self.rcv.discard_until = self.last_now + self.cfg.close_linger;
         }
@@ -500,7 +513,7 @@ impl Tcb {
     }
 
     /// Abort (§3.10.5): send a RST if synchronized, drop everything, close now.
-    pub fn abort(&mut self) {
+    pub(crate) fn abort(&mut self) {
         if matches!(
             self.state,
             State::SynReceived
@@ -545,7 +558,7 @@ impl Tcb {
     /// The application has closed the connection (FIN queued, nothing will be read) and
     /// it is not finished: an orphan, bounded by [`TcpConfig::orphan_retries`](super::config::TcpConfig::orphan_retries) and
     /// [`TcpConfig::orphan_timeout`](super::config::TcpConfig).
-    pub fn is_orphan(&self) -> bool {
+    pub(crate) fn is_orphan(&self) -> bool {
         self.rcv.closed
             && matches!(
                 self.state,
@@ -554,7 +567,7 @@ impl Tcb {
     }
 
     /// Set (or clear) the user timeout (RFC 5482; RFC 9293 §3.10.1 USER TIMEOUT).
-    pub fn set_user_timeout(&mut self, timeout: Option<Duration>) {
+    pub(crate) fn set_user_timeout(&mut self, timeout: Option<Duration>) {
         if timeout.is_some() || self.user_timeout().is_some() {
             self.timers.extra_mut().user_timeout = timeout;
         }
@@ -635,20 +648,21 @@ impl Tcb {
     }
 
     /// The engine's rate limiter allowed a challenge ACK (RFC 5961 §7).
-    pub fn send_challenge_ack(&mut self) {
+    pub(crate) fn send_challenge_ack(&mut self) {
         self.pending.set(PendingOutput::ACK_NOW);
     }
 
     /// Hand back the part of a directly delivered payload the application did not
     /// consume; it is kept in the receive buffer and offered again later.
-    pub fn keep_unconsumed(&mut self, rest: &[u8], pool: &mut RingPool) {
+    pub(crate) fn keep_unconsumed(&mut self, rest: &[u8], pool: &mut RingPool) {
         if !rest.is_empty() {
             self.rcv.buf.keep(rest, pool);
         }
     }
 
     /// The application consumed `n` bytes of [`Tcb::readable`].
-    pub fn consume(&mut self, n: usize, pool: &mut RingPool) {
+    #[cfg(test)]
+    pub(crate) fn consume(&mut self, n: usize, pool: &mut RingPool) {
         self.rcv.buf.consume(n, pool);
         self.maybe_window_update();
     }
@@ -657,7 +671,7 @@ impl Tcb {
     /// response with: an empty send ring (see `SendBuffer`'s memory rules) or its
     /// flight block (`flight.rs`). The engine lists such connections for its idle
     /// sweep ([`Tcb::release_idle_send_ring`]).
-    pub fn holds_idle_send_ring(&self) -> bool {
+    pub(crate) fn holds_idle_send_ring(&self) -> bool {
         self.snd.buf.holds_empty_ring() || (self.flight.is_some() && self.snd.una == self.snd.max)
     }
 
@@ -665,7 +679,11 @@ impl Tcb {
     /// was sent since `quiet_since`; returns whether the connection still keeps either
     /// (a flight block stays while something in it is still in use, say a recovery
     /// point not passed yet: rare, and retried at the next sweep).
-    pub fn release_idle_send_ring(&mut self, quiet_since: Instant, pool: &mut RingPool) -> bool {
+    pub(crate) fn release_idle_send_ring(
+        &mut self,
+        quiet_since: Instant,
+        pool: &mut RingPool,
+    ) -> bool {
         if !self.holds_idle_send_ring() {
             return false;
         }
@@ -680,7 +698,7 @@ impl Tcb {
     /// Give both buffers' storage back to `pool`: the block is going away (closed, or
     /// replaced by a compact TIME-WAIT entry). A block dropped without this frees its
     /// storage to the allocator instead.
-    pub fn release_buffers(&mut self, pool: &mut RingPool) {
+    pub(crate) fn release_buffers(&mut self, pool: &mut RingPool) {
         self.drop_flight(pool);
         self.snd.buf.release(pool);
         self.rcv.buf.release(pool);

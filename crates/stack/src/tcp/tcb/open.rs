@@ -2,7 +2,6 @@
 //! open, passive open, a returning SYN cookie) and the options the handshake settles
 //! (RFC 7323 §2.2, §3.2; RFC 2018 §2; RFC 6691).
 
-use std::net::SocketAddrV4;
 use std::rc::Rc;
 
 use super::deadlines::TimerTable;
@@ -22,11 +21,7 @@ use crate::time::Instant;
 
 /// What every new connection is created with, whichever way it opens.
 #[derive(Debug, Clone)]
-pub struct Opening<'a> {
-    /// Our end of the connection (the block does not keep it: see [`TcbLimits::at`]).
-    pub local: SocketAddrV4,
-    /// The peer's end (the block does not keep it: the engine's flow key does).
-    pub remote: SocketAddrV4,
+pub(crate) struct Opening<'a> {
     /// Our initial sequence number (RFC 9293 §3.4.1; RFC 6528).
     pub iss: SeqNum,
     /// Added to our millisecond clock in the TSvals we send, so they do not reveal
@@ -61,7 +56,7 @@ pub(crate) enum Open<'s> {
 
 /// Options a SYN carried that shape the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SynOptions {
+pub(crate) struct SynOptions {
     /// Maximum segment size (RFC 9293 §3.7.1); 536 when absent.
     pub mss: Option<u16>,
     /// Window-scale shift (RFC 7323 §2).
@@ -89,10 +84,7 @@ impl Tcb {
     // Always inline: so that the engine builds the block in its slot, not on the stack.
     #[inline(always)]
     pub(crate) fn new(p: &Opening<'_>) -> Tcb {
-        // The addresses stay with the engine (its flow key and the limits' address).
         let &Opening {
-            local: _,
-            remote: _,
             iss,
             our_mss,
             now,
@@ -179,23 +171,27 @@ impl Tcb {
     }
 
     /// Active open (§3.10.1): the connection starts in SYN-SENT with a SYN to send.
-    pub fn connect(p: &Opening<'_>) -> Tcb {
+    #[cfg(test)]
+    pub(crate) fn connect(p: &Opening<'_>) -> Tcb {
         Tcb::opened(p, Open::Active)
     }
 
     /// Passive open: a SYN arrived for a listener (§3.10.7.2). The connection starts in
     /// SYN-RECEIVED with a SYN-ACK to send.
-    pub fn accept_syn(p: &Opening<'_>, syn: &Segment) -> Tcb {
+    #[cfg(test)]
+    pub(crate) fn accept_syn(p: &Opening<'_>, syn: &Segment) -> Tcb {
         Tcb::opened(p, Open::Passive(syn))
     }
 
     /// A connection rebuilt from a valid SYN-cookie ACK: straight to ESTABLISHED.
     /// `p.iss` is the cookie (our SYN-ACK's sequence number) and `opts` what the cookie
     /// preserved of the client's SYN; the client's ISN is the ACK's sequence number - 1.
-    pub fn from_cookie(p: &Opening<'_>, ack: &Segment, opts: SynOptions) -> Tcb {
+    #[cfg(test)]
+    pub(crate) fn from_cookie(p: &Opening<'_>, ack: &Segment, opts: SynOptions) -> Tcb {
         Tcb::opened(p, Open::Cookie(ack, opts))
     }
 
+    #[cfg(test)]
     fn opened(p: &Opening<'_>, how: Open<'_>) -> Tcb {
         let mut tcb = Tcb::new(p);
         tcb.open(p, how);

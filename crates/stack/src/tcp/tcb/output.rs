@@ -174,17 +174,23 @@ impl Tcb {
     ///
     /// `pool` says whether the engine is under memory pressure, which limits the window
     /// offered (see [`MemoryBudget`](crate::tcp::pool::MemoryBudget)).
-    pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<TxSegment>, pool: &mut RingPool) {
+    #[cfg(test)]
+    pub(crate) fn poll_transmit(
+        &mut self,
+        now: Instant,
+        out: &mut Vec<TxSegment>,
+        pool: &mut RingPool,
+    ) {
         if let Some(seg) = self.poll_transmit_predicted(now, out, pool) {
             out.push(seg.into());
         }
     }
 
-    /// [`poll_transmit`](Self::poll_transmit), except that the common segment (see
+    /// `poll_transmit` (the form the tests call), except that the common segment (see
     /// `PredictedSegment`) comes back by value instead of going into `out`, for a
     /// frame writer made for it. Whatever else is due goes into `out`.
     #[inline]
-    pub fn poll_transmit_predicted(
+    pub(crate) fn poll_transmit_predicted(
         &mut self,
         now: Instant,
         out: &mut Vec<TxSegment>,

@@ -15,7 +15,8 @@ use crate::time::Instant;
 
 impl Tcb {
     /// The earliest time [`Tcb::on_timer`] has work to do.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    #[cfg(test)]
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.timers.next()
     }
 
@@ -37,7 +38,7 @@ impl Tcb {
     ///
     /// [`on_timer`]: Self::on_timer
     #[inline]
-    pub fn take_wake(&mut self) -> Option<Instant> {
+    pub(crate) fn take_wake(&mut self) -> Option<Instant> {
         if !self.flags.has(ConnFlags::WAKE_EARLIER) {
             return None;
         }
@@ -49,7 +50,7 @@ impl Tcb {
     /// A caller's timer that fires before it is stale: an earlier wake-up came since,
     /// and what was due then is handled.
     #[inline]
-    pub fn wake_at(&self) -> Option<Instant> {
+    pub(crate) fn wake_at(&self) -> Option<Instant> {
         let at = self.timers.wake();
         (at != Instant::FAR_FUTURE).then_some(at)
     }
@@ -57,7 +58,7 @@ impl Tcb {
     /// Arm the application's one-shot timer `after` from now (replacing an armed one),
     /// or cancel it; when it fires, [`Events::app_timer`](super::Events::app_timer) is raised. A closed
     /// connection's timer never fires.
-    pub fn set_app_timer(&mut self, after: Option<Duration>) {
+    pub(crate) fn set_app_timer(&mut self, after: Option<Duration>) {
         match after {
             Some(d) if !self.is_closed() => self.arm(Timer::App, self.last_now + d),
             _ => self.timers.stop(Timer::App),
@@ -65,7 +66,7 @@ impl Tcb {
     }
 
     /// Fire whatever timers are due at `now`.
-    pub fn on_timer(&mut self, now: Instant) {
+    pub(crate) fn on_timer(&mut self, now: Instant) {
         self.last_now = now;
 
         // In this order: the application's timer fires even when another timer then ends

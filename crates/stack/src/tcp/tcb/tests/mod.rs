@@ -37,8 +37,6 @@ fn ms(n: u64) -> Instant {
 /// What a connection between [`LOCAL`] and [`REMOTE`] is created with.
 fn open(iss: SeqNum, ts_offset: u32, our_mss: u16, now: Instant, cfg: &TcpConfig) -> Opening<'_> {
     Opening {
-        local: LOCAL,
-        remote: REMOTE,
         iss,
         ts_offset,
         our_mss,

@@ -271,10 +271,7 @@ impl World {
     }
 
     fn opening(&self, side: usize) -> Opening<'_> {
-        let (local, remote) = World::addrs(side);
         Opening {
-            local,
-            remote,
             iss: SeqNum(if side == 0 { 0xffff_f000 } else { 77_000 }),
             ts_offset: if side == 0 { 12345 } else { 0xffff_0000 },
             our_mss: [1460, 536][side],
