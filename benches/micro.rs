@@ -89,7 +89,7 @@ fn bench_checksum(c: &mut Criterion) {
         // bytes in one accumulator, folded once.
         let (src, dst) = ([10, 0, 0, 1], [10, 0, 0, 2]);
         let wide = |d: &[u8]| {
-            checksum::Wide::pseudo_v4(src, dst, 6, d.len() as u16)
+            internals::Wide::pseudo_v4(src, dst, 6, d.len() as u16)
                 .add_bytes(d)
                 .checksum_bytes()
         };

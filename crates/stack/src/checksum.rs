@@ -13,11 +13,16 @@
 //!   summed in native-endian 64-bit words and the result swapped once;
 //! - (C) the sum of a piece that starts at an odd offset of the whole is the byte-swap of
 //!   the piece's own sum: that is how pieces of odd length (ring-buffer wrap, prefix sums
-//!   at odd offsets) are stitched together ([`combine_at`], [`Partial`]).
+//!   at odd offsets) are stitched together (as the prefix sums do).
 //!
 //! Every function returns a folded sum of exactly `0` only when all summed bytes are zero
 //! (otherwise a value in `1..=0xffff`), the same as the naive word-by-word algorithm, so
 //! results from the fast and the incremental paths are bit-identical.
+
+// `pub` for the `internals` feature, unreachable without it.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
+pub(crate) mod wide;
+pub(crate) use wide::Wide;
 
 /// Folds a 64-bit accumulation to 16 bits with end-around carries (not complemented).
 /// Zero stays zero and any non-zero value maps into `1..=0xffff`.
@@ -156,7 +161,7 @@ pub fn sum(data: &[u8]) -> u32 {
 /// Copies `src` into `dst` (the same length) and returns [`sum`] of the bytes, in one
 /// pass: each word is added as it is moved, so the bytes are read once and no separate
 /// copy runs (what a segment's payload costs on the way into a transmit buffer).
-pub fn copy_and_sum(src: &[u8], dst: &mut [u8]) -> u32 {
+pub(crate) fn copy_and_sum(src: &[u8], dst: &mut [u8]) -> u32 {
     u32::from(u16::from_be(fold128(copy_and_add(0, src, dst))))
 }
 
@@ -194,85 +199,6 @@ fn copy_and_add(mut acc: u128, src: &[u8], dst: &mut [u8]) -> u128 {
     acc
 }
 
-/// A sum in the making, for a header and payload checksummed together: the pieces'
-/// native-endian words added into 128 bits with no fold between them, and one fold at
-/// the end ([`Wide::verifies`], [`Wide::checksum_bytes`]): a fold, with its byte swap
-/// and end-around carries, is the costly step, and a segment summed as pseudo-header,
-/// header and payload needs only one.
-///
-/// Every piece added with [`Wide::add_bytes`] or [`Wide::copy_add`] must start at an even
-/// offset of the whole (a piece at an odd offset goes in folded and byte-swapped:
-/// [`Wide::add_folded`]). The raw accumulation depends on how the pieces were added
-/// (see `add4`), so sums compare by their folded value ([`Wide::folded`]), and `Wide`
-/// has no `==` of its own.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Wide(u128);
-
-impl Wide {
-    /// The IPv4 pseudo-header of a TCP or UDP datagram of `len` bytes from `src` to
-    /// `dst` (RFC 9293 §3.1): its twelve bytes as three native words, the third being
-    /// the zero byte, the protocol and the length.
-    #[inline]
-    pub fn pseudo_v4(src: [u8; 4], dst: [u8; 4], protocol: u8, len: u16) -> Wide {
-        let l = len.to_be_bytes();
-        let word = |b: [u8; 4]| u64::from(u32::from_ne_bytes(b));
-        Wide(u128::from(
-            word(src) + word(dst) + word([0, protocol, l[0], l[1]]),
-        ))
-    }
-
-    /// Plus the bytes of `data`.
-    // Always inlined: see `add_native`.
-    #[inline(always)]
-    pub fn add_bytes(self, data: &[u8]) -> Wide {
-        Wide(add_native(self.0, data))
-    }
-
-    /// Plus the bytes of `src`, copied into `dst` (the same length) as they are read.
-    // Always inlined: see `add_native`.
-    #[inline(always)]
-    pub fn copy_add(self, src: &[u8], dst: &mut [u8]) -> Wide {
-        Wide(copy_and_add(self.0, src, dst))
-    }
-
-    /// Plus a piece's sum `part` as [`sum`] or [`fold`] give it, the piece starting at
-    /// an odd offset of the whole when `offset_is_odd` (see [`combine_at`]).
-    #[inline]
-    pub fn add_folded(self, part: u16, offset_is_odd: bool) -> Wide {
-        // `sum` is the byte swap of the native sum; a piece at an odd offset is swapped
-        // once more (RFC 1071 §2(B), (C)).
-        let native = u16::from_be(part);
-        let native = if offset_is_odd {
-            native.swap_bytes()
-        } else {
-            native
-        };
-        Wide(self.0 + u128::from(native))
-    }
-
-    /// The sum folded, as [`sum`] gives it.
-    #[inline]
-    pub fn folded(self) -> u16 {
-        u16::from_be(fold128(self.0))
-    }
-
-    /// Whether the bytes summed, a checksum field among them, check (RFC 1071 §1:
-    /// all ones, which reads the same in either byte order).
-    #[inline]
-    pub fn verifies(self) -> bool {
-        folds_to_ones(self.0)
-    }
-
-    /// The checksum of the bytes summed (their checksum field zero), as its two bytes
-    /// in network order.
-    #[inline]
-    pub fn checksum_bytes(self) -> [u8; 2] {
-        // The checksum is the complement of the big-endian folded sum, which is the
-        // native one read in network order.
-        (!fold128(self.0)).to_ne_bytes()
-    }
-}
-
 /// Folds a sum's carries into 16 bits (RFC 1071 §4.1). Not complemented.
 pub fn fold(sum: u32) -> u16 {
     fold64(u64::from(sum))
@@ -289,7 +215,8 @@ pub fn combine(a: u32, b: u32) -> u32 {
 /// Adds the folded sum `part` of a piece to `acc`, where the piece starts at an odd byte
 /// offset of the whole when `offset_is_odd` (RFC 1071 §2(C): its words are then
 /// byte-swapped relative to the whole's).
-pub fn combine_at(acc: u32, part: u16, offset_is_odd: bool) -> u32 {
+#[cfg(test)]
+pub(crate) fn combine_at(acc: u32, part: u16, offset_is_odd: bool) -> u32 {
     let p = if offset_is_odd {
         part.swap_bytes()
     } else {
@@ -299,12 +226,13 @@ pub fn combine_at(acc: u32, part: u16, offset_is_odd: bool) -> u32 {
 }
 
 /// Ones'-complement addition of two 16-bit values.
-pub fn add(a: u16, b: u16) -> u16 {
+pub(crate) fn add(a: u16, b: u16) -> u16 {
     fold(u32::from(a) + u32::from(b))
 }
 
 /// Ones'-complement subtraction `a - b`, i.e. `a + !b`.
-pub fn sub(a: u16, b: u16) -> u16 {
+#[cfg(test)]
+pub(crate) fn sub(a: u16, b: u16) -> u16 {
     add(a, !b)
 }
 
@@ -340,7 +268,7 @@ pub fn verify(data: &[u8]) -> bool {
 /// [`verify`] for a 20-byte header (IPv4 without options, the common case): three loads
 /// and one fold, inlined where the header is parsed.
 #[inline]
-pub fn verify_20(header: &[u8; 20]) -> bool {
+pub(crate) fn verify_20(header: &[u8; 20]) -> bool {
     let (a, rest) = header.split_first_chunk::<8>().expect("20 bytes");
     let (b, c) = rest.split_first_chunk::<8>().expect("12 bytes");
     let c: &[u8; 4] = c.try_into().expect("4 bytes");
@@ -494,52 +422,44 @@ fn exact_positional(piece: &[u8], offset: usize) -> u64 {
 /// wraps, a header and a body in different buffers): each piece is placed at the byte
 /// offset where it falls in the whole.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Partial {
+#[cfg(test)]
+pub(crate) struct Partial {
     sum: u32,
     len: usize,
 }
 
+#[cfg(test)]
 impl Partial {
     /// An empty sum.
-    pub fn new() -> Partial {
+    pub(crate) fn new() -> Partial {
         Partial::default()
     }
 
     /// Starts from an existing sum (e.g. the pseudo-header), covering no bytes yet.
-    pub fn with_initial(sum: u32) -> Partial {
+    pub(crate) fn with_initial(sum: u32) -> Partial {
         Partial { sum, len: 0 }
     }
 
     /// Appends bytes.
-    pub fn add_bytes(&mut self, data: &[u8]) {
+    pub(crate) fn add_bytes(&mut self, data: &[u8]) {
         self.add_folded(fold(sum(data)), data.len());
     }
 
     /// Appends a piece of `len` bytes known only by its folded sum (as if it started at an
     /// even offset), e.g. from [`PrefixSums::range_sum`].
-    pub fn add_folded(&mut self, part: u16, len: usize) {
+    pub(crate) fn add_folded(&mut self, part: u16, len: usize) {
         self.sum = combine_at(self.sum, part, self.len % 2 == 1);
         self.len = self.len.wrapping_add(len);
     }
 
     /// Bytes covered so far.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// Nothing added yet.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The sum so far.
-    pub fn sum(&self) -> u32 {
+    pub(crate) fn sum(&self) -> u32 {
         self.sum
-    }
-
-    /// The checksum to write into the header.
-    pub fn checksum(&self) -> u16 {
-        finish(self.sum)
     }
 }
 

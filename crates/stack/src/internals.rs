@@ -9,6 +9,7 @@
 
 pub use crate::arp::cache::{ArpCache, EnqueueResult};
 pub use crate::arp::wire::{build_reply, build_request, process, ArpInput, FRAME_LEN, PACKET_LEN};
+pub use crate::checksum::wide::Wide;
 pub use crate::engine::flow_key::FlowKey;
 pub use crate::engine::flows::{Flow, Flows};
 pub use crate::rng::Rng;

@@ -1,0 +1,83 @@
+//! [`Wide`], the accumulator the engine's TCP path sums a segment in.
+
+use super::{add_native, copy_and_add, fold128, folds_to_ones};
+
+/// A sum in the making, for a header and payload checksummed together: the pieces'
+/// native-endian words added into 128 bits with no fold between them, and one fold at
+/// the end ([`Wide::verifies`], [`Wide::checksum_bytes`]): a fold, with its byte swap
+/// and end-around carries, is the costly step, and a segment summed as pseudo-header,
+/// header and payload needs only one.
+///
+/// Every piece added with [`Wide::add_bytes`] or [`Wide::copy_add`] must start at an even
+/// offset of the whole (a piece at an odd offset goes in folded and byte-swapped:
+/// [`Wide::add_folded`]). The raw accumulation depends on how the pieces were added
+/// (see `add4`), so sums compare by their folded value (`folded`, what the tests compare), and `Wide`
+/// has no `==` of its own.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Wide(u128);
+
+impl Wide {
+    /// The IPv4 pseudo-header of a TCP or UDP datagram of `len` bytes from `src` to
+    /// `dst` (RFC 9293 §3.1): its twelve bytes as three native words, the third being
+    /// the zero byte, the protocol and the length.
+    #[inline]
+    pub fn pseudo_v4(src: [u8; 4], dst: [u8; 4], protocol: u8, len: u16) -> Wide {
+        let l = len.to_be_bytes();
+        let word = |b: [u8; 4]| u64::from(u32::from_ne_bytes(b));
+        Wide(u128::from(
+            word(src) + word(dst) + word([0, protocol, l[0], l[1]]),
+        ))
+    }
+
+    /// Plus the bytes of `data`.
+    // Always inlined: see `add_native`.
+    #[inline(always)]
+    pub fn add_bytes(self, data: &[u8]) -> Wide {
+        Wide(add_native(self.0, data))
+    }
+
+    /// Plus the bytes of `src`, copied into `dst` (the same length) as they are read.
+    // Always inlined: see `add_native`.
+    #[inline(always)]
+    pub fn copy_add(self, src: &[u8], dst: &mut [u8]) -> Wide {
+        Wide(copy_and_add(self.0, src, dst))
+    }
+
+    /// Plus a piece's sum `part` as [`sum`](super::sum) or [`fold`](super::fold) give it, the piece starting at
+    /// an odd offset of the whole when `offset_is_odd` (as a piece at an odd offset adds: RFC 1071 §2, C).
+    #[inline]
+    pub fn add_folded(self, part: u16, offset_is_odd: bool) -> Wide {
+        // `sum` is the byte swap of the native sum; a piece at an odd offset is swapped
+        // once more (RFC 1071 §2(B), (C)).
+        let native = u16::from_be(part);
+        let native = if offset_is_odd {
+            native.swap_bytes()
+        } else {
+            native
+        };
+        Wide(self.0 + u128::from(native))
+    }
+
+    /// The sum folded, as [`sum`] gives it.
+    #[inline]
+    #[cfg(test)]
+    pub fn folded(self) -> u16 {
+        u16::from_be(fold128(self.0))
+    }
+
+    /// Whether the bytes summed, a checksum field among them, check (RFC 1071 §1:
+    /// all ones, which reads the same in either byte order).
+    #[inline]
+    pub fn verifies(self) -> bool {
+        folds_to_ones(self.0)
+    }
+
+    /// The checksum of the bytes summed (their checksum field zero), as its two bytes
+    /// in network order.
+    #[inline]
+    pub fn checksum_bytes(self) -> [u8; 2] {
+        // The checksum is the complement of the big-endian folded sum, which is the
+        // native one read in network order.
+        (!fold128(self.0)).to_ne_bytes()
+    }
+}
