@@ -20,7 +20,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use rusty_drivers_ixgbe::model::{Model, ModelConfig, Wire};
 use rusty_drivers_ixgbe::{open, IxgbeConfig, IxgbeQueue, IxgbeRx};
 use rusty_stack::io::{ChecksumRequest, MacAddr, PacketIo, TxFrame, TxMeta};
-use rusty_stack::sim::rig;
+use rusty_testkit::rig;
 use std::net::Ipv4Addr;
 
 const BURST: usize = 32;

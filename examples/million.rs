@@ -24,11 +24,11 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rusty::io::memory::{self, MemoryLink};
 use rusty::io::Capabilities;
-use rusty::sim::{self, CLIENT_IP, CLIENT_MAC, SERVER_IP, SERVER_MAC};
 use rusty::time::VirtualClock;
 use rusty::{Conn, Engine, EngineConfig, Handler};
+use rusty_testkit::memory::{self, MemoryLink};
+use rusty_testkit::sim::{self, CLIENT_IP, CLIENT_MAC, SERVER_IP, SERVER_MAC};
 
 /// The heap counters: a global allocator that passes every call to the system's and
 /// keeps the live byte count, for the whole process and for the server's share.

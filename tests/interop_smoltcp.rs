@@ -16,12 +16,12 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
 use rusty_stack::io::fault::{FaultConfig, FaultInjector};
-use rusty_stack::io::memory::{self, MemoryLink};
 use rusty_stack::io::{Capabilities, MacAddr, PacketIo};
-use rusty_stack::sim;
 use rusty_stack::time::{Clock, VirtualClock};
 use rusty_stack::CloseReason;
 use rusty_stack::{Conn, Engine, Handler, Opener};
+use rusty_testkit::memory::{self, MemoryLink};
+use rusty_testkit::sim;
 use smoltcp::iface::{Config, Interface, PollResult, SocketHandle, SocketSet};
 use smoltcp::phy::{self, ChecksumCapabilities, DeviceCapabilities, Medium};
 use smoltcp::socket::tcp;

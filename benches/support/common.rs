@@ -9,9 +9,9 @@
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
-use rusty::io::memory::{self, MemoryLink, DEFAULT_IN_FLIGHT_LIMIT};
 use rusty::io::{Capabilities, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta};
-use rusty::sim::{CLIENT_MAC, SERVER_MAC};
+use rusty_testkit::memory::{self, MemoryLink, DEFAULT_IN_FLIGHT_LIMIT};
+use rusty_testkit::sim::{CLIENT_MAC, SERVER_MAC};
 
 /// Size of a request and of a response.
 pub(crate) const MESSAGE_LEN: usize = 64;

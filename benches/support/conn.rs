@@ -14,10 +14,10 @@
 use std::net::SocketAddrV4;
 use std::time::Duration;
 
-use rusty::io::memory::MemoryLink;
-use rusty::sim::{self, CLIENT_IP, SERVER_IP};
 use rusty::time::VirtualClock;
 use rusty::{CloseReason, Conn, ConnectError, Engine, Handler, Opener};
+use rusty_testkit::memory::MemoryLink;
+use rusty_testkit::sim::{self, CLIENT_IP, SERVER_IP};
 
 use crate::common::{self, Messages, OutOfLine, MESSAGE_LEN};
 

@@ -30,11 +30,11 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use rusty::io::fault::{FaultConfig, FaultInjector};
-use rusty::io::memory::MemoryLink;
 use rusty::io::PacketIo;
-use rusty::sim::{self, CLIENT_IP, SERVER_IP};
 use rusty::time::VirtualClock;
 use rusty::{Conn, Engine, EngineConfig, Handler, MemoryBudget};
+use rusty_testkit::memory::MemoryLink;
+use rusty_testkit::sim::{self, CLIENT_IP, SERVER_IP};
 
 use crate::common::{self, Messages, OutOfLine, MESSAGE_LEN};
 

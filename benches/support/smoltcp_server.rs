@@ -15,11 +15,11 @@
 
 use std::cell::Cell;
 
-use rusty::io::memory::MemoryLink;
 use rusty::io::{PacketIo, TxFrame};
-use rusty::sim::{SERVER_IP, SERVER_MAC};
 use rusty::time::VirtualClock;
 use rusty::Clock;
+use rusty_testkit::memory::MemoryLink;
+use rusty_testkit::sim::{SERVER_IP, SERVER_MAC};
 use smoltcp::iface::{
     Config, Interface, PollIngressSingleResult, PollResult, SocketHandle, SocketSet,
 };

@@ -48,12 +48,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rusty_stack::io::fault::FaultConfig;
-use rusty_stack::sim::{self, SimPair, SERVER_IP};
 use rusty_stack::stats::Stats;
 use rusty_stack::CloseReason;
 use rusty_stack::MemoryBudget;
 use rusty_stack::TcpConfig;
 use rusty_stack::{Conn, ConnectError, Handler, Opener};
+use rusty_testkit::sim::{self, SimPair, SERVER_IP};
 
 use peers::*;
 use run::*;
@@ -196,12 +196,12 @@ fn replay() {
     }
 }
 
-/// The simulator logs every segment it delivers at `trace` level (`rusty_stack::sim`):
+/// The simulator logs every segment it delivers at `trace` level (`rusty_testkit::sim`):
 /// show those lines, and only those, through the test harness's output.
 fn trace_segments() {
     use std::io::Write;
     let _ = env_logger::Builder::new()
-        .filter_module("rusty_stack::sim", log::LevelFilter::Trace)
+        .filter_module("rusty_testkit::sim", log::LevelFilter::Trace)
         .format(|out, record| writeln!(out, "{}", record.args()))
         .is_test(true)
         .try_init();

@@ -17,7 +17,7 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rusty_stack::sim::MemoryTrend;
+use rusty_testkit::MemoryTrend;
 
 use crate::bench_http::wrk::parse_wrk;
 use crate::common::{

@@ -61,7 +61,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use rusty_stack::io::MacAddr;
-use rusty_stack::sim::rig::{self, EchoClient, Rig, ECHO_PORT};
+use rusty_testkit::rig::{self, EchoClient, Rig, ECHO_PORT};
 
 const RUSTY_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 9, 2);
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 9, 1);

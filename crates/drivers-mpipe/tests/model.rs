@@ -11,7 +11,7 @@ use rusty_drivers_mpipe::model::{Faults, Model, ModelConfig, RxVerdict};
 use rusty_drivers_mpipe::{open, open_tilegx, MpipeConfig, MpipeError, MpipeQueue};
 use rusty_stack::checksum;
 use rusty_stack::io::{ChecksumRequest, MacAddr, PacketIo, RxFrame, TxFrame, TxMeta};
-use rusty_stack::sim::rig::{self, EchoClient, Rig, ECHO_PORT};
+use rusty_testkit::rig::{self, EchoClient, Rig, ECHO_PORT};
 
 const MAC: [u8; 6] = [0x02, 0x1a, 0xe0, 0x00, 0x00, 0x01];
 const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x77, 1];

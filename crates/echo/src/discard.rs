@@ -99,7 +99,7 @@ impl Handler for DiscardServer {
 mod tests {
     use super::*;
     use rusty_stack::io::fault::FaultConfig;
-    use rusty_stack::sim::{self, SimPair};
+    use rusty_testkit::sim::{self, SimPair};
     use std::time::Duration;
 
     /// Opens `conns` connections, sends `size` bytes on each, then half-closes and

@@ -21,7 +21,7 @@ pub use server::EchoServer;
 mod tests {
     use super::*;
     use rusty_stack::io::fault::FaultConfig;
-    use rusty_stack::sim::{self, SimPair};
+    use rusty_testkit::sim::{self, SimPair};
     use std::net::SocketAddrV4;
     use std::time::Duration;
 

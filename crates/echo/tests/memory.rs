@@ -11,8 +11,8 @@ use std::net::SocketAddrV4;
 use std::time::Duration;
 
 use rusty_echo::server::EchoServer;
-use rusty_stack::sim::{SimPair, SERVER_IP};
 use rusty_stack::{CloseReason, Conn, Handler, Opener};
+use rusty_testkit::sim::{SimPair, SERVER_IP};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 
 #[global_allocator]
@@ -156,7 +156,7 @@ fn echo_heap_stays_flat_under_steady_ping_pong_load() {
             .expect("connect");
     }
 
-    let trend = net.heap_trend(Duration::from_secs(10), 30, live_bytes);
+    let trend = rusty_testkit::heap_trend(&mut net, Duration::from_secs(10), 30, live_bytes);
     let clients = net.client.handler();
     assert!(
         clients.wrong.is_empty(),

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rusty_httpd::{Cache, HttpConfig, HttpServer};
-use rusty_stack::sim::{SimPair, SERVER_IP};
 use rusty_stack::{CloseReason, Conn, Handler, Opener};
+use rusty_testkit::sim::{SimPair, SERVER_IP};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 
 #[global_allocator]
@@ -217,7 +217,7 @@ fn httpd_heap_stays_flat_under_steady_keep_alive_load() {
             .expect("connect");
     }
 
-    let trend = net.heap_trend(Duration::from_secs(10), 30, live_bytes);
+    let trend = rusty_testkit::heap_trend(&mut net, Duration::from_secs(10), 30, live_bytes);
     let client = net.client.handler();
     assert!(
         client.wrong.is_empty(),

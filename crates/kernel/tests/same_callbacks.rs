@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use common::loopback;
 use rusty_kernel::{KernelConfig, KernelEngine};
 use rusty_stack::io::fault::FaultConfig;
-use rusty_stack::sim::{self, SimPair};
 use rusty_stack::{CloseReason, Conn, Handler, Opener};
+use rusty_testkit::sim::{self, SimPair};
 
 /// Appends `event`, merging consecutive `data` events (segmentation differs between
 /// stacks; the bytes do not).

@@ -182,8 +182,8 @@ mod tests {
     use rusty_stack::app::Conn;
     use rusty_stack::io::fault::{FaultConfig, FaultInjector};
     use rusty_stack::io::{Capabilities, OwnedFrame};
-    use rusty_stack::sim;
-    use rusty_stack::sim::{syn_frame as tcp_frame, SERVER_MAC as MAC_B};
+    use rusty_testkit::sim;
+    use rusty_testkit::sim::{syn_frame as tcp_frame, SERVER_MAC as MAC_B};
 
     /// What one queue of the test's link shares with the test: frames to receive,
     /// frames sent, how often its worker parked, and how often its doorbell woke it.

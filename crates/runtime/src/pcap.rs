@@ -190,9 +190,9 @@ impl<D: PacketIo, C: Clock, W: Write> PacketIo for PcapCapture<D, C, W> {
 mod tests {
     use super::*;
     use pcap_file::pcap::PcapReader;
-    use rusty_stack::io::memory::{pair, MemoryLink};
     use rusty_stack::io::MacAddr;
     use rusty_stack::time::VirtualClock;
+    use rusty_testkit::memory::{pair, MemoryLink};
 
     fn links() -> (MemoryLink, MemoryLink) {
         let caps = Capabilities::new(MacAddr::BROADCAST, 1500);

@@ -18,30 +18,33 @@
 //! - Backends: the [`backend`] module, the one implementation of the callback rules
 //!   that Rusty's [`Engine`] and the kernel-socket backend both drive.
 //! - Drivers: the packet-IO seam ([`io::PacketIo`], [`io::Capabilities`]) and the RSS
-//!   description ([`rss`]); the in-memory link and the fault injector in [`io`]
+//!   description ([`rss`]); the fault injector in [`io`] decorates any driver
 //!   (`rusty-runtime` has pcap capture).
-//! - Tests and simulation: [`sim`] joins two engines over the faulty in-memory link on
-//!   virtual time ([`time::VirtualClock`]).
+//! - Tests and simulation: the `rusty-testkit` crate: the in-memory link and the
+//!   simulator, which joins two engines over it on virtual time
+//!   ([`time::VirtualClock`]). They are compiled in this crate (its `testkit` feature,
+//!   which `rusty-testkit` turns on) because its own unit tests run on them; a
+//!   production build contains neither.
 //! - Rusty's own micro-benchmarks and fuzz targets: with the `internals` feature, the
 //!   `internals` module re-exports the internal pieces they drive directly. Not an API.
 //!
 //! The wire formats (Ethernet, ARP, IPv4, ICMP, TCP segments), the TCP state machine,
 //! the timer wheel and the engine's own bookkeeping are internal. The public modules are
-//! [`app`], [`backend`], [`checksum`], [`engine`], [`io`], [`rss`], [`sim`], [`stats`]
-//! and [`time`].
+//! [`app`], [`backend`], [`checksum`], [`engine`], [`io`], [`rss`], [`stats`] and
+//! [`time`] (and `sim`, with the `testkit` feature).
 //!
 //! ## A complete application
 //!
 //! An echo server and a client that checks its echo, on two engines joined by the
-//! in-memory link ([`sim::SimPair`] drives both on virtual time; a real worker calls
-//! [`Engine::poll`] in its loop instead).
+//! in-memory link (`rusty_testkit::sim::SimPair` drives both on virtual time; a real
+//! worker calls [`Engine::poll`] in its loop instead).
 //!
 //! ```
 //! use std::net::SocketAddrV4;
 //! use std::time::Duration;
 //! use rusty_stack::{CloseReason, Conn, Handler, Opener};
 //! use rusty_stack::io::fault::FaultConfig;
-//! use rusty_stack::sim::{self, SimPair};
+//! use rusty_testkit::sim::{self, SimPair};
 //!
 //! /// Sends back whatever arrives; closes its side once the peer has closed and
 //! /// everything has been echoed.
@@ -140,6 +143,7 @@ pub(crate) mod ipv4;
 #[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub(crate) mod rng;
 pub mod rss;
+#[cfg(any(test, feature = "testkit"))]
 pub mod sim;
 pub mod stats;
 pub(crate) mod tcp;

@@ -176,7 +176,7 @@ mod tests {
     use super::*;
     use crate::{WsClient, WsConfig, WsEcho, WsServer};
     use rusty_stack::io::fault::FaultConfig;
-    use rusty_stack::sim::{self, SimPair};
+    use rusty_testkit::sim::{self, SimPair};
 
     /// The load client against `ws-echo`'s application over the simulated link: every
     /// connection opens from `poll`, every echo is verified, and the run reports.

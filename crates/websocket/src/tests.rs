@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rusty_stack::io::fault::FaultConfig;
-use rusty_stack::sim::{self, SimPair};
 use rusty_stack::{Conn, Handler};
+use rusty_testkit::sim::{self, SimPair};
 
 use crate::frame::{apply_mask, OpCode, RSV1};
 use crate::parser::{FrameParser, Role, Step};

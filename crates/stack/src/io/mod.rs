@@ -1,11 +1,13 @@
 //! The packet-IO seam: one value per (link, queue), owned by one worker.
 //!
-//! Everything that moves Ethernet frames implements [`PacketIo`]: the in-memory link
-//! ([`memory`]), the TAP, ixgbe and mPIPE drivers, and decorators that wrap another queue
-//! ([`fault`] for fault injection; `rusty-runtime` has pcap capture). A [`Doorbell`]
-//! lets a worker wake a sibling parked on its queue. A device model's wire side is a
-//! [`FrameWire`]. The trait is burst-oriented: the engine receives up to a burst of frames at once, allocates transmit buffers from
-//! the driver, fills them in place, and submits the whole burst once per loop turn.
+//! Everything that moves Ethernet frames implements [`PacketIo`]: the TAP, AF_XDP,
+//! ixgbe and mPIPE drivers, the in-memory link of the tests (`memory`, with the
+//! `testkit` feature; `rusty-testkit` re-exports it), and decorators that wrap another
+//! queue ([`fault`] for fault injection; `rusty-runtime` has pcap capture). A
+//! [`Doorbell`] lets a worker wake a sibling parked on its queue. A device model's wire
+//! side is a [`FrameWire`]. The trait is burst-oriented: the engine receives up to a
+//! burst of frames at once, allocates transmit buffers from the driver, fills them in
+//! place, and submits the whole burst once per loop turn.
 //!
 //! Buffers belong to the driver. A received frame is handed to the stack by value and
 //! goes back to the driver when it is dropped, so the stack never copies a received frame;
@@ -20,6 +22,7 @@ use crate::rss::RssConfig;
 mod doorbell;
 pub mod fault;
 mod mac;
+#[cfg(any(test, feature = "testkit"))]
 pub mod memory;
 
 pub use doorbell::{Doorbell, Ringer};

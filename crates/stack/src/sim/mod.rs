@@ -10,11 +10,6 @@
 //! its virtual time at `trace` level, target `rusty_stack::sim` (a test that wants it
 //! installs a logger; without one the frames are not even parsed).
 
-pub mod rig;
-mod trend;
-
-pub use trend::MemoryTrend;
-
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
@@ -294,23 +289,6 @@ impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
             }
             None => false,
         }
-    }
-
-    /// Run for `samples` periods of `every` (virtual time), recording `live()` (the heap
-    /// bytes the process holds, from the test's counting allocator) after each.
-    pub fn heap_trend(
-        &mut self,
-        every: Duration,
-        samples: usize,
-        live: impl Fn() -> i64,
-    ) -> MemoryTrend {
-        let start = self.now();
-        let mut trend = MemoryTrend::new();
-        for _ in 0..samples {
-            self.run_until(every, |_| false);
-            trend.record(self.now() - start, live());
-        }
-        trend
     }
 
     /// Step until `done` holds or `limit` of virtual time has passed (or nothing is left

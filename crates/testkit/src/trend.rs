@@ -3,6 +3,9 @@
 use std::fmt::Write;
 use std::time::Duration;
 
+use rusty_stack::sim::SimPair;
+use rusty_stack::Handler;
+
 /// Bytes held, sampled over a run.
 ///
 /// Tests and soak runs that put a server under steady load for a while (on virtual time
@@ -75,6 +78,23 @@ impl MemoryTrend {
         }
         out
     }
+}
+
+/// Run `net` for `samples` periods of `every` (virtual time), recording `live()` (the
+/// heap bytes the process holds, from the test's counting allocator) after each.
+pub fn heap_trend<HC: Handler, HS: Handler>(
+    net: &mut SimPair<HC, HS>,
+    every: Duration,
+    samples: usize,
+    live: impl Fn() -> i64,
+) -> MemoryTrend {
+    let start = net.now();
+    let mut trend = MemoryTrend::new();
+    for _ in 0..samples {
+        net.run_until(every, |_| false);
+        trend.record(net.now() - start, live());
+    }
+    trend
 }
 
 #[cfg(test)]
