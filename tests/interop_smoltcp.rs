@@ -547,24 +547,17 @@ fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
 }
 
 fn faults() -> FaultConfig {
-    {
-        let mut c = FaultConfig::none();
-        c.loss = 0.05;
-        c.duplicate = 0.02;
-        c.reorder = 0.05;
-        c.delay = Duration::from_micros(500);
-        c.reorder_delay = Duration::from_millis(3);
-        c
-    }
+    FaultConfig::none()
+        .with_loss(0.05)
+        .with_duplicate(0.02)
+        .with_reorder(0.05)
+        .with_delay(Duration::from_micros(500))
+        .with_reorder_delay(Duration::from_millis(3))
 }
 
 /// A clean link with some latency (a 10 ms round trip), so windows have to open up.
 fn wan() -> FaultConfig {
-    {
-        let mut c = FaultConfig::none();
-        c.delay = Duration::from_millis(5);
-        c
-    }
+    FaultConfig::none().with_delay(Duration::from_millis(5))
 }
 
 const SMOL_PORT: u16 = 7000;
@@ -796,11 +789,7 @@ fn options_negotiated_with_smoltcp_as_server() {
 /// from them still ends byte-exact, and some SACK blocks were seen.
 #[test]
 fn sack_from_smoltcp_under_loss() {
-    let f = {
-        let mut c = FaultConfig::none();
-        c.loss = 0.03;
-        c
-    };
+    let f = FaultConfig::none().with_loss(0.03);
     let w = our_client(500_000, f, 11, 256 * 1024);
     report("sack (our client)", 11, &w);
     assert!(w.phy.wire.peer_sack_segments > 0, "{:?}", w.phy.wire);
@@ -808,17 +797,14 @@ fn sack_from_smoltcp_under_loss() {
 
 /// Heavier faults: loss as given, 10% reordering, 5% duplication, 1% corruption, jitter.
 fn harsh(loss: f64) -> FaultConfig {
-    {
-        let mut c = FaultConfig::none();
-        c.loss = loss;
-        c.duplicate = 0.05;
-        c.reorder = 0.1;
-        c.corrupt = 0.01;
-        c.delay = Duration::from_micros(500);
-        c.jitter = Duration::from_millis(2);
-        c.reorder_delay = Duration::from_millis(3);
-        c
-    }
+    FaultConfig::none()
+        .with_loss(loss)
+        .with_duplicate(0.05)
+        .with_reorder(0.1)
+        .with_corrupt(0.01)
+        .with_delay(Duration::from_micros(500))
+        .with_jitter(Duration::from_millis(2))
+        .with_reorder_delay(Duration::from_millis(3))
 }
 
 /// smoltcp with 4 KB buffers: its window keeps closing and reopening by less than an

@@ -212,11 +212,11 @@ impl CommonArgs {
             }
         }
         if self.fault_loss + self.fault_duplicate + self.fault_reorder > 0.0 {
-            let mut f = FaultConfig::none();
-            f.loss = self.fault_loss;
-            f.duplicate = self.fault_duplicate;
-            f.reorder = self.fault_reorder;
-            f.reorder_delay = Duration::from_millis(2);
+            let f = FaultConfig::none()
+                .with_loss(self.fault_loss)
+                .with_duplicate(self.fault_duplicate)
+                .with_reorder(self.fault_reorder)
+                .with_reorder_delay(Duration::from_millis(2));
             l.faults = Some((f, self.fault_seed));
         }
         Ok(l)

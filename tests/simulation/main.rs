@@ -130,16 +130,8 @@ fn sack_heavy_seeds_recover_with_sack() {
 #[test]
 fn a_single_loss_in_a_long_transfer_needs_no_timeout() {
     for (frame, delay_ms) in [(400u64, 5u64), (1_000, 20), (1_777, 1)] {
-        let path = {
-            let mut c = FaultConfig::none();
-            c.delay = Duration::from_millis(delay_ms);
-            c
-        };
-        let to_server = {
-            let mut c = path;
-            c.drop_frame = Some(frame);
-            c
-        };
+        let path = FaultConfig::none().with_delay(Duration::from_millis(delay_ms));
+        let to_server = path.with_drop_frame(frame);
         let scenario = Scenario::bulk(4 << 20, to_server, path);
         let o = run_scenario(1, scenario).unwrap_or_else(|e| panic!("frame {frame}: {e}"));
         let c = &o.client;
@@ -237,12 +229,9 @@ fn payload_check_detects_a_wrong_byte() {
 #[test]
 fn one_percent_loss_each_way_needs_no_timeout() {
     for seed in 0..8u64 {
-        let path = {
-            let mut c = FaultConfig::none();
-            c.delay = Duration::from_micros(300);
-            c.loss = 0.01;
-            c
-        };
+        let path = FaultConfig::none()
+            .with_delay(Duration::from_micros(300))
+            .with_loss(0.01);
         let scenario = Scenario::bulk(4 << 20, path, path);
         let o = run_scenario(seed, scenario).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let c = &o.client;

@@ -284,12 +284,9 @@ impl Scenario {
             // answered with a RST, as in Linux: a limitation of cookies, not a bug. So
             // the cookie scenarios lose, corrupt and reorder nothing towards the server
             // (duplicates and delay are harmless); the other direction keeps its faults.
-            to_server = {
-                let mut c = FaultConfig::none();
-                c.duplicate = to_server.duplicate;
-                c.delay = to_server.delay;
-                c
-            };
+            to_server = FaultConfig::none()
+                .with_duplicate(to_server.duplicate)
+                .with_delay(to_server.delay);
             rng.range(1, 4) as usize
         } else {
             128

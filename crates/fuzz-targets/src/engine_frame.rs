@@ -18,8 +18,9 @@ use rusty_stack::internals::SeqNum;
 use rusty_stack::internals::{Segment, TxSegment};
 use rusty_stack::io::{Capabilities, MacAddr, PacketIo};
 use rusty_stack::time::{Clock, VirtualClock};
-use rusty_stack::{sim, CloseReason, Conn, ConnId, Engine, Handler, Opener};
+use rusty_stack::{CloseReason, Conn, ConnId, Engine, Handler, Opener};
 use rusty_testkit::memory::{self, MemoryLink};
+use rusty_testkit::sim;
 
 use crate::input::Input;
 use crate::wire::{

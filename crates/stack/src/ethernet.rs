@@ -7,7 +7,7 @@
 //! are not understood: a tagged frame parses with EtherType `0x8100` and the engine drops
 //! it as [`DropReason::UnknownEtherType`].
 
-pub(crate) use smoltcp::wire::EthernetProtocol;
+pub use smoltcp::wire::EthernetProtocol;
 
 use crate::drop_reason::DropReason;
 use crate::io::MacAddr;
@@ -17,9 +17,12 @@ pub(crate) const HEADER_LEN: usize = crate::io::ETHERNET_HEADER_LEN;
 
 /// The header fields of a received frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct EthernetHeader {
+pub struct EthernetHeader {
+    /// Destination address.
     pub dst: MacAddr,
+    /// Source address.
     pub src: MacAddr,
+    /// What the payload is.
     pub ethertype: EthernetProtocol,
 }
 
@@ -28,7 +31,7 @@ pub(crate) struct EthernetHeader {
 /// The payload is everything after the 14-byte header, including any padding the sender
 /// added to reach the 60-byte minimum frame; the IPv4 layer trims it using the IP total
 /// length. The frame check sequence is assumed to have been stripped by the device.
-pub(crate) fn parse(frame: &[u8]) -> Result<(EthernetHeader, &[u8]), DropReason> {
+pub fn parse(frame: &[u8]) -> Result<(EthernetHeader, &[u8]), DropReason> {
     let Some((h, payload)) = frame.split_first_chunk::<HEADER_LEN>() else {
         return Err(DropReason::Truncated);
     };

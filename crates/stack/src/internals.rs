@@ -1,8 +1,10 @@
-//! Internal pieces that Rusty's own micro-benchmarks (`benches/micro.rs`) and fuzz targets
-//! (`crates/fuzz-targets`) drive directly, because the engine reaches them only through
-//! frames or timing: ARP's wire format and the neighbour cache, TCP's segment format and
-//! sequence numbers, the timer wheel, the flow table with its key, and the replayable
-//! generator.
+//! Internal pieces that Rusty's own micro-benchmarks (`benches/micro.rs`), fuzz targets
+//! (`crates/fuzz-targets`) and the engine's integration tests (`tests/engine/`) drive or
+//! check directly, because the engine reaches them only through frames or timing: the
+//! Ethernet and IPv4 header parsers, ARP's wire format and the neighbour cache, TCP's
+//! segment format, sequence numbers and SYN-cookie timestamp encoding, the timer wheel,
+//! the flow table with its key, the replayable generator, and read-only views of an
+//! engine's bookkeeping ([`EngineInternals`]).
 //!
 //! Built only with the crate's `internals` feature. Not an API: these change with any
 //! commit, and nothing outside this repository should enable the feature.
@@ -12,9 +14,23 @@ pub use crate::arp::wire::{build_reply, build_request, process, ArpInput, FRAME_
 pub use crate::checksum::wide::Wide;
 pub use crate::engine::flow_key::FlowKey;
 pub use crate::engine::flows::{Flow, Flows};
+pub use crate::engine::inspect::{EngineInternals, IDLE_RING_RELEASE};
+pub use crate::engine::owner::owner_queue;
 pub use crate::rng::Rng;
+pub use crate::tcp::cookie::decode_ts_options;
+pub use crate::tcp::pool::MIN_RING;
 pub use crate::tcp::segment::{
     pseudo_header_sum, Segment, TxSegment, CHECKSUM_OFFSET, MAX_HEADER_LEN,
 };
 pub use crate::tcp::seq::SeqNum;
 pub use crate::timer_wheel::TimerWheel;
+
+/// Ethernet II headers as the engine parses them.
+pub mod ethernet {
+    pub use crate::ethernet::{parse, EthernetHeader, EthernetProtocol};
+}
+
+/// IPv4 headers as the engine parses them, with the local-address rules.
+pub mod ipv4 {
+    pub use crate::ipv4::{parse, IpProtocol, Ipv4Header, Local, DEFAULT_TTL};
+}

@@ -21,7 +21,7 @@
 
 use std::net::Ipv4Addr;
 
-pub(crate) use smoltcp::wire::IpProtocol;
+pub use smoltcp::wire::IpProtocol;
 
 use crate::drop_reason::DropReason;
 
@@ -33,15 +33,20 @@ pub(crate) const HEADER_LEN: usize = 20;
 pub(crate) const TRANSPORT_OFFSET: usize = crate::ethernet::HEADER_LEN + HEADER_LEN;
 
 /// The TTL we send with: RFC 1700's recommended default, as Linux uses.
-pub(crate) const DEFAULT_TTL: u8 = 64;
+pub const DEFAULT_TTL: u8 = 64;
 
 /// The fields of a received IPv4 header that the layers above use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Ipv4Header {
+pub struct Ipv4Header {
+    /// Source address.
     pub src: Ipv4Addr,
+    /// Destination address.
     pub dst: Ipv4Addr,
+    /// The transport protocol of the payload.
     pub protocol: IpProtocol,
+    /// Time to live as received.
     pub ttl: u8,
+    /// The Identification field.
     pub ident: u16,
     /// Header plus payload, from the header's Total Length field.
     pub total_len: u16,
@@ -71,7 +76,7 @@ pub(crate) const fn netmask(prefix_len: u8) -> u32 {
 /// kept as their four octets read as a native integer (`u32::from_ne_bytes`), the way
 /// they lie in a header: compared without a byte swap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Local {
+pub struct Local {
     addr: u32,
     /// Our subnet's directed broadcast (host part all ones), or 255.255.255.255 when the
     /// subnet has none: a /31 (RFC 3021 §2.2: both addresses are hosts) or a /32.
@@ -80,7 +85,7 @@ pub(crate) struct Local {
 
 impl Local {
     /// Address `addr` on a link whose subnet is `addr/prefix_len`.
-    pub(crate) const fn new(addr: Ipv4Addr, prefix_len: u8) -> Local {
+    pub const fn new(addr: Ipv4Addr, prefix_len: u8) -> Local {
         let addr = u32::from_be_bytes(addr.octets());
         let directed_broadcast = if prefix_len < 31 {
             addr | !netmask(prefix_len)
@@ -150,7 +155,7 @@ impl Local {
 // Always inlined: every received frame passes here, from one call site in the receive
 // loop; out of line, the loop's state is spilled around the call.
 #[inline(always)]
-pub(crate) fn parse(
+pub fn parse(
     packet: &[u8],
     local: Local,
     checksum_verified: bool,

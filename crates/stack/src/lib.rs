@@ -22,16 +22,15 @@
 //!   (`rusty-runtime` has pcap capture).
 //! - Tests and simulation: the `rusty-testkit` crate: the in-memory link and the
 //!   simulator, which joins two engines over it on virtual time
-//!   ([`time::VirtualClock`]). They are compiled in this crate (its `testkit` feature,
-//!   which `rusty-testkit` turns on) because its own unit tests run on them; a
-//!   production build contains neither.
+//!   ([`time::VirtualClock`]). The engine's own tests (`tests/engine/`) are integration
+//!   tests on that crate; a build of this one contains no test double.
 //! - Rusty's own micro-benchmarks and fuzz targets: with the `internals` feature, the
 //!   `internals` module re-exports the internal pieces they drive directly. Not an API.
 //!
 //! The wire formats (Ethernet, ARP, IPv4, ICMP, TCP segments), the TCP state machine,
 //! the timer wheel and the engine's own bookkeeping are internal. The public modules are
 //! [`app`], [`backend`], [`checksum`], [`engine`], [`io`], [`rss`], [`stats`] and
-//! [`time`] (and `sim`, with the `testkit` feature).
+//! [`time`].
 //!
 //! ## A complete application
 //!
@@ -133,18 +132,20 @@ pub(crate) mod arp;
 pub mod checksum;
 mod drop_reason;
 pub mod engine;
+// `pub` items for the `internals` feature, unreachable without it.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub(crate) mod ethernet;
 pub(crate) mod icmp;
 #[cfg(feature = "internals")]
 pub mod internals;
 pub mod io;
+// `pub` items for the `internals` feature, unreachable without it.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub(crate) mod ipv4;
 // `pub` items for the `internals` feature, unreachable without it.
 #[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub(crate) mod rng;
 pub mod rss;
-#[cfg(any(test, feature = "testkit"))]
-pub mod sim;
 pub mod stats;
 pub(crate) mod tcp;
 pub mod time;

@@ -139,13 +139,13 @@ impl<T> TimerWheel<T> {
     }
 
     /// Number of pending items, stale ones included.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether no item is pending, stale ones included.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

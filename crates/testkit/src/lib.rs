@@ -11,16 +11,16 @@
 //! - [`MemoryTrend`] and [`heap_trend`]: whether a heap sampled under steady load keeps
 //!   growing.
 //!
-//! The in-memory link and the simulator are compiled in `rusty-stack` (behind its
-//! `testkit` feature, which this crate turns on) because the stack's own unit tests run
-//! on them and reach the engine's internals; this crate is how every other crate reaches
-//! them. A production build of `rusty-stack` contains neither.
+//! None of this is in `rusty-stack`: a production build of the stack carries no test
+//! double. The stack's engine tests are integration tests (`crates/stack/tests/`) that
+//! run on this crate, and reach the few engine internals they check through the stack's
+//! `internals` feature.
 
 #![warn(missing_docs)]
 
+pub mod memory;
 pub mod rig;
+pub mod sim;
 mod trend;
 
-pub use rusty_stack::io::memory;
-pub use rusty_stack::sim;
 pub use trend::{heap_trend, MemoryTrend};

@@ -11,12 +11,13 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
 use rusty_stack::checksum;
-use rusty_stack::io::memory::{self, MemoryLink};
 use rusty_stack::io::FrameWire;
 use rusty_stack::io::{Capabilities, MacAddr, PacketIo};
 use rusty_stack::time::VirtualClock;
 use rusty_stack::Engine;
 use rusty_stack::{CloseReason, Conn, Handler, Opener};
+
+use crate::memory::{self, MemoryLink};
 
 /// Byte `i` of the stream of connection `c`.
 pub fn stream_byte(c: usize, i: usize) -> u8 {
@@ -216,7 +217,7 @@ impl<D: PacketIo, W: FrameWire> Rig<D, W> {
             .into_iter()
             .enumerate()
             .map(|(i, q)| {
-                let mut cfg = rusty_stack::sim::engine_config(rusty.0, i as u64);
+                let mut cfg = crate::sim::engine_config(rusty.0, i as u64);
                 cfg.prefix_len = 24;
                 let mut e = Engine::new(q, EchoWorker::default(), clock.clone(), cfg);
                 e.listen(ECHO_PORT, 1024);
@@ -232,7 +233,7 @@ impl<D: PacketIo, W: FrameWire> Rig<D, W> {
             dev,
             client,
             clock.clone(),
-            rusty_stack::sim::engine_config(peer_ip, 99),
+            crate::sim::engine_config(peer_ip, 99),
         );
         peer.listen(PEER_PORT, 1024);
         Rig {

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use rusty_stack::sim::SimPair;
+use crate::sim::SimPair;
 use rusty_stack::Handler;
 
 /// Bytes held, sampled over a run.

@@ -25,10 +25,14 @@ pub(crate) mod flow_key;
 pub(crate) mod flows;
 pub(crate) use flow_key::FlowKey;
 mod input;
+#[cfg(feature = "internals")]
+pub(crate) mod inspect;
 mod listen;
 mod orphans;
 mod output;
-mod owner;
+// `pub` items for the `internals` feature, unreachable without it.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
+pub(crate) mod owner;
 mod ports;
 mod timewait;
 
@@ -98,7 +102,8 @@ struct Block {
 /// ```
 /// # use std::net::SocketAddrV4;
 /// # use rusty_stack::io::{Capabilities, OwnedFrame, PacketIo};
-/// # use rusty_stack::{sim, Conn, Engine, Handler, SystemClock};
+/// # use rusty_stack::{Conn, Engine, Handler, SystemClock};
+/// # use rusty_testkit::sim;
 /// # struct App;
 /// # impl Handler for App {
 /// #     type Conn = ();
@@ -131,7 +136,8 @@ struct Block {
 /// ```compile_fail
 /// # use std::net::SocketAddrV4;
 /// # use rusty_stack::io::{Capabilities, OwnedFrame, PacketIo};
-/// # use rusty_stack::{sim, Conn, Engine, Handler, SystemClock};
+/// # use rusty_stack::{Conn, Engine, Handler, SystemClock};
+/// # use rusty_testkit::sim;
 /// # struct App;
 /// # impl Handler for App {
 /// #     type Conn = ();
@@ -221,7 +227,7 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
 /// the pool and taking it again for every request, and a connection quiet for between
 /// one and two of these holds no buffer memory. Memory pressure makes drained rings go
 /// back at once.
-const IDLE_RING_RELEASE: Duration = Duration::from_secs(1);
+pub(crate) const IDLE_RING_RELEASE: Duration = Duration::from_secs(1);
 
 /// Slots of the timer wheel, one per millisecond: 8.2 s a revolution, which covers the
 /// common timers (retransmission, delayed ACK); timers further out (keepalive, user

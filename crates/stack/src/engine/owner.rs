@@ -44,8 +44,8 @@ use crate::io::PacketIo;
 use crate::time::Clock;
 
 /// The queue, of `queues` (at least 1), that owns the flow `key` when local ports in
-/// `ephemeral` are active opens. See the [module docs](self).
-pub(super) fn owner_queue(key: &FlowKey, ephemeral: &RangeInclusive<u16>, queues: u16) -> u16 {
+/// `ephemeral` are active opens. See the `engine::owner` module docs.
+pub fn owner_queue(key: &FlowKey, ephemeral: &RangeInclusive<u16>, queues: u16) -> u16 {
     let queues = queues.max(1);
     if ephemeral.contains(&key.local_port) {
         key.local_port % queues

@@ -67,6 +67,69 @@ impl FaultConfig {
             reorder_delay: Duration::ZERO,
         }
     }
+
+    /// The frame loss probability: `self` with [`FaultConfig::loss`] set.
+    #[must_use]
+    pub fn with_loss(mut self, loss: f64) -> FaultConfig {
+        self.loss = loss;
+        self
+    }
+
+    /// The probability of a loss right after a loss (see [`FaultConfig::burst`]): `self` with [`FaultConfig::burst`] set.
+    #[must_use]
+    pub fn with_burst(mut self, burst: f64) -> FaultConfig {
+        self.burst = burst;
+        self
+    }
+
+    /// The duplication probability: `self` with [`FaultConfig::duplicate`] set.
+    #[must_use]
+    pub fn with_duplicate(mut self, duplicate: f64) -> FaultConfig {
+        self.duplicate = duplicate;
+        self
+    }
+
+    /// The reordering probability: `self` with [`FaultConfig::reorder`] set.
+    #[must_use]
+    pub fn with_reorder(mut self, reorder: f64) -> FaultConfig {
+        self.reorder = reorder;
+        self
+    }
+
+    /// The corruption probability: `self` with [`FaultConfig::corrupt`] set.
+    #[must_use]
+    pub fn with_corrupt(mut self, corrupt: f64) -> FaultConfig {
+        self.corrupt = corrupt;
+        self
+    }
+
+    /// The hold every frame gets: `self` with [`FaultConfig::delay`] set.
+    #[must_use]
+    pub fn with_delay(mut self, delay: Duration) -> FaultConfig {
+        self.delay = delay;
+        self
+    }
+
+    /// The bound of the random extra hold: `self` with [`FaultConfig::jitter`] set.
+    #[must_use]
+    pub fn with_jitter(mut self, jitter: Duration) -> FaultConfig {
+        self.jitter = jitter;
+        self
+    }
+
+    /// The extra hold of reordered frames: `self` with [`FaultConfig::reorder_delay`] set.
+    #[must_use]
+    pub fn with_reorder_delay(mut self, reorder_delay: Duration) -> FaultConfig {
+        self.reorder_delay = reorder_delay;
+        self
+    }
+
+    /// `self`, dropping exactly frame number `n` (see [`FaultConfig::drop_frame`]).
+    #[must_use]
+    pub fn with_drop_frame(mut self, n: u64) -> FaultConfig {
+        self.drop_frame = Some(n);
+        self
+    }
 }
 
 impl Default for FaultConfig {
@@ -389,6 +452,3 @@ impl<D: PacketIo, C: Clock> PacketIo for FaultInjector<D, C> {
         self.inner.wait(timeout);
     }
 }
-
-#[cfg(test)]
-mod tests;

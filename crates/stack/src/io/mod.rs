@@ -1,8 +1,8 @@
 //! The packet-IO seam: one value per (link, queue), owned by one worker.
 //!
 //! Everything that moves Ethernet frames implements [`PacketIo`]: the TAP, AF_XDP,
-//! ixgbe and mPIPE drivers, the in-memory link of the tests (`memory`, with the
-//! `testkit` feature; `rusty-testkit` re-exports it), and decorators that wrap another
+//! ixgbe and mPIPE drivers, the in-memory link of the tests (in `rusty-testkit`), and
+//! decorators that wrap another
 //! queue ([`fault`] for fault injection; `rusty-runtime` has pcap capture). A
 //! [`Doorbell`] lets a worker wake a sibling parked on its queue. A device model's wire
 //! side is a [`FrameWire`]. The trait is burst-oriented: the engine receives up to a
@@ -22,8 +22,6 @@ use crate::rss::RssConfig;
 mod doorbell;
 pub mod fault;
 mod mac;
-#[cfg(any(test, feature = "testkit"))]
-pub mod memory;
 
 pub use doorbell::{Doorbell, Ringer};
 pub use mac::MacAddr;

@@ -173,8 +173,8 @@ pub(crate) fn encode_ts_options(wscale: Option<u8>, sack: bool) -> u32 {
     w | if sack { TS_SACK } else { 0 }
 }
 
-/// Unpacks what [`encode_ts_options`] packed, from the TSecr of the returning ACK.
-pub(crate) fn decode_ts_options(tsval: u32) -> (Option<u8>, bool) {
+/// Unpacks what `encode_ts_options` packed, from the TSecr of the returning ACK.
+pub fn decode_ts_options(tsval: u32) -> (Option<u8>, bool) {
     let w = tsval & TS_NO_WSCALE;
     // `w <= 15` fits in a u8.
     let wscale = (w != TS_NO_WSCALE).then_some(w as u8);

@@ -3,9 +3,13 @@
 
 pub(crate) mod cc;
 pub(crate) mod config;
+// `pub` items for the `internals` feature, unreachable without it.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub(crate) mod cookie;
 pub(crate) mod isn;
 pub(crate) mod options;
+// `pub` items for the `internals` feature, unreachable without it.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub(crate) mod pool;
 pub(crate) mod recv_buffer;
 pub(crate) mod rtt;

@@ -31,7 +31,7 @@ use super::tcb::Flight;
 pub(crate) type Ring = Box<[u8]>;
 
 /// Smallest ring handed out; rings are powers of two from here.
-pub(crate) const MIN_RING: usize = 2048;
+pub const MIN_RING: usize = 2048;
 /// Size classes kept: 2 KiB … 256 KiB.
 pub const CLASSES: usize = 8;
 

@@ -158,7 +158,7 @@ struct Cold {
 #[derive(Debug, Clone, PartialEq)]
 // `repr(C)` with `cwnd` and `ssthresh` first, as in `NewReno`: `Cc`'s accessors then
 // read the same place whichever the algorithm, without a branch on it. The rest is
-// ordered so that `Cc` stays as small as Rust's own layout made it (`engine::tests::memory`).
+// ordered so that `Cc` stays as small as Rust's own layout made it (`engine::tests`).
 #[repr(C)]
 pub(crate) struct Cubic {
     cwnd: u32,

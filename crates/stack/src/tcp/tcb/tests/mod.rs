@@ -270,7 +270,7 @@ fn fin_wait_1(cfg: &TcpConfig) -> Tcb {
 const W: u16 = RBUF as u16;
 
 /// The inline size of each part of a [`Tcb`], for the memory-per-connection test
-/// (`engine/tests/memory.rs`) and the table in docs/memory.md it backs.
+/// (`engine/tests.rs`) and the table in docs/memory.md it backs.
 pub(crate) fn part_sizes() -> Vec<(&'static str, usize)> {
     use super::recovery::ColdRecovery;
     use super::{

@@ -36,7 +36,7 @@ fn syn_cookies_when_backlog_overflows() {
         let (tsval, tsecr) = sa.seg.timestamp.expect("timestamps echoed");
         assert_eq!(tsecr, sent_ts);
         // Window scale 7 and SACK-permitted ride in the low bits of the TSval.
-        assert_eq!(cookie::decode_ts_options(tsval), (Some(7), true));
+        assert_eq!(decode_ts_options(tsval), (Some(7), true));
         cookies.push((port, isn, sa));
     }
     assert_eq!(net.stats().syn_cookies_sent, 4);

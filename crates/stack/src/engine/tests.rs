@@ -1,6 +1,6 @@
 //! What an idle established connection costs the server engine, part by part: the
 //! inline sizes behind the README's "Memory per connection" table, pinned so that a
-//! regression shows (`cargo test -p rusty-stack --lib engine::tests::memory --
+//! regression shows (`cargo test -p rusty-stack --lib engine::tests --
 //! --nocapture` prints the table). The heap an idle connection holds besides is measured by
 //! `examples/million.rs`.
 

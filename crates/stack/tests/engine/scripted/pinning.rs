@@ -1,11 +1,12 @@
 //! Scripted tests of the memory a peer can make the engine hold (out-of-order pinning
 //! and readers that stop reading). Memory held follows the bytes held, and the
-//! engine's budget ([`MemoryBudget`](crate::MemoryBudget)) holds under many such peers:
+//! engine's budget ([`MemoryBudget`](rusty_stack::MemoryBudget)) holds under many such peers:
 //! out-of-order data is pruned, windows stop opening, and everything is given back when
 //! the connections go.
 
 use super::*;
-use crate::tcp::pool::{MemoryBudget, MIN_RING};
+use rusty_stack::internals::MIN_RING;
+use rusty_stack::MemoryBudget;
 
 /// Eight one-byte segments spread over the window the engine offered, each beyond a gap.
 fn pin(pc: &mut PeerConn, net: &mut Net, window: usize) {
@@ -51,11 +52,7 @@ fn out_of_order_bytes_spread_over_the_window_cost_what_they_hold() {
 #[test]
 fn under_memory_pressure_out_of_order_data_is_pruned_and_windows_stop_opening() {
     let mut cfg = config();
-    cfg.memory = MemoryBudget {
-        low: 64 << 10,
-        pressure: 128 << 10,
-        limit: 256 << 10,
-    };
+    cfg.memory = MemoryBudget::new(64 << 10, 128 << 10, 256 << 10);
     let window = cfg.tcp.recv_buffer;
     let mut net = Net::new(
         cfg,

@@ -7,7 +7,6 @@
 //! connection.
 
 mod idle;
-mod memory;
 mod offload;
 mod ports;
 mod scripted;
@@ -17,13 +16,16 @@ mod transfer;
 use std::net::SocketAddrV4;
 use std::time::Duration;
 
-use super::*;
-use crate::app::CloseReason;
-use crate::app::{Conn, Opener};
-use crate::drop_reason::DropReason;
-use crate::io::fault::FaultConfig;
-use crate::sim::{self, SimPair, SERVER_IP};
-use crate::time::VirtualClock;
+use rusty_stack::app::CloseReason;
+use rusty_stack::app::{Conn, Opener};
+use rusty_stack::internals::{owner_queue, Flow, FlowKey};
+use rusty_stack::io::fault::FaultConfig;
+use rusty_stack::io::PacketIo;
+use rusty_stack::time::Clock;
+use rusty_stack::time::VirtualClock;
+use rusty_stack::DropReason;
+use rusty_stack::{Engine, EngineConfig, Handler, Stats};
+use rusty_testkit::sim::{self, SimPair, SERVER_IP};
 
 /// Echoes everything; closes when the peer does.
 #[derive(Default)]

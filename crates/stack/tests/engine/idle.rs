@@ -2,17 +2,18 @@
 //! connection gives back, and the timer entries a keep-alive connection keeps.
 
 use super::*;
+use rusty_stack::internals::IDLE_RING_RELEASE;
 
 /// An idle timeout built on the application timer: the server arms it on accept and on
 /// every request, closes when it fires; a cancelled timer never fires.
 #[test]
 fn application_timer_closes_idle_connections() {
-    use crate::time::Instant;
+    use rusty_stack::time::Instant;
 
     #[derive(Default)]
     struct Idle {
         fired_at: Vec<Instant>,
-        now: Option<crate::time::VirtualClock>,
+        now: Option<rusty_stack::time::VirtualClock>,
     }
     impl Handler for Idle {
         type Conn = u32;
@@ -117,8 +118,8 @@ fn quiet_connections_give_their_kept_send_ring_back() {
     // Until the echo is back and acknowledged: both send buffers drained.
     let echoed = net.run_until(Duration::from_millis(500), |n| {
         n.client.handler().received == b"ping"
-            && n.server.app[0].tcb.holds_idle_send_ring()
-            && n.client.app[0].tcb.holds_idle_send_ring()
+            && n.server.internals().holds_idle_send_ring(0)
+            && n.client.internals().holds_idle_send_ring(0)
     });
     assert!(
         echoed,
@@ -127,11 +128,17 @@ fn quiet_connections_give_their_kept_send_ring_back() {
         net.server.stats()
     );
     let sent_at = net.now();
-    assert_eq!(net.server.pool.in_use(), crate::tcp::pool::MIN_RING);
-    assert_eq!(net.client.pool.in_use(), crate::tcp::pool::MIN_RING);
+    assert_eq!(
+        net.server.internals().buffers_in_use(),
+        rusty_stack::internals::MIN_RING
+    );
+    assert_eq!(
+        net.client.internals().buffers_in_use(),
+        rusty_stack::internals::MIN_RING
+    );
     // Quiet: both rings go back within two sweep periods, with nothing else happening.
     let released = net.run_until(3 * IDLE_RING_RELEASE, |n| {
-        n.server.pool.in_use() == 0 && n.client.pool.in_use() == 0
+        n.server.internals().buffers_in_use() == 0 && n.client.internals().buffers_in_use() == 0
     });
     assert!(released, "rings still held at {:?}", net.now() - sent_at);
     // Not before a full period after the last data was sent (after `started`), and
@@ -141,7 +148,10 @@ fn quiet_connections_give_their_kept_send_ring_back() {
         since_start >= IDLE_RING_RELEASE && since_drained <= 2 * IDLE_RING_RELEASE,
         "released {since_start:?} after the start, {since_drained:?} after draining"
     );
-    assert!(net.server.ring_keepers.is_empty() && net.client.ring_keepers.is_empty());
+    assert!(
+        (net.server.internals().ring_keepers() == 0)
+            && (net.client.internals().ring_keepers() == 0)
+    );
     assert_eq!(
         net.server.connection_count(),
         1,
@@ -229,7 +239,7 @@ fn keep_alive_connections_keep_few_timer_entries() {
     }
     let mut most = 0;
     let done = net.run_until(Duration::from_secs(120), |n| {
-        most = most.max(n.server.timers.len());
+        most = most.max(n.server.internals().pending_timers());
         n.client.handler().finished == CONNS
     });
     assert!(done, "{:?} / {:?}", net.client.stats(), net.server.stats());

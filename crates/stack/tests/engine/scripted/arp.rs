@@ -15,9 +15,9 @@ fn arp_announce_answer_resolve_and_give_up() {
         net.boot[0].arp(),
         Some(ArpRepr::EthernetIpv4 {
             operation: ArpOperation::Request,
-            source_hardware_addr: HOST_MAC.wire(),
+            source_hardware_addr: EthernetAddress(HOST_MAC.0),
             source_protocol_addr: HOST_IP,
-            target_hardware_addr: MacAddr([0; 6]).wire(),
+            target_hardware_addr: EthernetAddress([0; 6]),
             target_protocol_addr: HOST_IP,
         })
     );
@@ -40,9 +40,9 @@ fn arp_announce_answer_resolve_and_give_up() {
         out[0].arp(),
         Some(ArpRepr::EthernetIpv4 {
             operation: ArpOperation::Reply,
-            source_hardware_addr: HOST_MAC.wire(),
+            source_hardware_addr: EthernetAddress(HOST_MAC.0),
             source_protocol_addr: HOST_IP,
-            target_hardware_addr: PEER_MAC.wire(),
+            target_hardware_addr: EthernetAddress(PEER_MAC.0),
             target_protocol_addr: PEER_IP,
         })
     );
@@ -95,9 +95,9 @@ fn arp_announce_answer_resolve_and_give_up() {
         out[0].arp(),
         Some(ArpRepr::EthernetIpv4 {
             operation: ArpOperation::Request,
-            source_hardware_addr: HOST_MAC.wire(),
+            source_hardware_addr: EthernetAddress(HOST_MAC.0),
             source_protocol_addr: HOST_IP,
-            target_hardware_addr: MacAddr([0; 6]).wire(),
+            target_hardware_addr: EthernetAddress([0; 6]),
             target_protocol_addr: remote,
         })
     );

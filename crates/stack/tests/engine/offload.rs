@@ -9,7 +9,7 @@ use super::*;
 /// prefix tables would show as drops and lost data.
 #[test]
 fn summed_bodies_carry_correct_checksums() {
-    use crate::checksum::SummedBytes;
+    use rusty_stack::checksum::SummedBytes;
 
     struct Server {
         body: SummedBytes,
@@ -38,10 +38,7 @@ fn summed_bodies_carry_correct_checksums() {
     let mut want = body[1..70_001].to_vec();
     want.push(b'+');
     want.extend_from_slice(&body[70_001..]);
-    let faults = FaultConfig {
-        loss: 0.03,
-        ..FaultConfig::none()
-    };
+    let faults = FaultConfig::none().with_loss(0.03);
     let receiver = Sender::new(Vec::new());
     let mut net = SimPair::new(
         receiver,
@@ -73,8 +70,8 @@ fn summed_bodies_carry_correct_checksums() {
 /// the stream arrives intact. Retransmissions stay single segments.
 #[test]
 fn tso_super_frames_carry_bulk_data() {
-    use crate::io::memory;
-    use crate::io::{Capabilities, ChecksumOffload};
+    use rusty_stack::io::{Capabilities, ChecksumOffload};
+    use rusty_testkit::memory;
 
     let mut caps_a = Capabilities::new(sim::CLIENT_MAC, 1500);
     let mut caps_b = Capabilities::new(sim::SERVER_MAC, 1500);

@@ -2,10 +2,12 @@
 //! frame, duplication, corruption, delay, reordering, jitter), seeded runs that replay
 //! exactly, and its random numbers.
 
-use super::*;
-use crate::io::memory::{pair, MemoryLink};
-use crate::io::MacAddr;
-use crate::time::VirtualClock;
+use rusty_stack::internals::Rng;
+use rusty_stack::io::fault::*;
+use rusty_stack::io::{Capabilities, MacAddr, PacketIo};
+use rusty_stack::time::{Instant, VirtualClock};
+use rusty_testkit::memory::{pair, MemoryLink};
+use std::time::Duration;
 
 const MAC_A: MacAddr = MacAddr::BROADCAST;
 
@@ -67,10 +69,7 @@ fn no_faults_passes_everything_in_order() {
 
 #[test]
 fn loss_drops_about_the_configured_share() {
-    let config = FaultConfig {
-        loss: 0.3,
-        ..FaultConfig::none()
-    };
+    let config = FaultConfig::none().with_loss(0.3);
     let (mut a, mut b, _) = setup(config, 7);
     for n in 0..1000 {
         send(&mut a, &[frame(n)]);
@@ -85,11 +84,7 @@ fn loss_drops_about_the_configured_share() {
 
 #[test]
 fn bursts_last_while_frames_follow_closely_and_a_chosen_frame_is_dropped() {
-    let config = FaultConfig {
-        loss: 0.05,
-        burst: 0.9,
-        ..FaultConfig::none()
-    };
+    let config = FaultConfig::none().with_loss(0.05).with_burst(0.9);
     // Back to back: once a frame is lost, most that follow are too.
     let (mut a, mut b, _) = setup(config, 11);
     for n in 0..2000 {
@@ -108,23 +103,14 @@ fn bursts_last_while_frames_follow_closely_and_a_chosen_frame_is_dropped() {
     assert!(back_to_back > 3 * spaced, "{back_to_back} vs {spaced}");
     assert!((50..150).contains(&spaced), "{spaced}");
     // drop_frame drops exactly that frame and no other.
-    let (mut a, mut b, _) = setup(
-        FaultConfig {
-            drop_frame: Some(2),
-            ..FaultConfig::none()
-        },
-        1,
-    );
+    let (mut a, mut b, _) = setup(FaultConfig::none().with_drop_frame(2), 1);
     send(&mut a, &[frame(0), frame(1), frame(2), frame(3)]);
     assert_eq!(numbers(&recv(&mut b)), vec![0, 1, 3]);
 }
 
 #[test]
 fn duplicate_sends_every_frame_twice() {
-    let config = FaultConfig {
-        duplicate: 1.0,
-        ..FaultConfig::none()
-    };
+    let config = FaultConfig::none().with_duplicate(1.0);
     let (mut a, mut b, _) = setup(config, 3);
     send(&mut a, &[frame(1), frame(2)]);
     assert_eq!(numbers(&recv(&mut b)), vec![1, 1, 2, 2]);
@@ -133,10 +119,7 @@ fn duplicate_sends_every_frame_twice() {
 
 #[test]
 fn corrupt_flips_one_bit_inside_the_ipv4_packet() {
-    let config = FaultConfig {
-        corrupt: 1.0,
-        ..FaultConfig::none()
-    };
+    let config = FaultConfig::none().with_corrupt(1.0);
     let (mut a, mut b, _) = setup(config, 11);
     let frames: Vec<_> = (0..200).map(frame).collect();
     send(&mut a, &frames);
@@ -157,10 +140,7 @@ fn corrupt_flips_one_bit_inside_the_ipv4_packet() {
 
 #[test]
 fn delay_holds_frames_until_due_and_reports_next_release() {
-    let config = FaultConfig {
-        delay: Duration::from_millis(10),
-        ..FaultConfig::none()
-    };
+    let config = FaultConfig::none().with_delay(Duration::from_millis(10));
     let (mut a, mut b, clock) = setup(config, 5);
     send(&mut a, &[frame(1)]);
     clock.advance(Duration::from_millis(4));
@@ -183,11 +163,9 @@ fn delay_holds_frames_until_due_and_reports_next_release() {
 
 #[test]
 fn reordered_frame_is_overtaken() {
-    let config = FaultConfig {
-        reorder: 1.0,
-        reorder_delay: Duration::from_millis(5),
-        ..FaultConfig::none()
-    };
+    let config = FaultConfig::none()
+        .with_reorder(1.0)
+        .with_reorder_delay(Duration::from_millis(5));
     let (mut a, mut b, clock) = setup(config, 9);
     send(&mut a, &[frame(1)]);
     a.set_config(FaultConfig::none());
@@ -201,11 +179,9 @@ fn reordered_frame_is_overtaken() {
 
 #[test]
 fn jitter_delivers_everything_in_release_order() {
-    let config = FaultConfig {
-        delay: Duration::from_millis(1),
-        jitter: Duration::from_millis(20),
-        ..FaultConfig::none()
-    };
+    let config = FaultConfig::none()
+        .with_delay(Duration::from_millis(1))
+        .with_jitter(Duration::from_millis(20));
     let (mut a, mut b, clock) = setup(config, 21);
     for n in 0..100 {
         send(&mut a, &[frame(n)]);
@@ -224,17 +200,14 @@ fn jitter_delivers_everything_in_release_order() {
 }
 
 fn run(seed: u64) -> (Vec<Vec<u8>>, FaultStats) {
-    let config = FaultConfig {
-        loss: 0.1,
-        burst: 0.0,
-        drop_frame: None,
-        duplicate: 0.1,
-        reorder: 0.1,
-        corrupt: 0.1,
-        delay: Duration::from_millis(1),
-        jitter: Duration::from_millis(3),
-        reorder_delay: Duration::from_millis(5),
-    };
+    let config = FaultConfig::none()
+        .with_loss(0.1)
+        .with_duplicate(0.1)
+        .with_reorder(0.1)
+        .with_corrupt(0.1)
+        .with_delay(Duration::from_millis(1))
+        .with_jitter(Duration::from_millis(3))
+        .with_reorder_delay(Duration::from_millis(5));
     let (mut a, mut b, clock) = setup(config, seed);
     let mut got = Vec::new();
     for n in 0..300 {

@@ -1,7 +1,7 @@
 //! The in-memory link's tests.
 
 use super::*;
-use smoltcp::wire::{ArpOperation, ArpPacket, ArpRepr, EthernetRepr, Ipv4Address};
+use smoltcp::wire::{ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetRepr, Ipv4Address};
 use std::net::Ipv4Addr;
 
 use crate::sim::{syn_frame as tcp_frame, CLIENT_MAC as MAC_A, SERVER_MAC as MAC_B};
@@ -29,14 +29,14 @@ fn recv_all(link: &mut MemoryLink) -> Vec<Vec<u8>> {
 fn arp_frame() -> Vec<u8> {
     let arp = ArpRepr::EthernetIpv4 {
         operation: ArpOperation::Request,
-        source_hardware_addr: MAC_A.wire(),
+        source_hardware_addr: EthernetAddress(MAC_A.0),
         source_protocol_addr: Ipv4Address::new(10, 0, 0, 1),
-        target_hardware_addr: MacAddr([0; 6]).wire(),
+        target_hardware_addr: EthernetAddress([0; 6]),
         target_protocol_addr: Ipv4Address::new(10, 0, 0, 2),
     };
     let eth = EthernetRepr {
-        src_addr: MAC_A.wire(),
-        dst_addr: MacAddr::BROADCAST.wire(),
+        src_addr: EthernetAddress(MAC_A.0),
+        dst_addr: EthernetAddress(MacAddr::BROADCAST.0),
         ethertype: EthernetProtocol::Arp,
     };
     let mut buf = vec![0u8; eth.buffer_len() + arp.buffer_len()];
@@ -344,13 +344,13 @@ impl MemoryLink {
 #[test]
 fn tx_checksum_offload_is_performed() {
     let mut caps = Capabilities::new(MAC_A, 1500);
-    caps.tx_checksum = crate::io::ChecksumOffload::ALL;
+    caps.tx_checksum = rusty_stack::io::ChecksumOffload::ALL;
     let (mut a, mut b) = pair(caps, Capabilities::new(MAC_B, 1500));
     // Data 0x0001 0x0002, checksum field at offset 4 pre-filled with 0x0010.
     let mut f = a.alloc_tx(6).unwrap();
     f.copy_from_slice(&[0, 1, 0, 2, 0, 0x10]);
     f.set_meta(TxMeta {
-        checksum: Some(crate::io::ChecksumRequest {
+        checksum: Some(rusty_stack::io::ChecksumRequest {
             start: 0,
             offset: 4,
         }),
@@ -368,7 +368,7 @@ fn tx_checksum_offload_is_performed() {
 #[test]
 fn a_burst_mixing_offloads_gets_each_once() {
     let mut caps = Capabilities::new(MAC_A, 1500);
-    caps.tx_checksum = crate::io::ChecksumOffload::ALL;
+    caps.tx_checksum = rusty_stack::io::ChecksumOffload::ALL;
     caps.tso_max = Some(9000);
     let (mut a, mut b) = pair(caps, Capabilities::new(MAC_B, 1500));
     let mut tso = a.alloc_tx(4).unwrap();
@@ -380,7 +380,7 @@ fn a_burst_mixing_offloads_gets_each_once() {
     let mut summed = a.alloc_tx(6).unwrap();
     summed.copy_from_slice(&[0, 1, 0, 2, 0, 0x10]);
     summed.set_meta(TxMeta {
-        checksum: Some(crate::io::ChecksumRequest {
+        checksum: Some(rusty_stack::io::ChecksumRequest {
             start: 0,
             offset: 4,
         }),

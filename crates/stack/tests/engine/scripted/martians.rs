@@ -264,8 +264,9 @@ fn no_tcp_frame_is_sent_to_a_group_mac() {
     let (ip, l4) = ipv4::parse(packet, ipv4::Local::new(HOST_IP, 24), false).expect("IPv4");
     let (seg, payload) = Segment::parse(l4, PEER_IP, HOST_IP, false).expect("TCP");
     for (n, group) in (1..).zip(GROUP_MACS) {
-        net.eng.send_raw(group, key, &rst);
-        net.eng.listen_input(group, &ip, key, &seg, payload, None);
+        net.eng.send_raw_internal(group, key, &rst);
+        net.eng
+            .listen_input_internal(group, &ip, key, &seg, payload);
         let out = net.run_for(Duration::from_secs(5), Duration::from_millis(250));
         assert!(out.is_empty(), "to {group}: {out:?}");
         assert_eq!(net.dropped(DropReason::SendToGroupMac), 2 * n);
@@ -273,7 +274,7 @@ fn no_tcp_frame_is_sent_to_a_group_mac() {
     }
     // The same SYN from the peer's own MAC makes the connection.
     net.eng
-        .listen_input(PEER_MAC, &ip, key, &seg, payload, None);
+        .listen_input_internal(PEER_MAC, &ip, key, &seg, payload);
     let out = tcp_of(&net.poll());
     assert_eq!(out.len(), 1, "{out:?}");
     assert!(

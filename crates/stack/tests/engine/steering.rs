@@ -166,8 +166,8 @@ fn echo_from_every_client<D: PacketIo>(
 /// sibling-publishing API (what the runtime's control channel carries).
 #[test]
 fn active_opens_land_on_their_own_queue() {
-    use crate::io::memory;
-    use crate::rss::RssConfig;
+    use rusty_stack::rss::RssConfig;
+    use rusty_testkit::memory;
 
     const WORKERS: usize = 4;
     const CONNS_PER_WORKER: usize = 8;
@@ -216,8 +216,8 @@ fn active_opens_land_on_their_own_queue() {
 /// runtime's control channel carries) instead of being answered with a RST.
 #[test]
 fn unpredictable_steering_hands_segments_to_the_owner() {
-    use crate::io::memory;
-    use crate::rss::RssConfig;
+    use rusty_stack::rss::RssConfig;
+    use rusty_testkit::memory;
 
     const WORKERS: usize = 3;
     const CONNS_PER_WORKER: usize = 8;
@@ -320,9 +320,9 @@ fn random_steering_reorders_but_loses_no_connection() {
 /// through a link that steers by `steer`, with 1 ms of delay each way; the server
 /// listens with `backlog`.
 fn adversarial_steering(steer: Steer, backlog: usize, seed: u64) {
-    use crate::io::fault::FaultInjector;
-    use crate::io::memory::{self, MemoryLink};
-    use crate::rss::RssConfig;
+    use rusty_stack::io::fault::FaultInjector;
+    use rusty_stack::rss::RssConfig;
+    use rusty_testkit::memory::{self, MemoryLink};
 
     const QUEUES: u16 = 2;
     const CONNS_PER_WORKER: usize = 16;
@@ -336,11 +336,9 @@ fn adversarial_steering(steer: Steer, backlog: usize, seed: u64) {
         sim::SERVER_MAC,
         1500,
     );
-    let faults = FaultConfig {
-        loss: if steer == Steer::Random { 0.02 } else { 0.0 },
-        delay: Duration::from_millis(1),
-        ..FaultConfig::none()
-    };
+    let faults = FaultConfig::none()
+        .with_loss(if steer == Steer::Random { 0.02 } else { 0.0 })
+        .with_delay(Duration::from_millis(1));
     let ephemeral = sim::engine_config(SERVER_IP, 0).ephemeral_ports;
     // Queues that report no RSS, fed by `steer`, with `faults` on what they send.
     let side = |queues: Vec<MemoryLink>, salt: u64| {
@@ -348,7 +346,7 @@ fn adversarial_steering(steer: Steer, backlog: usize, seed: u64) {
         let ephemeral = ephemeral.clone();
         queues[0].steer_with(move |frame| match (steer, flow_of(frame)) {
             (Steer::AwayFromOwner, Some(key)) => {
-                usize::from(owner::owner_queue(&key, &ephemeral, QUEUES) + 1)
+                usize::from(owner_queue(&key, &ephemeral, QUEUES) + 1)
             }
             _ => {
                 // xorshift64
@@ -406,7 +404,7 @@ fn adversarial_steering(steer: Steer, backlog: usize, seed: u64) {
                     remote_port: remote.port(),
                     local_port: 7,
                 };
-                let owner = owner::owner_queue(&key, &ephemeral, QUEUES);
+                let owner = owner_queue(&key, &ephemeral, QUEUES);
                 assert_eq!(usize::from(owner), q, "{remote} accepted by a non-owner");
             }
         }

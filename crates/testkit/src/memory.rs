@@ -32,8 +32,10 @@ use std::sync::Arc;
 
 use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
 
-use super::{Capabilities, ChecksumRequest, MacAddr, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta};
-use crate::rss::{ipv4_tcp_input, RssConfig, Toeplitz};
+use rusty_stack::io::{
+    Capabilities, ChecksumRequest, MacAddr, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta,
+};
+use rusty_stack::rss::{ipv4_tcp_input, RssConfig, Toeplitz};
 
 /// Default bound on buffers one side may have out at once (per direction).
 pub const DEFAULT_IN_FLIGHT_LIMIT: usize = 4096;

@@ -31,26 +31,25 @@ use std::time::Duration;
 use proptest::prelude::*;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
-    ArpOperation, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr, Icmpv4Packet, Icmpv4Repr,
-    IpAddress, Ipv4Packet, Ipv4Repr, TcpPacket, TcpRepr,
+    ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetRepr, Icmpv4Packet,
+    Icmpv4Repr, IpAddress, Ipv4Packet, Ipv4Repr, TcpPacket, TcpRepr,
 };
 
-use crate::app::CloseReason;
-use crate::app::{Conn, ConnectError, Opener};
-use crate::checksum;
-use crate::drop_reason::DropReason;
-use crate::engine::*;
-use crate::ethernet::EthernetHeader;
-use crate::ethernet::{self, EthernetProtocol};
-use crate::io::memory::{self, MemoryLink};
-use crate::io::{Capabilities, ChecksumOffload, ETHERNET_HEADER_LEN};
-use crate::ipv4::IpProtocol;
-use crate::ipv4::Ipv4Header;
-use crate::sim;
-use crate::tcp::cookie;
-use crate::tcp::segment::Segment;
-use crate::tcp::seq::SeqNum;
-use crate::time::VirtualClock;
+use rusty_stack::app::CloseReason;
+use rusty_stack::app::{Conn, ConnectError, Opener};
+use rusty_stack::checksum;
+use rusty_stack::engine::*;
+use rusty_stack::internals::decode_ts_options;
+use rusty_stack::internals::ethernet::{self, EthernetHeader, EthernetProtocol};
+use rusty_stack::internals::ipv4::{self, IpProtocol, Ipv4Header};
+use rusty_stack::internals::SeqNum;
+use rusty_stack::internals::{Flow, FlowKey, Segment, TxSegment};
+use rusty_stack::io::{Capabilities, ChecksumOffload, MacAddr, PacketIo, ETHERNET_HEADER_LEN};
+use rusty_stack::time::{Clock, VirtualClock};
+use rusty_stack::DropReason;
+use rusty_stack::{ConnId, Handler, Stats, TcpState as State};
+use rusty_testkit::memory::{self, MemoryLink};
+use rusty_testkit::sim;
 
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
@@ -260,8 +259,8 @@ fn tcp_of(frames: &[Frame]) -> Vec<TcpOut> {
 /// An Ethernet frame from `src` to `dst`, padded to the 60-byte minimum as a NIC would.
 fn eth_frame(src: MacAddr, dst: MacAddr, ethertype: EthernetProtocol, payload: &[u8]) -> Vec<u8> {
     let repr = EthernetRepr {
-        src_addr: src.wire(),
-        dst_addr: dst.wire(),
+        src_addr: EthernetAddress(src.0),
+        dst_addr: EthernetAddress(dst.0),
         ethertype,
     };
     let len = (repr.buffer_len() + payload.len()).max(60);
@@ -356,9 +355,9 @@ fn arp_frame(
 ) -> Vec<u8> {
     let repr = ArpRepr::EthernetIpv4 {
         operation,
-        source_hardware_addr: sender.0.wire(),
+        source_hardware_addr: EthernetAddress(sender.0 .0),
         source_protocol_addr: sender.1,
-        target_hardware_addr: target.0.wire(),
+        target_hardware_addr: EthernetAddress(target.0 .0),
         target_protocol_addr: target.1,
     };
     let mut arp = vec![0u8; repr.buffer_len()];

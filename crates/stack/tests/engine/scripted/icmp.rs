@@ -73,10 +73,10 @@ fn frames_over_the_mtu_are_counted_not_sent() {
     let mut net = Net::with_caps(config(), Recorder::default(), wire, tso_caps(576));
     let frames_out = net.stats().frames_out;
     for (len, tso) in [(577, false), (576, false), (8000, true)] {
-        let buf = net.eng.dev.alloc_tx(ETHERNET_HEADER_LEN + len);
-        net.eng.push_tx(buf.expect("buffer"), tso);
+        let buf = net.eng.device_mut().alloc_tx(ETHERNET_HEADER_LEN + len);
+        net.eng.push_tx_internal(buf.expect("buffer"), tso);
     }
-    net.eng.submit();
+    net.eng.submit_internal();
     let out = net.poll();
     let lens: Vec<usize> = out.iter().map(|f| f.0.len()).collect();
     assert_eq!(

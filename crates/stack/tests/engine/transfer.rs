@@ -61,7 +61,10 @@ fn echo_with_pools(
         net.server.stats(),
         net.client.device().stats()
     );
-    (net.client.pool.idle_bytes(), net.server.pool.idle_bytes())
+    (
+        net.client.internals().idle_buffer_bytes(),
+        net.server.internals().idle_buffer_bytes(),
+    )
 }
 
 /// Buffer storage comes from the engine's own pool and goes back to it when the
@@ -89,10 +92,7 @@ fn echo_large_clean() {
 
 #[test]
 fn echo_with_loss() {
-    let f = FaultConfig {
-        loss: 0.05,
-        ..FaultConfig::none()
-    };
+    let f = FaultConfig::none().with_loss(0.05);
     for seed in 0..5 {
         echo_once(200_000, f, seed);
     }

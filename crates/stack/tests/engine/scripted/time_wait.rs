@@ -85,15 +85,14 @@ fn a_cookie_ack_on_a_pair_whose_entry_a_rst_closed_takes_the_flow_over() {
     let mut peer = pc;
     assert!(peer.send(&mut net, &rst, &[]).is_empty());
     assert_eq!(net.eng.time_wait_count(), 0);
-    assert!(matches!(net.eng.flows.get(&key), Some(Flow::TimeWait(_))));
+    assert!(matches!(
+        net.eng.internals().flow(&key),
+        Some(Flow::TimeWait(_))
+    ));
     // An ACK carrying a valid SYN cookie for the pair (no SYN went through the entry,
     // which a SYN would have removed) opens a connection on it.
     let isn = pc.snd_nxt + 100_000;
-    let (local, remote) = net.eng.endpoints(&key);
-    let cookie = net
-        .eng
-        .cookies
-        .encode(local, remote, isn, 1460, net.eng.now);
+    let cookie = net.eng.internals().syn_cookie(&key, isn, 1460);
     let ack = TxSegment {
         seq: isn + 1,
         ack: Some(cookie + 1),
@@ -104,11 +103,17 @@ fn a_cookie_ack_on_a_pair_whose_entry_a_rst_closed_takes_the_flow_over() {
     assert!(out.is_empty(), "{out:?}");
     assert_eq!(net.stats().syn_cookies_accepted, 1);
     assert_eq!(net.eng.connection_count(), 1);
-    assert!(matches!(net.eng.flows.get(&key), Some(Flow::Conn(_))));
+    assert!(matches!(
+        net.eng.internals().flow(&key),
+        Some(Flow::Conn(_))
+    ));
     // The entry went: its timer, when it comes due, leaves the connection's flow alone.
     net.advance(Duration::from_secs(11));
     assert_eq!(net.eng.connection_count(), 1);
-    assert!(matches!(net.eng.flows.get(&key), Some(Flow::Conn(_))));
+    assert!(matches!(
+        net.eng.internals().flow(&key),
+        Some(Flow::Conn(_))
+    ));
 }
 
 #[test]
@@ -213,7 +218,7 @@ fn time_wait_flood_keeps_one_timer() {
     let mut pc = close_into_time_wait(&mut net, 40000, SeqNum(1000), FULL);
     assert_eq!(net.eng.connection_count(), 0);
     // The entry's timer, plus stale items of the closed connection block.
-    let timers = net.eng.timers.len();
+    let timers = net.eng.internals().pending_timers();
     let mut out_of_window_answered = 0;
     for i in 0..300 {
         net.clock.advance(Duration::from_millis(10));
@@ -236,7 +241,7 @@ fn time_wait_flood_keeps_one_timer() {
         }
         assert!(out.iter().all(TcpOut::is_pure_ack));
         assert!(
-            net.eng.timers.len() <= timers,
+            net.eng.internals().pending_timers() <= timers,
             "timer items piled up at {i}"
         );
     }
@@ -249,7 +254,7 @@ fn time_wait_flood_keeps_one_timer() {
     assert_eq!(net.eng.time_wait_count(), 1);
     net.advance(Duration::from_millis(20));
     assert_eq!(net.eng.time_wait_count(), 0);
-    assert!(net.eng.timers.is_empty());
+    assert!((net.eng.internals().pending_timers() == 0));
 }
 
 /// A SYN reopening a pair from TIME-WAIT gets an ISS beyond anything the old

@@ -8,13 +8,13 @@ use std::net::SocketAddrV4;
 use std::time::Duration;
 
 use super::*;
-use crate::app::{CloseReason, Conn, ConnectError, Opener};
-use crate::io::fault::FaultConfig;
-use crate::io::memory::{self, MemoryLink};
-use crate::io::Capabilities;
-use crate::rss::RssConfig;
-use crate::sim::{self, SimPair, CLIENT_IP, CLIENT_MAC, SERVER_IP, SERVER_MAC};
-use crate::time::VirtualClock;
+use rusty_stack::app::{CloseReason, Conn, ConnectError, Opener};
+use rusty_stack::io::fault::FaultConfig;
+use rusty_stack::io::Capabilities;
+use rusty_stack::rss::RssConfig;
+use rusty_stack::time::VirtualClock;
+use rusty_testkit::memory::{self, MemoryLink};
+use rusty_testkit::sim::{self, SimPair, CLIENT_IP, CLIENT_MAC, SERVER_IP, SERVER_MAC};
 
 const SERVER_PORT: u16 = 7;
 /// How long the client keeps each connection before closing it (so that the client
@@ -69,7 +69,7 @@ fn refusal<D: PacketIo, C: Clock>(
 
 /// Ports the client's port search has checked, and the walks it made.
 fn cost<D: PacketIo, H: Handler, C: Clock>(e: &Engine<D, H, C>) -> (u64, u64) {
-    (e.ports.probes, e.ports.walks)
+    e.internals().port_search_cost()
 }
 
 #[test]
@@ -185,7 +185,7 @@ fn a_port_freed_by_an_abort_is_found_at_once() {
     }
     // Free one port far from the cursor (the connection is aborted and gone).
     let victim = ids[4321];
-    assert!(engine.abort_for_test(victim));
+    assert!(engine.abort_internal(victim));
     let (probes, walks) = cost(&engine);
     engine
         .connect(server_addr(), ())
@@ -214,22 +214,13 @@ fn lone_engine(
 /// Fill every port `engine` may use towards `remote`; returns the ports it holds.
 fn fill(engine: &mut Engine<MemoryLink, Holder, VirtualClock>, remote: SocketAddrV4) -> Vec<u16> {
     while engine.connect(remote, ()).is_ok() {}
-    let ports: Vec<u16> = engine.app.iter().map(|(_, b)| b.key.local_port).collect();
+    let ports: Vec<u16> = engine
+        .internals()
+        .connections()
+        .map(|(_, key)| key.local_port)
+        .collect();
     assert_eq!(ports.iter().collect::<HashSet<_>>().len(), ports.len());
     ports
-}
-
-impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
-    /// Abort the connection `id` as its application would, and finish the turn.
-    fn abort_for_test(&mut self, id: ConnId) -> bool {
-        let Some(index) = self.app.index_of(id) else {
-            return false;
-        };
-        self.app[index].tcb.abort();
-        self.mark_dirty(index);
-        self.end_turn();
-        self.app.index_of(id).is_none()
-    }
 }
 
 #[test]
@@ -324,7 +315,8 @@ fn configured_tables_hold_more_than_sixteen_bits_of_connections() {
         ConnectError::TooManyConnections
     );
     // Every flow is found by its key.
-    for (index, b) in engine.app.iter() {
-        assert_eq!(engine.flows.get(&b.key), Some(Flow::Conn(index as u32)));
+    let internals = engine.internals();
+    for (index, key) in internals.connections() {
+        assert_eq!(internals.flow(&key), Some(Flow::Conn(index as u32)));
     }
 }

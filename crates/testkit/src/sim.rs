@@ -7,20 +7,22 @@
 //! idle, so a minute of TCP timers costs microseconds.
 //!
 //! For debugging a failing seed, every TCP segment either engine receives is logged with
-//! its virtual time at `trace` level, target `rusty_stack::sim` (a test that wants it
+//! its virtual time at `trace` level, target `rusty_testkit::sim` (a test that wants it
 //! installs a logger; without one the frames are not even parsed).
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
+use smoltcp::wire::{
+    EthernetAddress, EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket,
+};
 
-use crate::app::Handler;
-use crate::engine::{Engine, EngineConfig};
-use crate::io::fault::{FaultConfig, FaultInjector};
-use crate::io::memory::{self, MemFrame, MemoryLink};
-use crate::io::{Capabilities, MacAddr, PacketIo};
-use crate::time::{Clock, Instant, VirtualClock};
+use rusty_stack::io::fault::{FaultConfig, FaultInjector};
+use rusty_stack::io::{Capabilities, MacAddr, PacketIo};
+use rusty_stack::time::{Clock, Instant, VirtualClock};
+use rusty_stack::{Engine, EngineConfig, Handler};
+
+use crate::memory::{self, MemFrame, MemoryLink};
 
 /// A queue of the simulated link, as each engine sees it.
 pub type SimLink = FaultInjector<Tap, VirtualClock>;
@@ -148,8 +150,8 @@ pub fn syn_frame(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16) -> Vec<u8
         hop_limit: 64,
     };
     let eth = smoltcp::wire::EthernetRepr {
-        src_addr: CLIENT_MAC.wire(),
-        dst_addr: SERVER_MAC.wire(),
+        src_addr: EthernetAddress(CLIENT_MAC.0),
+        dst_addr: EthernetAddress(SERVER_MAC.0),
         ethertype: EthernetProtocol::Ipv4,
     };
     let mut buf = vec![0u8; eth.buffer_len() + ip.buffer_len() + tcp.buffer_len()];
@@ -230,10 +232,7 @@ impl<HC: Handler, HS: Handler> SimPair<HC, HS> {
     /// A pair with the deterministic configurations of [`engine_config`] (keyed by
     /// `seed`) on a link without faults that takes `delay` each way.
     pub fn with_delay(client: HC, server: HS, delay: Duration, seed: u64) -> SimPair<HC, HS> {
-        let link = FaultConfig {
-            delay,
-            ..FaultConfig::none()
-        };
+        let link = FaultConfig::none().with_delay(delay);
         SimPair::new(
             client,
             engine_config(CLIENT_IP, seed),
