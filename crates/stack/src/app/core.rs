@@ -335,6 +335,21 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
         }
     }
 
+    /// The application acts on connection `index` on its own, outside any event (a
+    /// socket layer's `write` or `close`, say): `f` gets the handler and the connection
+    /// as a callback would. `None`, without calling `f`, when the connection is gone or
+    /// has ended for the application.
+    pub fn with_conn<R>(
+        &mut self,
+        ctx: &mut C::Ctx,
+        index: usize,
+        f: impl FnOnce(&mut H, &mut Conn<'_, H::Conn>) -> R,
+    ) -> Option<R> {
+        let mut out = None;
+        self.call(ctx, index, |h, c| out = Some(f(h, c)));
+        out
+    }
+
     /// The peer closed its sending side.
     pub fn peer_closed(&mut self, ctx: &mut C::Ctx, index: usize) {
         self.call(ctx, index, |h, c| h.peer_closed(c));

@@ -47,7 +47,7 @@ use std::time::Duration;
 pub use crate::tcp::pool::CLASSES as BUFFER_SIZE_CLASSES;
 pub use config::{reserved_bytes, EngineConfig};
 
-use crate::app::{AppCore, ConnId, Handler, OpenResult};
+use crate::app::{AppCore, Conn, ConnId, Handler, OpenResult};
 use crate::io::{ChecksumOffload, MacAddr, PacketIo, RxFrame, ETHERNET_HEADER_LEN};
 use crate::ipv4::{self, IdentCounter};
 use crate::stats::Stats;
@@ -337,6 +337,24 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub fn connect(&mut self, remote: SocketAddrV4, state: H::Conn) -> OpenResult<H::Conn> {
         self.now = self.clock.now();
         self.start_connect(remote, state)
+    }
+
+    /// Act on connection `id` from outside a callback, as a socket layer's `write`,
+    /// `shutdown` or `close` does: `f` gets the handler and the connection's [`Conn`],
+    /// and whatever it does takes effect as if done in a callback (segments go out in
+    /// this call). `None`, without calling `f`, when the connection is gone or has
+    /// already ended for the application.
+    pub fn with_conn<R>(
+        &mut self,
+        id: ConnId,
+        f: impl FnOnce(&mut H, &mut Conn<'_, H::Conn>) -> R,
+    ) -> Option<R> {
+        self.now = self.clock.now();
+        let index = self.app.index_of(id)?;
+        let out = self.app.with_conn(&mut self.pool, index, f);
+        self.dispatch(index, Default::default(), &[]);
+        self.end_turn();
+        out
     }
 
     /// Offer a connection's unread bytes to the handler again (after its `data` callback

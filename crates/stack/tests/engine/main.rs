@@ -8,6 +8,7 @@
 
 mod idle;
 mod offload;
+mod outside;
 mod ports;
 mod scripted;
 mod steering;

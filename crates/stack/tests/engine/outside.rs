@@ -1,0 +1,84 @@
+//! Acting on a connection from outside a callback (`Engine::with_conn`), as a socket
+//! layer does for `write`, `shutdown` and `close`.
+
+use super::*;
+use rusty_stack::ConnId;
+
+/// Keeps the id of its one connection and what arrives on it.
+#[derive(Default)]
+struct Outside {
+    id: Option<ConnId>,
+    received: Vec<u8>,
+    peer_closed: bool,
+    closed: Vec<CloseReason>,
+}
+
+impl Handler for Outside {
+    type Conn = ();
+    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+        None
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, ()>) {
+        self.id = Some(conn.id());
+    }
+    fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        self.received.extend_from_slice(data);
+        data.len()
+    }
+    fn peer_closed(&mut self, _: &mut Conn<'_, ()>) {
+        self.peer_closed = true;
+    }
+    fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), reason: CloseReason) {
+        self.closed.push(reason);
+    }
+}
+
+fn connected_pair() -> (SimPair<Outside, Echo>, ConnId) {
+    let mut net = SimPair::with_delay(
+        Outside::default(),
+        Echo::default(),
+        Duration::from_millis(1),
+        7,
+    );
+    net.server.listen(7, 16);
+    net.client
+        .connect(SocketAddrV4::new(SERVER_IP, 7), ())
+        .map_err(|(e, _)| e)
+        .expect("connect");
+    assert!(net.run_until(Duration::from_secs(1), |n| n.client.handler().id.is_some()));
+    let id = net.client.handler().id.expect("connected");
+    (net, id)
+}
+
+#[test]
+fn sends_and_closes_from_outside_a_callback_take_effect_at_once() {
+    let (mut net, id) = connected_pair();
+    let sent = net.client.with_conn(id, |_, conn| conn.send(b"hello"));
+    assert_eq!(sent, Some(Ok(5)));
+    assert!(
+        net.run_until(Duration::from_secs(1), |n| n.client.handler().received
+            == b"hello")
+    );
+    // A half-close: the echo server closes back, and both ends finish normally.
+    assert_eq!(
+        net.client.with_conn(id, |_, conn| conn.shutdown_write()),
+        Some(())
+    );
+    assert!(net.run_until(Duration::from_secs(5), |n| {
+        !n.client.handler().closed.is_empty() && !n.server.handler().closed.is_empty()
+    }));
+    assert!(net.client.handler().peer_closed);
+    assert_eq!(net.client.handler().closed, vec![CloseReason::Normal]);
+    assert_eq!(net.server.handler().closed, vec![CloseReason::Normal]);
+}
+
+#[test]
+fn a_gone_connection_is_not_acted_on() {
+    let (mut net, id) = connected_pair();
+    assert_eq!(net.client.with_conn(id, |_, conn| conn.abort()), Some(()));
+    assert_eq!(net.client.handler().closed, vec![CloseReason::Aborted]);
+    let mut called = false;
+    assert_eq!(net.client.with_conn(id, |_, _| called = true), None);
+    assert!(!called, "the closure ran on a gone connection");
+    assert_eq!(net.client.connection_count(), 0);
+}
