@@ -1,0 +1,117 @@
+//! `rusty-run`: run an unmodified program with its TCP sockets on Rusty.
+//!
+//! ```text
+//! rusty-run --link 'tap:tap0 10.0.2.2/24' [--tap-host 10.0.2.1/24] [stack flags] -- nginx -g 'daemon off;'
+//! ```
+//!
+//! It checks its flags, puts `librusty_preload.so` in front of `LD_PRELOAD`, hands the
+//! flags to the library in `RUSTY_PRELOAD_FLAGS`, and execs the program (which keeps
+//! rusty-run's process id). The library is looked for next to this executable unless
+//! `--library` names it.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use clap::Parser;
+use rusty_preload::config::{StackArgs, FLAGS_VAR};
+
+/// Run a program with its TCP sockets on Rusty's stack.
+#[derive(Debug, Parser)]
+#[command(name = "rusty-run", version)]
+struct RunArgs {
+    #[command(flatten)]
+    stack: StackArgs,
+    /// The interposer library (default: librusty_preload.so next to rusty-run).
+    #[arg(long, value_name = "PATH")]
+    library: Option<PathBuf>,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    program: Vec<OsString>,
+}
+
+fn main() -> ExitCode {
+    let args = RunArgs::parse();
+    match run(args) {
+        Ok(never) => match never {},
+        Err(e) => {
+            eprintln!("rusty-run: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+enum Never {}
+
+fn run(args: RunArgs) -> Result<Never, String> {
+    args.stack.config()?;
+    let library = match args.library {
+        Some(path) => path,
+        None => std::env::current_exe()
+            .map_err(|e| format!("cannot find rusty-run's own path: {e}"))?
+            .with_file_name("librusty_preload.so"),
+    };
+    if !library.is_file() {
+        return Err(format!(
+            "no interposer library at {} (build the rusty-preload crate, or pass --library)",
+            library.display()
+        ));
+    }
+    let library = library
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", library.display()))?;
+    let flags = StackArgs::to_env(&stack_flags(std::env::args_os().skip(1)))?;
+    let mut preload = OsString::from(library.as_os_str());
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(" ");
+        preload.push(old);
+    }
+    let (program, rest) = args.program.split_first().expect("clap requires a program");
+    let err = Command::new(program)
+        .args(rest)
+        .env("LD_PRELOAD", preload)
+        .env(FLAGS_VAR, flags)
+        .exec();
+    Err(format!("cannot run {}: {err}", program.to_string_lossy()))
+}
+
+/// The stack flags among rusty-run's arguments: everything before `--` but
+/// `--library` and its value.
+fn stack_flags(args: impl Iterator<Item = OsString>) -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    for a in args.take_while(|a| a != "--") {
+        if skip_value {
+            skip_value = false;
+        } else if a == "--library" {
+            skip_value = true;
+        } else if !a.to_string_lossy().starts_with("--library=") {
+            out.push(a);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_library_flag_and_the_program_are_not_stack_flags() {
+        let args = [
+            "--link",
+            "tap:t 10.0.0.2/24",
+            "--library",
+            "x.so",
+            "--library=y.so",
+            "--spin-us",
+            "5",
+            "--",
+            "prog",
+            "--link",
+        ];
+        let got = stack_flags(args.iter().map(OsString::from));
+        assert_eq!(got, ["--link", "tap:t 10.0.0.2/24", "--spin-us", "5"]);
+    }
+}

@@ -1,0 +1,10 @@
+//! # rusty-preload
+//!
+//! Unmodified Linux programs on Rusty: `librusty_preload.so` interposes the socket
+//! calls of a program it is preloaded into and runs the program's TCP sockets on a
+//! Rusty engine inside the program's own process; `rusty-run` is the wrapper that
+//! checks the flags, sets the environment and execs the program.
+
+#![warn(missing_docs)]
+
+pub mod config;
