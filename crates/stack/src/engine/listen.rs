@@ -63,6 +63,11 @@ impl Listeners {
         }
     }
 
+    /// Stop listening on `port`; whether it was listening.
+    pub(super) fn remove(&mut self, port: u16) -> bool {
+        self.find(port).map(|i| self.ports.remove(i)).is_ok()
+    }
+
     pub(super) fn clear(&mut self) {
         self.ports.clear();
     }
@@ -225,6 +230,8 @@ mod tests {
         l.listen(443, 16);
         let l443 = l.get_mut(&443).expect("listening");
         assert_eq!((l443.backlog, l443.half_open), (16, 3));
+        assert!(l.remove(443) && !l.remove(443));
+        assert!(!l.contains_key(&443) && l.contains_key(&80) && l.contains_key(&8080));
         l.clear();
         assert!(!l.contains_key(&80));
     }

@@ -327,6 +327,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.listeners.listen(port, backlog);
     }
 
+    /// Stop listening on `port` (a socket layer's `close` of a listening socket): SYNs
+    /// to it are answered with a reset from now on; connections already established
+    /// carry on, and half-open ones that complete are offered to the handler's `accept`
+    /// as before. Whether the port was listening.
+    pub fn unlisten(&mut self, port: u16) -> bool {
+        self.listeners.remove(port)
+    }
+
     /// Stop accepting new connections (graceful shutdown); open ones carry on.
     pub fn stop_accepting(&mut self) {
         self.app.stop_accepting();

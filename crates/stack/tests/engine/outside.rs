@@ -82,3 +82,26 @@ fn a_gone_connection_is_not_acted_on() {
     assert!(!called, "the closure ran on a gone connection");
     assert_eq!(net.client.connection_count(), 0);
 }
+
+#[test]
+fn after_unlisten_new_connections_are_refused_and_open_ones_carry_on() {
+    let (mut net, id) = connected_pair();
+    assert!(net.server.unlisten(7));
+    assert!(!net.server.unlisten(7), "not listening any more");
+    net.client
+        .connect(SocketAddrV4::new(SERVER_IP, 7), ())
+        .map_err(|(e, _)| e)
+        .expect("connect");
+    assert!(net.run_until(Duration::from_secs(1), |n| {
+        n.client.handler().closed == [CloseReason::Refused]
+    }));
+    // The first connection still echoes.
+    assert_eq!(
+        net.client.with_conn(id, |_, conn| conn.send(b"still here")),
+        Some(Ok(10))
+    );
+    assert!(
+        net.run_until(Duration::from_secs(1), |n| n.client.handler().received
+            == b"still here")
+    );
+}
