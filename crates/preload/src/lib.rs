@@ -8,3 +8,4 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod sockets;

@@ -1,0 +1,913 @@
+//! The socket layer: stream sockets with POSIX meaning on one Rusty engine, with no
+//! system call and no descriptor in sight.
+//!
+//! A [`Stack`] owns the engine and a table of sockets ([`Table`], which is the engine's
+//! `Handler`). Each operation is what a socket call does, never blocking: where Linux
+//! would block it returns `EAGAIN`, and the caller waits (`process.rs`). The engine's
+//! callbacks only update socket state (bytes into the receive queue, readiness, errors)
+//! and bump the socket's event count, which edge-triggered waits compare.
+//!
+//! Receiving: the engine offers in-order bytes; the socket takes what fits in its
+//! receive queue (the socket's `SO_RCVBUF`) and leaves the rest in the engine, which
+//! then shrinks the window it advertises; a read that frees room pulls them in. So a
+//! slow reader back-pressures its peer as on Linux, and bytes the engine delivered are
+//! never dropped: they are in the socket or still in the engine.
+//!
+//! Sending: `send` goes straight into the connection's send buffer (segments leave in
+//! the call); when it is full the socket asks to hear when it is writable again.
+//!
+//! Errors are `libc` errno values, chosen to match what Linux returns for the same call
+//! in the same state.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::time::Duration;
+
+use rusty_stack::io::PacketIo;
+use rusty_stack::time::{Clock, Instant};
+use rusty_stack::{CloseReason, Conn, ConnId, ConnectError, Engine, Handler, Opener};
+
+/// An errno value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
+/// A socket's slot in the [`Table`].
+pub type SockId = usize;
+
+/// Readiness bits, with the values `poll` and `epoll` share (`POLLIN` = `EPOLLIN`, …).
+pub mod ready {
+    /// Readable: bytes, end of stream, an error, or a connection to accept.
+    pub const IN: u32 = libc::EPOLLIN as u32;
+    /// Writable: send space, or a connect that finished (either way).
+    pub const OUT: u32 = libc::EPOLLOUT as u32;
+    /// A pending error (`SO_ERROR`).
+    pub const ERR: u32 = libc::EPOLLERR as u32;
+    /// Both directions are shut, or the socket is not connected.
+    pub const HUP: u32 = libc::EPOLLHUP as u32;
+    /// The peer shut its sending side.
+    pub const RDHUP: u32 = libc::EPOLLRDHUP as u32;
+}
+
+/// Default receive queue of a socket, in bytes (Linux's default `tcp_rmem` is 128 KiB).
+pub const DEFAULT_RCVBUF: usize = 128 << 10;
+
+/// Socket options Rusty stores; each is either applied or answered as it is in effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SockOpts {
+    /// `SO_REUSEADDR`.
+    pub reuse_addr: bool,
+    /// `SO_REUSEPORT`.
+    pub reuse_port: bool,
+    /// `SO_RCVBUF`: the receive queue's bound.
+    pub rcvbuf: usize,
+    /// `SO_SNDBUF`, as set (the engine sizes send buffers itself).
+    pub sndbuf: usize,
+    /// `SO_LINGER`: `Some(0)` makes `close` reset the connection.
+    pub linger: Option<Duration>,
+    /// `TCP_USER_TIMEOUT`.
+    pub user_timeout: Option<Duration>,
+}
+
+impl Default for SockOpts {
+    fn default() -> SockOpts {
+        SockOpts {
+            reuse_addr: false,
+            reuse_port: false,
+            rcvbuf: DEFAULT_RCVBUF,
+            sndbuf: 16 << 10,
+            linger: None,
+            user_timeout: None,
+        }
+    }
+}
+
+/// Where a socket is in its life.
+#[derive(Debug)]
+enum State {
+    /// Made by `socket`, not bound.
+    Fresh,
+    /// Bound to a port, not listening or connected.
+    Bound,
+    /// Listening: connections established and not yet accepted, oldest first.
+    Listening {
+        backlog: usize,
+        queue: VecDeque<SockId>,
+    },
+    /// An active open in progress.
+    Connecting,
+    /// Established (or closing): a connection of the engine's, or one that ended.
+    Connected,
+    /// An active open that failed; the error is in `error` until read.
+    Failed,
+}
+
+#[derive(Debug)]
+struct Sock {
+    state: State,
+    local: Option<SocketAddrV4>,
+    peer: Option<SocketAddrV4>,
+    /// The engine's connection, while it lives.
+    conn: Option<ConnId>,
+    /// Received bytes not yet read.
+    rx: VecDeque<u8>,
+    /// The engine holds bytes the receive queue had no room for.
+    rx_held: bool,
+    /// The peer has shut its sending side (or the connection ended).
+    eof: bool,
+    /// The engine's connection is gone.
+    ended: bool,
+    /// The send buffer has room (as of the last send or `writable`).
+    writable: bool,
+    shut_rd: bool,
+    shut_wr: bool,
+    /// Pending error (`SO_ERROR`), 0 for none.
+    error: i32,
+    /// Counts events (bytes, room, end of stream, errors, connections to accept).
+    events: u64,
+    opts: SockOpts,
+    /// Descriptors that refer to the socket; 0 for one still in a listener's queue or
+    /// one the program has closed.
+    refs: usize,
+    /// In this listener's queue, not yet accepted.
+    queued_on: Option<SockId>,
+}
+
+impl Sock {
+    fn new(state: State) -> Sock {
+        Sock {
+            state,
+            local: None,
+            peer: None,
+            conn: None,
+            rx: VecDeque::new(),
+            rx_held: false,
+            eof: false,
+            ended: false,
+            writable: false,
+            shut_rd: false,
+            shut_wr: false,
+            error: 0,
+            events: 0,
+            opts: SockOpts::default(),
+            refs: 1,
+            queued_on: None,
+        }
+    }
+
+    /// Whether nothing refers to the socket any more, so its slot may go once the
+    /// engine is done with its connection.
+    fn released(&self) -> bool {
+        self.refs == 0 && self.queued_on.is_none()
+    }
+}
+
+/// The sockets of one engine: the engine's `Handler`.
+#[derive(Debug, Default)]
+pub struct Table {
+    socks: Vec<Option<Sock>>,
+    free: Vec<SockId>,
+    /// Listening sockets by port.
+    listeners: HashMap<u16, SockId>,
+    /// Connections reset because their listener's queue was full.
+    pub overflowed: u64,
+}
+
+impl Table {
+    fn insert(&mut self, sock: Sock) -> SockId {
+        match self.free.pop() {
+            Some(id) => {
+                self.socks[id] = Some(sock);
+                id
+            }
+            None => {
+                self.socks.push(Some(sock));
+                self.socks.len() - 1
+            }
+        }
+    }
+
+    fn remove(&mut self, id: SockId) {
+        if self.socks.get_mut(id).and_then(Option::take).is_some() {
+            self.free.push(id);
+        }
+    }
+
+    fn get(&self, id: SockId) -> Option<&Sock> {
+        self.socks.get(id).and_then(Option::as_ref)
+    }
+
+    fn get_mut(&mut self, id: SockId) -> Option<&mut Sock> {
+        self.socks.get_mut(id).and_then(Option::as_mut)
+    }
+
+    fn sock(&mut self, id: SockId) -> &mut Sock {
+        self.get_mut(id)
+            .expect("a connection's socket stays until `closed`")
+    }
+
+    /// Sockets in the table (for tests and leak checks).
+    pub fn len(&self) -> usize {
+        self.socks.len() - self.free.len()
+    }
+
+    /// No socket in the table.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn bump(sock: &mut Sock) {
+    sock.events = sock.events.wrapping_add(1);
+}
+
+impl Handler for Table {
+    type Conn = SockId;
+
+    fn accept(&mut self, local: SocketAddrV4, remote: SocketAddrV4) -> Option<SockId> {
+        let listener = *self.listeners.get(&local.port())?;
+        let Some(Sock {
+            state: State::Listening { backlog, queue },
+            ..
+        }) = self.get(listener)
+        else {
+            return None;
+        };
+        if queue.len() >= *backlog {
+            self.overflowed += 1;
+            return None;
+        }
+        let rcvbuf = self.get(listener).map_or(DEFAULT_RCVBUF, |l| l.opts.rcvbuf);
+        let mut sock = Sock::new(State::Connected);
+        sock.local = Some(local);
+        sock.peer = Some(remote);
+        sock.refs = 0;
+        sock.queued_on = Some(listener);
+        sock.opts.rcvbuf = rcvbuf;
+        let id = self.insert(sock);
+        let l = self.sock(listener);
+        if let State::Listening { queue, .. } = &mut l.state {
+            queue.push_back(id);
+        }
+        bump(l);
+        Some(id)
+    }
+
+    fn connected(&mut self, conn: &mut Conn<'_, SockId>) {
+        let (id, local, peer) = (conn.id(), conn.local_addr(), conn.peer_addr());
+        let sock = self.sock(*conn.state());
+        sock.conn = Some(id);
+        sock.local = Some(local);
+        sock.peer = Some(peer);
+        sock.state = State::Connected;
+        sock.writable = true;
+        if let Some(timeout) = sock.opts.user_timeout {
+            conn.set_user_timeout(Some(timeout));
+        }
+        bump(self.sock(*conn.state()));
+    }
+
+    fn data(&mut self, conn: &mut Conn<'_, SockId>, data: &[u8]) -> usize {
+        let sock = self.sock(*conn.state());
+        if sock.released() || sock.shut_rd {
+            // Nobody will read them (Linux resets a connection closed with unread
+            // bytes; `release` does the same).
+            return data.len();
+        }
+        let room = sock.opts.rcvbuf.saturating_sub(sock.rx.len());
+        let n = room.min(data.len());
+        sock.rx.extend(&data[..n]);
+        sock.rx_held = n < data.len();
+        if n > 0 {
+            bump(sock);
+        }
+        n
+    }
+
+    fn writable(&mut self, conn: &mut Conn<'_, SockId>) {
+        let sock = self.sock(*conn.state());
+        sock.writable = true;
+        bump(sock);
+    }
+
+    fn peer_closed(&mut self, conn: &mut Conn<'_, SockId>) {
+        let sock = self.sock(*conn.state());
+        sock.eof = true;
+        bump(sock);
+    }
+
+    fn closed(&mut self, _: &mut Opener<'_, SockId>, id: SockId, reason: CloseReason) {
+        let sock = self.sock(id);
+        let connecting = matches!(sock.state, State::Connecting);
+        sock.error = match reason {
+            CloseReason::Normal | CloseReason::Aborted => sock.error,
+            CloseReason::Reset | CloseReason::Refused if connecting => libc::ECONNREFUSED,
+            CloseReason::Reset | CloseReason::Refused => libc::ECONNRESET,
+            CloseReason::TimedOut => libc::ETIMEDOUT,
+            _ => libc::ECONNABORTED,
+        };
+        if connecting {
+            sock.state = State::Failed;
+        }
+        sock.conn = None;
+        sock.ended = true;
+        sock.eof = true;
+        sock.rx_held = false;
+        bump(sock);
+        if sock.released() {
+            self.remove(id);
+        }
+    }
+
+    fn connect_failed(
+        &mut self,
+        _: &mut Opener<'_, SockId>,
+        _: SocketAddrV4,
+        id: SockId,
+        error: ConnectError,
+    ) {
+        let sock = self.sock(id);
+        sock.error = connect_errno(error).0;
+        sock.state = State::Failed;
+        sock.ended = true;
+        bump(sock);
+        if sock.released() {
+            self.remove(id);
+        }
+    }
+}
+
+/// The errno Linux gives for the nearest failure to start an active open.
+fn connect_errno(error: ConnectError) -> Errno {
+    Errno(match error {
+        ConnectError::NoPortAvailable => libc::EADDRNOTAVAIL,
+        ConnectError::TooManyConnections => libc::ENOBUFS,
+        ConnectError::ShuttingDown => libc::ECONNABORTED,
+        ConnectError::InvalidAddress => libc::ENETUNREACH,
+        _ => libc::EINVAL,
+    })
+}
+
+/// What the socket layer needs of an engine, so that [`Stack`] is one type whatever
+/// the device under it.
+pub trait EngineOps {
+    /// Run one loop turn; frames received.
+    fn poll(&mut self) -> usize;
+    /// The earliest time the engine has timer work.
+    fn next_deadline(&self) -> Option<Instant>;
+    /// The engine's address.
+    fn address(&self) -> Ipv4Addr;
+    /// Whether `ip` is reached through this engine's link (on it, or through its
+    /// gateway).
+    fn routes(&self, ip: Ipv4Addr) -> bool;
+    /// Listen on `port`.
+    fn listen(&mut self, port: u16, backlog: usize);
+    /// Stop listening on `port`.
+    fn unlisten(&mut self, port: u16);
+    /// Start an active open for socket `id`.
+    fn connect(&mut self, remote: SocketAddrV4, id: SockId) -> Result<(), Errno>;
+    /// Act on connection `id`; false when it is gone.
+    fn with_conn(&mut self, id: ConnId, f: &mut dyn FnMut(&mut Conn<'_, SockId>)) -> bool;
+    /// Offer the connection's held bytes again.
+    fn resume_receive(&mut self, id: ConnId);
+    /// The socket table.
+    fn table(&self) -> &Table;
+    /// The socket table.
+    fn table_mut(&mut self) -> &mut Table;
+}
+
+impl<D: PacketIo, C: Clock> EngineOps for Engine<D, Table, C> {
+    fn poll(&mut self) -> usize {
+        Engine::poll(self)
+    }
+    fn next_deadline(&self) -> Option<Instant> {
+        Engine::next_deadline(self)
+    }
+    fn address(&self) -> Ipv4Addr {
+        self.config().ip
+    }
+    fn routes(&self, ip: Ipv4Addr) -> bool {
+        let cfg = self.config();
+        cfg.on_link(ip) || cfg.gateway.is_some()
+    }
+    fn listen(&mut self, port: u16, backlog: usize) {
+        Engine::listen(self, port, backlog);
+    }
+    fn unlisten(&mut self, port: u16) {
+        Engine::unlisten(self, port);
+    }
+    fn connect(&mut self, remote: SocketAddrV4, id: SockId) -> Result<(), Errno> {
+        Engine::connect(self, remote, id)
+            .map(|_| ())
+            .map_err(|(e, _)| connect_errno(e))
+    }
+    fn with_conn(&mut self, id: ConnId, f: &mut dyn FnMut(&mut Conn<'_, SockId>)) -> bool {
+        Engine::with_conn(self, id, |_, conn| f(conn)).is_some()
+    }
+    fn resume_receive(&mut self, id: ConnId) {
+        Engine::resume_receive(self, id);
+    }
+    fn table(&self) -> &Table {
+        self.handler()
+    }
+    fn table_mut(&mut self) -> &mut Table {
+        self.handler_mut()
+    }
+}
+
+/// How `shutdown` shuts a socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shut {
+    /// `SHUT_RD`.
+    Read,
+    /// `SHUT_WR`.
+    Write,
+    /// `SHUT_RDWR`.
+    Both,
+}
+
+/// One engine and its sockets.
+pub struct Stack {
+    engine: Box<dyn EngineOps>,
+}
+
+impl std::fmt::Debug for Stack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stack")
+            .field("address", &self.engine.address())
+            .field("sockets", &self.engine.table().len())
+            .finish()
+    }
+}
+
+const EBADF: Errno = Errno(libc::EBADF);
+
+impl Stack {
+    /// A stack on `engine`, whose handler must be an empty [`Table`].
+    pub fn new(engine: Box<dyn EngineOps>) -> Stack {
+        Stack { engine }
+    }
+
+    fn sock(&self, s: SockId) -> Result<&Sock, Errno> {
+        self.engine.table().get(s).ok_or(EBADF)
+    }
+
+    fn sock_mut(&mut self, s: SockId) -> Result<&mut Sock, Errno> {
+        self.engine.table_mut().get_mut(s).ok_or(EBADF)
+    }
+
+    /// Run one engine turn; frames received.
+    pub fn poll(&mut self) -> usize {
+        self.engine.poll()
+    }
+
+    /// The earliest time the engine has timer work.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.engine.next_deadline()
+    }
+
+    /// The stack's own address.
+    pub fn address(&self) -> Ipv4Addr {
+        self.engine.address()
+    }
+
+    /// Whether a connection to `ip` belongs on this stack: an address its link
+    /// reaches, other than loopback, broadcast and multicast (those stay the
+    /// kernel's).
+    pub fn carries(&self, ip: Ipv4Addr) -> bool {
+        !(ip.is_loopback() || ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast())
+            && self.engine.routes(ip)
+    }
+
+    /// Whether a socket bound to `ip` belongs on this stack: the wildcard or the
+    /// stack's own address.
+    pub fn binds(&self, ip: Ipv4Addr) -> bool {
+        ip.is_unspecified() || ip == self.address()
+    }
+
+    /// Sockets in the table, the program's and those the engine is still closing.
+    pub fn sockets(&self) -> usize {
+        self.engine.table().len()
+    }
+
+    /// A new stream socket.
+    pub fn socket(&mut self) -> SockId {
+        self.engine.table_mut().insert(Sock::new(State::Fresh))
+    }
+
+    /// One more descriptor refers to `s` (`dup`).
+    pub fn add_ref(&mut self, s: SockId) -> Result<(), Errno> {
+        self.sock_mut(s)?.refs += 1;
+        Ok(())
+    }
+
+    /// The socket's options.
+    pub fn opts(&self, s: SockId) -> Result<SockOpts, Errno> {
+        Ok(self.sock(s)?.opts)
+    }
+
+    /// Set the socket's options; a user timeout reaches a live connection at once.
+    pub fn set_opts(&mut self, s: SockId, opts: SockOpts) -> Result<(), Errno> {
+        let sock = self.sock_mut(s)?;
+        let timeout_changed = sock.opts.user_timeout != opts.user_timeout;
+        sock.opts = opts;
+        let conn = sock.conn;
+        if let (true, Some(id)) = (timeout_changed, conn) {
+            self.engine
+                .with_conn(id, &mut |c| c.set_user_timeout(opts.user_timeout));
+        }
+        Ok(())
+    }
+
+    /// `bind`: the caller has checked that the address is this stack's.
+    pub fn bind(&mut self, s: SockId, addr: SocketAddrV4) -> Result<(), Errno> {
+        let address = self.address();
+        let reuse_port = self.sock(s)?.opts.reuse_port;
+        if !matches!(self.sock(s)?.state, State::Fresh) {
+            return Err(Errno(libc::EINVAL));
+        }
+        let port = if addr.port() == 0 {
+            self.free_port().ok_or(Errno(libc::EADDRINUSE))?
+        } else {
+            if self.port_taken(addr.port(), reuse_port) {
+                return Err(Errno(libc::EADDRINUSE));
+            }
+            addr.port()
+        };
+        let ip = if addr.ip().is_unspecified() {
+            address
+        } else {
+            *addr.ip()
+        };
+        let sock = self.sock_mut(s)?;
+        sock.local = Some(SocketAddrV4::new(ip, port));
+        sock.state = State::Bound;
+        Ok(())
+    }
+
+    /// Whether another socket holds `port` (bound or listening) in a way that keeps
+    /// a new bind off it.
+    fn port_taken(&self, port: u16, reuse_port: bool) -> bool {
+        self.engine.table().socks.iter().flatten().any(|o| {
+            matches!(o.state, State::Bound | State::Listening { .. })
+                && o.local.is_some_and(|l| l.port() == port)
+                && !(reuse_port && o.opts.reuse_port)
+        })
+    }
+
+    /// A port for `bind` to port 0, from the top of the range Linux uses.
+    fn free_port(&self) -> Option<u16> {
+        (32768..=60999u16)
+            .rev()
+            .find(|&p| !self.port_taken(p, false))
+    }
+
+    /// `listen`.
+    pub fn listen(&mut self, s: SockId, backlog: usize) -> Result<(), Errno> {
+        let backlog = backlog.clamp(1, 65535);
+        let sock = self.sock_mut(s)?;
+        match &mut sock.state {
+            State::Listening { backlog: b, .. } => {
+                *b = backlog;
+                return Ok(());
+            }
+            State::Fresh | State::Bound => {}
+            _ => return Err(Errno(libc::EINVAL)),
+        }
+        if sock.local.is_none() {
+            self.bind(s, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?;
+        }
+        let sock = self.sock_mut(s)?;
+        let port = sock.local.map_or(0, |l| l.port());
+        sock.state = State::Listening {
+            backlog,
+            queue: VecDeque::new(),
+        };
+        let table = self.engine.table_mut();
+        table.listeners.entry(port).or_insert(s);
+        self.engine.listen(port, backlog);
+        Ok(())
+    }
+
+    /// `accept`: the oldest established connection, as a socket of its own.
+    pub fn accept(&mut self, s: SockId) -> Result<SockId, Errno> {
+        let sock = self.sock_mut(s)?;
+        let State::Listening { queue, .. } = &mut sock.state else {
+            return Err(Errno(libc::EINVAL));
+        };
+        let c = queue.pop_front().ok_or(Errno(libc::EAGAIN))?;
+        let accepted = self.sock_mut(c)?;
+        accepted.queued_on = None;
+        accepted.refs = 1;
+        Ok(c)
+    }
+
+    /// `connect`: `Ok` once connected; `EINPROGRESS` while the handshake runs (the
+    /// caller waits for writability, then reads `SO_ERROR`).
+    pub fn connect(&mut self, s: SockId, remote: SocketAddrV4) -> Result<(), Errno> {
+        let sock = self.sock_mut(s)?;
+        match sock.state {
+            State::Fresh | State::Bound => {}
+            State::Connecting => return Err(Errno(libc::EALREADY)),
+            State::Connected => return Err(Errno(libc::EISCONN)),
+            State::Listening { .. } | State::Failed => return Err(Errno(libc::EINVAL)),
+        }
+        sock.state = State::Connecting;
+        sock.peer = Some(remote);
+        if let Err(e) = self.engine.connect(remote, s) {
+            let sock = self.sock_mut(s)?;
+            sock.state = State::Failed;
+            sock.peer = None;
+            return Err(e);
+        }
+        match self.sock(s)?.state {
+            State::Connected => Ok(()),
+            _ => Err(Errno(libc::EINPROGRESS)),
+        }
+    }
+
+    /// Where an active open stands: `Ok(true)` connected, `Ok(false)` still going,
+    /// `Err` failed (the error taken, as `SO_ERROR` would).
+    pub fn connect_result(&mut self, s: SockId) -> Result<bool, Errno> {
+        let sock = self.sock_mut(s)?;
+        match sock.state {
+            State::Connecting => Ok(false),
+            State::Connected => Ok(true),
+            _ => Err(Errno(std::mem::take(&mut sock.error)).nonzero()),
+        }
+    }
+
+    /// `recv`: bytes into `out` (left in place with `peek`); 0 at the end of the
+    /// stream.
+    pub fn recv(&mut self, s: SockId, out: &mut [u8], peek: bool) -> Result<usize, Errno> {
+        let sock = self.sock(s)?;
+        if sock.rx.len() < out.len() && sock.rx_held {
+            if let Some(id) = sock.conn {
+                self.engine.resume_receive(id);
+            }
+        }
+        let sock = self.sock_mut(s)?;
+        match sock.state {
+            State::Connected => {}
+            State::Connecting => return Err(Errno(libc::EAGAIN)),
+            _ => return Err(Errno(libc::ENOTCONN)),
+        }
+        if out.is_empty() {
+            return Ok(0);
+        }
+        if !sock.rx.is_empty() {
+            let (a, b) = sock.rx.as_slices();
+            let n = out.len().min(a.len() + b.len());
+            let from_a = n.min(a.len());
+            out[..from_a].copy_from_slice(&a[..from_a]);
+            out[from_a..n].copy_from_slice(&b[..n - from_a]);
+            if !peek {
+                sock.rx.drain(..n);
+                if sock.rx.is_empty() && sock.rx.capacity() > DEFAULT_RCVBUF {
+                    sock.rx.shrink_to(DEFAULT_RCVBUF);
+                }
+            }
+            return Ok(n);
+        }
+        if sock.error != 0 {
+            return Err(Errno(std::mem::take(&mut sock.error)));
+        }
+        if sock.eof || sock.shut_rd {
+            return Ok(0);
+        }
+        Err(Errno(libc::EAGAIN))
+    }
+
+    /// Bytes waiting to be read (`FIONREAD`): those in the receive queue.
+    pub fn unread(&self, s: SockId) -> Result<usize, Errno> {
+        Ok(self.sock(s)?.rx.len())
+    }
+
+    /// `send`: how many bytes of `data` went into the send buffer. `EPIPE` once the
+    /// sending side is shut or the connection is gone (the caller raises `SIGPIPE`
+    /// unless asked not to).
+    pub fn send(&mut self, s: SockId, data: &[u8]) -> Result<usize, Errno> {
+        let sock = self.sock_mut(s)?;
+        match sock.state {
+            State::Connected => {}
+            State::Connecting => return Err(Errno(libc::EAGAIN)),
+            State::Failed if sock.error != 0 => return Err(Errno(std::mem::take(&mut sock.error))),
+            _ => return Err(Errno(libc::EPIPE)),
+        }
+        if sock.error != 0 {
+            return Err(Errno(std::mem::take(&mut sock.error)));
+        }
+        let Some(id) = sock.conn.filter(|_| !sock.shut_wr) else {
+            return Err(Errno(libc::EPIPE));
+        };
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let mut sent = Err(Errno(libc::EPIPE));
+        self.engine.with_conn(id, &mut |c| {
+            sent = match c.send(data) {
+                Ok(n) => {
+                    if n < data.len() {
+                        c.notify_writable();
+                    }
+                    Ok(n)
+                }
+                Err(_) => Err(Errno(libc::EPIPE)),
+            };
+        });
+        let sock = self.sock_mut(s)?;
+        match sent {
+            Ok(0) => {
+                sock.writable = false;
+                Err(Errno(libc::EAGAIN))
+            }
+            Ok(n) => {
+                if n < data.len() {
+                    sock.writable = false;
+                }
+                Ok(n)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `shutdown`.
+    pub fn shutdown(&mut self, s: SockId, how: Shut) -> Result<(), Errno> {
+        let sock = self.sock_mut(s)?;
+        if !matches!(sock.state, State::Connected) {
+            return Err(Errno(libc::ENOTCONN));
+        }
+        if matches!(how, Shut::Read | Shut::Both) {
+            sock.shut_rd = true;
+            sock.rx.clear();
+            bump(sock);
+        }
+        if matches!(how, Shut::Write | Shut::Both) && !sock.shut_wr {
+            sock.shut_wr = true;
+            bump(sock);
+            if let Some(id) = sock.conn {
+                self.engine.with_conn(id, &mut |c| c.shutdown_write());
+            }
+        }
+        Ok(())
+    }
+
+    /// A descriptor of `s` was closed; the last one closes the socket: a listener
+    /// stops listening and resets what it had not accepted; a connection closes
+    /// gracefully, or is reset when unread bytes remain or `SO_LINGER` is zero, as
+    /// Linux does.
+    pub fn release(&mut self, s: SockId) -> Result<(), Errno> {
+        let sock = self.sock_mut(s)?;
+        sock.refs = sock.refs.saturating_sub(1);
+        if sock.refs > 0 {
+            return Ok(());
+        }
+        let queued = match &mut sock.state {
+            State::Listening { queue, .. } => Some(std::mem::take(queue)),
+            _ => None,
+        };
+        if let Some(queued) = queued {
+            let port = sock.local.map_or(0, |l| l.port());
+            let table = self.engine.table_mut();
+            if table.listeners.get(&port) == Some(&s) {
+                table.listeners.remove(&port);
+                self.engine.unlisten(port);
+            }
+            for c in queued {
+                if let Some(q) = self.engine.table_mut().get_mut(c) {
+                    q.queued_on = None;
+                }
+                self.close_conn(c, true);
+            }
+            self.engine.table_mut().remove(s);
+            return Ok(());
+        }
+        let sock = self.sock(s)?;
+        let reset = !sock.rx.is_empty() || sock.rx_held || sock.opts.linger == Some(Duration::ZERO);
+        self.close_conn(s, reset);
+        Ok(())
+    }
+
+    /// Close (or `reset`) the connection of released socket `s`, and drop the socket
+    /// now if the engine no longer has a connection for it (else at `closed`).
+    fn close_conn(&mut self, s: SockId, reset: bool) {
+        let Some(sock) = self.engine.table_mut().get_mut(s) else {
+            return;
+        };
+        sock.rx.clear();
+        match sock.conn.filter(|_| !sock.ended) {
+            Some(id) => {
+                let live = self.engine.with_conn(id, &mut |c| {
+                    if reset {
+                        c.abort();
+                    } else {
+                        c.close();
+                    }
+                });
+                if !live {
+                    self.engine.table_mut().remove(s);
+                }
+            }
+            // An active open still resolving ARP or handshaking keeps its socket until
+            // the engine reports it; the rest go now.
+            None if matches!(sock.state, State::Connecting) => {}
+            None => self.engine.table_mut().remove(s),
+        }
+    }
+
+    /// The readiness bits of `s` ([`ready`]).
+    pub fn readiness(&self, s: SockId) -> u32 {
+        let Ok(sock) = self.sock(s) else {
+            return ready::ERR | ready::HUP;
+        };
+        let mut bits = 0;
+        if sock.error != 0 {
+            bits |= ready::ERR;
+        }
+        match &sock.state {
+            State::Fresh | State::Bound => bits |= ready::OUT | ready::HUP,
+            State::Listening { queue, .. } => {
+                if !queue.is_empty() {
+                    bits |= ready::IN;
+                }
+            }
+            State::Connecting => {}
+            State::Failed => bits |= ready::OUT | ready::IN | ready::HUP,
+            State::Connected => {
+                if !sock.rx.is_empty() || sock.rx_held || sock.eof || sock.shut_rd {
+                    bits |= ready::IN;
+                }
+                if sock.eof || sock.shut_rd {
+                    bits |= ready::RDHUP;
+                }
+                if sock.writable || sock.shut_wr || sock.ended {
+                    bits |= ready::OUT;
+                }
+                if (sock.eof && sock.shut_wr) || sock.ended {
+                    bits |= ready::HUP;
+                }
+                if sock.ended && sock.error != 0 {
+                    bits |= ready::IN;
+                }
+            }
+        }
+        bits
+    }
+
+    /// The socket's event count, which changes with every event on it: an
+    /// edge-triggered wait reports a socket again only once it has moved.
+    pub fn events(&self, s: SockId) -> u64 {
+        self.sock(s).map_or(0, |sock| sock.events)
+    }
+
+    /// Take the pending error (`SO_ERROR`).
+    pub fn take_error(&mut self, s: SockId) -> Result<i32, Errno> {
+        Ok(std::mem::take(&mut self.sock_mut(s)?.error))
+    }
+
+    /// Whether `s` is listening (`SO_ACCEPTCONN`).
+    pub fn is_listening(&self, s: SockId) -> Result<bool, Errno> {
+        Ok(matches!(self.sock(s)?.state, State::Listening { .. }))
+    }
+
+    /// Whether `s` has no address and no connection yet (a kernel socket may still
+    /// take its place).
+    pub fn is_fresh(&self, s: SockId) -> Result<bool, Errno> {
+        Ok(matches!(self.sock(s)?.state, State::Fresh))
+    }
+
+    /// `getsockname`.
+    pub fn local_addr(&self, s: SockId) -> Result<SocketAddrV4, Errno> {
+        Ok(self
+            .sock(s)?
+            .local
+            .unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)))
+    }
+
+    /// `getpeername`.
+    pub fn peer_addr(&self, s: SockId) -> Result<SocketAddrV4, Errno> {
+        let sock = self.sock(s)?;
+        match (&sock.state, sock.peer) {
+            (State::Connected, Some(p)) => Ok(p),
+            _ => Err(Errno(libc::ENOTCONN)),
+        }
+    }
+
+    /// Connections reset because a listener's queue was full.
+    pub fn overflowed(&self) -> u64 {
+        self.engine.table().overflowed
+    }
+}
+
+impl Errno {
+    /// `self`, or `EINVAL` in place of "no error" (a failed state always has a reason).
+    fn nonzero(self) -> Errno {
+        if self.0 == 0 {
+            Errno(libc::EINVAL)
+        } else {
+            self
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
