@@ -467,17 +467,7 @@ impl<F> Engines<'_, F> {
         D::Tx: Send,
     {
         let launch = self.launch;
-        let mut cfg = EngineConfig::new(link.ip);
-        cfg.prefix_len = link.prefix_len;
-        cfg.tcp = launch.engine_tcp();
-        cfg.max_connections = launch.max_connections;
-        cfg.reserved_connections = launch.reserved_connections;
-        cfg.max_time_wait = launch.max_time_wait;
-        cfg.ephemeral_ports = launch.ephemeral_ports.clone();
-        cfg.memory = launch.memory;
-        cfg.buffer_pool = launch.buffer_pool;
-        cfg.max_orphans = launch.max_orphans;
-        cfg.tso = launch.tso;
+        let cfg = engine_config(launch, link);
         if self.index == 0 {
             announce_memory::<H>(&cfg, self.total);
         }
@@ -500,6 +490,22 @@ impl<F> Engines<'_, F> {
             body,
         })
     }
+}
+
+/// The configuration of an engine on `link` with `launch`'s settings.
+pub fn engine_config(launch: &Launch, link: &LinkSpec) -> EngineConfig {
+    let mut cfg = EngineConfig::new(link.ip);
+    cfg.prefix_len = link.prefix_len;
+    cfg.tcp = launch.engine_tcp();
+    cfg.max_connections = launch.max_connections;
+    cfg.reserved_connections = launch.reserved_connections;
+    cfg.max_time_wait = launch.max_time_wait;
+    cfg.ephemeral_ports = launch.ephemeral_ports.clone();
+    cfg.memory = launch.memory;
+    cfg.buffer_pool = launch.buffer_pool;
+    cfg.max_orphans = launch.max_orphans;
+    cfg.tso = launch.tso;
+    cfg
 }
 
 /// An engine worker over `dev`, wrapped in the capture and fault decorators asked for.

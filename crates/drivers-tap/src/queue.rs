@@ -177,6 +177,14 @@ fn lock(pool: &Mutex<Vec<Box<[u8]>>>) -> std::sync::MutexGuard<'_, Vec<Box<[u8]>
     pool.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The queue's descriptor, readable when frames wait: for a caller that sleeps on it
+/// among descriptors of its own (`PacketIo::wait` sleeps on this queue alone).
+impl AsFd for TapQueue {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
 impl PacketIo for TapQueue {
     type Rx = TapRx;
     type Tx = TapTx;

@@ -9,3 +9,12 @@
 
 pub mod config;
 pub mod sockets;
+// The C-facing functions: the crate's unsafe code is here and in `sys`, each block
+// with its SAFETY note.
+#[allow(unsafe_code)]
+mod hooks;
+mod options;
+pub mod process;
+mod start;
+#[allow(unsafe_code)]
+mod sys;

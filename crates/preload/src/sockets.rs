@@ -25,7 +25,10 @@ use std::time::Duration;
 
 use rusty_stack::io::PacketIo;
 use rusty_stack::time::{Clock, Instant};
-use rusty_stack::{CloseReason, Conn, ConnId, ConnectError, Engine, Handler, Opener};
+use rusty_stack::{
+    CloseReason, CongestionAlgorithm, Conn, ConnId, ConnectError, Engine, Handler, Keepalive,
+    Opener,
+};
 
 /// An errno value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -359,6 +362,10 @@ pub trait EngineOps {
     /// Whether `ip` is reached through this engine's link (on it, or through its
     /// gateway).
     fn routes(&self, ip: Ipv4Addr) -> bool;
+    /// Keepalive probing, when the stack runs it.
+    fn keepalive(&self) -> Option<Keepalive>;
+    /// The congestion control connections run, by Linux's name for it.
+    fn congestion(&self) -> &'static str;
     /// Listen on `port`.
     fn listen(&mut self, port: u16, backlog: usize);
     /// Stop listening on `port`.
@@ -388,6 +395,15 @@ impl<D: PacketIo, C: Clock> EngineOps for Engine<D, Table, C> {
     fn routes(&self, ip: Ipv4Addr) -> bool {
         let cfg = self.config();
         cfg.on_link(ip) || cfg.gateway.is_some()
+    }
+    fn keepalive(&self) -> Option<Keepalive> {
+        self.config().tcp.keepalive
+    }
+    fn congestion(&self) -> &'static str {
+        match self.config().tcp.congestion_control {
+            CongestionAlgorithm::NewReno => "reno",
+            _ => "cubic",
+        }
     }
     fn listen(&mut self, port: u16, backlog: usize) {
         Engine::listen(self, port, backlog);
@@ -520,7 +536,6 @@ impl Stack {
 
     /// `bind`: the caller has checked that the address is this stack's.
     pub fn bind(&mut self, s: SockId, addr: SocketAddrV4) -> Result<(), Errno> {
-        let address = self.address();
         let reuse_port = self.sock(s)?.opts.reuse_port;
         if !matches!(self.sock(s)?.state, State::Fresh) {
             return Err(Errno(libc::EINVAL));
@@ -533,13 +548,10 @@ impl Stack {
             }
             addr.port()
         };
-        let ip = if addr.ip().is_unspecified() {
-            address
-        } else {
-            *addr.ip()
-        };
+        // A wildcard bind reads back as the wildcard, as on Linux; connections
+        // accepted on it have the stack's address.
         let sock = self.sock_mut(s)?;
-        sock.local = Some(SocketAddrV4::new(ip, port));
+        sock.local = Some(SocketAddrV4::new(*addr.ip(), port));
         sock.state = State::Bound;
         Ok(())
     }
@@ -890,6 +902,16 @@ impl Stack {
             (State::Connected, Some(p)) => Ok(p),
             _ => Err(Errno(libc::ENOTCONN)),
         }
+    }
+
+    /// Keepalive probing, when the stack runs it.
+    pub fn keepalive(&self) -> Option<Keepalive> {
+        self.engine.keepalive()
+    }
+
+    /// The congestion control connections run, by Linux's name for it.
+    pub fn congestion(&self) -> &'static str {
+        self.engine.congestion()
     }
 
     /// Connections reset because a listener's queue was full.

@@ -171,7 +171,7 @@ pub mod backend {
 pub use arp::ArpConfig;
 pub use engine::{Engine, EngineConfig};
 pub use stats::{DropReason, Stats};
-pub use tcp::config::{CongestionAlgorithm, TcpConfig};
+pub use tcp::config::{CongestionAlgorithm, Keepalive, TcpConfig};
 pub use tcp::pool::MemoryBudget;
 /// A connection's TCP state (RFC 9293 §3.3.2), as [`Engine::connection_states`] reports it;
 /// not to be confused with an application's own per-connection state ([`Conn::state`]).

@@ -232,7 +232,7 @@ fn binding_a_taken_port_fails_unless_both_reuse_it() {
     net.server.bind(z, any(0)).unwrap();
     let port = net.server.local_addr(z).unwrap().port();
     assert!((32768..=60999).contains(&port));
-    assert_eq!(*net.server.local_addr(z).unwrap().ip(), SERVER_IP);
+    assert!(net.server.local_addr(z).unwrap().ip().is_unspecified());
 }
 
 #[test]

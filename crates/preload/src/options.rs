@@ -1,0 +1,168 @@
+//! `setsockopt` and `getsockopt` on Rusty sockets.
+//!
+//! Every option a program may set is either applied, or accepted where Rusty's
+//! behaviour already is what the program asks for, and `getsockopt` always answers
+//! what is in effect, never merely what was asked. Options Rusty does not have get the
+//! error Linux gives for an unknown option (`ENOPROTOOPT`). The table is in
+//! `docs/preload.md`.
+
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+use crate::process::Process;
+use crate::sockets::Errno;
+
+const ENOPROTOOPT: Errno = Errno(libc::ENOPROTOOPT);
+const EINVAL: Errno = Errno(libc::EINVAL);
+
+/// An `int` option value.
+fn int_of(raw: &[u8]) -> Result<i32, Errno> {
+    let bytes: [u8; 4] = raw.get(..4).and_then(|b| b.try_into().ok()).ok_or(EINVAL)?;
+    Ok(i32::from_ne_bytes(bytes))
+}
+
+fn int(v: i32) -> Vec<u8> {
+    v.to_ne_bytes().to_vec()
+}
+
+fn timeval_of(raw: &[u8]) -> Result<Option<Duration>, Errno> {
+    if raw.len() < std::mem::size_of::<libc::timeval>() {
+        return Err(EINVAL);
+    }
+    let sec = i64::from_ne_bytes(raw[..8].try_into().map_err(|_| EINVAL)?);
+    let usec = i64::from_ne_bytes(raw[8..16].try_into().map_err(|_| EINVAL)?);
+    if sec < 0 || !(0..1_000_000).contains(&usec) {
+        return Err(Errno(libc::EDOM));
+    }
+    let d = Duration::from_secs(sec as u64) + Duration::from_micros(usec as u64);
+    Ok((!d.is_zero()).then_some(d))
+}
+
+fn timeval(d: Option<Duration>) -> Vec<u8> {
+    let d = d.unwrap_or_default();
+    let mut out = (d.as_secs() as i64).to_ne_bytes().to_vec();
+    out.extend_from_slice(&i64::from(d.subsec_micros()).to_ne_bytes());
+    out
+}
+
+/// `setsockopt` on Rusty socket `fd`.
+pub(crate) fn set(
+    p: &mut Process,
+    fd: RawFd,
+    level: i32,
+    name: i32,
+    raw: &[u8],
+) -> Result<(), Errno> {
+    let fresh = p.is_fresh(fd);
+    let sock = p.desc(fd)?.sock;
+    let mut opts = p.stack.opts(sock)?;
+    match (level, name) {
+        (libc::SOL_SOCKET, libc::SO_REUSEADDR) => opts.reuse_addr = int_of(raw)? != 0,
+        (libc::SOL_SOCKET, libc::SO_REUSEPORT) => opts.reuse_port = int_of(raw)? != 0,
+        // Keepalive probes are the stack's setting (`TcpConfig::keepalive`);
+        // `getsockopt` tells whether they run.
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => {
+            int_of(raw)?;
+        }
+        // Linux doubles the value for its own bookkeeping and reports the double.
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
+            opts.rcvbuf = (int_of(raw)?.max(1152) as usize).saturating_mul(2)
+        }
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
+            opts.sndbuf = (int_of(raw)?.max(2304) as usize).saturating_mul(2)
+        }
+        (libc::SOL_SOCKET, libc::SO_LINGER) => {
+            if raw.len() < std::mem::size_of::<libc::linger>() {
+                return Err(EINVAL);
+            }
+            let on = int_of(&raw[..4])?;
+            let secs = int_of(&raw[4..8])?;
+            opts.linger = (on != 0).then(|| Duration::from_secs(secs.max(0) as u64));
+        }
+        (libc::SOL_SOCKET, libc::SO_RCVTIMEO) => p.desc_mut(fd)?.recv_timeout = timeval_of(raw)?,
+        (libc::SOL_SOCKET, libc::SO_SNDTIMEO) => p.desc_mut(fd)?.send_timeout = timeval_of(raw)?,
+        // Rusty never delays a small segment (no Nagle), so TCP_NODELAY is always in
+        // effect; TCP_CORK, which would hold partial segments, is accepted and not
+        // applied, and reads back as off. TCP_DEFER_ACCEPT likewise: connections are
+        // offered when established.
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY | libc::TCP_CORK | libc::TCP_DEFER_ACCEPT) => {
+            int_of(raw)?;
+        }
+        (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
+            let ms = int_of(raw)?;
+            if ms < 0 {
+                return Err(EINVAL);
+            }
+            opts.user_timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
+        }
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT) => {
+            if int_of(raw)? < 1 {
+                return Err(EINVAL);
+            }
+        }
+        (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
+            let name = std::str::from_utf8(raw).map_err(|_| EINVAL)?;
+            let name = name.trim_end_matches('\0');
+            if name != p.stack.congestion() {
+                // What Linux says for an algorithm it has not loaded.
+                return Err(Errno(libc::ENOENT));
+            }
+        }
+        _ => return Err(ENOPROTOOPT),
+    }
+    p.stack.set_opts(sock, opts)?;
+    if fresh {
+        p.desc_mut(fd)?
+            .early_options
+            .push((level, name, raw.to_vec()));
+    }
+    Ok(())
+}
+
+/// `getsockopt` on Rusty socket `fd`: the value's bytes.
+pub(crate) fn get(p: &mut Process, fd: RawFd, level: i32, name: i32) -> Result<Vec<u8>, Errno> {
+    let desc = p.desc(fd)?.clone();
+    let sock = desc.sock;
+    let opts = p.stack.opts(sock)?;
+    Ok(match (level, name) {
+        (libc::SOL_SOCKET, libc::SO_TYPE) => int(libc::SOCK_STREAM),
+        (libc::SOL_SOCKET, libc::SO_DOMAIN) => int(libc::AF_INET),
+        (libc::SOL_SOCKET, libc::SO_PROTOCOL) => int(libc::IPPROTO_TCP),
+        (libc::SOL_SOCKET, libc::SO_ERROR) => int(p.stack.take_error(sock)?),
+        (libc::SOL_SOCKET, libc::SO_ACCEPTCONN) => int(p.stack.is_listening(sock)? as i32),
+        (libc::SOL_SOCKET, libc::SO_REUSEADDR) => int(opts.reuse_addr as i32),
+        (libc::SOL_SOCKET, libc::SO_REUSEPORT) => int(opts.reuse_port as i32),
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int(p.stack.keepalive().is_some() as i32),
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => int(opts.rcvbuf.min(i32::MAX as usize) as i32),
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(opts.sndbuf.min(i32::MAX as usize) as i32),
+        (libc::SOL_SOCKET, libc::SO_LINGER) => {
+            let mut v = int(opts.linger.is_some() as i32);
+            v.extend(int(opts.linger.map_or(0, |d| d.as_secs() as i32)));
+            v
+        }
+        (libc::SOL_SOCKET, libc::SO_RCVTIMEO) => timeval(desc.recv_timeout),
+        (libc::SOL_SOCKET, libc::SO_SNDTIMEO) => timeval(desc.send_timeout),
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => int(1),
+        (libc::IPPROTO_TCP, libc::TCP_CORK | libc::TCP_DEFER_ACCEPT) => int(0),
+        (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => int(opts
+            .user_timeout
+            .map_or(0, |d| d.as_millis().min(i32::MAX as u128) as i32)),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => int(p
+            .stack
+            .keepalive()
+            .map_or(7200, |k| k.idle.as_secs() as i32)),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => int(p
+            .stack
+            .keepalive()
+            .map_or(75, |k| k.interval.as_secs() as i32)),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => {
+            int(p.stack.keepalive().map_or(9, |k| k.probes as i32))
+        }
+        (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
+            let mut v = p.stack.congestion().as_bytes().to_vec();
+            v.resize(16, 0);
+            v
+        }
+        _ => return Err(ENOPROTOOPT),
+    })
+}

@@ -1,0 +1,448 @@
+//! The process's stack: one engine on one queue of the link, the program's descriptors
+//! that stand for its sockets, the epoll sets that watch them, and how a thread waits.
+//!
+//! One [`Process`] per process, behind one lock: every socket call of every thread
+//! takes it, runs the engine (received frames, due timers), does its work and lets
+//! go. A single-threaded program (an nginx or redis process) never contends for it; a
+//! program that passes sockets between threads pays for the lock and for the threads
+//! taking turns, which is what correctness across threads costs here.
+//!
+//! Waiting (a blocking call, `epoll_wait`, `poll`, `select`): try, then keep polling
+//! for the configured spin, then sleep in the kernel on the link's descriptor, the
+//! thread's own eventfd (rung by any thread whose work may have made something ready)
+//! and the program's kernel descriptors, for at most the engine's next timer.
+
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant as StdInstant};
+
+use libc::pollfd;
+use rusty_stack::time::{Clock, SystemClock};
+
+use crate::sockets::{ready, Errno, SockId, Stack};
+use crate::sys::{self, Bypass, Woken};
+
+/// What a descriptor number is to the library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// The kernel's: every call goes to libc.
+    Kernel = 0,
+    /// A Rusty socket.
+    Socket = 1,
+    /// An epoll set that watches at least one Rusty socket.
+    Epoll = 2,
+}
+
+/// Descriptor numbers below this have their kind in a lock-free table, so that a call
+/// on a kernel descriptor costs one atomic load; the (rare) numbers above take the
+/// lock.
+const MARKED: usize = 1 << 16;
+
+static MARKS: [AtomicU8; MARKED] = [const { AtomicU8::new(0) }; MARKED];
+
+/// What `fd` is, without the lock for numbers below [`MARKED`].
+pub fn kind(fd: RawFd) -> Kind {
+    let Ok(i) = usize::try_from(fd) else {
+        return Kind::Kernel;
+    };
+    let mark = match MARKS.get(i) {
+        Some(m) => m.load(Ordering::Acquire),
+        // A thread inside the stack holds the lock and makes only kernel calls.
+        None if Bypass::active() => 0,
+        None => PROCESS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .and_then(|p| p.far_marks.get(&fd).copied())
+            .unwrap_or(0),
+    };
+    match mark {
+        1 => Kind::Socket,
+        2 => Kind::Epoll,
+        _ => Kind::Kernel,
+    }
+}
+
+/// A socket's open file description: what `dup` shares.
+#[derive(Debug, Clone)]
+pub struct Desc {
+    /// The socket.
+    pub sock: SockId,
+    /// `O_NONBLOCK`.
+    pub nonblock: bool,
+    /// `SO_RCVTIMEO`: how long a blocking receive waits.
+    pub recv_timeout: Option<Duration>,
+    /// `SO_SNDTIMEO`: how long a blocking send waits.
+    pub send_timeout: Option<Duration>,
+    /// Options set while the socket could still become a kernel socket, to set on it
+    /// then: (level, name, value).
+    pub early_options: Vec<(i32, i32, Vec<u8>)>,
+}
+
+/// One program epoll set's interest in one Rusty socket.
+#[derive(Debug, Clone)]
+struct Interest {
+    fd: RawFd,
+    sock: SockId,
+    events: u32,
+    data: u64,
+    /// The socket's event count when last reported (edge-triggered).
+    reported: Option<u64>,
+    /// Disarmed after a one-shot report, until `EPOLL_CTL_MOD`.
+    armed: bool,
+}
+
+/// The stack of this process.
+pub struct Process {
+    /// The sockets.
+    pub stack: Stack,
+    clock: SystemClock,
+    link_fd: RawFd,
+    spin: Duration,
+    /// The program's descriptors that are Rusty sockets.
+    descs: HashMap<RawFd, Desc>,
+    /// Rusty sockets in the program's epoll sets, by epoll descriptor.
+    epolls: HashMap<RawFd, Vec<Interest>>,
+    /// Marks of descriptor numbers at or above [`MARKED`].
+    far_marks: HashMap<RawFd, u8>,
+    /// Eventfds of threads asleep in a wait.
+    sleepers: Vec<RawFd>,
+    /// Something may have become ready for a sleeping thread.
+    stirred: bool,
+}
+
+// SAFETY: a `Process` owns its engine outright. The engine is `!Send` so that a
+// worker's engine stays on its worker; what it holds that a thread could care about is
+// the `Rc` its connection blocks share, and every clone of that `Rc` lives inside the
+// engine. Moved as a whole between threads, one thread at a time under `PROCESS`'s
+// lock, no reference count is ever touched by two threads at once. The device (a TAP
+// or AF_XDP queue) and the socket table are `Send` in their own right.
+#[allow(unsafe_code)]
+unsafe impl Send for Process {}
+
+static PROCESS: Mutex<Option<Process>> = Mutex::new(None);
+
+/// The result of setting the library up, once per process.
+static STARTED: OnceLock<bool> = OnceLock::new();
+
+impl Process {
+    /// A process stack on `stack`, whose link wakes a sleeper through `link_fd`.
+    pub fn new(stack: Stack, clock: SystemClock, link_fd: RawFd, spin: Duration) -> Process {
+        Process {
+            stack,
+            clock,
+            link_fd,
+            spin,
+            descs: HashMap::new(),
+            epolls: HashMap::new(),
+            far_marks: HashMap::new(),
+            sleepers: Vec::new(),
+            stirred: false,
+        }
+    }
+
+    fn mark(&mut self, fd: RawFd, kind: Kind) {
+        match usize::try_from(fd).ok().and_then(|i| MARKS.get(i)) {
+            Some(m) => m.store(kind as u8, Ordering::Release),
+            None if kind == Kind::Kernel => {
+                self.far_marks.remove(&fd);
+            }
+            None => {
+                self.far_marks.insert(fd, kind as u8);
+            }
+        }
+    }
+
+    /// Run the engine; note that sleepers may have something to see.
+    fn turn(&mut self) {
+        if self.stack.poll() > 0 {
+            self.stirred = true;
+        }
+    }
+
+    /// Record that the caller changed something another thread may wait for.
+    pub fn stir(&mut self) {
+        self.stirred = true;
+    }
+
+    /// The descriptor `fd`, if it is a Rusty socket.
+    pub fn desc(&self, fd: RawFd) -> Result<&Desc, Errno> {
+        self.descs.get(&fd).ok_or(Errno(libc::EBADF))
+    }
+
+    /// The descriptor `fd`, if it is a Rusty socket.
+    pub fn desc_mut(&mut self, fd: RawFd) -> Result<&mut Desc, Errno> {
+        self.descs.get_mut(&fd).ok_or(Errno(libc::EBADF))
+    }
+
+    /// Make `fd` (a fresh eventfd) stand for socket `sock`.
+    pub fn attach(&mut self, fd: RawFd, sock: SockId, nonblock: bool) {
+        self.descs.insert(
+            fd,
+            Desc {
+                sock,
+                nonblock,
+                recv_timeout: None,
+                send_timeout: None,
+                early_options: Vec::new(),
+            },
+        );
+        self.mark(fd, Kind::Socket);
+    }
+
+    /// `new` (a duplicate of `old`'s eventfd) stands for the same socket as `old`.
+    pub fn duplicate(&mut self, old: RawFd, new: RawFd) -> Result<(), Errno> {
+        let desc = self.desc(old)?.clone();
+        self.stack.add_ref(desc.sock)?;
+        self.descs.insert(new, desc);
+        self.mark(new, Kind::Socket);
+        Ok(())
+    }
+
+    /// Forget descriptor `fd` (the caller closes the number): its socket loses a
+    /// reference, and epoll sets stop watching it through `fd`. Does nothing for a
+    /// kernel descriptor, but an epoll set's shadow goes with its descriptor.
+    pub fn forget(&mut self, fd: RawFd) {
+        self.epolls.remove(&fd);
+        if let Some(desc) = self.descs.remove(&fd) {
+            for interests in self.epolls.values_mut() {
+                interests.retain(|i| i.fd != fd);
+            }
+            let _ = self.stack.release(desc.sock);
+            self.stirred = true;
+        }
+        self.mark(fd, Kind::Kernel);
+    }
+
+    /// Whether socket `fd` could still become a kernel socket (nothing done yet that
+    /// only Rusty's stack can carry).
+    pub fn is_fresh(&self, fd: RawFd) -> bool {
+        self.desc(fd)
+            .and_then(|d| self.stack.is_fresh(d.sock))
+            .unwrap_or(false)
+    }
+
+    // ----- epoll -----
+
+    /// `epoll_ctl` for a Rusty socket `fd` in the program's epoll set `epfd`.
+    pub fn epoll_ctl(
+        &mut self,
+        epfd: RawFd,
+        op: i32,
+        fd: RawFd,
+        events: u32,
+        data: u64,
+    ) -> Result<(), Errno> {
+        let sock = self.desc(fd)?.sock;
+        let interests = self.epolls.entry(epfd).or_default();
+        let at = interests.iter().position(|i| i.fd == fd);
+        match (op, at) {
+            (libc::EPOLL_CTL_ADD, Some(_)) => return Err(Errno(libc::EEXIST)),
+            (libc::EPOLL_CTL_ADD, None) => interests.push(Interest {
+                fd,
+                sock,
+                events,
+                data,
+                reported: None,
+                armed: true,
+            }),
+            (libc::EPOLL_CTL_MOD, Some(i)) => {
+                let interest = &mut interests[i];
+                interest.events = events;
+                interest.data = data;
+                interest.reported = None;
+                interest.armed = true;
+            }
+            (libc::EPOLL_CTL_DEL, Some(i)) => {
+                interests.remove(i);
+            }
+            (libc::EPOLL_CTL_MOD | libc::EPOLL_CTL_DEL, None) => return Err(Errno(libc::ENOENT)),
+            _ => return Err(Errno(libc::EINVAL)),
+        }
+        self.mark(epfd, Kind::Epoll);
+        Ok(())
+    }
+
+    /// Ready events of the Rusty sockets in epoll set `epfd`, at most `max`, as
+    /// `(events, data)`; edge-triggered and one-shot interests are updated as Linux
+    /// updates them when it reports.
+    pub fn epoll_ready(&mut self, epfd: RawFd, max: usize, out: &mut Vec<(u32, u64)>) {
+        let Some(interests) = self.epolls.get_mut(&epfd) else {
+            return;
+        };
+        for i in interests.iter_mut() {
+            if out.len() >= max {
+                break;
+            }
+            if !i.armed {
+                continue;
+            }
+            let wanted = i.events | ready::ERR | ready::HUP;
+            let bits = self.stack.readiness(i.sock) & wanted;
+            if bits == 0 {
+                continue;
+            }
+            if i.events & libc::EPOLLET as u32 != 0 {
+                let count = self.stack.events(i.sock);
+                if i.reported == Some(count) {
+                    continue;
+                }
+                i.reported = Some(count);
+            }
+            if i.events & libc::EPOLLONESHOT as u32 != 0 {
+                i.armed = false;
+            }
+            out.push((bits, i.data));
+        }
+    }
+
+    /// Whether epoll set `epfd` watches any Rusty socket.
+    pub fn epoll_watches_sockets(&self, epfd: RawFd) -> bool {
+        self.epolls.get(&epfd).is_some_and(|i| !i.is_empty())
+    }
+
+    /// Readiness of Rusty socket `fd` as `poll` reports it for `events`.
+    pub fn poll_revents(&self, fd: RawFd, events: i16) -> i16 {
+        let Ok(desc) = self.desc(fd) else {
+            return libc::POLLNVAL;
+        };
+        let bits = self.stack.readiness(desc.sock);
+        let wanted = events as u16 as u32 | ready::ERR | ready::HUP;
+        (bits & wanted) as u16 as i16
+    }
+}
+
+/// Run `f` on the process's stack after one engine turn, with this thread's calls
+/// bypassing the hooks; `None` when the library is not running in this process.
+pub fn with<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
+    let _bypass = Bypass::enter();
+    let mut guard = PROCESS.lock().unwrap_or_else(|p| p.into_inner());
+    let p = guard.as_mut()?;
+    p.turn();
+    let r = f(p);
+    if std::mem::take(&mut p.stirred) {
+        for &bell in &p.sleepers {
+            sys::ring(bell);
+        }
+    }
+    Some(r)
+}
+
+/// Install the process's stack (the library's start-up).
+pub fn install(process: Process) {
+    let _bypass = Bypass::enter();
+    *PROCESS.lock().unwrap_or_else(|p| p.into_inner()) = Some(process);
+}
+
+/// Whether the library runs this process's TCP sockets; sets it up on first call from
+/// the environment (`start`).
+pub fn running(start: impl FnOnce() -> bool) -> bool {
+    *STARTED.get_or_init(start)
+}
+
+/// Whether the library was set up and runs this process's TCP sockets (no set-up).
+pub fn started() -> bool {
+    STARTED.get().copied().unwrap_or(false)
+}
+
+thread_local! {
+    /// This thread's eventfd, which other threads ring while it sleeps.
+    static BELL: std::cell::Cell<Option<RawFd>> = const { std::cell::Cell::new(None) };
+}
+
+fn bell() -> Option<RawFd> {
+    BELL.try_with(|b| {
+        if b.get().is_none() {
+            b.set(sys::eventfd(true, true).ok());
+        }
+        b.get()
+    })
+    .ok()
+    .flatten()
+}
+
+/// How a wait ended without its condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unmet {
+    /// The time given ran out.
+    TimedOut,
+    /// A signal arrived (`EINTR`).
+    Interrupted,
+}
+
+/// What a wait does next.
+enum Step<R> {
+    Done(R),
+    Expired,
+    Spin,
+    Sleep(Option<Duration>, RawFd),
+}
+
+/// Wait until `attempt` (run under the lock, after an engine turn) returns
+/// `Some`, for at most `timeout` (`None`: no limit). While sleeping, the thread also
+/// wakes for `extra` (the program's kernel descriptors; their `revents` are not kept:
+/// `attempt` looks at them itself). `sigmask`, if given, is in place while sleeping.
+pub fn wait<R>(
+    timeout: Option<Duration>,
+    extra: &[pollfd],
+    sigmask: Option<&libc::sigset_t>,
+    mut attempt: impl FnMut(&mut Process) -> Option<R>,
+) -> Result<R, Unmet> {
+    let start = StdInstant::now();
+    let bell = bell();
+    let mut fds: Vec<pollfd> = Vec::with_capacity(extra.len() + 2);
+    loop {
+        let step = with(|p| {
+            if let Some(r) = attempt(p) {
+                return Step::Done(r);
+            }
+            let waited = start.elapsed();
+            if timeout.is_some_and(|t| waited >= t) {
+                return Step::Expired;
+            }
+            if waited < p.spin {
+                return Step::Spin;
+            }
+            let now = p.clock.now();
+            let timer = p
+                .stack
+                .next_deadline()
+                .map(|d| d.saturating_duration_since(now));
+            let left = timeout.map(|t| t.saturating_sub(waited));
+            if let Some(b) = bell {
+                p.sleepers.push(b);
+            }
+            Step::Sleep([timer, left].into_iter().flatten().min(), p.link_fd)
+        });
+        let (limit, link_fd) = match step {
+            Some(Step::Done(r)) => return Ok(r),
+            Some(Step::Expired) | None => return Err(Unmet::TimedOut),
+            Some(Step::Spin) => {
+                std::hint::spin_loop();
+                continue;
+            }
+            Some(Step::Sleep(limit, link_fd)) => (limit, link_fd),
+        };
+        fds.clear();
+        fds.extend(bell.into_iter().chain([link_fd]).map(|fd| pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        fds.extend(extra.iter().map(|p| pollfd { revents: 0, ..*p }));
+        let woken = {
+            let _bypass = Bypass::enter();
+            sys::sleep(&mut fds, limit, sigmask)
+        };
+        with(|p| p.sleepers.retain(|&s| Some(s) != bell));
+        if let Some(b) = bell {
+            sys::drain(b);
+        }
+        if woken == Woken::Interrupted {
+            return Err(Unmet::Interrupted);
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Setting the library up in a process: on the first TCP socket the program makes,
+//! read the flags `rusty-run` left in the environment, open one queue of the link and
+//! build the engine.
+
+use std::os::fd::{AsFd, AsRawFd};
+
+use rusty::cli::link::LinkKind;
+use rusty::launch::engine_config;
+use rusty_drivers_tap::TapConfig;
+use rusty_stack::time::SystemClock;
+use rusty_stack::Engine;
+
+use crate::config::{self, Config, FLAGS_VAR};
+use crate::process::{self, Process};
+use crate::sockets::{Stack, Table};
+use crate::sys;
+
+/// Set the library up from the environment: `false` (every call goes to libc) when
+/// `rusty-run`'s flags are not there; a flag or link that does not work ends the
+/// process with a message, since running the program on the kernel instead would hide
+/// the mistake.
+pub(crate) fn from_env() -> bool {
+    let value = std::env::var(FLAGS_VAR).ok();
+    let config = match config::from_env(value.as_deref()) {
+        None => return false,
+        Some(Ok(c)) => c,
+        Some(Err(e)) => sys::fatal(&format!("{FLAGS_VAR}: {e}")),
+    };
+    match open(&config) {
+        Ok(p) => {
+            process::install(p);
+            true
+        }
+        Err(e) => sys::fatal(&e),
+    }
+}
+
+/// The process's stack on the configured link.
+fn open(config: &Config) -> Result<Process, String> {
+    let launch = &config.launch;
+    let link = launch.links.first().ok_or("no link configured")?;
+    let clock = SystemClock::new();
+    let cfg = engine_config(launch, link);
+    match &link.kind {
+        LinkKind::Tap { name } => {
+            let mut tap = TapConfig::new(name.clone(), 1);
+            tap.host = launch.tap_host;
+            let queue = rusty_drivers_tap::open(&tap)
+                .map_err(|e| format!("TAP {name}: {e}"))?
+                .pop()
+                .ok_or_else(|| format!("TAP {name} opened no queue"))?;
+            let link_fd = queue.as_fd().as_raw_fd();
+            let engine = Engine::new(queue, Table::default(), clock, cfg);
+            Ok(Process::new(
+                Stack::new(Box::new(engine)),
+                clock,
+                link_fd,
+                config.spin,
+            ))
+        }
+        other => Err(format!(
+            "{} links are not supported by the preload library yet; use tap:NAME",
+            other.driver()
+        )),
+    }
+}

@@ -1,0 +1,227 @@
+//! libc's own functions behind the ones the library replaces, and the few system calls
+//! the library makes for itself, each behind a safe wrapper.
+//!
+//! The library exports `read`, `close`, `poll`, … under libc's names, so a call by
+//! name reaches the library, including calls made by the library's own dependencies
+//! (the TAP driver reads its queue with `read`). The originals are found once with
+//! `dlsym(RTLD_NEXT, …)`; a thread that is inside the stack sets [`Bypass`], and every
+//! hook sends such a thread straight to the original.
+
+use std::cell::Cell;
+use std::ffi::CStr;
+use std::os::fd::RawFd;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use libc::{c_int, c_uint, c_void, nfds_t, pollfd, size_t, sockaddr, socklen_t, ssize_t};
+
+macro_rules! originals {
+    ($($name:ident: fn($($arg:ty),*) -> $ret:ty;)*) => {
+        /// libc's implementations of the calls the library replaces.
+        #[allow(missing_docs)]
+        pub(crate) struct Originals {
+            $(pub $name: unsafe extern "C" fn($($arg),*) -> $ret,)*
+        }
+
+        impl Originals {
+            fn resolve() -> Originals {
+                Originals {
+                    $($name: {
+                        let name = concat!(stringify!($name), "\0");
+                        let name = CStr::from_bytes_with_nul(name.as_bytes()).expect("NUL-terminated");
+                        let p = next_symbol(name);
+                        // SAFETY: `p` is the next definition of the libc function of
+                        // this name, whose C prototype is the one declared here.
+                        unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*) -> $ret>(p) }
+                    },)*
+                }
+            }
+        }
+    };
+}
+
+originals! {
+    socket: fn(c_int, c_int, c_int) -> c_int;
+    bind: fn(c_int, *const sockaddr, socklen_t) -> c_int;
+    listen: fn(c_int, c_int) -> c_int;
+    accept4: fn(c_int, *mut sockaddr, *mut socklen_t, c_int) -> c_int;
+    connect: fn(c_int, *const sockaddr, socklen_t) -> c_int;
+    read: fn(c_int, *mut c_void, size_t) -> ssize_t;
+    write: fn(c_int, *const c_void, size_t) -> ssize_t;
+    readv: fn(c_int, *const libc::iovec, c_int) -> ssize_t;
+    writev: fn(c_int, *const libc::iovec, c_int) -> ssize_t;
+    recv: fn(c_int, *mut c_void, size_t, c_int) -> ssize_t;
+    recvfrom: fn(c_int, *mut c_void, size_t, c_int, *mut sockaddr, *mut socklen_t) -> ssize_t;
+    recvmsg: fn(c_int, *mut libc::msghdr, c_int) -> ssize_t;
+    send: fn(c_int, *const c_void, size_t, c_int) -> ssize_t;
+    sendto: fn(c_int, *const c_void, size_t, c_int, *const sockaddr, socklen_t) -> ssize_t;
+    sendmsg: fn(c_int, *const libc::msghdr, c_int) -> ssize_t;
+    sendfile: fn(c_int, c_int, *mut libc::off_t, size_t) -> ssize_t;
+    close: fn(c_int) -> c_int;
+    shutdown: fn(c_int, c_int) -> c_int;
+    getsockname: fn(c_int, *mut sockaddr, *mut socklen_t) -> c_int;
+    getpeername: fn(c_int, *mut sockaddr, *mut socklen_t) -> c_int;
+    getsockopt: fn(c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int;
+    setsockopt: fn(c_int, c_int, c_int, *const c_void, socklen_t) -> c_int;
+    fcntl: fn(c_int, c_int, usize) -> c_int;
+    ioctl: fn(c_int, libc::c_ulong, usize) -> c_int;
+    dup: fn(c_int) -> c_int;
+    dup2: fn(c_int, c_int) -> c_int;
+    dup3: fn(c_int, c_int, c_int) -> c_int;
+    poll: fn(*mut pollfd, nfds_t, c_int) -> c_int;
+    ppoll: fn(*mut pollfd, nfds_t, *const libc::timespec, *const libc::sigset_t) -> c_int;
+    select: fn(c_int, *mut libc::fd_set, *mut libc::fd_set, *mut libc::fd_set, *mut libc::timeval) -> c_int;
+    pselect: fn(c_int, *mut libc::fd_set, *mut libc::fd_set, *mut libc::fd_set, *const libc::timespec, *const libc::sigset_t) -> c_int;
+    epoll_ctl: fn(c_int, c_int, c_int, *mut libc::epoll_event) -> c_int;
+    epoll_wait: fn(c_int, *mut libc::epoll_event, c_int, c_int) -> c_int;
+    epoll_pwait: fn(c_int, *mut libc::epoll_event, c_int, c_int, *const libc::sigset_t) -> c_int;
+    close_range: fn(c_uint, c_uint, c_int) -> c_int;
+}
+
+fn next_symbol(name: &CStr) -> *mut c_void {
+    // SAFETY: `name` is NUL-terminated; RTLD_NEXT asks for the definition after this
+    // library's, which is libc's.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+    if p.is_null() {
+        fatal(&format!("libc has no {}", name.to_string_lossy()));
+    }
+    p
+}
+
+/// libc's implementations, found on first use.
+pub(crate) fn originals() -> &'static Originals {
+    static ORIGINALS: OnceLock<Originals> = OnceLock::new();
+    ORIGINALS.get_or_init(Originals::resolve)
+}
+
+thread_local! {
+    static BYPASS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// While held, the hooks send this thread's calls straight to libc: held for the whole
+/// time a thread is inside the stack, whose drivers make system calls by name.
+pub(crate) struct Bypass {
+    was: bool,
+}
+
+impl Bypass {
+    /// Enter the stack on this thread.
+    pub(crate) fn enter() -> Bypass {
+        let was = BYPASS.try_with(|b| b.replace(true)).unwrap_or(true);
+        Bypass { was }
+    }
+
+    /// Whether this thread's calls go straight to libc: inside the stack, or while the
+    /// thread is being torn down (its thread-local state is gone).
+    pub(crate) fn active() -> bool {
+        BYPASS.try_with(Cell::get).unwrap_or(true)
+    }
+}
+
+impl Drop for Bypass {
+    fn drop(&mut self) {
+        let _ = BYPASS.try_with(|b| b.set(self.was));
+    }
+}
+
+/// The calling thread's `errno`.
+pub(crate) fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Set the calling thread's `errno`.
+pub(crate) fn set_errno(value: i32) {
+    // SAFETY: `__errno_location` returns the calling thread's errno slot.
+    unsafe { *libc::__errno_location() = value };
+}
+
+/// A new eventfd, the kernel descriptor that stands for a Rusty socket: its number
+/// is the socket's, so it never collides with the kernel's descriptors.
+pub(crate) fn eventfd(cloexec: bool, nonblock: bool) -> Result<RawFd, i32> {
+    let mut flags = 0;
+    if cloexec {
+        flags |= libc::EFD_CLOEXEC;
+    }
+    if nonblock {
+        flags |= libc::EFD_NONBLOCK;
+    }
+    // SAFETY: eventfd2 takes two integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_eventfd2, 0, flags) };
+    if fd < 0 {
+        Err(errno())
+    } else {
+        Ok(fd as RawFd)
+    }
+}
+
+/// Add one to eventfd `fd`'s counter (ringing a sleeping thread).
+pub(crate) fn ring(fd: RawFd) {
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: writes 8 bytes from a live buffer; an eventfd takes exactly that.
+    unsafe { libc::syscall(libc::SYS_write, fd, one.as_ptr(), one.len()) };
+}
+
+/// Reset eventfd `fd`'s counter (it must be non-blocking).
+pub(crate) fn drain(fd: RawFd) {
+    let mut buf = [0u8; 8];
+    // SAFETY: reads at most 8 bytes into a live buffer.
+    unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) };
+}
+
+/// Close `fd` with the system call (not through the hooks).
+pub(crate) fn close(fd: RawFd) {
+    // SAFETY: closing a descriptor number has no memory effects.
+    unsafe { libc::syscall(libc::SYS_close, fd) };
+}
+
+/// What a sleep ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Woken {
+    /// A descriptor is ready (or the time ran out).
+    Ready,
+    /// A signal arrived.
+    Interrupted,
+}
+
+/// Sleep until one of `fds` is ready or `timeout` passes (`None`: no limit), with
+/// `sigmask` in place during the sleep if given. Their `revents` are filled in.
+pub(crate) fn sleep(
+    fds: &mut [pollfd],
+    timeout: Option<Duration>,
+    sigmask: Option<&libc::sigset_t>,
+) -> Woken {
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let mask_ptr = sigmask.map_or(std::ptr::null(), |m| m as *const libc::sigset_t);
+    // SAFETY: `fds`, the timespec and the mask are live for the call and their lengths
+    // are what ppoll is told.
+    let n = unsafe { (originals().ppoll)(fds.as_mut_ptr(), fds.len() as nfds_t, ts_ptr, mask_ptr) };
+    if n < 0 && errno() == libc::EINTR {
+        Woken::Interrupted
+    } else {
+        Woken::Ready
+    }
+}
+
+/// Send `SIGPIPE` to the calling thread, as a write to a closed connection does.
+pub(crate) fn raise_sigpipe() {
+    // SAFETY: raise has no memory effects.
+    unsafe { libc::raise(libc::SIGPIPE) };
+}
+
+/// Print `message` and end the process: the library cannot run the program as asked
+/// (its link does not open, or libc lacks a call), and carrying on over the kernel
+/// would hide that.
+pub(crate) fn fatal(message: &str) -> ! {
+    let line = format!("librusty_preload: {message}\n");
+    // SAFETY: writes a live buffer to stderr, then exits without unwinding.
+    unsafe {
+        libc::syscall(libc::SYS_write, 2, line.as_ptr(), line.len());
+        libc::_exit(70)
+    }
+}
