@@ -283,11 +283,11 @@ where
                 cfg.congestion_control = launch.congestion_control;
                 cfg.check_listen().map_err(LaunchError::Listen)?;
                 for w in 0..link.workers {
-                    out.push(Worker {
-                        name: format!("kernel-{w}"),
-                        link: link_index,
-                        body: Box::new(kernel_worker(cfg.clone(), engines.make_handler.clone())),
-                    });
+                    out.push(Worker::new(
+                        format!("kernel-{w}"),
+                        link_index,
+                        Box::new(kernel_worker(cfg.clone(), engines.make_handler.clone())),
+                    ));
                 }
             }
             LinkKind::Tap { name } => {
@@ -484,11 +484,7 @@ impl<F> Engines<'_, F> {
             .map(|(f, seed)| (f, seed.wrapping_add(self.index as u64)));
         self.index += 1;
         let body = engine_body(dev, pcap, faults, cfg, ports, self.make_handler.clone())?;
-        Ok(Worker {
-            name,
-            link: link_index,
-            body,
-        })
+        Ok(Worker::new(name, link_index, body))
     }
 }
 

@@ -3,48 +3,48 @@
 //! descriptor, so they can be checked without a device.
 
 /// Bytes per descriptor (receive and transmit alike).
-pub const DESC_LEN: usize = 16;
+pub(crate) const DESC_LEN: usize = 16;
 
 // ----- Receive (§7.1.6) -----
 
 /// The read format (§7.1.6.1): the packet buffer's bus address, and a header buffer
 /// address of 0 (one-buffer mode; its bit 0 doubles as DD in the write-back format, so
 /// it must be written as 0).
-pub fn rx_read(buffer: u64) -> [u64; 2] {
+pub(crate) fn rx_read(buffer: u64) -> [u64; 2] {
     [buffer, 0]
 }
 
 /// Write-back status: descriptor done (§7.1.6.2).
-pub const RX_STATUS_DD: u32 = 1 << 0;
+pub(crate) const RX_STATUS_DD: u32 = 1 << 0;
 /// Write-back status: end of packet.
-pub const RX_STATUS_EOP: u32 = 1 << 1;
+pub(crate) const RX_STATUS_EOP: u32 = 1 << 1;
 /// Write-back status: the L4 (TCP/UDP) checksum was checked.
-pub const RX_STATUS_L4CS: u32 = 1 << 5;
+pub(crate) const RX_STATUS_L4CS: u32 = 1 << 5;
 /// Write-back status: the IPv4 header checksum was checked.
-pub const RX_STATUS_IPCS: u32 = 1 << 6;
+pub(crate) const RX_STATUS_IPCS: u32 = 1 << 6;
 /// Write-back error: IPv4 header checksum error (bit 31 of the status/error word).
-pub const RX_ERROR_IPE: u32 = 1 << 31;
+pub(crate) const RX_ERROR_IPE: u32 = 1 << 31;
 /// Write-back error: TCP/UDP checksum error.
-pub const RX_ERROR_L4E: u32 = 1 << 30;
+pub(crate) const RX_ERROR_L4E: u32 = 1 << 30;
 /// Write-back error: an Ethernet error (CRC, length...).
-pub const RX_ERROR_RXE: u32 = 1 << 29;
+pub(crate) const RX_ERROR_RXE: u32 = 1 << 29;
 
 /// A receive descriptor the device has written back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RxWriteBack {
+pub(crate) struct RxWriteBack {
     /// Extended status (bits 19:0) and errors (bits 31:20).
-    pub status_error: u32,
+    pub(crate) status_error: u32,
     /// Bytes of the frame in this descriptor's buffer.
-    pub len: u16,
+    pub(crate) len: u16,
     /// The RSS hash (with RSS on; §7.1.2.8).
-    pub rss_hash: u32,
+    pub(crate) rss_hash: u32,
     /// RSS type, bits 3:0 of the first word (0: not hashed).
-    pub rss_type: u8,
+    pub(crate) rss_type: u8,
 }
 
 impl RxWriteBack {
     /// Decode the two words of a written-back descriptor.
-    pub fn decode(words: [u64; 2]) -> RxWriteBack {
+    pub(crate) fn decode(words: [u64; 2]) -> RxWriteBack {
         RxWriteBack {
             rss_type: (words[0] & 0xF) as u8,
             rss_hash: (words[0] >> 32) as u32,
@@ -54,24 +54,24 @@ impl RxWriteBack {
     }
 
     /// The device has written this descriptor back.
-    pub fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.status_error & RX_STATUS_DD != 0
     }
 
     /// The frame ends in this descriptor.
-    pub fn end_of_packet(&self) -> bool {
+    pub(crate) fn end_of_packet(&self) -> bool {
         self.status_error & RX_STATUS_EOP != 0
     }
 
     /// The device checked the IPv4 and the TCP/UDP checksums and found both good.
-    pub fn checksums_good(&self) -> bool {
+    pub(crate) fn checksums_good(&self) -> bool {
         let checked = RX_STATUS_IPCS | RX_STATUS_L4CS;
         self.status_error & checked == checked
             && self.status_error & (RX_ERROR_IPE | RX_ERROR_L4E) == 0
     }
 
     /// The device flagged the frame as broken (CRC or length error).
-    pub fn frame_error(&self) -> bool {
+    pub(crate) fn frame_error(&self) -> bool {
         self.status_error & RX_ERROR_RXE != 0
     }
 }
@@ -79,36 +79,36 @@ impl RxWriteBack {
 // ----- Transmit (§7.2.3.2) -----
 
 /// DTYP of an advanced data descriptor (0011), bits 23:20 of the command word.
-pub const TX_DTYP_DATA: u32 = 0x3 << 20;
+pub(crate) const TX_DTYP_DATA: u32 = 0x3 << 20;
 /// DTYP of an advanced context descriptor (0010).
-pub const TX_DTYP_CONTEXT: u32 = 0x2 << 20;
+pub(crate) const TX_DTYP_CONTEXT: u32 = 0x2 << 20;
 /// DCMD: end of packet.
-pub const TX_CMD_EOP: u32 = 1 << 24;
+pub(crate) const TX_CMD_EOP: u32 = 1 << 24;
 /// DCMD: insert the Ethernet FCS.
-pub const TX_CMD_IFCS: u32 = 1 << 25;
+pub(crate) const TX_CMD_IFCS: u32 = 1 << 25;
 /// DCMD: report status (write DD back when done).
-pub const TX_CMD_RS: u32 = 1 << 27;
+pub(crate) const TX_CMD_RS: u32 = 1 << 27;
 /// DCMD: advanced (extended) descriptor.
-pub const TX_CMD_DEXT: u32 = 1 << 29;
+pub(crate) const TX_CMD_DEXT: u32 = 1 << 29;
 /// DCMD: TCP segmentation.
-pub const TX_CMD_TSE: u32 = 1 << 31;
+pub(crate) const TX_CMD_TSE: u32 = 1 << 31;
 /// Written-back status: descriptor done (bit 0 of the second word).
-pub const TX_STATUS_DD: u64 = 1;
+pub(crate) const TX_STATUS_DD: u64 = 1;
 /// POPTS: insert the IPv4 header checksum (bit 8 of the status word).
-pub const TX_POPTS_IXSM: u32 = 1 << 8;
+pub(crate) const TX_POPTS_IXSM: u32 = 1 << 8;
 /// POPTS: insert the TCP/UDP checksum.
-pub const TX_POPTS_TXSM: u32 = 1 << 9;
+pub(crate) const TX_POPTS_TXSM: u32 = 1 << 9;
 /// PAYLEN shift in the status word (bits 31:14): the frame's length, or for TSO the
 /// payload after the headers.
-pub const TX_PAYLEN_SHIFT: u32 = 14;
+pub(crate) const TX_PAYLEN_SHIFT: u32 = 14;
 /// Context TUCMD: the packet is IPv4 (bit 10 of its type/command word).
-pub const TX_TUCMD_IPV4: u32 = 1 << 10;
+pub(crate) const TX_TUCMD_IPV4: u32 = 1 << 10;
 /// Context TUCMD: the L4 type is TCP (bits 12:11 = 01).
-pub const TX_TUCMD_L4T_TCP: u32 = 1 << 11;
+pub(crate) const TX_TUCMD_L4T_TCP: u32 = 1 << 11;
 
 /// An advanced data descriptor for `len` bytes at `buffer`: `cmd` adds DCMD bits
 /// (EOP, RS, TSE), `popts` the checksum insertions, `paylen` is the PAYLEN field.
-pub fn tx_data(buffer: u64, len: u16, cmd: u32, popts: u32, paylen: u32) -> [u64; 2] {
+pub(crate) fn tx_data(buffer: u64, len: u16, cmd: u32, popts: u32, paylen: u32) -> [u64; 2] {
     let cmd_type_len = u32::from(len) | TX_DTYP_DATA | TX_CMD_DEXT | TX_CMD_IFCS | cmd;
     let olinfo = popts | (paylen << TX_PAYLEN_SHIFT);
     [buffer, u64::from(cmd_type_len) | u64::from(olinfo) << 32]
@@ -116,19 +116,19 @@ pub fn tx_data(buffer: u64, len: u16, cmd: u32, popts: u32, paylen: u32) -> [u64
 
 /// What an offloaded frame's context descriptor describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TxContext {
+pub(crate) struct TxContext {
     /// Ethernet header length (MACLEN, 7 bits).
-    pub mac_len: u8,
+    pub(crate) mac_len: u8,
     /// IP header length (IPLEN, 9 bits).
-    pub ip_len: u16,
+    pub(crate) ip_len: u16,
     /// TCP header length (L4LEN), for TSO.
-    pub l4_len: u8,
+    pub(crate) l4_len: u8,
     /// Segment payload size (MSS), for TSO.
-    pub mss: u16,
+    pub(crate) mss: u16,
 }
 
 /// The advanced context descriptor (§7.2.3.2.3) for an IPv4/TCP frame.
-pub fn tx_context(c: TxContext) -> [u64; 2] {
+pub(crate) fn tx_context(c: TxContext) -> [u64; 2] {
     let vlan_macip_lens = u32::from(c.ip_len & 0x1FF) | u32::from(c.mac_len & 0x7F) << 9;
     let type_tucmd = TX_DTYP_CONTEXT | TX_CMD_DEXT | TX_TUCMD_IPV4 | TX_TUCMD_L4T_TCP;
     let mss_l4len_idx = u32::from(c.l4_len) << 8 | u32::from(c.mss) << 16;
@@ -139,7 +139,7 @@ pub fn tx_context(c: TxContext) -> [u64; 2] {
 }
 
 /// The device has written a transmit descriptor back as done.
-pub fn tx_done(words: [u64; 2]) -> bool {
+pub(crate) fn tx_done(words: [u64; 2]) -> bool {
     (words[1] >> 32) & TX_STATUS_DD != 0
 }
 

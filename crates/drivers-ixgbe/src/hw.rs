@@ -29,6 +29,7 @@ pub trait DmaAllocator: Send {
 
 /// Why DMA memory could not be had.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DmaError {
     /// No memory of that size left (hugepages, the IOMMU, the model's arena).
     Exhausted {

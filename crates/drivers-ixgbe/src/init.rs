@@ -13,6 +13,7 @@ use crate::regs::*;
 
 /// What went wrong while bringing the device up.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum InitError {
     /// A bit the datasheet says becomes set (or clear) did not, in time.
     Timeout {

@@ -13,14 +13,14 @@
 
 #![warn(missing_docs)]
 
-pub mod desc;
+mod desc;
 pub mod dma;
 mod hugepages;
 pub mod hw;
 mod init;
 pub mod model;
 pub mod pci;
-pub mod queue;
+mod queue;
 pub mod regs;
 mod sys;
 mod vfio;

@@ -73,6 +73,7 @@ const PCI_COMMAND_MASTER: u16 = 1 << 2;
 pub const MAX_RING_WITHOUT_IOMMU: usize = HUGEPAGE / (2 * BUF_SIZE);
 
 /// A PCI address, `domain:bus:device.function` as `lspci -D` and sysfs write it.
+// Exhaustive: the four parts of a PCI address, fixed by the PCI specification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PciAddress {
     /// The PCI domain (segment), 0 on most machines.
@@ -140,6 +141,7 @@ pub struct GroupMember {
 
 /// Why a real 82599 could not be opened. Each message says what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PciError {
     /// Not a PCI address.
     BadAddress {

@@ -14,6 +14,7 @@ use crate::regs::*;
 
 /// A queue's counters since it opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QueueStats {
     /// Frames received and handed to the stack.
     pub rx_frames: u64,

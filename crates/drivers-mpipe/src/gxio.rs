@@ -17,6 +17,7 @@ use crate::mem::Region;
 
 /// A gxio error: the negative code libgxio returned, or what the model refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GxioError {
     /// The call that failed (`gxio_mpipe_init_notif_ring`, ...).
     pub call: &'static str,
@@ -47,6 +48,7 @@ impl std::error::Error for GxioError {}
 
 /// The mPIPE's buffer size classes (`gxio_mpipe_buffer_size_enum_t`; the `size` field
 /// of a buffer descriptor, `arch/mpipe_shm.h`). A buffer stack holds buffers of one class.
+// Exhaustive: the eight size classes of the hardware's 3-bit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum BufferSize {
@@ -98,6 +100,7 @@ impl BufferSize {
 }
 
 /// How a load-balancer bucket picks its NotifRing (`gxio_mpipe_bucket_mode_t`).
+// Exhaustive: the modes of `gxio_mpipe_bucket_mode_t`, fixed by the hardware.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BucketMode {
     /// The bucket's ring stays while packets of it are outstanding, else may move.

@@ -99,6 +99,7 @@ impl MpipeConfig {
 
 /// Why the mPIPE could not be set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MpipeError {
     /// This is no TILE-Gx.
     NotTileGx,

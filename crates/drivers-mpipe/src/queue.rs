@@ -24,6 +24,7 @@ use crate::mem::{Home, Lease, Region};
 
 /// A queue's counters since it opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QueueStats {
     /// Frames received and lent to the stack.
     pub rx_frames: u64,

@@ -164,6 +164,7 @@ impl Default for TapConfig {
 
 /// Why a TAP could not be opened.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum TapError {
     /// The configuration itself is wrong.
     Config(String),

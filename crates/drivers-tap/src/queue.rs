@@ -43,6 +43,7 @@ type Pool = Arc<RxPool>;
 
 /// Counters of one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct TapStats {
     /// Frames handed to the stack.
     pub rx_frames: u64,

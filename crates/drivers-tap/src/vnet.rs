@@ -40,6 +40,7 @@ pub const GSO_UDP_L4: u8 = 5;
 pub const GSO_ECN: u8 = 0x80;
 
 /// A decoded virtio-net header.
+// Exhaustive: the fields of `struct virtio_net_hdr`, a layout fixed by the virtio spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct VnetHdr {
     /// [`F_NEEDS_CSUM`] and [`F_DATA_VALID`] bits.
@@ -61,6 +62,7 @@ pub struct VnetHdr {
 
 /// Why a received header was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum VnetError {
     /// Fewer than [`VNET_HDR_LEN`] bytes.
     Truncated,

@@ -163,11 +163,11 @@ impl Stack {
                     q,
                     out: tap_stats.clone(),
                 };
-                Worker {
-                    name: format!("tap-test-{i}"),
-                    link: 0,
-                    body: Box::new(engine_worker(dev, cfg, vec![(ECHO_PORT, 128)], |_| Echo)),
-                }
+                Worker::new(
+                    format!("tap-test-{i}"),
+                    0,
+                    Box::new(engine_worker(dev, cfg, vec![(ECHO_PORT, 128)], |_| Echo)),
+                )
             })
             .collect();
         let rt = {

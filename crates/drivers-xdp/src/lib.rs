@@ -87,6 +87,7 @@ const ETH_RSS_HASH_TOP: u8 = 1;
 
 /// Where the XDP program runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum AttachMode {
     /// Native if the driver supports it, generic otherwise.
     #[default]
@@ -99,6 +100,7 @@ pub enum AttachMode {
 
 /// Whether frames are copied between the kernel and the UMEM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum CopyMode {
     /// Zero-copy if the driver supports it, copy otherwise.
     #[default]
@@ -148,6 +150,7 @@ impl XdpConfig {
 
 /// Why the queues could not be opened.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum XdpError {
     /// The configuration itself is wrong.
     Config(String),

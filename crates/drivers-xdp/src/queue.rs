@@ -24,6 +24,7 @@ const LOW_WATER: usize = 64;
 
 /// Counters of one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct XdpStats {
     /// Frames handed to the stack.
     pub rx_frames: u64,
@@ -47,6 +48,7 @@ pub struct XdpStats {
 
 /// What the kernel counts for one socket (`XDP_STATISTICS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct KernelStats {
     /// Frames dropped for lack of room (other than below).
     pub rx_dropped: u64,
@@ -62,6 +64,7 @@ pub struct KernelStats {
 
 /// How a queue is attached: where the XDP program runs, and whether frames are copied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QueueMode {
     /// The program runs in the driver (native XDP) rather than on socket buffers
     /// (generic XDP).

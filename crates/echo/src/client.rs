@@ -20,6 +20,7 @@ use crate::load::Collector;
 /// The arguments every load client takes (flatten into its clap parser; the
 /// connection count and message size, whose defaults differ, are its own).
 #[derive(Debug, Clone, clap::Args)]
+#[non_exhaustive]
 pub struct ClientCli {
     /// Echo server address.
     pub target: SocketAddrV4,
@@ -44,6 +45,7 @@ impl ClientCli {
 }
 
 /// A load client's command line, as far as [`run_client`] needs it.
+#[non_exhaustive]
 pub struct ClientArgs<'a> {
     /// The binary's name, for messages.
     pub name: &'static str,
@@ -55,6 +57,26 @@ pub struct ClientArgs<'a> {
     pub size: usize,
     /// How the first report line names the mode (e.g. `PingPong`).
     pub mode: String,
+}
+
+impl<'a> ClientArgs<'a> {
+    /// The arguments of the binary `name`: `connections` connections in total sending
+    /// `size`-byte messages, the mode named `mode` in the report.
+    pub fn new(
+        name: &'static str,
+        cli: &'a ClientCli,
+        connections: usize,
+        size: usize,
+        mode: impl Into<String>,
+    ) -> ClientArgs<'a> {
+        ClientArgs {
+            name,
+            cli,
+            connections,
+            size,
+            mode: mode.into(),
+        }
+    }
 }
 
 /// Runs the client: `make(worker_index, connections_per_worker, collector)` builds each

@@ -12,6 +12,7 @@ use rusty_stack::{CloseReason, Conn, Handler, Opener};
 
 /// What a discard worker took in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DiscardStats {
     /// Bytes received and dropped.
     pub bytes: u64,

@@ -8,8 +8,10 @@
 
 #![warn(missing_docs)]
 
+// `client` holds what the load-client binaries share, `load` the pieces the WebSocket
+// load client reuses; the discard server is reached through the re-exports.
 pub mod client;
-pub mod discard;
+mod discard;
 pub mod load;
 pub mod server;
 

@@ -22,6 +22,7 @@ pub const PATTERN_LEN: usize = 65_521;
 
 /// How each connection loads the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Mode {
     /// One message in flight at a time: the next goes out once the whole echo of the
     /// last came back, and each round trip is a latency sample.
@@ -65,6 +66,7 @@ impl LoadConfig {
 
 /// What one worker measured.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Report {
     /// Messages whose whole echo came back.
     pub messages: u64,

@@ -9,6 +9,7 @@ use rusty_stack::{Conn, Handler};
 /// full the handler consumes only what it could queue, the rest stays in the receive
 /// buffer (shrinking the window) and is offered again after `writable`.
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct EchoServer {
     /// Bytes queued back to the peers so far, over all of this worker's connections.
     pub echoed: u64,

@@ -22,10 +22,9 @@ pub fn http_request(data: &[u8]) {
     let mut input = Input::new(data);
     let sel = input.u8();
     let buf = input.rest();
-    let tiny = Limits {
-        max_header_bytes: usize::from(sel & 0x0f) * 16,
-        max_target: usize::from(sel >> 4) * 4,
-    };
+    let mut tiny = Limits::default();
+    tiny.max_header_bytes = usize::from(sel & 0x0f) * 16;
+    tiny.max_target = usize::from(sel >> 4) * 4;
     let len = [0, 1, 100, u64::MAX][usize::from(sel >> 6)];
     for limits in [Limits::default(), tiny] {
         pipeline(buf, &limits, len);

@@ -5,11 +5,7 @@
 //! a copy), its ones'-complement prefix sums (so a segment of it can be checksummed
 //! without re-reading it) and the constant part of its response heads, built once here.
 //!
-//! Symlinks: a link to a regular file whose canonical target lies inside the canonical
-//! root is served (as the file it points to); links to directories, links leading out
-//! of the root, dangling links, special files and names that are not UTF-8 are skipped
-//! and reported in [`Cache::skipped`]. Directories are served through their
-//! `index.html`; there are no listings.
+//! Which files are served, symlinks included: see [`Cache`].
 
 use std::collections::HashMap;
 use std::fmt;
@@ -26,19 +22,19 @@ use crate::date::format_imf_fixdate;
 use crate::mime::content_type;
 
 /// Block size of each file's prefix sums.
-pub const PREFIX_SUM_BLOCK: usize = 1024;
+pub(crate) const PREFIX_SUM_BLOCK: usize = 1024;
 
 /// One cached file.
+#[non_exhaustive]
 pub struct FileEntry {
     /// Normalised URL path (`/sub/page.html`).
     pub path: String,
     /// The file's contents, as read at start.
     pub body: Bytes,
-    /// `body` with its ones'-complement prefix sums (block [`PREFIX_SUM_BLOCK`]), what
+    /// `body` with its ones'-complement prefix sums (in blocks of 1 KiB), what
     /// responses send.
     pub summed: SummedBytes,
-    /// The `Content-Type` value, from the extension of the file's name (see
-    /// [`mime`](crate::mime)).
+    /// The `Content-Type` value, from the extension of the file's name.
     pub content_type: &'static str,
     /// Strong validator: `"<mtime hex>-<length hex>"`, quotes included.
     pub etag: String,
@@ -100,6 +96,7 @@ impl FileEntry {
 
 /// What a normalised path names.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Node {
     /// A regular file, or a link to one inside the root.
     File(Arc<FileEntry>),
@@ -109,6 +106,7 @@ pub enum Node {
 
 /// Why the tree could not be loaded.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum CacheError {
     /// The root is missing, not a directory, or unreadable.
     Root(PathBuf, io::Error),
@@ -125,6 +123,12 @@ impl fmt::Display for CacheError {
 impl std::error::Error for CacheError {}
 
 /// The whole served tree.
+///
+/// Symlinks: a link to a regular file whose canonical target lies inside the canonical
+/// root is served (as the file it points to); links to directories, links leading out
+/// of the root, dangling links, special files and names that are not UTF-8 are skipped
+/// and reported in [`Cache::skipped`]. Directories are served through their
+/// `index.html`; there are no listings.
 #[derive(Debug, Default)]
 pub struct Cache {
     nodes: HashMap<String, Node>,

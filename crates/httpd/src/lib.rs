@@ -38,19 +38,21 @@
 //! - Limits: a header timeout (408 if part of a head arrived, else a silent close), a
 //!   keep-alive idle timeout, a per-worker connection limit (refused connections are
 //!   reset), a head size limit; each refusal is counted in [`HttpStats`].
-//! - Symlinks are followed only to regular files inside the root ([`cache`]).
+//! - Symlinks are followed only to regular files inside the root (see [`Cache`]).
 //!
 //! [`Handler`]: rusty_stack::Handler
 
 #![warn(missing_docs)]
 
-pub mod cache;
+// `date`, `path`, `range` and `request` are the pure parsers, public for the fuzz targets
+// and for anyone who wants them alone; the rest is reached through the re-exports.
+mod cache;
 pub mod date;
-pub mod mime;
+mod mime;
 pub mod path;
 pub mod range;
 pub mod request;
-pub mod server;
+mod server;
 
 pub use cache::{Cache, CacheError, FileEntry, Node};
 pub use request::Limits;

@@ -36,10 +36,10 @@ const TYPES: &[(&str, &str)] = &[
 ];
 
 /// For files without a known extension.
-pub const DEFAULT_TYPE: &str = "application/octet-stream";
+pub(crate) const DEFAULT_TYPE: &str = "application/octet-stream";
 
 /// The media type of a file named `path`.
-pub fn content_type(path: &str) -> &'static str {
+pub(crate) fn content_type(path: &str) -> &'static str {
     let name = path.rsplit('/').next().unwrap_or(path);
     let Some((stem, ext)) = name.rsplit_once('.') else {
         return DEFAULT_TYPE;

@@ -13,6 +13,7 @@
 
 /// Why a target cannot be mapped to a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PathError {
     /// Malformed: bad escape, NUL/control byte, not origin- or absolute-form, or a
     /// `..` climbing above the root (400).
@@ -23,6 +24,7 @@ pub enum PathError {
 
 /// A request target mapped into the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Target<'a> {
     /// The query, without `?` (kept for redirects).
     pub query: Option<&'a str>,

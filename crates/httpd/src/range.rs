@@ -7,6 +7,7 @@
 
 /// What a `Range` header asks of a representation of `len` bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RangeRequest {
     /// Serve the whole representation (no usable range).
     Full,

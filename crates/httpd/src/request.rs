@@ -25,6 +25,7 @@
 pub const MAX_HEADERS: usize = 64;
 
 /// The request method, as far as a static file server tells methods apart.
+// Exhaustive: `Other` already stands for every method but the two a static server serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     /// `GET`.
@@ -37,6 +38,7 @@ pub enum Method {
 
 /// Limits applied while parsing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// The whole head (request line and header fields) may be at most this long.
     pub max_header_bytes: usize,
@@ -55,6 +57,7 @@ impl Default for Limits {
 
 /// What the server needs of one request head; borrowed from the received bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Request<'a> {
     /// `GET`, `HEAD` or another method.
     pub method: Method,
@@ -102,6 +105,7 @@ impl Request<'_> {
 
 /// A request that cannot be answered normally; the status to answer with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ParseError {
     /// 400: not HTTP/1.x syntax, a bad header value, or framing we refuse (see the
     /// [module docs](self)).
@@ -130,6 +134,7 @@ impl ParseError {
 }
 
 /// What [`parse_request`] found at the front of the received bytes.
+// Exhaustive: a head is complete, incomplete or refused; there is no fourth outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Parsed<'a> {
     /// A whole request head, [`Request::len`] bytes long.

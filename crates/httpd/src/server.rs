@@ -50,14 +50,14 @@ use crate::request::{parse_request, Limits, Method, Parsed, Request};
 
 /// Free send-buffer space below which no further request is answered until the
 /// peer has read some of what we queued.
-pub const HEAD_ROOM: usize = 4096;
+pub(crate) const HEAD_ROOM: usize = 4096;
 
 /// Slowest delivery rate (bytes/s) a queued body is allowed before the keep-alive
 /// timer may close its connection; bodies up to [`DRAIN_FREE`] bytes add nothing.
-pub const DRAIN_RATE: f64 = 256.0 * 1024.0;
+pub(crate) const DRAIN_RATE: f64 = 256.0 * 1024.0;
 /// Bytes of a queued body that need no extra time at [`DRAIN_RATE`]: a body this size
 /// or smaller leaves the keep-alive timeout as it is.
-pub const DRAIN_FREE: usize = 256 * 1024;
+pub(crate) const DRAIN_FREE: usize = 256 * 1024;
 
 /// Server settings shared by all workers.
 #[derive(Debug, Clone)]
@@ -70,8 +70,8 @@ pub struct HttpConfig {
     /// arrived, just a close). Default 10 s.
     pub header_timeout: Duration,
     /// How long a keep-alive connection may stay idle after its last response was
-    /// queued (longer while large bodies drain, see [`DRAIN_RATE`]); then it is closed
-    /// gracefully. Default 15 s.
+    /// queued (longer while bodies over 256 KiB drain, at an allowance of 256 KiB/s);
+    /// then it is closed gracefully. Default 15 s.
     pub keepalive_timeout: Duration,
     /// Connections one worker serves at once; more are refused (reset). Default 10 000.
     pub max_connections: usize,
@@ -95,6 +95,7 @@ impl Default for HttpConfig {
 
 /// Per-worker counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HttpStats {
     /// Connections accepted (not counting those refused at `max_connections`).
     pub connections: u64,
@@ -268,7 +269,7 @@ fn reason(status: u16) -> &'static str {
 }
 
 /// Weak comparison of an `If-None-Match` list with our entity tag (RFC 9110 §13.1.2).
-pub fn etag_matches(list: &str, etag: &str) -> bool {
+pub(crate) fn etag_matches(list: &str, etag: &str) -> bool {
     let ours = etag.strip_prefix("W/").unwrap_or(etag);
     list.split(',')
         .map(str::trim)
@@ -277,7 +278,7 @@ pub fn etag_matches(list: &str, etag: &str) -> bool {
 
 /// Whether the request's validators let us answer 304 (RFC 9110 §13.1.2–13.1.3,
 /// evaluated in the order of §13.2.2: If-None-Match wins over If-Modified-Since).
-pub fn not_modified(req: &Request<'_>, file: &FileEntry) -> bool {
+pub(crate) fn not_modified(req: &Request<'_>, file: &FileEntry) -> bool {
     if let Some(inm) = req.if_none_match {
         return etag_matches(inm, &file.etag);
     }
@@ -289,7 +290,7 @@ pub fn not_modified(req: &Request<'_>, file: &FileEntry) -> bool {
 
 /// Whether `If-Range` (if any) allows the range (RFC 9110 §13.1.5): a strong entity
 /// tag match, or exactly the file's modification date.
-pub fn if_range_holds(req: &Request<'_>, file: &FileEntry) -> bool {
+pub(crate) fn if_range_holds(req: &Request<'_>, file: &FileEntry) -> bool {
     match req.if_range {
         None => true,
         Some(v) if v.starts_with('"') => v == file.etag,

@@ -19,6 +19,7 @@ pub struct Bridge {
 
 /// Frames the bridge carried.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BridgeStats {
     /// From the link to the model's wire.
     pub to_model: u64,

@@ -121,6 +121,7 @@ impl std::error::Error for RuntimeError {}
 
 /// Rare messages between sibling workers.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ControlMsg {
     /// A worker on link `link` learned this ARP mapping (the reply may have landed on
     /// another worker's queue than the one that asked).
@@ -168,6 +169,8 @@ impl ControlMsg {
 }
 
 /// Where a worker is in its life.
+// Exhaustive on purpose: every backend's loop must act on each state, so a new one
+// should stop their build rather than be ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopState {
     /// Serving normally.
@@ -257,6 +260,8 @@ impl WorkerContext {
 }
 
 /// What a worker loop does after a turn.
+// Exhaustive on purpose: every backend's loop must act on each instruction, so a new one
+// should stop their build rather than be ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
     /// Go straight on polling.
@@ -314,6 +319,7 @@ impl LoopControl {
 }
 
 /// One worker to run: a name for messages, the link it serves, and its body.
+#[non_exhaustive]
 pub struct Worker {
     /// The worker's thread name (`tap0-q1`, `kernel-0`), for messages.
     pub name: String,
@@ -322,6 +328,21 @@ pub struct Worker {
     /// What runs on the worker's pinned thread until the runtime stops it; returns the
     /// final counters.
     pub body: Box<dyn FnOnce(WorkerContext) -> Stats + Send>,
+}
+
+impl Worker {
+    /// The worker `name`, serving link `link`, running `body`.
+    pub fn new(
+        name: impl Into<String>,
+        link: usize,
+        body: Box<dyn FnOnce(WorkerContext) -> Stats + Send>,
+    ) -> Worker {
+        Worker {
+            name: name.into(),
+            link,
+            body,
+        }
+    }
 }
 
 /// The CPUs this process may run on, in order.

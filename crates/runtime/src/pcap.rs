@@ -27,6 +27,7 @@ pub const SNAPLEN: u32 = 262_144;
 
 /// Counters of a capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct CaptureStats {
     /// Frames written to the capture.
     pub captured: u64,

@@ -144,6 +144,7 @@ struct Child_ {
 
 /// One test's network namespace, TAP devices, child processes and scratch directory;
 /// dropping it kills the children (by pid) and deletes everything.
+#[non_exhaustive]
 pub struct TestNet {
     /// The test's name, as given to [`TestNet::new`]; it prefixes every failure message.
     pub test: String,

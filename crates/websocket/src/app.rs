@@ -20,6 +20,7 @@ pub struct Message<'m> {
 }
 
 /// A received message's content, for matching.
+// Exhaustive: RFC 6455 §5.6 defines exactly two kinds of data frame, text and binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Data<'a> {
     /// A text message (validated UTF-8).
@@ -74,6 +75,7 @@ impl<'m> Message<'m> {
 
 /// How a connection ended, for [`WsApp::closed`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CloseInfo {
     /// The peer's close status; or, if it sent none, ours (failure, idle timeout, the
     /// application's); 1005 if its close frame had no status; 1006 if no close frame

@@ -4,7 +4,7 @@
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// `data` in base64 with `=` padding.
-pub fn encode(data: &[u8]) -> String {
+pub(crate) fn encode(data: &[u8]) -> String {
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
         let b = [
@@ -37,7 +37,7 @@ fn value(c: u8) -> Option<u32> {
 
 /// Strict decoding: padded groups of four, padding only at the end, and no stray bits
 /// after the last byte (so every input has at most one encoding). `None` if malformed.
-pub fn decode(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode(text: &str) -> Option<Vec<u8>> {
     let s = text.as_bytes();
     if !s.len().is_multiple_of(4) {
         return None;

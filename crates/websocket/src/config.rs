@@ -27,7 +27,7 @@ use crate::deflate::DeflateConfig;
 /// only proxies WebSocket and never compresses it): it trades CPU and, with context
 /// takeover, a few hundred KiB of zlib state per connection that used it (see
 /// [`DeflateCodec`](crate::extension::DeflateCodec)) for bandwidth. Turn it on with
-/// `deflate: DeflateConfig::enabled()` (ws-echo: `--deflate`).
+/// `cfg.deflate = DeflateConfig::enabled()` (ws-echo: `--deflate`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WsConfig {

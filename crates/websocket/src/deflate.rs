@@ -59,6 +59,7 @@ pub const EXTENSION_NAME: &str = "permessage-deflate";
 const TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 
 /// Which end of the connection this is.
+// Exhaustive: a connection has two ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     /// The end that accepted the connection.
@@ -138,6 +139,7 @@ impl DeflateConfig {
 
 /// The parameters in force on a connection after negotiation (absent window bits are 15).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Negotiated {
     /// The server resets its compressor after every message.
     pub server_no_context_takeover: bool,
@@ -162,6 +164,7 @@ impl Default for Negotiated {
 
 /// What can go wrong in negotiation or (de)compression.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeflateError {
     /// The server's response is not a valid answer to our offer (RFC 7692 §5: the client
     /// fails the connection).

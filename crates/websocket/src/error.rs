@@ -8,6 +8,7 @@ use crate::close;
 /// [`ProtocolError::close_code`], and the violation is counted in
 /// [`WsStats::errors`](crate::WsStats).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ProtocolError {
     /// An RSV bit set that no negotiated extension defines (§5.2).
     ReservedBits,

@@ -29,6 +29,7 @@ use crate::deflate::{DeflateConfig, DeflateError, Negotiated, PerMessageDeflate,
 
 /// Why a compressed message could not be decoded, or a message not encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CodecError {
     /// The output would exceed the limit the caller gave (fails the connection with 1009).
     TooBig,

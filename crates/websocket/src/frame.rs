@@ -2,6 +2,7 @@
 //! encoding, and masking (§5.3).
 
 /// A frame's opcode (§5.2, §11.8).
+// Exhaustive: RFC 6455 fixes the opcodes; the others are reserved and fail the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpCode {
     /// 0x0: continues a fragmented message.
@@ -60,6 +61,7 @@ pub const MAX_HEADER: usize = 14;
 pub const MAX_CONTROL_PAYLOAD: usize = 125;
 
 /// A frame header, parsed or to be written.
+// Exhaustive: the fields are the header of §5.2, which does not grow; writers build it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHeader {
     /// The final fragment of a message.

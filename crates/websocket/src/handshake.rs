@@ -32,6 +32,7 @@ pub struct HeadBuffer {
 }
 
 /// What [`HeadBuffer::push`] made of the input.
+// Exhaustive: a head is incomplete, complete or over the limit; there is no fourth outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeadProgress {
     /// All input was taken; the head is not complete yet.
@@ -92,6 +93,7 @@ fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
 
 /// Why a head could not be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HeadError {
     /// Not HTTP/1.x syntax.
     Malformed,
@@ -355,6 +357,7 @@ pub fn switching_protocols(
 
 /// What a client asks for in its opening handshake (§4.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClientRequest {
     /// `Host` (e.g. `example.com:9001`).
     pub host: String,
@@ -418,6 +421,7 @@ impl ClientRequest {
 
 /// Why the server's handshake response was not acceptable (§4.1, client side).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ResponseError {
     /// Not an HTTP/1.1 response head, or too large.
     Malformed,
@@ -437,6 +441,7 @@ pub enum ResponseError {
 
 /// What a server's acceptable handshake response chose.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerAnswer {
     /// The subprotocol the server chose, if any.
     pub protocol: Option<String>,

@@ -60,28 +60,32 @@
 
 #![warn(missing_docs)]
 
-pub mod app;
-pub mod base64;
-pub mod client;
+// The protocol layers the crate docs name are public modules, usable on their own;
+// `deflate` also holds the permessage-deflate configuration and `load` the `ws-load`
+// client. The application API lives in private modules and is re-exported here.
+mod app;
+mod base64;
+mod client;
 pub mod close;
-pub mod config;
+mod config;
 pub mod deflate;
-pub mod echo;
-pub mod error;
+mod echo;
+mod error;
 pub mod extension;
 pub mod frame;
 pub mod handshake;
 pub mod load;
 pub mod message;
 pub mod parser;
-pub mod server;
+mod server;
 mod session;
-pub mod stats;
+mod stats;
 pub mod utf8;
 
 pub use app::{Accept, CloseInfo, Data, Message, WsApp, WsServerApp};
 pub use client::{Connector, WsClient};
 pub use config::WsConfig;
+pub use deflate::DeflateConfig;
 pub use echo::WsEcho;
 pub use error::ProtocolError;
 pub use extension::{CodecError, MessageCodec};

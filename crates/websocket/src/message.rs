@@ -12,6 +12,7 @@ use crate::utf8::Utf8Validator;
 const RESERVE_AHEAD: u64 = 256 << 10;
 
 /// The type of a data message.
+// Exhaustive: RFC 6455 §5.6 defines exactly text and binary messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MessageKind {
     /// UTF-8 text.

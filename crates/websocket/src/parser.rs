@@ -7,6 +7,7 @@ use crate::error::ProtocolError;
 use crate::frame::{FrameHeader, OpCode, MAX_CONTROL_PAYLOAD, MAX_HEADER};
 
 /// Which end of the connection we are: it decides which frames must be masked (§5.1).
+// Exhaustive: a connection has two ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// We accepted the connection: frames we receive must be masked, ours are not.
@@ -16,6 +17,7 @@ pub enum Role {
 }
 
 /// What one call to [`FrameParser::feed`] produced.
+// Exhaustive: a frame is a header, its payload and its end (§5.2); nothing else arrives.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Step<'a> {
     /// All input was taken into a partial header; feed more.

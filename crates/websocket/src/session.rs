@@ -211,6 +211,7 @@ impl<S> WsConn<S> {
 
 /// Why a send through [`WsHandle`] was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WsSendError {
     /// The connection is not open: the handshake is not done, or a close frame was
     /// sent (§5.5.1: no data after it).

@@ -7,6 +7,7 @@ use crate::error::ProtocolError;
 /// What a worker's WebSocket endpoint did. Read it from
 /// [`WsServer::stats`](crate::WsServer::stats) or [`WsClient::stats`](crate::WsClient::stats).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WsStats {
     /// Opening handshakes completed (101 sent, or accepted by our client).
     pub handshakes: u64,

@@ -66,6 +66,7 @@ impl ModelConfig {
 }
 
 /// The state of the cable.
+// Exhaustive: a link is up or down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkMode {
     /// The link comes up (LINKS.LINK_UP) a few reads after a reset or an AN restart.
@@ -77,6 +78,7 @@ pub enum LinkMode {
 /// Something the driver did that a real 82599 would misbehave on (hang, fault, drop
 /// or corrupt traffic), which a correct driver never does.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Misuse {
     /// A register write while CTRL.RST still reads set (§4.6.3.2).
     WriteDuringReset {
@@ -260,6 +262,7 @@ pub enum Misuse {
 
 /// What became of a frame put on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RxVerdict {
     /// Written to a queue's buffers and descriptors written back.
     Delivered {

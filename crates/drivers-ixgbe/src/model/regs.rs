@@ -437,6 +437,7 @@ pub(crate) fn queue_reg(reg: u32) -> Option<(Dir, usize, u32)> {
 }
 
 /// A direction: receive or transmit.
+// Exhaustive: a queue receives or transmits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dir {
     /// Receive.

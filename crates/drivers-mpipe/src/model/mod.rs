@@ -58,6 +58,7 @@ impl ModelConfig {
 
 /// What became of a frame put on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RxVerdict {
     /// An idesc for it was written to `ring`, chosen through `bucket`.
     Delivered {
@@ -92,6 +93,7 @@ pub enum RxVerdict {
 
 /// The model's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ModelStats {
     /// Idescs written for whole packets.
     pub delivered: u64,
@@ -308,6 +310,7 @@ impl rusty_stack::io::FrameWire for Wire {
 }
 
 /// Errors the MAC reports in an idesc (see [`Wire::deliver_flawed`]).
+// Exhaustive: the three MAC error bits of an idesc, fixed by the hardware.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Faults {
     /// MAC error (`me`).

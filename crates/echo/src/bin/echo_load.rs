@@ -42,13 +42,13 @@ fn main() -> ExitCode {
         ModeArg::Stream => Mode::Stream,
     };
     let duration = cli.client.duration();
-    let args = ClientArgs {
-        name: "echo-load",
-        cli: &cli.client,
-        connections: cli.connections,
-        size: cli.size,
-        mode: format!("{mode:?}"),
-    };
+    let args = ClientArgs::new(
+        "echo-load",
+        &cli.client,
+        cli.connections,
+        cli.size,
+        format!("{mode:?}"),
+    );
     let (target, size) = (cli.client.target, cli.size);
     run_client(args, move |worker, connections, collector| {
         let mut cfg = LoadConfig::new(target, mode);

@@ -92,13 +92,13 @@ where
     let ws: Vec<Worker> = (0..workers)
         .map(|i| {
             let make = make.clone();
-            Worker {
-                name: format!("kernel{i}"),
-                link: 0,
-                body: Box::new(kernel_worker(cfg.clone(), move |ctx: &WorkerContext| {
+            Worker::new(
+                format!("kernel{i}"),
+                0,
+                Box::new(kernel_worker(cfg.clone(), move |ctx: &WorkerContext| {
                     make(ctx)
                 })),
-            }
+            )
         })
         .collect();
     let s = stop.clone();

@@ -43,13 +43,13 @@ fn main() -> ExitCode {
     cli.client.common.init_logging();
     let duration = cli.client.duration();
     let size = cli.size as usize;
-    let args = ClientArgs {
-        name: "ws-load",
-        cli: &cli.client,
-        connections: cli.connections,
+    let args = ClientArgs::new(
+        "ws-load",
+        &cli.client,
+        cli.connections,
         size,
-        mode: format!("{:?} (WebSocket binary)", cli.mode),
-    };
+        format!("{:?} (WebSocket binary)", cli.mode),
+    );
     let (target, path) = (cli.client.target, cli.path.clone());
     run_client(args, move |worker, connections, collector| {
         let mut cfg = LoadConfig::new(target, path.clone());
