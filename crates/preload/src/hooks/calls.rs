@@ -1,0 +1,466 @@
+//! The socket's life: making, binding, listening, accepting and connecting it, its
+//! names and options, descriptor flags and duplicates, shutting and closing it.
+
+use super::*;
+
+/// `socket`: TCP over IPv4 goes to Rusty (a kernel eventfd gives the descriptor its
+/// number); everything else to the kernel.
+///
+/// # Safety
+/// As `socket(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+    let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+    let tcp = domain == libc::AF_INET
+        && base == libc::SOCK_STREAM
+        && (protocol == 0 || protocol == libc::IPPROTO_TCP);
+    if !tcp || Bypass::active() || !running() {
+        // SAFETY: the program's own arguments.
+        return unsafe { (originals().socket)(domain, ty, protocol) };
+    }
+    let nonblock = ty & libc::SOCK_NONBLOCK != 0;
+    let fd = match sys::eventfd(ty & libc::SOCK_CLOEXEC != 0, false) {
+        Ok(fd) => fd,
+        Err(e) => return fail(Errno(e)),
+    };
+    let attached = process::with(|p| {
+        let s = p.stack.socket();
+        p.attach(fd, s, nonblock);
+    });
+    if attached.is_none() {
+        sys::close(fd);
+        return fail(Errno(libc::ENOMEM));
+    }
+    fd
+}
+
+/// # Safety
+/// As `bind(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    if !ours(fd) {
+        // SAFETY: the program's own arguments.
+        return unsafe { (originals().bind)(fd, addr, len) };
+    }
+    // SAFETY: the program's own arguments.
+    let a = match unsafe { read_addr(addr, len) } {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let here = on_process(|p| {
+        if !p.stack.binds(*a.ip()) {
+            return Ok(false);
+        }
+        let sock = p.desc(fd)?.sock;
+        p.stack.bind(sock, a).map(|()| true)
+    });
+    match here {
+        Ok(true) => 0,
+        Ok(false) => match hand_to_kernel(fd) {
+            // SAFETY: the program's own arguments, on the kernel socket now at `fd`.
+            Ok(()) => unsafe { (originals().bind)(fd, addr, len) },
+            Err(e) => fail(e),
+        },
+        Err(e) => fail(e),
+    }
+}
+
+/// # Safety
+/// As `listen(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
+    if !ours(fd) {
+        // SAFETY: plain integer arguments.
+        return unsafe { (originals().listen)(fd, backlog) };
+    }
+    let backlog = usize::try_from(backlog).unwrap_or(0).clamp(1, 4096);
+    int(on_process(|p| {
+        let sock = p.desc(fd)?.sock;
+        p.stir();
+        p.stack.listen(sock, backlog).map(|()| 0)
+    }))
+}
+
+/// # Safety
+/// As `accept4(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn accept4(
+    fd: c_int,
+    addr: *mut sockaddr,
+    len: *mut socklen_t,
+    flags: c_int,
+) -> c_int {
+    if !ours(fd) {
+        // SAFETY: the program's own arguments.
+        return unsafe { (originals().accept4)(fd, addr, len, flags) };
+    }
+    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        return fail(Errno(libc::EINVAL));
+    }
+    let (listener, nonblock, _) = match desc_of(fd, true) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    // The descriptor first, so that a connection taken off the queue always gets one.
+    let new = match sys::eventfd(flags & libc::SOCK_CLOEXEC != 0, false) {
+        Ok(new) => new,
+        Err(e) => return fail(Errno(e)),
+    };
+    let accepted = blocking(nonblock, None, |p| {
+        let c = p.stack.accept(listener)?;
+        p.attach(new, c, flags & libc::SOCK_NONBLOCK != 0);
+        p.stack
+            .peer_addr(c)
+            .or(Ok(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)))
+    });
+    match accepted {
+        Ok(peer) => {
+            // SAFETY: the program's own address buffer.
+            unsafe { write_addr(peer, addr, len) };
+            new
+        }
+        Err(e) => {
+            sys::close(new);
+            fail(e)
+        }
+    }
+}
+
+/// # Safety
+/// As `accept(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    // SAFETY: the program's own arguments.
+    unsafe { accept4(fd, addr, len, 0) }
+}
+
+/// # Safety
+/// As `connect(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    if !ours(fd) {
+        // SAFETY: the program's own arguments.
+        return unsafe { (originals().connect)(fd, addr, len) };
+    }
+    // SAFETY: the program's own arguments.
+    let a = match unsafe { read_addr(addr, len) } {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let started = on_process(|p| {
+        let d = p.desc(fd)?;
+        let (sock, nonblock) = (d.sock, d.nonblock);
+        if !p.stack.carries(*a.ip()) {
+            return Ok(None);
+        }
+        p.stir();
+        Ok(Some((sock, nonblock, p.stack.connect(sock, a))))
+    });
+    let (sock, nonblock, r) = match started {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return match hand_to_kernel(fd) {
+                // SAFETY: the program's own arguments, on the kernel socket now at `fd`.
+                Ok(()) => unsafe { (originals().connect)(fd, addr, len) },
+                Err(e) => fail(e),
+            };
+        }
+        Err(e) => return fail(e),
+    };
+    match r {
+        Err(Errno(libc::EINPROGRESS)) if !nonblock => {}
+        other => return int(other.map(|()| 0)),
+    }
+    let done = process::wait(None, &[], None, |p| match p.stack.connect_result(sock) {
+        Ok(true) => Some(Ok(0)),
+        Ok(false) => None,
+        Err(e) => Some(Err(e)),
+    });
+    int(done.unwrap_or_else(|u| Err(unmet(u, Errno(libc::ETIMEDOUT)))))
+}
+
+/// # Safety
+/// As `close(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    if kind(fd) != Kind::Kernel && !Bypass::active() {
+        process::with(|p| p.forget(fd));
+    }
+    // SAFETY: a plain integer argument.
+    unsafe { (originals().close)(fd) }
+}
+
+/// # Safety
+/// As `close_range(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    if flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 && process::started() && !Bypass::active() {
+        process::with(|p| {
+            let top = last.min(c_int::MAX as c_uint) as RawFd;
+            for fd in first as RawFd..=top {
+                if kind(fd) != Kind::Kernel {
+                    p.forget(fd);
+                }
+            }
+        });
+    }
+    // SAFETY: plain integer arguments.
+    unsafe { (originals().close_range)(first, last, flags) }
+}
+
+/// # Safety
+/// As `shutdown(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
+    if !ours(fd) {
+        // SAFETY: plain integer arguments.
+        return unsafe { (originals().shutdown)(fd, how) };
+    }
+    let how = match how {
+        libc::SHUT_RD => Shut::Read,
+        libc::SHUT_WR => Shut::Write,
+        libc::SHUT_RDWR => Shut::Both,
+        _ => return fail(Errno(libc::EINVAL)),
+    };
+    int(on_process(|p| {
+        let sock = p.desc(fd)?.sock;
+        p.stir();
+        p.stack.shutdown(sock, how).map(|()| 0)
+    }))
+}
+
+/// # Safety
+/// As `getsockname(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    if !ours(fd) {
+        // SAFETY: the program's own arguments.
+        return unsafe { (originals().getsockname)(fd, addr, len) };
+    }
+    match on_process(|p| p.stack.local_addr(p.desc(fd)?.sock)) {
+        Ok(a) => {
+            // SAFETY: the program's own address buffer.
+            unsafe { write_addr(a, addr, len) };
+            0
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// # Safety
+/// As `getpeername(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    if !ours(fd) {
+        // SAFETY: the program's own arguments.
+        return unsafe { (originals().getpeername)(fd, addr, len) };
+    }
+    match on_process(|p| p.stack.peer_addr(p.desc(fd)?.sock)) {
+        Ok(a) => {
+            // SAFETY: the program's own address buffer.
+            unsafe { write_addr(a, addr, len) };
+            0
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// # Safety
+/// As `setsockopt(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn setsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    value: *const c_void,
+    len: socklen_t,
+) -> c_int {
+    if !ours(fd) {
+        // SAFETY: the program's own arguments.
+        return unsafe { (originals().setsockopt)(fd, level, name, value, len) };
+    }
+    if value.is_null() && len > 0 {
+        return fail(Errno(libc::EFAULT));
+    }
+    // SAFETY: the program's option value of `len` bytes.
+    let raw = unsafe { bytes(value, len as size_t) };
+    int(on_process(|p| {
+        crate::options::set(p, fd, level, name, raw).map(|()| 0)
+    }))
+}
+
+/// # Safety
+/// As `getsockopt(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn getsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    value: *mut c_void,
+    len: *mut socklen_t,
+) -> c_int {
+    if !ours(fd) {
+        // SAFETY: the program's own arguments.
+        return unsafe { (originals().getsockopt)(fd, level, name, value, len) };
+    }
+    if value.is_null() || len.is_null() {
+        return fail(Errno(libc::EFAULT));
+    }
+    let got = on_process(|p| crate::options::get(p, fd, level, name));
+    match got {
+        Ok(bytes_out) => {
+            // SAFETY: the program's `len`.
+            let room = unsafe { *len } as usize;
+            let n = room.min(bytes_out.len());
+            // SAFETY: at most `room` bytes into the program's buffer of that size.
+            unsafe {
+                bytes_mut(value, n).copy_from_slice(&bytes_out[..n]);
+                *len = n as socklen_t;
+            }
+            0
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// `fcntl`: the third argument is read as a machine word, which is how C callers pass
+/// an `int` or a pointer on Linux's ABIs.
+///
+/// # Safety
+/// As `fcntl(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: usize) -> c_int {
+    let o = originals();
+    if !ours(fd) {
+        // SAFETY: the program's own arguments.
+        return unsafe { (o.fcntl)(fd, cmd, arg) };
+    }
+    match cmd {
+        libc::F_GETFL => {
+            // SAFETY: plain integer arguments, on the socket's eventfd.
+            let flags = unsafe { (o.fcntl)(fd, cmd, 0) } & !libc::O_NONBLOCK;
+            match on_process(|p| Ok(p.desc(fd)?.nonblock)) {
+                Ok(true) => flags | libc::O_NONBLOCK,
+                Ok(false) => flags,
+                Err(e) => fail(e),
+            }
+        }
+        libc::F_SETFL => int(on_process(|p| {
+            p.desc_mut(fd)?.nonblock = arg as c_int & libc::O_NONBLOCK != 0;
+            Ok(0)
+        })),
+        libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => {
+            let r = process::with(|p| {
+                // SAFETY: plain integer arguments, on the socket's eventfd.
+                let new = unsafe { (o.fcntl)(fd, cmd, arg) };
+                if new < 0 {
+                    return Err(Errno(sys::errno()));
+                }
+                p.duplicate(fd, new).map(|()| new)
+            });
+            int(r.unwrap_or(Err(Errno(libc::EBADF))))
+        }
+        // Descriptor flags (FD_CLOEXEC) and the rest are the eventfd's.
+        // SAFETY: the program's own arguments.
+        _ => unsafe { (o.fcntl)(fd, cmd, arg) },
+    }
+}
+
+/// `ioctl`: `FIONBIO` and `FIONREAD` on Rusty sockets; other requests get `ENOTTY`,
+/// as on a socket that does not know them.
+///
+/// # Safety
+/// As `ioctl(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: usize) -> c_int {
+    if !ours(fd) {
+        // SAFETY: the program's own arguments.
+        return unsafe { (originals().ioctl)(fd, request, arg) };
+    }
+    let ptr = arg as *mut c_int;
+    if ptr.is_null() {
+        return fail(Errno(libc::EFAULT));
+    }
+    match request {
+        libc::FIONBIO => {
+            // SAFETY: FIONBIO's argument points to an int.
+            let on = unsafe { *ptr } != 0;
+            int(on_process(|p| {
+                p.desc_mut(fd)?.nonblock = on;
+                Ok(0)
+            }))
+        }
+        libc::FIONREAD => match on_process(|p| p.stack.unread(p.desc(fd)?.sock)) {
+            Ok(n) => {
+                // SAFETY: FIONREAD's argument points to an int.
+                unsafe { *ptr = n.min(c_int::MAX as usize) as c_int };
+                0
+            }
+            Err(e) => fail(e),
+        },
+        _ => fail(Errno(libc::ENOTTY)),
+    }
+}
+
+/// # Safety
+/// As `dup(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    if !ours(fd) {
+        // SAFETY: a plain integer argument.
+        return unsafe { (originals().dup)(fd) };
+    }
+    let r = process::with(|p| {
+        // SAFETY: a plain integer argument, the socket's eventfd.
+        let new = unsafe { (originals().dup)(fd) };
+        if new < 0 {
+            return Err(Errno(sys::errno()));
+        }
+        p.duplicate(fd, new).map(|()| new)
+    });
+    int(r.unwrap_or(Err(Errno(libc::EBADF))))
+}
+
+/// `dup2` and `dup3`: the new number first stops being whatever Rusty socket it was.
+fn dup_onto(old: RawFd, new: RawFd, dup: impl FnOnce() -> c_int) -> c_int {
+    let r = process::with(|p| {
+        if kind(new) != Kind::Kernel {
+            p.forget(new);
+        }
+        let r = dup();
+        if r < 0 {
+            return Err(Errno(sys::errno()));
+        }
+        if kind(old) == Kind::Socket {
+            p.duplicate(old, new)?;
+        }
+        Ok(r)
+    });
+    int(r.unwrap_or(Err(Errno(libc::EBADF))))
+}
+
+/// # Safety
+/// As `dup2(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    let o = originals();
+    if (kind(old) == Kind::Kernel && kind(new) == Kind::Kernel) || Bypass::active() || old == new {
+        // SAFETY: plain integer arguments.
+        return unsafe { (o.dup2)(old, new) };
+    }
+    // SAFETY: plain integer arguments.
+    dup_onto(old, new, || unsafe { (o.dup2)(old, new) })
+}
+
+/// # Safety
+/// As `dup3(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    let o = originals();
+    if (kind(old) == Kind::Kernel && kind(new) == Kind::Kernel) || Bypass::active() || old == new {
+        // SAFETY: plain integer arguments.
+        return unsafe { (o.dup3)(old, new, flags) };
+    }
+    // SAFETY: plain integer arguments.
+    dup_onto(old, new, || unsafe { (o.dup3)(old, new, flags) })
+}
