@@ -1,0 +1,402 @@
+//! The C conformance suite: small C programs (`tests/c/*.c`, one rule each) that must
+//! print the same lines on the kernel's sockets and on Rusty's through `rusty-run`.
+//!
+//! Each test compiles its program with `cc` and runs it twice, each time in a fresh
+//! network namespace of its own with a TAP device `csuite0` whose host side is
+//! `10.78.N.1/24`:
+//!
+//! - the kernel run: the side under test runs plainly in the namespace, on the
+//!   namespace kernel's address `.1`;
+//! - the Rusty run: the side under test runs as `rusty-run --link 'tap:csuite0
+//!   10.78.N.2/24' -- PROGRAM ...` in the namespace, so its TCP sockets are Rusty's on
+//!   the TAP, at `.2`.
+//!
+//! The other side, when the program has one, is always a plain process in the
+//! namespace (the server on `.1`, or a client connecting to the side under test). Only
+//! the stdout of the side under test is compared, line by line; both sides must exit 0.
+//! The programs print diagnostics on stderr, which the failure messages include. A
+//! Rusty run with a peer also fails when the TAP carried (almost) nothing: otherwise a
+//! library that left the sockets to the kernel would pass every client-side test.
+//! rusty-run is given the interposer library cargo built with the test (`--library`).
+//!
+//! The TAP is created inside the namespace rather than handed over from the root
+//! namespace once Rusty has attached (as the echo and httpd tests do): the program that
+//! opens it runs in the namespace too, so there is no window in which Rusty's first
+//! frames reach the root namespace, and the program's kernel sockets (pipes, eventfds,
+//! anything off Rusty's link) stay inside the namespace as well.
+//!
+//! `RUSTY_PRELOAD_SUITE=kernel` runs only the kernel side of each test and prints its
+//! output (`cargo test -p rusty-preload --test linux -- --nocapture`, with a test name
+//! after `--` for one program); unset (or `both`), each test runs both sides and
+//! compares them.
+//!
+//! Needs root and `cc`; skips with a printed reason otherwise, unless
+//! `RUSTY_REQUIRE_PRIVILEGED=1`, which makes a skip a failure. Every test makes its own
+//! namespaces, TAPs and /24s and tears them down on drop, stops only the processes it
+//! started, and bounds every wait (each program also ends itself within 20 s).
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use rusty_testnet::{Proc, TestNet, Tools};
+
+const RUSTY_RUN: &str = env!("CARGO_BIN_EXE_rusty-run");
+const SOURCES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c");
+const PORT: &str = "5000";
+/// The TAP's name; each namespace has its own, so one name serves every test.
+const TAP: &str = "csuite0";
+/// Longer than any program's own watchdog, so that a program that hangs is reported
+/// with its output rather than cut short by the harness.
+const RUN_LIMIT: Duration = Duration::from_secs(40);
+/// Fewer packets from Rusty than a connection takes (an ARP exchange, a handshake and
+/// some data) mean the connection did not go over the TAP.
+const MIN_TAP_PACKETS: u64 = 4;
+/// The environment variables through which rusty-run hands a program to the library;
+/// the plain runs clear them, so that they are the kernel's whatever the test inherits.
+const PRELOAD_VARS: [&str; 2] = ["LD_PRELOAD", "RUSTY_PRELOAD_FLAGS"];
+
+/// Which side of a program's connection is the one compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UnderTest {
+    /// The server; a plain client connects to it.
+    Server,
+    /// The client; it connects to a plain server on the namespace kernel's address.
+    Client,
+    /// The server, with nothing connecting to it.
+    Alone,
+}
+
+impl UnderTest {
+    fn role(self) -> &'static str {
+        match self {
+            UnderTest::Server | UnderTest::Alone => "server",
+            UnderTest::Client => "client",
+        }
+    }
+}
+
+/// Whose sockets the side under test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stack {
+    Kernel,
+    Rusty,
+}
+
+impl fmt::Display for Stack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stack::Kernel => "kernel",
+            Stack::Rusty => "rusty",
+        })
+    }
+}
+
+/// What `RUSTY_PRELOAD_SUITE` asks for: both runs (and their comparison), or only the
+/// kernel's.
+fn kernel_only() -> bool {
+    match std::env::var("RUSTY_PRELOAD_SUITE").as_deref() {
+        Err(_) | Ok("") | Ok("both") => false,
+        Ok("kernel") => true,
+        Ok(other) => panic!("RUSTY_PRELOAD_SUITE={other}: want `kernel` or `both`"),
+    }
+}
+
+/// Compile `program`, run its side `under_test` on the kernel and on Rusty, and fail
+/// unless both runs succeed and print the same lines.
+fn same_on_both(program: &str, under_test: UnderTest) {
+    let test = format!("{program} ({} under test)", under_test.role());
+    let Some(tools) = rusty_testnet::privileged(&test, &["cc", "sh"]) else {
+        return;
+    };
+    let binary = compile(&test, program, under_test, &tools);
+    let kernel = run_side(&test, &tools, &binary, under_test, Stack::Kernel);
+    if kernel_only() {
+        eprintln!("{test}: kernel run:\n{}", kernel.join("\n"));
+        return;
+    }
+    let rusty = run_side(&test, &tools, &binary, under_test, Stack::Rusty);
+    if let Some(diff) = first_difference(&kernel, &rusty) {
+        panic!(
+            "{test}: the runs differ at {diff}\n----- kernel -----\n{}\n----- rusty -----\n{}",
+            kernel.join("\n"),
+            rusty.join("\n")
+        );
+    }
+}
+
+/// Where two outputs first differ, described; `None` when they are the same.
+fn first_difference(kernel: &[String], rusty: &[String]) -> Option<String> {
+    let n = kernel.len().max(rusty.len());
+    (0..n).find_map(|i| {
+        let (k, r) = (kernel.get(i), rusty.get(i));
+        (k != r).then(|| {
+            let show = |l: Option<&String>| l.map_or("(no line)".to_string(), |l| format!("{l:?}"));
+            format!("line {}: kernel {} rusty {}", i + 1, show(k), show(r))
+        })
+    })
+}
+
+/// `cc` the program into a directory of the test's own under the target directory
+/// (the two runs use different namespaces and scratch directories, the binary
+/// outlives both).
+fn compile(test: &str, program: &str, under_test: UnderTest, tools: &Tools) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("preload-c")
+        .join(format!("{program}-{}", under_test.role()));
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{test}: {}: {e}", dir.display()));
+    let binary = dir.join(program);
+    let source = format!("{SOURCES}/{program}.c");
+    let include = format!("-I{SOURCES}");
+    let out = binary.display().to_string();
+    let args = [
+        "-std=c11", "-O2", "-Wall", "-Werror", "-pthread", &include, "-o", &out, &source,
+    ];
+    let (ok, text) = rusty_testnet::quick(tools.get("cc"), &args);
+    if !ok {
+        panic!("{test}: cc {}:\n{text}", args.join(" "));
+    }
+    binary
+}
+
+/// The interposer library cargo built with this test. A test build leaves it in
+/// `deps/` beside rusty-run (only `cargo build` copies it next to rusty-run, where
+/// rusty-run looks by default); `None` lets rusty-run look, and report, itself.
+fn preload_library() -> Option<PathBuf> {
+    let dir = Path::new(RUSTY_RUN).parent()?;
+    [dir.join("deps"), dir.to_path_buf()]
+        .into_iter()
+        .map(|d| d.join("librusty_preload.so"))
+        .find(|p| p.is_file())
+}
+
+/// Packets the namespace's kernel has received on the TAP.
+fn tap_rx_packets(net: &TestNet) -> u64 {
+    let cat = rusty_testnet::which("cat").unwrap_or_else(|| PathBuf::from("/bin/cat"));
+    let path = format!("/sys/class/net/{TAP}/statistics/rx_packets");
+    let (ok, out) = net.ns_quick(&cat, &[&path]);
+    if !ok {
+        net.fail(&format!("cat {path}: {out}"));
+    }
+    out.trim()
+        .parse()
+        .unwrap_or_else(|_| net.fail(&format!("{path}: {out:?}")))
+}
+
+/// Make the namespace's TAP with the kernel's address on it. Nothing reads it in a
+/// kernel run; the kernel's address is local either way.
+fn make_tap(net: &TestNet) {
+    let ip = net.tools.get("ip").to_path_buf();
+    let cidr = format!("{}/24", net.host_ip());
+    for args in [
+        &[
+            "tuntap",
+            "add",
+            "dev",
+            TAP,
+            "mode",
+            "tap",
+            "multi_queue",
+            "vnet_hdr",
+        ][..],
+        &["addr", "add", &cidr, "dev", TAP],
+        &["link", "set", "dev", TAP, "up"],
+    ] {
+        let (ok, out) = net.ns_quick(&ip, args);
+        if !ok {
+            net.fail(&format!("ip {}: {out}", args.join(" ")));
+        }
+    }
+}
+
+/// A plain process in the namespace, on the kernel's sockets: `argv[0]` with the rest
+/// as its arguments.
+fn plain(net: &TestNet, argv: &[String]) -> Command {
+    let mut cmd = net.ns_command(&argv[0]);
+    cmd.args(&argv[1..]).env("TMPDIR", &net.dir);
+    for var in PRELOAD_VARS {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// The side under test in the namespace, on `stack`, its stdout into `out` (its stderr
+/// goes to its log): `sh` redirects and then execs it, so the process started is the
+/// program itself (rusty-run execs it in turn).
+fn under_test_command(net: &TestNet, stack: Stack, out: &Path, argv: &[String]) -> Command {
+    let sh = net.tools.get("sh").to_path_buf();
+    let mut cmd = net.ns_command(sh);
+    cmd.args(["-c", r#"out=$1; shift; exec "$@" >"$out""#, "sh"])
+        .arg(out)
+        .env("TMPDIR", &net.dir);
+    for var in PRELOAD_VARS {
+        cmd.env_remove(var);
+    }
+    if stack == Stack::Rusty {
+        let link = format!("tap:{TAP} {}/24", net.stack_ip());
+        cmd.args([RUSTY_RUN, "--link", &link]);
+        if let Some(library) = preload_library() {
+            cmd.arg("--library").arg(library);
+        }
+        cmd.arg("--");
+    }
+    cmd.args(argv);
+    cmd
+}
+
+/// One run in a fresh namespace: the side under test on `stack` and its peer on the
+/// kernel. Fails the test unless both exit 0; returns the stdout of the side under
+/// test, line by line.
+fn run_side(
+    test: &str,
+    tools: &Tools,
+    binary: &Path,
+    under_test: UnderTest,
+    stack: Stack,
+) -> Vec<String> {
+    let mut net = TestNet::new(&format!("{test}, {stack} run"), tools.clone());
+    make_tap(&net);
+    let kernel_ip = net.host_ip();
+    let own_ip = match stack {
+        Stack::Kernel => net.host_ip(),
+        Stack::Rusty => net.stack_ip(),
+    };
+    let out = net.dir.join("under-test.out");
+    let argv = |args: &[&str]| -> Vec<String> {
+        std::iter::once(binary.display().to_string())
+            .chain(args.iter().map(|a| a.to_string()))
+            .collect()
+    };
+    let listening = Duration::from_secs(20);
+    let (side, peer): (Proc, Option<Proc>) = match under_test {
+        UnderTest::Server | UnderTest::Alone => {
+            let cmd = under_test_command(&net, stack, &out, &argv(&["server", &own_ip, PORT]));
+            let side = net.spawn("under-test", cmd);
+            let peer = (under_test == UnderTest::Server).then(|| {
+                net.wait_for_log(side, "# listening", listening);
+                let cmd = plain(&net, &argv(&["client", &own_ip, PORT, &kernel_ip]));
+                net.spawn("peer", cmd)
+            });
+            (side, peer)
+        }
+        UnderTest::Client => {
+            let peer = net.spawn("peer", plain(&net, &argv(&["server", &kernel_ip, PORT])));
+            net.wait_for_log(peer, "# listening", listening);
+            let args = argv(&["client", &kernel_ip, PORT, &own_ip]);
+            let cmd = under_test_command(&net, stack, &out, &args);
+            (net.spawn("under-test", cmd), Some(peer))
+        }
+    };
+    let status = net.wait(side, RUN_LIMIT);
+    let printed = fs::read_to_string(&out).unwrap_or_default();
+    let failed = |net: &TestNet, what: String| -> ! {
+        net.fail(&format!(
+            "{what}\n----- stdout of the side under test -----\n{printed}"
+        ))
+    };
+    match status {
+        Some(s) if s.success() => {}
+        Some(s) => failed(&net, format!("the side under test exited with {s}")),
+        None => failed(
+            &net,
+            format!("the side under test still runs after {RUN_LIMIT:?}"),
+        ),
+    }
+    if let Some(peer) = peer {
+        match net.wait(peer, RUN_LIMIT) {
+            Some(s) if s.success() => {}
+            Some(s) => failed(&net, format!("the peer exited with {s}")),
+            None => failed(&net, format!("the peer still runs after {RUN_LIMIT:?}")),
+        }
+    }
+    // A library that left the sockets to the kernel would pass every test whose side
+    // under test is a client (its peer is on the kernel's address): the TAP would carry
+    // nothing. A connection through Rusty is at least ARP and a handshake on it.
+    if stack == Stack::Rusty && under_test != UnderTest::Alone {
+        let rx = tap_rx_packets(&net);
+        if rx < MIN_TAP_PACKETS {
+            failed(
+                &net,
+                format!("the TAP carried {rx} packets: the sockets were not Rusty's"),
+            );
+        }
+    }
+    printed.lines().map(String::from).collect()
+}
+
+/// 1. epoll on one connected socket: level-triggered, edge-triggered, EPOLLONESHOT and
+///    its re-arming with EPOLL_CTL_MOD, EPOLLRDHUP when the peer half-closes.
+#[test]
+fn epoll_modes() {
+    same_on_both("epoll_modes", UnderTest::Client);
+}
+
+/// 2. One epoll set with a listening socket, a connected socket, a pipe, an eventfd and
+///    a timerfd.
+#[test]
+fn epoll_mixed_set() {
+    same_on_both("epoll_mixed", UnderTest::Server);
+}
+
+/// 3. Non-blocking connect: EINPROGRESS, writable, SO_ERROR 0; refused: ECONNREFUSED
+///    through SO_ERROR (and from a blocking connect).
+#[test]
+fn nonblocking_connect() {
+    same_on_both("connect_nonblocking", UnderTest::Client);
+}
+
+/// 4. Half-close, from the side that shuts down its sending side.
+#[test]
+fn half_close_shutting_down() {
+    same_on_both("half_close", UnderTest::Client);
+}
+
+/// 4b. Half-close, from the side that reads EOF and then still sends.
+#[test]
+fn half_close_reading_eof() {
+    same_on_both("half_close", UnderTest::Server);
+}
+
+/// 5. dup, dup2 and dup3 of sockets, and dup2 onto a socket's number.
+#[test]
+fn dup_of_sockets() {
+    same_on_both("dup", UnderTest::Client);
+}
+
+/// 6. A socket closed by another thread; its number reused by the next socket.
+#[test]
+fn close_from_another_thread() {
+    same_on_both("close_in_thread", UnderTest::Client);
+}
+
+/// 7. The parent listens and forks; the child accepts and serves.
+#[test]
+fn fork_after_listen() {
+    same_on_both("fork_after_listen", UnderTest::Server);
+}
+
+/// 8. select() and poll() over sockets and a pipe.
+#[test]
+fn select_and_poll() {
+    same_on_both("select_poll", UnderTest::Server);
+}
+
+/// 9. Blocking accept, epoll_wait, poll and select interrupted by SIGALRM: EINTR.
+#[test]
+fn eintr() {
+    same_on_both("eintr", UnderTest::Alone);
+}
+
+/// 10. sendfile from a regular file to a socket, checked byte for byte by the peer.
+#[test]
+fn sendfile_to_a_socket() {
+    same_on_both("sendfile", UnderTest::Client);
+}
+
+/// 11. Socket options, fcntl, ioctl, names, and the vectored and flagged data calls.
+#[test]
+fn socket_calls() {
+    same_on_both("socket_calls", UnderTest::Client);
+}
