@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rusty_stack::backend::{AppConn, Connection, UnreadBytes};
-use rusty_stack::{CloseReason, SendError};
+use rusty_stack::{CloseReason, Keepalive, SendError};
 
 use crate::queue::{RecvBuffer, SendQueue, MAX_IOV};
 use crate::sys;
@@ -244,6 +244,12 @@ impl Connection for KernelConn {
     fn set_user_timeout(&mut self, timeout: Option<Duration>) {
         if let Err(e) = sys::set_user_timeout(self.fd.as_fd(), timeout) {
             log::debug!("TCP_USER_TIMEOUT: {e}");
+        }
+    }
+
+    fn set_keepalive(&mut self, keepalive: Option<Keepalive>) {
+        if let Err(e) = sys::set_keepalive(self.fd.as_fd(), keepalive) {
+            log::debug!("SO_KEEPALIVE: {e}");
         }
     }
 

@@ -8,6 +8,8 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
+use rusty_stack::Keepalive;
+
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {
         Err(io::Error::last_os_error())
@@ -116,6 +118,20 @@ pub(crate) fn set_user_timeout(fd: BorrowedFd<'_>, timeout: Option<Duration>) ->
         t.as_millis().clamp(1, i32::MAX as u128) as libc::c_int
     });
     set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, ms)
+}
+
+/// Turn keepalive probing on with `keepalive`'s timing (SO_KEEPALIVE, TCP_KEEPIDLE,
+/// TCP_KEEPINTVL, TCP_KEEPCNT; seconds, at least 1), or off.
+pub(crate) fn set_keepalive(fd: BorrowedFd<'_>, keepalive: Option<Keepalive>) -> io::Result<()> {
+    let Some(k) = keepalive else {
+        return set_int_option(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 0);
+    };
+    let secs = |d: Duration| d.as_secs().clamp(1, i32::MAX as u64) as libc::c_int;
+    set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, secs(k.idle))?;
+    set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, secs(k.interval))?;
+    let probes = k.probes.clamp(1, 127) as libc::c_int;
+    set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, probes)?;
+    set_int_option(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)
 }
 
 /// Bytes in the socket's send queue the peer has not acknowledged (SIOCOUTQ).

@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::checksum::SummedBytes;
+use crate::tcp::config::Keepalive;
 
 /// Identifies a connection within one worker. Stale ids (of closed connections) are
 /// detected, never confused with a new connection in the same slot.
@@ -80,6 +81,8 @@ pub trait Connection {
     fn set_timer(&mut self, after: Option<Duration>);
     /// See [`Conn::set_user_timeout`].
     fn set_user_timeout(&mut self, timeout: Option<Duration>);
+    /// See [`Conn::set_keepalive`].
+    fn set_keepalive(&mut self, keepalive: Option<Keepalive>);
     /// See [`Conn::unacked_len`].
     fn unacked_len(&self) -> usize;
     /// See [`Conn::close`].
@@ -254,6 +257,14 @@ impl<'a, S> Conn<'a, S> {
     /// [`Conn::close`], so it bounds a graceful close as well.
     pub fn set_user_timeout(&mut self, timeout: Option<Duration>) {
         self.ops.set_user_timeout(timeout);
+    }
+    /// Probe this connection's peer when it has been idle (RFC 1122 §4.2.3.6; Linux's
+    /// SO_KEEPALIVE with TCP_KEEPIDLE, TCP_KEEPINTVL and TCP_KEEPCNT, which the kernel
+    /// backend sets), or not with `None`, in place of
+    /// [`TcpConfig::keepalive`](crate::TcpConfig). The idle time counts from now; when
+    /// the probes go unanswered, `closed` reports `TimedOut`.
+    pub fn set_keepalive(&mut self, keepalive: Option<Keepalive>) {
+        self.ops.set_keepalive(keepalive);
     }
     /// Bytes queued on this connection that the peer has not acknowledged yet (not yet
     /// sent, or in flight): zero once everything sent was delivered. A timeout that

@@ -59,6 +59,7 @@ impl Connection for FakeConn {
     fn notify_writable(&mut self) {}
     fn set_timer(&mut self, _: Option<Duration>) {}
     fn set_user_timeout(&mut self, _: Option<Duration>) {}
+    fn set_keepalive(&mut self, _: Option<crate::Keepalive>) {}
     fn unacked_len(&self) -> usize {
         0
     }

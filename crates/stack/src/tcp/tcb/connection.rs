@@ -12,6 +12,7 @@ use super::Tcb;
 use crate::app::{Connection, SendError, UnreadBytes};
 use crate::checksum::SummedBytes;
 use crate::engine::FlowKey;
+use crate::tcp::config::Keepalive;
 use crate::tcp::pool::RingPool;
 use crate::tcp::recv_buffer::RecvBuffer;
 
@@ -50,6 +51,9 @@ impl Connection for TcbConn<'_> {
     }
     fn set_user_timeout(&mut self, timeout: Option<Duration>) {
         self.tcb.set_user_timeout(timeout)
+    }
+    fn set_keepalive(&mut self, keepalive: Option<Keepalive>) {
+        self.tcb.set_keepalive(keepalive)
     }
     fn unacked_len(&self) -> usize {
         self.tcb.send_buffer().len()

@@ -46,6 +46,7 @@
 //! - `deadlines.rs`: the timer kinds and their deadlines;
 //! - `connection.rs`: the block as the application's `Connection`.
 
+use crate::tcp::config::Keepalive;
 use std::net::Ipv4Addr;
 use std::rc::Rc;
 use std::time::Duration;
@@ -259,6 +260,9 @@ fn reached<C: Into<u32>>(count: C, limit: u32, max: C) -> bool {
 struct RareState {
     /// The user timeout (RFC 5482), from the configuration or the application.
     user_timeout: Option<Duration>,
+    /// Keepalive as the application set it for this connection (`Some(None)`: off),
+    /// in place of the configuration's.
+    keepalive: Option<Option<Keepalive>>,
     /// When we last answered an invalid segment (out of window, failing PAWS, or
     /// challenged per RFC 5961): such ACKs are sent at most once per
     /// [`TcpConfig::invalid_ack_interval`](crate::TcpConfig::invalid_ack_interval) per connection.
@@ -573,6 +577,24 @@ impl Tcb {
         }
         self.timers.stop(Timer::GiveUp);
         self.arm_give_up();
+    }
+
+    /// Set this connection's keepalive (RFC 1122 §4.2.3.6), `None` for none, in place
+    /// of the configuration's; the idle time counts from now.
+    pub(crate) fn set_keepalive(&mut self, keepalive: Option<Keepalive>) {
+        self.timers.extra_mut().keepalive = Some(keepalive);
+        self.keepalive_sent = 0;
+        self.timers.stop(Timer::Keepalive);
+        self.arm_keepalive(self.last_now);
+    }
+
+    /// This connection's keepalive: the application's choice, else the
+    /// configuration's.
+    fn keepalive(&self) -> Option<Keepalive> {
+        match self.timers.extra().and_then(|r| r.keepalive) {
+            Some(chosen) => chosen,
+            None => self.cfg.keepalive,
+        }
     }
 
     /// The user timeout (RFC 5482), if one is set ([`RareState::user_timeout`]).

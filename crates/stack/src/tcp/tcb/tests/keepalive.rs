@@ -41,3 +41,28 @@ fn keepalive_answer_resets_the_count() {
     assert!(tick(&mut tcb, ms(13_000)).is_empty());
     assert_eq!(tcb.state(), State::Established);
 }
+
+#[test]
+fn a_connections_own_keepalive_replaces_the_configurations() {
+    // Configured off, turned on for this connection: probes from the idle time after
+    // it was set.
+    let mut tcb = passive(&cfg());
+    assert_eq!(tcb.next_deadline(), None);
+    tick(&mut tcb, ms(5_000));
+    tcb.set_keepalive(Some(Keepalive {
+        idle: Duration::from_secs(2),
+        interval: Duration::from_secs(1),
+        probes: 1,
+    }));
+    assert_eq!(tcb.next_deadline(), Some(ms(7_000)));
+    assert_eq!(tick(&mut tcb, ms(7_000)), vec![exp_ack(ISS, IRS + 1, W)]);
+    assert!(tick(&mut tcb, ms(8_000)).is_empty());
+    assert_eq!(events(&mut tcb), closed(CloseReason::TimedOut));
+
+    // Configured on, turned off for this connection: no probe.
+    let mut tcb = passive(&keepalive_cfg());
+    tcb.set_keepalive(None);
+    assert_eq!(tcb.next_deadline(), None);
+    assert!(tick(&mut tcb, ms(60_000)).is_empty());
+    assert_eq!(tcb.state(), State::Established);
+}
