@@ -59,11 +59,7 @@ pub(crate) fn set(
     match (level, name) {
         (libc::SOL_SOCKET, libc::SO_REUSEADDR) => opts.reuse_addr = int_of(raw)? != 0,
         (libc::SOL_SOCKET, libc::SO_REUSEPORT) => opts.reuse_port = int_of(raw)? != 0,
-        // Keepalive probes are the stack's setting (`TcpConfig::keepalive`);
-        // `getsockopt` tells whether they run.
-        (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => {
-            int_of(raw)?;
-        }
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => opts.keepalive = int_of(raw)? != 0,
         // Linux doubles the value for its own bookkeeping and reports the double.
         (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
             opts.rcvbuf = (int_of(raw)?.max(1152) as usize).saturating_mul(2)
@@ -81,11 +77,12 @@ pub(crate) fn set(
         }
         (libc::SOL_SOCKET, libc::SO_RCVTIMEO) => p.desc_mut(fd)?.recv_timeout = timeval_of(raw)?,
         (libc::SOL_SOCKET, libc::SO_SNDTIMEO) => p.desc_mut(fd)?.send_timeout = timeval_of(raw)?,
-        // Rusty never delays a small segment (no Nagle), so TCP_NODELAY is always in
-        // effect; TCP_CORK, which would hold partial segments, is accepted and not
-        // applied, and reads back as off. TCP_DEFER_ACCEPT likewise: connections are
-        // offered when established.
-        (libc::IPPROTO_TCP, libc::TCP_NODELAY | libc::TCP_CORK | libc::TCP_DEFER_ACCEPT) => {
+        // TCP_NODELAY reads back as set: 0 permits Nagle's delay, which Rusty never
+        // takes (see `SockOpts::nodelay`). TCP_CORK, which would hold partial
+        // segments, is accepted, not applied, and reads back as off; TCP_DEFER_ACCEPT
+        // likewise (connections are offered when established).
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => opts.nodelay = int_of(raw)? != 0,
+        (libc::IPPROTO_TCP, libc::TCP_CORK | libc::TCP_DEFER_ACCEPT) => {
             int_of(raw)?;
         }
         (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
@@ -95,9 +92,22 @@ pub(crate) fn set(
             }
             opts.user_timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
         }
+        // Linux's bounds: seconds up to MAX_TCP_KEEPIDLE (32767), at most 127 probes.
         (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT) => {
-            if int_of(raw)? < 1 {
+            let v = int_of(raw)?;
+            let max = if name == libc::TCP_KEEPCNT {
+                127
+            } else {
+                32767
+            };
+            if !(1..=max).contains(&v) {
                 return Err(EINVAL);
+            }
+            let t = &mut opts.keepalive_timing;
+            match name {
+                libc::TCP_KEEPIDLE => t.idle = Duration::from_secs(v as u64),
+                libc::TCP_KEEPINTVL => t.interval = Duration::from_secs(v as u64),
+                _ => t.probes = v as u32,
             }
         }
         (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
@@ -132,7 +142,7 @@ pub(crate) fn get(p: &mut Process, fd: RawFd, level: i32, name: i32) -> Result<V
         (libc::SOL_SOCKET, libc::SO_ACCEPTCONN) => int(p.stack.is_listening(sock)? as i32),
         (libc::SOL_SOCKET, libc::SO_REUSEADDR) => int(opts.reuse_addr as i32),
         (libc::SOL_SOCKET, libc::SO_REUSEPORT) => int(opts.reuse_port as i32),
-        (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int(p.stack.keepalive().is_some() as i32),
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int(opts.keepalive as i32),
         (libc::SOL_SOCKET, libc::SO_RCVBUF) => int(opts.rcvbuf.min(i32::MAX as usize) as i32),
         (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(opts.sndbuf.min(i32::MAX as usize) as i32),
         (libc::SOL_SOCKET, libc::SO_LINGER) => {
@@ -142,22 +152,16 @@ pub(crate) fn get(p: &mut Process, fd: RawFd, level: i32, name: i32) -> Result<V
         }
         (libc::SOL_SOCKET, libc::SO_RCVTIMEO) => timeval(desc.recv_timeout),
         (libc::SOL_SOCKET, libc::SO_SNDTIMEO) => timeval(desc.send_timeout),
-        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => int(1),
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => int(opts.nodelay as i32),
         (libc::IPPROTO_TCP, libc::TCP_CORK | libc::TCP_DEFER_ACCEPT) => int(0),
         (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => int(opts
             .user_timeout
             .map_or(0, |d| d.as_millis().min(i32::MAX as u128) as i32)),
-        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => int(p
-            .stack
-            .keepalive()
-            .map_or(7200, |k| k.idle.as_secs() as i32)),
-        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => int(p
-            .stack
-            .keepalive()
-            .map_or(75, |k| k.interval.as_secs() as i32)),
-        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => {
-            int(p.stack.keepalive().map_or(9, |k| k.probes as i32))
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => int(opts.keepalive_timing.idle.as_secs() as i32),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => {
+            int(opts.keepalive_timing.interval.as_secs() as i32)
         }
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => int(opts.keepalive_timing.probes as i32),
         (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
             let mut v = p.stack.congestion().as_bytes().to_vec();
             v.resize(16, 0);

@@ -205,7 +205,13 @@ impl Stack {
 
     /// A new stream socket.
     pub fn socket(&mut self) -> SockId {
-        self.engine.table_mut().insert(Sock::new(State::Fresh))
+        let default = self.engine.keepalive();
+        let table = self.engine.table_mut();
+        table.default_keepalive = default;
+        let mut sock = Sock::new(State::Fresh);
+        sock.opts.keepalive = default.is_some();
+        sock.opts.keepalive_timing = default.unwrap_or_default();
+        table.insert(sock)
     }
 
     /// One more descriptor refers to `s` (`dup`).
@@ -222,13 +228,20 @@ impl Stack {
     /// Set the socket's options; a user timeout reaches a live connection at once.
     pub fn set_opts(&mut self, s: SockId, opts: SockOpts) -> Result<(), Errno> {
         let sock = self.sock_mut(s)?;
-        let timeout_changed = sock.opts.user_timeout != opts.user_timeout;
-        sock.opts = opts;
-        let conn = sock.conn;
-        if let (true, Some(id)) = (timeout_changed, conn) {
-            self.engine
-                .with_conn(id, &mut |c| c.set_user_timeout(opts.user_timeout));
-        }
+        let old = std::mem::replace(&mut sock.opts, opts);
+        let Some(id) = sock.conn else {
+            return Ok(());
+        };
+        let keepalive = opts.keepalive.then_some(opts.keepalive_timing);
+        let keepalive_changed = old.keepalive.then_some(old.keepalive_timing) != keepalive;
+        self.engine.with_conn(id, &mut |c| {
+            if old.user_timeout != opts.user_timeout {
+                c.set_user_timeout(opts.user_timeout);
+            }
+            if keepalive_changed {
+                c.set_keepalive(keepalive);
+            }
+        });
         Ok(())
     }
 
@@ -318,6 +331,7 @@ impl Stack {
         match sock.state {
             State::Fresh | State::Bound => {}
             State::Connecting => return Err(Errno(libc::EALREADY)),
+            State::Connected if std::mem::take(&mut sock.connect_unreported) => return Ok(()),
             State::Connected => return Err(Errno(libc::EISCONN)),
             State::Listening { .. } | State::Failed => return Err(Errno(libc::EINVAL)),
         }
@@ -329,9 +343,13 @@ impl Stack {
             sock.peer = None;
             return Err(e);
         }
-        match self.sock(s)?.state {
+        let sock = self.sock_mut(s)?;
+        match sock.state {
             State::Connected => Ok(()),
-            _ => Err(Errno(libc::EINPROGRESS)),
+            _ => {
+                sock.connect_unreported = true;
+                Err(Errno(libc::EINPROGRESS))
+            }
         }
     }
 
@@ -341,7 +359,10 @@ impl Stack {
         let sock = self.sock_mut(s)?;
         match sock.state {
             State::Connecting => Ok(false),
-            State::Connected => Ok(true),
+            State::Connected => {
+                sock.connect_unreported = false;
+                Ok(true)
+            }
             _ => Err(Errno(std::mem::take(&mut sock.error)).nonzero()),
         }
     }
@@ -541,7 +562,7 @@ impl Stack {
                 }
             }
             State::Connecting => {}
-            State::Failed => bits |= ready::OUT | ready::IN | ready::HUP,
+            State::Failed => bits |= ready::OUT | ready::HUP,
             State::Connected => {
                 if !sock.rx.is_empty() || sock.rx_held || sock.eof || sock.shut_rd {
                     bits |= ready::IN;

@@ -43,11 +43,10 @@ pub unsafe extern "C" fn recvfrom(
     }
     // SAFETY: the program's own buffer.
     let r = receive(fd, unsafe { bytes_mut(buf, len) }, flags);
-    if r.is_ok() {
-        if let Ok(peer) = on_process(|p| p.stack.peer_addr(p.desc(fd)?.sock)) {
-            // SAFETY: the program's own address buffer.
-            unsafe { write_addr(peer, addr, addrlen) };
-        }
+    // A stream socket reports no source address, as on Linux.
+    if r.is_ok() && !addr.is_null() && !addrlen.is_null() {
+        // SAFETY: the program's address length.
+        unsafe { *addrlen = 0 };
     }
     size(r)
 }
@@ -137,12 +136,8 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> s
     if n >= 0 {
         m.msg_controllen = 0;
         m.msg_flags = 0;
-        if let Ok(peer) = on_process(|p| p.stack.peer_addr(p.desc(fd)?.sock)) {
-            let mut len = m.msg_namelen;
-            // SAFETY: the program's own address buffer of `msg_namelen` bytes.
-            unsafe { write_addr(peer, m.msg_name.cast(), &mut len) };
-            m.msg_namelen = len;
-        }
+        // A stream socket reports no source address, as on Linux.
+        m.msg_namelen = 0;
     }
     n
 }

@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddrV4;
 use std::time::Duration;
 
-use rusty_stack::{CloseReason, Conn, ConnId, ConnectError, Handler, Opener};
+use rusty_stack::{CloseReason, Conn, ConnId, ConnectError, Handler, Keepalive, Opener};
 
 use super::{Errno, SockId};
 
@@ -26,6 +26,13 @@ pub struct SockOpts {
     pub linger: Option<Duration>,
     /// `TCP_USER_TIMEOUT`.
     pub user_timeout: Option<Duration>,
+    /// `SO_KEEPALIVE`.
+    pub keepalive: bool,
+    /// `TCP_NODELAY`, as set. Rusty never holds back a small segment (it has no
+    /// Nagle algorithm), so both values send at once; 0 only permits a delay.
+    pub nodelay: bool,
+    /// `TCP_KEEPIDLE`, `TCP_KEEPINTVL` and `TCP_KEEPCNT`.
+    pub keepalive_timing: Keepalive,
 }
 
 impl Default for SockOpts {
@@ -37,6 +44,9 @@ impl Default for SockOpts {
             sndbuf: 16 << 10,
             linger: None,
             user_timeout: None,
+            keepalive: false,
+            nodelay: false,
+            keepalive_timing: Keepalive::default(),
         }
     }
 }
@@ -88,6 +98,9 @@ pub(super) struct Sock {
     /// Descriptors that refer to the socket; 0 for one still in a listener's queue or
     /// one the program has closed.
     pub(super) refs: usize,
+    /// A `connect` answered `EINPROGRESS`; the next `connect` after the connection is
+    /// made answers 0 (and later ones `EISCONN`), as on Linux.
+    pub(super) connect_unreported: bool,
     /// In this listener's queue, not yet accepted.
     pub(super) queued_on: Option<SockId>,
 }
@@ -110,6 +123,7 @@ impl Sock {
             events: 0,
             opts: SockOpts::default(),
             refs: 1,
+            connect_unreported: false,
             queued_on: None,
         }
     }
@@ -128,6 +142,9 @@ pub struct Table {
     pub(super) free: Vec<SockId>,
     /// Listening sockets by port.
     pub(super) listeners: HashMap<u16, SockId>,
+    /// The engine's own keepalive, which connections have unless their socket says
+    /// otherwise.
+    pub(super) default_keepalive: Option<Keepalive>,
     /// Connections reset because their listener's queue was full.
     pub overflowed: u64,
 }
@@ -196,13 +213,16 @@ impl Handler for Table {
             self.overflowed += 1;
             return None;
         }
-        let rcvbuf = self.get(listener).map_or(DEFAULT_RCVBUF, |l| l.opts.rcvbuf);
+        // An accepted socket inherits its listener's options, as on Linux.
+        let opts = self
+            .get(listener)
+            .map_or_else(SockOpts::default, |l| l.opts);
         let mut sock = Sock::new(State::Connected);
         sock.local = Some(local);
         sock.peer = Some(remote);
         sock.refs = 0;
         sock.queued_on = Some(listener);
-        sock.opts.rcvbuf = rcvbuf;
+        sock.opts = opts;
         let id = self.insert(sock);
         let l = self.sock(listener);
         if let State::Listening { queue, .. } = &mut l.state {
@@ -220,8 +240,13 @@ impl Handler for Table {
         sock.peer = Some(peer);
         sock.state = State::Connected;
         sock.writable = true;
-        if let Some(timeout) = sock.opts.user_timeout {
+        let opts = sock.opts;
+        if let Some(timeout) = opts.user_timeout {
             conn.set_user_timeout(Some(timeout));
+        }
+        let keepalive = opts.keepalive.then_some(opts.keepalive_timing);
+        if keepalive != self.default_keepalive {
+            conn.set_keepalive(keepalive);
         }
         bump(self.sock(*conn.state()));
     }
