@@ -366,6 +366,17 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: usize) -> c_int {
     }
 }
 
+/// `fcntl64`, the name glibc's headers give `fcntl` for programs built with 64-bit
+/// file offsets (the same call on 64-bit Linux).
+///
+/// # Safety
+/// As `fcntl(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: usize) -> c_int {
+    // SAFETY: the program's own arguments.
+    unsafe { fcntl(fd, cmd, arg) }
+}
+
 /// `ioctl`: `FIONBIO` and `FIONREAD` on Rusty sockets; other requests get `ENOTTY`,
 /// as on a socket that does not know them.
 ///

@@ -290,3 +290,19 @@ pub unsafe extern "C" fn sendfile(
     }
     size(result)
 }
+
+/// `sendfile64`, the name glibc's headers give `sendfile` for programs built with
+/// 64-bit file offsets (the same call on 64-bit Linux).
+///
+/// # Safety
+/// As `sendfile(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn sendfile64(
+    out: c_int,
+    input: c_int,
+    offset: *mut off_t,
+    count: size_t,
+) -> ssize_t {
+    // SAFETY: the program's own arguments.
+    unsafe { sendfile(out, input, offset, count) }
+}
