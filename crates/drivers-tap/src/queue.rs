@@ -105,6 +105,14 @@ impl TapQueue {
         &self.name
     }
 
+    /// Whether the kernel steers the device's frames to this queue: a process that
+    /// holds a queue but wants no traffic for now (it neither listens nor has
+    /// connections) detaches it, so that its share of new flows goes to the other
+    /// queues, and attaches it again when it needs it. Queues start attached.
+    pub fn set_attached(&self, attached: bool) -> std::io::Result<()> {
+        crate::sys::set_queue_attached(&self.file, attached)
+    }
+
     /// The queue's counters since it was opened.
     pub fn stats(&self) -> TapStats {
         self.stats

@@ -31,6 +31,20 @@ pub(crate) fn open_tap_queue(
 
 /// `TUNSETVNETHDRSZ`: the length of the virtio-net header on this queue.
 #[allow(clippy::unnecessary_cast)]
+/// Let the kernel steer frames to this queue of a multi-queue TAP (`IFF_ATTACH_QUEUE`)
+/// or stop it (`IFF_DETACH_QUEUE`); a detached queue keeps its descriptor.
+pub(crate) fn set_queue_attached(file: &File, attached: bool) -> io::Result<()> {
+    let mut req = rusty_netdev::ifreq("");
+    let flag = if attached {
+        libc::IFF_ATTACH_QUEUE
+    } else {
+        libc::IFF_DETACH_QUEUE
+    };
+    req.ifr_ifru.ifru_flags = flag as libc::c_short;
+    // SAFETY: TUNSETQUEUE takes one ifreq, of which it reads the flags.
+    unsafe { rusty_netdev::ioctl_ifreq(file, libc::TUNSETQUEUE as libc::c_ulong, &mut req) }
+}
+
 pub(crate) fn set_vnet_hdr_len(file: &File, len: usize) -> io::Result<()> {
     let len = c_int::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: TUNSETVNETHDRSZ reads one `int` through its argument pointer, which points

@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{Args, Parser};
 use rusty::cli::CommonArgs;
 use rusty::launch::Launch;
+use rusty_stack::io::MacAddr;
 
 /// The environment variable that carries the stack flags, one per line. Unset or
 /// empty: the library stays out of the way and every call goes to libc.
@@ -53,6 +54,10 @@ pub struct Config {
     pub launch: Launch,
     /// How long a wait polls before it sleeps.
     pub spin: Duration,
+    /// The stack's MAC address: chosen when the first queue opens, and the same for
+    /// every process of the program after that, so that whichever queue a frame
+    /// reaches, it is addressed to that process's stack.
+    pub mac: Option<MacAddr>,
 }
 
 impl StackArgs {
@@ -78,6 +83,7 @@ impl StackArgs {
         Ok(Config {
             launch,
             spin: Duration::from_micros(self.wait_spin_us),
+            mac: None,
         })
     }
 

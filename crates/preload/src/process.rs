@@ -21,6 +21,7 @@ use std::time::{Duration, Instant as StdInstant};
 use libc::pollfd;
 use rusty_stack::time::{Clock, SystemClock};
 
+use crate::config::Config;
 use crate::sockets::{ready, Errno, SockId, Stack};
 use crate::sys::{self, Bypass, Woken};
 
@@ -102,6 +103,12 @@ pub struct Process {
     clock: SystemClock,
     link_fd: RawFd,
     spin: Duration,
+    /// What the stack was built from, to build the next one after a fork.
+    config: Config,
+    /// The process forked (or was forked): its listeners take connections only once it
+    /// shows interest in them (an accept, a wait on them), so that connections do not
+    /// pile up in a process that only holds the socket (a master process).
+    forked: bool,
     /// The program's descriptors that are Rusty sockets.
     descs: HashMap<RawFd, Desc>,
     /// Rusty sockets in the program's epoll sets, by epoll descriptor.
@@ -129,13 +136,16 @@ static PROCESS: Mutex<Option<Process>> = Mutex::new(None);
 static STARTED: OnceLock<bool> = OnceLock::new();
 
 impl Process {
-    /// A process stack on `stack`, whose link wakes a sleeper through `link_fd`.
-    pub fn new(stack: Stack, clock: SystemClock, link_fd: RawFd, spin: Duration) -> Process {
+    /// A process stack on `stack`, built from `config`, whose link wakes a sleeper
+    /// through `link_fd`.
+    pub fn new(stack: Stack, config: Config, link_fd: RawFd, clock: SystemClock) -> Process {
         Process {
             stack,
             clock,
             link_fd,
-            spin,
+            spin: config.spin,
+            config,
+            forked: false,
             descs: HashMap::new(),
             epolls: HashMap::new(),
             far_marks: HashMap::new(),
@@ -215,6 +225,35 @@ impl Process {
             self.stirred = true;
         }
         self.mark(fd, Kind::Kernel);
+    }
+
+    /// `listen` on socket `fd`: the engine takes connections at once, unless the
+    /// process forked (then from the first sign of interest, [`Process::engage`]).
+    pub fn listen(&mut self, fd: RawFd, backlog: usize) -> Result<(), Errno> {
+        let sock = self.desc(fd)?.sock;
+        let engage = !self.forked;
+        self.stack.listen(sock, backlog, engage)?;
+        self.stirred = true;
+        Ok(())
+    }
+
+    /// The program shows interest in connections on `fd` (an accept, or a wait that
+    /// includes it): if it is a listening socket, the engine takes connections for
+    /// it, and the process's queue receives frames again.
+    pub fn engage(&mut self, fd: RawFd) {
+        let Ok(sock) = self.desc(fd).map(|d| d.sock) else {
+            return;
+        };
+        if self.stack.is_listening(sock) == Ok(true) && self.stack.engage(sock) == Ok(true) {
+            self.stack.set_steered(true);
+        }
+    }
+
+    /// The process starts an active open: its queue must receive frames.
+    pub fn connecting(&mut self) {
+        if self.forked {
+            self.stack.set_steered(true);
+        }
     }
 
     /// Whether socket `fd` could still become a kernel socket (nothing done yet that
@@ -331,10 +370,97 @@ pub fn with<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
     Some(r)
 }
 
-/// Install the process's stack (the library's start-up).
+/// Install the process's stack (the library's start-up), and the handlers that give a
+/// forked child a stack of its own.
 pub fn install(process: Process) {
     let _bypass = Bypass::enter();
     *PROCESS.lock().unwrap_or_else(|p| p.into_inner()) = Some(process);
+    if let Err(e) = sys::at_fork(before_fork, after_fork_in_parent, after_fork_in_child) {
+        sys::fatal(&format!("pthread_atfork: {e}"));
+    }
+}
+
+thread_local! {
+    /// The process lock, held by the forking thread across `fork`, so that no other
+    /// thread is inside the stack when the child's copy of it is taken.
+    static HELD_ACROSS_FORK: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Option<Process>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+extern "C" fn before_fork() {
+    let _bypass = Bypass::enter();
+    let guard = PROCESS.lock().unwrap_or_else(|p| p.into_inner());
+    let _ = HELD_ACROSS_FORK.try_with(|h| *h.borrow_mut() = Some(guard));
+}
+
+/// The parent keeps its engine, queue and connections. Its listeners stop taking
+/// connections until it shows interest again (a master process hands the listening
+/// sockets to its children and never accepts), and with no connection either, its
+/// queue is detached, so the kernel steers new flows to the children's queues.
+extern "C" fn after_fork_in_parent() {
+    let _bypass = Bypass::enter();
+    let Some(mut guard) = HELD_ACROSS_FORK
+        .try_with(|h| h.borrow_mut().take())
+        .ok()
+        .flatten()
+    else {
+        return;
+    };
+    if let Some(p) = guard.as_mut() {
+        p.forked = true;
+        p.stack.disengage_all();
+        if !p.stack.has_connections() {
+            p.stack.set_steered(false);
+        }
+    }
+}
+
+/// The child gets a stack of its own on a new queue of the link, with the parent's
+/// sockets adopted (`Stack::adopt`): listeners, fresh and bound sockets as they were,
+/// connections as ended ones (they stay the parent's). The parent's engine copy is
+/// dropped without a frame sent.
+extern "C" fn after_fork_in_child() {
+    let _bypass = Bypass::enter();
+    let Some(mut guard) = HELD_ACROSS_FORK
+        .try_with(|h| h.borrow_mut().take())
+        .ok()
+        .flatten()
+    else {
+        return;
+    };
+    let Some(old) = guard.take() else {
+        return;
+    };
+    let (stack, link_fd, clock) = match crate::start::open_stack(&old.config) {
+        Ok(s) => s,
+        Err(e) => sys::fatal(&format!("after fork: {e}")),
+    };
+    let mut new = Process::new(stack, old.config.clone(), link_fd, clock);
+    new.forked = true;
+    let map = new.stack.adopt(&old.stack);
+    for (fd, mut desc) in old.descs.iter().map(|(f, d)| (*f, d.clone())) {
+        if let Some(&sock) = map.get(&desc.sock) {
+            desc.sock = sock;
+            new.descs.insert(fd, desc);
+        }
+    }
+    for (epfd, interests) in &old.epolls {
+        let adopted = interests
+            .iter()
+            .filter_map(|i| {
+                let sock = *map.get(&i.sock)?;
+                Some(Interest {
+                    sock,
+                    reported: None,
+                    ..i.clone()
+                })
+            })
+            .collect();
+        new.epolls.insert(*epfd, adopted);
+    }
+    new.far_marks = old.far_marks.clone();
+    drop(old);
+    *guard = Some(new);
 }
 
 /// Whether the library runs this process's TCP sockets; sets it up on first call from

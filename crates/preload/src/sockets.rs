@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
-use rusty_stack::io::PacketIo;
+use rusty_stack::io::{MacAddr, PacketIo};
 use rusty_stack::time::{Clock, Instant};
 use rusty_stack::{CongestionAlgorithm, Conn, ConnId, Engine, Keepalive};
 
@@ -62,6 +62,10 @@ pub trait EngineOps {
     fn routes(&self, ip: Ipv4Addr) -> bool;
     /// Keepalive probing, when the stack runs it.
     fn keepalive(&self) -> Option<Keepalive>;
+    /// Let the kernel steer frames to the engine's queue, or stop it.
+    fn set_steered(&mut self, on: bool);
+    /// The engine's MAC address.
+    fn mac(&self) -> MacAddr;
     /// The congestion control connections run, by Linux's name for it.
     fn congestion(&self) -> &'static str;
     /// Listen on `port`.
@@ -80,7 +84,24 @@ pub trait EngineOps {
     fn table_mut(&mut self) -> &mut Table;
 }
 
-impl<D: PacketIo, C: Clock> EngineOps for Engine<D, Table, C> {
+/// A device whose queue the kernel may stop steering frames to, for a process that
+/// holds a queue but wants no traffic for now. Devices that cannot say so keep
+/// receiving.
+pub trait Steered {
+    /// Start or stop the kernel steering frames to this queue.
+    fn set_steered(&self, on: bool) -> std::io::Result<()> {
+        let _ = on;
+        Ok(())
+    }
+}
+
+impl Steered for rusty_drivers_tap::TapQueue {
+    fn set_steered(&self, on: bool) -> std::io::Result<()> {
+        self.set_attached(on)
+    }
+}
+
+impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
     fn poll(&mut self) -> usize {
         Engine::poll(self)
     }
@@ -96,6 +117,17 @@ impl<D: PacketIo, C: Clock> EngineOps for Engine<D, Table, C> {
     }
     fn keepalive(&self) -> Option<Keepalive> {
         self.config().tcp.keepalive
+    }
+    fn mac(&self) -> MacAddr {
+        self.device().capabilities().mac
+    }
+    fn set_steered(&mut self, on: bool) {
+        if let Err(e) = self.device().set_steered(on) {
+            log::warn!(
+                "cannot {} the link's queue: {e}",
+                if on { "attach" } else { "detach" }
+            );
+        }
     }
     fn congestion(&self) -> &'static str {
         match self.config().tcp.congestion_control {
@@ -284,8 +316,10 @@ impl Stack {
             .find(|&p| !self.port_taken(p, false))
     }
 
-    /// `listen`.
-    pub fn listen(&mut self, s: SockId, backlog: usize) -> Result<(), Errno> {
+    /// `listen`; with `engage`, the engine takes connections for the port at once,
+    /// else from [`Stack::engage`] on (see `process.rs` for why a process that forked
+    /// waits for interest).
+    pub fn listen(&mut self, s: SockId, backlog: usize, engage: bool) -> Result<(), Errno> {
         let backlog = backlog.clamp(1, 65535);
         let sock = self.sock_mut(s)?;
         match &mut sock.state {
@@ -305,10 +339,99 @@ impl Stack {
             backlog,
             queue: VecDeque::new(),
         };
-        let table = self.engine.table_mut();
-        table.listeners.entry(port).or_insert(s);
-        self.engine.listen(port, backlog);
+        let _ = port;
+        if engage {
+            self.engage(s)?;
+        }
         Ok(())
+    }
+
+    /// Have the engine take connections for listening socket `s`'s port (nothing if it
+    /// already does, or `s` is not listening); whether it now does for `s`.
+    pub fn engage(&mut self, s: SockId) -> Result<bool, Errno> {
+        let sock = self.sock(s)?;
+        let State::Listening { backlog, .. } = sock.state else {
+            return Ok(false);
+        };
+        let port = sock.local.map_or(0, |l| l.port());
+        let table = self.engine.table_mut();
+        match table.listeners.get(&port) {
+            Some(&owner) => Ok(owner == s),
+            None => {
+                table.listeners.insert(port, s);
+                self.engine.listen(port, backlog);
+                Ok(true)
+            }
+        }
+    }
+
+    /// Stop the engine taking connections for every listening socket; each stays
+    /// listening for the program, and [`Stack::engage`] starts it again.
+    pub fn disengage_all(&mut self) {
+        let ports: Vec<u16> = self
+            .engine
+            .table_mut()
+            .listeners
+            .drain()
+            .map(|(p, _)| p)
+            .collect();
+        for port in ports {
+            self.engine.unlisten(port);
+        }
+    }
+
+    /// Whether any socket has a connection in the engine, or one starting.
+    pub fn has_connections(&self) -> bool {
+        self.engine
+            .table()
+            .socks
+            .iter()
+            .flatten()
+            .any(|s| s.conn.is_some() || matches!(s.state, State::Connecting))
+    }
+
+    /// Take over the sockets of `old`, the stack this process had before it forked
+    /// (its engine and queue stay the parent's): listening, fresh and bound sockets
+    /// come over as they were (listeners not engaged); a connection, which only the
+    /// parent can carry on, comes over as one that ended (reads find the end of the
+    /// stream, writes `EPIPE`). Returns each old socket's new one.
+    pub fn adopt(&mut self, old: &Stack) -> std::collections::HashMap<SockId, SockId> {
+        let mut map = std::collections::HashMap::new();
+        for (id, sock) in old.engine.table().socks.iter().enumerate() {
+            let Some(sock) = sock.as_ref().filter(|s| s.refs > 0) else {
+                continue;
+            };
+            let state = match &sock.state {
+                State::Fresh => State::Fresh,
+                State::Bound => State::Bound,
+                State::Listening { backlog, .. } => State::Listening {
+                    backlog: *backlog,
+                    queue: VecDeque::new(),
+                },
+                _ => State::Connected,
+            };
+            let ended = matches!(state, State::Connected);
+            let mut new = Sock::new(state);
+            new.local = sock.local;
+            new.peer = sock.peer;
+            new.opts = sock.opts;
+            new.refs = sock.refs;
+            new.ended = ended;
+            new.eof = ended;
+            new.shut_wr = ended;
+            map.insert(id, self.engine.table_mut().insert(new));
+        }
+        map
+    }
+
+    /// The stack's MAC address.
+    pub fn mac(&self) -> MacAddr {
+        self.engine.mac()
+    }
+
+    /// Let the kernel steer frames to this stack's queue, or stop it.
+    pub fn set_steered(&mut self, on: bool) {
+        self.engine.set_steered(on);
     }
 
     /// `accept`: the oldest established connection, as a socket of its own.

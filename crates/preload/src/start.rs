@@ -2,7 +2,7 @@
 //! read the flags `rusty-run` left in the environment, open one queue of the link and
 //! build the engine.
 
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 
 use rusty::cli::link::LinkKind;
 use rusty::launch::engine_config;
@@ -35,32 +35,37 @@ pub(crate) fn from_env() -> bool {
     }
 }
 
-/// The process's stack on the configured link.
-fn open(config: &Config) -> Result<Process, String> {
+/// A stack on a queue of its own on the configured link, the queue's descriptor, and
+/// the engine's clock.
+pub(crate) fn open_stack(config: &Config) -> Result<(Stack, RawFd, SystemClock), String> {
     let launch = &config.launch;
     let link = launch.links.first().ok_or("no link configured")?;
-    let clock = SystemClock::new();
     let cfg = engine_config(launch, link);
     match &link.kind {
         LinkKind::Tap { name } => {
             let mut tap = TapConfig::new(name.clone(), 1);
             tap.host = launch.tap_host;
+            tap.mac = config.mac;
             let queue = rusty_drivers_tap::open(&tap)
                 .map_err(|e| format!("TAP {name}: {e}"))?
                 .pop()
                 .ok_or_else(|| format!("TAP {name} opened no queue"))?;
             let link_fd = queue.as_fd().as_raw_fd();
+            let clock = SystemClock::new();
             let engine = Engine::new(queue, Table::default(), clock, cfg);
-            Ok(Process::new(
-                Stack::new(Box::new(engine)),
-                clock,
-                link_fd,
-                config.spin,
-            ))
+            Ok((Stack::new(Box::new(engine)), link_fd, clock))
         }
         other => Err(format!(
             "{} links are not supported by the preload library yet; use tap:NAME",
             other.driver()
         )),
     }
+}
+
+/// The process's stack on the configured link.
+fn open(config: &Config) -> Result<Process, String> {
+    let (stack, link_fd, clock) = open_stack(config)?;
+    let mut config = config.clone();
+    config.mac = Some(stack.mac());
+    Ok(Process::new(stack, config, link_fd, clock))
 }

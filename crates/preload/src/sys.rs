@@ -208,6 +208,21 @@ pub(crate) fn sleep(
     }
 }
 
+/// Register handlers to run around `fork` (`pthread_atfork`).
+pub(crate) fn at_fork(
+    prepare: extern "C" fn(),
+    parent: extern "C" fn(),
+    child: extern "C" fn(),
+) -> Result<(), i32> {
+    // SAFETY: the handlers are plain functions that live as long as the program.
+    let r = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(r)
+    }
+}
+
 /// Send `SIGPIPE` to the calling thread, as a write to a closed connection does.
 pub(crate) fn raise_sigpipe() {
     // SAFETY: raise has no memory effects.

@@ -74,11 +74,7 @@ pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
         return unsafe { (originals().listen)(fd, backlog) };
     }
     let backlog = usize::try_from(backlog).unwrap_or(0).clamp(1, 4096);
-    int(on_process(|p| {
-        let sock = p.desc(fd)?.sock;
-        p.stir();
-        p.stack.listen(sock, backlog).map(|()| 0)
-    }))
+    int(on_process(|p| p.listen(fd, backlog).map(|()| 0)))
 }
 
 /// # Safety
@@ -107,6 +103,7 @@ pub unsafe extern "C" fn accept4(
         Err(e) => return fail(Errno(e)),
     };
     let accepted = blocking(nonblock, None, |p| {
+        p.engage(fd);
         let c = p.stack.accept(listener)?;
         p.attach(new, c, flags & libc::SOCK_NONBLOCK != 0);
         p.stack
@@ -154,6 +151,7 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
             return Ok(None);
         }
         p.stir();
+        p.connecting();
         Ok(Some((sock, nonblock, p.stack.connect(sock, a))))
     });
     let (sock, nonblock, r) = match started {

@@ -18,6 +18,13 @@ fn poll_mixed(
         .collect();
     let mut scratch = kernel.clone();
     let o = originals();
+    process::with(|p| {
+        for f in fds.iter().filter(|f| f.events & libc::POLLIN != 0) {
+            if kind(f.fd) == Kind::Socket {
+                p.engage(f.fd);
+            }
+        }
+    });
     let waited = process::wait(timeout, &kernel, sigmask, |p| {
         // SAFETY: `scratch` is live and its length is given.
         let k = unsafe { (o.poll)(scratch.as_mut_ptr(), scratch.len() as nfds_t, 0) };
@@ -252,6 +259,9 @@ pub unsafe extern "C" fn epoll_ctl(
         return fail(Errno(libc::EINVAL));
     }
     int(on_process(|p| {
+        if op != libc::EPOLL_CTL_DEL {
+            p.engage(fd);
+        }
         p.epoll_ctl(epfd, op, fd, events, data).map(|()| 0)
     }))
 }

@@ -3,7 +3,9 @@
 use super::*;
 use rusty_stack::io::Capabilities;
 use rusty_stack::time::VirtualClock;
-use rusty_testkit::memory;
+use rusty_testkit::memory::{self, MemoryLink};
+
+impl Steered for MemoryLink {}
 use rusty_testkit::sim::{self, CLIENT_IP, CLIENT_MAC, SERVER_IP, SERVER_MAC};
 
 struct Net {
@@ -53,7 +55,7 @@ impl Net {
         self.server
             .bind(l, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 80))
             .unwrap();
-        self.server.listen(l, 16).unwrap();
+        self.server.listen(l, 16, true).unwrap();
         let c = self.client.socket();
         assert_eq!(
             self.client.connect(c, SocketAddrV4::new(SERVER_IP, 80)),
