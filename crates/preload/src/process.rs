@@ -87,7 +87,9 @@ pub struct Desc {
 #[derive(Debug, Clone)]
 struct Interest {
     fd: RawFd,
-    sock: SockId,
+    /// The socket watched; `None` for an epoll set inside this one (its Rusty
+    /// sockets make it readable).
+    sock: Option<SockId>,
     events: u32,
     data: u64,
     /// The socket's event count when last reported (edge-triggered).
@@ -217,10 +219,10 @@ impl Process {
     /// kernel descriptor, but an epoll set's shadow goes with its descriptor.
     pub fn forget(&mut self, fd: RawFd) {
         self.epolls.remove(&fd);
+        for interests in self.epolls.values_mut() {
+            interests.retain(|i| i.fd != fd);
+        }
         if let Some(desc) = self.descs.remove(&fd) {
-            for interests in self.epolls.values_mut() {
-                interests.retain(|i| i.fd != fd);
-            }
             let _ = self.stack.release(desc.sock);
             self.stirred = true;
         }
@@ -275,7 +277,11 @@ impl Process {
         events: u32,
         data: u64,
     ) -> Result<(), Errno> {
-        let sock = self.desc(fd)?.sock;
+        let sock = match kind(fd) {
+            Kind::Socket => Some(self.desc(fd)?.sock),
+            Kind::Epoll => None,
+            Kind::Kernel => return Err(Errno(libc::EBADF)),
+        };
         let interests = self.epolls.entry(epfd).or_default();
         let at = interests.iter().position(|i| i.fd == fd);
         match (op, at) {
@@ -305,11 +311,27 @@ impl Process {
         Ok(())
     }
 
-    /// Ready events of the Rusty sockets in epoll set `epfd`, at most `max`, as
-    /// `(events, data)`; edge-triggered and one-shot interests are updated as Linux
-    /// updates them when it reports.
+    /// What interest `i` sees now: its readiness bits and the event count that
+    /// edge-triggered reports compare.
+    fn interest_state(&self, i: &Interest, depth: u8) -> (u32, u64) {
+        match i.sock {
+            Some(sock) => (self.stack.readiness(sock), self.stack.events(sock)),
+            None => {
+                let ready = if self.epoll_peek(i.fd, depth + 1) {
+                    ready::IN
+                } else {
+                    0
+                };
+                (ready, self.epoll_count(i.fd, depth + 1))
+            }
+        }
+    }
+
+    /// Ready events of the Rusty sockets (and nested epoll sets) in epoll set `epfd`,
+    /// at most `max`, as `(events, data)`; edge-triggered and one-shot interests are
+    /// updated as Linux updates them when it reports.
     pub fn epoll_ready(&mut self, epfd: RawFd, max: usize, out: &mut Vec<(u32, u64)>) {
-        let Some(interests) = self.epolls.get_mut(&epfd) else {
+        let Some(mut interests) = self.epolls.remove(&epfd) else {
             return;
         };
         for i in interests.iter_mut() {
@@ -319,13 +341,12 @@ impl Process {
             if !i.armed {
                 continue;
             }
-            let wanted = i.events | ready::ERR | ready::HUP;
-            let bits = self.stack.readiness(i.sock) & wanted;
+            let (bits, count) = self.interest_state(i, 0);
+            let bits = bits & (i.events | ready::ERR | ready::HUP);
             if bits == 0 {
                 continue;
             }
             if i.events & libc::EPOLLET as u32 != 0 {
-                let count = self.stack.events(i.sock);
                 if i.reported == Some(count) {
                     continue;
                 }
@@ -336,6 +357,36 @@ impl Process {
             }
             out.push((bits, i.data));
         }
+        self.epolls.insert(epfd, interests);
+    }
+
+    /// Whether epoll set `epfd` would report one of its Rusty sockets now (nested
+    /// sets at most four deep, as Linux bounds nesting).
+    pub fn epoll_peek(&self, epfd: RawFd, depth: u8) -> bool {
+        if depth > 4 {
+            return false;
+        }
+        self.epolls.get(&epfd).is_some_and(|interests| {
+            interests.iter().filter(|i| i.armed).any(|i| {
+                let (bits, count) = self.interest_state(i, depth);
+                let edge_seen = i.events & libc::EPOLLET as u32 != 0 && i.reported == Some(count);
+                bits & (i.events | ready::ERR | ready::HUP) != 0 && !edge_seen
+            })
+        })
+    }
+
+    /// The sum of the event counts of what epoll set `epfd` watches: it moves with
+    /// every event in the set.
+    fn epoll_count(&self, epfd: RawFd, depth: u8) -> u64 {
+        if depth > 4 {
+            return 0;
+        }
+        self.epolls.get(&epfd).map_or(0, |interests| {
+            interests
+                .iter()
+                .map(|i| self.interest_state(i, depth).1)
+                .fold(0, u64::wrapping_add)
+        })
     }
 
     /// Whether epoll set `epfd` watches any Rusty socket.
@@ -448,7 +499,10 @@ extern "C" fn after_fork_in_child() {
         let adopted = interests
             .iter()
             .filter_map(|i| {
-                let sock = *map.get(&i.sock)?;
+                let sock = match i.sock {
+                    Some(old) => Some(*map.get(&old)?),
+                    None => None,
+                };
                 Some(Interest {
                     sock,
                     reported: None,

@@ -340,6 +340,13 @@ fn epoll_mixed_set() {
     same_on_both("epoll_mixed", UnderTest::Server);
 }
 
+/// An epoll set inside another epoll set and inside a poll set, with a socket and a
+/// pipe in the inner set.
+#[test]
+fn epoll_nested() {
+    same_on_both("epoll_nested", UnderTest::Server);
+}
+
 /// 3. Non-blocking connect: EINPROGRESS, writable, SO_ERROR 0; refused: ECONNREFUSED
 ///    through SO_ERROR (and from a blocking connect).
 #[test]

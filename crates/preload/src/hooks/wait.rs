@@ -11,6 +11,8 @@ fn poll_mixed(
     timeout: Option<Duration>,
     sigmask: Option<&libc::sigset_t>,
 ) -> Result<c_int, Errno> {
+    // Epoll sets that watch Rusty sockets are polled in the kernel too, for their
+    // kernel descriptors.
     let kernel: Vec<pollfd> = fds
         .iter()
         .filter(|f| kind(f.fd) != Kind::Socket && f.fd >= 0)
@@ -39,7 +41,9 @@ fn poll_mixed(
             } else if kind(f.fd) == Kind::Socket {
                 p.poll_revents(f.fd, f.events)
             } else {
-                next.next().map_or(0, |s| s.revents)
+                let theirs = next.next().map_or(0, |s| s.revents);
+                let nested = kind(f.fd) == Kind::Epoll && p.epoll_peek(f.fd, 0);
+                theirs | if nested { f.events & libc::POLLIN } else { 0 }
             };
             if f.revents != 0 {
                 ready += 1;
@@ -58,7 +62,7 @@ fn poll_mixed(
 }
 
 fn any_socket(fds: &[pollfd]) -> bool {
-    fds.iter().any(|f| kind(f.fd) == Kind::Socket)
+    fds.iter().any(|f| kind(f.fd) != Kind::Kernel)
 }
 
 /// # Safety
@@ -242,7 +246,15 @@ pub unsafe extern "C" fn epoll_ctl(
     fd: c_int,
     event: *mut epoll_event,
 ) -> c_int {
-    if !ours(fd) {
+    if kind(fd) == Kind::Epoll && !Bypass::active() {
+        // An epoll set inside another: the kernel watches its kernel descriptors, the
+        // library its Rusty sockets.
+        // SAFETY: the program's own arguments.
+        let r = unsafe { (originals().epoll_ctl)(epfd, op, fd, event) };
+        if r < 0 {
+            return r;
+        }
+    } else if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().epoll_ctl)(epfd, op, fd, event) };
     }
