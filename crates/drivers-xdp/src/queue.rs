@@ -212,6 +212,14 @@ impl XdpQueue {
     }
 }
 
+/// The XDP socket, readable when frames wait: for a caller that sleeps on it among
+/// descriptors of its own.
+impl AsFd for XdpQueue {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 impl PacketIo for XdpQueue {
     type Rx = XdpRx;
     type Tx = XdpTx;

@@ -60,6 +60,17 @@ pub struct Config {
     pub mac: Option<MacAddr>,
 }
 
+impl Config {
+    /// Whether each process of the program can open a queue of its own on the link
+    /// (a TAP can; an AF_XDP link's queue belongs to the process that opened it).
+    pub fn queue_per_process(&self) -> bool {
+        self.launch
+            .links
+            .first()
+            .is_some_and(|l| matches!(l.kind, rusty::cli::link::LinkKind::Tap { .. }))
+    }
+}
+
 impl StackArgs {
     /// Check the flags and build the configuration.
     pub fn config(&self) -> Result<Config, String> {

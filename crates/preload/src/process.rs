@@ -482,6 +482,12 @@ extern "C" fn after_fork_in_child() {
     let Some(old) = guard.take() else {
         return;
     };
+    if !old.config.queue_per_process() {
+        // The parent keeps the link's one queue; the child's inherited sockets are
+        // no longer anyone's (their calls get EBADF), and it makes no new ones.
+        drop(old);
+        return;
+    }
     let (stack, link_fd, clock) = match crate::start::open_stack(&old.config) {
         Ok(s) => s,
         Err(e) => sys::fatal(&format!("after fork: {e}")),

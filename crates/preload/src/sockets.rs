@@ -101,6 +101,9 @@ impl Steered for rusty_drivers_tap::TapQueue {
     }
 }
 
+/// An AF_XDP queue is chosen by the NIC's RSS, not detached.
+impl Steered for rusty_drivers_xdp::XdpQueue {}
+
 impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
     fn poll(&mut self) -> usize {
         Engine::poll(self)

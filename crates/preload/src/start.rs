@@ -7,6 +7,7 @@ use std::os::fd::{AsFd, AsRawFd, RawFd};
 use rusty::cli::link::LinkKind;
 use rusty::launch::engine_config;
 use rusty_drivers_tap::TapConfig;
+use rusty_drivers_xdp::XdpConfig;
 use rusty_stack::time::SystemClock;
 use rusty_stack::Engine;
 
@@ -55,8 +56,29 @@ pub(crate) fn open_stack(config: &Config) -> Result<(Stack, RawFd, SystemClock),
             let engine = Engine::new(queue, Table::default(), clock, cfg);
             Ok((Stack::new(Box::new(engine)), link_fd, clock))
         }
+        LinkKind::Xdp { ifname } => {
+            if link.workers != 1 {
+                return Err(format!(
+                    "xdp:{ifname}: the library runs one process on an AF_XDP link, so one queue"
+                ));
+            }
+            let t = launch.xdp;
+            let mut xdp = XdpConfig::new(ifname.clone(), link.ip, 1);
+            xdp.attach = t.attach;
+            xdp.copy = t.copy;
+            xdp.ring_size = t.ring_size;
+            xdp.frames = t.frames;
+            let queue = rusty_drivers_xdp::open(&xdp)
+                .map_err(|e| format!("xdp:{ifname}: {e}"))?
+                .pop()
+                .ok_or_else(|| format!("xdp:{ifname} opened no queue"))?;
+            let link_fd = queue.as_fd().as_raw_fd();
+            let clock = SystemClock::new();
+            let engine = Engine::new(queue, Table::default(), clock, cfg);
+            Ok((Stack::new(Box::new(engine)), link_fd, clock))
+        }
         other => Err(format!(
-            "{} links are not supported by the preload library yet; use tap:NAME",
+            "{} links are not supported by the preload library; use tap:NAME or xdp:IFNAME",
             other.driver()
         )),
     }
