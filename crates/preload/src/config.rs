@@ -26,6 +26,11 @@ pub struct StackArgs {
     /// e.g. 'tap:tap0 10.0.2.2/24' or 'xdp:eth1 192.168.1.20/24 2'.
     #[arg(long, value_name = "'LINK IP/PREFIX [QUEUES]'")]
     pub link: String,
+    /// The stack's MAC address on the link, the same in every process of the program
+    /// (default: a random locally administered one, which rusty-run picks and passes
+    /// on).
+    #[arg(long, value_name = "MAC", value_parser = parse_mac)]
+    pub mac: Option<MacAddr>,
     /// Microseconds a blocking call or a wait polls the link before it sleeps in the
     /// kernel.
     #[arg(
@@ -54,9 +59,9 @@ pub struct Config {
     pub launch: Launch,
     /// How long a wait polls before it sleeps.
     pub spin: Duration,
-    /// The stack's MAC address: chosen when the first queue opens, and the same for
-    /// every process of the program after that, so that whichever queue a frame
-    /// reaches, it is addressed to that process's stack.
+    /// The stack's MAC address, the same in every process of the program, so that
+    /// whichever queue a frame reaches, it is addressed to that process's stack. `None`
+    /// only without `rusty-run` (the first queue's own, then kept across fork).
     pub mac: Option<MacAddr>,
 }
 
@@ -94,7 +99,7 @@ impl StackArgs {
         Ok(Config {
             launch,
             spin: Duration::from_micros(self.wait_spin_us),
-            mac: None,
+            mac: self.mac,
         })
     }
 
@@ -114,6 +119,30 @@ impl StackArgs {
         }
         Ok(out)
     }
+}
+
+/// A MAC address as six hexadecimal bytes separated by colons.
+pub fn parse_mac(s: &str) -> Result<MacAddr, String> {
+    let bytes: Vec<u8> = s
+        .split(':')
+        .map(|b| u8::from_str_radix(b, 16).ok().filter(|_| b.len() == 2))
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("'{s}' is not a MAC address like 02:00:00:00:00:01"))?;
+    let mac: [u8; 6] = bytes
+        .try_into()
+        .map_err(|_| format!("'{s}' is not a MAC address like 02:00:00:00:00:01"))?;
+    if mac[0] & 1 != 0 {
+        return Err(format!("'{s}' is a group address, not a station's"));
+    }
+    Ok(MacAddr(mac))
+}
+
+/// A random locally administered unicast MAC address.
+pub fn random_mac() -> Result<MacAddr, String> {
+    let mut mac = [0u8; 6];
+    getrandom::getrandom(&mut mac).map_err(|e| format!("no randomness for a MAC address: {e}"))?;
+    mac[0] = (mac[0] & 0xfc) | 0x02;
+    Ok(MacAddr(mac))
 }
 
 /// The configuration in the environment's [`FLAGS_VAR`]: `None` when it is unset or

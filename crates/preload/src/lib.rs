@@ -14,7 +14,8 @@ pub mod sockets;
 #[allow(unsafe_code)]
 mod hooks;
 mod options;
-pub mod process;
+mod process;
+mod siblings;
 mod start;
 #[allow(unsafe_code)]
 mod sys;

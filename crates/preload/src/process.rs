@@ -22,13 +22,14 @@ use libc::pollfd;
 use rusty_stack::time::{Clock, SystemClock};
 
 use crate::config::Config;
+use crate::siblings::Siblings;
 use crate::sockets::{ready, Errno, SockId, Stack};
 use crate::sys::{self, Bypass, Woken};
 
 /// What a descriptor number is to the library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// The kernel's: every call goes to libc.
     Kernel = 0,
     /// A Rusty socket.
@@ -44,8 +45,8 @@ const MARKED: usize = 1 << 16;
 
 static MARKS: [AtomicU8; MARKED] = [const { AtomicU8::new(0) }; MARKED];
 
-/// What `fd` is, without the lock for numbers below [`MARKED`].
-pub fn kind(fd: RawFd) -> Kind {
+/// What `fd` is, without the lock for numbers below `MARKED`.
+pub(crate) fn kind(fd: RawFd) -> Kind {
     let Ok(i) = usize::try_from(fd) else {
         return Kind::Kernel;
     };
@@ -69,18 +70,18 @@ pub fn kind(fd: RawFd) -> Kind {
 
 /// A socket's open file description: what `dup` shares.
 #[derive(Debug, Clone)]
-pub struct Desc {
+pub(crate) struct Desc {
     /// The socket.
-    pub sock: SockId,
+    pub(crate) sock: SockId,
     /// `O_NONBLOCK`.
-    pub nonblock: bool,
+    pub(crate) nonblock: bool,
     /// `SO_RCVTIMEO`: how long a blocking receive waits.
-    pub recv_timeout: Option<Duration>,
+    pub(crate) recv_timeout: Option<Duration>,
     /// `SO_SNDTIMEO`: how long a blocking send waits.
-    pub send_timeout: Option<Duration>,
+    pub(crate) send_timeout: Option<Duration>,
     /// Options set while the socket could still become a kernel socket, to set on it
     /// then: (level, name, value).
-    pub early_options: Vec<(i32, i32, Vec<u8>)>,
+    pub(crate) early_options: Vec<(i32, i32, Vec<u8>)>,
 }
 
 /// One program epoll set's interest in one Rusty socket.
@@ -99,9 +100,9 @@ struct Interest {
 }
 
 /// The stack of this process.
-pub struct Process {
+pub(crate) struct Process {
     /// The sockets.
-    pub stack: Stack,
+    pub(crate) stack: Stack,
     clock: SystemClock,
     link_fd: RawFd,
     spin: Duration,
@@ -121,6 +122,12 @@ pub struct Process {
     sleepers: Vec<RawFd>,
     /// Something may have become ready for a sleeping thread.
     stirred: bool,
+    /// What the program's processes share.
+    siblings: Siblings,
+    /// Whether the engine treats the link as shared (see `siblings`).
+    shared_link: bool,
+    /// Mappings moving between the engine and `siblings`.
+    learned: Vec<(std::net::Ipv4Addr, rusty_stack::io::MacAddr)>,
 }
 
 // SAFETY: a `Process` owns its engine outright. The engine is `!Send` so that a
@@ -139,8 +146,15 @@ static STARTED: OnceLock<bool> = OnceLock::new();
 
 impl Process {
     /// A process stack on `stack`, built from `config`, whose link wakes a sleeper
-    /// through `link_fd`.
-    pub fn new(stack: Stack, config: Config, link_fd: RawFd, clock: SystemClock) -> Process {
+    /// through `link_fd`, sharing `siblings` with the program's other processes.
+    pub(crate) fn new(
+        stack: Stack,
+        config: Config,
+        link_fd: RawFd,
+        clock: SystemClock,
+        siblings: Siblings,
+    ) -> Process {
+        siblings.join();
         Process {
             stack,
             clock,
@@ -153,6 +167,9 @@ impl Process {
             far_marks: HashMap::new(),
             sleepers: Vec::new(),
             stirred: false,
+            siblings,
+            shared_link: false,
+            learned: Vec::new(),
         }
     }
 
@@ -172,26 +189,40 @@ impl Process {
     fn turn(&mut self) {
         if self.stack.poll() > 0 {
             self.stirred = true;
+            self.stack.drain_learned_arp(&mut self.learned);
+            if !self.learned.is_empty() {
+                self.siblings.publish(&self.learned);
+                self.learned.clear();
+            }
+        }
+        let crowded = self.forked || self.siblings.crowded();
+        if crowded != self.shared_link {
+            self.shared_link = crowded;
+            self.stack.set_shared_link(crowded);
+        }
+        self.siblings.take_new(&mut self.learned);
+        for (ip, mac) in self.learned.drain(..) {
+            self.stack.import_arp(ip, mac);
         }
     }
 
     /// Record that the caller changed something another thread may wait for.
-    pub fn stir(&mut self) {
+    pub(crate) fn stir(&mut self) {
         self.stirred = true;
     }
 
     /// The descriptor `fd`, if it is a Rusty socket.
-    pub fn desc(&self, fd: RawFd) -> Result<&Desc, Errno> {
+    pub(crate) fn desc(&self, fd: RawFd) -> Result<&Desc, Errno> {
         self.descs.get(&fd).ok_or(Errno(libc::EBADF))
     }
 
     /// The descriptor `fd`, if it is a Rusty socket.
-    pub fn desc_mut(&mut self, fd: RawFd) -> Result<&mut Desc, Errno> {
+    pub(crate) fn desc_mut(&mut self, fd: RawFd) -> Result<&mut Desc, Errno> {
         self.descs.get_mut(&fd).ok_or(Errno(libc::EBADF))
     }
 
     /// Make `fd` (a fresh eventfd) stand for socket `sock`.
-    pub fn attach(&mut self, fd: RawFd, sock: SockId, nonblock: bool) {
+    pub(crate) fn attach(&mut self, fd: RawFd, sock: SockId, nonblock: bool) {
         self.descs.insert(
             fd,
             Desc {
@@ -206,7 +237,7 @@ impl Process {
     }
 
     /// `new` (a duplicate of `old`'s eventfd) stands for the same socket as `old`.
-    pub fn duplicate(&mut self, old: RawFd, new: RawFd) -> Result<(), Errno> {
+    pub(crate) fn duplicate(&mut self, old: RawFd, new: RawFd) -> Result<(), Errno> {
         let desc = self.desc(old)?.clone();
         self.stack.add_ref(desc.sock)?;
         self.descs.insert(new, desc);
@@ -217,7 +248,7 @@ impl Process {
     /// Forget descriptor `fd` (the caller closes the number): its socket loses a
     /// reference, and epoll sets stop watching it through `fd`. Does nothing for a
     /// kernel descriptor, but an epoll set's shadow goes with its descriptor.
-    pub fn forget(&mut self, fd: RawFd) {
+    pub(crate) fn forget(&mut self, fd: RawFd) {
         self.epolls.remove(&fd);
         for interests in self.epolls.values_mut() {
             interests.retain(|i| i.fd != fd);
@@ -231,7 +262,7 @@ impl Process {
 
     /// `listen` on socket `fd`: the engine takes connections at once, unless the
     /// process forked (then from the first sign of interest, [`Process::engage`]).
-    pub fn listen(&mut self, fd: RawFd, backlog: usize) -> Result<(), Errno> {
+    pub(crate) fn listen(&mut self, fd: RawFd, backlog: usize) -> Result<(), Errno> {
         let sock = self.desc(fd)?.sock;
         let engage = !self.forked;
         self.stack.listen(sock, backlog, engage)?;
@@ -242,7 +273,7 @@ impl Process {
     /// The program shows interest in connections on `fd` (an accept, or a wait that
     /// includes it): if it is a listening socket, the engine takes connections for
     /// it, and the process's queue receives frames again.
-    pub fn engage(&mut self, fd: RawFd) {
+    pub(crate) fn engage(&mut self, fd: RawFd) {
         let Ok(sock) = self.desc(fd).map(|d| d.sock) else {
             return;
         };
@@ -252,7 +283,7 @@ impl Process {
     }
 
     /// The process starts an active open: its queue must receive frames.
-    pub fn connecting(&mut self) {
+    pub(crate) fn connecting(&mut self) {
         if self.forked {
             self.stack.set_steered(true);
         }
@@ -260,7 +291,7 @@ impl Process {
 
     /// Whether socket `fd` could still become a kernel socket (nothing done yet that
     /// only Rusty's stack can carry).
-    pub fn is_fresh(&self, fd: RawFd) -> bool {
+    pub(crate) fn is_fresh(&self, fd: RawFd) -> bool {
         self.desc(fd)
             .and_then(|d| self.stack.is_fresh(d.sock))
             .unwrap_or(false)
@@ -269,7 +300,7 @@ impl Process {
     // ----- epoll -----
 
     /// `epoll_ctl` for a Rusty socket `fd` in the program's epoll set `epfd`.
-    pub fn epoll_ctl(
+    pub(crate) fn epoll_ctl(
         &mut self,
         epfd: RawFd,
         op: i32,
@@ -330,7 +361,7 @@ impl Process {
     /// Ready events of the Rusty sockets (and nested epoll sets) in epoll set `epfd`,
     /// at most `max`, as `(events, data)`; edge-triggered and one-shot interests are
     /// updated as Linux updates them when it reports.
-    pub fn epoll_ready(&mut self, epfd: RawFd, max: usize, out: &mut Vec<(u32, u64)>) {
+    pub(crate) fn epoll_ready(&mut self, epfd: RawFd, max: usize, out: &mut Vec<(u32, u64)>) {
         let Some(mut interests) = self.epolls.remove(&epfd) else {
             return;
         };
@@ -362,7 +393,7 @@ impl Process {
 
     /// Whether epoll set `epfd` would report one of its Rusty sockets now (nested
     /// sets at most four deep, as Linux bounds nesting).
-    pub fn epoll_peek(&self, epfd: RawFd, depth: u8) -> bool {
+    pub(crate) fn epoll_peek(&self, epfd: RawFd, depth: u8) -> bool {
         if depth > 4 {
             return false;
         }
@@ -390,12 +421,12 @@ impl Process {
     }
 
     /// Whether epoll set `epfd` watches any Rusty socket.
-    pub fn epoll_watches_sockets(&self, epfd: RawFd) -> bool {
+    pub(crate) fn epoll_watches_sockets(&self, epfd: RawFd) -> bool {
         self.epolls.get(&epfd).is_some_and(|i| !i.is_empty())
     }
 
     /// Readiness of Rusty socket `fd` as `poll` reports it for `events`.
-    pub fn poll_revents(&self, fd: RawFd, events: i16) -> i16 {
+    pub(crate) fn poll_revents(&self, fd: RawFd, events: i16) -> i16 {
         let Ok(desc) = self.desc(fd) else {
             return libc::POLLNVAL;
         };
@@ -407,7 +438,7 @@ impl Process {
 
 /// Run `f` on the process's stack after one engine turn, with this thread's calls
 /// bypassing the hooks; `None` when the library is not running in this process.
-pub fn with<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
+pub(crate) fn with<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
     let _bypass = Bypass::enter();
     let mut guard = PROCESS.lock().unwrap_or_else(|p| p.into_inner());
     let p = guard.as_mut()?;
@@ -423,12 +454,58 @@ pub fn with<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
 
 /// Install the process's stack (the library's start-up), and the handlers that give a
 /// forked child a stack of its own.
-pub fn install(process: Process) {
+pub(crate) fn install(process: Process) {
     let _bypass = Bypass::enter();
     *PROCESS.lock().unwrap_or_else(|p| p.into_inner()) = Some(process);
     if let Err(e) = sys::at_fork(before_fork, after_fork_in_parent, after_fork_in_child) {
         sys::fatal(&format!("pthread_atfork: {e}"));
     }
+    if let Err(e) = sys::at_exit(at_exit) {
+        sys::fatal(&format!("atexit: {e}"));
+    }
+}
+
+/// How long an exiting process keeps its stack running for what it still has to
+/// deliver.
+const EXIT_LINGER: Duration = Duration::from_secs(10);
+
+/// At `exit`: close what the program left open, as the kernel would, then keep the
+/// engine running until every connection has delivered its data and FIN (or
+/// [`EXIT_LINGER`] passes): the kernel finishes sending for an exited process, and
+/// here the process is the stack. Then the process leaves the link's count of stacks.
+/// (A process ended by a signal or `_exit` skips this, as it skips every `atexit`.)
+extern "C" fn at_exit() {
+    let start = StdInstant::now();
+    let Some(link_fd) = with(|p| {
+        p.stack.release_all();
+        p.link_fd
+    }) else {
+        return;
+    };
+    while start.elapsed() < EXIT_LINGER {
+        let Some((delivering, timer)) = with(|p| {
+            let now = p.clock.now();
+            let timer = p
+                .stack
+                .next_deadline()
+                .map(|d| d.saturating_duration_since(now));
+            (p.stack.delivering(), timer)
+        }) else {
+            return;
+        };
+        if !delivering {
+            break;
+        }
+        let left = EXIT_LINGER.saturating_sub(start.elapsed());
+        let mut fds = [pollfd {
+            fd: link_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        let _bypass = Bypass::enter();
+        sys::sleep(&mut fds, Some(timer.map_or(left, |t| t.min(left))), None);
+    }
+    with(|p| p.siblings.leave());
 }
 
 thread_local! {
@@ -459,6 +536,8 @@ extern "C" fn after_fork_in_parent() {
     };
     if let Some(p) = guard.as_mut() {
         p.forked = true;
+        p.stack.set_shared_link(true);
+        p.shared_link = true;
         p.stack.disengage_all();
         if !p.stack.has_connections() {
             p.stack.set_steered(false);
@@ -492,18 +571,27 @@ extern "C" fn after_fork_in_child() {
         Ok(s) => s,
         Err(e) => sys::fatal(&format!("after fork: {e}")),
     };
-    let mut new = Process::new(stack, old.config.clone(), link_fd, clock);
+    let Process {
+        stack: old_stack,
+        config,
+        descs,
+        epolls,
+        far_marks,
+        siblings,
+        ..
+    } = old;
+    let mut new = Process::new(stack, config, link_fd, clock, siblings);
     new.forked = true;
-    let map = new.stack.adopt(&old.stack);
-    for (fd, mut desc) in old.descs.iter().map(|(f, d)| (*f, d.clone())) {
+    let map = new.stack.adopt(&old_stack);
+    for (fd, mut desc) in descs {
         if let Some(&sock) = map.get(&desc.sock) {
             desc.sock = sock;
             new.descs.insert(fd, desc);
         }
     }
-    for (epfd, interests) in &old.epolls {
+    for (epfd, interests) in epolls {
         let adopted = interests
-            .iter()
+            .into_iter()
             .filter_map(|i| {
                 let sock = match i.sock {
                     Some(old) => Some(*map.get(&old)?),
@@ -512,25 +600,27 @@ extern "C" fn after_fork_in_child() {
                 Some(Interest {
                     sock,
                     reported: None,
-                    ..i.clone()
+                    ..i
                 })
             })
             .collect();
-        new.epolls.insert(*epfd, adopted);
+        new.epolls.insert(epfd, adopted);
     }
-    new.far_marks = old.far_marks.clone();
-    drop(old);
+    new.far_marks = far_marks;
+    // The parent's engine copy goes without a frame sent; its queue's descriptor
+    // closes in this process only.
+    drop(old_stack);
     *guard = Some(new);
 }
 
 /// Whether the library runs this process's TCP sockets; sets it up on first call from
 /// the environment (`start`).
-pub fn running(start: impl FnOnce() -> bool) -> bool {
+pub(crate) fn running(start: impl FnOnce() -> bool) -> bool {
     *STARTED.get_or_init(start)
 }
 
 /// Whether the library was set up and runs this process's TCP sockets (no set-up).
-pub fn started() -> bool {
+pub(crate) fn started() -> bool {
     STARTED.get().copied().unwrap_or(false)
 }
 
@@ -552,7 +642,7 @@ fn bell() -> Option<RawFd> {
 
 /// How a wait ended without its condition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unmet {
+pub(crate) enum Unmet {
     /// The time given ran out.
     TimedOut,
     /// A signal arrived (`EINTR`).
@@ -571,7 +661,7 @@ enum Step<R> {
 /// `Some`, for at most `timeout` (`None`: no limit). While sleeping, the thread also
 /// wakes for `extra` (the program's kernel descriptors; their `revents` are not kept:
 /// `attempt` looks at them itself). `sigmask`, if given, is in place while sleeping.
-pub fn wait<R>(
+pub(crate) fn wait<R>(
     timeout: Option<Duration>,
     extra: &[pollfd],
     sigmask: Option<&libc::sigset_t>,

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use rusty_stack::io::{MacAddr, PacketIo};
 use rusty_stack::time::{Clock, Instant};
-use rusty_stack::{CongestionAlgorithm, Conn, ConnId, Engine, Keepalive};
+use rusty_stack::{CongestionAlgorithm, Conn, ConnId, Engine, Keepalive, TcpState};
 
 /// An errno value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +66,15 @@ pub trait EngineOps {
     fn set_steered(&mut self, on: bool);
     /// The engine's MAC address.
     fn mac(&self) -> MacAddr;
+    /// Whether other engines share the link (`EngineConfig::shared_link`).
+    fn set_shared_link(&mut self, shared: bool);
+    /// Whether a connection still has something of ours to deliver: data or a FIN
+    /// not yet acknowledged, or a handshake under way.
+    fn delivering(&self) -> bool;
+    /// Neighbour mappings learned since the last call.
+    fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>);
+    /// A neighbour mapping learned elsewhere.
+    fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr);
     /// The congestion control connections run, by Linux's name for it.
     fn congestion(&self) -> &'static str;
     /// Listen on `port`.
@@ -123,6 +132,23 @@ impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
     }
     fn mac(&self) -> MacAddr {
         self.device().capabilities().mac
+    }
+    fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
+        Engine::drain_learned_arp(self, out);
+    }
+    fn set_shared_link(&mut self, shared: bool) {
+        Engine::set_shared_link(self, shared);
+    }
+    fn delivering(&self) -> bool {
+        self.connection_states().any(|(_, s)| {
+            !matches!(
+                s,
+                TcpState::FinWait2 | TcpState::TimeWait | TcpState::Closed
+            )
+        })
+    }
+    fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr) {
+        Engine::import_arp(self, ip, mac);
     }
     fn set_steered(&mut self, on: bool) {
         if let Err(e) = self.device().set_steered(on) {
@@ -425,6 +451,46 @@ impl Stack {
             map.insert(id, self.engine.table_mut().insert(new));
         }
         map
+    }
+
+    /// Whether other processes' engines share the link: then segments for
+    /// connections this engine does not know are theirs to answer.
+    pub fn set_shared_link(&mut self, shared: bool) {
+        self.engine.set_shared_link(shared);
+    }
+
+    /// Whether a connection still has data or a FIN of ours to deliver.
+    pub fn delivering(&self) -> bool {
+        self.engine.delivering()
+    }
+
+    /// Close every socket the program still has open, as the kernel does when a
+    /// process exits: listeners stop, connections close (or reset, with unread bytes).
+    pub fn release_all(&mut self) {
+        let open: Vec<SockId> = self
+            .engine
+            .table()
+            .socks
+            .iter()
+            .enumerate()
+            .filter_map(|(id, s)| s.as_ref().filter(|s| s.refs > 0).map(|_| id))
+            .collect();
+        for s in open {
+            if let Ok(sock) = self.sock_mut(s) {
+                sock.refs = 1;
+            }
+            let _ = self.release(s);
+        }
+    }
+
+    /// Neighbour mappings the engine learned since the last call.
+    pub fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
+        self.engine.drain_learned_arp(out);
+    }
+
+    /// A neighbour mapping another process's engine learned.
+    pub fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr) {
+        self.engine.import_arp(ip, mac);
     }
 
     /// The stack's MAC address.

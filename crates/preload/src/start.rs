@@ -13,6 +13,7 @@ use rusty_stack::Engine;
 
 use crate::config::{self, Config, FLAGS_VAR};
 use crate::process::{self, Process};
+use crate::siblings::Siblings;
 use crate::sockets::{Stack, Table};
 use crate::sys;
 
@@ -37,7 +38,8 @@ pub(crate) fn from_env() -> bool {
 }
 
 /// A stack on a queue of its own on the configured link, the queue's descriptor, and
-/// the engine's clock.
+/// the engine's clock. Whether the link is shared is the process's to say (see
+/// `siblings`).
 pub(crate) fn open_stack(config: &Config) -> Result<(Stack, RawFd, SystemClock), String> {
     let launch = &config.launch;
     let link = launch.links.first().ok_or("no link configured")?;
@@ -89,5 +91,5 @@ fn open(config: &Config) -> Result<Process, String> {
     let (stack, link_fd, clock) = open_stack(config)?;
     let mut config = config.clone();
     config.mac = Some(stack.mac());
-    Ok(Process::new(stack, config, link_fd, clock))
+    Ok(Process::new(stack, config, link_fd, clock, Siblings::new()))
 }

@@ -223,6 +223,42 @@ pub(crate) fn at_fork(
     }
 }
 
+/// A zeroed `T` in anonymous memory shared with the processes this one forks
+/// afterwards, which live as long as the process; `None` when the kernel refuses.
+/// `T` must be valid all zeroes and safe to share between processes (atomics only).
+pub(crate) fn shared_zeroed<T: Default + Sync>() -> Option<&'static T> {
+    let len = std::mem::size_of::<T>();
+    // SAFETY: a fresh anonymous mapping: no file, no address hint.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    // SAFETY: the mapping is `len` bytes, page-aligned (enough for any `T` here),
+    // zeroed by the kernel, which the caller vouches is a valid `T`, and never
+    // unmapped, so the reference lives as long as the process.
+    Some(unsafe { &*p.cast::<T>() })
+}
+
+/// Register a handler to run at `exit` (`atexit`).
+pub(crate) fn at_exit(handler: extern "C" fn()) -> Result<(), i32> {
+    // SAFETY: the handler is a plain function that lives as long as the program.
+    let r = unsafe { libc::atexit(handler) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(r)
+    }
+}
+
 /// Send `SIGPIPE` to the calling thread, as a write to a closed connection does.
 pub(crate) fn raise_sigpipe() {
     // SAFETY: raise has no memory effects.

@@ -384,6 +384,13 @@ fn fork_after_listen() {
     same_on_both("fork_after_listen", UnderTest::Server);
 }
 
+/// Children forked before any socket each connect as clients: several processes of
+/// one program on one link, each resolving the server's address.
+#[test]
+fn forked_clients() {
+    same_on_both("fork_clients", UnderTest::Client);
+}
+
 /// 8. select() and poll() over sockets and a pipe.
 #[test]
 fn select_and_poll() {

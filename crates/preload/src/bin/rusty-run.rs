@@ -15,7 +15,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
-use rusty_preload::config::{StackArgs, FLAGS_VAR};
+use rusty_preload::config::{random_mac, StackArgs, FLAGS_VAR};
+use rusty_stack::io::MacAddr;
 
 /// Run a program with its TCP sockets on Rusty's stack.
 #[derive(Debug, Parser)]
@@ -61,7 +62,13 @@ fn run(args: RunArgs) -> Result<Never, String> {
     let library = library
         .canonicalize()
         .map_err(|e| format!("{}: {e}", library.display()))?;
-    let flags = StackArgs::to_env(&stack_flags(std::env::args_os().skip(1)))?;
+    let mut flags = stack_flags(std::env::args_os().skip(1));
+    if args.stack.mac.is_none() {
+        // One address for every process the program forks or execs.
+        flags.push("--mac".into());
+        flags.push(format_mac(random_mac()?).into());
+    }
+    let flags = StackArgs::to_env(&flags)?;
     let mut preload = OsString::from(library.as_os_str());
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
         preload.push(" ");
@@ -74,6 +81,14 @@ fn run(args: RunArgs) -> Result<Never, String> {
         .env(FLAGS_VAR, flags)
         .exec();
     Err(format!("cannot run {}: {err}", program.to_string_lossy()))
+}
+
+fn format_mac(mac: MacAddr) -> String {
+    let b = mac.0;
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        b[0], b[1], b[2], b[3], b[4], b[5]
+    )
 }
 
 /// The stack flags among rusty-run's arguments: everything before `--` but

@@ -312,3 +312,17 @@ fn hand_to_kernel(fd: RawFd) -> Result<(), Errno> {
 mod calls;
 mod io;
 mod wait;
+
+/// Run as the library is loaded, before the program's `main` (and so before it can
+/// fork): under `rusty-run`, map the neighbour table every process of the program
+/// shares.
+extern "C" fn on_load() {
+    if std::env::var_os(crate::config::FLAGS_VAR).is_some_and(|v| !v.is_empty()) {
+        let _bypass = Bypass::enter();
+        crate::siblings::prepare();
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;

@@ -193,6 +193,18 @@ impl Table {
     }
 }
 
+/// How many established connections a listener with `backlog` holds for `accept`:
+/// Linux holds `backlog + 1` and makes the rest wait, half-open, for their handshake's
+/// last ACK to be taken; Rusty's engine cannot leave a connection half-open once it has
+/// completed, so it holds more (at least [`MIN_ACCEPT_QUEUE`]) rather than reset
+/// clients of a small backlog (Python's servers ask for 5) in a burst.
+fn accept_queue_room(backlog: usize) -> usize {
+    (backlog + 1).max(MIN_ACCEPT_QUEUE)
+}
+
+/// The least room a listener's accept queue has.
+pub(super) const MIN_ACCEPT_QUEUE: usize = 128;
+
 pub(super) fn bump(sock: &mut Sock) {
     sock.events = sock.events.wrapping_add(1);
 }
@@ -209,7 +221,7 @@ impl Handler for Table {
         else {
             return None;
         };
-        if queue.len() >= *backlog {
+        if queue.len() >= accept_queue_room(*backlog) {
             self.overflowed += 1;
             return None;
         }

@@ -96,6 +96,12 @@ pub struct EngineConfig {
     pub max_time_wait: usize,
     /// Answer SYNs with SYN cookies when a listener's backlog is full.
     pub syn_cookies: bool,
+    /// Other engines, which this one knows nothing of, share the link's address (the
+    /// processes of one program under `rusty-run`, each on its own queue): a segment
+    /// for a connection or port this engine does not have may be theirs, steered here
+    /// by the link, so it is dropped (counted as `NoConnection` or `NoListener`)
+    /// rather than answered with a reset that would end their connection.
+    pub shared_link: bool,
     /// Most frames taken from the driver per loop turn.
     pub rx_burst: usize,
     /// Local ports for active opens. On a link whose steering the stack cannot predict
@@ -137,6 +143,7 @@ impl EngineConfig {
             max_time_wait: 65536,
             max_orphans: 16384,
             syn_cookies: true,
+            shared_link: false,
             rx_burst: 32,
             ephemeral_ports: 32768..=60999,
             secret: None,

@@ -141,7 +141,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         } else {
             DropReason::NoConnection
         });
-        if !seg.flags.rst {
+        if !seg.flags.rst && !self.cfg.shared_link {
             self.send_rst_reply(ethernet::source(frame), ip.src, &seg);
         }
     }

@@ -102,6 +102,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 }
             }
             self.stats.drop(DropReason::NoConnection);
+            if self.cfg.shared_link {
+                return;
+            }
             return self.send_rst_reply(mac, ip.src, seg);
         }
         if !seg.flags.syn {

@@ -327,6 +327,12 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.listeners.listen(port, backlog);
     }
 
+    /// Whether other engines share the link's address from now on
+    /// ([`EngineConfig::shared_link`]): a process that forks learns it then.
+    pub fn set_shared_link(&mut self, shared: bool) {
+        self.cfg.shared_link = shared;
+    }
+
     /// Stop listening on `port` (a socket layer's `close` of a listening socket): SYNs
     /// to it are answered with a reset from now on; connections already established
     /// carry on, and half-open ones that complete are offered to the handler's `accept`

@@ -92,3 +92,35 @@ fn closed_port_answers_with_rst() {
     assert!(net.send(&tcp_frame(40004, &rst, &[])).is_empty());
     assert_eq!(net.eng.connection_count(), 0);
 }
+
+#[test]
+fn on_a_shared_link_segments_for_no_connection_are_dropped_unanswered() {
+    // Another engine on the link may own the flow: a reset would end its connection.
+    let mut cfg = config();
+    cfg.shared_link = true;
+    let mut net = Net::new(cfg, Recorder::default());
+    net.eng.listen(PORT, 16);
+    let closed = 81u16;
+    let syn = syn_seg(&net, SeqNum(1000), FULL);
+    let out = net.send(&tcp_frame_from(PEER_MAC, PEER_IP, 40000, closed, &syn, &[]));
+    assert!(tcp_of(&out).is_empty(), "{out:?}");
+    assert_eq!(net.dropped(DropReason::NoListener), 1);
+    // An ACK to the listening port that no cookie explains: another engine's
+    // connection, its handshake done there.
+    let ack = TxSegment {
+        seq: SeqNum(5),
+        ack: Some(SeqNum(7777)),
+        window: 100,
+        ..Default::default()
+    };
+    let out = net.send(&tcp_frame_from(
+        PEER_MAC, PEER_IP, 40001, PORT, &ack, b"xyz",
+    ));
+    assert!(tcp_of(&out).is_empty(), "{out:?}");
+    assert_eq!(net.dropped(DropReason::NoConnection), 1);
+    assert_eq!(net.stats().rsts_sent, 0);
+    // Turned off again, the stack answers as RFC 9293 says.
+    net.eng.set_shared_link(false);
+    let out = tcp_of(&net.send(&tcp_frame_from(PEER_MAC, PEER_IP, 40002, closed, &syn, &[])));
+    assert!(out.len() == 1 && out[0].is_rst(), "{out:?}");
+}

@@ -1,0 +1,180 @@
+//! What the program's processes share: how many stacks run on the link, and the
+//! neighbours they learned.
+//!
+//! Each process runs its own engine on its own queue. The kernel steers a frame to one
+//! queue by its own rules, which a process cannot predict: an ARP reply may reach
+//! another process than the one that asked, and a segment of one process's connection
+//! may reach another's queue. So engines publish what they learn to a small table, and
+//! take in what the others published when the table's generation moves; and while
+//! more than one stack runs, an engine drops a segment for a connection it does not
+//! know instead of resetting it (`EngineConfig::shared_link`), since it may be
+//! another's. The table lives in memory the library maps shared as it is loaded,
+//! before the program can fork, so every process of the program inherits the same one.
+//!
+//! The table is a fixed array of slots, found by the address's hash (a newer mapping
+//! for another address in the same slot replaces the older: the table is a cache, and
+//! a process that misses asks again). Each slot is guarded by a sequence number, odd
+//! while a writer is in it, which readers check before and after reading.
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use rusty_stack::io::MacAddr;
+
+use crate::sys;
+
+/// Slots in the table.
+const SLOTS: usize = 256;
+
+/// One mapping, guarded by `seq`.
+#[derive(Default)]
+#[repr(C)]
+pub(crate) struct Slot {
+    seq: AtomicU32,
+    ip: AtomicU32,
+    /// The MAC address in the low 48 bits; 0: empty.
+    mac: AtomicU64,
+}
+
+/// The shared part: the number of stacks on the link, a generation that moves with
+/// every publication, and the slots.
+#[repr(C)]
+pub(crate) struct Shared {
+    stacks: AtomicU32,
+    generation: AtomicU64,
+    slots: [Slot; SLOTS],
+}
+
+impl Default for Shared {
+    fn default() -> Shared {
+        Shared {
+            stacks: AtomicU32::new(0),
+            generation: AtomicU64::new(0),
+            slots: std::array::from_fn(|_| Slot::default()),
+        }
+    }
+}
+
+/// A process's handle on the shared table.
+pub(crate) struct Siblings {
+    shared: &'static Shared,
+    /// The generation this process last took in.
+    seen: u64,
+}
+
+impl Siblings {
+    /// A handle on the program's table ([`prepare`]).
+    pub(crate) fn new() -> Siblings {
+        Siblings {
+            shared: prepare(),
+            seen: 0,
+        }
+    }
+
+    /// This process runs a stack on the link (once, when it opens its queue).
+    pub(crate) fn join(&self) {
+        self.shared.stacks.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// This process's stack is gone (once, as it exits).
+    pub(crate) fn leave(&self) {
+        let _ = self
+            .shared
+            .stacks
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// Whether other processes run stacks on the link now.
+    pub(crate) fn crowded(&self) -> bool {
+        self.shared.stacks.load(Ordering::Acquire) > 1
+    }
+
+    /// Publish mappings this process's engine learned.
+    pub(crate) fn publish(&mut self, learned: &[(Ipv4Addr, MacAddr)]) {
+        for &(ip, mac) in learned {
+            let slot = &self.shared.slots[slot_of(ip)];
+            let seq = slot.seq.fetch_add(1, Ordering::Acquire);
+            if seq % 2 == 1 {
+                // Another process is writing this slot: let its mapping stand.
+                slot.seq.fetch_sub(1, Ordering::Release);
+                continue;
+            }
+            slot.ip.store(u32::from(ip), Ordering::Relaxed);
+            slot.mac.store(pack(mac), Ordering::Relaxed);
+            slot.seq.fetch_add(1, Ordering::Release);
+        }
+        if !learned.is_empty() {
+            self.shared.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// The mappings in the table, if anyone published since the last call.
+    pub(crate) fn take_new(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
+        let generation = self.shared.generation.load(Ordering::Acquire);
+        if generation == self.seen {
+            return;
+        }
+        self.seen = generation;
+        for slot in &self.shared.slots {
+            let before = slot.seq.load(Ordering::Acquire);
+            if before % 2 == 1 {
+                continue;
+            }
+            let ip = slot.ip.load(Ordering::Relaxed);
+            let mac = slot.mac.load(Ordering::Relaxed);
+            if slot.seq.load(Ordering::Acquire) != before || mac == 0 {
+                continue;
+            }
+            out.push((Ipv4Addr::from(ip), unpack(mac)));
+        }
+    }
+}
+
+/// The program's table: mapped shared on first use, which the library makes as it is
+/// loaded (before the program can fork), so that every process of the program, also
+/// those forked before their first socket, inherits the same one. In this process's
+/// memory alone when shared memory cannot be had.
+pub(crate) fn prepare() -> &'static Shared {
+    static TABLE: OnceLock<&'static Shared> = OnceLock::new();
+    TABLE
+        .get_or_init(|| sys::shared_zeroed::<Shared>().unwrap_or_else(|| Box::leak(Box::default())))
+}
+
+fn slot_of(ip: Ipv4Addr) -> usize {
+    (u32::from(ip).wrapping_mul(0x9e37_79b9) >> 24) as usize % SLOTS
+}
+
+fn pack(mac: MacAddr) -> u64 {
+    mac.0.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b))
+}
+
+fn unpack(v: u64) -> MacAddr {
+    let mut mac = [0u8; 6];
+    for (i, b) in mac.iter_mut().enumerate() {
+        *b = (v >> (8 * (5 - i))) as u8;
+    }
+    MacAddr(mac)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_one_handle_publishes_another_takes_in_once() {
+        let mut a = Siblings::new();
+        let mut b = Siblings::new();
+        b.seen = a.shared.generation.load(Ordering::Acquire);
+        let ip = Ipv4Addr::new(10, 0, 0, 1);
+        let mac = MacAddr([2, 0, 0, 0, 0, 9]);
+        a.publish(&[(ip, mac)]);
+        let mut got = Vec::new();
+        b.take_new(&mut got);
+        assert_eq!(got, [(ip, mac)]);
+        got.clear();
+        b.take_new(&mut got);
+        assert!(got.is_empty(), "nothing new");
+        assert_eq!(unpack(pack(mac)), mac);
+    }
+}
