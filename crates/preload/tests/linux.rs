@@ -19,11 +19,7 @@
 //! library that left the sockets to the kernel would pass every client-side test.
 //! rusty-run is given the interposer library cargo built with the test (`--library`).
 //!
-//! The TAP is created inside the namespace rather than handed over from the root
-//! namespace once Rusty has attached (as the echo and httpd tests do): the program that
-//! opens it runs in the namespace too, so there is no window in which Rusty's first
-//! frames reach the root namespace, and the program's kernel sockets (pipes, eventfds,
-//! anything off Rusty's link) stay inside the namespace as well.
+//! The TAP is made inside the namespace (see `common`).
 //!
 //! `RUSTY_PRELOAD_SUITE=kernel` runs only the kernel side of each test and prints its
 //! output (`cargo test -p rusty-preload --test linux -- --nocapture`, with a test name
@@ -35,28 +31,25 @@
 //! namespaces, TAPs and /24s and tears them down on drop, stops only the processes it
 //! started, and bounds every wait (each program also ends itself within 20 s).
 
+mod common;
+
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use common::{make_tap, plain, tap_stat, PRELOAD_VARS};
 use rusty_testnet::{Proc, TestNet, Tools};
 
-const RUSTY_RUN: &str = env!("CARGO_BIN_EXE_rusty-run");
 const SOURCES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c");
 const PORT: &str = "5000";
-/// The TAP's name; each namespace has its own, so one name serves every test.
-const TAP: &str = "csuite0";
 /// Longer than any program's own watchdog, so that a program that hangs is reported
 /// with its output rather than cut short by the harness.
 const RUN_LIMIT: Duration = Duration::from_secs(40);
 /// Fewer packets from Rusty than a connection takes (an ARP exchange, a handshake and
 /// some data) mean the connection did not go over the TAP.
 const MIN_TAP_PACKETS: u64 = 4;
-/// The environment variables through which rusty-run hands a program to the library;
-/// the plain runs clear them, so that they are the kernel's whatever the test inherits.
-const PRELOAD_VARS: [&str; 2] = ["LD_PRELOAD", "RUSTY_PRELOAD_FLAGS"];
 
 /// Which side of a program's connection is the one compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,67 +154,6 @@ fn compile(test: &str, program: &str, under_test: UnderTest, tools: &Tools) -> P
     binary
 }
 
-/// The interposer library cargo built with this test. A test build leaves it in
-/// `deps/` beside rusty-run (only `cargo build` copies it next to rusty-run, where
-/// rusty-run looks by default); `None` lets rusty-run look, and report, itself.
-fn preload_library() -> Option<PathBuf> {
-    let dir = Path::new(RUSTY_RUN).parent()?;
-    [dir.join("deps"), dir.to_path_buf()]
-        .into_iter()
-        .map(|d| d.join("librusty_preload.so"))
-        .find(|p| p.is_file())
-}
-
-/// Packets the namespace's kernel has received on the TAP.
-fn tap_rx_packets(net: &TestNet) -> u64 {
-    let cat = rusty_testnet::which("cat").unwrap_or_else(|| PathBuf::from("/bin/cat"));
-    let path = format!("/sys/class/net/{TAP}/statistics/rx_packets");
-    let (ok, out) = net.ns_quick(&cat, &[&path]);
-    if !ok {
-        net.fail(&format!("cat {path}: {out}"));
-    }
-    out.trim()
-        .parse()
-        .unwrap_or_else(|_| net.fail(&format!("{path}: {out:?}")))
-}
-
-/// Make the namespace's TAP with the kernel's address on it. Nothing reads it in a
-/// kernel run; the kernel's address is local either way.
-fn make_tap(net: &TestNet) {
-    let ip = net.tools.get("ip").to_path_buf();
-    let cidr = format!("{}/24", net.host_ip());
-    for args in [
-        &[
-            "tuntap",
-            "add",
-            "dev",
-            TAP,
-            "mode",
-            "tap",
-            "multi_queue",
-            "vnet_hdr",
-        ][..],
-        &["addr", "add", &cidr, "dev", TAP],
-        &["link", "set", "dev", TAP, "up"],
-    ] {
-        let (ok, out) = net.ns_quick(&ip, args);
-        if !ok {
-            net.fail(&format!("ip {}: {out}", args.join(" ")));
-        }
-    }
-}
-
-/// A plain process in the namespace, on the kernel's sockets: `argv[0]` with the rest
-/// as its arguments.
-fn plain(net: &TestNet, argv: &[String]) -> Command {
-    let mut cmd = net.ns_command(&argv[0]);
-    cmd.args(&argv[1..]).env("TMPDIR", &net.dir);
-    for var in PRELOAD_VARS {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
 /// The side under test in the namespace, on `stack`, its stdout into `out` (its stderr
 /// goes to its log): `sh` redirects and then execs it, so the process started is the
 /// program itself (rusty-run execs it in turn).
@@ -235,12 +167,8 @@ fn under_test_command(net: &TestNet, stack: Stack, out: &Path, argv: &[String]) 
         cmd.env_remove(var);
     }
     if stack == Stack::Rusty {
-        let link = format!("tap:{TAP} {}/24", net.stack_ip());
-        cmd.args([RUSTY_RUN, "--link", &link]);
-        if let Some(library) = preload_library() {
-            cmd.arg("--library").arg(library);
-        }
-        cmd.arg("--");
+        cmd.arg(common::RUSTY_RUN)
+            .args(common::rusty_run_args(net, None));
     }
     cmd.args(argv);
     cmd
@@ -315,7 +243,7 @@ fn run_side(
     // under test is a client (its peer is on the kernel's address): the TAP would carry
     // nothing. A connection through Rusty is at least ARP and a handshake on it.
     if stack == Stack::Rusty && under_test != UnderTest::Alone {
-        let rx = tap_rx_packets(&net);
+        let rx = tap_stat(&net, "rx_packets");
         if rx < MIN_TAP_PACKETS {
             failed(
                 &net,
