@@ -274,9 +274,12 @@ impl Process {
     /// includes it): if it is a listening socket, the engine takes connections for
     /// it, and the process's queue receives frames again.
     pub(crate) fn engage(&mut self, fd: RawFd) {
-        let Ok(sock) = self.desc(fd).map(|d| d.sock) else {
-            return;
-        };
+        if let Ok(sock) = self.desc(fd).map(|d| d.sock) {
+            self.engage_sock(sock);
+        }
+    }
+
+    fn engage_sock(&mut self, sock: SockId) {
         if self.stack.is_listening(sock) == Ok(true) && self.stack.engage(sock) == Ok(true) {
             self.stack.set_steered(true);
         }
@@ -365,6 +368,11 @@ impl Process {
         let Some(mut interests) = self.epolls.remove(&epfd) else {
             return;
         };
+        // Waiting on a set that holds a listener is interest in its connections (a
+        // parent that forked stopped taking them until it showed some).
+        for sock in interests.iter().filter_map(|i| i.sock) {
+            self.engage_sock(sock);
+        }
         for i in interests.iter_mut() {
             if out.len() >= max {
                 break;
@@ -436,13 +444,26 @@ impl Process {
     }
 }
 
-/// Run `f` on the process's stack after one engine turn, with this thread's calls
-/// bypassing the hooks; `None` when the library is not running in this process.
+/// Run `f` on the process's stack, with this thread's calls bypassing the hooks;
+/// `None` when the library is not running in this process. The engine does not run:
+/// a call that finds what it needs (bytes to read, room to send) costs no system
+/// call, and one that does not runs the engine and tries again ([`with_turn`]).
 pub(crate) fn with<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
+    locked(false, f)
+}
+
+/// [`with`], after one engine turn (frames received, timers due).
+pub(crate) fn with_turn<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
+    locked(true, f)
+}
+
+fn locked<R>(turn: bool, f: impl FnOnce(&mut Process) -> R) -> Option<R> {
     let _bypass = Bypass::enter();
     let mut guard = PROCESS.lock().unwrap_or_else(|p| p.into_inner());
     let p = guard.as_mut()?;
-    p.turn();
+    if turn {
+        p.turn();
+    }
     let r = f(p);
     if std::mem::take(&mut p.stirred) {
         for &bell in &p.sleepers {
@@ -483,7 +504,7 @@ extern "C" fn at_exit() {
         return;
     };
     while start.elapsed() < EXIT_LINGER {
-        let Some((delivering, timer)) = with(|p| {
+        let Some((delivering, timer)) = with_turn(|p| {
             let now = p.clock.now();
             let timer = p
                 .stack
@@ -647,6 +668,9 @@ pub(crate) enum Unmet {
     TimedOut,
     /// A signal arrived (`EINTR`).
     Interrupted,
+    /// The link's queue reports an error or hang-up: the device is gone, and waiting on
+    /// it would spin (`ENETDOWN`).
+    LinkGone,
 }
 
 /// What a wait does next.
@@ -671,7 +695,7 @@ pub(crate) fn wait<R>(
     let bell = bell();
     let mut fds: Vec<pollfd> = Vec::with_capacity(extra.len() + 2);
     loop {
-        let step = with(|p| {
+        let step = with_turn(|p| {
             if let Some(r) = attempt(p) {
                 return Step::Done(r);
             }
@@ -703,7 +727,7 @@ pub(crate) fn wait<R>(
             Some(Step::Sleep(limit, link_fd)) => (limit, link_fd),
         };
         fds.clear();
-        fds.extend(bell.into_iter().chain([link_fd]).map(|fd| pollfd {
+        fds.extend([link_fd].into_iter().chain(bell).map(|fd| pollfd {
             fd,
             events: libc::POLLIN,
             revents: 0,
@@ -719,6 +743,9 @@ pub(crate) fn wait<R>(
         }
         if woken == Woken::Interrupted {
             return Err(Unmet::Interrupted);
+        }
+        if fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+            return Err(Unmet::LinkGone);
         }
     }
 }

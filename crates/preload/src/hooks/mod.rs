@@ -165,6 +165,7 @@ fn unmet(u: Unmet, timed_out: Errno) -> Errno {
     match u {
         Unmet::TimedOut => timed_out,
         Unmet::Interrupted => Errno(libc::EINTR),
+        Unmet::LinkGone => Errno(libc::ENETDOWN),
     }
 }
 
@@ -190,8 +191,12 @@ fn blocking<R>(
     timeout: Option<Duration>,
     mut op: impl FnMut(&mut Process) -> Result<R, Errno>,
 ) -> Result<R, Errno> {
+    match on_process(&mut op) {
+        Err(Errno(libc::EAGAIN)) => {}
+        done => return done,
+    }
     if nonblock {
-        return on_process(op);
+        return process::with_turn(op).unwrap_or(Err(Errno(libc::EBADF)));
     }
     process::wait(timeout, &[], None, |p| match op(p) {
         Err(Errno(libc::EAGAIN)) => None,

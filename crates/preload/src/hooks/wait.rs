@@ -57,7 +57,7 @@ fn poll_mixed(
             fds.iter_mut().for_each(|f| f.revents = 0);
             Ok(0)
         }
-        Err(Unmet::Interrupted) => Err(Errno(libc::EINTR)),
+        Err(u) => Err(unmet(u, Errno(libc::EINTR))),
     }
 }
 
@@ -326,7 +326,7 @@ unsafe fn epoll_mixed(
     match waited {
         Ok(r) => int(r),
         Err(Unmet::TimedOut) => 0,
-        Err(Unmet::Interrupted) => fail(Errno(libc::EINTR)),
+        Err(u) => fail(unmet(u, Errno(libc::EINTR))),
     }
 }
 
