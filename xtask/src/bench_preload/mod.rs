@@ -268,7 +268,7 @@ impl Tools {
         let versions = [
             version(&wrk, &["-v"]),
             version(&nginx, &["-v"]),
-            version(&redis_server, &["--version"]),
+            version(&redis_server, &["--version"]).map(|v| redis::short_version(&v)),
         ]
         .into_iter()
         .flatten()

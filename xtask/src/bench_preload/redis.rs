@@ -36,6 +36,14 @@ pub(super) fn benchmark_args(
         .arg("-q");
 }
 
+/// `redis-server --version`'s line ("Redis server v=7.0.15 sha=… malloc=…") as
+/// "redis-server 7.0.15"; another line as it is.
+pub(super) fn short_version(line: &str) -> String {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("v="))
+        .map_or(line.to_string(), |v| format!("redis-server {v}"))
+}
+
 /// One test's result in `redis-benchmark -q`'s report.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct TestResult {
@@ -105,6 +113,15 @@ mod tests {
         );
         assert_eq!(parse("SET: rps=1000.0 (overall: 1000.0)\r", "SET"), None);
         assert_eq!(parse("SETEX: 5.0 requests per second\n", "SET"), None);
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(
+            short_version("Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64"),
+            "redis-server 7.0.15"
+        );
+        assert_eq!(short_version("something else"), "something else");
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub(super) fn block_body(
          `wrk -t1 -c{conns} -d{d}s --latency`; pages as in the HTTP benchmark: `{SMALL_PAGE}`\n\
          (64 B) and {PAGES} log-normal pages (median {med} B, mean {mean} B), requested\n\
          uniformly at random by a wrk Lua script; `Connection: close` is wrk's `-H`.\n\
-         redis-server 7 without persistence (`--save '' --appendonly no`), under\n\
+         redis-server without persistence (`--save '' --appendonly no`), under\n\
          `redis-benchmark -t set -n {req} -c {REDIS_CLIENTS} -q`, then `-t get` against the\n\
          same server, each test measured on its own; its p50 is redis-benchmark's (it\n\
          prints no p99 in `-q` mode).\n\
