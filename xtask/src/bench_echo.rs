@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use crate::common::{
     check_interrupted, check_run, explain_run, listening, median_by, provenance, release_bin,
-    thousands, warn_if_busy, write_results, CpuTimes, Netns, Proc, Result, RunArgs,
+    rotated, thousands, warn_if_busy, write_results, CpuTimes, Netns, Proc, Result, RunArgs,
     BENCHMARKS_PAGE,
 };
 use crate::xdp::{self, Goal, Per, XdpLink};
@@ -207,7 +207,7 @@ impl Sample {
 }
 
 pub(crate) fn run(opts: &Options, suite: &'static Suite) -> Result<()> {
-    if opts.run.duration == 0 || opts.run.rounds == 0 {
+    if opts.run.load.duration == 0 || opts.run.load.rounds == 0 {
         return Err("--duration and --rounds must be at least 1".into());
     }
     let what = format!("bench {}", suite.name);
@@ -257,18 +257,16 @@ pub(crate) fn run(opts: &Options, suite: &'static Suite) -> Result<()> {
     xdp::announce(&what, &xdp_outcome);
 
     let cases = suite.cases;
-    let total = opts.run.rounds * cases.len() * backends.len();
+    let total = opts.run.load.rounds * cases.len() * backends.len();
     eprintln!(
         "{what}: {total} runs of {} s (server on CPU {}, client on CPU {}, namespace {})",
-        opts.run.duration, opts.run.host.server_cpu, opts.run.host.client_cpu, net.name
+        opts.run.load.duration, opts.run.host.server_cpu, opts.run.host.client_cpu, net.name
     );
     let mut samples: Vec<Vec<(Backend, Sample)>> = vec![Vec::new(); cases.len()];
     let mut n = 0;
-    for round in 0..opts.run.rounds {
+    for round in 0..opts.run.load.rounds {
         for (ci, case) in cases.iter().enumerate() {
-            let mut order = backends.clone();
-            order.rotate_left((round + ci) % backends.len());
-            for backend in order {
+            for backend in rotated(&backends, round + ci) {
                 n += 1;
                 let s = ctx.run_one(*case, backend, n).map_err(kept)?;
                 eprintln!(
@@ -406,12 +404,12 @@ impl Ctx<'_> {
             .arg("--size")
             .arg(case.size.to_string())
             .arg("--duration")
-            .arg(self.opts.run.duration.to_string());
+            .arg(self.opts.run.load.duration.to_string());
 
         let cpu_before = CpuTimes::read(&[server.pid()])?;
         let client_name = self.suite.client;
         let mut client = Proc::spawn(client_name, cmd, &client_log)?;
-        let limit = Duration::from_secs(self.opts.run.duration + 30);
+        let limit = Duration::from_secs(self.opts.run.load.duration + 30);
         let status = client.wait_for(limit, self.interrupted)?;
         let cpu_after = CpuTimes::read(&[server.pid()]);
         let server_alive = server.try_status()?.is_none();
@@ -611,8 +609,8 @@ fn block_body(
         unit = suite.unit,
         provenance = provenance(),
         xdp_ip = XDP.stack_ip,
-        rounds = opts.run.rounds,
-        d = opts.run.duration,
+        rounds = opts.run.load.rounds,
+        d = opts.run.load.duration,
         scpu = opts.run.host.server_cpu,
         ccpu = opts.run.host.client_cpu,
     )

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 pub(crate) type Result<T> = std::result::Result<T, String>;
 
-/// Flags every scripted benchmark takes.
+/// How long each load runs and how often: flags every load-driven benchmark takes.
 #[derive(Debug, Clone, clap::Args)]
-pub(crate) struct RunArgs {
+pub(crate) struct LoadArgs {
     /// Seconds of load per run.
     #[arg(long, default_value_t = 5)]
     pub duration: u64,
@@ -23,6 +23,13 @@ pub(crate) struct RunArgs {
     /// middle run).
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+}
+
+/// Flags every scripted benchmark with an AF_XDP row takes.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
     /// Leave out Rusty on AF_XDP (its veth pair and its row).
     #[arg(long)]
     pub no_xdp: bool,
@@ -336,9 +343,32 @@ impl Netns {
         Ok(())
     }
 
-    /// `ip netns exec NAME taskset -c CPU PROGRAM`.
-    pub(crate) fn exec_pinned(&self, cpu: usize, program: &Path) -> Command {
-        exec_pinned(&self.name, cpu, program)
+    /// A veth pair `a`–`b` with `a` in this namespace and `b` in namespace `peer_ns`,
+    /// both up, without addresses; deleted with this namespace.
+    pub(crate) fn add_veth_to(&mut self, a: &str, b: &str, peer_ns: &str) -> Result<()> {
+        ip(&[
+            "-n", &self.name, "link", "add", a, "type", "veth", "peer", "name", b, "netns", peer_ns,
+        ])?;
+        self.veths.push(a.to_string());
+        ip(&["-n", &self.name, "link", "set", a, "up"])?;
+        ip(&["-n", peer_ns, "link", "set", b, "up"])
+    }
+
+    /// `ip netns exec NAME taskset -c CPUS PROGRAM` (`cpus`: one core or a list).
+    pub(crate) fn exec_pinned(&self, cpus: impl std::fmt::Display, program: &Path) -> Command {
+        exec_pinned(&self.name, cpus, program)
+    }
+
+    /// Whether a TCP connection from this namespace's kernel to `addr`:`port` opens
+    /// within a second.
+    pub(crate) fn connects(&self, addr: &str, port: u16) -> bool {
+        Command::new("ip")
+            .args(["netns", "exec", &self.name, "timeout", "1", "bash", "-c"])
+            .arg(format!("exec 3<>/dev/tcp/{addr}/{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
     }
 
     /// Sets a (namespaced) sysctl inside the namespace.
@@ -386,14 +416,35 @@ impl Drop for Netns {
     }
 }
 
-/// `ip netns exec NS taskset -c CPU PROGRAM` (both exec in place, so the child's PID
+/// `ip netns exec NS taskset -c CPUS PROGRAM` (both exec in place, so the child's PID
 /// is the program's).
-pub(crate) fn exec_pinned(ns: &str, cpu: usize, program: &Path) -> Command {
+pub(crate) fn exec_pinned(ns: &str, cpus: impl std::fmt::Display, program: &Path) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", ns, "taskset", "-c"])
-        .arg(cpu.to_string())
+        .arg(cpus.to_string())
         .arg(program);
     c
+}
+
+/// A namespace with nothing of ours that needs deleting first; deleted when dropped.
+pub(crate) struct Namespace(pub String);
+
+impl Namespace {
+    /// The namespace `name`, its loopback up.
+    pub(crate) fn create(name: String) -> Result<Namespace> {
+        ip(&["netns", "add", &name])?;
+        let ns = Namespace(name);
+        ip(&["-n", &ns.0, "link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        if let Err(e) = ip(&["netns", "del", &self.0]) {
+            eprintln!("xtask: cleanup: {e}");
+        }
+    }
 }
 
 pub(crate) fn ip(args: &[&str]) -> Result<()> {
@@ -437,6 +488,22 @@ impl TempDir {
     /// The runs failed with `e`: keep the directory and say where its logs are.
     pub(crate) fn keep_for(self, e: String) -> String {
         format!("{e}\n(logs kept in {})", self.keep().join("logs").display())
+    }
+
+    /// After a benchmark's runs (`result`): on failure the directory is kept and the
+    /// error says where its logs are; on success it is removed, or kept with
+    /// `keep_logs` and where said on stderr (`what` names the benchmark).
+    pub(crate) fn finish(self, result: Result<()>, keep_logs: bool, what: &str) -> Result<()> {
+        if let Err(e) = result {
+            return Err(self.keep_for(e));
+        }
+        if keep_logs {
+            eprintln!(
+                "{what}: logs kept in {}",
+                self.keep().join("logs").display()
+            );
+        }
+        Ok(())
     }
 }
 
@@ -738,6 +805,16 @@ pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// `items` rotated left by `by` (modulo their count): the order in which a round runs
+/// its servers, so that each goes first in turn.
+pub(crate) fn rotated<T: Clone>(items: &[T], by: usize) -> Vec<T> {
+    let mut v = items.to_vec();
+    if !v.is_empty() {
+        v.rotate_left(by % items.len());
+    }
+    v
 }
 
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {

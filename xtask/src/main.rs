@@ -20,6 +20,11 @@
 //!
 //! Both report server CPU and whole-machine CPU per request or message; their Rusty-on-
 //! AF_XDP row shares its veth pair, trial start and goals ([`xdp`]).
+//! - `cargo xtask bench preload [--duration S] [--rounds N] [--quick] …`: unmodified nginx
+//!   (1 and 2 workers) and redis-server on Rusty through `rusty-run` over a TAP against
+//!   the same binaries on the kernel's sockets behind a veth pair, under wrk and
+//!   redis-benchmark; prints a table and writes it into `docs/benchmarks.md` (see
+//!   [`bench_preload`]).
 //! - `cargo xtask bench loss [--quick] [--single SIZE] [--multi NxSIZE] [--loss P,…] …`:
 //!   bulk transfers under nftables random loss in both directions, Rusty as sender and
 //!   as receiver, each against the same application on Linux's TCP behind a veth pair;
@@ -46,9 +51,12 @@ mod autobahn;
 mod bench_echo;
 mod bench_http;
 mod bench_loss;
+mod bench_preload;
 mod common;
 mod cross;
 mod cross_test;
+mod goals;
+mod http_load;
 mod pages;
 mod results;
 mod soak;
@@ -102,6 +110,9 @@ enum Bench {
     /// Bulk transfers under random loss: Rusty vs Linux as sender and receiver (needs
     /// root).
     Loss(bench_loss::Options),
+    /// nginx and redis on Rusty through rusty-run (TAP) vs on the kernel's sockets
+    /// behind a veth pair, under wrk and redis-benchmark (needs root).
+    Preload(bench_preload::Options),
 }
 
 fn main() -> ExitCode {
@@ -119,6 +130,9 @@ fn main() -> ExitCode {
         Command::Bench {
             which: Bench::Loss(opts),
         } => bench_loss::run(&opts),
+        Command::Bench {
+            which: Bench::Preload(opts),
+        } => bench_preload::run(&opts),
         Command::GenPages { dir } => bench_http::gen_pages(&dir),
         Command::CrossBuild(args) => cross::run(&args),
         Command::CrossTest(args) => cross_test::run(&args),

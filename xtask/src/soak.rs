@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 
 use rusty_testkit::MemoryTrend;
 
-use crate::bench_http::wrk::parse_wrk;
 use crate::common::{
     apt_install, check_interrupted, find_program, listening, prepare, release_bin, Netns, Proc,
     Result, TempDir,
 };
+use crate::http_load::wrk::parse_wrk;
 use crate::pages;
 
 const PORT: u16 = 8080;

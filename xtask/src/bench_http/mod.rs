@@ -35,24 +35,24 @@
 //! measured run ([`runs`]), reading wrk's report ([`wrk`]) and the table, verdict and
 //! block written into `docs/benchmarks.md` ([`report`]).
 
-mod nginx;
 mod report;
 mod runs;
 mod tools;
-pub(crate) mod wrk;
 
-use std::fs;
 use std::path::Path;
 
 use crate::common::{
-    release_bin, warn_if_busy, write_results, Netns, Result, RunArgs, TempDir, BENCHMARKS_PAGE,
+    release_bin, rotated, warn_if_busy, write_results, Netns, Result, RunArgs, TempDir,
+    BENCHMARKS_PAGE,
 };
+use crate::http_load::report::{us, Row};
+use crate::http_load::wrk::Sample;
+use crate::http_load::{nginx, write_files, Files, CASES};
 use crate::pages;
 use crate::xdp::{self, Goal, Per};
-use report::{block_body, table, us, verdict};
+use report::{block_body, table, verdict};
 use runs::Ctx;
 use tools::Tools;
-use wrk::Sample;
 
 const PORT: u16 = 8080;
 const HOST_CIDR: &str = "10.80.0.1/24";
@@ -105,38 +105,6 @@ pub(crate) struct Options {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Load {
-    Small,
-    SmallClose,
-    Random,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Case {
-    label: &'static str,
-    tag: &'static str,
-    load: Load,
-}
-
-const CASES: [Case; 3] = [
-    Case {
-        label: "64 B, keep-alive",
-        tag: "small",
-        load: Load::Small,
-    },
-    Case {
-        label: "64 B, `Connection: close`",
-        tag: "close",
-        load: Load::SmallClose,
-    },
-    Case {
-        label: "random pages, keep-alive",
-        tag: "pages",
-        load: Load::Random,
-    },
-];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Server {
     Tap,
     Xdp,
@@ -145,7 +113,7 @@ enum Server {
 }
 
 impl Server {
-    fn label(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Server::Tap => "httpd, Rusty on TAP",
             Server::Xdp => "httpd, Rusty on AF_XDP",
@@ -153,15 +121,21 @@ impl Server {
             Server::Nginx => "nginx, 1 worker",
         }
     }
+}
 
-    /// The short name in ratio rows.
-    fn short(self) -> &'static str {
+impl Row for Server {
+    fn label(self) -> String {
+        self.name().into()
+    }
+
+    fn short(self) -> String {
         match self {
             Server::Tap => "TAP",
             Server::Xdp => "XDP",
             Server::Kernel => "kernel httpd",
             Server::Nginx => "nginx",
         }
+        .into()
     }
 }
 
@@ -173,7 +147,7 @@ pub(crate) fn gen_pages(dir: &Path) -> Result<()> {
 }
 
 pub(crate) fn run(opts: &Options) -> Result<()> {
-    if opts.run.duration == 0 || opts.run.rounds == 0 || opts.connections == 0 {
+    if opts.run.load.duration == 0 || opts.run.load.rounds == 0 || opts.connections == 0 {
         return Err("--duration, --rounds and --connections must be at least 1".into());
     }
     let (interrupted, root) = opts.run.host.prepare("bench http", &["rusty-httpd"])?;
@@ -183,21 +157,20 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let pid = std::process::id();
     let tmp = TempDir::new(&format!("rusty-bench-http-{pid}"))?;
     let tools = Tools::find_or_install(opts, tmp.path(), &interrupted)?;
-    fs::set_permissions(
-        tmp.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .map_err(|e| format!("chmod {}: {e}", tmp.path().display()))?;
-    let page_dir = tmp.path().join("pages");
-    let set = pages::write_pages(&page_dir)?;
-    eprintln!("bench http: {}", set.summary());
-    let script = tmp.path().join("random-pages.lua");
-    fs::write(&script, pages::wrk_script())
-        .map_err(|e| format!("writing {}: {e}", script.display()))?;
-    let logs = tmp.path().join("logs");
-    fs::create_dir_all(&logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
+    let Files {
+        set,
+        pages: page_dir,
+        script,
+        logs,
+    } = write_files(tmp.path(), "bench http")?;
     let nginx_conf = match &tools.nginx {
-        Some(_) => Some(nginx::write_nginx_conf(tmp.path(), &page_dir)?),
+        Some(_) => Some(nginx::write_nginx_conf(
+            tmp.path(),
+            "nginx",
+            &page_dir,
+            PORT,
+            1,
+        )?),
         None => None,
     };
 
@@ -250,11 +223,11 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     }
     xdp::announce("bench http", &xdp_outcome);
 
-    let total = opts.run.rounds * CASES.len() * servers.len();
+    let total = opts.run.load.rounds * CASES.len() * servers.len();
     eprintln!(
         "bench http: {total} runs of {} s, {} connections (server on CPU {}, wrk on CPU {}, \
          namespace {})",
-        opts.run.duration,
+        opts.run.load.duration,
         opts.connections,
         opts.run.host.server_cpu,
         opts.run.host.client_cpu,
@@ -263,11 +236,9 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let mut samples: Vec<Vec<(Server, Sample)>> = vec![Vec::new(); CASES.len()];
     let mut n = 0;
     let result: Result<()> = (|| {
-        for round in 0..opts.run.rounds {
+        for round in 0..opts.run.load.rounds {
             for (ci, case) in CASES.iter().enumerate() {
-                let mut order = servers.clone();
-                order.rotate_left((round + ci) % servers.len());
-                for server in order {
+                for server in rotated(&servers, round + ci) {
                     n += 1;
                     let s = ctx.run_one(*case, server, n)?;
                     eprintln!(
@@ -275,7 +246,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
                          CPU µs/req server {:.2} machine {:.2}{}{}",
                         round + 1,
                         case.tag,
-                        server.label(),
+                        server.name(),
                         s.req_per_s,
                         s.mb_per_s,
                         s.server_us(),
@@ -296,17 +267,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         Ok(())
     })();
     drop(net);
-    if let Err(e) = result {
-        return Err(tmp.keep_for(e));
-    }
-    if opts.run.host.keep_logs {
-        eprintln!(
-            "bench http: logs kept in {}",
-            tmp.keep().join("logs").display()
-        );
-    } else {
-        drop(tmp);
-    }
+    tmp.finish(result, opts.run.host.keep_logs, "bench http")?;
 
     let table = table(&samples, &servers);
     let verdict = verdict(&samples, xdp_outcome.as_ref().err().map(String::as_str));

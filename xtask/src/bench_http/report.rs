@@ -1,109 +1,30 @@
-//! What a benchmark run reports: the markdown table of medians and ratios, the verdict
-//! against the goals, and the block of `docs/benchmarks.md` around them.
-
-use std::fmt::Write as _;
+//! What a benchmark run reports: the markdown table of medians and ratios
+//! ([`crate::http_load::report`] with this benchmark's rows), the verdict against the
+//! goals, and the block of `docs/benchmarks.md` around them.
 
 use super::tools::Tools;
-use super::wrk::Sample;
 use super::{Options, Server, CASES, GOAL, PORT, PREFIX, STACK_IP, XDP, XDP_GOALS};
-use crate::common::{median_by, provenance, thousands};
+use crate::common::{provenance, thousands};
+use crate::http_load::report::{self, ratios, CaseRuns};
+use crate::http_load::wrk::Sample;
 use crate::pages::{self, PAGES, SMALL_PAGE};
 use crate::xdp::{self, Per};
 
-/// Microseconds as wrk-like text.
-pub(super) fn us(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.2} s", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.2} ms", v / 1e3)
-    } else {
-        format!("{v:.0} µs")
-    }
-}
-
-/// Medians per (case, server), and the ratios of each Rusty row (TAP, AF_XDP) to each
-/// baseline: requests/s, and requests per server and per machine CPU-second.
+/// The table of medians and of the ratios of each Rusty row (TAP, AF_XDP) to each
+/// baseline ([`crate::http_load::report::table`]).
 pub(super) fn table(samples: &[Vec<(Server, Sample)>], servers: &[Server]) -> String {
-    let mut t = String::new();
-    t.push_str(
-        "| case | server | requests/s (min–max) | MB/s | server CPU µs per request | machine CPU µs per request | server core busy | p50 / p99 latency | socket errors |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
-    for (case, runs) in CASES.iter().zip(samples) {
-        for &server in servers {
-            let rates: Vec<f64> = runs
-                .iter()
-                .filter(|(s, _)| *s == server)
-                .map(|(_, x)| x.req_per_s)
-                .collect();
-            let spread = if rates.len() > 1 {
-                let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = rates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                format!(" ({}–{})", thousands(lo), thousands(hi))
-            } else {
-                String::new()
-            };
-            let p50 = median_by(runs, server, |x| x.latency_us.map_or(f64::NAN, |l| l.0));
-            let p99 = median_by(runs, server, |x| x.latency_us.map_or(f64::NAN, |l| l.1));
-            let lat = if p50.is_nan() {
-                "—".to_string()
-            } else {
-                format!("{} / {}", us(p50), us(p99))
-            };
-            let errors: u64 = runs
-                .iter()
-                .filter(|(s, _)| *s == server)
-                .map(|(_, x)| x.socket_errors)
-                .sum();
-            let _ = writeln!(
-                t,
-                "| {} | {} | {}{spread} | {:.1} | {:.2} | {:.2} | {:.0} % | {lat} | {errors} |",
-                case.label,
-                server.label(),
-                thousands(median_by(runs, server, |x| x.req_per_s)),
-                median_by(runs, server, |x| x.mb_per_s),
-                median_by(runs, server, Sample::server_us),
-                median_by(runs, server, Sample::machine_us),
-                median_by(runs, server, Sample::busy_percent),
-            );
-        }
-        for rusty in [Server::Tap, Server::Xdp] {
-            for other in [Server::Kernel, Server::Nginx] {
-                if !servers.contains(&rusty) || !servers.contains(&other) {
-                    continue;
-                }
-                let r = ratios(runs, rusty, other);
-                let _ = writeln!(
-                    t,
-                    "| {} | **{} / {}** | **{:.2}×** | | **{:.2}×** per CPU-s | **{:.2}×** per CPU-s | | | |",
-                    case.label,
-                    rusty.short(),
-                    other.short(),
-                    r.rate,
-                    r.per_server_cpu,
-                    r.per_machine_cpu,
-                );
-            }
+    let cases: Vec<CaseRuns<'_, Server>> = CASES
+        .iter()
+        .zip(samples)
+        .map(|(c, runs)| (c.label, runs.as_slice()))
+        .collect();
+    let mut pairs = Vec::new();
+    for rusty in [Server::Tap, Server::Xdp] {
+        for other in [Server::Kernel, Server::Nginx] {
+            pairs.push((rusty, other));
         }
     }
-    t
-}
-
-/// One server against another in one case, from the medians.
-struct Ratios {
-    rate: f64,
-    /// Requests per server CPU-second: the inverse of the CPU-per-request ratio.
-    per_server_cpu: f64,
-    per_machine_cpu: f64,
-}
-
-fn ratios(runs: &[(Server, Sample)], a: Server, b: Server) -> Ratios {
-    let of = |f: fn(&Sample) -> f64| median_by(runs, b, f) / median_by(runs, a, f);
-    Ratios {
-        rate: 1.0 / of(|x| x.req_per_s),
-        per_server_cpu: of(Sample::server_us),
-        per_machine_cpu: of(Sample::machine_us),
-    }
+    report::table(&cases, servers, &pairs)
 }
 
 /// Where Rusty on TAP stands against its goal (≥ 3× the kernel-backend httpd per core),
@@ -212,8 +133,8 @@ pub(super) fn block_body(
          {verdict}",
         provenance = provenance(),
         xdp_ip = XDP.stack_ip,
-        rounds = opts.run.rounds,
-        d = opts.run.duration,
+        rounds = opts.run.load.rounds,
+        d = opts.run.load.duration,
         scpu = opts.run.host.server_cpu,
         ccpu = opts.run.host.client_cpu,
         conns = opts.connections,
@@ -227,20 +148,11 @@ pub(super) fn block_body(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::CpuTimes;
 
     fn s(rps: f64, server_s: f64, machine_s: f64) -> Sample {
         Sample {
-            requests: (rps * 5.0) as u64,
-            req_per_s: rps,
-            mb_per_s: 1.0,
             latency_us: Some((100.0, 900.0)),
-            cpu: CpuTimes {
-                server_s,
-                machine_s,
-            },
-            wall_s: 5.0,
-            ..Sample::default()
+            ..Sample::for_test(rps, server_s, machine_s)
         }
     }
 

@@ -2,11 +2,11 @@
 //! found on PATH or installed with apt-get, and their versions for the report.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::AtomicBool;
 
 use super::Options;
-use crate::common::{apt_install, find_program, Result};
+use crate::common::Result;
+use crate::http_load::tools::{find_or_install, version, Need};
 
 /// wrk and (maybe) nginx, and why nginx is missing.
 pub(super) struct Tools {
@@ -23,51 +23,29 @@ impl Tools {
         tmp: &Path,
         interrupted: &AtomicBool,
     ) -> Result<Tools> {
-        let mut wrk = find_program("wrk");
-        let mut nginx = if opts.no_nginx {
-            None
-        } else {
-            find_program("nginx")
-        };
-        let mut nginx_note = opts.no_nginx.then(|| "left out (--no-nginx)".to_string());
-        let mut missing = Vec::new();
-        if wrk.is_none() {
-            missing.push("wrk");
+        let mut needs = vec![Need {
+            program: "wrk",
+            package: "wrk",
+        }];
+        if !opts.no_nginx {
+            needs.push(Need {
+                program: "nginx",
+                package: "nginx",
+            });
         }
-        if nginx.is_none() && !opts.no_nginx {
-            missing.push("nginx");
-        }
-        if !missing.is_empty() && opts.no_install {
-            nginx_note = nginx_note.or(Some("not installed (--no-install)".into()));
-        } else if !missing.is_empty() {
-            eprintln!(
-                "bench http: installing {} with apt-get (Debian packages)",
-                missing.join(" and ")
-            );
-            let log = tmp.join("apt-get.log");
-            // One package at a time: wrk is required, nginx only adds rows.
-            let installed = apt_install(&missing, &log, interrupted)?;
-            for (pkg, r) in missing.iter().zip(installed) {
-                if let Err(e) = r {
-                    eprintln!("bench http: installing {pkg} failed: {e}");
-                    if *pkg == "nginx" {
-                        nginx_note = Some(format!("could not be installed with apt-get ({e})"));
-                    }
-                }
-            }
-            wrk = find_program("wrk");
-            if !opts.no_nginx {
-                nginx = find_program("nginx");
-            }
-        }
-        let wrk = wrk.ok_or_else(|| {
+        let log = tmp.join("apt-get.log");
+        let mut found =
+            find_or_install("bench http", &needs, opts.no_install, &log, interrupted)?.into_iter();
+        let wrk = found.next().and_then(|r| r.ok()).ok_or_else(|| {
             "wrk is not installed and could not be installed; install it (Debian: `apt-get \
              install wrk`) and run again"
                 .to_string()
         })?;
-        if nginx.is_none() && nginx_note.is_none() {
-            nginx_note = Some("not found after installing".into());
-        }
+        let (nginx, nginx_note) = match found.next() {
+            None => (None, Some("left out (--no-nginx)".to_string())),
+            Some(Ok(p)) => (Some(p), None),
+            Some(Err(why)) => (None, Some(why)),
+        };
         if let Some(n) = &nginx_note {
             eprintln!("bench http: nginx {n}; its rows are skipped");
         }
@@ -81,19 +59,4 @@ impl Tools {
             wrk_version,
         })
     }
-}
-
-/// The first line a program prints for `args` (wrk and nginx print to stderr).
-fn version(program: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new(program).args(args).output().ok()?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let line = text.lines().next()?.trim();
-    let line = line.strip_prefix("nginx version: ").unwrap_or(line);
-    // wrk: "wrk 4.1.0 [epoll] Copyright (C) 2012 Will Glozer"
-    let line = line.split(" Copyright").next().unwrap_or(line);
-    (!line.is_empty()).then(|| line.to_string())
 }

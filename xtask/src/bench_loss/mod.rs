@@ -250,17 +250,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         Ok(())
     })();
     drop(net);
-    if let Err(e) = result {
-        return Err(tmp.keep_for(e));
-    }
-    if opts.host.keep_logs {
-        eprintln!(
-            "bench loss: logs kept in {}",
-            tmp.keep().join("logs").display()
-        );
-    } else {
-        drop(tmp);
-    }
+    tmp.finish(result, opts.host.keep_logs, "bench loss")?;
 
     let table = report::table(&cases, &samples);
     println!("{table}");

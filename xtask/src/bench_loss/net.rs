@@ -37,7 +37,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{ip, Netns, Result};
+use crate::common::{ip, Namespace, Netns, Result};
 
 pub(super) const MTU: u64 = 1500;
 pub(super) const PEER_IP: &str = "10.81.0.1";
@@ -48,26 +48,6 @@ const TABLE: &str = "rusty_loss";
 const BRIDGE: &str = "rlbr";
 /// The bridge's port towards the peer.
 const PEER_PORT: &str = "rlpeer";
-
-/// A namespace with nothing of ours that needs deleting first; deleted when dropped.
-pub(super) struct Namespace(pub String);
-
-impl Namespace {
-    fn create(name: String) -> Result<Namespace> {
-        ip(&["netns", "add", &name])?;
-        let ns = Namespace(name);
-        ip(&["-n", &ns.0, "link", "set", "lo", "up"])?;
-        Ok(ns)
-    }
-}
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        if let Err(e) = ip(&["netns", "del", &self.0]) {
-            eprintln!("xtask: cleanup: {e}");
-        }
-    }
-}
 
 /// The three namespaces and the devices between them; all deleted when dropped.
 pub(super) struct LossNet {

@@ -22,17 +22,33 @@ pub(crate) struct Sample {
 
 impl Sample {
     /// Server CPU microseconds per request.
-    pub(super) fn server_us(&self) -> f64 {
+    pub(crate) fn server_us(&self) -> f64 {
         self.cpu.server_us_per(self.requests)
     }
 
     /// Machine CPU microseconds per request.
-    pub(super) fn machine_us(&self) -> f64 {
+    pub(crate) fn machine_us(&self) -> f64 {
         self.cpu.machine_us_per(self.requests)
     }
 
+    /// A run of 5 s at `rps` on `server_s` and `machine_s` seconds of CPU, for tests.
+    #[cfg(test)]
+    pub(crate) fn for_test(rps: f64, server_s: f64, machine_s: f64) -> Sample {
+        Sample {
+            requests: (rps * 5.0) as u64,
+            req_per_s: rps,
+            mb_per_s: 1.0,
+            cpu: CpuTimes {
+                server_s,
+                machine_s,
+            },
+            wall_s: 5.0,
+            ..Sample::default()
+        }
+    }
+
     /// How busy the server's core was: its CPU time over wall time, in percent.
-    pub(super) fn busy_percent(&self) -> f64 {
+    pub(crate) fn busy_percent(&self) -> f64 {
         if self.wall_s > 0.0 {
             100.0 * self.cpu.server_s / self.wall_s
         } else {
