@@ -516,6 +516,22 @@ impl Stack {
         Ok(c)
     }
 
+    /// Put connection `c`, just accepted from listener `s`, back at the head of its
+    /// queue (the program could not be given a descriptor for it).
+    pub fn requeue(&mut self, s: SockId, c: SockId) {
+        if let Ok(accepted) = self.sock_mut(c) {
+            accepted.queued_on = Some(s);
+            accepted.refs = 0;
+        }
+        if let Ok(Sock {
+            state: State::Listening { queue, .. },
+            ..
+        }) = self.sock_mut(s)
+        {
+            queue.push_front(c);
+        }
+    }
+
     /// `connect`: `Ok` once connected; `EINPROGRESS` while the handshake runs (the
     /// caller waits for writability, then reads `SO_ERROR`).
     pub fn connect(&mut self, s: SockId, remote: SocketAddrV4) -> Result<(), Errno> {

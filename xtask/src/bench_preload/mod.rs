@@ -95,7 +95,7 @@ pub(crate) struct Options {
     /// Requests per redis-benchmark test (`-n`).
     #[arg(long, default_value_t = 200_000)]
     pub redis_requests: u64,
-    /// Pass --wait-spin-us to rusty-run (default: the library's own, 50 µs).
+    /// Pass --wait-spin-us to rusty-run (default: the library's own, 0 µs).
     #[arg(long, value_name = "MICROSECONDS")]
     pub wait_spin_us: Option<u64>,
     /// A short smoke run: one round of 2 s per case, 20,000 requests per redis test;
@@ -331,6 +331,9 @@ impl Net {
     }
 }
 
+/// How long nginx sits idle for the idle measurement.
+const IDLE_SECONDS: u64 = 10;
+
 pub(crate) fn run(opts: &Options) -> Result<()> {
     let opts = &opts.effective();
     if opts.load.duration == 0
@@ -410,11 +413,24 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         }
         Ok(())
     })();
+    // Idle: nginx through rusty-run, its master and two workers, and nothing asking.
+    let idle = result.as_ref().ok().map(|()| {
+        let server = Server::new(App::Nginx(2), Stack::Rusty);
+        ctx.run_idle(server, IDLE_SECONDS)
+    });
+    let idle = match idle {
+        Some(Ok(share)) => Some(share),
+        Some(Err(e)) => return Err(e),
+        None => None,
+    };
     drop(net);
     tmp.finish(result, opts.host.keep_logs, "bench preload")?;
 
     let table = report::table(&labels, &samples);
-    let verdict = report::verdict(&labels, &samples);
+    let mut verdict = report::verdict(&labels, &samples);
+    if let Some(share) = idle {
+        verdict.push_str(&report::idle_line(share, IDLE_SECONDS));
+    }
     println!("{table}\n{verdict}");
     if !opts.host.no_docs {
         let body = report::block_body(opts, &files.set, &tools.versions, &table, &verdict);

@@ -62,6 +62,17 @@ pub(super) fn verdict(labels: &[&str], samples: &[Vec<(Server, Sample)>]) -> Str
     )
 }
 
+/// The idle measurement's line: `share` of one core over `seconds`, and the goal
+/// (under 2 %).
+pub(super) fn idle_line(share: f64, seconds: u64) -> String {
+    let pct = share * 100.0;
+    let verdict = if pct < 2.0 { "met" } else { "missed" };
+    format!(
+        "\nIdle: nginx through rusty-run (master and 2 workers) with no client used \
+         {pct:.2} % of one core over {seconds} s (goal: under 2 %; {verdict}).\n"
+    )
+}
+
 pub(super) fn block_body(
     opts: &Options,
     set: &pages::PageSet,
@@ -71,7 +82,7 @@ pub(super) fn block_body(
 ) -> String {
     let wait = opts
         .wait_spin_us
-        .map_or("the library's default `--wait-spin-us 50`".into(), |us| {
+        .map_or("the library's default `--wait-spin-us 0`".into(), |us| {
             format!("`--wait-spin-us {us}`")
         });
     format!(

@@ -144,6 +144,19 @@ impl Ctx<'_> {
         )
     }
 
+    /// nginx with `server`'s workers left idle for `seconds` after it came up: the
+    /// share of one core its processes (master and workers) used meanwhile.
+    pub(super) fn run_idle(&self, server: Server, seconds: u64) -> Result<f64> {
+        check_interrupted(self.interrupted)?;
+        let log = self.logs.join(format!("idle-{}-server.log", server.tag()));
+        let mut running = self.start(server, &log)?;
+        let before = running.cpu()?;
+        std::thread::sleep(Duration::from_secs(seconds));
+        let after = running.cpu()?;
+        running.stop();
+        Ok((after.server_s - before.server_s) / seconds as f64)
+    }
+
     /// redis-server under redis-benchmark: each of [`REDIS_TESTS`] in turn against the
     /// same server, each measured on its own.
     pub(super) fn run_redis(&self, server: Server, n: usize) -> Result<Vec<Sample>> {

@@ -97,29 +97,32 @@ pub unsafe extern "C" fn accept4(
         Ok(d) => d,
         Err(e) => return fail(e),
     };
-    // The descriptor first, so that a connection taken off the queue always gets one.
-    let new = match sys::eventfd(flags & libc::SOCK_CLOEXEC != 0, false) {
-        Ok(new) => new,
-        Err(e) => return fail(Errno(e)),
-    };
     let accepted = blocking(nonblock, None, |p| {
         p.engage(fd);
         let c = p.stack.accept(listener)?;
+        // A connection that gets no descriptor (EMFILE) goes back to the head of the
+        // queue, for the next accept.
+        let new = match sys::eventfd(flags & libc::SOCK_CLOEXEC != 0, false) {
+            Ok(new) => new,
+            Err(e) => {
+                p.stack.requeue(listener, c);
+                return Err(Errno(e));
+            }
+        };
         p.attach(new, c, flags & libc::SOCK_NONBLOCK != 0);
-        p.stack
-            .peer_addr(c)
-            .or(Ok(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)))
+        let peer = p.stack.peer_addr(c);
+        Ok((
+            new,
+            peer.unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
+        ))
     });
     match accepted {
-        Ok(peer) => {
+        Ok((new, peer)) => {
             // SAFETY: the program's own address buffer.
             unsafe { write_addr(peer, addr, len) };
             new
         }
-        Err(e) => {
-            sys::close(new);
-            fail(e)
-        }
+        Err(e) => fail(e),
     }
 }
 
