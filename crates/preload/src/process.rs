@@ -536,6 +536,14 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
+/// The process lock the forking thread took in `before_fork`, now its to release.
+fn held_across_fork() -> Option<std::sync::MutexGuard<'static, Option<Process>>> {
+    HELD_ACROSS_FORK
+        .try_with(|h| h.borrow_mut().take())
+        .ok()
+        .flatten()
+}
+
 extern "C" fn before_fork() {
     let _bypass = Bypass::enter();
     let guard = PROCESS.lock().unwrap_or_else(|p| p.into_inner());
@@ -548,11 +556,7 @@ extern "C" fn before_fork() {
 /// queue is detached, so the kernel steers new flows to the children's queues.
 extern "C" fn after_fork_in_parent() {
     let _bypass = Bypass::enter();
-    let Some(mut guard) = HELD_ACROSS_FORK
-        .try_with(|h| h.borrow_mut().take())
-        .ok()
-        .flatten()
-    else {
+    let Some(mut guard) = held_across_fork() else {
         return;
     };
     if let Some(p) = guard.as_mut() {
@@ -572,11 +576,7 @@ extern "C" fn after_fork_in_parent() {
 /// dropped without a frame sent.
 extern "C" fn after_fork_in_child() {
     let _bypass = Bypass::enter();
-    let Some(mut guard) = HELD_ACROSS_FORK
-        .try_with(|h| h.borrow_mut().take())
-        .ok()
-        .flatten()
-    else {
+    let Some(mut guard) = held_across_fork() else {
         return;
     };
     let Some(old) = guard.take() else {

@@ -283,4 +283,33 @@ static inline const char *yn(int c) { return c ? "yes" : "no"; }
 /* The result of a call that returns -1 and sets errno: "ok" or the errno's name. */
 static inline const char *res(int r) { return r < 0 ? errname(errno) : "ok"; }
 
+/* The peer's side of a scripted exchange: read command bytes from `fd`, answering
+ * `command` with `answer`, until 'q'. */
+static inline void answer_commands(int fd, char command, const char *answer)
+{
+    for (;;) {
+        char c;
+        read_full(fd, &c, 1);
+        if (c == command)
+            write_str(fd, answer);
+        else if (c == 'q')
+            return;
+        else
+            die("unknown command %c", c);
+    }
+}
+
+/* Every program's main: parse the arguments, set up, and run the role asked for. */
+#define RUN_ROLES(server_fn, client_fn)                                                  \
+    int main(int argc, char **argv)                                                      \
+    {                                                                                    \
+        struct args a = parse_args(argc, argv);                                          \
+        setup();                                                                         \
+        if (is_server(&a))                                                               \
+            server_fn(&a);                                                               \
+        else                                                                             \
+            client_fn(&a);                                                               \
+        return 0;                                                                        \
+    }
+
 #endif

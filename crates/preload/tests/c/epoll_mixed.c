@@ -164,27 +164,9 @@ static void server(const struct args *a)
 static void client(const struct args *a)
 {
     int fd = connect_to(a->server_ip, a->port);
-    for (;;) {
-        char c;
-        read_full(fd, &c, 1);
-        if (c == 'p')
-            write_str(fd, "pong");
-        else if (c == 'q')
-            break;
-        else
-            die("unknown command %c", c);
-    }
+    answer_commands(fd, 'p', "pong");
     close(fd);
     printf("done\n");
 }
 
-int main(int argc, char **argv)
-{
-    struct args a = parse_args(argc, argv);
-    setup();
-    if (is_server(&a))
-        server(&a);
-    else
-        client(&a);
-    return 0;
-}
+RUN_ROLES(server, client)

@@ -157,13 +157,4 @@ static void server(const struct args *a)
     printf("served\n");
 }
 
-int main(int argc, char **argv)
-{
-    struct args a = parse_args(argc, argv);
-    setup();
-    if (is_server(&a))
-        server(&a);
-    else
-        client(&a);
-    return 0;
-}
+RUN_ROLES(server, client)

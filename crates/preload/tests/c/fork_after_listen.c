@@ -58,13 +58,4 @@ static void client(const struct args *a)
     printf("got the child's answer\n");
 }
 
-int main(int argc, char **argv)
-{
-    struct args a = parse_args(argc, argv);
-    setup();
-    if (is_server(&a))
-        server(&a);
-    else
-        client(&a);
-    return 0;
-}
+RUN_ROLES(server, client)

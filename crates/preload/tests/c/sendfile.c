@@ -114,13 +114,4 @@ static void server(const struct args *a)
     printf("%s", line);
 }
 
-int main(int argc, char **argv)
-{
-    struct args a = parse_args(argc, argv);
-    setup();
-    if (is_server(&a))
-        server(&a);
-    else
-        client(&a);
-    return 0;
-}
+RUN_ROLES(server, client)
