@@ -588,6 +588,16 @@ impl Tcb {
         self.arm_keepalive(self.last_now);
     }
 
+    /// Whether this connection probes when idle: checked on every segment that
+    /// restarts the idle time, so it reads only a flag unless the application chose.
+    #[inline]
+    fn keepalive_on(&self) -> bool {
+        match self.timers.extra().and_then(|r| r.keepalive.as_ref()) {
+            Some(chosen) => chosen.is_some(),
+            None => self.cfg.keepalive.is_some(),
+        }
+    }
+
     /// This connection's keepalive: the application's choice, else the
     /// configuration's.
     fn keepalive(&self) -> Option<Keepalive> {

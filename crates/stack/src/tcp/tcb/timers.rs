@@ -271,7 +271,7 @@ impl Tcb {
     /// test for keepalives inline (on every segment, and most connections have none).
     #[inline]
     pub(super) fn arm_keepalive(&mut self, now: Instant) {
-        if self.keepalive().is_some() {
+        if self.keepalive_on() {
             self.restart_keepalive(now);
         }
     }
