@@ -30,10 +30,11 @@
 //! started here are killed by PID, and the namespace, TAP, veth pair and temporary
 //! directory are deleted.
 //!
-//! This file holds the cases, the servers and the loop over rounds; beside it: finding
-//! or installing wrk and nginx ([`tools`]), nginx's configuration ([`nginx`]), one
-//! measured run ([`runs`]), reading wrk's report ([`wrk`]) and the table, verdict and
-//! block written into `docs/benchmarks.md` ([`report`]).
+//! This file holds the servers and the loop over rounds; beside it: finding or
+//! installing wrk and nginx ([`tools`]), one measured run ([`runs`]) and the table,
+//! verdict and block written into `docs/benchmarks.md` ([`report`]). What the preload
+//! benchmark shares with it (the cases, nginx's configuration, reading wrk's report) is
+//! in [`crate::http_load`].
 
 mod report;
 mod runs;
