@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant as StdInstant};
 
@@ -128,6 +128,8 @@ pub(crate) struct Process {
     shared_link: bool,
     /// Mappings moving between the engine and `siblings`.
     learned: Vec<(std::net::Ipv4Addr, rusty_stack::io::MacAddr)>,
+    /// The stack's listen epoch whose ports `siblings` has.
+    ports_published: Option<u64>,
 }
 
 // SAFETY: a `Process` owns its engine outright. The engine is `!Send` so that a
@@ -170,6 +172,7 @@ impl Process {
             siblings,
             shared_link: false,
             learned: Vec::new(),
+            ports_published: None,
         }
     }
 
@@ -187,6 +190,7 @@ impl Process {
 
     /// Run the engine; note that sleepers may have something to see.
     fn turn(&mut self) {
+        self.sync_siblings();
         if self.stack.poll() > 0 {
             self.stirred = true;
             self.stack.drain_learned_arp(&mut self.learned);
@@ -200,7 +204,19 @@ impl Process {
             self.shared_link = crowded;
             self.stack.set_shared_link(crowded);
         }
-        self.siblings.take_new(&mut self.learned);
+    }
+
+    /// Tell the other processes which ports this one listens on, if that changed, and
+    /// take in what they published: neighbours, and the ports any of them listens on.
+    fn sync_siblings(&mut self) {
+        let epoch = self.stack.listen_epoch();
+        if self.ports_published != Some(epoch) {
+            self.ports_published = Some(epoch);
+            self.siblings.set_listening(&self.stack.listening_ports());
+        }
+        if self.siblings.take_new(&mut self.learned) {
+            self.stack.set_link_listeners(self.siblings.listened());
+        }
         for (ip, mac) in self.learned.drain(..) {
             self.stack.import_arp(ip, mac);
         }
@@ -448,23 +464,58 @@ impl Process {
 /// `None` when the library is not running in this process. The engine does not run:
 /// a call that finds what it needs (bytes to read, room to send) costs no system
 /// call, and one that does not runs the engine and tries again ([`with_turn`]).
+///
+/// Small writes the stack holds back (`Stack::send`) are sent first: whatever the
+/// program does next, it may wait for their answer.
 pub(crate) fn with<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
-    locked(false, f)
+    locked(Entry::Release, f)
 }
 
-/// [`with`], after one engine turn (frames received, timers due).
+/// [`with`], after one engine turn (frames received, timers due, held writes sent).
 pub(crate) fn with_turn<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
-    locked(true, f)
+    locked(Entry::Turn, f)
 }
 
-fn locked<R>(turn: bool, f: impl FnOnce(&mut Process) -> R) -> Option<R> {
+/// [`with`] for a send: small writes held back stay held, to leave in one segment
+/// with what this call adds.
+pub(crate) fn with_held<R>(f: impl FnOnce(&mut Process) -> R) -> Option<R> {
+    locked(Entry::Hold, f)
+}
+
+/// Send the small writes the stack holds back, if any, for a call that does not
+/// otherwise take the lock (one on a kernel descriptor). Costs one atomic load when
+/// nothing is held.
+pub(crate) fn settle() {
+    if HOLDING.load(Ordering::Relaxed) && !Bypass::active() {
+        with(|_| ());
+    }
+}
+
+/// Whether the stack holds small writes back; read without the lock by [`settle`].
+static HOLDING: AtomicBool = AtomicBool::new(false);
+
+/// What taking the lock does before the call's own work.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    /// Send held writes.
+    Release,
+    /// Run an engine turn (which sends them too).
+    Turn,
+    /// Nothing.
+    Hold,
+}
+
+fn locked<R>(entry: Entry, f: impl FnOnce(&mut Process) -> R) -> Option<R> {
     let _bypass = Bypass::enter();
     let mut guard = PROCESS.lock().unwrap_or_else(|p| p.into_inner());
     let p = guard.as_mut()?;
-    if turn {
-        p.turn();
+    match entry {
+        Entry::Release => p.stack.release_held(),
+        Entry::Turn => p.turn(),
+        Entry::Hold => {}
     }
     let r = f(p);
+    HOLDING.store(p.stack.holding(), Ordering::Relaxed);
     if std::mem::take(&mut p.stirred) {
         for &bell in &p.sleepers {
             sys::ring(bell);
@@ -598,9 +649,10 @@ extern "C" fn after_fork_in_child() {
         descs,
         epolls,
         far_marks,
-        siblings,
+        mut siblings,
         ..
     } = old;
+    siblings.forked();
     let mut new = Process::new(stack, config, link_fd, clock, siblings);
     new.forked = true;
     let map = new.stack.adopt(&old_stack);

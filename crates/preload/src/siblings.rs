@@ -8,8 +8,11 @@
 //! take in what the others published when the table's generation moves; and while
 //! more than one stack runs, an engine drops a segment for a connection it does not
 //! know instead of resetting it (`EngineConfig::shared_link`), since it may be
-//! another's. The table lives in memory the library maps shared as it is loaded,
-//! before the program can fork, so every process of the program inherits the same one.
+//! another's. The processes also count, per port, how many of them listen on it, so
+//! that an engine still refuses a SYN for a port no process listens on, as a link of
+//! its own would (`Engine::set_link_listeners`). The table lives in memory the library
+//! maps shared as it is loaded, before the program can fork, so every process of the
+//! program inherits the same one.
 //!
 //! The table is a fixed array of slots, found by the address's hash (a newer mapping
 //! for another address in the same slot replaces the older: the table is a cache, and
@@ -17,7 +20,7 @@
 //! while a writer is in it, which readers check before and after reading.
 
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use rusty_stack::io::MacAddr;
@@ -56,20 +59,79 @@ impl Default for Shared {
     }
 }
 
+/// Per local port, how many of the program's processes listen on it.
+#[repr(C)]
+pub(crate) struct PortCounts([AtomicU16; 1 << 16]);
+
+impl Default for PortCounts {
+    fn default() -> PortCounts {
+        PortCounts(std::array::from_fn(|_| AtomicU16::new(0)))
+    }
+}
+
 /// A process's handle on the shared table.
 pub(crate) struct Siblings {
     shared: &'static Shared,
+    ports: &'static [AtomicU16],
     /// The generation this process last took in.
     seen: u64,
+    /// The ports this process counts itself as listening on.
+    mine: Vec<u16>,
 }
 
 impl Siblings {
     /// A handle on the program's table ([`prepare`]).
     pub(crate) fn new() -> Siblings {
+        let (shared, ports) = prepare();
         Siblings {
-            shared: prepare(),
+            shared,
+            ports,
             seen: 0,
+            mine: Vec::new(),
         }
+    }
+
+    /// The handle a forked child inherited: the parent's ports are the parent's to
+    /// count, so the child counts its own from scratch, and takes everything in anew.
+    pub(crate) fn forked(&mut self) {
+        self.mine.clear();
+        self.seen = 0;
+    }
+
+    /// This process now listens on `ports` (in order, no repeats).
+    pub(crate) fn set_listening(&mut self, ports: &[u16]) {
+        if ports == self.mine {
+            return;
+        }
+        for &p in ports {
+            if self.mine.binary_search(&p).is_err() {
+                let _ = self.ports[usize::from(p)].fetch_update(
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                    |n| n.checked_add(1),
+                );
+            }
+        }
+        for &p in &self.mine {
+            if ports.binary_search(&p).is_err() {
+                self.uncount(p);
+            }
+        }
+        self.mine = ports.to_vec();
+        self.shared.generation.fetch_add(1, Ordering::Release);
+    }
+
+    fn uncount(&self, port: u16) {
+        let _ =
+            self.ports[usize::from(port)]
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// The ports some process of the program listens on, in order.
+    pub(crate) fn listened(&self) -> Vec<u16> {
+        (0..=u16::MAX)
+            .filter(|&p| self.ports[usize::from(p)].load(Ordering::Acquire) > 0)
+            .collect()
     }
 
     /// This process runs a stack on the link (once, when it opens its queue).
@@ -77,8 +139,12 @@ impl Siblings {
         self.shared.stacks.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// This process's stack is gone (once, as it exits).
-    pub(crate) fn leave(&self) {
+    /// This process's stack is gone (once, as it exits): it no longer listens either.
+    pub(crate) fn leave(&mut self) {
+        for p in std::mem::take(&mut self.mine) {
+            self.uncount(p);
+        }
+        self.shared.generation.fetch_add(1, Ordering::Release);
         let _ = self
             .shared
             .stacks
@@ -109,11 +175,12 @@ impl Siblings {
         }
     }
 
-    /// The mappings in the table, if anyone published since the last call.
-    pub(crate) fn take_new(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
+    /// The mappings in the table, if anyone published (mappings or ports) since the
+    /// last call; whether anyone did.
+    pub(crate) fn take_new(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) -> bool {
         let generation = self.shared.generation.load(Ordering::Acquire);
         if generation == self.seen {
-            return;
+            return false;
         }
         self.seen = generation;
         for slot in &self.shared.slots {
@@ -128,6 +195,7 @@ impl Siblings {
             }
             out.push((Ipv4Addr::from(ip), unpack(mac)));
         }
+        true
     }
 }
 
@@ -135,10 +203,16 @@ impl Siblings {
 /// loaded (before the program can fork), so that every process of the program, also
 /// those forked before their first socket, inherits the same one. In this process's
 /// memory alone when shared memory cannot be had.
-pub(crate) fn prepare() -> &'static Shared {
-    static TABLE: OnceLock<&'static Shared> = OnceLock::new();
-    TABLE
-        .get_or_init(|| sys::shared_zeroed::<Shared>().unwrap_or_else(|| Box::leak(Box::default())))
+pub(crate) fn prepare() -> (&'static Shared, &'static [AtomicU16]) {
+    static TABLE: OnceLock<(&'static Shared, &'static [AtomicU16])> = OnceLock::new();
+    *TABLE.get_or_init(|| {
+        let shared = sys::shared_zeroed::<Shared>().unwrap_or_else(|| Box::leak(Box::default()));
+        let ports = match sys::shared_zeroed::<PortCounts>() {
+            Some(counts) => &counts.0[..],
+            None => Box::leak((0..1 << 16).map(|_| AtomicU16::new(0)).collect()),
+        };
+        (shared, ports)
+    })
 }
 
 fn slot_of(ip: Ipv4Addr) -> usize {
@@ -176,5 +250,34 @@ mod tests {
         b.take_new(&mut got);
         assert!(got.is_empty(), "nothing new");
         assert_eq!(unpack(pack(mac)), mac);
+    }
+
+    #[test]
+    fn processes_count_the_ports_they_listen_on() {
+        // The table is the process's: use ports no other test does.
+        let mut a = Siblings::new();
+        let mut b = Siblings::new();
+        let listened = |s: &Siblings| {
+            s.listened()
+                .into_iter()
+                .filter(|p| (61000..61010).contains(p))
+                .collect::<Vec<_>>()
+        };
+        a.set_listening(&[61001, 61002]);
+        b.set_listening(&[61002, 61003]);
+        assert!(b.take_new(&mut Vec::new()), "ports moved the generation");
+        assert_eq!(listened(&b), [61001, 61002, 61003]);
+        a.set_listening(&[61002]);
+        assert_eq!(listened(&a), [61002, 61003]);
+        // A forked child counts itself; the parent's count stays the parent's.
+        let mut child = Siblings::new();
+        child.mine = b.mine.clone();
+        child.forked();
+        child.set_listening(&[61003]);
+        b.leave();
+        assert_eq!(listened(&a), [61002, 61003]);
+        child.leave();
+        a.leave();
+        assert!(listened(&a).is_empty());
     }
 }

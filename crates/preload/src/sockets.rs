@@ -13,8 +13,10 @@
 //! slow reader back-pressures its peer as on Linux, and bytes the engine delivered are
 //! never dropped: they are in the socket or still in the engine.
 //!
-//! Sending: `send` goes straight into the connection's send buffer (segments leave in
-//! the call); when it is full the socket asks to hear when it is writable again.
+//! Sending: `send` goes straight into the connection's send buffer; segments leave in
+//! the call, or, for small writes, at the program's next call that is not a send
+//! ([`Stack::send`]). When the buffer is full the socket asks to hear when it is
+//! writable again.
 //!
 //! Errors are `libc` errno values, chosen to match what Linux returns for the same call
 //! in the same state.
@@ -23,9 +25,9 @@ use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
-use rusty_stack::io::{MacAddr, PacketIo};
-use rusty_stack::time::{Clock, Instant};
-use rusty_stack::{CongestionAlgorithm, Conn, ConnId, Engine, Keepalive, TcpState};
+use rusty_stack::io::MacAddr;
+use rusty_stack::time::Instant;
+use rusty_stack::Keepalive;
 
 /// An errno value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,147 +50,6 @@ pub mod ready {
     pub const RDHUP: u32 = libc::EPOLLRDHUP as u32;
 }
 
-/// What the socket layer needs of an engine, so that [`Stack`] is one type whatever
-/// the device under it.
-pub trait EngineOps {
-    /// Run one loop turn; frames received.
-    fn poll(&mut self) -> usize;
-    /// The earliest time the engine has timer work.
-    fn next_deadline(&self) -> Option<Instant>;
-    /// The engine's address.
-    fn address(&self) -> Ipv4Addr;
-    /// Whether `ip` is reached through this engine's link (on it, or through its
-    /// gateway).
-    fn routes(&self, ip: Ipv4Addr) -> bool;
-    /// Keepalive probing, when the stack runs it.
-    fn keepalive(&self) -> Option<Keepalive>;
-    /// Let the kernel steer frames to the engine's queue, or stop it.
-    fn set_steered(&mut self, on: bool);
-    /// The engine's MAC address.
-    fn mac(&self) -> MacAddr;
-    /// Whether other engines share the link (`EngineConfig::shared_link`).
-    fn set_shared_link(&mut self, shared: bool);
-    /// Whether a connection still has something of ours to deliver: data or a FIN
-    /// not yet acknowledged, or a handshake under way.
-    fn delivering(&self) -> bool;
-    /// Neighbour mappings learned since the last call.
-    fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>);
-    /// A neighbour mapping learned elsewhere.
-    fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr);
-    /// The congestion control connections run, by Linux's name for it.
-    fn congestion(&self) -> &'static str;
-    /// Listen on `port`.
-    fn listen(&mut self, port: u16, backlog: usize);
-    /// Stop listening on `port`.
-    fn unlisten(&mut self, port: u16);
-    /// Start an active open for socket `id`.
-    fn connect(&mut self, remote: SocketAddrV4, id: SockId) -> Result<(), Errno>;
-    /// Act on connection `id`; false when it is gone.
-    fn with_conn(&mut self, id: ConnId, f: &mut dyn FnMut(&mut Conn<'_, SockId>)) -> bool;
-    /// Offer the connection's held bytes again.
-    fn resume_receive(&mut self, id: ConnId);
-    /// The socket table.
-    fn table(&self) -> &Table;
-    /// The socket table.
-    fn table_mut(&mut self) -> &mut Table;
-}
-
-/// A device whose queue the kernel may stop steering frames to, for a process that
-/// holds a queue but wants no traffic for now. Devices that cannot say so keep
-/// receiving.
-pub trait Steered {
-    /// Start or stop the kernel steering frames to this queue.
-    fn set_steered(&self, on: bool) -> std::io::Result<()> {
-        let _ = on;
-        Ok(())
-    }
-}
-
-impl Steered for rusty_drivers_tap::TapQueue {
-    fn set_steered(&self, on: bool) -> std::io::Result<()> {
-        self.set_attached(on)
-    }
-}
-
-/// An AF_XDP queue is chosen by the NIC's RSS, not detached.
-impl Steered for rusty_drivers_xdp::XdpQueue {}
-
-impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
-    fn poll(&mut self) -> usize {
-        Engine::poll(self)
-    }
-    fn next_deadline(&self) -> Option<Instant> {
-        Engine::next_deadline(self)
-    }
-    fn address(&self) -> Ipv4Addr {
-        self.config().ip
-    }
-    fn routes(&self, ip: Ipv4Addr) -> bool {
-        let cfg = self.config();
-        cfg.on_link(ip) || cfg.gateway.is_some()
-    }
-    fn keepalive(&self) -> Option<Keepalive> {
-        self.config().tcp.keepalive
-    }
-    fn mac(&self) -> MacAddr {
-        self.device().capabilities().mac
-    }
-    fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
-        Engine::drain_learned_arp(self, out);
-    }
-    fn set_shared_link(&mut self, shared: bool) {
-        Engine::set_shared_link(self, shared);
-    }
-    fn delivering(&self) -> bool {
-        self.connection_states().any(|(_, s)| {
-            !matches!(
-                s,
-                TcpState::FinWait2 | TcpState::TimeWait | TcpState::Closed
-            )
-        })
-    }
-    fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr) {
-        Engine::import_arp(self, ip, mac);
-    }
-    fn set_steered(&mut self, on: bool) {
-        if let Err(e) = self.device().set_steered(on) {
-            log::warn!(
-                "cannot {} the link's queue: {e}",
-                if on { "attach" } else { "detach" }
-            );
-        }
-    }
-    fn congestion(&self) -> &'static str {
-        match self.config().tcp.congestion_control {
-            CongestionAlgorithm::NewReno => "reno",
-            _ => "cubic",
-        }
-    }
-    fn listen(&mut self, port: u16, backlog: usize) {
-        Engine::listen(self, port, backlog);
-    }
-    fn unlisten(&mut self, port: u16) {
-        Engine::unlisten(self, port);
-    }
-    fn connect(&mut self, remote: SocketAddrV4, id: SockId) -> Result<(), Errno> {
-        Engine::connect(self, remote, id)
-            .map(|_| ())
-            .map_err(|(e, _)| connect_errno(e))
-    }
-    fn with_conn(&mut self, id: ConnId, f: &mut dyn FnMut(&mut Conn<'_, SockId>)) -> bool {
-        Engine::with_conn(self, id, |_, conn| f(conn)).is_some()
-    }
-    fn resume_receive(&mut self, id: ConnId) {
-        Engine::resume_receive(self, id);
-    }
-    fn table(&self) -> &Table {
-        self.handler()
-    }
-    fn table_mut(&mut self) -> &mut Table {
-        self.handler_mut()
-    }
-}
-
 /// How `shutdown` shuts a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shut {
@@ -203,6 +64,10 @@ pub enum Shut {
 /// One engine and its sockets.
 pub struct Stack {
     engine: Box<dyn EngineOps>,
+    /// Small writes are queued but not sent yet (see [`Stack::send`]).
+    held: bool,
+    /// See [`Stack::listen_epoch`].
+    listen_epoch: u64,
 }
 
 impl std::fmt::Debug for Stack {
@@ -219,7 +84,11 @@ const EBADF: Errno = Errno(libc::EBADF);
 impl Stack {
     /// A stack on `engine`, whose handler must be an empty [`Table`].
     pub fn new(engine: Box<dyn EngineOps>) -> Stack {
-        Stack { engine }
+        Stack {
+            engine,
+            held: false,
+            listen_epoch: 0,
+        }
     }
 
     fn sock(&self, s: SockId) -> Result<&Sock, Errno> {
@@ -230,9 +99,23 @@ impl Stack {
         self.engine.table_mut().get_mut(s).ok_or(EBADF)
     }
 
-    /// Run one engine turn; frames received.
+    /// Run one engine turn; frames received. What [`send`](Self::send) held back goes
+    /// out too.
     pub fn poll(&mut self) -> usize {
+        self.held = false;
         self.engine.poll()
+    }
+
+    /// Whether [`send`](Self::send) holds small writes back.
+    pub fn holding(&self) -> bool {
+        self.held
+    }
+
+    /// Send the small writes [`send`](Self::send) held back.
+    pub fn release_held(&mut self) {
+        if std::mem::take(&mut self.held) {
+            self.engine.flush();
+        }
     }
 
     /// The earliest time the engine has timer work.
@@ -362,13 +245,11 @@ impl Stack {
         if sock.local.is_none() {
             self.bind(s, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?;
         }
-        let sock = self.sock_mut(s)?;
-        let port = sock.local.map_or(0, |l| l.port());
-        sock.state = State::Listening {
+        self.sock_mut(s)?.state = State::Listening {
             backlog,
             queue: VecDeque::new(),
         };
-        let _ = port;
+        self.listen_epoch += 1;
         if engage {
             self.engage(s)?;
         }
@@ -450,7 +331,36 @@ impl Stack {
             new.shut_wr = ended;
             map.insert(id, self.engine.table_mut().insert(new));
         }
+        self.listen_epoch += 1;
         map
+    }
+
+    /// A number that changes whenever a socket starts or stops listening.
+    pub fn listen_epoch(&self) -> u64 {
+        self.listen_epoch
+    }
+
+    /// The ports the program listens on in this stack (whether or not the engine takes
+    /// connections for them now), in order.
+    pub fn listening_ports(&self) -> Vec<u16> {
+        let mut ports: Vec<u16> = self
+            .engine
+            .table()
+            .socks
+            .iter()
+            .flatten()
+            .filter(|s| matches!(s.state, State::Listening { .. }))
+            .filter_map(|s| s.local.map(|l| l.port()))
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        ports
+    }
+
+    /// The ports some stack sharing the link listens on: on a shared link a SYN for
+    /// any other port is refused with a reset.
+    pub fn set_link_listeners(&mut self, ports: Vec<u16>) {
+        self.engine.set_link_listeners(ports);
     }
 
     /// Whether other processes' engines share the link: then segments for
@@ -624,6 +534,17 @@ impl Stack {
     /// `send`: how many bytes of `data` went into the send buffer. `EPIPE` once the
     /// sending side is shut or the connection is gone (the caller raises `SIGPIPE`
     /// unless asked not to).
+    ///
+    /// While the connection's unacknowledged bytes stay under a full segment, they are
+    /// held back rather than sent at once: a program often writes one answer in
+    /// several calls (nginx: the header with `writev`, the body with `sendfile`), and
+    /// what one call after another adds leaves as one segment, as with `MSG_MORE`.
+    /// Held bytes go at the program's next call that is not a send ([`poll`], or
+    /// [`release_held`], which the library's every other call makes first), much as a
+    /// `Handler`'s writes leave when its callback returns.
+    ///
+    /// [`poll`]: Self::poll
+    /// [`release_held`]: Self::release_held
     pub fn send(&mut self, s: SockId, data: &[u8]) -> Result<usize, Errno> {
         let sock = self.sock_mut(s)?;
         match sock.state {
@@ -642,7 +563,9 @@ impl Stack {
             return Ok(0);
         }
         let mut sent = Err(Errno(libc::EPIPE));
-        self.engine.with_conn(id, &mut |c| {
+        let mut small = false;
+        let full = self.engine.segment_size();
+        self.engine.with_conn_deferred(id, &mut |c| {
             sent = match c.send(data) {
                 Ok(n) => {
                     if n < data.len() {
@@ -652,7 +575,14 @@ impl Stack {
                 }
                 Err(_) => Err(Errno(libc::EPIPE)),
             };
+            small = c.unacked_len() < full;
         });
+        if small {
+            self.held = true;
+        } else {
+            self.held = false;
+            self.engine.flush();
+        }
         let sock = self.sock_mut(s)?;
         match sent {
             Ok(0) => {
@@ -706,6 +636,7 @@ impl Stack {
         };
         if let Some(queued) = queued {
             let port = sock.local.map_or(0, |l| l.port());
+            self.listen_epoch += 1;
             let table = self.engine.table_mut();
             if table.listeners.get(&port) == Some(&s) {
                 table.listeners.remove(&port);
@@ -858,9 +789,11 @@ impl Errno {
     }
 }
 
+mod ops;
 mod table;
 
-use table::{bump, connect_errno, Sock, State};
+pub use ops::{EngineOps, Steered};
+use table::{bump, Sock, State};
 pub use table::{SockOpts, Table, DEFAULT_RCVBUF};
 
 #[cfg(test)]

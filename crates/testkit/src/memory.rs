@@ -157,13 +157,12 @@ impl Shared {
     /// The receive queue a frame arriving on `side` lands on.
     fn steer(&self, side: usize, frame: &[u8]) -> usize {
         let queues = self.queues[side];
-        if queues == 1 {
-            return 0;
-        }
         let q = match &mut *self.steering[side].borrow_mut() {
+            // A custom rule sees every frame, also on a side of one queue.
+            Some(Steering::Custom(steer)) => steer(frame),
+            _ if queues == 1 => 0,
             Some(Steering::Rss { hasher, rss }) => tcp_4tuple_input(frame)
                 .map_or(0, |input| usize::from(rss.queue_for(hasher.hash(&input)))),
-            Some(Steering::Custom(steer)) => steer(frame),
             None => 0,
         };
         // A table naming more queues than exist wraps rather than losing frames.
@@ -399,7 +398,8 @@ impl MemoryLink {
     /// `steer` instead: it names the receive queue of each frame, wrapped to the side's
     /// queue count. Tests model links whose steering the stack cannot predict with it
     /// (TAP's flow table, a veth whose peer kernel picks the queue), adversarial ones
-    /// included.
+    /// included. The rule sees every frame, on a side of one queue too, so a test can
+    /// also watch the traffic through it.
     pub fn steer_with(&self, steer: impl FnMut(&[u8]) -> usize + 'static) {
         let rule = Some(Steering::Custom(Box::new(steer)));
         // The old rule (and whatever it captured) drops once the cell is no longer borrowed.

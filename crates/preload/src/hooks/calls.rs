@@ -97,7 +97,7 @@ pub unsafe extern "C" fn accept4(
         Ok(d) => d,
         Err(e) => return fail(e),
     };
-    let accepted = blocking(nonblock, None, |p| {
+    let accepted = blocking(nonblock, None, false, |p| {
         p.engage(fd);
         let c = p.stack.accept(listener)?;
         // A connection that gets no descriptor (EMFILE) goes back to the head of the

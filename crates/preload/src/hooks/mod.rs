@@ -46,8 +46,14 @@ fn on_process<R>(f: impl FnOnce(&mut Process) -> Result<R, Errno>) -> Result<R, 
 }
 
 /// Whether a call on `fd` is the library's to carry.
+/// A call on a kernel descriptor first sends the small writes the stack holds: the
+/// program may be about to wait, through the kernel, for what they ask for.
 fn ours(fd: RawFd) -> bool {
-    kind(fd) == Kind::Socket && !Bypass::active()
+    if kind(fd) == Kind::Socket {
+        return !Bypass::active();
+    }
+    process::settle();
+    false
 }
 
 /// An IPv4 socket address from the program.
@@ -174,7 +180,7 @@ fn unmet(u: Unmet, timed_out: Errno) -> Errno {
 /// The socket of `fd`, whether its calls block, and its timeout for receiving (`recv`)
 /// or sending.
 fn desc_of(fd: RawFd, receiving: bool) -> Result<(SockId, bool, Option<Duration>), Errno> {
-    on_process(|p| {
+    let lookup = |p: &mut Process| {
         let d = p.desc(fd)?;
         let timeout = if receiving {
             d.recv_timeout
@@ -182,16 +188,29 @@ fn desc_of(fd: RawFd, receiving: bool) -> Result<(SockId, bool, Option<Duration>
             d.send_timeout
         };
         Ok((d.sock, d.nonblock, timeout))
-    })
+    };
+    if receiving {
+        on_process(lookup)
+    } else {
+        process::with_held(lookup).unwrap_or(Err(Errno(libc::EBADF)))
+    }
 }
 
-/// Run `op` until it is not `EAGAIN`, waiting in between unless `nonblock`.
+/// Run `op` until it is not `EAGAIN`, waiting in between unless `nonblock`. A send
+/// (`sending`) first tries without sending the small writes the stack holds, so that
+/// they leave together with its own (see `Stack::send`).
 fn blocking<R>(
     nonblock: bool,
     timeout: Option<Duration>,
+    sending: bool,
     mut op: impl FnMut(&mut Process) -> Result<R, Errno>,
 ) -> Result<R, Errno> {
-    match on_process(&mut op) {
+    let first = if sending {
+        process::with_held(&mut op).unwrap_or(Err(Errno(libc::EBADF)))
+    } else {
+        on_process(&mut op)
+    };
+    match first {
         Err(Errno(libc::EAGAIN)) => {}
         done => return done,
     }
@@ -213,7 +232,7 @@ fn receive(fd: RawFd, buf: &mut [u8], flags: c_int) -> Result<usize, Errno> {
     let all = flags & libc::MSG_WAITALL != 0 && !peek && !nonblock;
     let mut got = 0;
     loop {
-        let r = blocking(nonblock, timeout, |p| {
+        let r = blocking(nonblock, timeout, false, |p| {
             p.stir();
             p.stack.recv(sock, &mut buf[got..], peek)
         });
@@ -236,7 +255,7 @@ fn transmit(fd: RawFd, data: &[u8], flags: c_int) -> Result<usize, Errno> {
     let nonblock = nonblock || flags & libc::MSG_DONTWAIT != 0;
     let mut sent = 0;
     loop {
-        let r = blocking(nonblock, timeout, |p| {
+        let r = blocking(nonblock, timeout, true, |p| {
             p.stir();
             p.stack.send(sock, &data[sent..])
         });

@@ -77,6 +77,7 @@ pub unsafe extern "C" fn poll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) ->
     // SAFETY: the program's `nfds` entries.
     let list = unsafe { std::slice::from_raw_parts_mut(fds, nfds as usize) };
     if !any_socket(list) {
+        process::settle();
         // SAFETY: the program's own arguments.
         return unsafe { (o.poll)(fds, nfds, timeout) };
     }
@@ -100,6 +101,7 @@ pub unsafe extern "C" fn ppoll(
     // SAFETY: the program's `nfds` entries.
     let list = unsafe { std::slice::from_raw_parts_mut(fds, nfds as usize) };
     if !any_socket(list) {
+        process::settle();
         // SAFETY: the program's own arguments.
         return unsafe { (o.ppoll)(fds, nfds, ts, sigmask) };
     }
@@ -196,6 +198,7 @@ pub unsafe extern "C" fn select(
     let sets = [r, w, e];
     // SAFETY: the program's sets.
     if Bypass::active() || !process::started() || !unsafe { sets_hold_socket(nfds, sets) } {
+        process::settle();
         // SAFETY: the program's own arguments.
         return unsafe { (originals().select)(nfds, r, w, e, tv) };
     }
@@ -227,6 +230,7 @@ pub unsafe extern "C" fn pselect(
     let sets = [r, w, e];
     // SAFETY: the program's sets.
     if Bypass::active() || !process::started() || !unsafe { sets_hold_socket(nfds, sets) } {
+        process::settle();
         // SAFETY: the program's own arguments.
         return unsafe { (originals().pselect)(nfds, r, w, e, ts, sigmask) };
     }

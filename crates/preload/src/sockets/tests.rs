@@ -3,7 +3,10 @@
 use super::*;
 use rusty_stack::io::Capabilities;
 use rusty_stack::time::VirtualClock;
+use rusty_stack::Engine;
 use rusty_testkit::memory::{self, MemoryLink};
+use std::cell::RefCell;
+use std::rc::Rc;
 
 impl Steered for MemoryLink {}
 use rusty_testkit::sim::{self, CLIENT_IP, CLIENT_MAC, SERVER_IP, SERVER_MAC};
@@ -12,6 +15,21 @@ struct Net {
     client: Stack,
     server: Stack,
     clock: VirtualClock,
+    /// The TCP payload length of every frame that reached the server's end.
+    to_server: Rc<RefCell<Vec<usize>>>,
+}
+
+/// The TCP payload length of an Ethernet frame carrying IPv4 and TCP (0 for others).
+fn tcp_payload_len(frame: &[u8]) -> usize {
+    if frame.len() < 34 || frame[12..14] != [0x08, 0x00] || frame[23] != 6 {
+        return 0;
+    }
+    let ip_header = usize::from(frame[14] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([frame[16], frame[17]]));
+    let Some(&offset) = frame.get(14 + ip_header + 12) else {
+        return 0;
+    };
+    total.saturating_sub(ip_header + usize::from(offset >> 4) * 4)
 }
 
 impl Net {
@@ -20,6 +38,12 @@ impl Net {
             Capabilities::new(CLIENT_MAC, 1500),
             Capabilities::new(SERVER_MAC, 1500),
         );
+        let to_server = Rc::new(RefCell::new(Vec::new()));
+        let seen = Rc::clone(&to_server);
+        b.steer_with(move |frame| {
+            seen.borrow_mut().push(tcp_payload_len(frame));
+            0
+        });
         let clock = VirtualClock::new();
         let engine = |dev, ip| {
             Box::new(Engine::new(
@@ -33,6 +57,7 @@ impl Net {
             client: Stack::new(engine(a, CLIENT_IP)),
             server: Stack::new(engine(b, SERVER_IP)),
             clock: clock.clone(),
+            to_server,
         }
     }
 
@@ -116,6 +141,44 @@ fn bytes_go_both_ways_and_a_half_close_reads_as_end_of_stream() {
     assert_eq!(net.read_all(c, false), b"response");
     net.client.release(c).unwrap();
     assert!(net.run_until(|n| n.client.sockets() == 0 && n.server.sockets() == 1));
+}
+
+#[test]
+fn small_writes_in_a_row_leave_as_one_segment_at_the_next_other_call() {
+    let mut net = Net::new();
+    let (_, c, s) = net.connected();
+    net.to_server.borrow_mut().clear();
+    assert_eq!(net.client.send(c, b"HTTP/1.1 200 OK\r\n\r\n"), Ok(19));
+    assert_eq!(net.client.send(c, b"body"), Ok(4));
+    assert!(net.client.holding());
+    net.server.poll();
+    assert_eq!(net.server.readiness(s) & ready::IN, 0, "nothing sent yet");
+    net.client.release_held();
+    assert!(!net.client.holding());
+    net.server.poll();
+    let mut buf = [0u8; 64];
+    assert_eq!(net.server.recv(s, &mut buf, false), Ok(23));
+    assert_eq!(&buf[..23], b"HTTP/1.1 200 OK\r\n\r\nbody");
+    let data: Vec<usize> = net
+        .to_server
+        .borrow()
+        .iter()
+        .copied()
+        .filter(|&n| n > 0)
+        .collect();
+    assert_eq!(data, [23], "one segment");
+
+    // A write of a full segment or more is not held, nor is what follows it while
+    // a full segment is unacknowledged.
+    let big = pattern(3000);
+    assert_eq!(net.client.send(c, &big), Ok(3000));
+    assert!(!net.client.holding());
+    assert_eq!(net.client.send(c, b"tail"), Ok(4));
+    assert!(!net.client.holding());
+    net.client.shutdown(c, Shut::Write).unwrap();
+    let mut want = big;
+    want.extend_from_slice(b"tail");
+    assert_eq!(net.read_all(s, true), want);
 }
 
 #[test]

@@ -2,8 +2,10 @@
  * Fork after listen: the parent listens and forks; the child accepts the one
  * connection, serves it and exits; the parent waits for the child.
  *
- * The server is the side under test. The client sends "hello" and reads the answer to
- * EOF.
+ * The server is the side under test. The client sends "hello" and reads the answer;
+ * then, while both processes run (on Rusty: two stacks sharing the link), it
+ * connects to a port neither listens on, which must be refused; then it sends "bye"
+ * and reads to EOF.
  */
 #include "common.h"
 
@@ -24,6 +26,7 @@ static void server(const struct args *a)
         int fd = accept_one(lfd);
         expect_str(fd, "hello");
         write_str(fd, "from the child");
+        expect_str(fd, "bye");
         close(fd);
         close(lfd);
         printf("child: accepted and served one connection\n");
@@ -40,10 +43,19 @@ static void server(const struct args *a)
 static void client(const struct args *a)
 {
     int fd = connect_to(a->server_ip, a->port);
+    struct sockaddr_in closed = addr_of(a->server_ip, a->port + 1);
     char buf[64];
     size_t n;
+    int other, rc;
 
     write_str(fd, "hello");
+    expect_str(fd, "from the child");
+    other = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(other >= 0, "socket");
+    rc = connect(other, (struct sockaddr *)&closed, sizeof closed);
+    printf("connect to a port no process listens on: %s\n", res(rc));
+    close(other);
+    write_str(fd, "bye");
     n = 0;
     for (;;) {
         ssize_t r = read(fd, buf + n, sizeof buf - 1 - n);
@@ -53,7 +65,7 @@ static void client(const struct args *a)
         n += (size_t)r;
     }
     buf[n] = 0;
-    CHECK(strcmp(buf, "from the child") == 0, "answer \"%s\"", buf);
+    CHECK(n == 0, "more after the answer: \"%s\"", buf);
     close(fd);
     printf("got the child's answer\n");
 }

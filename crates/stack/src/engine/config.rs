@@ -100,7 +100,9 @@ pub struct EngineConfig {
     /// processes of one program under `rusty-run`, each on its own queue): a segment
     /// for a connection or port this engine does not have may be theirs, steered here
     /// by the link, so it is dropped (counted as `NoConnection` or `NoListener`)
-    /// rather than answered with a reset that would end their connection.
+    /// rather than answered with a reset that would end their connection. A SYN for a
+    /// port that none of them listens on is still refused
+    /// ([`Engine::set_link_listeners`](crate::Engine::set_link_listeners)).
     pub shared_link: bool,
     /// Most frames taken from the driver per loop turn.
     pub rx_burst: usize,

@@ -141,7 +141,16 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         } else {
             DropReason::NoConnection
         });
-        if !seg.flags.rst && !self.cfg.shared_link {
+        // On a shared link, a segment without a connection here may be another
+        // engine's; only a SYN for a port no engine listens on is surely no one's.
+        let no_ones = !self.cfg.shared_link
+            || (seg.flags.syn
+                && !seg.flags.ack
+                && self
+                    .link_listeners
+                    .as_ref()
+                    .is_some_and(|ports| ports.binary_search(&seg.dst_port).is_err()));
+        if !seg.flags.rst && no_ones {
             self.send_rst_reply(ethernet::source(frame), ip.src, &seg);
         }
     }

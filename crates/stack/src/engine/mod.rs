@@ -197,6 +197,9 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     ident: IdentCounter,
     stats: Stats,
     announce_pending: bool,
+    /// With [`EngineConfig::shared_link`]: the ports some engine on the link listens
+    /// on, in order, once known (see [`Engine::set_link_listeners`]).
+    link_listeners: Option<Vec<u16>>,
     /// Where active opens look for a free port, and what that has cost.
     ports: PortSearch,
     /// Connections whose send buffer keeps an empty ring for its next response, looked
@@ -296,6 +299,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             ident: IdentCounter::new(config::derive(&secret, "first ipv4 ident") as u16),
             stats: Stats::default(),
             announce_pending: true,
+            link_listeners: None,
             ports: PortSearch::new(next_port),
             ring_keepers: Vec::new(),
             ring_sweep_at: now + IDLE_RING_RELEASE,
@@ -333,6 +337,18 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.cfg.shared_link = shared;
     }
 
+    /// The ports that some engine sharing the link listens on (this one's included or
+    /// not), as the engines' owners learn them from each other. On a shared link a
+    /// SYN for a port this engine does not listen on is dropped when the port is
+    /// among them (another engine takes its connections) and refused with a reset
+    /// when it is not, as on a link of its own. Until this is called, every such SYN
+    /// is dropped.
+    pub fn set_link_listeners(&mut self, mut ports: Vec<u16>) {
+        ports.sort_unstable();
+        ports.dedup();
+        self.link_listeners = Some(ports);
+    }
+
     /// Stop listening on `port` (a socket layer's `close` of a listening socket): SYNs
     /// to it are answered with a reset from now on; connections already established
     /// carry on, and half-open ones that complete are offered to the handler's `accept`
@@ -363,12 +379,33 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         id: ConnId,
         f: impl FnOnce(&mut H, &mut Conn<'_, H::Conn>) -> R,
     ) -> Option<R> {
+        let out = self.with_conn_deferred(id, f)?;
+        self.end_turn();
+        Some(out)
+    }
+
+    /// [`with_conn`](Self::with_conn), except that what `f` queues is not sent in this
+    /// call: it leaves with the next [`flush`](Self::flush) or [`poll`](Self::poll),
+    /// together with whatever else was queued by then. A socket layer uses it to let
+    /// several small writes of a program leave as one segment, as `MSG_MORE` would;
+    /// it must flush before the program can wait for an answer.
+    pub fn with_conn_deferred<R>(
+        &mut self,
+        id: ConnId,
+        f: impl FnOnce(&mut H, &mut Conn<'_, H::Conn>) -> R,
+    ) -> Option<R> {
         self.now = self.clock.now();
         let index = self.app.index_of(id)?;
         let out = self.app.with_conn(&mut self.pool, index, f);
         self.dispatch(index, Default::default(), &[]);
-        self.end_turn();
         out
+    }
+
+    /// Send what [`with_conn_deferred`](Self::with_conn_deferred) left queued (a
+    /// turn without receiving or running timers).
+    pub fn flush(&mut self) {
+        self.now = self.clock.now();
+        self.end_turn();
     }
 
     /// Offer a connection's unread bytes to the handler again (after its `data` callback

@@ -119,6 +119,19 @@ fn on_a_shared_link_segments_for_no_connection_are_dropped_unanswered() {
     assert!(tcp_of(&out).is_empty(), "{out:?}");
     assert_eq!(net.dropped(DropReason::NoConnection), 1);
     assert_eq!(net.stats().rsts_sent, 0);
+    // Told which ports the link's engines listen on, the engine refuses a SYN for
+    // another port, drops one for a port another engine listens on, and still
+    // leaves other segments for no connection unanswered.
+    net.eng.set_link_listeners(vec![83, PORT]);
+    let out = tcp_of(&net.send(&tcp_frame_from(PEER_MAC, PEER_IP, 40003, closed, &syn, &[])));
+    assert!(out.len() == 1 && out[0].is_rst(), "{out:?}");
+    let out = net.send(&tcp_frame_from(PEER_MAC, PEER_IP, 40004, 83, &syn, &[]));
+    assert!(tcp_of(&out).is_empty(), "{out:?}");
+    let out = net.send(&tcp_frame_from(
+        PEER_MAC, PEER_IP, 40005, closed, &ack, b"xyz",
+    ));
+    assert!(tcp_of(&out).is_empty(), "{out:?}");
+    assert_eq!(net.stats().rsts_sent, 1);
     // Turned off again, the stack answers as RFC 9293 says.
     net.eng.set_shared_link(false);
     let out = tcp_of(&net.send(&tcp_frame_from(PEER_MAC, PEER_IP, 40002, closed, &syn, &[])));

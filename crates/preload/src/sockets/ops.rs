@@ -1,0 +1,172 @@
+//! What the socket layer needs of an engine, and how Rusty's engine provides it.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use rusty_stack::io::{MacAddr, PacketIo};
+use rusty_stack::time::{Clock, Instant};
+use rusty_stack::{CongestionAlgorithm, Conn, ConnId, Engine, Keepalive, TcpState};
+
+use super::table::connect_errno;
+use super::{Errno, SockId, Table};
+
+/// What the socket layer needs of an engine, so that [`Stack`] is one type whatever
+/// the device under it.
+pub trait EngineOps {
+    /// Run one loop turn; frames received.
+    fn poll(&mut self) -> usize;
+    /// The earliest time the engine has timer work.
+    fn next_deadline(&self) -> Option<Instant>;
+    /// The engine's address.
+    fn address(&self) -> Ipv4Addr;
+    /// Whether `ip` is reached through this engine's link (on it, or through its
+    /// gateway).
+    fn routes(&self, ip: Ipv4Addr) -> bool;
+    /// Keepalive probing, when the stack runs it.
+    fn keepalive(&self) -> Option<Keepalive>;
+    /// Let the kernel steer frames to the engine's queue, or stop it.
+    fn set_steered(&mut self, on: bool);
+    /// The engine's MAC address.
+    fn mac(&self) -> MacAddr;
+    /// Whether other engines share the link (`EngineConfig::shared_link`).
+    fn set_shared_link(&mut self, shared: bool);
+    /// The ports some engine on the shared link listens on.
+    fn set_link_listeners(&mut self, ports: Vec<u16>);
+    /// Whether a connection still has something of ours to deliver: data or a FIN
+    /// not yet acknowledged, or a handshake under way.
+    fn delivering(&self) -> bool;
+    /// Neighbour mappings learned since the last call.
+    fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>);
+    /// A neighbour mapping learned elsewhere.
+    fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr);
+    /// The congestion control connections run, by Linux's name for it.
+    fn congestion(&self) -> &'static str;
+    /// Listen on `port`.
+    fn listen(&mut self, port: u16, backlog: usize);
+    /// Stop listening on `port`.
+    fn unlisten(&mut self, port: u16);
+    /// Start an active open for socket `id`.
+    fn connect(&mut self, remote: SocketAddrV4, id: SockId) -> Result<(), Errno>;
+    /// Act on connection `id`; false when it is gone.
+    fn with_conn(&mut self, id: ConnId, f: &mut dyn FnMut(&mut Conn<'_, SockId>)) -> bool;
+    /// [`with_conn`](Self::with_conn), leaving what `f` queued unsent until the next
+    /// [`flush`](Self::flush) or [`poll`](Self::poll).
+    fn with_conn_deferred(&mut self, id: ConnId, f: &mut dyn FnMut(&mut Conn<'_, SockId>)) -> bool;
+    /// Send what deferred calls queued.
+    fn flush(&mut self);
+    /// The payload of a full-sized segment on the link (MTU less IPv4 and TCP headers).
+    fn segment_size(&self) -> usize;
+    /// Offer the connection's held bytes again.
+    fn resume_receive(&mut self, id: ConnId);
+    /// The socket table.
+    fn table(&self) -> &Table;
+    /// The socket table.
+    fn table_mut(&mut self) -> &mut Table;
+}
+
+/// A device whose queue the kernel may stop steering frames to, for a process that
+/// holds a queue but wants no traffic for now. Devices that cannot say so keep
+/// receiving.
+pub trait Steered {
+    /// Start or stop the kernel steering frames to this queue.
+    fn set_steered(&self, on: bool) -> std::io::Result<()> {
+        let _ = on;
+        Ok(())
+    }
+}
+
+impl Steered for rusty_drivers_tap::TapQueue {
+    fn set_steered(&self, on: bool) -> std::io::Result<()> {
+        self.set_attached(on)
+    }
+}
+
+/// An AF_XDP queue is chosen by the NIC's RSS, not detached.
+impl Steered for rusty_drivers_xdp::XdpQueue {}
+
+impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
+    fn poll(&mut self) -> usize {
+        Engine::poll(self)
+    }
+    fn next_deadline(&self) -> Option<Instant> {
+        Engine::next_deadline(self)
+    }
+    fn address(&self) -> Ipv4Addr {
+        self.config().ip
+    }
+    fn routes(&self, ip: Ipv4Addr) -> bool {
+        let cfg = self.config();
+        cfg.on_link(ip) || cfg.gateway.is_some()
+    }
+    fn keepalive(&self) -> Option<Keepalive> {
+        self.config().tcp.keepalive
+    }
+    fn mac(&self) -> MacAddr {
+        self.device().capabilities().mac
+    }
+    fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
+        Engine::drain_learned_arp(self, out);
+    }
+    fn set_shared_link(&mut self, shared: bool) {
+        Engine::set_shared_link(self, shared);
+    }
+    fn set_link_listeners(&mut self, ports: Vec<u16>) {
+        Engine::set_link_listeners(self, ports);
+    }
+    fn delivering(&self) -> bool {
+        self.connection_states().any(|(_, s)| {
+            !matches!(
+                s,
+                TcpState::FinWait2 | TcpState::TimeWait | TcpState::Closed
+            )
+        })
+    }
+    fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr) {
+        Engine::import_arp(self, ip, mac);
+    }
+    fn set_steered(&mut self, on: bool) {
+        if let Err(e) = self.device().set_steered(on) {
+            log::warn!(
+                "cannot {} the link's queue: {e}",
+                if on { "attach" } else { "detach" }
+            );
+        }
+    }
+    fn congestion(&self) -> &'static str {
+        match self.config().tcp.congestion_control {
+            CongestionAlgorithm::NewReno => "reno",
+            _ => "cubic",
+        }
+    }
+    fn listen(&mut self, port: u16, backlog: usize) {
+        Engine::listen(self, port, backlog);
+    }
+    fn unlisten(&mut self, port: u16) {
+        Engine::unlisten(self, port);
+    }
+    fn connect(&mut self, remote: SocketAddrV4, id: SockId) -> Result<(), Errno> {
+        Engine::connect(self, remote, id)
+            .map(|_| ())
+            .map_err(|(e, _)| connect_errno(e))
+    }
+    fn with_conn(&mut self, id: ConnId, f: &mut dyn FnMut(&mut Conn<'_, SockId>)) -> bool {
+        Engine::with_conn(self, id, |_, conn| f(conn)).is_some()
+    }
+    fn with_conn_deferred(&mut self, id: ConnId, f: &mut dyn FnMut(&mut Conn<'_, SockId>)) -> bool {
+        Engine::with_conn_deferred(self, id, |_, conn| f(conn)).is_some()
+    }
+    fn flush(&mut self) {
+        Engine::flush(self);
+    }
+    fn segment_size(&self) -> usize {
+        self.device().capabilities().mtu.saturating_sub(40)
+    }
+    fn resume_receive(&mut self, id: ConnId) {
+        Engine::resume_receive(self, id);
+    }
+    fn table(&self) -> &Table {
+        self.handler()
+    }
+    fn table_mut(&mut self) -> &mut Table {
+        self.handler_mut()
+    }
+}
