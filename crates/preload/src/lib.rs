@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+mod call;
 pub mod config;
 pub mod sockets;
 // The C-facing functions: the crate's unsafe code is here and in `sys`, each block

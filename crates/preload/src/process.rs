@@ -547,6 +547,7 @@ const EXIT_LINGER: Duration = Duration::from_secs(10);
 /// here the process is the stack. Then the process leaves the link's count of stacks.
 /// (A process ended by a signal or `_exit` skips this, as it skips every `atexit`.)
 extern "C" fn at_exit() {
+    let _call = crate::call::Call::enter("exit");
     let start = StdInstant::now();
     let Some(link_fd) = with(|p| {
         p.stack.release_all();
@@ -596,6 +597,7 @@ fn held_across_fork() -> Option<std::sync::MutexGuard<'static, Option<Process>>>
 }
 
 extern "C" fn before_fork() {
+    let _call = crate::call::Call::enter("fork");
     let _bypass = Bypass::enter();
     let guard = PROCESS.lock().unwrap_or_else(|p| p.into_inner());
     let _ = HELD_ACROSS_FORK.try_with(|h| *h.borrow_mut() = Some(guard));
@@ -606,6 +608,7 @@ extern "C" fn before_fork() {
 /// sockets to its children and never accepts), and with no connection either, its
 /// queue is detached, so the kernel steers new flows to the children's queues.
 extern "C" fn after_fork_in_parent() {
+    let _call = crate::call::Call::enter("fork");
     let _bypass = Bypass::enter();
     let Some(mut guard) = held_across_fork() else {
         return;
@@ -626,6 +629,7 @@ extern "C" fn after_fork_in_parent() {
 /// connections as ended ones (they stay the parent's). The parent's engine copy is
 /// dropped without a frame sent.
 extern "C" fn after_fork_in_child() {
+    let _call = crate::call::Call::enter("fork");
     let _bypass = Bypass::enter();
     let Some(mut guard) = held_across_fork() else {
         return;

@@ -269,10 +269,14 @@ pub(crate) fn raise_sigpipe() {
 /// (its link does not open, or libc lacks a call), and carrying on over the kernel
 /// would hide that.
 pub(crate) fn fatal(message: &str) -> ! {
-    let line = format!("librusty_preload: {message}\n");
-    // SAFETY: writes a live buffer to stderr, then exits without unwinding.
-    unsafe {
-        libc::syscall(libc::SYS_write, 2, line.as_ptr(), line.len());
-        libc::_exit(70)
-    }
+    write_stderr(&format!("librusty_preload: {message}\n"));
+    // SAFETY: ends the process without unwinding.
+    unsafe { libc::_exit(70) }
+}
+
+/// Write `text` to standard error with the system call itself (not through the
+/// library's own `write`).
+pub(crate) fn write_stderr(text: &str) {
+    // SAFETY: writes a live buffer of that length.
+    unsafe { libc::syscall(libc::SYS_write, 2, text.as_ptr(), text.len()) };
 }

@@ -10,6 +10,7 @@ use super::*;
 /// As `socket(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+    let _call = Call::enter("socket");
     let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
     let tcp = domain == libc::AF_INET
         && base == libc::SOCK_STREAM
@@ -38,6 +39,7 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
 /// As `bind(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    let _call = Call::enter("bind");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().bind)(fd, addr, len) };
@@ -69,6 +71,7 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
 /// As `listen(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
+    let _call = Call::enter("listen");
     if !ours(fd) {
         // SAFETY: plain integer arguments.
         return unsafe { (originals().listen)(fd, backlog) };
@@ -86,6 +89,7 @@ pub unsafe extern "C" fn accept4(
     len: *mut socklen_t,
     flags: c_int,
 ) -> c_int {
+    let _call = Call::enter("accept4");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().accept4)(fd, addr, len, flags) };
@@ -130,6 +134,7 @@ pub unsafe extern "C" fn accept4(
 /// As `accept(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    let _call = Call::enter("accept");
     // SAFETY: the program's own arguments.
     unsafe { accept4(fd, addr, len, 0) }
 }
@@ -138,6 +143,7 @@ pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut sockle
 /// As `connect(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    let _call = Call::enter("connect");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().connect)(fd, addr, len) };
@@ -184,6 +190,7 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
 /// As `close(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    let _call = Call::enter("close");
     if kind(fd) != Kind::Kernel && !Bypass::active() {
         process::with(|p| p.forget(fd));
     }
@@ -195,6 +202,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
 /// As `close_range(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    let _call = Call::enter("close_range");
     if flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 && process::started() && !Bypass::active() {
         process::with(|p| {
             let top = last.min(c_int::MAX as c_uint) as RawFd;
@@ -213,6 +221,7 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
 /// As `shutdown(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
+    let _call = Call::enter("shutdown");
     if !ours(fd) {
         // SAFETY: plain integer arguments.
         return unsafe { (originals().shutdown)(fd, how) };
@@ -234,6 +243,7 @@ pub unsafe extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
 /// As `getsockname(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    let _call = Call::enter("getsockname");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().getsockname)(fd, addr, len) };
@@ -252,6 +262,7 @@ pub unsafe extern "C" fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut s
 /// As `getpeername(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    let _call = Call::enter("getpeername");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().getpeername)(fd, addr, len) };
@@ -276,6 +287,7 @@ pub unsafe extern "C" fn setsockopt(
     value: *const c_void,
     len: socklen_t,
 ) -> c_int {
+    let _call = Call::enter("setsockopt");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().setsockopt)(fd, level, name, value, len) };
@@ -300,6 +312,7 @@ pub unsafe extern "C" fn getsockopt(
     value: *mut c_void,
     len: *mut socklen_t,
 ) -> c_int {
+    let _call = Call::enter("getsockopt");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().getsockopt)(fd, level, name, value, len) };
@@ -331,6 +344,7 @@ pub unsafe extern "C" fn getsockopt(
 /// As `fcntl(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: usize) -> c_int {
+    let _call = Call::enter("fcntl");
     let o = originals();
     if !ours(fd) {
         // SAFETY: the program's own arguments.
@@ -374,6 +388,7 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: usize) -> c_int {
 /// As `fcntl(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: usize) -> c_int {
+    let _call = Call::enter("fcntl64");
     // SAFETY: the program's own arguments.
     unsafe { fcntl(fd, cmd, arg) }
 }
@@ -385,6 +400,7 @@ pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: usize) -> c_int {
 /// As `ioctl(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: usize) -> c_int {
+    let _call = Call::enter("ioctl");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().ioctl)(fd, request, arg) };
@@ -418,6 +434,7 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: usize) -> c_int
 /// As `dup(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    let _call = Call::enter("dup");
     if !ours(fd) {
         // SAFETY: a plain integer argument.
         return unsafe { (originals().dup)(fd) };
@@ -455,6 +472,7 @@ fn dup_onto(old: RawFd, new: RawFd, dup: impl FnOnce() -> c_int) -> c_int {
 /// As `dup2(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    let _call = Call::enter("dup2");
     let o = originals();
     if (kind(old) == Kind::Kernel && kind(new) == Kind::Kernel) || Bypass::active() || old == new {
         // SAFETY: plain integer arguments.
@@ -468,6 +486,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 /// As `dup3(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    let _call = Call::enter("dup3");
     let o = originals();
     if (kind(old) == Kind::Kernel && kind(new) == Kind::Kernel) || Bypass::active() || old == new {
         // SAFETY: plain integer arguments.

@@ -6,6 +6,7 @@ use super::*;
 /// As `read(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: size_t) -> ssize_t {
+    let _call = Call::enter("read");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().read)(fd, buf, count) };
@@ -18,6 +19,7 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: size_t) -> ssi
 /// As `recv(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, len: size_t, flags: c_int) -> ssize_t {
+    let _call = Call::enter("recv");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().recv)(fd, buf, len, flags) };
@@ -37,6 +39,7 @@ pub unsafe extern "C" fn recvfrom(
     addr: *mut sockaddr,
     addrlen: *mut socklen_t,
 ) -> ssize_t {
+    let _call = Call::enter("recvfrom");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().recvfrom)(fd, buf, len, flags, addr, addrlen) };
@@ -110,6 +113,7 @@ unsafe fn send_vectored(fd: RawFd, iov: *const iovec, count: c_int, flags: c_int
 /// As `readv(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, count: c_int) -> ssize_t {
+    let _call = Call::enter("readv");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().readv)(fd, iov, count) };
@@ -122,6 +126,7 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, count: c_int) -> ss
 /// As `recvmsg(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
+    let _call = Call::enter("recvmsg");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().recvmsg)(fd, msg, flags) };
@@ -146,6 +151,7 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> s
 /// As `write(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: size_t) -> ssize_t {
+    let _call = Call::enter("write");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().write)(fd, buf, count) };
@@ -158,6 +164,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: size_t) -> 
 /// As `send(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, len: size_t, flags: c_int) -> ssize_t {
+    let _call = Call::enter("send");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().send)(fd, buf, len, flags) };
@@ -179,6 +186,7 @@ pub unsafe extern "C" fn sendto(
     addr: *const sockaddr,
     addrlen: socklen_t,
 ) -> ssize_t {
+    let _call = Call::enter("sendto");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().sendto)(fd, buf, len, flags, addr, addrlen) };
@@ -191,6 +199,7 @@ pub unsafe extern "C" fn sendto(
 /// As `writev(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, count: c_int) -> ssize_t {
+    let _call = Call::enter("writev");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().writev)(fd, iov, count) };
@@ -203,6 +212,7 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, count: c_int) -> s
 /// As `sendmsg(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
+    let _call = Call::enter("sendmsg");
     if !ours(fd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().sendmsg)(fd, msg, flags) };
@@ -228,6 +238,7 @@ pub unsafe extern "C" fn sendfile(
     offset: *mut off_t,
     count: size_t,
 ) -> ssize_t {
+    let _call = Call::enter("sendfile");
     if !ours(out) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().sendfile)(out, input, offset, count) };
@@ -303,6 +314,7 @@ pub unsafe extern "C" fn sendfile64(
     offset: *mut off_t,
     count: size_t,
 ) -> ssize_t {
+    let _call = Call::enter("sendfile64");
     // SAFETY: the program's own arguments.
     unsafe { sendfile(out, input, offset, count) }
 }

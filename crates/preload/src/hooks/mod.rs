@@ -18,6 +18,7 @@ use libc::{
     size_t, sockaddr, sockaddr_in, socklen_t, ssize_t,
 };
 
+use crate::call::Call;
 use crate::process::{self, kind, Kind, Process, Unmet};
 use crate::sockets::{Errno, Shut, SockId};
 use crate::sys::{self, originals, Bypass};
@@ -338,9 +339,11 @@ mod io;
 mod wait;
 
 /// Run as the library is loaded, before the program's `main` (and so before it can
-/// fork): under `rusty-run`, map the neighbour table every process of the program
-/// shares.
+/// fork): install the panic hook (`call`), and under `rusty-run` map the table every
+/// process of the program shares.
 extern "C" fn on_load() {
+    crate::call::install_panic_hook();
+    let _call = Call::enter("the library's set-up");
     if std::env::var_os(crate::config::FLAGS_VAR).is_some_and(|v| !v.is_empty()) {
         let _bypass = Bypass::enter();
         crate::siblings::prepare();

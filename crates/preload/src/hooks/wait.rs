@@ -69,6 +69,7 @@ fn any_socket(fds: &[pollfd]) -> bool {
 /// As `poll(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn poll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) -> c_int {
+    let _call = Call::enter("poll");
     let o = originals();
     if fds.is_null() || Bypass::active() || !process::started() {
         // SAFETY: the program's own arguments.
@@ -93,6 +94,7 @@ pub unsafe extern "C" fn ppoll(
     ts: *const libc::timespec,
     sigmask: *const libc::sigset_t,
 ) -> c_int {
+    let _call = Call::enter("ppoll");
     let o = originals();
     if fds.is_null() || Bypass::active() || !process::started() {
         // SAFETY: the program's own arguments.
@@ -195,6 +197,7 @@ pub unsafe extern "C" fn select(
     e: *mut fd_set,
     tv: *mut libc::timeval,
 ) -> c_int {
+    let _call = Call::enter("select");
     let sets = [r, w, e];
     // SAFETY: the program's sets.
     if Bypass::active() || !process::started() || !unsafe { sets_hold_socket(nfds, sets) } {
@@ -227,6 +230,7 @@ pub unsafe extern "C" fn pselect(
     ts: *const libc::timespec,
     sigmask: *const libc::sigset_t,
 ) -> c_int {
+    let _call = Call::enter("pselect");
     let sets = [r, w, e];
     // SAFETY: the program's sets.
     if Bypass::active() || !process::started() || !unsafe { sets_hold_socket(nfds, sets) } {
@@ -250,6 +254,7 @@ pub unsafe extern "C" fn epoll_ctl(
     fd: c_int,
     event: *mut epoll_event,
 ) -> c_int {
+    let _call = Call::enter("epoll_ctl");
     if kind(fd) == Kind::Epoll && !Bypass::active() {
         // An epoll set inside another: the kernel watches its kernel descriptors, the
         // library its Rusty sockets.
@@ -350,6 +355,7 @@ pub unsafe extern "C" fn epoll_wait(
     max: c_int,
     timeout: c_int,
 ) -> c_int {
+    let _call = Call::enter("epoll_wait");
     if !epoll_is_ours(epfd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().epoll_wait)(epfd, events, max, timeout) };
@@ -368,6 +374,7 @@ pub unsafe extern "C" fn epoll_pwait(
     timeout: c_int,
     sigmask: *const libc::sigset_t,
 ) -> c_int {
+    let _call = Call::enter("epoll_pwait");
     if !epoll_is_ours(epfd) {
         // SAFETY: the program's own arguments.
         return unsafe { (originals().epoll_pwait)(epfd, events, max, timeout, sigmask) };
@@ -389,6 +396,7 @@ pub unsafe extern "C" fn epoll_pwait2(
     ts: *const libc::timespec,
     sigmask: *const libc::sigset_t,
 ) -> c_int {
+    let _call = Call::enter("epoll_pwait2");
     if !epoll_is_ours(epfd) {
         // SAFETY: the program's own arguments; the kernel reads the mask's 8 bytes.
         let r = unsafe {
@@ -429,6 +437,7 @@ pub unsafe extern "C" fn __read_chk(
     n: size_t,
     room: size_t,
 ) -> ssize_t {
+    let _call = Call::enter("__read_chk");
     check_fortified(n, room);
     // SAFETY: checked against the buffer's size.
     unsafe { read(fd, buf, n) }
@@ -444,6 +453,7 @@ pub unsafe extern "C" fn __recv_chk(
     room: size_t,
     flags: c_int,
 ) -> ssize_t {
+    let _call = Call::enter("__recv_chk");
     check_fortified(n, room);
     // SAFETY: checked against the buffer's size.
     unsafe { recv(fd, buf, n, flags) }
@@ -461,6 +471,7 @@ pub unsafe extern "C" fn __recvfrom_chk(
     addr: *mut sockaddr,
     addrlen: *mut socklen_t,
 ) -> ssize_t {
+    let _call = Call::enter("__recvfrom_chk");
     check_fortified(n, room);
     // SAFETY: checked against the buffer's size.
     unsafe { recvfrom(fd, buf, n, flags, addr, addrlen) }
@@ -475,6 +486,7 @@ pub unsafe extern "C" fn __poll_chk(
     timeout: c_int,
     room: size_t,
 ) -> c_int {
+    let _call = Call::enter("__poll_chk");
     check_fortified(nfds as size_t * std::mem::size_of::<pollfd>(), room);
     // SAFETY: checked against the array's size.
     unsafe { poll(fds, nfds, timeout) }
@@ -490,6 +502,7 @@ pub unsafe extern "C" fn __ppoll_chk(
     sigmask: *const libc::sigset_t,
     room: size_t,
 ) -> c_int {
+    let _call = Call::enter("__ppoll_chk");
     check_fortified(nfds as size_t * std::mem::size_of::<pollfd>(), room);
     // SAFETY: checked against the array's size.
     unsafe { ppoll(fds, nfds, ts, sigmask) }
