@@ -10,7 +10,8 @@ use crate::tcp::rtt::{RtoBounds, RttEstimator};
 /// The parts of [`TcpConfig`] a connection consults after creation: the same for
 /// every connection of an engine, so the engine builds them once
 /// ([`TcbLimits::new`]) and its connections share them ([`Opening::limits`](super::Opening::limits)) instead
-/// of each keeping a copy.
+/// of each keeping a copy. A connection whose application sets a keepalive other
+/// than the configuration's takes a copy of its own ([`Tcb::set_keepalive`](super::Tcb::set_keepalive)).
 #[derive(Debug, Clone)]
 pub(crate) struct TcbLimits {
     pub(super) max_retries: u32,

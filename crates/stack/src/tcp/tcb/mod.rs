@@ -242,7 +242,8 @@ pub(crate) struct Tcb {
     events: Events,
     // The addresses are not kept: the engine's flow key holds the peer's address and
     // our port, the limits our address ([`TcbLimits::local_ip`]).
-    /// Shared by the engine's connections: single-threaded, like the engine.
+    /// Shared by the engine's connections (single-threaded, like the engine), until
+    /// the application sets this one's keepalive ([`Tcb::set_keepalive`]).
     cfg: Rc<TcbLimits>,
 }
 
@@ -260,9 +261,6 @@ fn reached<C: Into<u32>>(count: C, limit: u32, max: C) -> bool {
 struct RareState {
     /// The user timeout (RFC 5482), from the configuration or the application.
     user_timeout: Option<Duration>,
-    /// Keepalive as the application set it for this connection (`Some(None)`: off),
-    /// in place of the configuration's.
-    keepalive: Option<Option<Keepalive>>,
     /// When we last answered an invalid segment (out of window, failing PAWS, or
     /// challenged per RFC 5961): such ACKs are sent at most once per
     /// [`TcpConfig::invalid_ack_interval`](crate::TcpConfig::invalid_ack_interval) per connection.
@@ -580,31 +578,16 @@ impl Tcb {
     }
 
     /// Set this connection's keepalive (RFC 1122 §4.2.3.6), `None` for none, in place
-    /// of the configuration's; the idle time counts from now.
+    /// of the configuration's; the idle time counts from now. One that differs is kept
+    /// in limits of the connection's own, a copy of the shared ones: what the data path
+    /// reads stays one field of the limits, and the rare state keeps its size.
     pub(crate) fn set_keepalive(&mut self, keepalive: Option<Keepalive>) {
-        self.timers.extra_mut().keepalive = Some(keepalive);
+        if self.cfg.keepalive != keepalive {
+            Rc::make_mut(&mut self.cfg).keepalive = keepalive;
+        }
         self.keepalive_sent = 0;
         self.timers.stop(Timer::Keepalive);
         self.arm_keepalive(self.last_now);
-    }
-
-    /// Whether this connection probes when idle: checked on every segment that
-    /// restarts the idle time, so it reads only a flag unless the application chose.
-    #[inline]
-    fn keepalive_on(&self) -> bool {
-        match self.timers.extra().and_then(|r| r.keepalive.as_ref()) {
-            Some(chosen) => chosen.is_some(),
-            None => self.cfg.keepalive.is_some(),
-        }
-    }
-
-    /// This connection's keepalive: the application's choice, else the
-    /// configuration's.
-    fn keepalive(&self) -> Option<Keepalive> {
-        match self.timers.extra().and_then(|r| r.keepalive) {
-            Some(chosen) => chosen,
-            None => self.cfg.keepalive,
-        }
     }
 
     /// The user timeout (RFC 5482), if one is set ([`RareState::user_timeout`]).

@@ -246,7 +246,7 @@ impl Tcb {
     /// Keepalive (RFC 1122 §4.2.3.6): probe an idle peer, give up after the configured
     /// number of unanswered probes.
     fn on_keepalive(&mut self, now: Instant) {
-        let Some(ka) = self.keepalive() else { return };
+        let Some(ka) = self.cfg.keepalive else { return };
         if reached(self.keepalive_sent, ka.probes, u8::MAX) {
             self.finish(CloseReason::TimedOut);
             return;
@@ -271,13 +271,13 @@ impl Tcb {
     /// test for keepalives inline (on every segment, and most connections have none).
     #[inline]
     pub(super) fn arm_keepalive(&mut self, now: Instant) {
-        if self.keepalive_on() {
+        if self.cfg.keepalive.is_some() {
             self.restart_keepalive(now);
         }
     }
 
     fn restart_keepalive(&mut self, now: Instant) {
-        if let Some(ka) = self.keepalive() {
+        if let Some(ka) = self.cfg.keepalive {
             if self.state.is_synchronized() {
                 self.arm(Timer::Keepalive, now + ka.idle);
             }

@@ -66,3 +66,16 @@ fn a_connections_own_keepalive_replaces_the_configurations() {
     assert!(tick(&mut tcb, ms(60_000)).is_empty());
     assert_eq!(tcb.state(), State::Established);
 }
+
+#[test]
+fn a_connections_own_keepalive_leaves_the_shared_limits() {
+    // The engine's connections share their limits; one that sets a keepalive of its
+    // own takes a copy, and the others keep the configuration's.
+    let mut tcb = passive(&keepalive_cfg());
+    let shared = Rc::clone(&tcb.cfg);
+    tcb.set_keepalive(shared.keepalive);
+    assert!(Rc::ptr_eq(&tcb.cfg, &shared));
+    tcb.set_keepalive(None);
+    assert!(!Rc::ptr_eq(&tcb.cfg, &shared));
+    assert_eq!(shared.keepalive, keepalive_cfg().keepalive);
+}
