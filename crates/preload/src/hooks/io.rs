@@ -226,6 +226,15 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) ->
     unsafe { send_vectored(fd, m.msg_iov, m.msg_iovlen as c_int, flags) }
 }
 
+/// The most `sendfile` reads from the file at a time.
+const SENDFILE_PIECE: usize = 256 << 10;
+
+thread_local! {
+    /// The thread's buffer for `sendfile`'s pieces, kept between calls (allocating and
+    /// zeroing one per call cost more than the copy for large files).
+    static SENDFILE_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// `sendfile` from a file to a Rusty socket: the file's bytes are read and sent in
 /// pieces; the file offset (or `*offset`) moves by what was sent.
 ///
@@ -257,7 +266,8 @@ pub unsafe extern "C" fn sendfile(
             libc::EINVAL
         }));
     }
-    let mut buf = vec![0u8; count.min(256 << 10)];
+    let mut buf = SENDFILE_BUFFER.try_with(|b| b.take()).unwrap_or_default();
+    buf.resize(count.min(SENDFILE_PIECE), 0);
     let mut sent = 0usize;
     let result = loop {
         if sent == count {
@@ -292,6 +302,7 @@ pub unsafe extern "C" fn sendfile(
             Err(e) => break Err(e),
         }
     };
+    let _ = SENDFILE_BUFFER.try_with(|b| b.set(buf));
     if offset.is_null() {
         // SAFETY: plain integer arguments.
         unsafe { libc::lseek(input, at, libc::SEEK_SET) };
