@@ -130,6 +130,11 @@ pub struct XdpConfig {
     /// Whether frames are copied into the UMEM; by default zero-copy where the driver
     /// supports it.
     pub copy: CopyMode,
+    /// Map each queue's UMEM shared rather than private, so that a process forked
+    /// after [`open`] can take over a queue it inherited (its rings are shared
+    /// mappings of the socket anyway). The process that gives a queue away must then
+    /// drop its copy without touching it again. Off by default.
+    pub fork_shared: bool,
 }
 
 impl XdpConfig {
@@ -144,6 +149,7 @@ impl XdpConfig {
             frames: 4096,
             attach: AttachMode::Auto,
             copy: CopyMode::Auto,
+            fork_shared: false,
         }
     }
 }
@@ -420,8 +426,8 @@ fn open_socket(
         Some(libc::EAFNOSUPPORT) => XdpError::NoAfXdp(e),
         _ => XdpError::os(step("socket(AF_XDP)"), e),
     })?;
-    let (umem, chunks) =
-        Umem::new(cfg.frames, chunk).map_err(|e| XdpError::os(step("mapping the UMEM"), e))?;
+    let (umem, chunks) = Umem::new(cfg.frames, chunk, cfg.fork_shared)
+        .map_err(|e| XdpError::os(step("mapping the UMEM"), e))?;
     let (addr, len) = umem.region();
     let reg = libc::xdp_umem_reg {
         addr,

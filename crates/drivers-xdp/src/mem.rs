@@ -56,10 +56,15 @@ impl Drop for Umem {
 }
 
 impl Umem {
-    /// A UMEM of `chunks` chunks of `chunk_size` bytes, and the token of each chunk.
-    pub(crate) fn new(chunks: u32, chunk_size: u32) -> std::io::Result<(Arc<Umem>, Vec<Chunk>)> {
+    /// A UMEM of `chunks` chunks of `chunk_size` bytes, and the token of each chunk;
+    /// `shared`: in memory shared with processes forked afterwards.
+    pub(crate) fn new(
+        chunks: u32,
+        chunk_size: u32,
+        shared: bool,
+    ) -> std::io::Result<(Arc<Umem>, Vec<Chunk>)> {
         let len = chunks as usize * chunk_size as usize;
-        let map = sys::mmap(len, None, 0)?;
+        let map = sys::mmap(len, sys::Source::Anonymous { shared })?;
         let umem = Arc::new(Umem {
             map,
             chunk_size,
@@ -203,7 +208,7 @@ impl RingMap {
     ) -> std::io::Result<RingMap> {
         assert!(size.is_power_of_two());
         let len = off.desc as usize + size as usize * entry;
-        let map = sys::mmap(len, Some(fd), pgoff)?;
+        let map = sys::mmap(len, sys::Source::Ring(fd, pgoff))?;
         let base = map.ptr.as_ptr();
         let check = |o: u64, n: usize| {
             if o as usize + n > len {
@@ -448,7 +453,7 @@ mod tests {
 
     #[test]
     fn tokens_cover_the_umem_and_frames_return_their_chunk() {
-        let (umem, mut chunks) = Umem::new(4, 2048).unwrap();
+        let (umem, mut chunks) = Umem::new(4, 2048, false).unwrap();
         assert_eq!(
             chunks.iter().map(Chunk::addr).collect::<Vec<_>>(),
             vec![0, 2048, 4096, 6144]

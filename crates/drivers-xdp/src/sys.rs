@@ -149,12 +149,20 @@ pub(crate) struct Mapping {
     pub(crate) len: usize,
 }
 
-/// Map `len` bytes: anonymous private memory (`fd = None`, the UMEM) or a ring of an
-/// XDP socket at page offset `offset`. Pages are populated up front.
-pub(crate) fn mmap(len: usize, fd: Option<&OwnedFd>, offset: u64) -> io::Result<Mapping> {
-    let (flags, raw) = match fd {
-        None => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1),
-        Some(fd) => (libc::MAP_SHARED, fd.as_raw_fd()),
+/// What [`mmap`] maps.
+pub(crate) enum Source<'a> {
+    /// Anonymous memory (the UMEM): private, or shared with processes forked later.
+    Anonymous { shared: bool },
+    /// A ring of an XDP socket, at a page offset.
+    Ring(&'a OwnedFd, u64),
+}
+
+/// Map `len` bytes of `source`. Pages are populated up front.
+pub(crate) fn mmap(len: usize, source: Source<'_>) -> io::Result<Mapping> {
+    let (flags, raw, offset) = match source {
+        Source::Anonymous { shared: false } => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0),
+        Source::Anonymous { shared: true } => (libc::MAP_SHARED | libc::MAP_ANONYMOUS, -1, 0),
+        Source::Ring(fd, offset) => (libc::MAP_SHARED, fd.as_raw_fd(), offset),
     };
     // SAFETY: a fresh mapping chosen by the kernel (null hint) overlaps nothing we own.
     let ptr = unsafe {

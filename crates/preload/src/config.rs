@@ -68,8 +68,9 @@ pub struct Config {
 }
 
 impl Config {
-    /// Whether each process of the program can open a queue of its own on the link
-    /// (a TAP can; an AF_XDP link's queue belongs to the process that opened it).
+    /// Whether each process of the program can open a queue of its own on the link (a
+    /// TAP can; an AF_XDP queue is opened once and handed from parent to child, see
+    /// `handover`).
     pub fn queue_per_process(&self) -> bool {
         self.launch
             .links

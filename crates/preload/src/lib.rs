@@ -9,6 +9,7 @@
 
 mod call;
 pub mod config;
+mod handover;
 pub mod sockets;
 // The C-facing functions: the crate's unsafe code is here and in `sys`, each block
 // with its SAFETY note.

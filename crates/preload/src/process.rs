@@ -24,6 +24,7 @@ use rusty_stack::time::{Clock, SystemClock};
 use crate::config::Config;
 use crate::siblings::Siblings;
 use crate::sockets::{ready, Errno, SockId, Stack};
+use crate::start::Opened;
 use crate::sys::{self, Bypass, Woken};
 
 /// What a descriptor number is to the library.
@@ -103,6 +104,8 @@ struct Interest {
 pub(crate) struct Process {
     /// The sockets.
     pub(crate) stack: Stack,
+    /// AF_XDP queues kept for the children this process forks (see `handover`).
+    spares: Vec<rusty_drivers_xdp::XdpQueue>,
     clock: SystemClock,
     link_fd: RawFd,
     spin: Duration,
@@ -147,18 +150,19 @@ static PROCESS: Mutex<Option<Process>> = Mutex::new(None);
 static STARTED: OnceLock<bool> = OnceLock::new();
 
 impl Process {
-    /// A process stack on `stack`, built from `config`, whose link wakes a sleeper
-    /// through `link_fd`, sharing `siblings` with the program's other processes.
-    pub(crate) fn new(
-        stack: Stack,
-        config: Config,
-        link_fd: RawFd,
-        clock: SystemClock,
-        siblings: Siblings,
-    ) -> Process {
+    /// A process stack on what [`open_stack`](crate::start::open_stack) opened, built
+    /// from `config`, sharing `siblings` with the program's other processes.
+    pub(crate) fn new(opened: Opened, config: Config, siblings: Siblings) -> Process {
         siblings.join();
+        let Opened {
+            stack,
+            link_fd,
+            clock,
+            spares,
+        } = opened;
         Process {
             stack,
+            spares,
             clock,
             link_fd,
             spin: config.spin,
@@ -618,10 +622,31 @@ extern "C" fn after_fork_in_parent() {
         p.stack.set_shared_link(true);
         p.shared_link = true;
         p.stack.disengage_all();
-        if !p.stack.has_connections() {
+        let idle = !p.stack.has_connections();
+        if idle {
             p.stack.set_steered(false);
         }
+        // The AF_XDP queue the child took (the same choice as `child_queue`) is the
+        // child's now: this copy goes without a frame sent.
+        if !p.spares.is_empty() {
+            drop(p.spares.remove(0));
+        } else if idle && p.stack.hand_over().is_some() {
+            p.link_fd = -1;
+        }
     }
+}
+
+/// The AF_XDP queue a child forked from `parent` takes: a spare, else, if the parent
+/// has no connection, the one its engine runs on (see `handover`). The parent's
+/// `after_fork_in_parent` makes the same choice from the same state.
+fn child_queue(parent: &mut Process) -> Option<rusty_drivers_xdp::XdpQueue> {
+    if !parent.spares.is_empty() {
+        return Some(parent.spares.remove(0));
+    }
+    if parent.stack.has_connections() {
+        return None;
+    }
+    parent.stack.hand_over()
 }
 
 /// The child gets a stack of its own on a new queue of the link, with the parent's
@@ -634,17 +659,22 @@ extern "C" fn after_fork_in_child() {
     let Some(mut guard) = held_across_fork() else {
         return;
     };
-    let Some(old) = guard.take() else {
+    let Some(mut old) = guard.take() else {
         return;
     };
-    if !old.config.queue_per_process() {
-        // The parent keeps the link's one queue; the child's inherited sockets are
-        // no longer anyone's (their calls get EBADF), and it makes no new ones.
-        drop(old);
-        return;
-    }
-    let (stack, link_fd, clock) = match crate::start::open_stack(&old.config) {
-        Ok(s) => s,
+    let opened = if old.config.queue_per_process() {
+        crate::start::open_stack(&old.config)
+    } else {
+        let Some(queue) = child_queue(&mut old) else {
+            // No AF_XDP queue for this child: its inherited sockets are no longer
+            // anyone's (their calls get EBADF), and it makes no new ones.
+            drop(old);
+            return;
+        };
+        crate::start::stack_on(&old.config, queue)
+    };
+    let opened = match opened {
+        Ok(o) => o,
         Err(e) => sys::fatal(&format!("after fork: {e}")),
     };
     let Process {
@@ -657,7 +687,7 @@ extern "C" fn after_fork_in_child() {
         ..
     } = old;
     siblings.forked();
-    let mut new = Process::new(stack, config, link_fd, clock, siblings);
+    let mut new = Process::new(opened, config, siblings);
     new.forked = true;
     let map = new.stack.adopt(&old_stack);
     for (fd, mut desc) in descs {

@@ -290,6 +290,12 @@ impl Stack {
         }
     }
 
+    /// Give up the engine's AF_XDP queue, for a child this process forked (see
+    /// `handover`); the engine runs on no queue from then on.
+    pub fn hand_over(&mut self) -> Option<rusty_drivers_xdp::XdpQueue> {
+        self.engine.hand_over()
+    }
+
     /// Whether any socket has a connection in the engine, or one starting.
     pub fn has_connections(&self) -> bool {
         self.engine

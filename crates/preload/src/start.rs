@@ -1,17 +1,18 @@
 //! Setting the library up in a process: on the first TCP socket the program makes,
-//! read the flags `rusty-run` left in the environment, open one queue of the link and
-//! build the engine.
+//! read the flags `rusty-run` left in the environment, open the link's queue (or, on
+//! AF_XDP, its queues) and build the engine.
 
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 
 use rusty::cli::link::LinkKind;
 use rusty::launch::engine_config;
 use rusty_drivers_tap::TapConfig;
-use rusty_drivers_xdp::XdpConfig;
+use rusty_drivers_xdp::{XdpConfig, XdpQueue};
 use rusty_stack::time::SystemClock;
 use rusty_stack::Engine;
 
 use crate::config::{self, Config, FLAGS_VAR};
+use crate::handover::Handover;
 use crate::process::{self, Process};
 use crate::siblings::Siblings;
 use crate::sockets::{Stack, Table};
@@ -37,13 +38,24 @@ pub(crate) fn from_env() -> bool {
     }
 }
 
-/// A stack on a queue of its own on the configured link, the queue's descriptor, and
-/// the engine's clock. Whether the link is shared is the process's to say (see
+/// A process's stack, as [`open_stack`] or [`stack_on`] built it.
+pub(crate) struct Opened {
+    pub(crate) stack: Stack,
+    /// The queue's descriptor, which a sleeping thread waits on.
+    pub(crate) link_fd: RawFd,
+    pub(crate) clock: SystemClock,
+    /// The link's other AF_XDP queues, kept for the children the process forks (see
+    /// `handover`); none on a TAP, where each process opens its own.
+    pub(crate) spares: Vec<XdpQueue>,
+}
+
+/// A stack on a queue of its own on the configured link: a new queue of the TAP, or,
+/// on an AF_XDP link, every queue of the interface (the first for this process's
+/// engine, the others spare). Whether the link is shared is the process's to say (see
 /// `siblings`).
-pub(crate) fn open_stack(config: &Config) -> Result<(Stack, RawFd, SystemClock), String> {
+pub(crate) fn open_stack(config: &Config) -> Result<Opened, String> {
     let launch = &config.launch;
     let link = launch.links.first().ok_or("no link configured")?;
-    let cfg = engine_config(launch, link);
     match &link.kind {
         LinkKind::Tap { name } => {
             let mut tap = TapConfig::new(name.clone(), 1);
@@ -55,29 +67,33 @@ pub(crate) fn open_stack(config: &Config) -> Result<(Stack, RawFd, SystemClock),
                 .ok_or_else(|| format!("TAP {name} opened no queue"))?;
             let link_fd = queue.as_fd().as_raw_fd();
             let clock = SystemClock::new();
-            let engine = Engine::new(queue, Table::default(), clock, cfg);
-            Ok((Stack::new(Box::new(engine)), link_fd, clock))
+            let engine = Engine::new(queue, Table::default(), clock, engine_config(launch, link));
+            Ok(Opened {
+                stack: Stack::new(Box::new(engine)),
+                link_fd,
+                clock,
+                spares: Vec::new(),
+            })
         }
         LinkKind::Xdp { ifname } => {
-            if link.workers != 1 {
-                return Err(format!(
-                    "xdp:{ifname}: the library runs one process on an AF_XDP link, so one queue"
-                ));
-            }
             let t = launch.xdp;
-            let mut xdp = XdpConfig::new(ifname.clone(), link.ip, 1);
+            let queues = u16::try_from(link.workers)
+                .map_err(|_| format!("xdp:{ifname}: {} queues is too many", link.workers))?;
+            let mut xdp = XdpConfig::new(ifname.clone(), link.ip, queues);
             xdp.attach = t.attach;
             xdp.copy = t.copy;
             xdp.ring_size = t.ring_size;
             xdp.frames = t.frames;
-            let queue = rusty_drivers_xdp::open(&xdp)
+            xdp.fork_shared = true;
+            let mut queues = rusty_drivers_xdp::open(&xdp)
                 .map_err(|e| format!("xdp:{ifname}: {e}"))?
-                .pop()
+                .into_iter();
+            let first = queues
+                .next()
                 .ok_or_else(|| format!("xdp:{ifname} opened no queue"))?;
-            let link_fd = queue.as_fd().as_raw_fd();
-            let clock = SystemClock::new();
-            let engine = Engine::new(queue, Table::default(), clock, cfg);
-            Ok((Stack::new(Box::new(engine)), link_fd, clock))
+            let mut opened = stack_on(config, first)?;
+            opened.spares = queues.collect();
+            Ok(opened)
         }
         other => Err(format!(
             "{} links are not supported by the preload library; use tap:NAME or xdp:IFNAME",
@@ -86,10 +102,30 @@ pub(crate) fn open_stack(config: &Config) -> Result<(Stack, RawFd, SystemClock),
     }
 }
 
+/// A stack on an AF_XDP queue this process has (opened, or taken over as it forked).
+pub(crate) fn stack_on(config: &Config, queue: XdpQueue) -> Result<Opened, String> {
+    let launch = &config.launch;
+    let link = launch.links.first().ok_or("no link configured")?;
+    let link_fd = queue.as_fd().as_raw_fd();
+    let clock = SystemClock::new();
+    let engine = Engine::new(
+        Handover::new(queue),
+        Table::default(),
+        clock,
+        engine_config(launch, link),
+    );
+    Ok(Opened {
+        stack: Stack::new(Box::new(engine)),
+        link_fd,
+        clock,
+        spares: Vec::new(),
+    })
+}
+
 /// The process's stack on the configured link.
 fn open(config: &Config) -> Result<Process, String> {
-    let (stack, link_fd, clock) = open_stack(config)?;
+    let opened = open_stack(config)?;
     let mut config = config.clone();
-    config.mac = Some(stack.mac());
-    Ok(Process::new(stack, config, link_fd, clock, Siblings::new()))
+    config.mac = Some(opened.stack.mac());
+    Ok(Process::new(opened, config, Siblings::new()))
 }

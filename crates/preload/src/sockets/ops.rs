@@ -25,6 +25,8 @@ pub trait EngineOps {
     fn keepalive(&self) -> Option<Keepalive>;
     /// Let the kernel steer frames to the engine's queue, or stop it.
     fn set_steered(&mut self, on: bool);
+    /// Give up the engine's AF_XDP queue (see `Steered::hand_over`).
+    fn hand_over(&mut self) -> Option<rusty_drivers_xdp::XdpQueue>;
     /// The engine's MAC address.
     fn mac(&self) -> MacAddr;
     /// Whether other engines share the link (`EngineConfig::shared_link`).
@@ -72,6 +74,11 @@ pub trait Steered {
         let _ = on;
         Ok(())
     }
+    /// Give up the AF_XDP queue under the device, for a forked child to take over;
+    /// `None` for devices that have none to give.
+    fn hand_over(&mut self) -> Option<rusty_drivers_xdp::XdpQueue> {
+        None
+    }
 }
 
 impl Steered for rusty_drivers_tap::TapQueue {
@@ -80,8 +87,13 @@ impl Steered for rusty_drivers_tap::TapQueue {
     }
 }
 
-/// An AF_XDP queue is chosen by the NIC's RSS, not detached.
-impl Steered for rusty_drivers_xdp::XdpQueue {}
+/// An AF_XDP queue is chosen by the NIC's RSS, not detached; it is handed over whole
+/// (see `handover`).
+impl Steered for crate::handover::Handover {
+    fn hand_over(&mut self) -> Option<rusty_drivers_xdp::XdpQueue> {
+        self.take()
+    }
+}
 
 impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
     fn poll(&mut self) -> usize {
@@ -130,6 +142,9 @@ impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
                 if on { "attach" } else { "detach" }
             );
         }
+    }
+    fn hand_over(&mut self) -> Option<rusty_drivers_xdp::XdpQueue> {
+        self.device_mut().hand_over()
     }
     fn congestion(&self) -> &'static str {
         match self.config().tcp.congestion_control {
