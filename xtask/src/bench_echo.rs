@@ -54,6 +54,7 @@ const XDP: xdp::Plan = xdp::Plan {
     prefix: "rb",
     client_cidr: "10.79.1.1/24",
     stack_ip: "10.79.1.2",
+    queues: 1,
 };
 
 #[derive(Debug, Clone, clap::Args)]

@@ -29,15 +29,14 @@ use crate::common::{apt_install, find_program, ip, tail, Netns, Result, RunArgs}
 use crate::goals;
 pub(crate) use crate::goals::{Goal, Per};
 
-/// The server's workers on AF_XDP, and so the queue pairs of each veth end.
-const QUEUES: usize = 1;
-
 /// Where a benchmark puts the row: the two letters its device names start with (like
-/// its TAP's), the client end's address and Rusty's, in the same /24.
+/// its TAP's), the client end's address and Rusty's, in the same /24, and the queue
+/// pairs of each veth end (the server's workers or processes on AF_XDP).
 pub(crate) struct Plan {
     pub prefix: &'static str,
     pub client_cidr: &'static str,
     pub stack_ip: &'static str,
+    pub queues: usize,
 }
 
 /// Rusty's end of the veth pair, and the address the client reaches Rusty at.
@@ -46,6 +45,8 @@ pub(crate) struct XdpLink {
     pub ifname: String,
     /// Rusty's address, in the client end's /24.
     pub stack_ip: &'static str,
+    /// Queue pairs of each end.
+    pub queues: usize,
 }
 
 impl XdpLink {
@@ -55,7 +56,7 @@ impl XdpLink {
         let pid = std::process::id();
         let ifname = format!("{}xdp{pid}", plan.prefix);
         let client = format!("{}cli{pid}", plan.prefix);
-        net.add_veth(&ifname, &client, QUEUES)?;
+        net.add_veth(&ifname, &client, plan.queues)?;
         ip(&[
             "-n",
             &net.name,
@@ -80,17 +81,24 @@ impl XdpLink {
         Ok(XdpLink {
             ifname,
             stack_ip: plan.stack_ip,
+            queues: plan.queues,
         })
     }
 
-    /// The link arguments of a Rusty binary: `1 xdp:NAME IP/24 1`.
+    /// The link arguments of a Rusty binary: `1 xdp:NAME IP/24 QUEUES`.
     pub(crate) fn link_args(&self) -> [String; 4] {
         [
             "1".into(),
             format!("xdp:{}", self.ifname),
             format!("{}/24", self.stack_ip),
-            QUEUES.to_string(),
+            self.queues.to_string(),
         ]
+    }
+
+    /// The link as `rusty-run --link` takes it: `xdp:NAME IP/24 QUEUES`.
+    pub(crate) fn rusty_run_link(&self) -> String {
+        let [_, name, cidr, queues] = self.link_args();
+        format!("{name} {cidr} {queues}")
     }
 
     /// Whether a TCP connection from the namespace's kernel to Rusty's `port` opens
@@ -130,7 +138,7 @@ pub(crate) fn announce(what: &str, outcome: &Outcome) {
 
 /// ethtool, found or (unless `no_install`) installed with apt-get; otherwise why the row
 /// is skipped.
-fn ethtool(
+pub(crate) fn ethtool(
     no_install: bool,
     log: &Path,
     interrupted: &AtomicBool,

@@ -64,6 +64,7 @@ const XDP: xdp::Plan = xdp::Plan {
     prefix: "rh",
     client_cidr: "10.80.1.1/24",
     stack_ip: "10.80.1.2",
+    queues: 1,
 };
 /// The marker lines of this benchmark's block in `docs/benchmarks.md`.
 const BLOCK_START: &str = "<!-- bench-http:start -->";

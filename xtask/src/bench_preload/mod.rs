@@ -12,9 +12,12 @@
 //!  └────────────────────────────────────────────────┘      └──────────────────────────┘
 //! ```
 //!
-//! Both paths go through a virtual device: the client's kernel writes to the TAP, whose
-//! queues the Rusty processes read (one queue per process: QUEUES is nginx's workers + 1
-//! for the master), or to the veth, whose far end is the kernel server's namespace.
+//! Every path goes through a virtual device: the client's kernel writes to the TAP,
+//! whose queues the Rusty processes read (one queue per process: QUEUES is nginx's
+//! workers + 1 for the master), to a veth pair whose far end carries Rusty's XDP program
+//! and AF_XDP sockets (`rusty-run --link 'xdp:NAME 10.82.2.2/24 1'`, or `10.82.3.2/24 2`
+//! for two nginx workers: one queue per accepting process), or to the veth whose far end
+//! is the kernel server's namespace.
 //!
 //! Servers, each started fresh for every run inside its namespace and pinned with
 //! `taskset` to the server core (both cores for the two-worker rows, which then share
@@ -57,6 +60,7 @@ use crate::http_load::report::Row;
 use crate::http_load::tools::{find_or_install, version, Need};
 use crate::http_load::wrk::Sample;
 use crate::http_load::{write_files, CASES};
+use crate::xdp;
 use runs::Ctx;
 
 const HTTP_PORT: u16 = 8080;
@@ -102,9 +106,12 @@ pub(crate) struct Options {
     /// leaves docs/benchmarks.md alone.
     #[arg(long)]
     pub quick: bool,
-    /// Do not apt-get install missing wrk/nginx/redis; fail instead.
+    /// Do not apt-get install missing wrk/nginx/redis/ethtool; fail instead.
     #[arg(long)]
     pub no_install: bool,
+    /// Leave out the rows of Rusty on AF_XDP.
+    #[arg(long)]
+    pub no_xdp: bool,
 }
 
 impl Options {
@@ -126,6 +133,9 @@ impl Options {
 enum Stack {
     /// Rusty through rusty-run, on the TAP.
     Rusty,
+    /// Rusty through rusty-run, on AF_XDP: a veth pair with a queue per process that
+    /// accepts (nginx's workers, redis).
+    Xdp,
     /// The kernel's, behind the veth pair.
     Kernel,
 }
@@ -149,10 +159,20 @@ impl Server {
         Server { app, stack }
     }
 
-    /// Processes of the program that each run a stack: nginx's workers and master.
+    /// Processes of the program that each run a stack on the TAP: nginx's workers and
+    /// master.
     fn queues(self) -> usize {
         match self.app {
             App::Nginx(workers) => workers + 1,
+            App::Redis => 1,
+        }
+    }
+
+    /// Processes of the program that accept, one AF_XDP queue each: the master hands
+    /// its queue to a worker (see docs/preload.md).
+    fn accepting(self) -> usize {
+        match self.app {
+            App::Nginx(workers) => workers,
             App::Redis => 1,
         }
     }
@@ -175,6 +195,7 @@ impl Server {
     fn stack_name(self) -> &'static str {
         match self.stack {
             Stack::Rusty => "Rusty",
+            Stack::Xdp => "Rusty XDP",
             Stack::Kernel => "kernel",
         }
     }
@@ -185,7 +206,9 @@ impl Server {
             App::Nginx(n) => n,
             App::Redis => 1,
         };
-        format!("{}{n}-{}", self.program(), self.stack_name()).to_lowercase()
+        format!("{}{n}-{}", self.program(), self.stack_name())
+            .to_lowercase()
+            .replace(' ', "-")
     }
 }
 
@@ -193,6 +216,7 @@ impl Row for Server {
     fn label(self) -> String {
         let on = match self.stack {
             Stack::Rusty => "Rusty (rusty-run, TAP)",
+            Stack::Xdp => "Rusty (rusty-run, AF_XDP)",
             Stack::Kernel => "kernel sockets (veth)",
         };
         format!("{}{}, {on}", self.program(), self.workers_text())
@@ -203,21 +227,44 @@ impl Row for Server {
     }
 }
 
-const NGINX_SERVERS: [Server; 4] = [
+const NGINX_SERVERS: [Server; 6] = [
     Server::new(App::Nginx(1), Stack::Rusty),
+    Server::new(App::Nginx(1), Stack::Xdp),
     Server::new(App::Nginx(1), Stack::Kernel),
     Server::new(App::Nginx(2), Stack::Rusty),
+    Server::new(App::Nginx(2), Stack::Xdp),
     Server::new(App::Nginx(2), Stack::Kernel),
 ];
-const REDIS_SERVERS: [Server; 2] = [
+const REDIS_SERVERS: [Server; 3] = [
     Server::new(App::Redis, Stack::Rusty),
+    Server::new(App::Redis, Stack::Xdp),
     Server::new(App::Redis, Stack::Kernel),
 ];
-/// The pairs compared in the table: Rusty over the kernel with the same program.
-const PAIRS: [(Server, Server); 3] = [
-    (NGINX_SERVERS[0], NGINX_SERVERS[1]),
-    (NGINX_SERVERS[2], NGINX_SERVERS[3]),
-    (REDIS_SERVERS[0], REDIS_SERVERS[1]),
+/// The pairs compared in the table: Rusty over the kernel with the same program, on
+/// the TAP first (the goals are the TAP's), then on AF_XDP.
+const PAIRS: [(Server, Server); 6] = [
+    (NGINX_SERVERS[0], NGINX_SERVERS[2]),
+    (NGINX_SERVERS[3], NGINX_SERVERS[5]),
+    (REDIS_SERVERS[0], REDIS_SERVERS[2]),
+    (NGINX_SERVERS[1], NGINX_SERVERS[2]),
+    (NGINX_SERVERS[4], NGINX_SERVERS[5]),
+    (REDIS_SERVERS[1], REDIS_SERVERS[2]),
+];
+
+/// Where the AF_XDP rows' veth pairs go: one with a queue pair, one with two.
+const XDP_PLANS: [xdp::Plan; 2] = [
+    xdp::Plan {
+        prefix: "pa",
+        client_cidr: "10.82.2.1/24",
+        stack_ip: "10.82.2.2",
+        queues: 1,
+    },
+    xdp::Plan {
+        prefix: "pb",
+        client_cidr: "10.82.3.1/24",
+        stack_ip: "10.82.3.2",
+        queues: 2,
+    },
 ];
 
 /// The programs the benchmark drives and their versions.
@@ -284,11 +331,14 @@ impl Tools {
     }
 }
 
-/// The client namespace (with the TAP and the client end of the veth pair) and the
-/// kernel servers' namespace; both deleted when dropped, the client's first.
+/// The client namespace (with the TAP, the client end of the veth pair and the AF_XDP
+/// rows' veth pairs) and the kernel servers' namespace; both deleted when dropped, the
+/// client's first.
 struct Net {
     client: Netns,
     server: Namespace,
+    /// The AF_XDP rows' links, by [`XDP_PLANS`]; empty with `--no-xdp`.
+    xdp: Vec<xdp::XdpLink>,
 }
 
 impl Net {
@@ -299,7 +349,11 @@ impl Net {
             HOST_CIDR,
         )?;
         let server = Namespace::create(format!("rusty-bench-preload-{pid}-k"))?;
-        let mut net = Net { client, server };
+        let mut net = Net {
+            client,
+            server,
+            xdp: Vec::new(),
+        };
         let (cli, srv) = (format!("rpcli{pid}"), format!("rpsrv{pid}"));
         net.client.add_veth_to(&cli, &srv, &net.server.0)?;
         ip(&[
@@ -360,7 +414,20 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         write_nginx_conf(tmp.path(), "nginx1", &files.pages, HTTP_PORT, 1)?,
         write_nginx_conf(tmp.path(), "nginx2", &files.pages, HTTP_PORT, 2)?,
     ];
-    let net = Net::create(pid)?;
+    let mut net = Net::create(pid)?;
+    if !opts.no_xdp {
+        let log = tmp.path().join("apt-get-ethtool.log");
+        let ethtool = xdp::ethtool(opts.no_install, &log, &interrupted)?
+            .map_err(|why| format!("bench preload: {why} (or leave the rows out: --no-xdp)"))?;
+        for plan in &XDP_PLANS {
+            let link = xdp::XdpLink::create(&mut net.client, plan, &ethtool)?;
+            net.xdp.push(link);
+        }
+    }
+    let with_xdp = !net.xdp.is_empty();
+    let ran = |s: &&Server| with_xdp || s.stack != Stack::Xdp;
+    let nginx_servers: Vec<Server> = NGINX_SERVERS.iter().filter(ran).copied().collect();
+    let redis_servers: Vec<Server> = REDIS_SERVERS.iter().filter(ran).copied().collect();
 
     let ctx = Ctx {
         opts,
@@ -373,7 +440,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         logs: &files.logs,
         interrupted: &interrupted,
     };
-    let per_round = CASES.len() * NGINX_SERVERS.len() + REDIS_SERVERS.len();
+    let per_round = CASES.len() * nginx_servers.len() + redis_servers.len();
     let total = opts.load.rounds * per_round;
     eprintln!(
         "bench preload: {total} runs ({} s each for wrk, {} requests per redis test; server \
@@ -395,14 +462,14 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let result: Result<()> = (|| {
         for round in 0..opts.load.rounds {
             for (ci, case) in CASES.iter().enumerate() {
-                for server in rotated(&NGINX_SERVERS, round + ci) {
+                for server in rotated(&nginx_servers, round + ci) {
                     n += 1;
                     let s = ctx.run_http(*case, server, n)?;
                     ctx.print(n, total, round, case.tag, server, &s);
                     samples[ci].push((server, s));
                 }
             }
-            for server in rotated(&REDIS_SERVERS, round) {
+            for server in rotated(&redis_servers, round) {
                 n += 1;
                 let runs = ctx.run_redis(server, n)?;
                 for (ti, s) in runs.into_iter().enumerate() {

@@ -96,7 +96,12 @@ pub(super) fn block_body(
          The same binaries with the same configuration on both stacks. Rusty: `rusty-run --link\n\
          'tap:NAME {STACK_IP}/{PREFIX} QUEUES' -- PROGRAM …` ({wait}), one TAP queue per\n\
          process (nginx: workers + 1 for the master; redis: 1); the client's kernel →\n\
-         TAP ({HOST_CIDR} on the host side) → Rusty inside the program. Kernel: the program\n\
+         TAP ({HOST_CIDR} on the host side) → Rusty inside the program. Rusty on AF_XDP:\n\
+         `rusty-run --link 'xdp:NAME IP/24 QUEUES' -- PROGRAM …` on a veth pair in the\n\
+         client's namespace with one queue pair per process that accepts (nginx: its\n\
+         workers, the master handing its queue to one; redis: 1), the client end's transmit\n\
+         checksum offload off; the client's kernel → veth → Rusty's XDP program → an\n\
+         AF_XDP socket in copy mode → Rusty inside the program. Kernel: the program\n\
          in a second namespace at {KERNEL_IP}, reached through a veth pair, so that both\n\
          paths cross a virtual device. Each server is pinned with `taskset` to CPU {scpu},\n\
          the client to CPU {ccpu}; the rows with 2 nginx workers pin the server (master and\n\
@@ -147,10 +152,11 @@ mod tests {
 
     #[test]
     fn ratios_and_goals_per_program() {
-        let [r1, k1, r2, k2] = NGINX_SERVERS;
-        let [rr, kr] = REDIS_SERVERS;
+        let [r1, x1, k1, r2, _, k2] = NGINX_SERVERS;
+        let [rr, _, kr] = REDIS_SERVERS;
         let nginx = vec![
             (r1, s(100_000.0, 2.0, 5.0)),
+            (x1, s(50_000.0, 2.0, 4.5)),
             (k1, s(100_000.0, 5.0, 9.0)),
             (r2, s(150_000.0, 4.0, 9.0)),
             (k2, s(150_000.0, 4.0, 9.0)),
@@ -173,6 +179,12 @@ mod tests {
             t.contains("| 64 B, keep-alive | **Rusty, 2 workers / kernel, 2 workers** | **1.00×** | | **1.00×** per CPU-s |"),
             "{t}"
         );
+        // The AF_XDP row's own ratio; the goals stay the TAP's (below: 2.50×).
+        assert!(
+            t.contains("| 64 B, keep-alive | **Rusty XDP, 1 worker / kernel, 1 worker** | **0.50×** | | **1.25×** per CPU-s | **1.00×** per CPU-s |"),
+            "{t}"
+        );
+        assert!(!t.contains("Rusty XDP, 2 workers"), "no runs, no rows: {t}");
         assert!(
             t.contains("| redis GET | **Rusty / kernel** | **1.00×** |"),
             "{t}"

@@ -1,5 +1,5 @@
 //! One measured run: start nginx or redis-server pinned inside its namespace (through
-//! rusty-run on the TAP, or on the kernel's sockets behind the veth), wait until it
+//! rusty-run on the TAP or on AF_XDP, or on the kernel's sockets behind the veth), wait until it
 //! accepts, drive it from the client core and stop it (its workers too) by PID.
 
 use std::path::{Path, PathBuf};
@@ -41,12 +41,22 @@ impl Ctx<'_> {
         }
     }
 
+    /// The AF_XDP link with a queue for each of `server`'s accepting processes.
+    fn xdp_link(&self, server: Server) -> Result<&crate::xdp::XdpLink> {
+        self.net
+            .xdp
+            .iter()
+            .find(|l| l.queues == server.accepting())
+            .ok_or_else(|| format!("no AF_XDP link with {} queues", server.accepting()))
+    }
+
     /// Where the client reaches the server.
-    fn host(server: Server) -> &'static str {
-        match server.stack {
+    fn host(&self, server: Server) -> Result<&'static str> {
+        Ok(match server.stack {
             Stack::Rusty => STACK_IP,
+            Stack::Xdp => self.xdp_link(server)?.stack_ip,
             Stack::Kernel => KERNEL_IP,
-        }
+        })
     }
 
     fn port(server: Server) -> u16 {
@@ -64,13 +74,17 @@ impl Ctx<'_> {
             App::Redis => &self.tools.redis_server,
         };
         let mut cmd = match server.stack {
-            Stack::Rusty => {
+            Stack::Rusty | Stack::Xdp => {
                 let mut c = self.net.client.exec_pinned(&cpus, &self.rusty_run);
-                c.arg("--link").arg(format!(
-                    "tap:{} {STACK_IP}/{PREFIX} {}",
-                    self.net.client.tap,
-                    server.queues()
-                ));
+                let link = match server.stack {
+                    Stack::Xdp => self.xdp_link(server)?.rusty_run_link(),
+                    _ => format!(
+                        "tap:{} {STACK_IP}/{PREFIX} {}",
+                        self.net.client.tap,
+                        server.queues()
+                    ),
+                };
+                c.arg("--link").arg(link);
                 if let Some(us) = self.opts.wait_spin_us {
                     c.arg("--wait-spin-us").arg(us.to_string());
                 }
@@ -96,6 +110,7 @@ impl Ctx<'_> {
         // SIGTERM: nginx's fast shutdown (workers too), redis's shutdown.
         let mut running = ServerProcs::new(proc, libc::SIGTERM, worker_name);
         let port = Self::port(server);
+        let host = self.host(server)?;
         let times = (Duration::from_secs(15), Duration::from_millis(300));
         crate::common::wait_ready(
             &mut running.proc,
@@ -110,6 +125,7 @@ impl Ctx<'_> {
                         self.net.client.tap_has_carrier()
                             && self.net.client.connects(STACK_IP, port)
                     }
+                    Stack::Xdp => self.net.client.connects(host, port),
                     Stack::Kernel => listening(pid, port),
                 };
                 Ok(up && children_of(pid).len() >= workers)
@@ -134,7 +150,7 @@ impl Ctx<'_> {
         let what = format!("{} on {}", case.label, server.label());
         let m = Measured::new(&mut running, &server_log, &what, self.interrupted);
         let client = (&self.net.client, self.opts.host.client_cpu);
-        let at = (Self::host(server), HTTP_PORT);
+        let at = (self.host(server)?, HTTP_PORT);
         wrk.run(
             m,
             client,
@@ -173,7 +189,7 @@ impl Ctx<'_> {
                 .net
                 .client
                 .exec_pinned(self.opts.host.client_cpu, &self.tools.redis_benchmark);
-            let host = Self::host(server);
+            let host = self.host(server)?;
             redis::benchmark_args(&mut cmd, host, REDIS_PORT, test, requests, REDIS_CLIENTS);
             let what = format!("{label} on {}", server.label());
             let mut m = Measured::new(&mut running, &server_log, &what, self.interrupted);
