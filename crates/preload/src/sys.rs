@@ -76,6 +76,10 @@ originals! {
     epoll_wait: fn(c_int, *mut libc::epoll_event, c_int, c_int) -> c_int;
     epoll_pwait: fn(c_int, *mut libc::epoll_event, c_int, c_int, *const libc::sigset_t) -> c_int;
     close_range: fn(c_uint, c_uint, c_int) -> c_int;
+    setuid: fn(libc::uid_t) -> c_int;
+    seteuid: fn(libc::uid_t) -> c_int;
+    setreuid: fn(libc::uid_t, libc::uid_t) -> c_int;
+    setresuid: fn(libc::uid_t, libc::uid_t, libc::uid_t) -> c_int;
 }
 
 fn next_symbol(name: &CStr) -> *mut c_void {

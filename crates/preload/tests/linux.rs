@@ -319,6 +319,13 @@ fn forked_clients() {
     same_on_both("fork_clients", UnderTest::Client);
 }
 
+/// A server that gives up root (groups, group, user) before its first socket, as
+/// memcached does with `-u`: it still gets its queue of the link.
+#[test]
+fn drop_root_before_listening() {
+    same_on_both("drop_root", UnderTest::Server);
+}
+
 /// 8. select() and poll() over sockets and a pipe.
 #[test]
 fn select_and_poll() {

@@ -336,6 +336,7 @@ fn hand_to_kernel(fd: RawFd) -> Result<(), Errno> {
 
 mod calls;
 mod io;
+mod privileges;
 mod wait;
 
 /// Run as the library is loaded, before the program's `main` (and so before it can

@@ -42,6 +42,7 @@ static inline const char *errname(int e)
     case 0: return "0";
     case EAGAIN: return "EAGAIN";
     case EBADF: return "EBADF";
+    case EPERM: return "EPERM";
     case EINTR: return "EINTR";
     case EINVAL: return "EINVAL";
     case EPIPE: return "EPIPE";

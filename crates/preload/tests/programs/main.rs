@@ -1,27 +1,30 @@
 //! Unmodified Debian programs on Rusty: nginx, curl, Python's http.server, asyncio and
-//! selectors programs, and redis, each run as `rusty-run --link 'tap:csuite0
+//! selectors programs, redis and memcached, each run as `rusty-run --link 'tap:csuite0
 //! 10.78.N.2/24' -- PROGRAM ...` in a network namespace of its own, and driven by (or
 //! driving) plain Linux programs in the same namespace on the kernel's sockets, at
 //! `10.78.N.1`. Every transfer is checked byte for byte (sha256 of whole files, or a
 //! comparison in the client).
 //!
 //! Multi-process programs are here too: nginx with a master and two workers (reloaded
-//! under load), and redis's BGSAVE, which forks.
+//! under load), and redis's BGSAVE, which forks. memcached is a threaded one: its
+//! listener thread hands each connection it accepts to one of its worker threads.
 //!
 //! `RUSTY_PROGRAMS_STACK=kernel` runs every program under test on the kernel's sockets
 //! instead (at `.1`, without rusty-run), which checks the tests themselves: they must
 //! pass that way on any Linux machine.
 //!
-//! Needs root and the programs (nginx, wrk, curl, python3, redis-server, redis-tools);
-//! skips with a printed reason otherwise, unless `RUSTY_REQUIRE_PRIVILEGED=1`, which
-//! makes a skip a failure. Every test makes its own namespace, TAP and /24 and tears them
-//! down on drop; it stops only the processes it started and their descendants, by pid;
-//! every wait and every request loop is bounded in count and time.
+//! Needs root and the programs (nginx, wrk, curl, python3, redis-server, redis-tools,
+//! memcached); skips with a printed reason otherwise, unless
+//! `RUSTY_REQUIRE_PRIVILEGED=1`, which makes a skip a failure. Every test makes its own
+//! namespace, TAP and /24 and tears them down on drop; it stops only the processes it
+//! started and their descendants, by pid; every wait and every request loop is bounded
+//! in count and time.
 
 // Shared with the conformance suite (`tests/linux.rs`).
 #[path = "../common/mod.rs"]
 mod common;
 mod curl;
+mod memcached;
 mod nginx;
 mod python;
 mod redis;
