@@ -9,7 +9,7 @@ use rusty_stack::{CongestionAlgorithm, Conn, ConnId, Engine, Keepalive, TcpState
 use super::table::connect_errno;
 use super::{Errno, SockId, Table};
 
-/// What the socket layer needs of an engine, so that [`Stack`] is one type whatever
+/// What the socket layer needs of an engine, so that [`Stack`](super::Stack) is one type whatever
 /// the device under it.
 pub trait EngineOps {
     /// Run one loop turn; frames received.
