@@ -10,6 +10,7 @@
 mod call;
 pub mod config;
 mod handover;
+mod heirs;
 pub mod sockets;
 // The C-facing functions: the crate's unsafe code is here and in `sys`, each block
 // with its SAFETY note.
@@ -21,3 +22,5 @@ mod siblings;
 mod start;
 #[allow(unsafe_code)]
 mod sys;
+
+pub use siblings::{table_file, SHARED_VAR};

@@ -22,6 +22,7 @@ use libc::pollfd;
 use rusty_stack::time::{Clock, SystemClock};
 
 use crate::config::Config;
+use crate::heirs::Heirloom;
 use crate::siblings::Siblings;
 use crate::sockets::{ready, Errno, SockId, Stack};
 use crate::start::Opened;
@@ -143,6 +144,8 @@ pub(crate) struct Process {
 // or AF_XDP queue) and the socket table are `Send` in their own right.
 #[allow(unsafe_code)]
 unsafe impl Send for Process {}
+
+mod fork;
 
 static PROCESS: Mutex<Option<Process>> = Mutex::new(None);
 
@@ -274,8 +277,15 @@ impl Process {
             interests.retain(|i| i.fd != fd);
         }
         if let Some(desc) = self.descs.remove(&fd) {
+            let listening = self.stack.backlog(desc.sock).is_some();
+            if listening {
+                self.siblings.disinherit(fd);
+            }
             let _ = self.stack.release(desc.sock);
             self.stirred = true;
+            if listening {
+                self.sync_siblings();
+            }
         }
         self.mark(fd, Kind::Kernel);
     }
@@ -287,7 +297,58 @@ impl Process {
         let engage = !self.forked;
         self.stack.listen(sock, backlog, engage)?;
         self.stirred = true;
+        self.bequeath(fd);
+        // The other processes learn of the port now, not at this one's next turn: it
+        // may fork or exec before it has one.
+        self.sync_siblings();
         Ok(())
+    }
+
+    /// Record listening socket `fd` (again, after a change) for the program this
+    /// process may exec (see `heirs`); nothing if `fd` is not a listening socket.
+    pub(crate) fn bequeath(&mut self, fd: RawFd) {
+        let Ok(desc) = self.desc(fd) else {
+            return;
+        };
+        let (sock, nonblock) = (desc.sock, desc.nonblock);
+        let (Some(backlog), Ok(addr)) = (self.stack.backlog(sock), self.stack.local_addr(sock))
+        else {
+            return;
+        };
+        let h = Heirloom {
+            fd,
+            addr,
+            backlog,
+            nonblock,
+        };
+        if !self.siblings.bequeath(h) {
+            log::warn!("listening socket {fd} will not survive exec: the table is full");
+        }
+    }
+
+    /// Take up the listening sockets the program image before this one's `exec` had
+    /// (see `heirs`): each whose descriptor survived becomes a listening socket again,
+    /// with the same number and address. The process then behaves as a forked one
+    /// (its listeners take connections from the first sign of interest).
+    pub(crate) fn inherit(&mut self) {
+        for h in self.siblings.inheritance() {
+            if self.descs.contains_key(&h.fd) || !sys::is_eventfd(h.fd) {
+                self.siblings.disinherit(h.fd);
+                continue;
+            }
+            self.forked = true;
+            let sock = self.stack.socket();
+            let made = self
+                .stack
+                .bind(sock, h.addr)
+                .and_then(|()| self.stack.listen(sock, h.backlog, false));
+            if let Err(e) = made {
+                log::warn!("inherited listening socket {} on {}: {e:?}", h.fd, h.addr);
+                let _ = self.stack.release(sock);
+                continue;
+            }
+            self.attach(h.fd, sock, h.nonblock);
+        }
     }
 
     /// The program shows interest in connections on `fd` (an accept, or a wait that
@@ -533,7 +594,11 @@ fn locked<R>(entry: Entry, f: impl FnOnce(&mut Process) -> R) -> Option<R> {
 pub(crate) fn install(process: Process) {
     let _bypass = Bypass::enter();
     *PROCESS.lock().unwrap_or_else(|p| p.into_inner()) = Some(process);
-    if let Err(e) = sys::at_fork(before_fork, after_fork_in_parent, after_fork_in_child) {
+    if let Err(e) = sys::at_fork(
+        fork::before_fork,
+        fork::after_fork_in_parent,
+        fork::after_fork_in_child,
+    ) {
         sys::fatal(&format!("pthread_atfork: {e}"));
     }
     if let Err(e) = sys::at_exit(at_exit) {
@@ -583,141 +648,6 @@ extern "C" fn at_exit() {
         sys::sleep(&mut fds, Some(timer.map_or(left, |t| t.min(left))), None);
     }
     with(|p| p.siblings.leave());
-}
-
-thread_local! {
-    /// The process lock, held by the forking thread across `fork`, so that no other
-    /// thread is inside the stack when the child's copy of it is taken.
-    static HELD_ACROSS_FORK: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Option<Process>>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// The process lock the forking thread took in `before_fork`, now its to release.
-fn held_across_fork() -> Option<std::sync::MutexGuard<'static, Option<Process>>> {
-    HELD_ACROSS_FORK
-        .try_with(|h| h.borrow_mut().take())
-        .ok()
-        .flatten()
-}
-
-extern "C" fn before_fork() {
-    let _call = crate::call::Call::enter("fork");
-    let _bypass = Bypass::enter();
-    let guard = PROCESS.lock().unwrap_or_else(|p| p.into_inner());
-    let _ = HELD_ACROSS_FORK.try_with(|h| *h.borrow_mut() = Some(guard));
-}
-
-/// The parent keeps its engine, queue and connections. Its listeners stop taking
-/// connections until it shows interest again (a master process hands the listening
-/// sockets to its children and never accepts), and with no connection either, its
-/// queue is detached, so the kernel steers new flows to the children's queues.
-extern "C" fn after_fork_in_parent() {
-    let _call = crate::call::Call::enter("fork");
-    let _bypass = Bypass::enter();
-    let Some(mut guard) = held_across_fork() else {
-        return;
-    };
-    if let Some(p) = guard.as_mut() {
-        p.forked = true;
-        p.stack.set_shared_link(true);
-        p.shared_link = true;
-        p.stack.disengage_all();
-        let idle = !p.stack.has_connections();
-        if idle {
-            p.stack.set_steered(false);
-        }
-        // The AF_XDP queue the child took (the same choice as `child_queue`) is the
-        // child's now: this copy goes without a frame sent.
-        if !p.spares.is_empty() {
-            drop(p.spares.remove(0));
-        } else if idle && p.stack.hand_over().is_some() {
-            p.link_fd = -1;
-        }
-    }
-}
-
-/// The AF_XDP queue a child forked from `parent` takes: a spare, else, if the parent
-/// has no connection, the one its engine runs on (see `handover`). The parent's
-/// `after_fork_in_parent` makes the same choice from the same state.
-fn child_queue(parent: &mut Process) -> Option<rusty_drivers_xdp::XdpQueue> {
-    if !parent.spares.is_empty() {
-        return Some(parent.spares.remove(0));
-    }
-    if parent.stack.has_connections() {
-        return None;
-    }
-    parent.stack.hand_over()
-}
-
-/// The child gets a stack of its own on a new queue of the link, with the parent's
-/// sockets adopted (`Stack::adopt`): listeners, fresh and bound sockets as they were,
-/// connections as ended ones (they stay the parent's). The parent's engine copy is
-/// dropped without a frame sent.
-extern "C" fn after_fork_in_child() {
-    let _call = crate::call::Call::enter("fork");
-    let _bypass = Bypass::enter();
-    let Some(mut guard) = held_across_fork() else {
-        return;
-    };
-    let Some(mut old) = guard.take() else {
-        return;
-    };
-    let opened = if old.config.queue_per_process() {
-        crate::start::open_stack(&old.config)
-    } else {
-        let Some(queue) = child_queue(&mut old) else {
-            // No AF_XDP queue for this child: its inherited sockets are no longer
-            // anyone's (their calls get EBADF), and it makes no new ones.
-            drop(old);
-            return;
-        };
-        crate::start::stack_on(&old.config, queue)
-    };
-    let opened = match opened {
-        Ok(o) => o,
-        Err(e) => sys::fatal(&format!("after fork: {e}")),
-    };
-    let Process {
-        stack: old_stack,
-        config,
-        descs,
-        epolls,
-        far_marks,
-        mut siblings,
-        ..
-    } = old;
-    siblings.forked();
-    let mut new = Process::new(opened, config, siblings);
-    new.forked = true;
-    let map = new.stack.adopt(&old_stack);
-    for (fd, mut desc) in descs {
-        if let Some(&sock) = map.get(&desc.sock) {
-            desc.sock = sock;
-            new.descs.insert(fd, desc);
-        }
-    }
-    for (epfd, interests) in epolls {
-        let adopted = interests
-            .into_iter()
-            .filter_map(|i| {
-                let sock = match i.sock {
-                    Some(old) => Some(*map.get(&old)?),
-                    None => None,
-                };
-                Some(Interest {
-                    sock,
-                    reported: None,
-                    ..i
-                })
-            })
-            .collect();
-        new.epolls.insert(epfd, adopted);
-    }
-    new.far_marks = far_marks;
-    // The parent's engine copy goes without a frame sent; its queue's descriptor
-    // closes in this process only.
-    drop(old_stack);
-    *guard = Some(new);
 }
 
 /// Whether the library runs this process's TCP sockets; sets it up on first call from

@@ -25,6 +25,7 @@ use std::sync::OnceLock;
 
 use rusty_stack::io::MacAddr;
 
+use crate::heirs::{self, Heirloom, Me};
 use crate::sys;
 
 /// Slots in the table.
@@ -69,10 +70,28 @@ impl Default for PortCounts {
     }
 }
 
+/// Everything the program's processes share, in one mapping: the neighbour table and
+/// stack count, the listening ports, and the listening sockets that outlive `exec`.
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct Mapped {
+    shared: Shared,
+    ports: PortCounts,
+    heirs: heirs::Table,
+}
+
+// SAFETY: atomics only, all-zero bytes valid (counts, generations and slots of zero,
+// free entries); no pointers.
+#[allow(unsafe_code)]
+unsafe impl sys::SharedPlain for Mapped {}
+
 /// A process's handle on the shared table.
 pub(crate) struct Siblings {
     shared: &'static Shared,
-    ports: &'static [AtomicU16],
+    ports: &'static [AtomicU16; 1 << 16],
+    heirs: &'static heirs::Table,
+    /// This process, as `heirs` knows it.
+    me: Me,
     /// The generation this process last took in.
     seen: u64,
     /// The ports this process counts itself as listening on.
@@ -82,13 +101,31 @@ pub(crate) struct Siblings {
 impl Siblings {
     /// A handle on the program's table ([`prepare`]).
     pub(crate) fn new() -> Siblings {
-        let (shared, ports) = prepare();
+        let mapped = prepare();
         Siblings {
-            shared,
-            ports,
+            shared: &mapped.shared,
+            ports: &mapped.ports.0,
+            heirs: &mapped.heirs,
+            me: Me::current(),
             seen: 0,
             mine: Vec::new(),
         }
+    }
+
+    /// Record listening socket `h`, for the program this process may exec (see
+    /// `heirs`); false when the table is full.
+    pub(crate) fn bequeath(&self, h: Heirloom) -> bool {
+        self.heirs.record(self.me, h)
+    }
+
+    /// The listening socket on `fd` is closed.
+    pub(crate) fn disinherit(&self, fd: std::os::fd::RawFd) {
+        self.heirs.forget(self.me, fd);
+    }
+
+    /// The listening sockets the image before this one's `exec` recorded.
+    pub(crate) fn inheritance(&self) -> Vec<Heirloom> {
+        self.heirs.of(self.me)
     }
 
     /// The handle a forked child inherited: the parent's ports are the parent's to
@@ -96,6 +133,7 @@ impl Siblings {
     pub(crate) fn forked(&mut self) {
         self.mine.clear();
         self.seen = 0;
+        self.me = Me::current();
     }
 
     /// This process now listens on `ports` (in order, no repeats).
@@ -144,6 +182,7 @@ impl Siblings {
         for p in std::mem::take(&mut self.mine) {
             self.uncount(p);
         }
+        self.heirs.forget_all(self.me);
         self.shared.generation.fetch_add(1, Ordering::Release);
         let _ = self
             .shared
@@ -199,19 +238,30 @@ impl Siblings {
     }
 }
 
-/// The program's table: mapped shared on first use, which the library makes as it is
-/// loaded (before the program can fork), so that every process of the program, also
-/// those forked before their first socket, inherits the same one. In this process's
-/// memory alone when shared memory cannot be had.
-pub(crate) fn prepare() -> (&'static Shared, &'static [AtomicU16]) {
-    static TABLE: OnceLock<(&'static Shared, &'static [AtomicU16])> = OnceLock::new();
-    *TABLE.get_or_init(|| {
-        let shared = sys::shared_zeroed::<Shared>().unwrap_or_else(|| Box::leak(Box::default()));
-        let ports = match sys::shared_zeroed::<PortCounts>() {
-            Some(counts) => &counts.0[..],
-            None => Box::leak((0..1 << 16).map(|_| AtomicU16::new(0)).collect()),
-        };
-        (shared, ports)
+/// The environment variable naming the descriptor of the memory file that holds the
+/// table (`rusty-run` makes it, [`table_file`]).
+pub const SHARED_VAR: &str = "RUSTY_PRELOAD_SHARED";
+
+/// A memory file for the program's table, which its processes inherit across `fork`
+/// and `exec`; `rusty-run` makes it and names it in [`SHARED_VAR`].
+pub fn table_file() -> Result<std::os::fd::OwnedFd, String> {
+    sys::memfd_for::<Mapped>(c"rusty-preload")
+        .map_err(|e| format!("memfd_create: {}", std::io::Error::from_raw_os_error(e)))
+}
+
+/// The program's table: mapped on first use, which the library makes as it is loaded
+/// (before the program can fork). From the memory file [`SHARED_VAR`] names, which
+/// programs this one execs inherit too; else in anonymous memory that only the
+/// processes forked from this one share; else in this process's memory alone.
+pub(crate) fn prepare() -> &'static Mapped {
+    static TABLE: OnceLock<&'static Mapped> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        std::env::var(SHARED_VAR)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .and_then(sys::map_file::<Mapped>)
+            .or_else(sys::shared_zeroed::<Mapped>)
+            .unwrap_or_else(|| Box::leak(Box::default()))
     })
 }
 

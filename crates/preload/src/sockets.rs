@@ -740,6 +740,14 @@ impl Stack {
         Ok(std::mem::take(&mut self.sock_mut(s)?.error))
     }
 
+    /// The backlog of `s`, if it is listening.
+    pub fn backlog(&self, s: SockId) -> Option<usize> {
+        match self.sock(s).ok()?.state {
+            State::Listening { backlog, .. } => Some(backlog),
+            _ => None,
+        }
+    }
+
     /// Whether `s` is listening (`SO_ACCEPTCONN`).
     pub fn is_listening(&self, s: SockId) -> Result<bool, Errno> {
         Ok(matches!(self.sock(s)?.state, State::Listening { .. }))

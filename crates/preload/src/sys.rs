@@ -9,7 +9,7 @@
 
 use std::cell::Cell;
 use std::ffi::CStr;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -227,27 +227,79 @@ pub(crate) fn at_fork(
     }
 }
 
+/// Whether `fd` is an open eventfd (what a Rusty socket's descriptor is).
+pub(crate) fn is_eventfd(fd: RawFd) -> bool {
+    std::fs::read_link(format!("/proc/self/fd/{fd}"))
+        .is_ok_and(|target| target.as_os_str() == "anon_inode:[eventfd]")
+}
+
+/// A type that processes may share in memory mapped by each.
+///
+/// # Safety
+/// All-zero bytes are a valid value of the type, and it holds only atomics (no
+/// pointers, nothing that assumes one process), so that processes using the same
+/// memory at once see consistent values.
+pub(crate) unsafe trait SharedPlain: Sync {}
+
 /// A zeroed `T` in anonymous memory shared with the processes this one forks
-/// afterwards, which live as long as the process; `None` when the kernel refuses.
-/// `T` must be valid all zeroes and safe to share between processes (atomics only).
-pub(crate) fn shared_zeroed<T: Default + Sync>() -> Option<&'static T> {
+/// afterwards, which lives as long as the process; `None` when the kernel refuses.
+pub(crate) fn shared_zeroed<T: SharedPlain>() -> Option<&'static T> {
+    map_shared::<T>(libc::MAP_SHARED | libc::MAP_ANONYMOUS, -1)
+}
+
+/// A memory file of `size_of::<T>()` zero bytes that the processes this one forks
+/// and the programs it execs inherit (it is not close-on-exec), for [`map_file`].
+pub(crate) fn memfd_for<T: SharedPlain>(name: &CStr) -> Result<OwnedFd, i32> {
+    // SAFETY: a NUL-terminated name and plain flags; returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: `fd` is a new descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let len = std::mem::size_of::<T>() as libc::off_t;
+    // SAFETY: plain integer arguments on a descriptor we own.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len) } != 0 {
+        return Err(errno());
+    }
+    Ok(fd)
+}
+
+/// The `T` in memory file `fd` (made by [`memfd_for`]), mapped shared; `None` unless
+/// `fd` is a regular file of exactly `size_of::<T>()` bytes.
+pub(crate) fn map_file<T: SharedPlain>(fd: RawFd) -> Option<&'static T> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes a `stat` into the buffer, which is large enough.
+    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: fstat succeeded, so it filled the buffer.
+    let st = unsafe { st.assume_init() };
+    let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
+    if !regular || st.st_size != std::mem::size_of::<T>() as libc::off_t {
+        return None;
+    }
+    map_shared::<T>(libc::MAP_SHARED, fd)
+}
+
+fn map_shared<T: SharedPlain>(flags: c_int, fd: RawFd) -> Option<&'static T> {
     let len = std::mem::size_of::<T>();
-    // SAFETY: a fresh anonymous mapping: no file, no address hint.
+    // SAFETY: a fresh mapping with no address hint overlaps nothing of ours.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
+            flags,
+            fd,
             0,
         )
     };
     if p == libc::MAP_FAILED {
         return None;
     }
-    // SAFETY: the mapping is `len` bytes, page-aligned (enough for any `T` here),
-    // zeroed by the kernel, which the caller vouches is a valid `T`, and never
+    // SAFETY: the mapping is `len` bytes, page-aligned (enough for any `T` here), zero
+    // bytes or what other processes stored as `T` (valid by `SharedPlain`), and never
     // unmapped, so the reference lives as long as the process.
     Some(unsafe { &*p.cast::<T>() })
 }

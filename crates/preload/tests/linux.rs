@@ -312,6 +312,14 @@ fn fork_after_listen() {
     same_on_both("fork_after_listen", UnderTest::Server);
 }
 
+/// A listening socket survives exec: the parent listens and forks, the child execs
+/// the program again, which accepts on the inherited descriptor; then the parent
+/// accepts on its own.
+#[test]
+fn listener_survives_exec() {
+    same_on_both("exec_listener", UnderTest::Server);
+}
+
 /// Children forked before any socket each connect as clients: several processes of
 /// one program on one link, each resolving the server's address.
 #[test]

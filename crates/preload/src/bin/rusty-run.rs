@@ -5,17 +5,20 @@
 //! ```
 //!
 //! It checks its flags, puts `librusty_preload.so` in front of `LD_PRELOAD`, hands the
-//! flags to the library in `RUSTY_PRELOAD_FLAGS`, and execs the program (which keeps
-//! rusty-run's process id). The library is looked for next to this executable unless
+//! flags to the library in `RUSTY_PRELOAD_FLAGS` and the table the program's processes
+//! share in `RUSTY_PRELOAD_SHARED` (a memory file's descriptor), and execs the program
+//! (which keeps rusty-run's process id). The library is looked for next to this executable unless
 //! `--library` names it.
 
 use std::ffi::OsString;
+use std::os::fd::IntoRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
 use rusty_preload::config::{random_mac, StackArgs, FLAGS_VAR};
+use rusty_preload::SHARED_VAR;
 use rusty_stack::io::MacAddr;
 
 /// Run a program with its TCP sockets on Rusty's stack.
@@ -74,11 +77,16 @@ fn run(args: RunArgs) -> Result<Never, String> {
         preload.push(" ");
         preload.push(old);
     }
+    // The table the program's processes share, in a memory file that every process it
+    // forks and every program it execs inherits (the descriptor stays open across the
+    // exec below).
+    let table = rusty_preload::table_file()?.into_raw_fd();
     let (program, rest) = args.program.split_first().expect("clap requires a program");
     let err = Command::new(program)
         .args(rest)
         .env("LD_PRELOAD", preload)
         .env(FLAGS_VAR, flags)
+        .env(SHARED_VAR, table.to_string())
         .exec();
     Err(format!("cannot run {}: {err}", program.to_string_lossy()))
 }

@@ -362,6 +362,7 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: usize) -> c_int {
         }
         libc::F_SETFL => int(on_process(|p| {
             p.desc_mut(fd)?.nonblock = arg as c_int & libc::O_NONBLOCK != 0;
+            p.bequeath(fd);
             Ok(0)
         })),
         libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => {
@@ -415,6 +416,7 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: usize) -> c_int
             let on = unsafe { *ptr } != 0;
             int(on_process(|p| {
                 p.desc_mut(fd)?.nonblock = on;
+                p.bequeath(fd);
                 Ok(0)
             }))
         }

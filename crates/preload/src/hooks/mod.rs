@@ -341,13 +341,21 @@ mod wait;
 
 /// Run as the library is loaded, before the program's `main` (and so before it can
 /// fork): install the panic hook (`call`), and under `rusty-run` map the table every
-/// process of the program shares.
+/// process of the program shares, and take up the listening sockets an image this one
+/// replaced by `exec` left.
 extern "C" fn on_load() {
     crate::call::install_panic_hook();
     let _call = Call::enter("the library's set-up");
     if std::env::var_os(crate::config::FLAGS_VAR).is_some_and(|v| !v.is_empty()) {
-        let _bypass = Bypass::enter();
-        crate::siblings::prepare();
+        let heirs = {
+            let _bypass = Bypass::enter();
+            crate::siblings::Siblings::new().inheritance()
+        };
+        // This image was exec'd by one that listened: take its listening sockets up
+        // now, before the program uses their descriptors (see `heirs`).
+        if !heirs.is_empty() && running() {
+            process::with(|p| p.inherit());
+        }
     }
 }
 

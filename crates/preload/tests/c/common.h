@@ -238,6 +238,22 @@ static inline void expect_str(int fd, const char *want)
     CHECK(memcmp(buf, want, n) == 0, "expected \"%s\", got \"%s\"", want, buf);
 }
 
+/* Read to end of stream into buf, at most size - 1 bytes, and end it with a NUL; the
+ * number of bytes read. */
+static inline size_t read_str_to_eof(int fd, char *buf, size_t size)
+{
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + n, size - 1 - n);
+        CHECK(r >= 0, "read");
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    buf[n] = 0;
+    return n;
+}
+
 /* Read to end of stream; the number of bytes read. */
 static inline size_t read_to_eof(int fd, uint32_t *fnv)
 {

@@ -56,15 +56,7 @@ static void client(const struct args *a)
     printf("connect to a port no process listens on: %s\n", res(rc));
     close(other);
     write_str(fd, "bye");
-    n = 0;
-    for (;;) {
-        ssize_t r = read(fd, buf + n, sizeof buf - 1 - n);
-        CHECK(r >= 0, "read");
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    buf[n] = 0;
+    n = read_str_to_eof(fd, buf, sizeof buf);
     CHECK(n == 0, "more after the answer: \"%s\"", buf);
     close(fd);
     printf("got the child's answer\n");

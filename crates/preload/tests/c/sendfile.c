@@ -73,17 +73,7 @@ static void client(const struct args *a)
     printf("sendfile at end of file: %zd\n", r);
     CHECK(shutdown(s, SHUT_WR) == 0, "shutdown");
 
-    {
-        size_t n = 0;
-        for (;;) {
-            ssize_t got = read(s, reply + n, sizeof reply - 1 - n);
-            CHECK(got >= 0, "read the reply");
-            if (got == 0)
-                break;
-            n += (size_t)got;
-        }
-        reply[n] = 0;
-    }
+    read_str_to_eof(s, reply, sizeof reply);
     for (size_t i = 0; i < FILE_BYTES; i++)
         fnv_add(&want, pattern(i));
     for (size_t i = RANGE_OFFSET; i < RANGE_OFFSET + RANGE_BYTES; i++)

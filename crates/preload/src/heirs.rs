@@ -1,0 +1,230 @@
+//! Listening sockets that outlive `exec`.
+//!
+//! On Linux a listening socket whose descriptor is not close-on-exec survives `exec`:
+//! the new program image finds it under the same number. nginx's binary upgrade hands
+//! its listeners to the new binary this way (naming their numbers in its
+//! environment), and so do other servers that re-exec themselves. Here the descriptor
+//! is only an eventfd, and the socket belonged to the old image's engine, which `exec`
+//! ends. So each process records its listening sockets in the table the program's
+//! processes share ([`Table`]): the descriptor's number, the address, the backlog and
+//! whether it was non-blocking, under the process's id and start time (both of which
+//! `exec` keeps, and no other process shares). The new image, as the library is
+//! loaded, looks up its own entries and, for each whose descriptor it still has (an
+//! eventfd; one that was close-on-exec is gone), makes a listening socket with the
+//! same address and number. Connections the old image had not accepted are lost with
+//! its engine; on Linux they would still be in the queue.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+/// Entries in the table: listening sockets across all the program's processes.
+const SLOTS: usize = 256;
+
+/// One listening socket of one process; free while `pid` is 0.
+#[derive(Default)]
+#[repr(C)]
+struct Slot {
+    pid: AtomicU32,
+    fd: AtomicI32,
+    started: AtomicU64,
+    /// The address in the high 32 bits, the port below it.
+    addr: AtomicU64,
+    /// The backlog in the low 31 bits; the top bit: non-blocking.
+    backlog: AtomicU32,
+}
+
+/// The program's listening sockets, in the memory its processes share.
+#[repr(C)]
+pub(crate) struct Table {
+    slots: [Slot; SLOTS],
+}
+
+impl Default for Table {
+    fn default() -> Table {
+        Table {
+            slots: std::array::from_fn(|_| Slot::default()),
+        }
+    }
+}
+
+/// A process as the table knows it: its id and start time (in clock ticks since
+/// boot), which `exec` keeps and a later process reusing the id does not have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Me {
+    pid: u32,
+    started: u64,
+}
+
+impl Me {
+    /// The calling process.
+    pub(crate) fn current() -> Me {
+        let pid = std::process::id();
+        Me {
+            pid,
+            started: start_time(pid).unwrap_or(0),
+        }
+    }
+
+    /// Whether the process `pid` started at `started` still runs.
+    fn alive(pid: u32, started: u64) -> bool {
+        start_time(pid) == Some(started)
+    }
+}
+
+/// Field 22 of `/proc/PID/stat`: when the process started.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// A listening socket as the table records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Heirloom {
+    pub(crate) fd: RawFd,
+    pub(crate) addr: SocketAddrV4,
+    pub(crate) backlog: usize,
+    pub(crate) nonblock: bool,
+}
+
+const NONBLOCK: u32 = 1 << 31;
+
+impl Table {
+    /// Record (or update) `me`'s listening socket `h`; false when the table is full
+    /// even after freeing the entries of processes that are gone.
+    pub(crate) fn record(&self, me: Me, h: Heirloom) -> bool {
+        let slot = self.find(me, h.fd).or_else(|| self.claim(me)).or_else(|| {
+            self.free_the_departed();
+            self.claim(me)
+        });
+        let Some(slot) = slot else {
+            return false;
+        };
+        slot.fd.store(h.fd, Ordering::Relaxed);
+        let addr = (u64::from(u32::from(*h.addr.ip())) << 32) | u64::from(h.addr.port());
+        slot.addr.store(addr, Ordering::Relaxed);
+        let backlog =
+            (h.backlog.min(NONBLOCK as usize - 1) as u32) | if h.nonblock { NONBLOCK } else { 0 };
+        slot.backlog.store(backlog, Ordering::Relaxed);
+        slot.started.store(me.started, Ordering::Release);
+        true
+    }
+
+    /// `me` no longer listens on `fd`.
+    pub(crate) fn forget(&self, me: Me, fd: RawFd) {
+        if let Some(slot) = self.find(me, fd) {
+            slot.pid.store(0, Ordering::Release);
+        }
+    }
+
+    /// `me` is ending: none of its entries is anyone's any more.
+    pub(crate) fn forget_all(&self, me: Me) {
+        for slot in self.mine(me) {
+            slot.pid.store(0, Ordering::Release);
+        }
+    }
+
+    /// `me`'s listening sockets.
+    pub(crate) fn of(&self, me: Me) -> Vec<Heirloom> {
+        self.mine(me)
+            .map(|slot| {
+                let addr = slot.addr.load(Ordering::Relaxed);
+                let backlog = slot.backlog.load(Ordering::Relaxed);
+                Heirloom {
+                    fd: slot.fd.load(Ordering::Relaxed),
+                    addr: SocketAddrV4::new(Ipv4Addr::from((addr >> 32) as u32), addr as u16),
+                    backlog: (backlog & !NONBLOCK) as usize,
+                    nonblock: backlog & NONBLOCK != 0,
+                }
+            })
+            .collect()
+    }
+
+    fn mine(&self, me: Me) -> impl Iterator<Item = &Slot> {
+        self.slots.iter().filter(move |s| {
+            s.pid.load(Ordering::Acquire) == me.pid
+                && s.started.load(Ordering::Acquire) == me.started
+        })
+    }
+
+    fn find(&self, me: Me, fd: RawFd) -> Option<&Slot> {
+        self.mine(me).find(|s| s.fd.load(Ordering::Relaxed) == fd)
+    }
+
+    /// A free slot, now `me`'s (its other fields are the caller's to fill).
+    fn claim(&self, me: Me) -> Option<&Slot> {
+        self.slots.iter().find(|s| {
+            s.pid
+                .compare_exchange(0, me.pid, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        })
+    }
+
+    /// Free the entries of processes that ended without saying so (killed).
+    fn free_the_departed(&self) {
+        for slot in &self.slots {
+            let pid = slot.pid.load(Ordering::Acquire);
+            if pid != 0 && !Me::alive(pid, slot.started.load(Ordering::Acquire)) {
+                let _ = slot
+                    .pid
+                    .compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn heirloom(fd: RawFd, port: u16) -> Heirloom {
+        Heirloom {
+            fd,
+            addr: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), port),
+            backlog: 511,
+            nonblock: port.is_multiple_of(2),
+        }
+    }
+
+    #[test]
+    fn a_process_finds_its_own_entries_only() {
+        let table = Box::<Table>::default();
+        let me = Me::current();
+        assert_ne!(me.started, 0, "/proc/self/stat has the start time");
+        let other = Me {
+            pid: me.pid,
+            started: me.started + 1,
+        };
+        assert!(table.record(me, heirloom(7, 80)));
+        assert!(table.record(me, heirloom(8, 443)));
+        assert!(table.record(other, heirloom(7, 8080)));
+        assert_eq!(table.of(me), [heirloom(7, 80), heirloom(8, 443)]);
+        // Recording the same descriptor again updates its entry.
+        let mut again = heirloom(7, 80);
+        again.nonblock = true;
+        assert!(table.record(me, again));
+        assert_eq!(table.of(me), [again, heirloom(8, 443)]);
+        table.forget(me, 7);
+        assert_eq!(table.of(me), [heirloom(8, 443)]);
+        table.forget_all(me);
+        assert!(table.of(me).is_empty());
+        assert_eq!(table.of(other), [heirloom(7, 8080)]);
+    }
+
+    #[test]
+    fn a_full_table_frees_the_entries_of_processes_that_are_gone() {
+        let table = Box::<Table>::default();
+        let gone = Me {
+            pid: u32::MAX - 1,
+            started: 1,
+        };
+        for fd in 0..SLOTS as RawFd {
+            assert!(table.record(gone, heirloom(fd, 80)));
+        }
+        let me = Me::current();
+        assert!(table.record(me, heirloom(3, 80)), "room made");
+        assert_eq!(table.of(me), [heirloom(3, 80)]);
+    }
+}
