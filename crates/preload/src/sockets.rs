@@ -68,6 +68,8 @@ pub struct Stack {
     held: bool,
     /// See [`Stack::listen_epoch`].
     listen_epoch: u64,
+    /// Whether the kernel steers frames to the queue (see [`Stack::set_steered`]).
+    steered: bool,
 }
 
 impl std::fmt::Debug for Stack {
@@ -88,6 +90,7 @@ impl Stack {
             engine,
             held: false,
             listen_epoch: 0,
+            steered: true,
         }
     }
 
@@ -414,9 +417,13 @@ impl Stack {
         self.engine.mac()
     }
 
-    /// Let the kernel steer frames to this stack's queue, or stop it.
+    /// Let the kernel steer frames to this stack's queue, or stop it (a system call
+    /// on a TAP, made only when that changes).
     pub fn set_steered(&mut self, on: bool) {
-        self.engine.set_steered(on);
+        if self.steered != on {
+            self.steered = on;
+            self.engine.set_steered(on);
+        }
     }
 
     /// `accept`: the oldest established connection, as a socket of its own.
