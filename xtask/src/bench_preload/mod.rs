@@ -112,12 +112,20 @@ pub(crate) struct Options {
     /// Leave out the rows of Rusty on AF_XDP.
     #[arg(long)]
     pub no_xdp: bool,
+    /// After the measured runs, profile the nginx worker (one worker, on the TAP and on
+    /// AF_XDP) in the 64 B keep-alive case with `perf record -e cpu-clock -g`, and keep
+    /// the reports with the logs (implies --keep-logs).
+    #[arg(long)]
+    pub perf: bool,
 }
 
 impl Options {
     /// The options with `--quick` applied.
     fn effective(&self) -> Options {
         let mut o = self.clone();
+        if o.perf {
+            o.host.keep_logs = true;
+        }
         if o.quick {
             o.load.duration = 2;
             o.load.rounds = 1;
@@ -385,6 +393,25 @@ impl Net {
     }
 }
 
+/// `--perf`: profile the one-worker Rusty rows in the 64 B keep-alive case.
+fn profile(ctx: &Ctx, servers: &[Server]) -> Result<()> {
+    let perf = crate::common::find_program("perf")
+        .ok_or("--perf needs perf (Debian: `apt-get install linux-perf`)")?;
+    let profiled = servers
+        .iter()
+        .filter(|s| s.app == App::Nginx(1) && s.stack != Stack::Kernel);
+    for &server in profiled {
+        let report = ctx.run_profile(CASES[0], server, &perf)?;
+        eprintln!(
+            "bench preload: where {} spends its time in the {} case: {}",
+            server.label(),
+            CASES[0].label,
+            report.display()
+        );
+    }
+    Ok(())
+}
+
 /// How long nginx sits idle for the idle measurement.
 const IDLE_SECONDS: u64 = 10;
 
@@ -489,6 +516,10 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         Some(Ok(share)) => Some(share),
         Some(Err(e)) => return Err(e),
         None => None,
+    };
+    let result = match result {
+        Ok(()) if opts.perf => profile(&ctx, &nginx_servers),
+        other => other,
     };
     drop(net);
     tmp.finish(result, opts.host.keep_logs, "bench preload")?;

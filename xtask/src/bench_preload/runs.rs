@@ -160,6 +160,82 @@ impl Ctx<'_> {
         )
     }
 
+    /// Where `server`'s (first) worker spends its time in `case`, apart from the
+    /// measured runs: `perf record -e cpu-clock -g` on it for wrk's run, then `perf
+    /// report` by shared object and by symbol (with callees) into a text file in the
+    /// logs; returns that file.
+    pub(super) fn run_profile(&self, case: Case, server: Server, perf: &Path) -> Result<PathBuf> {
+        check_interrupted(self.interrupted)?;
+        let tag = format!("perf-{}-{}", case.tag, server.tag());
+        let server_log = self.logs.join(format!("{tag}-server.log"));
+        let mut running = self.start(server, &server_log)?;
+        let worker = running
+            .workers
+            .first()
+            .copied()
+            .unwrap_or(running.proc.pid());
+        let data = self.logs.join(format!("{tag}.data"));
+        let mut record = std::process::Command::new(perf);
+        record
+            .args([
+                "record",
+                "-e",
+                "cpu-clock",
+                "-g",
+                "-p",
+                &worker.to_string(),
+                "-o",
+            ])
+            .arg(&data)
+            .args(["--", "sleep", &self.opts.load.duration.to_string()]);
+        let mut recording = Proc::spawn("perf", record, &self.logs.join(format!("{tag}.log")))?;
+        let wrk = Wrk {
+            program: &self.tools.wrk,
+            connections: self.opts.connections,
+            duration: self.opts.load.duration,
+            script: &self.script,
+        };
+        let what = format!("{} on {} (profiled)", case.label, server.label());
+        let m = Measured::new(&mut running, &server_log, &what, self.interrupted);
+        let client = (&self.net.client, self.opts.host.client_cpu);
+        let at = (self.host(server)?, HTTP_PORT);
+        wrk.run(
+            m,
+            client,
+            case,
+            at,
+            &self.logs.join(format!("{tag}-wrk.log")),
+        )?;
+        let limit = Duration::from_secs(self.opts.load.duration + 30);
+        if !matches!(recording.wait_for(limit, self.interrupted)?, Some(s) if s.success()) {
+            return Err(format!("perf record on {what} failed; see {tag}.log"));
+        }
+        running.stop();
+        let mut text = String::new();
+        for sort in [
+            &["--no-children", "--sort", "dso"][..],
+            &["--children", "--sort", "sym"],
+        ] {
+            let out = std::process::Command::new(perf)
+                .args(["report", "--stdio", "-i"])
+                .arg(&data)
+                .args(sort)
+                .output()
+                .map_err(|e| format!("perf report: {e}"))?;
+            let lines = String::from_utf8_lossy(&out.stdout);
+            let rows = lines.lines().filter(|l| l.contains('%')).take(40);
+            text.push_str(&format!("perf report {}\n", sort.join(" ")));
+            for row in rows {
+                text.push_str(row);
+                text.push('\n');
+            }
+            text.push('\n');
+        }
+        let report = self.logs.join(format!("{tag}.txt"));
+        std::fs::write(&report, text).map_err(|e| format!("{}: {e}", report.display()))?;
+        Ok(report)
+    }
+
     /// nginx with `server`'s workers left idle for `seconds` after it came up: the
     /// share of one core its processes (master and workers) used meanwhile.
     pub(super) fn run_idle(&self, server: Server, seconds: u64) -> Result<f64> {
