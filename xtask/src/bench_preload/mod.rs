@@ -113,8 +113,8 @@ pub(crate) struct Options {
     #[arg(long)]
     pub no_xdp: bool,
     /// After the measured runs, profile the nginx worker (one worker, on the TAP and on
-    /// AF_XDP) in the 64 B keep-alive case with `perf record -e cpu-clock -g`, and keep
-    /// the reports with the logs (implies --keep-logs).
+    /// AF_XDP) in the 64 B cases, keep-alive and `Connection: close`, with `perf record
+    /// -e cpu-clock -g`, and keep the reports with the logs (implies --keep-logs).
     #[arg(long)]
     pub perf: bool,
 }
@@ -393,7 +393,7 @@ impl Net {
     }
 }
 
-/// `--perf`: profile the one-worker Rusty rows in the 64 B keep-alive case.
+/// `--perf`: profile the one-worker Rusty rows in the 64 B cases.
 fn profile(ctx: &Ctx, servers: &[Server]) -> Result<()> {
     let perf = crate::common::find_program("perf")
         .ok_or("--perf needs perf (Debian: `apt-get install linux-perf`)")?;
@@ -401,13 +401,15 @@ fn profile(ctx: &Ctx, servers: &[Server]) -> Result<()> {
         .iter()
         .filter(|s| s.app == App::Nginx(1) && s.stack != Stack::Kernel);
     for &server in profiled {
-        let report = ctx.run_profile(CASES[0], server, &perf)?;
-        eprintln!(
-            "bench preload: where {} spends its time in the {} case: {}",
-            server.label(),
-            CASES[0].label,
-            report.display()
-        );
+        for case in [CASES[0], CASES[1]] {
+            let report = ctx.run_profile(case, server, &perf)?;
+            eprintln!(
+                "bench preload: where {} spends its time in the {} case: {}",
+                server.label(),
+                case.label,
+                report.display()
+            );
+        }
     }
     Ok(())
 }
