@@ -217,7 +217,7 @@ impl Ctx<'_> {
             &["--children", "--sort", "sym"],
         ] {
             let out = std::process::Command::new(perf)
-                .args(["report", "--stdio", "-i"])
+                .args(["report", "--stdio", "-g", "none", "-i"])
                 .arg(&data)
                 .args(sort)
                 .output()
