@@ -15,6 +15,7 @@
 //! - [`http_request()`]: httpd's request-head parser with default and tiny limits, through
 //!   a pipeline of requests, then the target, `Range` and date parsers it feeds.
 //! - [`link_spec_cli()`]: the link-spec grammar and the whole shared command line.
+//! - [`ipv6_header()`]: the IPv6 header check and its bounded extension-header walk.
 //!
 //! cargo-fuzz runs them from `fuzz/` (nightly, libFuzzer); `tests/smoke.rs` runs them on
 //! stable inside `cargo test` over the seed corpus in `fuzz/corpus/` plus a bounded
@@ -27,6 +28,7 @@ mod arp;
 mod engine_frame;
 mod http_request;
 mod input;
+mod ipv6_header;
 mod link_spec_cli;
 pub mod seeds;
 mod tcp_segment;
@@ -35,6 +37,7 @@ mod wire;
 pub use arp::arp;
 pub use engine_frame::engine_frame;
 pub use http_request::http_request;
+pub use ipv6_header::ipv6_header;
 pub use link_spec_cli::link_spec_cli;
 pub use tcp_segment::tcp_segment;
 
@@ -48,4 +51,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("arp", arp),
     ("http_request", http_request),
     ("link_spec_cli", link_spec_cli),
+    ("ipv6_header", ipv6_header),
 ];

@@ -41,6 +41,7 @@ pub fn all() -> Vec<Seed> {
     add("arp", arp());
     add("http_request", http_request());
     add("link_spec_cli", link_spec_cli());
+    add("ipv6_header", ipv6_header());
     out
 }
 
@@ -446,4 +447,82 @@ fn link_spec_cli() -> Vec<(String, Vec<u8>)> {
         b"\x0180\x001\x00tap:my tap\x0010.0.0.2/24\x001\x00--cpus\x000-1".to_vec(),
     ));
     out
+}
+
+/// IPv6 packets with TCP after chains of extension headers: ones a host accepts
+/// (options, a finished route, an atomic fragment, authentication) and ones it refuses
+/// (Type 0 routing, a fragment, a chain one header too long).
+fn ipv6_header() -> Vec<(String, Vec<u8>)> {
+    /// An extension header in the common format: `next`, its length in 8-octet units,
+    /// then `body`, padded with zeros (Pad1 options) to a multiple of eight bytes.
+    fn ext(next: u8, body: &[u8]) -> Vec<u8> {
+        let mut h = vec![next, 0];
+        h.extend_from_slice(body);
+        h.resize(h.len().div_ceil(8) * 8, 0);
+        h[1] = (h.len() / 8 - 1) as u8;
+        h
+    }
+    let tcp = tcp_bytes(
+        PEER_IP,
+        HOST_IP,
+        (PEER_PORT, PORT),
+        &TxSegment::default(),
+        b"hello",
+    );
+    let packet = |first: u8, headers: Vec<Vec<u8>>| {
+        let mut rest: Vec<u8> = headers.concat();
+        rest.extend_from_slice(&tcp);
+        let mut p = vec![0x60, 0, 0, 0];
+        p.extend_from_slice(&(rest.len() as u16).to_be_bytes());
+        p.extend_from_slice(&[first, 64]);
+        p.extend_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        p.extend_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        p.extend_from_slice(&rest);
+        p
+    };
+    let (hop, routing, fragment, dest, tcp_next) = (0, 43, 44, 60, 6);
+    let fragment_header = |next: u8, offset: u16, more: u16| {
+        let mut h = vec![next, 0];
+        h.extend_from_slice(&((offset << 3) | more).to_be_bytes());
+        h.extend_from_slice(&[0, 0, 0, 1]);
+        h
+    };
+    let chain = |n: usize| {
+        (0..n)
+            .map(|i| {
+                ext(
+                    if i + 1 == n { tcp_next } else { dest },
+                    &[1, 4, 0, 0, 0, 0],
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    vec![
+        ("plain".into(), packet(tcp_next, vec![])),
+        (
+            "hop-by-hop-and-destination".into(),
+            packet(
+                hop,
+                vec![ext(dest, &[5, 2, 0, 0]), ext(tcp_next, &[0x1e, 1, 0])],
+            ),
+        ),
+        (
+            "routing-type-2-done".into(),
+            packet(routing, vec![ext(tcp_next, &[2, 0, 0, 0, 0, 0])]),
+        ),
+        (
+            "routing-type-0".into(),
+            packet(routing, vec![ext(tcp_next, &[0, 1, 0, 0, 0, 0])]),
+        ),
+        (
+            "atomic-fragment".into(),
+            packet(fragment, vec![fragment_header(tcp_next, 0, 0)]),
+        ),
+        (
+            "first-fragment".into(),
+            packet(fragment, vec![fragment_header(tcp_next, 0, 1)]),
+        ),
+        ("chain-of-8".into(), packet(dest, chain(8))),
+        ("chain-of-9".into(), packet(dest, chain(9))),
+    ]
 }

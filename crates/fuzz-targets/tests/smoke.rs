@@ -171,6 +171,23 @@ fn link_spec_cli() {
 }
 
 #[test]
+fn ipv6_header() {
+    smoke("ipv6_header");
+}
+
+/// The IPv6 seeds are what their names say: the ones a host accepts parse, the others
+/// are refused, so the corpus starts on both sides of every rule.
+#[test]
+fn ipv6_seeds_lie_on_the_side_their_names_say() {
+    use rusty_stack::internals::ipv6::parse;
+    let refused = ["routing-type-0", "first-fragment", "chain-of-9"];
+    for seed in seeds::all().iter().filter(|s| s.target == "ipv6_header") {
+        let want = !refused.contains(&seed.name.as_str());
+        assert_eq!(parse(&seed.data).is_ok(), want, "{}", seed.name);
+    }
+}
+
+#[test]
 fn every_target_has_a_smoke_test() {
     let names: Vec<_> = TARGETS.iter().map(|(n, _)| *n).collect();
     assert_eq!(
@@ -180,7 +197,8 @@ fn every_target_has_a_smoke_test() {
             "tcp_segment",
             "arp",
             "http_request",
-            "link_spec_cli"
+            "link_spec_cli",
+            "ipv6_header"
         ]
     );
 }

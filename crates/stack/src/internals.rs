@@ -30,6 +30,11 @@ pub mod ethernet {
     pub use crate::ethernet::{parse, EthernetHeader, EthernetProtocol};
 }
 
+/// IPv6 headers and their extension-header chains, as [`ipv6::parse`] checks them.
+pub mod ipv6 {
+    pub use crate::ipv6::{parse, Ipv6Error, Ipv6Header, HEADER_LEN, MAX_EXTENSION_HEADERS};
+}
+
 /// IPv4 headers as the engine parses them, with the local-address rules.
 pub mod ipv4 {
     pub use crate::ipv4::{parse, IpProtocol, Ipv4Header, Local, DEFAULT_TTL};

@@ -1,0 +1,220 @@
+//! IPv6 (RFC 8200) as a host sees it: validate a received packet and walk its
+//! extension headers to the upper-layer header ([`parse`]).
+//!
+//! Decisions a reader should know about:
+//! - **The walk is bounded.** At most [`MAX_EXTENSION_HEADERS`] extension headers, each
+//!   inside the payload the fixed header announces; a longer chain, one that runs past
+//!   the packet, or a Hop-by-Hop Options header anywhere but first (RFC 8200 §4.1) is
+//!   refused. A packet cannot make the walk loop: every step moves forward by at least
+//!   eight bytes.
+//! - **Routing headers.** Type 0 is refused whatever its Segments Left (RFC 5095: it
+//!   lets a packet bounce between hosts). Any other type with Segments Left of zero is
+//!   skipped, as RFC 8200 §4.4 says; with segments left, a host is asked to forward the
+//!   packet, which a host does not do, so it is refused (where a router would answer
+//!   with a Parameter Problem).
+//! - **No reassembly,** as for IPv4: a fragment is refused ([`Ipv6Error::Fragment`]).
+//!   An atomic fragment (offset 0, no more fragments: RFC 6946) is the whole packet
+//!   and is processed as if it had no Fragment header.
+//! - **Options.** Pad1 and PadN are skipped; an unknown option is skipped or refused as
+//!   the two high bits of its type say (RFC 8200 §4.2). Refusing is silent here: the
+//!   ICMPv6 Parameter Problem the RFC asks for is the caller's to send, rate-limited.
+//! - **No jumbograms** (a Payload Length of zero with a Jumbo Payload option, RFC
+//!   2675): no link Rusty runs on carries one.
+//! - Trailing bytes after the payload (Ethernet padding) are ignored, as for IPv4.
+
+use std::net::Ipv6Addr;
+
+/// Length of the fixed IPv6 header.
+pub const HEADER_LEN: usize = 40;
+
+/// The most extension headers [`parse`] walks before it gives up on a packet.
+pub const MAX_EXTENSION_HEADERS: usize = 8;
+
+/// Next Header values of the extension headers (IANA "IPv6 Extension Header Types").
+mod next {
+    pub(super) const HOP_BY_HOP: u8 = 0;
+    pub(super) const ROUTING: u8 = 43;
+    pub(super) const FRAGMENT: u8 = 44;
+    pub(super) const ESP: u8 = 50;
+    pub(super) const AUTH: u8 = 51;
+    pub(super) const NO_NEXT: u8 = 59;
+    pub(super) const DEST_OPTIONS: u8 = 60;
+    pub(super) const MOBILITY: u8 = 135;
+    pub(super) const HIP: u8 = 139;
+    pub(super) const SHIM6: u8 = 140;
+}
+
+/// Why [`parse`] refused a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ipv6Error {
+    /// Shorter than the fixed header, or than the payload it announces.
+    Truncated,
+    /// Not version 6.
+    Version,
+    /// A Payload Length of zero (a jumbogram, or nothing at all).
+    Jumbogram,
+    /// The extension headers run past the payload, are more than
+    /// [`MAX_EXTENSION_HEADERS`], or put Hop-by-Hop Options anywhere but first.
+    ExtensionChain,
+    /// An option whose type says to discard the packet when it is not understood.
+    UnknownOption,
+    /// A Type 0 Routing header, or a routing header with segments left.
+    Routing,
+    /// A fragment of a larger packet.
+    Fragment,
+    /// No upper-layer header follows (Next Header 59), or one this host cannot read
+    /// past (ESP, Mobility, HIP, Shim6).
+    NoUpperLayer,
+}
+
+/// The fields of a received IPv6 packet that the layers above use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv6Header {
+    /// Source address.
+    pub src: Ipv6Addr,
+    /// Destination address.
+    pub dst: Ipv6Addr,
+    /// The upper-layer protocol, after every extension header.
+    pub protocol: u8,
+    /// Hop Limit as received.
+    pub hop_limit: u8,
+    /// Traffic Class.
+    pub traffic_class: u8,
+    /// Flow Label (20 bits).
+    pub flow_label: u32,
+    /// Where the upper-layer header starts, from the start of the fixed header.
+    pub upper_offset: usize,
+    /// Bytes of upper-layer header and payload.
+    pub upper_len: usize,
+}
+
+/// Validate `packet` (from the fixed header on) and find its upper-layer header.
+pub fn parse(packet: &[u8]) -> Result<Ipv6Header, Ipv6Error> {
+    let fixed: &[u8; HEADER_LEN] = packet
+        .get(..HEADER_LEN)
+        .and_then(|h| h.try_into().ok())
+        .ok_or(Ipv6Error::Truncated)?;
+    if fixed[0] >> 4 != 6 {
+        return Err(Ipv6Error::Version);
+    }
+    let payload_len = usize::from(u16::from_be_bytes([fixed[4], fixed[5]]));
+    if payload_len == 0 {
+        return Err(Ipv6Error::Jumbogram);
+    }
+    let end = HEADER_LEN + payload_len;
+    if packet.len() < end {
+        return Err(Ipv6Error::Truncated);
+    }
+    let mut protocol = fixed[6];
+    let mut at = HEADER_LEN;
+    let mut walked = 0;
+    while let Some(kind) = Extension::of(protocol) {
+        if walked == MAX_EXTENSION_HEADERS || (kind == Extension::HopByHop && walked > 0) {
+            return Err(Ipv6Error::ExtensionChain);
+        }
+        walked += 1;
+        let header = packet
+            .get(at..end)
+            .filter(|h| h.len() >= 8)
+            .ok_or(Ipv6Error::ExtensionChain)?;
+        let len = kind.length(header);
+        let header = header.get(..len).ok_or(Ipv6Error::ExtensionChain)?;
+        match kind {
+            Extension::HopByHop | Extension::DestOptions => check_options(&header[2..])?,
+            Extension::Routing => {
+                let (routing_type, segments_left) = (header[2], header[3]);
+                if routing_type == 0 || segments_left != 0 {
+                    return Err(Ipv6Error::Routing);
+                }
+            }
+            Extension::Fragment => {
+                let offset_and_more = u16::from_be_bytes([header[2], header[3]]);
+                if offset_and_more & 0xfff9 != 0 {
+                    return Err(Ipv6Error::Fragment);
+                }
+            }
+            Extension::Auth => {}
+        }
+        protocol = header[0];
+        at += len;
+    }
+    if matches!(
+        protocol,
+        next::NO_NEXT | next::ESP | next::MOBILITY | next::HIP | next::SHIM6
+    ) {
+        return Err(Ipv6Error::NoUpperLayer);
+    }
+    let address = |from: usize| {
+        let octets: [u8; 16] = fixed[from..from + 16].try_into().expect("16 bytes");
+        Ipv6Addr::from(octets)
+    };
+    Ok(Ipv6Header {
+        src: address(8),
+        dst: address(24),
+        protocol,
+        hop_limit: fixed[7],
+        traffic_class: (fixed[0] << 4) | (fixed[1] >> 4),
+        flow_label: u32::from_be_bytes([0, fixed[1] & 0x0f, fixed[2], fixed[3]]),
+        upper_offset: at,
+        upper_len: end - at,
+    })
+}
+
+/// The extension headers [`parse`] walks through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Extension {
+    HopByHop,
+    Routing,
+    Fragment,
+    Auth,
+    DestOptions,
+}
+
+impl Extension {
+    fn of(next_header: u8) -> Option<Extension> {
+        Some(match next_header {
+            next::HOP_BY_HOP => Extension::HopByHop,
+            next::ROUTING => Extension::Routing,
+            next::FRAGMENT => Extension::Fragment,
+            next::AUTH => Extension::Auth,
+            next::DEST_OPTIONS => Extension::DestOptions,
+            _ => return None,
+        })
+    }
+
+    /// The header's length in bytes, from its length field (`header` has at least
+    /// eight bytes).
+    fn length(self, header: &[u8]) -> usize {
+        match self {
+            Extension::Fragment => 8,
+            // RFC 4302 §2.2: in 4-octet units, minus 2.
+            Extension::Auth => (usize::from(header[1]) + 2) * 4,
+            // RFC 8200 §4.3–4.6: in 8-octet units, not counting the first 8.
+            _ => (usize::from(header[1]) + 1) * 8,
+        }
+    }
+}
+
+/// Walk the options of a Hop-by-Hop or Destination Options header (`options`: the
+/// header after its two fixed bytes).
+fn check_options(mut options: &[u8]) -> Result<(), Ipv6Error> {
+    while let Some(&kind) = options.first() {
+        if kind == 0 {
+            // Pad1: one byte, no length.
+            options = &options[1..];
+            continue;
+        }
+        let len = usize::from(*options.get(1).ok_or(Ipv6Error::ExtensionChain)?);
+        let whole = options.get(..2 + len).ok_or(Ipv6Error::ExtensionChain)?;
+        // PadN (1) is skipped; any other option is unknown here, and its two high bits
+        // say what to do: 00 skip it, otherwise discard the packet.
+        if kind != 1 && kind >> 6 != 0 {
+            return Err(Ipv6Error::UnknownOption);
+        }
+        options = &options[whole.len()..];
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
