@@ -296,6 +296,9 @@ impl Process {
         let sock = self.desc(fd)?.sock;
         let engage = !self.forked;
         self.stack.listen(sock, backlog, engage)?;
+        if engage {
+            self.stack.set_steered(true);
+        }
         self.stirred = true;
         self.bequeath(fd);
         // The other processes learn of the port now, not at this one's next turn: it
@@ -368,8 +371,16 @@ impl Process {
 
     /// The process starts an active open: its queue must receive frames.
     pub(crate) fn connecting(&mut self) {
-        if self.forked {
-            self.stack.set_steered(true);
+        self.stack.set_steered(true);
+    }
+
+    /// The library was set up before the program made any socket (it is giving up
+    /// root, see `hooks::privileges`): until it listens or connects, the kernel steers
+    /// nothing to its queue, so that a process that never makes a TCP socket holds no
+    /// share of the link's flows.
+    pub(crate) fn park(&mut self) {
+        if self.descs.is_empty() {
+            self.stack.set_steered(false);
         }
     }
 

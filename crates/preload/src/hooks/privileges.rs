@@ -2,7 +2,9 @@
 //! makes its first TCP socket, and opening a TAP queue takes root (`CAP_NET_ADMIN`). A
 //! program that gives up root before its first socket (memcached switches to its `-u`
 //! user first thing) would find the link closed to it then; so a call that takes the
-//! effective user id away from root sets the library up first, while it still can.
+//! effective user id away from root sets the library up first, while it still can,
+//! with its queue detached until the program listens or connects (a program that
+//! never does must not take a share of the link's flows).
 
 use libc::uid_t;
 
@@ -14,8 +16,8 @@ use super::*;
 fn before_giving_up_root(euid: uid_t) {
     // SAFETY: no arguments; geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    if root && euid != 0 && euid != uid_t::MAX && !Bypass::active() {
-        running();
+    if root && euid != 0 && euid != uid_t::MAX && !Bypass::active() && running() {
+        process::with(|p| p.park());
     }
 }
 
