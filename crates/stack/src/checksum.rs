@@ -248,6 +248,18 @@ pub fn pseudo_header_v4(src: [u8; 4], dst: [u8; 4], protocol: u8, len: u16) -> u
         + u32::from(len)
 }
 
+/// The sum of the IPv6 pseudo-header for upper-layer checksums (RFC 8200 §8.1): source
+/// and destination address, the upper-layer packet length as 32 bits, three zero bytes
+/// and the Next Header value of the upper-layer protocol.
+pub fn pseudo_header_v6(src: [u8; 16], dst: [u8; 16], next_header: u8, len: u32) -> u32 {
+    let words = |a: [u8; 16]| {
+        a.chunks_exact(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum::<u32>()
+    };
+    words(src) + words(dst) + (len >> 16) + (len & 0xffff) + u32::from(next_header)
+}
+
 /// The checksum to write into a header whose other bytes are `data` (checksum field zero).
 pub fn checksum(data: &[u8]) -> u16 {
     !fold(sum(data))

@@ -30,9 +30,13 @@ pub mod ethernet {
     pub use crate::ethernet::{parse, EthernetHeader, EthernetProtocol};
 }
 
-/// IPv6 headers and their extension-header chains, as [`ipv6::parse`] checks them.
+/// IPv6 headers and their extension-header chains, as [`ipv6::parse`] checks them, and
+/// the addresses no peer on a link sends from.
 pub mod ipv6 {
-    pub use crate::ipv6::{parse, Ipv6Error, Ipv6Header, HEADER_LEN, MAX_EXTENSION_HEADERS};
+    pub use crate::ipv6::{
+        check_source, parse, tcp_destination, Ipv6Error, Ipv6Header, Martian, HEADER_LEN,
+        MAX_EXTENSION_HEADERS,
+    };
 }
 
 /// IPv4 headers as the engine parses them, with the local-address rules.

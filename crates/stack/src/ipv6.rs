@@ -21,6 +21,9 @@
 //! - **No jumbograms** (a Payload Length of zero with a Jumbo Payload option, RFC
 //!   2675): no link Rusty runs on carries one.
 //! - Trailing bytes after the payload (Ethernet padding) are ignored, as for IPv4.
+//! - **Martian sources** ([`check_source`]) are the addresses no peer on a link sends
+//!   from, as for IPv4: unspecified, loopback, multicast, IPv4-mapped, reserved,
+//!   Teredo, and our own.
 
 use std::net::Ipv6Addr;
 
@@ -158,6 +161,55 @@ pub fn parse(packet: &[u8]) -> Result<Ipv6Header, Ipv6Error> {
         upper_offset: at,
         upper_len: end - at,
     })
+}
+
+/// Why a source address is one that no peer on a link sends from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Martian {
+    /// `::` (a node that has no address yet sends from it only in Neighbor Discovery).
+    Unspecified,
+    /// `::1`, which never leaves a node (RFC 4291 §2.5.3).
+    Loopback,
+    /// `ff00::/8`: a group, not a sender.
+    Multicast,
+    /// `::ffff:0:0/96`: an IPv4 address in IPv6's clothes, for sockets, not for the wire
+    /// (RFC 4291 §2.5.5.2).
+    V4Mapped,
+    /// `::/96` (IPv4-compatible, deprecated by RFC 4291 §2.5.5.1) and the rest of
+    /// `::/8`, reserved.
+    Reserved,
+    /// `2001::/32`, Teredo (RFC 4380): reached through a relay, never a neighbour.
+    Teredo,
+    /// Our own address: a packet claiming to come from us (a LAND attack).
+    Ours,
+}
+
+/// Whether a packet from `src` may be a peer's, for a host whose address is `own`.
+pub fn check_source(src: Ipv6Addr, own: Ipv6Addr) -> Result<(), Martian> {
+    let s = src.segments();
+    if src.is_unspecified() {
+        Err(Martian::Unspecified)
+    } else if src.is_loopback() {
+        Err(Martian::Loopback)
+    } else if src.is_multicast() {
+        Err(Martian::Multicast)
+    } else if src.to_ipv4_mapped().is_some() {
+        Err(Martian::V4Mapped)
+    } else if s[0] & 0xff00 == 0 {
+        Err(Martian::Reserved)
+    } else if s[0] == 0x2001 && s[1] == 0 {
+        Err(Martian::Teredo)
+    } else if src == own {
+        Err(Martian::Ours)
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether TCP may send to (or accept a segment for) `dst`: a unicast address, never a
+/// group (RFC 9293 §3.9.1).
+pub fn tcp_destination(dst: Ipv6Addr) -> bool {
+    !dst.is_multicast() && !dst.is_unspecified()
 }
 
 /// The extension headers [`parse`] walks through.

@@ -197,6 +197,26 @@ proptest! {
         prop_assert_eq!(fold(sum(&data)), naive(&data));
     }
 
+    /// The IPv6 pseudo-header sum, with a segment, checks as RFC 8200 §8.1 lays the
+    /// pseudo-header out: addresses, the length in 32 bits, three zeros, Next Header.
+    #[test]
+    fn ipv6_pseudo_header_is_the_rfc_layout(
+        src in any::<[u8; 16]>(),
+        dst in any::<[u8; 16]>(),
+        next_header in any::<u8>(),
+        segment in proptest::collection::vec(any::<u8>(), 0..200),
+        big in any::<bool>(),
+    ) {
+        // Jumbo lengths too, whose high 16 bits count.
+        let len = segment.len() as u32 + if big { 0x1_0000 } else { 0 };
+        let mut bytes = [src, dst].concat();
+        bytes.extend_from_slice(&len.to_be_bytes());
+        bytes.extend_from_slice(&[0, 0, 0, next_header]);
+        bytes.extend_from_slice(&segment);
+        let c = finish(combine(pseudo_header_v6(src, dst, next_header, len), sum(&segment)));
+        prop_assert_eq!(c, !naive(&bytes));
+    }
+
     /// A `Wide` sum of a pseudo-header and pieces at even and odd offsets, folded
     /// once, is the textbook sum of the same bytes laid end to end, and its
     /// checksum and check agree with `finish` and `verify_with`.

@@ -206,3 +206,23 @@ fn random_bytes_never_panic_and_an_accepted_packet_lies_inside_its_buffer() {
     }
     assert!(accepted > 0);
 }
+
+#[test]
+fn martian_sources_are_named_and_neighbours_pass() {
+    let own: Ipv6Addr = "fd00::2".parse().unwrap();
+    let verdict = |a: &str| check_source(a.parse().unwrap(), own);
+    assert_eq!(verdict("fd00::1"), Ok(()));
+    assert_eq!(verdict("fe80::1:2ff:fe00:1"), Ok(()), "link-local");
+    assert_eq!(verdict("2a00:1450::1"), Ok(()), "global");
+    assert_eq!(verdict("::"), Err(Martian::Unspecified));
+    assert_eq!(verdict("::1"), Err(Martian::Loopback));
+    assert_eq!(verdict("ff02::1"), Err(Martian::Multicast));
+    assert_eq!(verdict("::ffff:10.0.0.1"), Err(Martian::V4Mapped));
+    assert_eq!(verdict("::10.0.0.1"), Err(Martian::Reserved));
+    assert_eq!(verdict("2001:0:4136:e378::1"), Err(Martian::Teredo));
+    assert_eq!(verdict("2001:db8::1"), Ok(()), "2001::/32 only");
+    assert_eq!(verdict("fd00::2"), Err(Martian::Ours));
+    assert!(tcp_destination(own));
+    assert!(!tcp_destination("ff02::1:ff00:2".parse().unwrap()));
+    assert!(!tcp_destination(Ipv6Addr::UNSPECIFIED));
+}
