@@ -5,6 +5,10 @@
 //! `fuzz/corpus/<target>/`:
 //! `cargo test -p rusty-fuzz-targets --test smoke -- --ignored write_seed_corpus`.
 
+use std::net::Ipv6Addr;
+
+use rusty_stack::checksum;
+use rusty_stack::internals::icmpv6;
 use rusty_stack::internals::SeqNum;
 use rusty_stack::internals::TxSegment;
 use rusty_stack::io::MacAddr;
@@ -450,8 +454,9 @@ fn link_spec_cli() -> Vec<(String, Vec<u8>)> {
 }
 
 /// IPv6 packets with TCP after chains of extension headers: ones a host accepts
-/// (options, a finished route, an atomic fragment, authentication) and ones it refuses
-/// (Type 0 routing, a fragment, a chain one header too long).
+/// (options, a finished route, an atomic fragment) and ones it refuses (Type 0
+/// routing, a fragment, a chain one header too long); and ICMPv6 messages: a ping,
+/// Neighbor Discovery both ways, a Packet Too Big.
 fn ipv6_header() -> Vec<(String, Vec<u8>)> {
     /// An extension header in the common format: `next`, its length in 8-octet units,
     /// then `body`, padded with zeros (Pad1 options) to a multiple of eight bytes.
@@ -469,17 +474,48 @@ fn ipv6_header() -> Vec<(String, Vec<u8>)> {
         &TxSegment::default(),
         b"hello",
     );
-    let packet = |first: u8, headers: Vec<Vec<u8>>| {
-        let mut rest: Vec<u8> = headers.concat();
-        rest.extend_from_slice(&tcp);
-        let mut p = vec![0x60, 0, 0, 0];
-        p.extend_from_slice(&(rest.len() as u16).to_be_bytes());
-        p.extend_from_slice(&[first, 64]);
-        p.extend_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
-        p.extend_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
-        p.extend_from_slice(&rest);
-        p
+    let (peer, host) = (
+        Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1),
+        Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2),
+    );
+    let packet_to =
+        |dst: Ipv6Addr, hop_limit: u8, first: u8, headers: Vec<Vec<u8>>, upper: &[u8]| {
+            let mut rest: Vec<u8> = headers.concat();
+            rest.extend_from_slice(upper);
+            let mut p = vec![0x60, 0, 0, 0];
+            p.extend_from_slice(&(rest.len() as u16).to_be_bytes());
+            p.extend_from_slice(&[first, hop_limit]);
+            p.extend_from_slice(&peer.octets());
+            p.extend_from_slice(&dst.octets());
+            p.extend_from_slice(&rest);
+            p
+        };
+    let packet = |first: u8, headers: Vec<Vec<u8>>| packet_to(host, 64, first, headers, &tcp);
+    let icmp = |dst: Ipv6Addr, message: Vec<u8>| {
+        packet_to(
+            dst,
+            icmpv6::ND_HOP_LIMIT,
+            icmpv6::NEXT_HEADER,
+            vec![],
+            &message,
+        )
     };
+    let group = icmpv6::solicited_node(host);
+    // A message from the peer to us with its checksum written in.
+    let sealed = |mut m: Vec<u8>| {
+        m[2..4].fill(0);
+        let len = m.len() as u32;
+        let pseudo =
+            checksum::pseudo_header_v6(peer.octets(), host.octets(), icmpv6::NEXT_HEADER, len);
+        let c = checksum::finish(checksum::combine(pseudo, checksum::sum(&m)));
+        m[2..4].copy_from_slice(&c.to_be_bytes());
+        m
+    };
+    // Packet Too Big (type 2) with an MTU of 1,280 and the start of a segment of ours.
+    let mut too_big = vec![2, 0, 0, 0, 0, 0, 5, 0];
+    too_big.extend_from_slice(&packet_to(peer, 64, 6, vec![], &tcp)[..48]);
+    let mut echo = vec![128, 0, 0, 0, 0, 1, 0, 1];
+    echo.extend_from_slice(b"ping");
     let (hop, routing, fragment, dest, tcp_next) = (0, 43, 44, 60, 6);
     let fragment_header = |next: u8, offset: u16, more: u16| {
         let mut h = vec![next, 0];
@@ -524,5 +560,21 @@ fn ipv6_header() -> Vec<(String, Vec<u8>)> {
         ),
         ("chain-of-8".into(), packet(dest, chain(8))),
         ("chain-of-9".into(), packet(dest, chain(9))),
+        ("icmpv6-echo-request".into(), icmp(host, sealed(echo))),
+        (
+            "ndp-solicitation".into(),
+            icmp(
+                group,
+                icmpv6::neighbor_solicitation(peer, group, host, Some(PEER_MAC)),
+            ),
+        ),
+        (
+            "ndp-advertisement".into(),
+            icmp(
+                host,
+                icmpv6::neighbor_advertisement(peer, host, peer, PEER_MAC, true),
+            ),
+        ),
+        ("icmpv6-packet-too-big".into(), icmp(host, sealed(too_big))),
     ]
 }

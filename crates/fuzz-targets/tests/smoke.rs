@@ -179,11 +179,22 @@ fn ipv6_header() {
 /// are refused, so the corpus starts on both sides of every rule.
 #[test]
 fn ipv6_seeds_lie_on_the_side_their_names_say() {
-    use rusty_stack::internals::ipv6::parse;
+    use rusty_stack::internals::{icmpv6, ipv6};
     let refused = ["routing-type-0", "first-fragment", "chain-of-9"];
     for seed in seeds::all().iter().filter(|s| s.target == "ipv6_header") {
         let want = !refused.contains(&seed.name.as_str());
-        assert_eq!(parse(&seed.data).is_ok(), want, "{}", seed.name);
+        let parsed = ipv6::parse(&seed.data);
+        assert_eq!(parsed.is_ok(), want, "{}", seed.name);
+        // The ICMPv6 seeds are messages a host takes in.
+        if let Some(h) = parsed.ok().filter(|h| h.protocol == icmpv6::NEXT_HEADER) {
+            let icmp = &seed.data[h.upper_offset..h.upper_offset + h.upper_len];
+            let message = icmpv6::parse(icmp, h.src, h.dst, h.hop_limit);
+            assert!(
+                matches!(message, Ok(m) if !matches!(m, icmpv6::Message::Other(_))),
+                "{}: {message:?}",
+                seed.name
+            );
+        }
     }
 }
 

@@ -39,6 +39,14 @@ pub mod ipv6 {
     };
 }
 
+/// ICMPv6 and Neighbor Discovery messages, read and written.
+pub mod icmpv6 {
+    pub use crate::icmpv6::{
+        echo_reply, group_mac, neighbor_advertisement, neighbor_solicitation, parse,
+        solicited_node, ErrorKind, Icmpv6Error, Message, ND_HOP_LIMIT, NEXT_HEADER,
+    };
+}
+
 /// IPv4 headers as the engine parses them, with the local-address rules.
 pub mod ipv4 {
     pub use crate::ipv4::{parse, IpProtocol, Ipv4Header, Local, DEFAULT_TTL};

@@ -142,7 +142,9 @@ pub mod io;
 // `pub` items for the `internals` feature, unreachable without it.
 #[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub(crate) mod ipv4;
-// The IPv6 header check, for its tests and fuzz target until the engine carries IPv6.
+// IPv6's wire formats, for their tests and fuzz target until the engine carries IPv6.
+#[cfg(any(test, feature = "internals"))]
+pub(crate) mod icmpv6;
 #[cfg(any(test, feature = "internals"))]
 pub(crate) mod ipv6;
 // `pub` items for the `internals` feature, unreachable without it.
