@@ -30,9 +30,11 @@ pub mod ethernet {
     pub use crate::ethernet::{parse, EthernetHeader, EthernetProtocol};
 }
 
-/// IPv6 headers and their extension-header chains, as [`ipv6::parse`] checks them, and
-/// the addresses no peer on a link sends from.
+/// IPv6 headers and their extension-header chains, as [`ipv6::parse`] checks them, the
+/// addresses no peer on a link sends from, and a host's own addresses (stable
+/// interface identifiers, duplicate address detection).
 pub mod ipv6 {
+    pub use crate::ipv6::address::{link_local, stable_iid, with_iid, Dad, DadState};
     pub use crate::ipv6::{
         check_source, parse, tcp_destination, Ipv6Error, Ipv6Header, Martian, HEADER_LEN,
         MAX_EXTENSION_HEADERS,

@@ -268,5 +268,6 @@ fn check_options(mut options: &[u8]) -> Result<(), Ipv6Error> {
     Ok(())
 }
 
+pub(crate) mod address;
 #[cfg(test)]
 mod tests;
