@@ -1,6 +1,7 @@
 //! ICMPv6 (RFC 4443) and the Neighbor Discovery messages a host exchanges (RFC 4861
 //! §4.3–4.4): reading a received message ([`parse`]) and writing the ones a host sends
-//! ([`echo_reply`], [`neighbor_solicitation`], [`neighbor_advertisement`]).
+//! ([`echo_reply`], [`neighbor_solicitation`], [`neighbor_advertisement`], and the
+//! MLDv2 report that joins its solicited-node groups, [`mld_report`]).
 //!
 //! Decisions a reader should know about:
 //! - **Every message's checksum is verified**, over the IPv6 pseudo-header (RFC 4443
@@ -299,6 +300,32 @@ pub fn neighbor_advertisement(
     icmp.extend_from_slice(&[TARGET_LINK_LAYER, 1]);
     icmp.extend_from_slice(&mac.0);
     seal(&mut icmp, own, dst);
+    icmp
+}
+
+/// The all-MLDv2-capable-routers group, where reports go (RFC 3810 §5.2.14).
+pub const MLD_ROUTERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0x16);
+const MLD_REPORT: u8 = 143;
+/// MLDv2 record type CHANGE_TO_EXCLUDE_MODE (RFC 3810 §5.2.12): with no sources, "I
+/// listen to this group".
+const CHANGE_TO_EXCLUDE: u8 = 4;
+/// The Hop-by-Hop Options header every MLD message carries (RFC 3810 §5): Router
+/// Alert (type 5, value 0: MLD) and two bytes of PadN. Its Next Header is ICMPv6.
+pub const MLD_HOP_BY_HOP: [u8; 8] = [NEXT_HEADER, 0, 5, 2, 0, 0, 1, 0];
+
+/// The MLDv2 report (RFC 3810 §5.2) from `own` (a link-local address) that joins
+/// `groups`, one CHANGE_TO_EXCLUDE record with no sources each, so that switches that
+/// snoop MLD, and NICs that filter, deliver the groups' packets. It goes to
+/// [`MLD_ROUTERS`] with hop limit 1, after [`MLD_HOP_BY_HOP`].
+pub fn mld_report(own: Ipv6Addr, groups: &[Ipv6Addr]) -> Vec<u8> {
+    let records = u16::try_from(groups.len()).unwrap_or(u16::MAX);
+    let mut icmp = vec![MLD_REPORT, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(&records.to_be_bytes());
+    for group in groups.iter().take(usize::from(records)) {
+        icmp.extend_from_slice(&[CHANGE_TO_EXCLUDE, 0, 0, 0]);
+        icmp.extend_from_slice(&group.octets());
+    }
+    seal(&mut icmp, own, MLD_ROUTERS);
     icmp
 }
 

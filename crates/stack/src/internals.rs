@@ -36,7 +36,7 @@ pub mod ethernet {
 pub mod ipv6 {
     pub use crate::ipv6::address::{link_local, stable_iid, with_iid, Dad, DadState};
     pub use crate::ipv6::{
-        check_source, parse, tcp_destination, Ipv6Error, Ipv6Header, Martian, HEADER_LEN,
+        check_source, header, parse, tcp_destination, Ipv6Error, Ipv6Header, Martian, HEADER_LEN,
         MAX_EXTENSION_HEADERS,
     };
 }
@@ -44,8 +44,9 @@ pub mod ipv6 {
 /// ICMPv6 and Neighbor Discovery messages, read and written.
 pub mod icmpv6 {
     pub use crate::icmpv6::{
-        echo_reply, group_mac, neighbor_advertisement, neighbor_solicitation, parse,
-        solicited_node, ErrorKind, Icmpv6Error, Message, ND_HOP_LIMIT, NEXT_HEADER,
+        echo_reply, group_mac, mld_report, neighbor_advertisement, neighbor_solicitation, parse,
+        solicited_node, ErrorKind, Icmpv6Error, Message, MLD_HOP_BY_HOP, MLD_ROUTERS, ND_HOP_LIMIT,
+        NEXT_HEADER,
     };
 }
 

@@ -163,6 +163,28 @@ pub fn parse(packet: &[u8]) -> Result<Ipv6Header, Ipv6Error> {
     })
 }
 
+/// The fixed header of a packet from `src` to `dst` whose payload (extension headers
+/// and upper layer) is `payload_len` bytes, the first of them `next_header`; traffic
+/// class and flow label zero. `None` when the payload does not fit the 16-bit Payload
+/// Length (a host of ours sends no jumbograms).
+pub fn header(
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    next_header: u8,
+    payload_len: usize,
+    hop_limit: u8,
+) -> Option<[u8; HEADER_LEN]> {
+    let len = u16::try_from(payload_len).ok().filter(|&n| n > 0)?;
+    let mut h = [0u8; HEADER_LEN];
+    h[0] = 0x60;
+    h[4..6].copy_from_slice(&len.to_be_bytes());
+    h[6] = next_header;
+    h[7] = hop_limit;
+    h[8..24].copy_from_slice(&src.octets());
+    h[24..40].copy_from_slice(&dst.octets());
+    Some(h)
+}
+
 /// Why a source address is one that no peer on a link sends from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Martian {

@@ -129,3 +129,29 @@ fn errors_carry_their_kind_and_the_invoking_packet() {
         );
     }
 }
+
+#[test]
+fn an_mld_report_joins_the_groups_and_parses_as_a_whole_packet() {
+    let own = crate::ipv6::address::link_local(0x1234);
+    let groups = [solicited_node(OWN), solicited_node(own)];
+    let report = mld_report(own, &groups);
+    assert_eq!(report.len(), 8 + 2 * 20);
+    assert_eq!(u16::from_be_bytes([report[6], report[7]]), 2, "records");
+    assert_eq!(&report[8..12], &[CHANGE_TO_EXCLUDE, 0, 0, 0]);
+    assert_eq!(&report[12..28], &groups[0].octets());
+    // The whole packet: fixed header, Hop-by-Hop with Router Alert, the report.
+    let payload = MLD_HOP_BY_HOP.len() + report.len();
+    let fixed = crate::ipv6::header(own, MLD_ROUTERS, 0, payload, 1).unwrap();
+    let packet = [&fixed[..], &MLD_HOP_BY_HOP, &report].concat();
+    let h = crate::ipv6::parse(&packet).unwrap();
+    assert_eq!(
+        (h.protocol, h.upper_offset, h.hop_limit),
+        (NEXT_HEADER, 48, 1)
+    );
+    assert_eq!(
+        parse(&packet[h.upper_offset..], own, MLD_ROUTERS, 1),
+        Ok(Message::Other(MLD_REPORT)),
+        "checksum over the pseudo-header"
+    );
+    assert_eq!(crate::ipv6::header(own, MLD_ROUTERS, 0, 70_000, 1), None);
+}
