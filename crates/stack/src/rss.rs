@@ -9,7 +9,7 @@
 //! XOR for all 256 byte values, so hashing the 12-byte IPv4/TCP tuple is 12 table lookups.
 
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::ops::RangeInclusive;
 use std::sync::{Arc, OnceLock};
 
@@ -111,6 +111,24 @@ pub fn ipv4_tcp_input(
     input[4..8].copy_from_slice(&dst_ip.octets());
     input[8..10].copy_from_slice(&src_port.to_be_bytes());
     input[10..12].copy_from_slice(&dst_port.to_be_bytes());
+    input
+}
+
+/// The hash input for an IPv6/TCP packet as the NIC builds it from a received packet:
+/// source address, destination address, source port, destination port, in network byte
+/// order (Microsoft "RSS hashing functions", `@8-23, @24-39, @40-41, @42-43`); its
+/// first 32 bytes are the input of the addresses-only hash.
+pub fn ipv6_tcp_input(
+    src_ip: Ipv6Addr,
+    dst_ip: Ipv6Addr,
+    src_port: u16,
+    dst_port: u16,
+) -> [u8; 36] {
+    let mut input = [0u8; 36];
+    input[0..16].copy_from_slice(&src_ip.octets());
+    input[16..32].copy_from_slice(&dst_ip.octets());
+    input[32..34].copy_from_slice(&src_port.to_be_bytes());
+    input[34..36].copy_from_slice(&dst_port.to_be_bytes());
     input
 }
 
@@ -313,6 +331,46 @@ mod tests {
             let input = ipv4_tcp_input(src.parse().unwrap(), dst.parse().unwrap(), sport, dport);
             assert_eq!(t.hash(&input), want, "{src}:{sport} -> {dst}:{dport}");
             assert_eq!(naive_hash(&MICROSOFT_RSS_KEY, &input), want);
+        }
+    }
+
+    /// The same page's IPv6 table: (source, port, destination, port, IPv6 only, IPv6
+    /// with TCP).
+    const VECTORS_V6: [(&str, u16, &str, u16, u32, u32); 3] = [
+        (
+            "3ffe:2501:200:1fff::7",
+            2794,
+            "3ffe:2501:200:3::1",
+            1766,
+            0x2cc1_8cd5,
+            0x4020_7d3d,
+        ),
+        (
+            "3ffe:501:8::260:97ff:fe40:efab",
+            14230,
+            "ff02::1",
+            4739,
+            0x0f0c_461c,
+            0xdde5_1bbf,
+        ),
+        (
+            "3ffe:1900:4545:3:200:f8ff:fe21:67cf",
+            44251,
+            "fe80::200:f8ff:fe21:67cf",
+            38024,
+            0x4b61_e985,
+            0x02d1_feef,
+        ),
+    ];
+
+    #[test]
+    fn microsoft_ipv6_vectors() {
+        let t = Toeplitz::new(&MICROSOFT_RSS_KEY);
+        for (src, sport, dst, dport, addresses, with_tcp) in VECTORS_V6 {
+            let input = ipv6_tcp_input(src.parse().unwrap(), dst.parse().unwrap(), sport, dport);
+            assert_eq!(t.hash(&input), with_tcp, "{src}:{sport} -> {dst}:{dport}");
+            assert_eq!(t.hash(&input[..32]), addresses, "{src} -> {dst}");
+            assert_eq!(naive_hash(&MICROSOFT_RSS_KEY, &input), with_tcp);
         }
     }
 
