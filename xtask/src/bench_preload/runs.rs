@@ -141,14 +141,27 @@ impl Ctx<'_> {
         let tag = format!("{n:02}-{}-{}", case.tag, server.tag());
         let server_log = self.logs.join(format!("{tag}-server.log"));
         let mut running = self.start(server, &server_log)?;
+        let what = format!("{} on {}", case.label, server.label());
+        self.wrk(case, server, &mut running, &server_log, &what, &tag)
+    }
+
+    /// wrk against `running` (`server`) in `case`, its log under `tag`.
+    fn wrk(
+        &self,
+        case: Case,
+        server: Server,
+        running: &mut ServerProcs,
+        server_log: &Path,
+        what: &str,
+        tag: &str,
+    ) -> Result<Sample> {
         let wrk = Wrk {
             program: &self.tools.wrk,
             connections: self.opts.connections,
             duration: self.opts.load.duration,
             script: &self.script,
         };
-        let what = format!("{} on {}", case.label, server.label());
-        let m = Measured::new(&mut running, &server_log, &what, self.interrupted);
+        let m = Measured::new(running, server_log, what, self.interrupted);
         let client = (&self.net.client, self.opts.host.client_cpu);
         let at = (self.host(server)?, HTTP_PORT);
         wrk.run(
@@ -189,23 +202,8 @@ impl Ctx<'_> {
             .arg(&data)
             .args(["--", "sleep", &self.opts.load.duration.to_string()]);
         let mut recording = Proc::spawn("perf", record, &self.logs.join(format!("{tag}.log")))?;
-        let wrk = Wrk {
-            program: &self.tools.wrk,
-            connections: self.opts.connections,
-            duration: self.opts.load.duration,
-            script: &self.script,
-        };
         let what = format!("{} on {} (profiled)", case.label, server.label());
-        let m = Measured::new(&mut running, &server_log, &what, self.interrupted);
-        let client = (&self.net.client, self.opts.host.client_cpu);
-        let at = (self.host(server)?, HTTP_PORT);
-        wrk.run(
-            m,
-            client,
-            case,
-            at,
-            &self.logs.join(format!("{tag}-wrk.log")),
-        )?;
+        self.wrk(case, server, &mut running, &server_log, &what, &tag)?;
         let limit = Duration::from_secs(self.opts.load.duration + 30);
         if !matches!(recording.wait_for(limit, self.interrupted)?, Some(s) if s.success()) {
             return Err(format!("perf record on {what} failed; see {tag}.log"));
