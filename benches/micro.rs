@@ -93,7 +93,8 @@ fn bench_checksum(c: &mut Criterion) {
                 .add_bytes(d)
                 .checksum_bytes()
         };
-        let pseudo_len = internals::pseudo_header_sum(src.into(), dst.into(), len as u16);
+        let pseudo_len =
+            internals::pseudo_header_sum(Ipv4Addr::from(src), Ipv4Addr::from(dst), len as u16);
         assert_eq!(
             u16::from_be_bytes(wide(&data)),
             checksum::finish(checksum::combine(pseudo_len, checksum::sum(&data)))
@@ -278,9 +279,10 @@ fn bench_flow_lookup(c: &mut Criterion) {
         let mut rng = Rng::new(0xf10e ^ n as u64);
         // Clients spread over a /16, ephemeral ports, all to one listening port.
         let key = |rng: &mut Rng| FlowKey {
-            remote_ip: Ipv4Addr::from(0x0a00_0000 | (rng.next_u64() as u32 & 0xffff)),
+            remote_ip: Ipv4Addr::from(0x0a00_0000 | (rng.next_u64() as u32 & 0xffff)).into(),
             remote_port: 32768 + (rng.next_u64() % 28232) as u16,
             local_port: 80,
+            local: 0,
         };
         let mut flows = Flows::new(n, 32768..=60999);
         let mut hits: Vec<FlowKey> = Vec::with_capacity(n);

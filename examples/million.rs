@@ -19,7 +19,7 @@
 //! `reserve` (the default) sets `reserved_connections` to N so the tables never move;
 //! `grow` leaves the default and lets them double.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -124,7 +124,7 @@ struct Client {
 
 impl Handler for Client {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         None
     }
     fn connected(&mut self, _: &mut Conn<'_, ()>) {
@@ -143,7 +143,7 @@ struct Server;
 
 impl Handler for Server {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         Some(())
     }
     fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {
@@ -274,7 +274,7 @@ fn run() -> Result<(), String> {
         for _ in 0..batch {
             let port = FIRST_SERVER_PORT + (opened % server_ports) as u16;
             pair.client
-                .connect(SocketAddrV4::new(SERVER_IP, port), ())
+                .connect(SocketAddr::from((SERVER_IP, port)), ())
                 .map_err(|(e, _)| format!("connect {opened}: {e}\n{}", pair.describe()))?;
             opened += 1;
         }

@@ -10,7 +10,7 @@
 //!   addresses. Each queue's mode (native or generic XDP, zero-copy or copy) is logged.
 
 use std::fmt;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -275,12 +275,27 @@ where
         match &link.kind {
             LinkKind::Kernel => {
                 let mut cfg = KernelConfig::default();
-                cfg.listen = listen
-                    .map(|p| vec![(SocketAddrV4::new(link.ip, p), launch.backlog)])
-                    .unwrap_or_default();
                 cfg.max_connections = launch.max_connections;
                 cfg.send_buffer = launch.tcp.send_buffer;
                 cfg.congestion_control = launch.congestion_control;
+                // Every address: both families on `[::]`, or IPv4 alone on a host
+                // without IPv6.
+                let any = link.ip.is_unspecified();
+                cfg.listen = listen
+                    .map(|p| {
+                        let ip = if any {
+                            Ipv6Addr::UNSPECIFIED.into()
+                        } else {
+                            IpAddr::V4(link.ip)
+                        };
+                        vec![(SocketAddr::new(ip, p), launch.backlog)]
+                    })
+                    .unwrap_or_default();
+                if cfg.check_listen().is_err() && any {
+                    for (addr, _) in &mut cfg.listen {
+                        addr.set_ip(Ipv4Addr::UNSPECIFIED.into());
+                    }
+                }
                 cfg.check_listen().map_err(LaunchError::Listen)?;
                 for w in 0..link.workers {
                     out.push(Worker::new(
@@ -706,7 +721,7 @@ mod tests {
     struct Nothing;
     impl Handler for Nothing {
         type Conn = ();
-        fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+        fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
             None
         }
         fn data(&mut self, _: &mut rusty_stack::Conn<'_, ()>, d: &[u8]) -> usize {

@@ -12,7 +12,7 @@
 
 use std::cell::Cell;
 use std::collections::VecDeque;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use rusty_stack::io::fault::{FaultConfig, FaultInjector};
@@ -294,7 +294,7 @@ impl EchoServer {
 
 impl Handler for EchoServer {
     type Conn = EchoConn;
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<EchoConn> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<EchoConn> {
         self.accepted += 1;
         Some(EchoConn::default())
     }
@@ -353,7 +353,7 @@ impl Sender {
 
 impl Handler for Sender {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         None
     }
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
@@ -631,7 +631,7 @@ fn our_client(len: usize, f: FaultConfig, seed: u64, buf: usize) -> World<Sender
     let mut w = World::new(Sender::new(payload.clone()), f, f, seed, buf);
     w.socket().listen(SMOL_PORT).expect("smoltcp listen");
     w.engine
-        .connect(SocketAddrV4::new(PEER_IP, SMOL_PORT), ())
+        .connect(SocketAddr::from((PEER_IP, SMOL_PORT)), ())
         .map_err(|(e, _)| e)
         .expect("connect");
     let mut echoed = 0usize;

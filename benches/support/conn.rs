@@ -11,7 +11,7 @@
 //! [`ConnPair::step_for`]). The server's loop turn is entered through its own
 //! never-inlined function ([`conn_server_turn`]) for profilers.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use rusty::time::VirtualClock;
@@ -29,7 +29,7 @@ const RESPONSE: [u8; MESSAGE_LEN] = [b'r'; MESSAGE_LEN];
 /// request and closing once the response is in.
 #[derive(Debug)]
 pub(crate) struct ConnClient {
-    server: SocketAddrV4,
+    server: SocketAddr,
     /// Connections to start in all (the run ends when they are done).
     target: u64,
     pub started: u64,
@@ -63,7 +63,7 @@ impl ConnClient {
 impl Handler for ConnClient {
     type Conn = ClientConn;
 
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<ClientConn> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<ClientConn> {
         None
     }
 
@@ -98,7 +98,7 @@ impl Handler for ConnClient {
     fn connect_failed(
         &mut self,
         opener: &mut Opener<'_, ClientConn>,
-        _: SocketAddrV4,
+        _: SocketAddr,
         _: ClientConn,
         _: ConnectError,
     ) {
@@ -117,7 +117,7 @@ pub(crate) struct ConnServer {
 impl Handler for ConnServer {
     type Conn = Messages;
 
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<Messages> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<Messages> {
         Some(Messages::default())
     }
 
@@ -169,7 +169,7 @@ impl ConnPair {
         let clock = VirtualClock::new();
         let (a, b) = common::link(2 * concurrency);
         let client = ConnClient {
-            server: SocketAddrV4::new(SERVER_IP, SERVER_PORT),
+            server: SocketAddr::from((SERVER_IP, SERVER_PORT)),
             target: 0,
             started: 0,
             completed: 0,

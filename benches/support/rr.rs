@@ -25,7 +25,7 @@
 //! link's in-flight bound (see [`common::link`]), the engines' connection limit
 //! ([`engine_config`]) and the server ports (see [`server_ports`]).
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -84,7 +84,7 @@ impl RrClient {
 impl Handler for RrClient {
     type Conn = Messages;
 
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<Messages> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<Messages> {
         None
     }
 
@@ -116,7 +116,7 @@ pub(crate) struct RrServer {
 impl Handler for RrServer {
     type Conn = Messages;
 
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<Messages> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<Messages> {
         Some(Messages::default())
     }
 
@@ -307,7 +307,7 @@ impl<D: PacketIo, S: RrServerSide> RrPair<D, S> {
         for i in 0..connections {
             let port = ports.start + (i / per_port) as u16;
             pair.client
-                .connect(SocketAddrV4::new(SERVER_IP, port), Messages::default())
+                .connect(SocketAddr::from((SERVER_IP, port)), Messages::default())
                 .map_err(|(e, _)| format!("connect {i}: {e}"))?;
             let opened = i + 1;
             if (opened == 1 || opened % OPEN_BATCH == 0 || opened == connections)

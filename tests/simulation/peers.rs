@@ -243,7 +243,7 @@ pub(crate) struct Client {
     next: usize,
     /// Connections to open at the next `poll` (a slot freed, or no port was free).
     to_open: usize,
-    retry: Vec<(SocketAddrV4, Side)>,
+    retry: Vec<(SocketAddr, Side)>,
 }
 
 impl Client {
@@ -261,11 +261,11 @@ impl Client {
     }
 
     /// The next connection to open, if any is left.
-    pub(crate) fn next_conn(&mut self) -> Option<(SocketAddrV4, Side)> {
+    pub(crate) fn next_conn(&mut self) -> Option<(SocketAddr, Side)> {
         let spec = self.peer.scenario.conns.get(self.next)?;
         let side = Side::new(spec, self.next, true);
         self.next += 1;
-        Some((SocketAddrV4::new(SERVER_IP, SERVER_PORT), side))
+        Some((SocketAddr::from((SERVER_IP, SERVER_PORT)), side))
     }
 
     fn open_pending(&mut self, opener: &mut Opener<'_, Side>) {
@@ -282,7 +282,7 @@ impl Client {
 impl Handler for Client {
     type Conn = Side;
 
-    fn accept(&mut self, _: SocketAddrV4, remote: SocketAddrV4) -> Option<Side> {
+    fn accept(&mut self, _: std::net::SocketAddr, remote: std::net::SocketAddr) -> Option<Side> {
         let msg = format!("client: unexpected connection from {remote}");
         self.peer.log.borrow_mut().error(msg);
         None
@@ -317,7 +317,7 @@ impl Handler for Client {
     fn connect_failed(
         &mut self,
         _: &mut Opener<'_, Side>,
-        remote: SocketAddrV4,
+        remote: std::net::SocketAddr,
         side: Side,
         error: ConnectError,
     ) {
@@ -350,7 +350,11 @@ impl Server {
 impl Handler for Server {
     type Conn = Side;
 
-    fn accept(&mut self, local: SocketAddrV4, remote: SocketAddrV4) -> Option<Side> {
+    fn accept(
+        &mut self,
+        local: std::net::SocketAddr,
+        remote: std::net::SocketAddr,
+    ) -> Option<Side> {
         let index = self.peer.ports.borrow().get(&remote.port()).copied();
         match index {
             Some(i) if local.port() == SERVER_PORT => {

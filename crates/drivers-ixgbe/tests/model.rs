@@ -87,7 +87,10 @@ fn echo_over_four_queues_lands_every_flow_where_rss_said() {
     let mut per_queue = [0usize; 4];
     for (q, w) in rig.workers.iter().enumerate() {
         for remote in &w.handler().accepted {
-            let want = rss.queue_for_rx_flow(*remote.ip(), RUSTY_IP, remote.port(), ECHO_PORT);
+            let std::net::IpAddr::V4(remote_ip) = remote.ip() else {
+                panic!("an IPv4 peer")
+            };
+            let want = rss.queue_for_rx_flow(remote_ip, RUSTY_IP, remote.port(), ECHO_PORT);
             assert_eq!(
                 usize::from(want),
                 q,

@@ -129,7 +129,7 @@ impl VnetHdr {
             h.csum_offset = offset;
         }
         if let Some(mss) = meta.tso_mss {
-            h.gso_type = GSO_TCPV4;
+            h.gso_type = if is_ipv6(frame) { GSO_TCPV6 } else { GSO_TCPV4 };
             h.gso_size = mss;
             h.hdr_len = tcp_headers_len(frame).unwrap_or(0);
         }
@@ -137,11 +137,21 @@ impl VnetHdr {
     }
 }
 
-/// Ethernet + IPv4 + TCP header length of an IPv4/TCP frame, from its IHL and data
-/// offset fields; `None` when the frame is too short to tell.
+/// Whether `frame`'s EtherType is IPv6's.
+fn is_ipv6(frame: &[u8]) -> bool {
+    frame.get(12..14) == Some(&[0x86, 0xdd][..])
+}
+
+/// Ethernet + IP + TCP header length of a TCP frame, from its IHL (IPv4; an IPv6 frame
+/// of ours has the fixed header alone, no extension headers) and data offset fields;
+/// `None` when the frame is too short to tell.
 fn tcp_headers_len(frame: &[u8]) -> Option<u16> {
     const ETH: usize = rusty_stack::io::ETHERNET_HEADER_LEN;
-    let ihl = usize::from(frame.get(ETH)? & 0x0f) * 4;
+    let ihl = if is_ipv6(frame) {
+        40
+    } else {
+        usize::from(frame.get(ETH)? & 0x0f) * 4
+    };
     let doff = usize::from(frame.get(ETH + ihl + 12)? >> 4) * 4;
     u16::try_from(ETH + ihl + doff).ok()
 }
@@ -232,5 +242,19 @@ mod tests {
         );
         // A frame too short to hold its headers leaves hdr_len to the kernel.
         assert_eq!(VnetHdr::for_tx(&meta, &frame[..20]).hdr_len, 0);
+        // IPv6: the fixed header, then TCP with timestamps.
+        let mut frame = vec![0u8; 14 + 40 + 32 + 100];
+        frame[12..14].copy_from_slice(&[0x86, 0xdd]);
+        frame[14] = 0x60;
+        frame[14 + 40 + 12] = 8 << 4;
+        let meta = TxMeta {
+            checksum: Some(ChecksumRequest {
+                start: 54,
+                offset: 16,
+            }),
+            tso_mss: Some(1428),
+        };
+        let h = VnetHdr::for_tx(&meta, &frame);
+        assert_eq!((h.gso_type, h.hdr_len, h.gso_size), (GSO_TCPV6, 86, 1428));
     }
 }

@@ -7,7 +7,7 @@
 //! private /30 this test puts on its own TAP; the device vanishes when its queues close.
 
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -93,7 +93,7 @@ struct Echo;
 
 impl Handler for Echo {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         Some(())
     }
     fn data(&mut self, conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {

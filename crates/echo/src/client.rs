@@ -4,7 +4,7 @@
 //! benchmark scripts read (`messages/s … MB/s … messages …`, `latency us: p50 …`).
 //! `echo-load` and the WebSocket crate's `ws-load` both run through [`run_client`].
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::thread;
 use std::time::Duration;
@@ -23,7 +23,7 @@ use crate::load::Collector;
 #[non_exhaustive]
 pub struct ClientCli {
     /// Echo server address.
-    pub target: SocketAddrV4,
+    pub target: SocketAddr,
     /// Link specs to run the client on (default: kernel sockets, --workers workers).
     pub links: Vec<String>,
     /// Seconds to run.

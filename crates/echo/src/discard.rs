@@ -5,7 +5,6 @@
 //! receiving side of TCP alone (ACKs, SACK blocks, window updates), which is what a
 //! receive benchmark wants to measure.
 
-use std::net::SocketAddrV4;
 use std::sync::{Arc, Mutex};
 
 use rusty_stack::{CloseReason, Conn, Handler, Opener};
@@ -75,7 +74,11 @@ impl Drop for DiscardServer {
 impl Handler for DiscardServer {
     type Conn = ();
 
-    fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<()> {
+    fn accept(
+        &mut self,
+        _local: std::net::SocketAddr,
+        _remote: std::net::SocketAddr,
+    ) -> Option<()> {
         self.stats.connections += 1;
         Some(())
     }
@@ -137,14 +140,14 @@ mod tests {
     impl Handler for Sender {
         type Conn = Progress;
 
-        fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<Progress> {
+        fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<Progress> {
             None
         }
         fn poll(&mut self, opener: &mut Opener<'_, Progress>) {
             if !self.started {
                 self.started = true;
                 for _ in 0..self.conns {
-                    opener.connect(SocketAddrV4::new(sim::SERVER_IP, 9), (0, false));
+                    opener.connect(std::net::SocketAddr::from((sim::SERVER_IP, 9)), (0, false));
                 }
             }
         }

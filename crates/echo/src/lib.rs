@@ -24,13 +24,13 @@ mod tests {
     use super::*;
     use rusty_stack::io::fault::FaultConfig;
     use rusty_testkit::sim::{self, SimPair};
-    use std::net::SocketAddrV4;
+    use std::net::SocketAddr;
     use std::time::Duration;
 
     fn run(mode: Mode, faults: FaultConfig) -> Report {
         let collector = Collector::new();
         let cfg = LoadConfig {
-            target: SocketAddrV4::new(sim::SERVER_IP, 7),
+            target: SocketAddr::from((sim::SERVER_IP, 7)),
             mode,
             connections: 8,
             size: 512,

@@ -9,7 +9,7 @@
 //! Every connection's stream is a window onto one fixed pseudo-random block, at an
 //! offset of its own, so verification is a slice comparison.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -37,7 +37,7 @@ pub enum Mode {
 #[non_exhaustive]
 pub struct LoadConfig {
     /// The echo server's address.
-    pub target: SocketAddrV4,
+    pub target: SocketAddr,
     /// Ping-pong or streaming.
     pub mode: Mode,
     /// Connections for this worker.
@@ -53,7 +53,7 @@ pub struct LoadConfig {
 impl LoadConfig {
     /// Load of kind `mode` on the echo server at `target`: what `echo-load` does by
     /// default, 100 connections of 64-byte messages for 10 seconds.
-    pub fn new(target: SocketAddrV4, mode: Mode) -> LoadConfig {
+    pub fn new(target: SocketAddr, mode: Mode) -> LoadConfig {
         LoadConfig {
             target,
             mode,
@@ -310,7 +310,7 @@ impl LoadClient {
 impl Handler for LoadClient {
     type Conn = LoadConn;
 
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<LoadConn> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<LoadConn> {
         None
     }
 
@@ -406,7 +406,7 @@ impl Handler for LoadClient {
     fn connect_failed(
         &mut self,
         _: &mut Opener<'_, LoadConn>,
-        _: SocketAddrV4,
+        _: SocketAddr,
         _: LoadConn,
         _: ConnectError,
     ) {

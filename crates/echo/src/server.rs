@@ -1,8 +1,6 @@
 //! The echo server's handler: every byte received goes back, in order; when the peer
 //! has closed its side and everything has been echoed, we close ours.
 
-use std::net::SocketAddrV4;
-
 use rusty_stack::{Conn, Handler};
 
 /// Echoes on every connection. Backpressure is the stack's: when the send buffer is
@@ -26,7 +24,11 @@ pub struct EchoConn {
 impl Handler for EchoServer {
     type Conn = EchoConn;
 
-    fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<EchoConn> {
+    fn accept(
+        &mut self,
+        _local: std::net::SocketAddr,
+        _remote: std::net::SocketAddr,
+    ) -> Option<EchoConn> {
         Some(EchoConn::default())
     }
 

@@ -7,7 +7,7 @@
 //! growing once the load has warmed up.
 
 use std::alloc::System;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use rusty_echo::server::EchoServer;
@@ -76,7 +76,7 @@ impl Clients {
 impl Handler for Clients {
     type Conn = PingPong;
 
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<PingPong> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<PingPong> {
         None
     }
 
@@ -126,7 +126,7 @@ impl Handler for Clients {
             left: Some(5),
             ..PingPong::default()
         };
-        opener.connect(SocketAddrV4::new(SERVER_IP, PORT), next);
+        opener.connect(SocketAddr::from((SERVER_IP, PORT)), next);
     }
 }
 
@@ -151,7 +151,7 @@ fn echo_heap_stays_flat_under_steady_ping_pong_load() {
             ..PingPong::default()
         };
         net.client
-            .connect(SocketAddrV4::new(SERVER_IP, PORT), p)
+            .connect(SocketAddr::from((SERVER_IP, PORT)), p)
             .map_err(|(e, _)| e)
             .expect("connect");
     }

@@ -8,7 +8,7 @@
 //! bounds, and every frame queued is either still queued, handed out addressed to a
 //! unicast MAC, or counted as failed.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use rusty_stack::internals::{
@@ -22,9 +22,21 @@ use smoltcp::wire::ArpOperation;
 use crate::input::Input;
 use crate::wire::{HOST_IP, HOST_MAC};
 
-/// A small set of addresses, so that operations meet each other, plus some no
-/// neighbour may have.
-fn addr(b: u8) -> Ipv4Addr {
+/// A small set of neighbour addresses of both families (the cache holds IPv6
+/// neighbours too), so that operations meet each other, plus some no neighbour may
+/// have.
+fn addr(b: u8) -> IpAddr {
+    match b % 16 {
+        12 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        13 => IpAddr::V6(Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1)),
+        14 => IpAddr::V6(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 7)),
+        15 => IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 7)),
+        n => IpAddr::V4(v4(n)),
+    }
+}
+
+/// A small set of IPv4 addresses (see [`addr`]).
+fn v4(b: u8) -> Ipv4Addr {
     match b % 12 {
         8 => Ipv4Addr::UNSPECIFIED,
         9 => Ipv4Addr::BROADCAST,
@@ -152,7 +164,7 @@ pub fn arp(data: &[u8]) {
     config.max_entries = usize::from(a & 3) * 2;
     // Our own request must validate at its target, which owes a reply unless the
     // target is us.
-    let target = addr(input.u8());
+    let target = v4(input.u8());
     let mut frame = [0u8; FRAME_LEN];
     build_request(&mut frame, HOST_MAC, HOST_IP, target);
     let request = process(&frame[ETHERNET_HEADER_LEN..], target).expect("our request is invalid");

@@ -11,7 +11,7 @@
 //! Checked: every frame the engine sends is well-formed (see [`check_sent`]), and after
 //! the whole input the engine still answers a ping.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use rusty_stack::internals::SeqNum;
@@ -109,13 +109,13 @@ struct Fuzzy {
     /// Connections seen, for `resume_receive` (bounded).
     ids: Vec<ConnId>,
     /// An active open to start from `poll`.
-    open: Option<SocketAddrV4>,
+    open: Option<SocketAddr>,
 }
 
 impl Handler for Fuzzy {
     type Conn = ();
 
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         (self.mode != Mode::Refuse).then_some(())
     }
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
@@ -325,10 +325,10 @@ impl Bench {
 
     /// The engine connects to the peer, whose MAC it already knows.
     fn open_active(&mut self, isn: SeqNum, full: bool) {
-        self.eng.import_arp(PEER_IP, PEER_MAC);
+        self.eng.import_arp(PEER_IP.into(), PEER_MAC);
         if self
             .eng
-            .connect(SocketAddrV4::new(PEER_IP, PEER_PORT), ())
+            .connect(SocketAddr::from((PEER_IP, PEER_PORT)), ())
             .is_err()
         {
             return;
@@ -465,8 +465,8 @@ impl Bench {
             2 => {
                 // An active open through the handler's opener, to a port of the peer.
                 let port = u16::from(b >> 2) + 1;
-                self.eng.import_arp(PEER_IP, PEER_MAC);
-                self.eng.handler_mut().open = Some(SocketAddrV4::new(PEER_IP, port));
+                self.eng.import_arp(PEER_IP.into(), PEER_MAC);
+                self.eng.handler_mut().open = Some(SocketAddr::from((PEER_IP, port)));
             }
             _ => {
                 if b & 4 != 0 {
@@ -538,7 +538,7 @@ pub fn engine_frame(data: &[u8]) {
         }
     }
     // Whatever came before, the engine still answers a ping from a known neighbour.
-    bench.eng.import_arp(PEER_IP, PEER_MAC);
+    bench.eng.import_arp(PEER_IP.into(), PEER_MAC);
     bench.inject(&echo_request(0xbeef, 9, b"alive?"));
     bench.eng.poll();
     let mut replied = false;

@@ -35,7 +35,6 @@
 use std::fmt;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::net::SocketAddrV4;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -578,7 +577,11 @@ impl Drop for HttpServer {
 impl Handler for HttpServer {
     type Conn = HttpConn;
 
-    fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<HttpConn> {
+    fn accept(
+        &mut self,
+        _local: std::net::SocketAddr,
+        _remote: std::net::SocketAddr,
+    ) -> Option<HttpConn> {
         if self.active >= self.cfg.max_connections {
             self.stats.refused_connections += 1;
             return None;

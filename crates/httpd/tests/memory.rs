@@ -11,7 +11,7 @@
 //! number of requests served shows as growth, while bounded pools do not.
 
 use std::alloc::System;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -103,7 +103,7 @@ impl Browsers {
             left,
             ..Exchange::default()
         };
-        opener.connect(SocketAddrV4::new(SERVER_IP, PORT), ex);
+        opener.connect(SocketAddr::from((SERVER_IP, PORT)), ex);
     }
 
     /// Reads `data` into the response in progress; true when it is complete.
@@ -147,7 +147,7 @@ impl Browsers {
 impl Handler for Browsers {
     type Conn = Exchange;
 
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<Exchange> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<Exchange> {
         None
     }
 
@@ -212,7 +212,7 @@ fn httpd_heap_stays_flat_under_steady_keep_alive_load() {
             ..Exchange::default()
         };
         net.client
-            .connect(SocketAddrV4::new(SERVER_IP, PORT), ex)
+            .connect(SocketAddr::from((SERVER_IP, PORT)), ex)
             .map_err(|(e, _)| e)
             .expect("connect");
     }

@@ -3,7 +3,7 @@
 //! asked of the kernel.
 
 use std::io;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -18,7 +18,9 @@ use crate::sys;
 pub struct KernelConfig {
     /// Addresses to listen on, each with its accept backlog. Every worker binds its own
     /// socket to each address (`SO_REUSEPORT`); the kernel spreads connections over them.
-    pub listen: Vec<(SocketAddrV4, usize)>,
+    /// The unspecified IPv6 address (`[::]:port`) listens on both families (IPv4 peers
+    /// reach the handler as IPv4 addresses); `0.0.0.0:port` on IPv4 only.
+    pub listen: Vec<(SocketAddr, usize)>,
     /// Per-connection bound on copied bytes queued in user space while the socket is
     /// full (shared bytes do not count), like `TcpConfig::send_buffer`.
     pub send_buffer: usize,
@@ -78,12 +80,15 @@ impl KernelConfig {
 /// A listening socket on `addr`; the connections it accepts run `cc` (if the kernel
 /// will), chosen before `listen` so that none is accepted with the default.
 pub(crate) fn bind_listener(
-    addr: SocketAddrV4,
+    addr: SocketAddr,
     backlog: usize,
     cc: Option<CongestionAlgorithm>,
 ) -> io::Result<OwnedFd> {
-    let fd = sys::tcp_socket()?;
+    let fd = sys::tcp_socket(&addr)?;
     sys::set_reuse(fd.as_fd())?;
+    if let SocketAddr::V6(a) = addr {
+        sys::set_v6_only(fd.as_fd(), !a.ip().is_unspecified())?;
+    }
     sys::bind(fd.as_fd(), addr)?;
     set_congestion_control(fd.as_fd(), cc);
     sys::listen(fd.as_fd(), backlog)?;
@@ -133,7 +138,7 @@ mod tests {
     #[test]
     fn accepted_connections_run_the_listeners_congestion_control() {
         // Reno is built into every Linux kernel, so any user may choose it.
-        let any = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0);
+        let any = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
         let fd = bind_listener(any, 8, Some(CongestionAlgorithm::NewReno)).unwrap();
         assert_eq!(sys::congestion(fd.as_fd()).unwrap(), "reno");
         let addr = sys::local_addr(fd.as_fd()).unwrap();
@@ -151,12 +156,12 @@ mod tests {
 
     #[test]
     fn a_congestion_control_the_kernel_lacks_is_not_fatal() {
-        let fd = sys::tcp_socket().unwrap();
+        let fd = sys::tcp_socket(&"127.0.0.1:0".parse().unwrap()).unwrap();
         let before = sys::congestion(fd.as_fd()).unwrap();
         assert!(sys::set_congestion(fd.as_fd(), "no-such-cc").is_err());
         set_congestion_control(fd.as_fd(), None);
         assert_eq!(sys::congestion(fd.as_fd()).unwrap(), before);
-        let none = bind_listener(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), 8, None).unwrap();
+        let none = bind_listener(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), 8, None).unwrap();
         assert_eq!(sys::congestion(none.as_fd()).unwrap(), before);
     }
 }

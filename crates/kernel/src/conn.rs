@@ -6,7 +6,7 @@
 //! callback returns: flushing the queue, the FIN, the RST and the `closed` callback.
 
 use std::io::{self, IoSlice};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -30,8 +30,8 @@ pub(crate) fn close_reason(e: &io::Error) -> CloseReason {
 /// kernel reported and what the application asked for.
 pub(crate) struct KernelConn {
     pub fd: OwnedFd,
-    local: SocketAddrV4,
-    peer: SocketAddrV4,
+    local: SocketAddr,
+    peer: SocketAddr,
     send_buffer: usize,
     pub queue: SendQueue,
     pub rx: RecvBuffer,
@@ -91,8 +91,8 @@ pub(crate) struct KernelConn {
 impl KernelConn {
     pub(crate) fn new(
         fd: OwnedFd,
-        local: SocketAddrV4,
-        peer: SocketAddrV4,
+        local: SocketAddr,
+        peer: SocketAddr,
         send_buffer: usize,
     ) -> KernelConn {
         KernelConn {
@@ -164,11 +164,11 @@ impl KernelConn {
 }
 
 impl Connection for KernelConn {
-    fn local_addr(&self) -> SocketAddrV4 {
+    fn local_addr(&self) -> std::net::SocketAddr {
         self.local
     }
 
-    fn peer_addr(&self) -> SocketAddrV4 {
+    fn peer_addr(&self) -> std::net::SocketAddr {
         self.peer
     }
 
@@ -285,7 +285,7 @@ impl AppConn for KernelConn {
     fn with_ops<R>(&mut self, _: &mut (), f: impl FnOnce(&mut dyn Connection) -> R) -> R {
         f(self)
     }
-    fn addrs(&self) -> (SocketAddrV4, SocketAddrV4) {
+    fn addrs(&self) -> (std::net::SocketAddr, std::net::SocketAddr) {
         (self.local, self.peer)
     }
     fn is_closed(&self) -> bool {

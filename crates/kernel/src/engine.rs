@@ -16,7 +16,7 @@ use std::collections::BinaryHeap;
 use std::io;
 use std::marker::PhantomData;
 use std::mem;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -40,7 +40,7 @@ const CONN_EVENTS: u32 = sys::IN | sys::OUT | sys::RDHUP | sys::ET;
 
 struct Listener {
     fd: OwnedFd,
-    addr: SocketAddrV4,
+    addr: SocketAddr,
     /// An edge said connections are waiting and `accept` has not said EAGAIN since.
     ready: bool,
 }
@@ -100,7 +100,7 @@ impl<H: Handler> KernelEngine<H> {
 
     /// Listen on `addr` with its own `SO_REUSEPORT` socket; returns the bound address
     /// (useful with port 0).
-    pub fn listen(&mut self, addr: SocketAddrV4, backlog: usize) -> io::Result<SocketAddrV4> {
+    pub fn listen(&mut self, addr: SocketAddr, backlog: usize) -> io::Result<SocketAddr> {
         let fd = bind_listener(addr, backlog, self.cfg.congestion_control)?;
         let bound = sys::local_addr(fd.as_fd())?;
         let token = LISTENER_TOKEN | self.listeners.len() as u64;
@@ -123,9 +123,9 @@ impl<H: Handler> KernelEngine<H> {
 
     /// Start a non-blocking connect to `remote`. The handler's `connected` or `closed`
     /// follows; failures that leave no connection come back as the error.
-    pub fn connect(&mut self, remote: SocketAddrV4, state: H::Conn) -> OpenResult<H::Conn> {
+    pub fn connect(&mut self, remote: std::net::SocketAddr, state: H::Conn) -> OpenResult<H::Conn> {
         let state = self.app.may_open(state)?;
-        let Ok(fd) = sys::tcp_socket() else {
+        let Ok(fd) = sys::tcp_socket(&remote) else {
             return Err((ConnectError::TooManyConnections, state));
         };
         let _ = sys::set_nodelay(fd.as_fd());
@@ -146,7 +146,7 @@ impl<H: Handler> KernelEngine<H> {
             Err(e) => (false, Some(close_reason(&e))),
         };
         let local = sys::local_addr(fd.as_fd())
-            .unwrap_or_else(|_| SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
+            .unwrap_or_else(|_| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
         let id = self.app.next_id();
         if self
             .epoll
@@ -219,7 +219,7 @@ impl<H: Handler> KernelEngine<H> {
         &self.cfg
     }
     /// Local addresses of the listeners.
-    pub fn listen_addrs(&self) -> impl Iterator<Item = SocketAddrV4> + '_ {
+    pub fn listen_addrs(&self) -> impl Iterator<Item = SocketAddr> + '_ {
         self.listeners.iter().map(|l| l.addr)
     }
     /// The earliest time the engine has work without new socket events, if any.
@@ -314,7 +314,7 @@ impl<H: Handler> KernelEngine<H> {
         accepted
     }
 
-    fn on_accepted(&mut self, li: usize, fd: OwnedFd, peer: SocketAddrV4) {
+    fn on_accepted(&mut self, li: usize, fd: OwnedFd, peer: SocketAddr) {
         let _ = sys::set_nodelay(fd.as_fd());
         let bound = self.listeners[li].addr;
         let local = if bound.ip().is_unspecified() {

@@ -4,7 +4,7 @@
 
 use std::io::{self, IoSlice};
 use std::mem;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
@@ -36,22 +36,76 @@ fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     }
 }
 
-fn to_sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: addr.port().to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(*addr.ip()).to_be(),
-        },
-        sin_zero: [0; 8],
-    }
+/// `addr` as the kernel takes it, with the length to pass.
+fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*a.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than sockaddr_in and aligned for any
+            // socket address, so the write stays inside `storage`.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin) };
+            mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo().to_be(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: as above, for sockaddr_in6.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6) };
+            mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
 }
 
-fn from_sockaddr(sa: &libc::sockaddr_in) -> SocketAddrV4 {
-    SocketAddrV4::new(
-        Ipv4Addr::from(u32::from_be(sa.sin_addr.s_addr)),
-        u16::from_be(sa.sin_port),
-    )
+/// The address the kernel wrote into `sa`. An IPv4 peer of a dual-stack IPv6 socket
+/// (`::ffff:a.b.c.d`) comes back as the IPv4 address it is, as Rusty's engine reports
+/// an IPv4 connection; an unknown family as the unspecified IPv4 address.
+fn from_sockaddr(sa: &libc::sockaddr_storage) -> SocketAddr {
+    match libc::c_int::from(sa.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in, which it is
+            // large enough and aligned for.
+            let sin: libc::sockaddr_in =
+                unsafe { std::ptr::read((sa as *const libc::sockaddr_storage).cast()) };
+            SocketAddr::new(
+                Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).into(),
+                u16::from_be(sin.sin_port),
+            )
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6: libc::sockaddr_in6 =
+                unsafe { std::ptr::read((sa as *const libc::sockaddr_storage).cast()) };
+            let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            let port = u16::from_be(sin6.sin6_port);
+            match ip.to_ipv4_mapped() {
+                Some(v4) => SocketAddr::new(v4.into(), port),
+                None => SocketAddr::V6(SocketAddrV6::new(
+                    ip,
+                    port,
+                    u32::from_be(sin6.sin6_flowinfo),
+                    sin6.sin6_scope_id,
+                )),
+            }
+        }
+        _ => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 0),
+    }
 }
 
 /// Take ownership of `fd`, which then closes when the `OwnedFd` drops.
@@ -64,12 +118,17 @@ unsafe fn own(fd: libc::c_int) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
-/// A non-blocking, close-on-exec IPv4 TCP socket.
-pub(crate) fn tcp_socket() -> io::Result<OwnedFd> {
+/// A non-blocking, close-on-exec TCP socket for addresses like `addr` (IPv4 or IPv6).
+pub(crate) fn tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
     // SAFETY: socket(2) takes no pointers.
     let fd = cvt(unsafe {
         libc::socket(
-            libc::AF_INET,
+            family,
             libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
             0,
         )
@@ -218,14 +277,31 @@ pub(crate) fn take_error(fd: BorrowedFd<'_>) -> io::Result<Option<io::Error>> {
     Ok((value != 0).then(|| io::Error::from_raw_os_error(value)))
 }
 
-pub(crate) fn bind(fd: BorrowedFd<'_>, addr: SocketAddrV4) -> io::Result<()> {
-    let sa = to_sockaddr(addr);
-    // SAFETY: sa is a live sockaddr_in and its exact size is passed.
+pub(crate) fn bind(fd: BorrowedFd<'_>, addr: SocketAddr) -> io::Result<()> {
+    let (sa, len) = to_sockaddr(addr);
+    // SAFETY: sa is a live socket address of `len` bytes.
     cvt(unsafe {
         libc::bind(
             fd.as_raw_fd(),
-            (&sa as *const libc::sockaddr_in).cast(),
-            mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            (&sa as *const libc::sockaddr_storage).cast(),
+            len,
+        )
+    })
+    .map(drop)
+}
+
+/// IPV6_V6ONLY: whether an IPv6 socket refuses IPv4 peers (off: a socket bound to
+/// `[::]` takes both families, whatever `net.ipv6.bindv6only` says).
+pub(crate) fn set_v6_only(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    let value = libc::c_int::from(on);
+    // SAFETY: value is a live c_int and its exact size is passed.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_V6ONLY,
+            (&value as *const libc::c_int).cast(),
+            mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     })
     .map(drop)
@@ -244,14 +320,14 @@ pub(crate) enum ConnectStart {
     InProgress,
 }
 
-pub(crate) fn connect(fd: BorrowedFd<'_>, addr: SocketAddrV4) -> io::Result<ConnectStart> {
-    let sa = to_sockaddr(addr);
-    // SAFETY: sa is a live sockaddr_in and its exact size is passed.
+pub(crate) fn connect(fd: BorrowedFd<'_>, addr: SocketAddr) -> io::Result<ConnectStart> {
+    let (sa, len) = to_sockaddr(addr);
+    // SAFETY: sa is a live socket address of `len` bytes.
     let r = unsafe {
         libc::connect(
             fd.as_raw_fd(),
-            (&sa as *const libc::sockaddr_in).cast(),
-            mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            (&sa as *const libc::sockaddr_storage).cast(),
+            len,
         )
     };
     match cvt(r) {
@@ -264,17 +340,17 @@ pub(crate) fn connect(fd: BorrowedFd<'_>, addr: SocketAddrV4) -> io::Result<Conn
 }
 
 /// Accept one connection as a non-blocking, close-on-exec socket.
-pub(crate) fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddrV4)> {
+pub(crate) fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddr)> {
     retry(|| {
-        // SAFETY: sockaddr_in is plain old data; all zeroes is a valid value.
-        let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
-        let mut len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid value.
+        let mut sa: libc::sockaddr_storage = unsafe { mem::zeroed() };
+        let mut len = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
         // SAFETY: sa and len are live locals; len holds sa's size, and the kernel
         // writes at most that many bytes.
         let new = cvt(unsafe {
             libc::accept4(
                 fd.as_raw_fd(),
-                (&mut sa as *mut libc::sockaddr_in).cast(),
+                (&mut sa as *mut libc::sockaddr_storage).cast(),
                 &mut len,
                 libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
             )
@@ -284,15 +360,15 @@ pub(crate) fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddrV4)> 
     })
 }
 
-pub(crate) fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddrV4> {
-    // SAFETY: sockaddr_in is plain old data; all zeroes is a valid value.
-    let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
-    let mut len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+pub(crate) fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddr> {
+    // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid value.
+    let mut sa: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let mut len = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
     // SAFETY: sa and len are live locals; len holds sa's size.
     cvt(unsafe {
         libc::getsockname(
             fd.as_raw_fd(),
-            (&mut sa as *mut libc::sockaddr_in).cast(),
+            (&mut sa as *mut libc::sockaddr_storage).cast(),
             &mut len,
         )
     })?;

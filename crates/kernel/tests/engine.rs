@@ -5,7 +5,7 @@
 mod common;
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -25,13 +25,13 @@ fn drive<H: Handler>(
     }
 }
 
-fn server<H: Handler>(handler: H, cfg: KernelConfig) -> (KernelEngine<H>, SocketAddrV4) {
+fn server<H: Handler>(handler: H, cfg: KernelConfig) -> (KernelEngine<H>, SocketAddr) {
     let mut e = KernelEngine::new(handler, cfg).unwrap();
     let addr = e.listen(loopback(0), 128).unwrap();
     (e, addr)
 }
 
-fn client(addr: SocketAddrV4) -> TcpStream {
+fn client(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s
@@ -57,7 +57,7 @@ struct Probe {
 
 impl Handler for Probe {
     type Conn = ();
-    fn accept(&mut self, local: SocketAddrV4, remote: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, local: std::net::SocketAddr, remote: std::net::SocketAddr) -> Option<()> {
         assert_eq!(local.ip(), remote.ip());
         Some(())
     }
@@ -383,7 +383,7 @@ struct Dialer {
 
 impl Handler for Dialer {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         None
     }
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
@@ -396,7 +396,7 @@ impl Handler for Dialer {
     fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), reason: CloseReason) {
         self.closed.push(reason);
     }
-    fn connect_failed(&mut self, _: &mut Opener<'_, ()>, _: SocketAddrV4, _: (), e: ConnectError) {
+    fn connect_failed(&mut self, _: &mut Opener<'_, ()>, _: SocketAddr, _: (), e: ConnectError) {
         self.failed.push(e);
     }
 }
@@ -410,9 +410,7 @@ fn active_open_failures() {
     })
     .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let std::net::SocketAddr::V4(there) = listener.local_addr().unwrap() else {
-        unreachable!()
-    };
+    let there = listener.local_addr().unwrap();
     e.connect(there, ()).ok().unwrap();
     let (err, ()) = e.connect(there, ()).unwrap_err();
     assert_eq!(err, ConnectError::TooManyConnections);
@@ -437,4 +435,47 @@ fn active_open_failures() {
     e.stop_accepting();
     let (err, ()) = e.connect(there, ()).unwrap_err();
     assert_eq!(err, ConnectError::ShuttingDown);
+}
+
+/// Notes the addresses of the connections it accepts.
+#[derive(Default)]
+struct Addresses {
+    seen: Vec<(SocketAddr, SocketAddr)>,
+}
+
+impl Handler for Addresses {
+    type Conn = ();
+    fn accept(&mut self, local: SocketAddr, remote: SocketAddr) -> Option<()> {
+        self.seen.push((local, remote));
+        Some(())
+    }
+    fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        data.len()
+    }
+}
+
+/// A listener on `[::]` takes both families; an IPv4 peer reaches the handler as the
+/// IPv4 address it is, not as `::ffff:a.b.c.d`. Active opens go to either family.
+#[test]
+fn a_listener_on_the_unspecified_ipv6_address_takes_both_families() {
+    let mut e = KernelEngine::new(Addresses::default(), KernelConfig::default()).unwrap();
+    let any: SocketAddr = "[::]:0".parse().unwrap();
+    let port = e.listen(any, 16).unwrap().port();
+    let _v4 = client(loopback(port));
+    drive(&mut e, "the IPv4 peer", |e| e.handler().seen.len() == 1);
+    let _v6 = client(SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port)));
+    drive(&mut e, "the IPv6 peer", |e| e.handler().seen.len() == 2);
+    let seen = &e.handler().seen;
+    assert_eq!(seen[0].0, loopback(port));
+    assert!(seen[0].1.is_ipv4() && seen[0].1.ip() == loopback(0).ip());
+    assert_eq!(
+        seen[1].0,
+        SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port))
+    );
+    assert!(seen[1].1.is_ipv6() && seen[1].1.ip().is_loopback());
+
+    let listener = TcpListener::bind("[::1]:0").unwrap();
+    e.connect(listener.local_addr().unwrap(), ()).ok().unwrap();
+    let (_s, from) = listener.accept().unwrap();
+    assert!(from.is_ipv6());
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ type EchoState = (u64, bool, bool);
 
 impl Handler for Echo {
     type Conn = EchoState;
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<EchoState> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<EchoState> {
         Some((0, false, false))
     }
     fn data(&mut self, conn: &mut Conn<'_, EchoState>, data: &[u8]) -> usize {
@@ -141,7 +141,7 @@ struct Refuser;
 
 impl Handler for Refuser {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         None
     }
     fn data(&mut self, _: &mut Conn<'_, ()>, _: &[u8]) -> usize {
@@ -177,7 +177,7 @@ struct Lines {
 
 impl Handler for Lines {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         Some(())
     }
     fn data(&mut self, conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {
@@ -229,7 +229,7 @@ struct Shared {
 
 impl Handler for Shared {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         Some(())
     }
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
@@ -288,15 +288,15 @@ enum Dial {
 /// close on pong) and one to a closed port.
 struct Dialer {
     worker: usize,
-    ping: SocketAddrV4,
-    nobody: SocketAddrV4,
+    ping: SocketAddr,
+    nobody: SocketAddr,
     started: bool,
     log: Log,
 }
 
 impl Handler for Dialer {
     type Conn = (Dial, Vec<u8>);
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<Self::Conn> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<Self::Conn> {
         None
     }
     fn poll(&mut self, opener: &mut Opener<'_, Self::Conn>) {
@@ -327,10 +327,7 @@ impl Handler for Dialer {
 #[test]
 fn active_opens_from_a_handler() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let ping = match listener.local_addr().unwrap() {
-        std::net::SocketAddr::V4(a) => a,
-        _ => unreachable!(),
-    };
+    let ping = listener.local_addr().unwrap();
     let nobody = loopback(free_port());
     let log = Log::default();
     let l = log.clone();

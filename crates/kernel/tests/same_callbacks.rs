@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::loopback;
@@ -57,7 +57,7 @@ struct EchoServer {
 
 impl Handler for EchoServer {
     type Conn = usize;
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<usize> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<usize> {
         record(&mut self.log, format!("accept {}", !self.refuse));
         (!self.refuse).then_some(0)
     }
@@ -114,7 +114,7 @@ struct Client {
 
 impl Handler for Client {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         None
     }
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
@@ -145,7 +145,7 @@ impl Handler for Client {
     fn connect_failed(
         &mut self,
         _: &mut Opener<'_, ()>,
-        _: SocketAddrV4,
+        _: SocketAddr,
         _: (),
         e: rusty_stack::ConnectError,
     ) {
@@ -171,7 +171,7 @@ fn on_rusty(client: Client, server: EchoServer) -> Outcome {
     );
     net.server.listen(7, 128);
     net.client
-        .connect(SocketAddrV4::new(sim::SERVER_IP, 7), ())
+        .connect(SocketAddr::from((sim::SERVER_IP, 7)), ())
         .ok()
         .unwrap();
     assert!(net.run_until(Duration::from_secs(30), |n| {

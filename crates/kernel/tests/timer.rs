@@ -5,7 +5,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddrV4, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -16,13 +16,13 @@ use rusty_stack::{CloseReason, Conn, ConnId, Handler, Opener};
 
 const MS: Duration = Duration::from_millis(1);
 
-fn server<H: Handler>(handler: H) -> (KernelEngine<H>, SocketAddrV4) {
+fn server<H: Handler>(handler: H) -> (KernelEngine<H>, SocketAddr) {
     let mut e = KernelEngine::new(handler, KernelConfig::default()).unwrap();
     let addr = e.listen(loopback(0), 128).unwrap();
     (e, addr)
 }
 
-fn client(addr: SocketAddrV4) -> TcpStream {
+fn client(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s
@@ -75,7 +75,11 @@ fn arm(timed: &mut Timed, conn: &mut Conn<'_, Option<Instant>>, after: Option<Du
 
 impl Handler for Timed {
     type Conn = Option<Instant>;
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<Option<Instant>> {
+    fn accept(
+        &mut self,
+        _: std::net::SocketAddr,
+        _: std::net::SocketAddr,
+    ) -> Option<Option<Instant>> {
         Some(None)
     }
     fn connected(&mut self, conn: &mut Conn<'_, Option<Instant>>) {
@@ -363,7 +367,7 @@ struct IdleTimeout {
 
 impl Handler for IdleTimeout {
     type Conn = Instant;
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<Instant> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<Instant> {
         Some(Instant::now())
     }
     fn connected(&mut self, conn: &mut Conn<'_, Instant>) {

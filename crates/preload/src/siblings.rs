@@ -101,7 +101,11 @@ pub(crate) struct Siblings {
 impl Siblings {
     /// A handle on the program's table ([`prepare`]).
     pub(crate) fn new() -> Siblings {
-        let mapped = prepare();
+        Siblings::over(prepare())
+    }
+
+    /// A handle on the table `mapped` (the program's is [`prepare`]'s).
+    fn over(mapped: &'static Mapped) -> Siblings {
         Siblings {
             shared: &mapped.shared,
             ports: &mapped.ports.0,
@@ -287,8 +291,11 @@ mod tests {
 
     #[test]
     fn what_one_handle_publishes_another_takes_in_once() {
-        let mut a = Siblings::new();
-        let mut b = Siblings::new();
+        // A table of its own: the process's is shared with the other tests, whose
+        // publishing would move its generation meanwhile.
+        let table: &'static Mapped = Box::leak(Box::default());
+        let mut a = Siblings::over(table);
+        let mut b = Siblings::over(table);
         b.seen = a.shared.generation.load(Ordering::Acquire);
         let ip = Ipv4Addr::new(10, 0, 0, 1);
         let mac = MacAddr([2, 0, 0, 0, 0, 9]);

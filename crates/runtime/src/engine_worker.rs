@@ -169,7 +169,7 @@ impl Siblings {
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
-    use std::net::{Ipv4Addr, SocketAddrV4};
+    use std::net::Ipv4Addr;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::Instant as StdInstant;
@@ -275,7 +275,7 @@ mod tests {
 
     impl Handler for Accept {
         type Conn = ();
-        fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+        fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
             Some(())
         }
         fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {

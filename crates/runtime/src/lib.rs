@@ -30,7 +30,6 @@ mod engine_worker;
 pub mod pcap;
 
 use std::fmt;
-use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -123,13 +122,14 @@ impl std::error::Error for RuntimeError {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ControlMsg {
-    /// A worker on link `link` learned this ARP mapping (the reply may have landed on
-    /// another worker's queue than the one that asked).
+    /// A worker on link `link` learned this neighbour mapping, by ARP or Neighbor
+    /// Discovery (the reply may have landed on another worker's queue than the one
+    /// that asked).
     Arp {
         /// The link it was learned on.
         link: usize,
         /// The neighbour's address.
-        ip: Ipv4Addr,
+        ip: std::net::IpAddr,
         /// Its MAC.
         mac: MacAddr,
     },
@@ -546,13 +546,13 @@ mod tests {
                     if ctx.index() == 0 {
                         ctx.publish(ControlMsg::Arp {
                             link: 0,
-                            ip: Ipv4Addr::new(10, 0, 0, 9),
+                            ip: std::net::Ipv4Addr::new(10, 0, 0, 9).into(),
                             mac: MacAddr::BROADCAST,
                         });
                     }
                     while ctx.stop_state() == StopState::Running {
                         if let Some(ControlMsg::Arp { ip, .. }) = ctx.try_recv() {
-                            assert_eq!(ip, Ipv4Addr::new(10, 0, 0, 9));
+                            assert_eq!(ip, std::net::IpAddr::from([10, 0, 0, 9]));
                             stats.arp_requests_sent += 1;
                         }
                         thread::sleep(Duration::from_millis(1));

@@ -88,11 +88,25 @@ pub enum DropReason {
     /// header) and is no TSO super-frame: never sent, as the device or the next hop
     /// would drop it or worse.
     OverMtu,
+    /// An IPv6 extension-header chain this host does not read through: too long,
+    /// running past the packet, Hop-by-Hop Options not first, an option whose type
+    /// says to discard the packet, no upper-layer header, or a jumbogram.
+    BadExtensionHeaders,
+    /// An IPv6 Type 0 Routing header (RFC 5095), or a routing header with segments
+    /// left: this host is no router.
+    RoutingHeader,
+    /// A Neighbor Discovery message that may not be genuine (RFC 4861 §7.1: hop limit
+    /// below 255, bad code or options, a group as target), or one about an address
+    /// that is not ours.
+    BadNeighborDiscovery,
+    /// A Neighbor Advertisement from another node for an address of ours already in
+    /// use: ignored, the address kept (a spoofer or a misconfigured neighbour).
+    AddressConflict,
 }
 
 impl DropReason {
     /// Number of variants: the length of a per-reason counter array.
-    pub const COUNT: usize = 25;
+    pub const COUNT: usize = 29;
 
     /// Every variant, in [`index`](DropReason::index) order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
@@ -121,6 +135,10 @@ impl DropReason {
         DropReason::SendToGroupMac,
         DropReason::NoTxBuffer,
         DropReason::OverMtu,
+        DropReason::BadExtensionHeaders,
+        DropReason::RoutingHeader,
+        DropReason::BadNeighborDiscovery,
+        DropReason::AddressConflict,
     ];
 
     /// Position of this reason in [`DropReason::ALL`] and in a counter array.
@@ -156,6 +174,10 @@ impl DropReason {
             DropReason::SendToGroupMac => "send_to_group_mac",
             DropReason::NoTxBuffer => "no_tx_buffer",
             DropReason::OverMtu => "over_mtu",
+            DropReason::BadExtensionHeaders => "bad_extension_headers",
+            DropReason::RoutingHeader => "routing_header",
+            DropReason::BadNeighborDiscovery => "bad_neighbor_discovery",
+            DropReason::AddressConflict => "address_conflict",
         }
     }
 }
@@ -179,6 +201,6 @@ mod tests {
             assert_eq!(r.to_string(), r.name());
         }
         assert_eq!(names.len(), DropReason::COUNT);
-        assert_eq!(DropReason::OverMtu.index(), DropReason::COUNT - 1);
+        assert_eq!(DropReason::AddressConflict.index(), DropReason::COUNT - 1);
     }
 }

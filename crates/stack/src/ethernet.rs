@@ -130,7 +130,10 @@ pub(crate) fn write_header(
 ///   and in a source address it is reserved and 0 (IEEE 802.3 §3.2.3). Such a frame is
 ///   forged (answering it would flood the link: an amplifier) or corrupt.
 /// - A frame to another host's MAC, or to a multicast group, is [`DropReason::NotForUs`]:
-///   the stack joins no group (no IGMP), so a multicast frame can only be flooding.
+///   the stack joins no IPv4 group (no IGMP), so such a frame can only be flooding. The
+///   exception is IPv6 to an IPv6 group MAC (`33:33:…`, RFC 2464 §7): Neighbor
+///   Discovery lives there, and the IPv6 layer keeps the packets for the groups it
+///   joined. IPv6 to the broadcast MAC is not for us: IPv6 has no broadcast.
 /// - IPv4 in a frame sent to a group address (broadcast or multicast) is
 ///   [`DropReason::GroupDestinationMac`], whatever its IPv4 destination (RFC 1122
 ///   §3.3.6). Only ARP, broadcast by nature, comes up from the broadcast address.
@@ -153,6 +156,8 @@ fn admit_to_group(h: &EthernetHeader) -> Result<(), DropReason> {
     }
     match h.ethertype {
         EthernetProtocol::Ipv4 => Err(DropReason::GroupDestinationMac),
+        EthernetProtocol::Ipv6 if h.dst.0[..2] == [0x33, 0x33] => Ok(()),
+        EthernetProtocol::Ipv6 => Err(DropReason::NotForUs),
         // ARP requests, and whatever else the engine sorts by EtherType.
         _ if h.dst.is_broadcast() => Ok(()),
         _ => Err(DropReason::NotForUs),
@@ -226,15 +231,19 @@ mod tests {
             assert_eq!(admit(US, &header(THEM, THEM, t)), Err(DropReason::NotForUs));
         }
         assert_eq!(admit(US, &header(THEM, MacAddr::BROADCAST, Arp)), Ok(()));
-        // Left for the engine's EtherType match to count as unknown.
-        assert_eq!(admit(US, &header(THEM, MacAddr::BROADCAST, Ipv6)), Ok(()));
+        // IPv6 has no broadcast; its groups' MACs come up for the IPv6 layer to sort.
+        assert_eq!(
+            admit(US, &header(THEM, MacAddr::BROADCAST, Ipv6)),
+            Err(DropReason::NotForUs)
+        );
+        assert_eq!(admit(US, &header(THEM, IPV6_MULTICAST, Ipv6)), Ok(()));
+        assert_eq!(
+            admit(US, &header(THEM, MULTICAST, Ipv6)),
+            Err(DropReason::NotForUs)
+        );
         for group in [MULTICAST, IPV6_MULTICAST] {
             assert_eq!(
                 admit(US, &header(THEM, group, Arp)),
-                Err(DropReason::NotForUs)
-            );
-            assert_eq!(
-                admit(US, &header(THEM, group, Ipv6)),
                 Err(DropReason::NotForUs)
             );
         }

@@ -30,6 +30,17 @@ use std::net::Ipv6Addr;
 /// Length of the fixed IPv6 header.
 pub const HEADER_LEN: usize = 40;
 
+/// The Hop Limit of the packets we send but Neighbor Discovery's (Linux's default).
+pub(crate) const DEFAULT_HOP_LIMIT: u8 = 64;
+
+/// `addr` as an IPv6 address: an IPv4 one mapped (`::ffff:a.b.c.d`).
+pub(crate) fn as_v6(addr: std::net::IpAddr) -> Ipv6Addr {
+    match addr {
+        std::net::IpAddr::V4(a) => a.to_ipv6_mapped(),
+        std::net::IpAddr::V6(a) => a,
+    }
+}
+
 /// The most extension headers [`parse`] walks before it gives up on a packet.
 pub const MAX_EXTENSION_HEADERS: usize = 8;
 

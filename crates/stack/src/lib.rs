@@ -39,7 +39,7 @@
 //! worker calls [`Engine::poll`] in its loop instead).
 //!
 //! ```
-//! use std::net::SocketAddrV4;
+//! use std::net::SocketAddr;
 //! use std::time::Duration;
 //! use rusty_stack::{CloseReason, Conn, Handler, Opener};
 //! use rusty_stack::io::fault::FaultConfig;
@@ -58,7 +58,7 @@
 //! impl Handler for Echo {
 //!     type Conn = EchoConn;
 //!
-//!     fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<EchoConn> {
+//!     fn accept(&mut self, _local: SocketAddr, _remote: SocketAddr) -> Option<EchoConn> {
 //!         Some(EchoConn::default())
 //!     }
 //!     fn data(&mut self, conn: &mut Conn<'_, EchoConn>, data: &[u8]) -> usize {
@@ -92,7 +92,7 @@
 //! impl Handler for Client {
 //!     type Conn = ();
 //!
-//!     fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+//!     fn accept(&mut self, _: SocketAddr, _: SocketAddr) -> Option<()> {
 //!         None // a client listens nowhere
 //!     }
 //!     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
@@ -118,7 +118,7 @@
 //!     1,
 //! );
 //! net.server.listen(7, 128);
-//! net.client.connect(SocketAddrV4::new(sim::SERVER_IP, 7), ()).ok().unwrap();
+//! net.client.connect(SocketAddr::from((sim::SERVER_IP, 7)), ()).ok().unwrap();
 //! assert!(net.run_until(Duration::from_secs(10), |n| n.client.handler().done.is_some()));
 //! assert_eq!(net.client.handler().reply, b"hello, rusty");
 //! assert_eq!(net.client.handler().done, Some(CloseReason::Normal));
@@ -141,11 +141,10 @@ pub mod internals;
 pub mod io;
 // `pub` items for the `internals` feature, unreachable without it.
 #[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
-pub(crate) mod ipv4;
-// IPv6's wire formats, for their tests and fuzz target until the engine carries IPv6.
-#[cfg(any(test, feature = "internals"))]
 pub(crate) mod icmpv6;
-#[cfg(any(test, feature = "internals"))]
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
+pub(crate) mod ipv4;
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub(crate) mod ipv6;
 // `pub` items for the `internals` feature, unreachable without it.
 #[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]

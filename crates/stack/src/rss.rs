@@ -9,7 +9,7 @@
 //! XOR for all 256 byte values, so hashing the 12-byte IPv4/TCP tuple is 12 table lookups.
 
 use std::fmt;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::ops::RangeInclusive;
 use std::sync::{Arc, OnceLock};
 
@@ -205,21 +205,37 @@ impl RssConfig {
     }
 
     /// Active open: the queue the NIC steers the *return* flow of a connection
-    /// `local_ip -> remote_ip:remote_port` to, as a function of the local port. The hash
-    /// of the fixed part of the input is computed once; only the last two input bytes
-    /// (the return flow's destination port) vary, so each port costs two table lookups.
+    /// `local_ip -> remote_ip:remote_port` to, as a function of the local port, for
+    /// either family (both addresses of one). The hash of the fixed part of the input
+    /// is computed once; only the last two input bytes (the return flow's destination
+    /// port) vary, so each port costs two table lookups.
     pub fn return_queue_by_local_port(
         &self,
-        local_ip: Ipv4Addr,
-        remote_ip: Ipv4Addr,
+        local_ip: IpAddr,
+        remote_ip: IpAddr,
         remote_port: u16,
     ) -> impl Fn(u16) -> u16 + '_ {
         let hasher = self.hasher();
-        let input = ipv4_tcp_input(remote_ip, local_ip, remote_port, 0);
-        let prefix = hasher.hash(&input[..10]);
+        let mut input = [0u8; 36];
+        let len = match (remote_ip, local_ip) {
+            (IpAddr::V4(r), IpAddr::V4(l)) => {
+                input[..12].copy_from_slice(&ipv4_tcp_input(r, l, remote_port, 0));
+                12
+            }
+            (r, l) => {
+                let v6 = crate::ipv6::as_v6;
+                input = ipv6_tcp_input(v6(r), v6(l), remote_port, 0);
+                36
+            }
+        };
+        let prefix = hasher.hash(&input[..len - 2]);
         move |port| {
             let [p_hi, p_lo] = port.to_be_bytes();
-            self.queue_for(prefix ^ hasher.byte_term(10, p_hi) ^ hasher.byte_term(11, p_lo))
+            let (hi, lo) = (
+                hasher.byte_term(len - 2, p_hi),
+                hasher.byte_term(len - 1, p_lo),
+            );
+            self.queue_for(prefix ^ hi ^ lo)
         }
     }
 
@@ -250,7 +266,8 @@ impl RssConfig {
             return None;
         }
         let start = if range.contains(&start) { start } else { lo };
-        let queue_of = self.return_queue_by_local_port(local_ip, remote_ip, remote_port);
+        let queue_of =
+            self.return_queue_by_local_port(local_ip.into(), remote_ip.into(), remote_port);
         let count = u32::from(hi - lo) + 1;
         let offset = u32::from(start - lo);
         (0..count)
@@ -450,6 +467,21 @@ mod tests {
             rss.pick_local_port(local, remote, 80, 0, 1..=65535, 1, |_| false),
             None
         );
+    }
+
+    /// The return queue of an IPv6 active open is the queue of the return flow's full
+    /// IPv6/TCP hash, for every local port.
+    #[test]
+    fn ipv6_return_queue_is_the_hash_of_the_return_flow() {
+        let rss = RssConfig::symmetric_default(4);
+        let local: Ipv6Addr = "fd00::2".parse().unwrap();
+        let remote: Ipv6Addr = "fd00::1:77".parse().unwrap();
+        let queue_of = rss.return_queue_by_local_port(local.into(), remote.into(), 443);
+        let hasher = rss.hasher();
+        for port in (1..=65535u16).step_by(97) {
+            let input = ipv6_tcp_input(remote, local, 443, port);
+            assert_eq!(queue_of(port), rss.queue_for(hasher.hash(&input)), "{port}");
+        }
     }
 
     proptest! {

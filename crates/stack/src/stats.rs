@@ -29,6 +29,16 @@ pub struct Stats {
     /// Echo replies cut to the link MTU, because their request was longer (RFC 1122
     /// §3.2.2.6); also counted in `icmp_echo_replies`.
     pub icmp_echo_truncated: u64,
+    /// Neighbor Solicitations sent: resolving an IPv6 neighbour, and probing our own
+    /// addresses for duplicates.
+    pub neighbor_solicitations_sent: u64,
+    /// Neighbor Advertisements sent for our IPv6 addresses.
+    pub neighbor_advertisements_sent: u64,
+    /// IPv6 addresses of ours found in use by another node (duplicate address
+    /// detection); such an address is not used.
+    pub duplicate_addresses: u64,
+    /// Connections whose segment size an ICMPv6 Packet Too Big lowered.
+    pub path_mtu_lowered: u64,
     /// Active opens started.
     pub conns_opened_active: u64,
     /// Passive opens the application accepted.
@@ -126,6 +136,10 @@ impl Default for Stats {
             arp_replies_sent: 0,
             icmp_echo_replies: 0,
             icmp_echo_truncated: 0,
+            neighbor_solicitations_sent: 0,
+            neighbor_advertisements_sent: 0,
+            duplicate_addresses: 0,
+            path_mtu_lowered: 0,
             conns_opened_active: 0,
             conns_opened_passive: 0,
             conns_refused: 0,
@@ -207,6 +221,10 @@ impl Stats {
             arp_replies_sent,
             icmp_echo_replies,
             icmp_echo_truncated,
+            neighbor_solicitations_sent,
+            neighbor_advertisements_sent,
+            duplicate_addresses,
+            path_mtu_lowered,
             conns_opened_active,
             conns_opened_passive,
             conns_refused,

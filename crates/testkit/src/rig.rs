@@ -7,7 +7,7 @@
 //! may open connections to the peer too, to prove their return traffic comes back to
 //! them. Both the 82599 driver's tests and the mPIPE driver's use it.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use rusty_stack::checksum;
@@ -68,14 +68,14 @@ pub const PEER_PORT: u16 = 9000;
 #[derive(Debug, Default)]
 pub struct EchoWorker {
     /// Remote ends of the connections it accepted.
-    pub accepted: Vec<SocketAddrV4>,
+    pub accepted: Vec<std::net::SocketAddr>,
     /// Active opens that completed.
     pub opened: usize,
 }
 
 impl Handler for EchoWorker {
     type Conn = ();
-    fn accept(&mut self, _local: SocketAddrV4, remote: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _local: std::net::SocketAddr, remote: std::net::SocketAddr) -> Option<()> {
         self.accepted.push(remote);
         Some(())
     }
@@ -144,7 +144,11 @@ impl EchoClient {
 
 impl Handler for EchoClient {
     type Conn = usize;
-    fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<usize> {
+    fn accept(
+        &mut self,
+        _local: std::net::SocketAddr,
+        _remote: std::net::SocketAddr,
+    ) -> Option<usize> {
         Some(ACCEPTED)
     }
     fn connected(&mut self, conn: &mut Conn<'_, usize>) {
@@ -295,13 +299,15 @@ impl<D: PacketIo, W: FrameWire> Rig<D, W> {
         for c in 0..conns {
             assert!(self
                 .peer
-                .connect(SocketAddrV4::new(rusty, ECHO_PORT), c)
+                .connect(SocketAddr::from((rusty, ECHO_PORT)), c)
                 .is_ok());
         }
         let peer_ip = self.peer.config().ip;
         for w in &mut self.workers {
             for _ in 0..active {
-                assert!(w.connect(SocketAddrV4::new(peer_ip, PEER_PORT), ()).is_ok());
+                assert!(w
+                    .connect(SocketAddr::from((peer_ip, PEER_PORT)), ())
+                    .is_ok());
             }
         }
         for _ in 0..max_steps {

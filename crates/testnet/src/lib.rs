@@ -724,14 +724,22 @@ impl TestNet {
     /// Wait until something listens on TCP `port` inside the namespace.
     pub fn wait_listening(&mut self, port: u16, owner: Proc) {
         let cat = which("cat").unwrap_or_else(|| PathBuf::from("/bin/cat"));
-        let want = format!(":{port:04X} 00000000:0000 0A");
+        // A listener's line: its local address ends in the port, its state is 0A.
+        // IPv4 listeners are in /proc/net/tcp, IPv6 ones (`[::]` too) in tcp6.
+        let want = format!(":{port:04X}");
+        let listens = |table: &str| {
+            table.lines().any(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                f.len() > 3 && f[1].ends_with(&want) && f[3] == "0A"
+            })
+        };
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             if !self.running(owner) {
                 self.fail(&format!("{} exited before listening", self.label(owner)));
             }
-            let (_, tcp) = self.ns_quick(&cat, &["/proc/net/tcp"]);
-            if tcp.contains(&want) {
+            let (_, tcp) = self.ns_quick(&cat, &["/proc/net/tcp", "/proc/net/tcp6"]);
+            if listens(&tcp) {
                 return;
             }
             if Instant::now() > deadline {

@@ -6,7 +6,7 @@
 //! each (echoing every message back, as Autobahn expects), then asks it to write its
 //! report. One connection at a time, one worker.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -60,7 +60,7 @@ impl WsApp for Ab {
 /// The `Handler`: a client plus the sequence of connections.
 struct Driver {
     client: WsClient<Ab>,
-    target: SocketAddrV4,
+    target: SocketAddr,
     agent: String,
     next_case: usize,
     busy: bool,
@@ -81,7 +81,7 @@ impl Driver {
 impl Handler for Driver {
     type Conn = WsConn<Purpose>;
 
-    fn accept(&mut self, l: SocketAddrV4, r: SocketAddrV4) -> Option<Self::Conn> {
+    fn accept(&mut self, l: std::net::SocketAddr, r: std::net::SocketAddr) -> Option<Self::Conn> {
         self.client.accept(l, r)
     }
     fn connected(&mut self, conn: &mut Conn<'_, Self::Conn>) {
@@ -105,7 +105,7 @@ impl Handler for Driver {
     fn connect_failed(
         &mut self,
         o: &mut Opener<'_, Self::Conn>,
-        remote: SocketAddrV4,
+        remote: std::net::SocketAddr,
         state: Self::Conn,
         error: ConnectError,
     ) {
@@ -152,7 +152,7 @@ fn main() -> ExitCode {
         std::env::args().skip(1).partition(|a| a.starts_with("--"));
     let deflate = flags.iter().any(|f| f == "--deflate");
     let usage = flags.iter().any(|f| f != "--deflate") || args.is_empty() || args.len() > 2;
-    let target = args.first().and_then(|a| a.parse::<SocketAddrV4>().ok());
+    let target = args.first().and_then(|a| a.parse::<SocketAddr>().ok());
     let (false, Some(target)) = (usage, target) else {
         eprintln!("usage: autobahn_client <ipv4:port> [agent] [--deflate]");
         return ExitCode::from(2);

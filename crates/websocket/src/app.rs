@@ -2,7 +2,7 @@
 //! [`WsServerApp::open`] for servers), what it receives ([`Message`], [`CloseInfo`]) and
 //! how it answers a handshake ([`Accept`], [`Reject`]).
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use bytes::Bytes;
 
@@ -128,7 +128,7 @@ pub trait WsServerApp: WsApp {
     /// `Connection`, key and version were checked already). Return the connection's
     /// state and choices, or an HTTP refusal (e.g. `Reject::new(403)` for an `Origin`
     /// not served, 404 for an unknown path).
-    fn open(&mut self, req: &Request, peer: SocketAddrV4) -> Result<Accept<Self::State>, Reject>;
+    fn open(&mut self, req: &Request, peer: SocketAddr) -> Result<Accept<Self::State>, Reject>;
 }
 
 /// A server's acceptance of a handshake.

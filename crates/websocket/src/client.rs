@@ -3,7 +3,7 @@
 //! §5.3) and otherwise runs the same frame loop as the server. For tests and load
 //! generators.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 
@@ -70,7 +70,7 @@ impl<S> Connector<'_, '_, S> {
     /// Open a TCP connection to `remote` and, once it is up, ask for `request`; the
     /// application's `state` rides along (`opened` follows the server's 101, `closed`
     /// any failure).
-    pub fn connect(&mut self, remote: SocketAddrV4, request: ClientRequest, state: S) {
+    pub fn connect(&mut self, remote: SocketAddr, request: ClientRequest, state: S) {
         let conn = self.keys.connection(self.cfg, request, state);
         self.opener.connect(remote, conn);
     }
@@ -149,7 +149,11 @@ impl<A: WsApp> Handler for WsClient<A> {
     type Conn = WsConn<A::State>;
 
     /// A client accepts no connections.
-    fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<WsConn<A::State>> {
+    fn accept(
+        &mut self,
+        _local: std::net::SocketAddr,
+        _remote: std::net::SocketAddr,
+    ) -> Option<WsConn<A::State>> {
         None
     }
 

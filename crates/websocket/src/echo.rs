@@ -3,7 +3,7 @@
 //! into a new buffer when the connection negotiated permessage-deflate (the echo goes
 //! through the codec like any message sent with [`WsHandle`]).
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use crate::app::{Accept, Message, WsApp, WsServerApp};
 use crate::handshake::{Reject, Request};
@@ -25,7 +25,7 @@ impl WsApp for WsEcho {
 }
 
 impl WsServerApp for WsEcho {
-    fn open(&mut self, _req: &Request, _peer: SocketAddrV4) -> Result<Accept<()>, Reject> {
+    fn open(&mut self, _req: &Request, _peer: SocketAddr) -> Result<Accept<()>, Reject> {
         Ok(Accept::new(()))
     }
 }

@@ -15,7 +15,7 @@
 //! `session` (the per-connection loop and close handshake).
 //!
 //! ```
-//! use std::net::SocketAddrV4;
+//! use std::net::SocketAddr;
 //! use rusty_websocket::{Accept, Data, Message, Reject, Request, WsApp, WsConfig, WsHandle, WsServer, WsServerApp};
 //!
 //! /// Answers text with its length, on `/count` only, speaking the `count.v1` subprotocol
@@ -35,7 +35,7 @@
 //! }
 //!
 //! impl WsServerApp for Counter {
-//!     fn open(&mut self, req: &Request, _peer: SocketAddrV4) -> Result<Accept<u64>, Reject> {
+//!     fn open(&mut self, req: &Request, _peer: SocketAddr) -> Result<Accept<u64>, Reject> {
 //!         if req.path() != "/count" {
 //!             return Err(Reject::new(404));
 //!         }

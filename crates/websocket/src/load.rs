@@ -8,7 +8,7 @@
 //! offset of the connection's own that moves on with each message, so an echo that
 //! came back from the wrong connection or out of order is a mismatch.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,7 @@ use crate::session::WsHandle;
 #[non_exhaustive]
 pub struct LoadConfig {
     /// The echo server.
-    pub target: SocketAddrV4,
+    pub target: SocketAddr,
     /// The request path.
     pub path: String,
     /// Connections for this worker.
@@ -42,7 +42,7 @@ pub struct LoadConfig {
 impl LoadConfig {
     /// Load on the echo server at `target`, path `path`: what `ws-load` does by
     /// default, 240 connections of 128-byte messages for 10 seconds.
-    pub fn new(target: SocketAddrV4, path: impl Into<String>) -> LoadConfig {
+    pub fn new(target: SocketAddr, path: impl Into<String>) -> LoadConfig {
         LoadConfig {
             target,
             path: path.into(),
@@ -183,7 +183,7 @@ mod tests {
     fn run(faults: FaultConfig, size: usize) -> Report {
         let collector = Collector::new();
         let cfg = LoadConfig {
-            target: SocketAddrV4::new(sim::SERVER_IP, 9001),
+            target: SocketAddr::from((sim::SERVER_IP, 9001)),
             path: "/".into(),
             connections: 6,
             size,
@@ -247,7 +247,7 @@ mod tests {
         fn open(
             &mut self,
             _req: &crate::Request,
-            _peer: SocketAddrV4,
+            _peer: SocketAddr,
         ) -> Result<crate::Accept<()>, crate::Reject> {
             Ok(crate::Accept::new(()))
         }
@@ -257,7 +257,7 @@ mod tests {
     fn a_wrong_echo_is_a_mismatch() {
         let collector = Collector::new();
         let cfg = LoadConfig {
-            target: SocketAddrV4::new(sim::SERVER_IP, 9001),
+            target: SocketAddr::from((sim::SERVER_IP, 9001)),
             path: "/".into(),
             connections: 3,
             size: 64,
@@ -283,7 +283,7 @@ mod tests {
     fn messages_differ_between_connections_and_turns() {
         let load = WsLoad::new(
             LoadConfig {
-                target: SocketAddrV4::new(sim::SERVER_IP, 9001),
+                target: SocketAddr::from((sim::SERVER_IP, 9001)),
                 path: "/".into(),
                 connections: 2,
                 size: 64,

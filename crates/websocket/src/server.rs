@@ -2,7 +2,6 @@
 //! application accept or refuse it, and then runs the frame loop. Any `Handler`
 //! runtime runs it: Rusty's stack, the kernel-socket backend, the simulator.
 
-use std::net::SocketAddrV4;
 use std::sync::{Arc, Mutex};
 
 use rusty_stack::{Conn, Handler};
@@ -141,7 +140,11 @@ impl<A> Drop for WsServer<A> {
 impl<A: WsServerApp> Handler for WsServer<A> {
     type Conn = WsConn<A::State>;
 
-    fn accept(&mut self, _local: SocketAddrV4, _remote: SocketAddrV4) -> Option<WsConn<A::State>> {
+    fn accept(
+        &mut self,
+        _local: std::net::SocketAddr,
+        _remote: std::net::SocketAddr,
+    ) -> Option<WsConn<A::State>> {
         Some(WsConn::new(Role::Server, &self.cfg, None))
     }
 

@@ -3,7 +3,7 @@
 //! control replies, the close handshake (RFC 6455 §7) and timeouts, and the handle
 //! through which the application sends ([`WsHandle`]).
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use bytes::Bytes;
 use rusty_stack::{Conn, SendError};
@@ -85,7 +85,7 @@ macro_rules! handler_callbacks {
         fn connect_failed(
             &mut self,
             _opener: &mut rusty_stack::Opener<'_, Self::Conn>,
-            _remote: std::net::SocketAddrV4,
+            _remote: std::net::SocketAddr,
             state: Self::Conn,
             error: rusty_stack::ConnectError,
         ) {
@@ -391,12 +391,12 @@ impl<S> WsHandle<'_, '_, S> {
     }
 
     /// The peer's address.
-    pub fn peer_addr(&self) -> SocketAddrV4 {
+    pub fn peer_addr(&self) -> SocketAddr {
         self.conn.peer_addr()
     }
 
     /// Our address.
-    pub fn local_addr(&self) -> SocketAddrV4 {
+    pub fn local_addr(&self) -> SocketAddr {
         self.conn.local_addr()
     }
 

@@ -1,7 +1,7 @@
 //! End to end: our client and server roles, and a raw byte-level client, over the
 //! simulated link (virtual time, optional loss and reordering).
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,8 +15,8 @@ use crate::*;
 
 const PORT: u16 = 9001;
 
-fn server_addr() -> SocketAddrV4 {
-    SocketAddrV4::new(sim::SERVER_IP, PORT)
+fn server_addr() -> SocketAddr {
+    SocketAddr::from((sim::SERVER_IP, PORT))
 }
 
 /// `client` connected (with connection state `state`) to `server` listening on
@@ -267,7 +267,7 @@ struct Raw {
 impl Handler for Raw {
     type Conn = ();
 
-    fn accept(&mut self, _l: SocketAddrV4, _r: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _l: std::net::SocketAddr, _r: std::net::SocketAddr) -> Option<()> {
         None
     }
 
@@ -522,7 +522,7 @@ impl WsApp for Picky {
 }
 
 impl WsServerApp for Picky {
-    fn open(&mut self, req: &Request, _peer: SocketAddrV4) -> Result<Accept<String>, Reject> {
+    fn open(&mut self, req: &Request, _peer: SocketAddr) -> Result<Accept<String>, Reject> {
         if req.path() != "/chat" {
             return Err(Reject::new(404));
         }
@@ -640,7 +640,7 @@ impl WsApp for XorEcho {
 }
 
 impl WsServerApp for XorEcho {
-    fn open(&mut self, req: &Request, _peer: SocketAddrV4) -> Result<Accept<()>, Reject> {
+    fn open(&mut self, req: &Request, _peer: SocketAddr) -> Result<Accept<()>, Reject> {
         assert_eq!(req.extensions().collect::<Vec<_>>(), ["x-xor"]);
         Ok(Accept::new(()).extension(Box::new(Xor), "x-xor"))
     }

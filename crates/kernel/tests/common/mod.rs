@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -22,13 +22,13 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
-pub(crate) fn loopback(port: u16) -> SocketAddrV4 {
-    SocketAddrV4::new([127, 0, 0, 1].into(), port)
+pub(crate) fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
 }
 
 /// A running runtime of kernel workers.
 pub(crate) struct Server {
-    pub addr: SocketAddrV4,
+    pub addr: SocketAddr,
     pub stop: StopHandle,
     pub thread: JoinHandle<Vec<Stats>>,
 }
@@ -107,7 +107,7 @@ where
 }
 
 /// Connect, retrying while the workers are still starting.
-pub(crate) fn connect(addr: SocketAddrV4) -> TcpStream {
+pub(crate) fn connect(addr: SocketAddr) -> TcpStream {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         match TcpStream::connect(addr) {

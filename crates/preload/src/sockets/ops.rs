@@ -116,7 +116,13 @@ impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
         self.device().capabilities().mac
     }
     fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
-        Engine::drain_learned_arp(self, out);
+        // The processes share IPv4 neighbours only: the library carries no IPv6.
+        let mut learned = Vec::new();
+        Engine::drain_learned_arp(self, &mut learned);
+        out.extend(learned.into_iter().filter_map(|(ip, mac)| match ip {
+            std::net::IpAddr::V4(v4) => Some((v4, mac)),
+            std::net::IpAddr::V6(_) => None,
+        }));
     }
     fn set_shared_link(&mut self, shared: bool) {
         Engine::set_shared_link(self, shared);
@@ -133,7 +139,7 @@ impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
         })
     }
     fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr) {
-        Engine::import_arp(self, ip, mac);
+        Engine::import_arp(self, ip.into(), mac);
     }
     fn set_steered(&mut self, on: bool) {
         if let Err(e) = self.device().set_steered(on) {
@@ -159,7 +165,7 @@ impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
         Engine::unlisten(self, port);
     }
     fn connect(&mut self, remote: SocketAddrV4, id: SockId) -> Result<(), Errno> {
-        Engine::connect(self, remote, id)
+        Engine::connect(self, remote.into(), id)
             .map(|_| ())
             .map_err(|(e, _)| connect_errno(e))
     }

@@ -212,7 +212,16 @@ pub(super) fn bump(sock: &mut Sock) {
 impl Handler for Table {
     type Conn = SockId;
 
-    fn accept(&mut self, local: SocketAddrV4, remote: SocketAddrV4) -> Option<SockId> {
+    fn accept(
+        &mut self,
+        local: std::net::SocketAddr,
+        remote: std::net::SocketAddr,
+    ) -> Option<SockId> {
+        // The library's sockets are IPv4 ones; its engine has no IPv6 address.
+        let (std::net::SocketAddr::V4(local), std::net::SocketAddr::V4(remote)) = (local, remote)
+        else {
+            return None;
+        };
         let listener = *self.listeners.get(&local.port())?;
         let Some(Sock {
             state: State::Listening { backlog, queue },
@@ -248,8 +257,10 @@ impl Handler for Table {
         let (id, local, peer) = (conn.id(), conn.local_addr(), conn.peer_addr());
         let sock = self.sock(*conn.state());
         sock.conn = Some(id);
-        sock.local = Some(local);
-        sock.peer = Some(peer);
+        if let (std::net::SocketAddr::V4(local), std::net::SocketAddr::V4(peer)) = (local, peer) {
+            sock.local = Some(local);
+            sock.peer = Some(peer);
+        }
         sock.state = State::Connected;
         sock.writable = true;
         let opts = sock.opts;
@@ -318,7 +329,7 @@ impl Handler for Table {
     fn connect_failed(
         &mut self,
         _: &mut Opener<'_, SockId>,
-        _: SocketAddrV4,
+        _: std::net::SocketAddr,
         id: SockId,
         error: ConnectError,
     ) {

@@ -3,7 +3,7 @@
 //! trait every backend's connection implements behind the handle, and the errors and
 //! close reasons a callback sees.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -58,9 +58,9 @@ impl ConnId {
 /// on either. Applications use it through [`Conn`], whose methods document it.
 pub trait Connection {
     /// Our end of the connection.
-    fn local_addr(&self) -> SocketAddrV4;
+    fn local_addr(&self) -> SocketAddr;
     /// The peer's end of the connection.
-    fn peer_addr(&self) -> SocketAddrV4;
+    fn peer_addr(&self) -> SocketAddr;
     /// Bytes [`Connection::send`] would accept now.
     fn send_space(&self) -> usize;
     /// See [`Conn::send`].
@@ -132,8 +132,12 @@ pub enum ConnectError {
     ShuttingDown,
     /// The remote address can name no peer: port 0, or an address no host may use as a
     /// unicast peer (0/8, 127/8, multicast, class E, the limited or the link's directed
-    /// broadcast, or this engine's own address).
+    /// broadcast, or this engine's own address; for IPv6 the unspecified, loopback,
+    /// multicast, IPv4-mapped and reserved addresses).
     InvalidAddress,
+    /// The engine has no usable address of the remote's family: none configured, or
+    /// its IPv6 addresses are still being checked for duplicates.
+    NoSourceAddress,
 }
 
 impl std::fmt::Display for ConnectError {
@@ -143,6 +147,7 @@ impl std::fmt::Display for ConnectError {
             ConnectError::NoPortAvailable => "no local port available for this worker",
             ConnectError::ShuttingDown => "engine is shutting down",
             ConnectError::InvalidAddress => "not a unicast peer address",
+            ConnectError::NoSourceAddress => "no local address of the peer's family",
         };
         f.write_str(s)
     }
@@ -157,17 +162,17 @@ pub type OpenResult<S> = Result<ConnId, (ConnectError, S)>;
 /// Active opens requested from inside callbacks; the engine starts them when the
 /// callback returns.
 pub struct Opener<'a, S> {
-    requests: &'a mut Vec<(SocketAddrV4, S)>,
+    requests: &'a mut Vec<(SocketAddr, S)>,
 }
 
 impl<'a, S> Opener<'a, S> {
-    pub(crate) fn new(requests: &'a mut Vec<(SocketAddrV4, S)>) -> Opener<'a, S> {
+    pub(crate) fn new(requests: &'a mut Vec<(SocketAddr, S)>) -> Opener<'a, S> {
         Opener { requests }
     }
 
     /// Open a connection to `remote` with `state` as its application state. Failures
     /// are reported through the handler's `connect_failed` callback.
-    pub fn connect(&mut self, remote: SocketAddrV4, state: S) {
+    pub fn connect(&mut self, remote: SocketAddr, state: S) {
         self.requests.push((remote, state));
     }
 }
@@ -185,7 +190,7 @@ impl<'a, S> Conn<'a, S> {
         id: ConnId,
         ops: &'a mut dyn Connection,
         state: &'a mut S,
-        requests: &'a mut Vec<(SocketAddrV4, S)>,
+        requests: &'a mut Vec<(SocketAddr, S)>,
     ) -> Conn<'a, S> {
         Conn {
             id,
@@ -204,11 +209,11 @@ impl<'a, S> Conn<'a, S> {
         self.state
     }
     /// Our end of the connection.
-    pub fn local_addr(&self) -> SocketAddrV4 {
+    pub fn local_addr(&self) -> SocketAddr {
         self.ops.local_addr()
     }
     /// The peer's end of the connection.
-    pub fn peer_addr(&self) -> SocketAddrV4 {
+    pub fn peer_addr(&self) -> SocketAddr {
         self.ops.peer_addr()
     }
     /// Bytes [`Conn::send`] would accept now.
@@ -287,7 +292,7 @@ impl<'a, S> Conn<'a, S> {
         self.ops.abort();
     }
     /// Open another connection (see [`Opener::connect`]).
-    pub fn connect(&mut self, remote: SocketAddrV4, state: S) {
+    pub fn connect(&mut self, remote: SocketAddr, state: S) {
         self.opener.connect(remote, state);
     }
 }

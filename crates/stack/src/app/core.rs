@@ -30,7 +30,7 @@
 //! Slots are reused; each carries a generation, so a [`ConnId`] of a closed connection
 //! is recognised as stale and never reaches the connection now in its slot.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::ops::{Index, IndexMut};
 
 use super::table::Table;
@@ -52,7 +52,7 @@ pub trait AppConn {
     /// Run `f` with the application-facing operations of this connection.
     fn with_ops<R>(&mut self, ctx: &mut Self::Ctx, f: impl FnOnce(&mut dyn Connection) -> R) -> R;
     /// (local, remote) addresses, for `accept`.
-    fn addrs(&self) -> (SocketAddrV4, SocketAddrV4);
+    fn addrs(&self) -> (SocketAddr, SocketAddr);
     /// The connection is over for the application: aborted, or finished. A callback
     /// that turns this on has ended the connection itself.
     fn is_closed(&self) -> bool;
@@ -112,7 +112,7 @@ pub struct AppCore<H: Handler, C> {
     accepting: bool,
     next_generation: u32,
     /// Active opens requested from callbacks, started by the backend.
-    requests: Vec<(SocketAddrV4, H::Conn)>,
+    requests: Vec<(SocketAddr, H::Conn)>,
 }
 
 impl<H: Handler, C: AppConn> AppCore<H, C> {
@@ -433,7 +433,7 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     pub fn start_requested<B>(
         backend: &mut B,
         core: impl Fn(&mut B) -> &mut Self,
-        open: impl FnMut(&mut B, SocketAddrV4, H::Conn) -> OpenResult<H::Conn>,
+        open: impl FnMut(&mut B, SocketAddr, H::Conn) -> OpenResult<H::Conn>,
     ) {
         // Called every loop turn; almost always there is nothing to start.
         if !core(backend).requests.is_empty() {
@@ -444,7 +444,7 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     fn start_batch<B>(
         backend: &mut B,
         core: impl Fn(&mut B) -> &mut Self,
-        mut open: impl FnMut(&mut B, SocketAddrV4, H::Conn) -> OpenResult<H::Conn>,
+        mut open: impl FnMut(&mut B, SocketAddr, H::Conn) -> OpenResult<H::Conn>,
     ) {
         let mut batch = std::mem::take(&mut core(backend).requests);
         for (remote, state) in batch.drain(..) {
@@ -507,7 +507,7 @@ impl<C: AppConn, S> Slot<C, S> {
         &mut self,
         index: usize,
         handler: &mut H,
-        requests: &mut Vec<(SocketAddrV4, S)>,
+        requests: &mut Vec<(SocketAddr, S)>,
         ctx: &mut C::Ctx,
     ) {
         while self.is_live() && self.conn.unread_len() > 0 {
@@ -542,7 +542,7 @@ impl<C: AppConn, S> Slot<C, S> {
         &mut self,
         index: usize,
         handler: &mut H,
-        requests: &mut Vec<(SocketAddrV4, S)>,
+        requests: &mut Vec<(SocketAddr, S)>,
         ctx: &mut C::Ctx,
         f: impl FnOnce(&mut H, &mut Conn<'_, S>),
     ) -> bool {

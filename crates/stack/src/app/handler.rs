@@ -7,7 +7,7 @@
 //! for when each callback runs live in one place, [`AppCore`](super::AppCore), which
 //! every backend drives.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use super::conn::{CloseReason, Conn, ConnectError, Opener};
 
@@ -25,7 +25,7 @@ pub trait Handler {
 
     /// A peer completed a handshake with one of our listeners. Return the connection's
     /// state to accept it, or `None` to refuse it (it is reset).
-    fn accept(&mut self, local: SocketAddrV4, remote: SocketAddrV4) -> Option<Self::Conn>;
+    fn accept(&mut self, local: SocketAddr, remote: SocketAddr) -> Option<Self::Conn>;
 
     /// The connection is established: right after `accept` for passive opens, when the
     /// handshake completes for active opens.
@@ -73,7 +73,7 @@ pub trait Handler {
     fn connect_failed(
         &mut self,
         opener: &mut Opener<'_, Self::Conn>,
-        remote: SocketAddrV4,
+        remote: SocketAddr,
         state: Self::Conn,
         error: ConnectError,
     ) {

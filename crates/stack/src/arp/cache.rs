@@ -15,7 +15,7 @@
 //! report them again, so they do not bounce between workers.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use ahash::AHashMap;
@@ -87,22 +87,22 @@ struct Pending {
 #[derive(Debug)]
 pub struct ArpCache {
     config: ArpConfig,
-    entries: AHashMap<Ipv4Addr, Entry>,
+    entries: AHashMap<IpAddr, Entry>,
     /// `entries` ordered by `learned_at`: the front is both the next to expire and the
     /// one to evict.
-    by_age: BTreeSet<(Instant, Ipv4Addr)>,
+    by_age: BTreeSet<(Instant, IpAddr)>,
     /// No entry expires before this (a lower bound, exact after `poll`): what
     /// [`has_work`](Self::has_work), asked every loop turn, compares `now` with instead of
     /// walking to the front of `by_age`.
     expiry_floor: Instant,
-    pending: AHashMap<Ipv4Addr, Pending>,
+    pending: AHashMap<IpAddr, Pending>,
     /// Frames whose address got resolved, destination MAC already filled in, waiting for
     /// the engine to take them.
-    ready: AHashMap<Ipv4Addr, VecDeque<Vec<u8>>>,
+    ready: AHashMap<IpAddr, VecDeque<Vec<u8>>>,
     /// Frames in `pending` and `ready` together, bounded by `max_pending_total`.
     queued_frames: usize,
     /// New or changed mappings not yet reported through `drain_learned`.
-    learned: Vec<(Ipv4Addr, MacAddr)>,
+    learned: Vec<(IpAddr, MacAddr)>,
 }
 
 impl Default for ArpCache {
@@ -127,7 +127,8 @@ impl ArpCache {
     }
 
     /// The MAC for `ip`, if it was learned less than `entry_lifetime` ago.
-    pub fn lookup(&self, ip: Ipv4Addr, now: Instant) -> Option<MacAddr> {
+    pub fn lookup(&self, ip: impl Into<IpAddr>, now: Instant) -> Option<MacAddr> {
+        let ip = ip.into();
         let entry = self.entries.get(&ip)?;
         (now < entry.learned_at + self.config.entry_lifetime).then_some(entry.mac)
     }
@@ -154,13 +155,15 @@ impl ArpCache {
     ///
     /// Addresses no neighbour can own (multicast or zero MAC; unspecified, broadcast or
     /// multicast IP) are ignored.
-    pub fn insert(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) -> usize {
+    pub fn insert(&mut self, ip: impl Into<IpAddr>, mac: MacAddr, now: Instant) -> usize {
+        let ip = ip.into();
         self.store(ip, mac, now, true)
     }
 
     /// Like [`insert`](Self::insert), for a mapping a sibling worker learned: it is not
     /// reported again by `drain_learned`.
-    pub fn import(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) -> usize {
+    pub fn import(&mut self, ip: impl Into<IpAddr>, mac: MacAddr, now: Instant) -> usize {
+        let ip = ip.into();
         self.store(ip, mac, now, false)
     }
 
@@ -171,15 +174,15 @@ impl ArpCache {
         let Some((ip, mac)) = input.learnable() else {
             return 0;
         };
-        let known = self.entries.contains_key(&ip) || self.pending.contains_key(&ip);
-        if known || input.targets_us {
+        let ip = IpAddr::V4(ip);
+        if self.knows(ip) || input.targets_us {
             self.insert(ip, mac, now)
         } else {
             0
         }
     }
 
-    fn store(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant, report: bool) -> usize {
+    fn store(&mut self, ip: IpAddr, mac: MacAddr, now: Instant, report: bool) -> usize {
         if !is_unicast_mac(mac) || !is_neighbour_ip(ip) {
             return 0;
         }
@@ -219,7 +222,7 @@ impl ArpCache {
     }
 
     /// Move the frames waiting for `ip` to the ready queue, addressed to `mac`.
-    fn release(&mut self, ip: Ipv4Addr, mac: MacAddr) -> usize {
+    fn release(&mut self, ip: IpAddr, mac: MacAddr) -> usize {
         if let Some(pending) = self.pending.remove(&ip) {
             let ready = self.ready.entry(ip).or_default();
             for mut frame in pending.frames {
@@ -240,7 +243,13 @@ impl ArpCache {
     /// [`lookup`](Self::lookup) first). Its destination MAC (bytes 0..6) is filled in when
     /// the address resolves. If `ip` does resolve already, the frame goes straight to the
     /// ready queue and `Queued` is returned.
-    pub fn enqueue(&mut self, ip: Ipv4Addr, mut frame: Vec<u8>, now: Instant) -> EnqueueResult {
+    pub fn enqueue(
+        &mut self,
+        ip: impl Into<IpAddr>,
+        mut frame: Vec<u8>,
+        now: Instant,
+    ) -> EnqueueResult {
+        let ip = ip.into();
         if self.queued_frames >= self.config.max_pending_total {
             return EnqueueResult::Dropped;
         }
@@ -279,15 +288,23 @@ impl ArpCache {
         }
     }
 
+    /// Whether `ip` has an entry or is being resolved.
+    pub(crate) fn knows(&self, ip: impl Into<IpAddr>) -> bool {
+        let ip = ip.into();
+        self.entries.contains_key(&ip) || self.pending.contains_key(&ip)
+    }
+
     /// Whether a request for `ip` is in flight.
     #[cfg(test)]
-    pub(crate) fn is_pending(&self, ip: Ipv4Addr) -> bool {
+    pub(crate) fn is_pending(&self, ip: impl Into<IpAddr>) -> bool {
+        let ip = ip.into();
         self.pending.contains_key(&ip)
     }
 
     /// The frames that became sendable for `ip`, oldest first, destination MAC filled in.
     #[cfg(test)]
-    pub(crate) fn take_ready(&mut self, ip: Ipv4Addr) -> impl Iterator<Item = Vec<u8>> {
+    pub(crate) fn take_ready(&mut self, ip: impl Into<IpAddr>) -> impl Iterator<Item = Vec<u8>> {
+        let ip = ip.into();
         let frames = self.ready.remove(&ip).unwrap_or_default();
         self.queued_frames -= frames.len();
         frames.into_iter()
@@ -306,7 +323,7 @@ impl ArpCache {
     /// request must be sent again, give up on those that used all their retries (adding
     /// the number of frames dropped to `failed_frames`, for
     /// [`DropReason::ArpUnresolved`](crate::drop_reason::DropReason::ArpUnresolved)), and purge expired entries.
-    pub fn poll(&mut self, now: Instant, requests: &mut Vec<Ipv4Addr>, failed_frames: &mut usize) {
+    pub fn poll(&mut self, now: Instant, requests: &mut Vec<IpAddr>, failed_frames: &mut usize) {
         if !self.has_work(now) {
             return;
         }
@@ -359,7 +376,7 @@ impl ArpCache {
     /// Append to `out` the mappings learned through [`insert`](Self::insert) (new, changed
     /// or re-learned after expiry) since the last call, for sibling workers to
     /// [`import`](Self::import). At most `max_entries` are kept between calls.
-    pub fn drain_learned(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
+    pub fn drain_learned(&mut self, out: &mut Vec<(IpAddr, MacAddr)>) {
         out.append(&mut self.learned);
     }
 }

@@ -114,8 +114,13 @@ pub(super) fn is_unicast_mac(mac: MacAddr) -> bool {
     mac.is_unicast() && mac != ZERO_MAC
 }
 
-pub(super) fn is_neighbour_ip(ip: Ipv4Addr) -> bool {
-    !(ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() || ip.is_loopback())
+pub(super) fn is_neighbour_ip(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(ip) => {
+            !(ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() || ip.is_loopback())
+        }
+        std::net::IpAddr::V6(ip) => !(ip.is_unspecified() || ip.is_multicast() || ip.is_loopback()),
+    }
 }
 
 /// Write an Ethernet frame carrying an Ethernet/IPv4 ARP packet; returns [`FRAME_LEN`].

@@ -217,6 +217,22 @@ proptest! {
         prop_assert_eq!(c, !naive(&bytes));
     }
 
+    /// `Wide`'s IPv6 pseudo-header sums to the same as the byte-wise one.
+    #[test]
+    fn wide_ipv6_pseudo_header_matches(
+        src in any::<[u8; 16]>(),
+        dst in any::<[u8; 16]>(),
+        next_header in any::<u8>(),
+        segment in proptest::collection::vec(any::<u8>(), 0..200),
+    ) {
+        let len = segment.len() as u32;
+        let wide = Wide::pseudo_v6(src, dst, next_header, len).add_bytes(&segment);
+        prop_assert_eq!(
+            wide.folded(),
+            fold(combine(pseudo_header_v6(src, dst, next_header, len), sum(&segment)))
+        );
+    }
+
     /// A `Wide` sum of a pseudo-header and pieces at even and odd offsets, folded
     /// once, is the textbook sum of the same bytes laid end to end, and its
     /// checksum and check agree with `finish` and `verify_with`.

@@ -29,6 +29,41 @@ impl Wide {
         ))
     }
 
+    /// The IPv6 pseudo-header of an upper-layer packet of `len` bytes from `src` to
+    /// `dst` (RFC 8200 §8.1): its forty bytes as five native 64-bit words, the last
+    /// being the 32-bit length, three zero bytes and the next-header value.
+    #[inline]
+    pub fn pseudo_v6(src: [u8; 16], dst: [u8; 16], next_header: u8, len: u32) -> Wide {
+        let halves = |b: [u8; 16]| {
+            let (hi, lo) = b.split_at(8);
+            let word = |h: &[u8]| u128::from(u64::from_ne_bytes(h.try_into().expect("8 bytes")));
+            word(hi) + word(lo)
+        };
+        let l = len.to_be_bytes();
+        let last = u64::from_ne_bytes([l[0], l[1], l[2], l[3], 0, 0, 0, next_header]);
+        Wide(halves(src) + halves(dst) + u128::from(last))
+    }
+
+    /// The pseudo-header of a TCP segment of `len` bytes from `src` to `dst`, of
+    /// either family (both must be of the same one; a mixed pair sums as IPv6 with the
+    /// IPv4 address mapped, which matches no segment).
+    #[inline]
+    pub fn pseudo_tcp(src: std::net::IpAddr, dst: std::net::IpAddr, len: u16) -> Wide {
+        use std::net::IpAddr;
+        const TCP: u8 = 6;
+        match (src, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => Wide::pseudo_v4(s.octets(), d.octets(), TCP, len),
+            _ => Wide::pseudo_tcp_v6(src, dst, len),
+        }
+    }
+
+    /// [`Wide::pseudo_tcp`] for IPv6, out of line beside the IPv4 path.
+    #[cold]
+    fn pseudo_tcp_v6(src: std::net::IpAddr, dst: std::net::IpAddr, len: u16) -> Wide {
+        let v6 = |a| crate::ipv6::as_v6(a).octets();
+        Wide::pseudo_v6(v6(src), v6(dst), 6, u32::from(len))
+    }
+
     /// Plus the bytes of `data`.
     // Always inlined: see `add_native`.
     #[inline(always)]
@@ -70,6 +105,13 @@ impl Wide {
     #[inline]
     pub fn verifies(self) -> bool {
         folds_to_ones(self.0)
+    }
+
+    /// The sum folded, not complemented, as its two bytes in network order: what a
+    /// checksum field holds for a device that completes the sum (`CHECKSUM_PARTIAL`).
+    #[inline]
+    pub fn folded_bytes(self) -> [u8; 2] {
+        fold128(self.0).to_ne_bytes()
     }
 
     /// The checksum of the bytes summed (their checksum field zero), as its two bytes

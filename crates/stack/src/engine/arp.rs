@@ -1,8 +1,9 @@
 //! The engine's side of ARP: answering requests, learning and sharing mappings,
 //! resolving next hops, and sending the frames that waited for a resolution. The wire
-//! format and the neighbour cache live in [`crate::arp`].
+//! format and the neighbour cache live in [`crate::arp`]; the cache holds IPv6
+//! neighbours too, which Neighbor Discovery (`v6`) learns and resolves.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use super::Engine;
 use crate::app::Handler;
@@ -12,13 +13,14 @@ use crate::io::{MacAddr, PacketIo, TxFrame};
 use crate::time::Clock;
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
-    /// ARP mappings learned since the last call, to publish to sibling workers.
-    pub fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
+    /// Neighbour mappings (ARP's and Neighbor Discovery's) learned since the last
+    /// call, to publish to sibling workers.
+    pub fn drain_learned_arp(&mut self, out: &mut Vec<(IpAddr, MacAddr)>) {
         self.arp.drain_learned(out);
     }
 
     /// A mapping a sibling worker learned.
-    pub fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr) {
+    pub fn import_arp(&mut self, ip: IpAddr, mac: MacAddr) {
         self.now = self.clock.now();
         let before = self.arp.lookup(ip, self.now);
         let ready = self.arp.import(ip, mac, self.now);
@@ -30,6 +32,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     pub(super) fn on_arp(&mut self, payload: &[u8]) {
+        if self.addrs.v4().is_none() {
+            return self.stats.drop(DropReason::NotOurAddress);
+        }
         let input = match arp::process(payload, self.cfg.ip) {
             Ok(i) => i,
             Err(r) => return self.stats.drop(r),
@@ -44,10 +49,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             }
         }
         let learnable = input.learnable();
-        let before = learnable.and_then(|(ip, _)| self.arp.lookup(ip, self.now));
+        let before = learnable.and_then(|(ip, _)| self.arp.lookup(IpAddr::V4(ip), self.now));
         let ready = self.arp.learn(&input, self.now);
         if let Some((ip, _)) = learnable {
-            self.on_arp_changed(ip, before);
+            self.on_arp_changed(IpAddr::V4(ip), before);
         }
         if input.reply_owed {
             let (mac, ip) = (self.mac, self.cfg.ip);
@@ -66,7 +71,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// or a failover moved its address). Only a change of a known mapping costs the
     /// scan over connections, which is rare; a first mapping leaves cached MACs (taken
     /// from the peer's own SYN) alone.
-    fn on_arp_changed(&mut self, ip: Ipv4Addr, before: Option<MacAddr>) {
+    pub(super) fn on_arp_changed(&mut self, ip: IpAddr, before: Option<MacAddr>) {
         let Some(old) = before else { return };
         let Some(new) = self.arp.lookup(ip, self.now) else {
             return;
@@ -74,8 +79,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         if new == old {
             return;
         }
+        let cfg = &self.cfg;
         for (_, block) in self.app.iter_mut() {
-            if block.next_hop == ip && block.mac.is_some_and(|m| m != new) {
+            if cfg.next_hop(block.key.remote_ip) == ip && block.mac.is_some_and(|m| m != new) {
                 block.mac = Some(new);
             }
         }
@@ -93,19 +99,30 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             self.stats.drop(DropReason::ArpUnresolved);
         }
         for ip in requests.drain(..) {
-            self.send_arp_request(ip);
+            self.send_resolution(ip);
         }
         self.arp_requests = requests;
     }
 
-    pub(super) fn send_arp_request(&mut self, target: Ipv4Addr) {
+    /// Ask the link for `target`'s MAC: an ARP request, or a Neighbor Solicitation.
+    pub(super) fn send_resolution(&mut self, target: IpAddr) {
+        match target {
+            IpAddr::V4(ip) => self.send_arp_request(ip),
+            IpAddr::V6(ip) => self.send_neighbor_solicitation(ip),
+        }
+    }
+
+    fn send_arp_request(&mut self, target: Ipv4Addr) {
         let (mac, ip) = (self.mac, self.cfg.ip);
         let sent = self.send_arp_frame(|buf| arp::build_request(buf, mac, ip, target));
         self.stats.arp_requests_sent += u64::from(sent);
     }
 
-    /// Announce our address (and MAC) when the engine starts.
+    /// Announce our IPv4 address (and MAC) when the engine starts.
     pub(super) fn send_gratuitous_arp(&mut self) {
+        if self.addrs.v4().is_none() {
+            return;
+        }
         let (mac, ip) = (self.mac, self.cfg.ip);
         self.send_arp_frame(|buf| arp::build_gratuitous(buf, mac, ip));
     }

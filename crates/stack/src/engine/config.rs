@@ -1,6 +1,6 @@
 //! What one engine is configured with: its address, routing, limits and TCP tunables.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::ops::RangeInclusive;
 
 use crate::app::Handler;
@@ -36,13 +36,23 @@ use crate::tcp::pool::MemoryBudget;
 /// ports with `ephemeral_ports` at `1024..=65535` (36 at the default 28,232). The client
 /// engine is configured the same way, with `ephemeral_ports` widened; it spreads its
 /// connects over the server ports. `examples/million.rs` does exactly this over the
-/// in-memory link. An engine has one address (`ip`), so a client that needs more than
-/// 64,512 connections to a single server address and port runs more engines, on more
-/// addresses.
+/// in-memory link. A client that needs more than 64,512 connections to a single server
+/// address and port runs more engines, on more addresses.
+///
+/// # Addresses
+///
+/// An engine has at most one IPv4 address (`ip`; [`Ipv4Addr::UNSPECIFIED`] for none)
+/// and any number of IPv6 ones (`ipv6`). With at least one IPv6 address the engine
+/// speaks IPv6 and takes a link-local address as well (`fe80::/64`, its interface
+/// identifier drawn per RFC 7217 from the MAC and `stable_secret`, so every worker on a
+/// link and every restart takes the same one). Each IPv6 address goes through duplicate
+/// address detection before it is used (`dad_transmits`). Router advertisements are
+/// not acted on: routes come from this configuration only.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct EngineConfig {
-    /// This link's IPv4 address.
+    /// This link's IPv4 address; [`Ipv4Addr::UNSPECIFIED`]: the link has none, and
+    /// the engine neither answers ARP nor accepts IPv4.
     pub ip: Ipv4Addr,
     /// Prefix length of the link's subnet: addresses inside it are reached directly, and
     /// its directed broadcast (below a /31) is dropped as a source (RFC 1122 §3.2.1.3).
@@ -50,6 +60,20 @@ pub struct EngineConfig {
     /// Where everything outside the subnet goes. Without one, every address is treated
     /// as on-link.
     pub gateway: Option<Ipv4Addr>,
+    /// This link's IPv6 addresses, global or unique-local, each with its prefix length
+    /// (addresses inside a prefix are reached directly). Empty: IPv4 only.
+    pub ipv6: Vec<(Ipv6Addr, u8)>,
+    /// Where IPv6 traffic outside the link's prefixes goes (a router, usually by its
+    /// link-local address). Without one, every IPv6 address is treated as on-link.
+    pub ipv6_gateway: Option<Ipv6Addr>,
+    /// Neighbor solicitations sent to detect a duplicate of each IPv6 address before it
+    /// is used, one second apart (RFC 4862's DupAddrDetectTransmits); 0 uses the
+    /// addresses at once.
+    pub dad_transmits: u8,
+    /// The secret the link-local address's interface identifier is drawn with (RFC
+    /// 7217's secret key). Keep it the same across restarts for a stable address; the
+    /// runtime derives it from the machine's identity.
+    pub stable_secret: [u8; 16],
     /// TCP tunables every connection of this engine copies.
     pub tcp: TcpConfig,
     /// Neighbour cache tuning.
@@ -89,7 +113,8 @@ pub struct EngineConfig {
     /// ordinary closes (a few seconds each) far below it. Each orphan is also bounded in
     /// time ([`TcpConfig::orphan_timeout`](crate::TcpConfig)).
     pub max_orphans: usize,
-    /// Most TIME-WAIT entries (about 40 bytes each); past this, connections skip
+    /// Most TIME-WAIT entries (about 130 bytes each with their flow-table bucket and
+    /// timer); past this, connections skip
     /// TIME-WAIT (Linux tcp_max_tw_buckets behaves the same way). An engine that closes
     /// its connections actively at a rate R holds about R × 2·MSL of them
     /// ([`TcpConfig::time_wait`](crate::TcpConfig)): raise it with the rate.
@@ -136,6 +161,10 @@ impl EngineConfig {
             ip,
             prefix_len: 24,
             gateway: None,
+            ipv6: Vec::new(),
+            ipv6_gateway: None,
+            dad_transmits: 1,
+            stable_secret: [0; 16],
             tcp: TcpConfig::default(),
             arp: ArpConfig::default(),
             max_connections: 65536,
@@ -153,11 +182,17 @@ impl EngineConfig {
         }
     }
 
-    /// The address to resolve with ARP for traffic to `dst`.
-    pub fn next_hop(&self, dst: Ipv4Addr) -> Ipv4Addr {
-        match self.gateway {
-            Some(gw) if !self.on_link(dst) => gw,
-            _ => dst,
+    /// The address to resolve (with ARP or Neighbor Discovery) for traffic to `dst`.
+    pub fn next_hop(&self, dst: IpAddr) -> IpAddr {
+        match dst {
+            IpAddr::V4(v4) => match self.gateway {
+                Some(gw) if !self.on_link(v4) => IpAddr::V4(gw),
+                _ => dst,
+            },
+            IpAddr::V6(v6) => match self.ipv6_gateway {
+                Some(gw) if !self.on_link_v6(v6) => IpAddr::V6(gw),
+                _ => dst,
+            },
         }
     }
 
@@ -165,6 +200,26 @@ impl EngineConfig {
     pub fn on_link(&self, dst: Ipv4Addr) -> bool {
         let mask = crate::ipv4::netmask(self.prefix_len);
         u32::from(dst) & mask == u32::from(self.ip) & mask
+    }
+
+    /// The link-local address an engine with this configuration takes on a device with
+    /// `mac`, when it speaks IPv6 (see [Addresses](#addresses)): for drivers that
+    /// filter by destination address (AF_XDP), and to tell the operator. Every worker
+    /// of a link takes the same one; should another node hold it, the engine draws
+    /// another (RFC 7217 §6), which this does not follow.
+    pub fn link_local(&self, mac: crate::io::MacAddr) -> Option<Ipv6Addr> {
+        (!self.ipv6.is_empty()).then(|| super::addresses::link_local(mac, &self.stable_secret, 0))
+    }
+
+    /// Whether `dst` is link-local (`fe80::/10`) or inside one of the link's IPv6
+    /// prefixes.
+    pub fn on_link_v6(&self, dst: Ipv6Addr) -> bool {
+        let within = |(addr, len): &(Ipv6Addr, u8)| {
+            let len = u32::from((*len).min(128));
+            let mask = u128::MAX.checked_shl(128 - len).unwrap_or(0);
+            u128::from(dst) & mask == u128::from(*addr) & mask
+        };
+        dst.is_unicast_link_local() || self.ipv6.iter().any(within)
     }
 }
 
@@ -206,21 +261,28 @@ mod tests {
     #[test]
     fn next_hop_uses_gateway_off_link() {
         let mut c = EngineConfig::new(Ipv4Addr::new(10, 0, 2, 2));
-        assert_eq!(
-            c.next_hop(Ipv4Addr::new(8, 8, 8, 8)),
-            Ipv4Addr::new(8, 8, 8, 8)
-        );
+        let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));
+        assert_eq!(c.next_hop(v4(8, 8, 8, 8)), v4(8, 8, 8, 8));
         c.gateway = Some(Ipv4Addr::new(10, 0, 2, 1));
-        assert_eq!(
-            c.next_hop(Ipv4Addr::new(8, 8, 8, 8)),
-            Ipv4Addr::new(10, 0, 2, 1)
-        );
-        assert_eq!(
-            c.next_hop(Ipv4Addr::new(10, 0, 2, 9)),
-            Ipv4Addr::new(10, 0, 2, 9)
-        );
+        assert_eq!(c.next_hop(v4(8, 8, 8, 8)), v4(10, 0, 2, 1));
+        assert_eq!(c.next_hop(v4(10, 0, 2, 9)), v4(10, 0, 2, 9));
         c.prefix_len = 0;
         assert!(c.on_link(Ipv4Addr::new(1, 2, 3, 4)));
+    }
+
+    #[test]
+    fn ipv6_next_hop_is_the_gateway_outside_the_prefixes_and_link_local() {
+        let mut c = EngineConfig::new(Ipv4Addr::UNSPECIFIED);
+        let v6 = |s: &str| IpAddr::V6(s.parse().unwrap());
+        c.ipv6 = vec![("fd00::2".parse().unwrap(), 64)];
+        assert_eq!(c.next_hop(v6("2001:db8::1")), v6("2001:db8::1"));
+        c.ipv6_gateway = Some("fe80::1".parse().unwrap());
+        assert_eq!(c.next_hop(v6("2001:db8::1")), v6("fe80::1"));
+        assert_eq!(c.next_hop(v6("fd00::9")), v6("fd00::9"));
+        assert_eq!(c.next_hop(v6("fd00:0:0:1::9")), v6("fe80::1"));
+        assert_eq!(c.next_hop(v6("fe80::77")), v6("fe80::77"));
+        c.ipv6 = vec![("fd00::2".parse().unwrap(), 0)];
+        assert!(c.on_link_v6("2001:db8::1".parse().unwrap()));
     }
 
     /// What the engine shows in clear is drawn from the secret, not cut out of it: no

@@ -5,7 +5,7 @@
 //! siblings hand the flow's segments here wherever they land (the rule for every flow,
 //! passive ones included, is in [`owner`](super::owner)).
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use super::ports::{Held, Steering};
 use super::{Engine, FlowKey};
@@ -22,22 +22,26 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     pub(super) fn start_connect(
         &mut self,
-        remote: SocketAddrV4,
+        remote: SocketAddr,
         state: H::Conn,
     ) -> OpenResult<H::Conn> {
         // The addresses input would drop as martian sources can be no peer either; no
         // SYN goes to a broadcast, multicast or loopback address (RFC 1122 §3.2.1.3).
-        if remote.port() == 0 || self.local.check_source(*remote.ip()).is_err() {
+        if remote.port() == 0 || !self.may_be_peer(remote.ip()) {
             return Err((ConnectError::InvalidAddress, state));
         }
+        let Some(local) = self.addrs.source_for(remote.ip()) else {
+            return Err((ConnectError::NoSourceAddress, state));
+        };
         let state = self.app.may_open(state)?;
-        let Some(port) = self.pick_port(remote) else {
+        let Some(port) = self.pick_port(local, remote) else {
             return Err((ConnectError::NoPortAvailable, state));
         };
         let key = FlowKey {
-            remote_ip: *remote.ip(),
+            remote_ip: remote.ip(),
             remote_port: remote.port(),
             local_port: port,
+            local,
         };
         let hash = self.tuple_hash(&key);
         let iss = hash.isn(self.now);
@@ -51,10 +55,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// without Toeplitz RSS, one this worker owns
     /// ([`owner_queue`](super::owner::owner_queue)). Bounded work, and
     /// O(1) when the destination is out of ports: see [`ports`](super::ports).
-    fn pick_port(&mut self, remote: SocketAddrV4) -> Option<u16> {
+    fn pick_port(&mut self, local: u8, remote: SocketAddr) -> Option<u16> {
         let range = &self.cfg.ephemeral_ports;
         let caps = self.dev.capabilities();
-        let dest = (*remote.ip(), remote.port());
+        let dest = (remote.ip(), remote.port());
         // The flow table holds both live connections and TIME-WAIT entries.
         let held = Held::of(self.flows.ports_in_use(dest));
         let flows = &self.flows;
@@ -63,13 +67,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 remote_ip: dest.0,
                 remote_port: dest.1,
                 local_port,
+                local,
             };
             !flows.contains_key(&key)
         };
         let (queue, queues) = (caps.queue, caps.queue_count.max(1));
         match (&caps.rss, queues > 1) {
             (Some(rss), true) => {
-                let queue_of = rss.return_queue_by_local_port(self.cfg.ip, dest.0, dest.1);
+                let local_ip = self.addrs.get(local).ip;
+                let queue_of = rss.return_queue_by_local_port(local_ip, dest.0, dest.1);
                 let ours = |port| queue_of(port) == queue;
                 let steering = Steering::Hashed(&ours);
                 self.ports.pick(dest, range, &steering, held, is_free)

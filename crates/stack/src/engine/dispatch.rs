@@ -3,7 +3,7 @@
 //! which decides the callbacks. Also the engine's timers and the RFC 5961 challenge-ACK
 //! budget.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use super::challenge_budget;
 use super::output::schedule_wake;
@@ -29,11 +29,11 @@ impl AppConn for Block {
             key: self.key,
         })
     }
-    fn addrs(&self) -> (SocketAddrV4, SocketAddrV4) {
+    fn addrs(&self) -> (SocketAddr, SocketAddr) {
         let k = &self.key;
         (
-            SocketAddrV4::new(self.tcb.local_ip(), k.local_port),
-            SocketAddrV4::new(k.remote_ip, k.remote_port),
+            SocketAddr::new(self.tcb.local_ip(), k.local_port),
+            SocketAddr::new(k.remote_ip, k.remote_port),
         )
     }
     fn is_closed(&self) -> bool {

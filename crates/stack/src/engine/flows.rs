@@ -83,6 +83,20 @@ impl Flows {
         self.map.get(key).map(|&v| Flow::from_value(v))
     }
 
+    /// The slot of the live connection on `key`, if any: for the rare paths that look
+    /// a connection up (ICMPv6 errors), apart from [`Flows::get`], the receive path's
+    /// lookup, which the compiler then inlines there as its only caller.
+    pub(super) fn conn(&self, key: &FlowKey) -> Option<usize> {
+        match self
+            .map
+            .get_key_value(key)
+            .map(|(_, &v)| Flow::from_value(v))
+        {
+            Some(Flow::Conn(slot)) => Some(slot as usize),
+            _ => None,
+        }
+    }
+
     /// Whether a live connection or a TIME-WAIT entry holds `key`.
     pub fn contains_key(&self, key: &FlowKey) -> bool {
         self.map.contains_key(key)
@@ -120,7 +134,8 @@ impl Flows {
     }
 }
 
-/// The flow table's hash: a [`FlowKey`] is one 64-bit word, mixed with a keyed folded
+/// The flow table's hash: an IPv4 [`FlowKey`] is one 64-bit word (an IPv6 one three),
+/// each mixed with a keyed folded
 /// multiply (the word, xored with a secret, times a secret odd constant as a 128-bit
 /// product, whose halves are xored; the core step of foldhash and ahash's fallback). One
 /// multiplication per lookup (the write's; `finish` adds none) instead of ahash's rounds
@@ -179,6 +194,12 @@ impl Hasher for FlowHasher {
     }
 
     #[inline]
+    fn write_u128(&mut self, word: u128) {
+        self.write_u64(word as u64);
+        self.write_u64((word >> 64) as u64);
+    }
+
+    #[inline]
     fn finish(&self) -> u64 {
         self.word
     }
@@ -198,9 +219,10 @@ mod tests {
 
     fn key(ip: u32, remote_port: u16, local_port: u16) -> FlowKey {
         FlowKey {
-            remote_ip: Ipv4Addr::from(ip),
+            remote_ip: Ipv4Addr::from(ip).into(),
             remote_port,
             local_port,
+            local: 0,
         }
     }
 

@@ -1,8 +1,8 @@
-//! The receive path: Ethernet → ARP/IPv4 → ICMP/TCP, and TCP demultiplexing to a
-//! connection, the sibling worker that owns the flow, a TIME-WAIT entry, a listener or
-//! a RST.
+//! The receive path: Ethernet → ARP/IPv4 → ICMP/TCP (IPv6 in `v6`), and TCP
+//! demultiplexing, for either family, to a connection, the sibling worker that owns
+//! the flow, a TIME-WAIT entry, a listener or a RST.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use super::flows::Flow;
 use super::{timewait, Engine, FlowKey};
@@ -19,6 +19,16 @@ use crate::time::Clock;
 /// Most frames held for sibling workers between two loop turns.
 const MAX_MISDIRECTED: usize = 1024;
 
+/// A TCP segment for us, as the IP layer (either family) hands it to TCP.
+pub(super) struct TcpIn<'a> {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    /// Which of our addresses `dst` is (see `addresses`).
+    pub local: u8,
+    /// The TCP header and payload.
+    pub segment: &'a [u8],
+}
+
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     // Never inlined: inlined into the loop turn, its body makes the compiler hoist the
     // addresses of the engine fields it uses ahead of the receive loop and spill them,
@@ -31,25 +41,54 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             Ok(x) => x,
             Err(r) => return self.stats.drop(r),
         };
-        match ethertype {
-            EthernetProtocol::Arp => self.on_arp(payload),
+        // The IP layers answer what is theirs and hand TCP back, so that the TCP input
+        // below is one copy for both families: a second copy would leave each function
+        // it calls two callers, and the compiler then keeps many of them out of line on
+        // the IPv4 path as well.
+        let tcp = match ethertype {
+            EthernetProtocol::Arp => return self.on_arp(payload),
             EthernetProtocol::Ipv4 => self.on_ipv4(frame, payload, checksum_verified),
-            _ => self.stats.drop(DropReason::UnknownEtherType),
+            EthernetProtocol::Ipv6 if self.addrs.has_v6() => self.on_ipv6(frame, payload),
+            _ => return self.stats.drop(DropReason::UnknownEtherType),
+        };
+        if let Some(t) = tcp {
+            self.on_tcp(frame, t.src, t.dst, t.local, t.segment, checksum_verified);
         }
     }
 
     /// `frame` is the whole frame, which carries the IPv4 `packet`; its Ethernet header
-    /// has been parsed and admitted.
-    fn on_ipv4(&mut self, frame: &[u8], packet: &[u8], checksum_verified: bool) {
+    /// has been parsed and admitted. A TCP segment for us comes back.
+    fn on_ipv4<'a>(
+        &mut self,
+        frame: &[u8],
+        packet: &'a [u8],
+        checksum_verified: bool,
+    ) -> Option<TcpIn<'a>> {
+        let Some(local) = self.addrs.v4() else {
+            self.stats.drop(DropReason::NotOurAddress);
+            return None;
+        };
         let (ip, l4) = match ipv4::parse(packet, self.local, checksum_verified) {
             Ok(x) => x,
-            Err(r) => return self.stats.drop(r),
+            Err(r) => {
+                self.stats.drop(r);
+                return None;
+            }
         };
         match ip.protocol {
-            IpProtocol::Tcp => self.on_tcp(frame, &ip, l4, checksum_verified),
+            IpProtocol::Tcp => {
+                let (src, dst) = (IpAddr::V4(ip.src), IpAddr::V4(ip.dst));
+                return Some(TcpIn {
+                    src,
+                    dst,
+                    local,
+                    segment: l4,
+                });
+            }
             IpProtocol::Icmp => self.on_icmp(ethernet::source(frame), &ip, l4),
             _ => self.stats.drop(DropReason::UnknownProtocol),
         }
+        None
     }
 
     fn on_icmp(&mut self, src_mac: MacAddr, ip: &Ipv4Header, l4: &[u8]) {
@@ -75,18 +114,29 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
     }
 
-    fn on_tcp(&mut self, frame: &[u8], ip: &Ipv4Header, l4: &[u8], checksum_verified: bool) {
+    /// A TCP segment `l4` from `src` to our address `dst`, which is address `local` of
+    /// the engine's table (see `addresses`).
+    fn on_tcp(
+        &mut self,
+        frame: &[u8],
+        src: IpAddr,
+        dst: IpAddr,
+        local: u8,
+        l4: &[u8],
+        checksum_verified: bool,
+    ) {
         let mut seg = Segment::default();
-        let payload = match Segment::parse_into(l4, ip.src, ip.dst, checksum_verified, &mut seg) {
+        let payload = match Segment::parse_into(l4, src, dst, checksum_verified, &mut seg) {
             Ok(payload) => payload,
             Err(ParseError::Checksum) => return self.stats.drop(DropReason::BadTcpChecksum),
             Err(ParseError::Malformed) => return self.stats.drop(DropReason::BadTcpHeader),
         };
         self.stats.segments_in += 1;
         let key = FlowKey {
-            remote_ip: ip.src,
+            remote_ip: src,
             remote_port: seg.src_port,
             local_port: seg.dst_port,
+            local,
         };
         // One lookup for a live connection and a TIME-WAIT entry alike.
         let flow = self.flows.get(&key);
@@ -134,7 +184,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             }
         }
         if self.listeners.contains_key(&seg.dst_port) {
-            return self.listen_input(ethernet::source(frame), ip, key, &seg, payload, iss_floor);
+            return self.listen_input(ethernet::source(frame), key, &seg, payload, iss_floor);
         }
         self.stats.drop(if seg.flags.syn {
             DropReason::NoListener
@@ -151,13 +201,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                     .as_ref()
                     .is_some_and(|ports| ports.binary_search(&seg.dst_port).is_err()));
         if !seg.flags.rst && no_ones {
-            self.send_rst_reply(ethernet::source(frame), ip.src, &seg);
+            self.send_rst_reply(ethernet::source(frame), key, &seg);
         }
     }
 
-    /// RFC 9293 §3.10.7.1: a segment for no connection gets a RST that the sender will
-    /// accept.
-    pub(super) fn send_rst_reply(&mut self, mac: MacAddr, remote: Ipv4Addr, seg: &Segment) {
+    /// RFC 9293 §3.10.7.1: a segment for no connection (on the flow `key`) gets a RST
+    /// that the sender will accept.
+    pub(super) fn send_rst_reply(&mut self, mac: MacAddr, key: FlowKey, seg: &Segment) {
         let tx = if seg.flags.ack {
             TxSegment {
                 seq: seg.ack,
@@ -173,11 +223,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             }
         };
         self.stats.rsts_sent += 1;
-        let key = FlowKey {
-            remote_ip: remote,
-            remote_port: seg.src_port,
-            local_port: seg.dst_port,
-        };
         self.send_raw(mac, key, &tx);
     }
 }

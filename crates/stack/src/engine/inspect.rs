@@ -8,7 +8,6 @@ use std::time::Duration;
 use super::{Engine, Flow, FlowKey};
 use crate::app::{ConnId, Handler};
 use crate::io::{MacAddr, PacketIo};
-use crate::ipv4::Ipv4Header;
 use crate::tcp::segment::{Segment, TxSegment};
 use crate::tcp::seq::SeqNum;
 use crate::time::{Clock, Instant};
@@ -61,12 +60,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub fn listen_input_internal(
         &mut self,
         mac: MacAddr,
-        ip: &Ipv4Header,
         key: FlowKey,
         seg: &Segment,
         payload: &[u8],
     ) {
-        self.listen_input(mac, ip, key, seg, payload, None);
+        self.listen_input(mac, key, seg, payload, None);
     }
 }
 

@@ -6,7 +6,6 @@ use super::{Engine, FlowKey};
 use crate::app::Handler;
 use crate::drop_reason::DropReason;
 use crate::io::{MacAddr, PacketIo};
-use crate::ipv4::Ipv4Header;
 use crate::tcp::cookie;
 use crate::tcp::options::{ts_clock, DEFAULT_MSS};
 use crate::tcp::segment::{Segment, TxSegment};
@@ -83,7 +82,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub(super) fn listen_input(
         &mut self,
         mac: MacAddr,
-        ip: &Ipv4Header,
         key: FlowKey,
         seg: &Segment,
         payload: &[u8],
@@ -105,7 +103,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             if self.cfg.shared_link {
                 return;
             }
-            return self.send_rst_reply(mac, ip.src, seg);
+            return self.send_rst_reply(mac, key, seg);
         }
         if !seg.flags.syn {
             return self.stats.drop(DropReason::NoConnection);
@@ -152,14 +150,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// Answer a SYN statelessly with a cookie (the backlog is full).
     fn send_cookie_syn_ack(&mut self, mac: MacAddr, key: FlowKey, seg: &Segment) {
         let (local, remote) = self.endpoints(&key);
-        let mss = seg.mss.unwrap_or(DEFAULT_MSS).min(self.our_mss);
+        let our_mss = self.addrs.get(key.local).mss;
+        let mss = seg.mss.unwrap_or(DEFAULT_MSS).min(our_mss);
         let cookie = self.cookies.encode(local, remote, seg.seq, mss, self.now);
         let tcp = &self.cfg.tcp;
         let mut tx = TxSegment {
             seq: cookie,
             ack: Some(seg.seq + 1),
             syn: true,
-            mss: Some(self.our_mss),
+            mss: Some(our_mss),
             window: tcp.recv_buffer.min(65535) as u16,
             ..Default::default()
         };

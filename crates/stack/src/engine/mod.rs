@@ -14,6 +14,7 @@
 //! predict; `dispatch` hands TCP events to the application core and fires timers;
 //! `output` builds frames; `arp` glues the ARP cache to the device.
 
+mod addresses;
 mod arp;
 pub mod config;
 mod connect;
@@ -35,10 +36,11 @@ mod output;
 pub(crate) mod owner;
 mod ports;
 mod timewait;
+mod v6;
 
 use crate::rng::Rng;
 use std::marker::PhantomData;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -59,6 +61,7 @@ use crate::tcp::seq::SeqNum;
 use crate::tcp::tcb::{Open, Opening, State, Tcb, TcbLimits};
 use crate::time::{Clock, Instant};
 use crate::timer_wheel::TimerWheel;
+use addresses::Addresses;
 use flows::{Flow, Flows};
 use listen::Listeners;
 use ports::PortSearch;
@@ -74,9 +77,10 @@ enum TimerItem {
 struct Block {
     tcb: Tcb,
     key: FlowKey,
-    /// Next hop's MAC, learned from the SYN for passive opens, from ARP otherwise.
+    /// Next hop's MAC, learned from the SYN for passive opens, from ARP or Neighbor
+    /// Discovery otherwise. The next hop itself is not kept: the configuration gives
+    /// it from the peer's address ([`EngineConfig::next_hop`]).
     mac: Option<MacAddr>,
-    next_hop: Ipv4Addr,
     dirty: bool,
     /// A half-open connection counted against the backlog of the listener on its local
     /// port.
@@ -100,14 +104,14 @@ struct Block {
 /// where it was built, it works:
 ///
 /// ```
-/// # use std::net::SocketAddrV4;
+/// # use std::net::SocketAddr;
 /// # use rusty_stack::io::{Capabilities, OwnedFrame, PacketIo};
 /// # use rusty_stack::{Conn, Engine, Handler, SystemClock};
 /// # use rusty_testkit::sim;
 /// # struct App;
 /// # impl Handler for App {
 /// #     type Conn = ();
-/// #     fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> { None }
+/// #     fn accept(&mut self, _: SocketAddr, _: SocketAddr) -> Option<()> { None }
 /// #     fn data(&mut self, _: &mut Conn<'_, ()>, d: &[u8]) -> usize { d.len() }
 /// # }
 /// # /// A device that may cross threads: it receives nothing and drops what it sends.
@@ -134,14 +138,14 @@ struct Block {
 /// Moved to another thread, it does not compile:
 ///
 /// ```compile_fail
-/// # use std::net::SocketAddrV4;
+/// # use std::net::SocketAddr;
 /// # use rusty_stack::io::{Capabilities, OwnedFrame, PacketIo};
 /// # use rusty_stack::{Conn, Engine, Handler, SystemClock};
 /// # use rusty_testkit::sim;
 /// # struct App;
 /// # impl Handler for App {
 /// #     type Conn = ();
-/// #     fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> { None }
+/// #     fn accept(&mut self, _: SocketAddr, _: SocketAddr) -> Option<()> { None }
 /// #     fn data(&mut self, _: &mut Conn<'_, ()>, d: &[u8]) -> usize { d.len() }
 /// # }
 /// # /// A device that may cross threads: it receives nothing and drops what it sends.
@@ -169,12 +173,11 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     clock: C,
     now: Instant,
     cfg: EngineConfig,
-    /// What every connection consults of `cfg.tcp`, shared by all of them.
-    tcb_limits: Rc<TcbLimits>,
-    /// Our address and subnet as the receive path checks them.
+    /// Our addresses, each with what every connection on it consults of `cfg.tcp`.
+    addrs: Addresses,
+    /// Our IPv4 address and subnet as the receive path checks them.
     local: ipv4::Local,
     mac: MacAddr,
-    our_mss: u16,
     tx_csum: ChecksumOffload,
     /// The longest frame sent as is (not a TSO super-frame): the IP MTU plus the
     /// Ethernet header.
@@ -218,7 +221,13 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     segs: Vec<TxSegment>,
     dirty: Vec<usize>,
     expired: Vec<TimerItem>,
-    arp_requests: Vec<Ipv4Addr>,
+    arp_requests: Vec<IpAddr>,
+    /// IPv6 addresses whose duplicate detection has a probe due (scratch).
+    dad_probes: Vec<Ipv6Addr>,
+    /// When IPv6's own timers (duplicate detection) next have work.
+    v6_due: Instant,
+    /// Our groups changed: report them (MLD) at the next turn.
+    mld_pending: bool,
     arp_ready: Vec<Vec<u8>>,
     misdirected: Vec<(u16, Vec<u8>)>,
     /// Keeps the engine on its worker's thread.
@@ -257,11 +266,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let mut cookie_key = [0u8; 16];
         isn_key.copy_from_slice(&secret[..16]);
         cookie_key.copy_from_slice(&secret[16..]);
-        // RFC 9293 §3.7.1: the MTU less the IPv4 and TCP headers without options.
-        let our_mss = caps
-            .mtu
-            .saturating_sub(ipv4::HEADER_LEN + segment::MIN_HEADER_LEN)
-            .clamp(64, 65495) as u16;
+        // RFC 9293 §3.7.1: our MSS on each address is the MTU less the IP and TCP
+        // headers without options.
+        let addrs = Addresses::new(&cfg, &TcbLimits::new(&cfg.tcp), caps.mtu, caps.mac, now);
+        let has_v6 = addrs.has_v6();
         let ports = cfg.ephemeral_ports.clone();
         let span = (*ports.end() as u32 - *ports.start() as u32 + 1).max(1);
         let next_port = *ports.start()
@@ -272,14 +280,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             now,
             local: ipv4::Local::new(cfg.ip, cfg.prefix_len),
             mac: caps.mac,
-            our_mss,
+            addrs,
             tx_csum: caps.tx_checksum,
             max_frame: ETHERNET_HEADER_LEN + caps.mtu,
             // TSO needs the device to checksum each segment it cuts; leave room for the
-            // IPv4 header and the largest TCP header.
+            // IP header (IPv6's, the longer) and the largest TCP header.
             tso_payload: match caps.tso_max {
                 Some(max) if caps.tx_checksum.tcp && cfg.tso => {
-                    max.saturating_sub(ipv4::HEADER_LEN + segment::MAX_HEADER_LEN)
+                    max.saturating_sub(crate::ipv6::HEADER_LEN + segment::MAX_HEADER_LEN)
                 }
                 _ => 0,
             },
@@ -313,10 +321,12 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             dirty: Vec::with_capacity(64),
             expired: Vec::with_capacity(64),
             arp_requests: Vec::new(),
+            dad_probes: Vec::new(),
+            v6_due: if has_v6 { now } else { Instant::FAR_FUTURE },
+            mld_pending: has_v6,
             arp_ready: Vec::new(),
             misdirected: Vec::new(),
             _not_send: PhantomData,
-            tcb_limits: Rc::new(TcbLimits::new(&cfg.tcp).at(cfg.ip)),
             cfg,
         }
     }
@@ -364,7 +374,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     /// Start an active open to `remote`. The handler's `connected` or `closed` follows.
-    pub fn connect(&mut self, remote: SocketAddrV4, state: H::Conn) -> OpenResult<H::Conn> {
+    pub fn connect(&mut self, remote: SocketAddr, state: H::Conn) -> OpenResult<H::Conn> {
         self.now = self.clock.now();
         self.start_connect(remote, state)
     }
@@ -447,9 +457,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.orphans.len()
     }
     /// The state of every live connection (for tests and diagnostics).
-    pub fn connection_states(&self) -> impl Iterator<Item = (SocketAddrV4, State)> + '_ {
+    pub fn connection_states(&self) -> impl Iterator<Item = (SocketAddr, State)> + '_ {
         self.app.iter().map(|(_, b)| {
-            let remote = SocketAddrV4::new(b.key.remote_ip, b.key.remote_port);
+            let remote = SocketAddr::new(b.key.remote_ip, b.key.remote_port);
             (remote, b.tcb.state())
         })
     }
@@ -462,6 +472,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             self.timers.next_deadline(),
             self.time_wait.next_deadline(),
             self.arp.next_deadline(),
+            self.v6_deadline(),
             sweep,
         ]
         .into_iter()
@@ -523,6 +534,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
         self.run_timers();
         self.poll_arp();
+        self.poll_v6();
 
         self.app.poll();
         self.end_turn();
@@ -547,10 +559,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
     }
 
-    fn local_addr(&self, port: u16) -> SocketAddrV4 {
-        SocketAddrV4::new(self.cfg.ip, port)
-    }
-
     /// The keyed hash of the flow `key` (RFC 6528 §3, RFC 7323 §7.1): a new
     /// connection's ISN and timestamp offset, from one hash (see [`IsnGenerator`]).
     fn tuple_hash(&self, key: &FlowKey) -> TupleHash {
@@ -559,10 +567,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     /// (our end, the peer's end) of the flow `key`.
-    fn endpoints(&self, key: &FlowKey) -> (SocketAddrV4, SocketAddrV4) {
+    fn endpoints(&self, key: &FlowKey) -> (SocketAddr, SocketAddr) {
         (
-            self.local_addr(key.local_port),
-            SocketAddrV4::new(key.remote_ip, key.remote_port),
+            SocketAddr::new(self.addrs.get(key.local).ip, key.local_port),
+            SocketAddr::new(key.remote_ip, key.remote_port),
         )
     }
 
@@ -587,21 +595,20 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         app: Option<H::Conn>,
         mac: Option<MacAddr>,
     ) -> ConnId {
+        let local = self.addrs.get(key.local);
         let opening = Opening {
             iss,
             ts_offset,
-            our_mss: self.our_mss,
+            our_mss: local.mss,
             now: self.now,
             cfg: &self.cfg.tcp,
-            limits: Rc::clone(&self.tcb_limits),
+            limits: Rc::clone(&local.limits),
         };
-        let next_hop = self.cfg.next_hop(key.remote_ip);
         let half_open = matches!(how, Open::Passive(_));
         let make = || Block {
             tcb: Tcb::new(&opening),
             key,
             mac,
-            next_hop,
             // Dirty from the start, with its SYN or SYN-ACK to send (`mark_dirty` without
             // its look-up).
             dirty: true,

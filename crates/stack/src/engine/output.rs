@@ -3,7 +3,7 @@
 //! that are done leave the table or become compact TIME-WAIT entries, and bursts go to
 //! the driver.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use super::{Block, Engine, FlowKey, TimerItem, FAR_WAKE, IDLE_RING_RELEASE, TX_BURST};
 use crate::app::CloseReason;
@@ -61,7 +61,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             match block.mac {
                 // The common case with the block at hand (no second table look-up).
                 Some(dst_mac) => {
-                    let mut frame = TcpFrame::of_conn(self.mac, self.cfg.ip, block, &seg, dst_mac);
+                    let mut frame = TcpFrame::of_conn(self.mac, block, &seg, dst_mac);
                     let sent = frame.build_in(&mut self.dev, &mut self.ident, self.tx_csum);
                     let out = TxQueue {
                         dev: &mut self.dev,
@@ -165,12 +165,12 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     fn send_conn_segment<S: SegmentHeader>(&mut self, index: usize, seg: &S) {
         let block = &mut self.app[index];
+        let hop = self.cfg.next_hop(block.key.remote_ip);
         if block.mac.is_none() {
-            block.mac = self.arp.lookup(block.next_hop, self.now);
+            block.mac = self.arp.lookup(hop, self.now);
         }
-        let hop = block.next_hop;
         let dst_mac = block.mac.unwrap_or(MacAddr::BROADCAST);
-        let mut frame = TcpFrame::of_conn(self.mac, self.cfg.ip, block, seg, dst_mac);
+        let mut frame = TcpFrame::of_conn(self.mac, block, seg, dst_mac);
         if block.mac.is_some() {
             let sent = frame.build_in(&mut self.dev, &mut self.ident, self.tx_csum);
             self.push_segment(sent);
@@ -183,7 +183,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             frame.write(&mut parked, header_len, ChecksumOffload::NONE);
             self.stats.segments_out += 1;
             match self.arp.enqueue(hop, parked, self.now) {
-                EnqueueResult::SendRequest => self.send_arp_request(hop),
+                EnqueueResult::SendRequest => self.send_resolution(hop),
                 EnqueueResult::Queued => {}
                 EnqueueResult::Dropped => self.stats.drop(DropReason::ArpQueueFull),
             }
@@ -204,7 +204,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let mut frame = TcpFrame {
             src_mac: self.mac,
             dst_mac: mac,
-            src_ip: self.cfg.ip,
+            src_ip: self.addrs.get(key.local).ip,
             key,
             seg,
             payload: None,
@@ -358,7 +358,8 @@ impl SegmentHeader for PredictedSegment {
 struct TcpFrame<'a, S> {
     src_mac: MacAddr,
     dst_mac: MacAddr,
-    src_ip: Ipv4Addr,
+    /// Our address, of the family of `key.remote_ip`.
+    src_ip: IpAddr,
     key: FlowKey,
     seg: &'a S,
     /// The connection's send buffer, which holds the segment's payload.
@@ -367,21 +368,16 @@ struct TcpFrame<'a, S> {
 }
 
 impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
-    /// The frame of `seg` on the connection `block`, from us (`src_mac`, `src_ip`) to
-    /// `dst_mac`, its payload from the connection's send buffer.
+    /// The frame of `seg` on the connection `block`, from us (`src_mac`, and the
+    /// connection's own address) to `dst_mac`, its payload from the connection's send
+    /// buffer.
     // Always inlined: see `TxQueue::push_segment`.
     #[inline(always)]
-    fn of_conn(
-        src_mac: MacAddr,
-        src_ip: Ipv4Addr,
-        block: &'a Block,
-        seg: &'a S,
-        dst_mac: MacAddr,
-    ) -> Self {
+    fn of_conn(src_mac: MacAddr, block: &'a Block, seg: &'a S, dst_mac: MacAddr) -> Self {
         TcpFrame {
             src_mac,
             dst_mac,
-            src_ip,
+            src_ip: block.tcb.local_ip(),
             key: block.key,
             seg,
             payload: Some(block.tcb.send_buffer()),
@@ -414,21 +410,31 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
     /// segment's [`TxSegment::header_len`], computed once per frame).
     #[inline]
     fn len(&self, header_len: usize) -> usize {
-        ipv4::TRANSPORT_OFFSET + header_len + self.seg.payload().1
+        self.transport_offset() + header_len + self.seg.payload().1
     }
 
-    /// Build Ethernet + IPv4 + TCP headers (the TCP header `hl` bytes long) and the
-    /// payload into `buf` (exactly [`TcpFrame::len`] long). Returns the offload request
-    /// for the driver, if any.
+    /// Where the TCP header starts in the frame: after the Ethernet and IP headers.
+    #[inline]
+    fn transport_offset(&self) -> usize {
+        match self.src_ip {
+            IpAddr::V4(_) => ipv4::TRANSPORT_OFFSET,
+            IpAddr::V6(_) => ethernet::HEADER_LEN + crate::ipv6::HEADER_LEN,
+        }
+    }
+
+    /// Build Ethernet + IP (IPv4 or IPv6) + TCP headers (the TCP header `hl` bytes
+    /// long) and the payload into `buf` (exactly [`TcpFrame::len`] long). Returns the
+    /// offload request for the driver, if any.
     // Always inlined: see `TxQueue::push_segment`.
     #[inline(always)]
     fn write(&self, buf: &mut [u8], hl: usize, offload: ChecksumOffload) -> TxMeta {
-        let seg = self.seg;
-        let key = self.key;
-        let (payload_offset, payload_len) = seg.payload();
-        let tcp_len = hl + payload_len;
+        let tcp_len = hl + self.seg.payload().1;
         let ip_start = ethernet::HEADER_LEN;
         let tcp_start = ipv4::TRANSPORT_OFFSET;
+        let (src, dst) = match (self.src_ip, self.key.remote_ip) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => (src, dst),
+            _ => return self.write_v6(buf, hl, offload),
+        };
         ethernet::write_header(
             &mut buf[..ip_start],
             self.src_mac,
@@ -437,8 +443,8 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
         );
         ipv4::write_header(
             &mut buf[ip_start..tcp_start],
-            self.src_ip,
-            key.remote_ip,
+            src,
+            dst,
             IpProtocol::Tcp,
             tcp_len,
             ipv4::DEFAULT_TTL,
@@ -446,6 +452,57 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
             true,
             !offload.ipv4,
         );
+        let pseudo = checksum::Wide::pseudo_v4(
+            src.octets(),
+            dst.octets(),
+            IpProtocol::Tcp.into(),
+            tcp_len as u16,
+        );
+        self.write_tcp(buf, tcp_start, hl, offload, pseudo)
+    }
+
+    /// [`TcpFrame::write`] for IPv6. Out of line: the IPv4 path it sits beside stays as
+    /// small where it is inlined as it was before IPv6.
+    #[inline(never)]
+    fn write_v6(&self, buf: &mut [u8], hl: usize, offload: ChecksumOffload) -> TxMeta {
+        let tcp_len = hl + self.seg.payload().1;
+        let ip_start = ethernet::HEADER_LEN;
+        let tcp_start = ip_start + crate::ipv6::HEADER_LEN;
+        let (src, dst) = (
+            crate::ipv6::as_v6(self.src_ip),
+            crate::ipv6::as_v6(self.key.remote_ip),
+        );
+        ethernet::write_header(
+            &mut buf[..ip_start],
+            self.src_mac,
+            self.dst_mac,
+            EthernetProtocol::Ipv6,
+        );
+        let tcp = IpProtocol::Tcp.into();
+        let h = crate::ipv6::header(src, dst, tcp, tcp_len, crate::ipv6::DEFAULT_HOP_LIMIT);
+        // A segment of ours is below 64 KiB but as a TSO super-frame, whose length field
+        // the device rewrites in each segment it cuts.
+        buf[ip_start..tcp_start].copy_from_slice(&h.unwrap_or([0; crate::ipv6::HEADER_LEN]));
+        let pseudo = checksum::Wide::pseudo_v6(src.octets(), dst.octets(), tcp, tcp_len as u32);
+        self.write_tcp(buf, tcp_start, hl, offload, pseudo)
+    }
+
+    /// The TCP header and payload of the frame, at `tcp_start`, the IP header's sum
+    /// being `pseudo`: checksummed here, or left to the device.
+    // Always inlined: see `TxQueue::push_segment`.
+    #[inline(always)]
+    fn write_tcp(
+        &self,
+        buf: &mut [u8],
+        tcp_start: usize,
+        hl: usize,
+        offload: ChecksumOffload,
+        pseudo: checksum::Wide,
+    ) -> TxMeta {
+        let seg = self.seg;
+        let key = self.key;
+        let (payload_offset, payload_len) = seg.payload();
+        let tcp_len = hl + payload_len;
         seg.write_header(
             &mut buf[tcp_start..tcp_start + hl],
             key.local_port,
@@ -460,9 +517,7 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
                 sb.copy_out(payload_offset, &mut buf[payload]);
             }
             // CHECKSUM_PARTIAL: the device adds the segment's sum to the pseudo-header sum.
-            let pseudo = segment::pseudo_header_sum(self.src_ip, key.remote_ip, tcp_len as u16);
-            let partial = checksum::fold(pseudo);
-            buf[csum_at..csum_at + 2].copy_from_slice(&partial.to_be_bytes());
+            buf[csum_at..csum_at + 2].copy_from_slice(&pseudo.folded_bytes());
             meta.checksum = Some(ChecksumRequest {
                 start: tcp_start as u16,
                 offset: segment::CHECKSUM_OFFSET as u16,
@@ -472,12 +527,6 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
             // Pseudo-header, header and payload summed into one accumulator, folded
             // once. The payload's sum comes with the copy (from precomputed prefix sums
             // for summed bodies), so the body is never read a second time.
-            let pseudo = checksum::Wide::pseudo_v4(
-                self.src_ip.octets(),
-                key.remote_ip.octets(),
-                IpProtocol::Tcp.into(),
-                tcp_len as u16,
-            );
             let acc = seg.add_header(pseudo, &buf[tcp_start..tcp_start + hl]);
             // The header is a multiple of four bytes long, so the payload starts even.
             let acc = match body {

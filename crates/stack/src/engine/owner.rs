@@ -35,7 +35,7 @@
 //! [`Capabilities::unpredictable_steering`]: crate::io::Capabilities::unpredictable_steering
 //! [`EngineConfig::ephemeral_ports`]: super::EngineConfig::ephemeral_ports
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::ops::RangeInclusive;
 
 use super::{Engine, FlowKey};
@@ -54,12 +54,20 @@ pub fn owner_queue(key: &FlowKey, ephemeral: &RangeInclusive<u16>, queues: u16) 
     }
 }
 
-/// A well-spread, unkeyed hash of a remote endpoint: the 48 bits of address and port
-/// through MurmurHash3's 64-bit finaliser, in which every input bit flips each output
-/// bit with probability close to one half (so neighbouring ports and addresses spread
-/// evenly over any number of queues).
-fn remote_hash(ip: Ipv4Addr, port: u16) -> u64 {
-    let mut x = (u64::from(ip.to_bits()) << 16) | u64::from(port);
+/// A well-spread, unkeyed hash of a remote endpoint: the 48 bits of an IPv4 address
+/// and port (an IPv6 address first folded to 64 bits, its halves xored) through
+/// MurmurHash3's 64-bit finaliser, in which every input bit flips each output bit with
+/// probability close to one half (so neighbouring ports and addresses spread evenly over
+/// any number of queues).
+fn remote_hash(ip: IpAddr, port: u16) -> u64 {
+    let addr = match ip {
+        IpAddr::V4(ip) => u64::from(ip.to_bits()),
+        IpAddr::V6(ip) => {
+            let bits = ip.to_bits();
+            (bits as u64) ^ ((bits >> 64) as u64)
+        }
+    };
+    let mut x = (addr << 16) ^ u64::from(port);
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;
@@ -84,11 +92,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 mod tests {
     use super::*;
 
-    fn key(remote_ip: Ipv4Addr, remote_port: u16, local_port: u16) -> FlowKey {
+    use std::net::Ipv4Addr;
+
+    fn key(remote_ip: impl Into<IpAddr>, remote_port: u16, local_port: u16) -> FlowKey {
         FlowKey {
-            remote_ip,
+            remote_ip: remote_ip.into(),
             remote_port,
             local_port,
+            local: 0,
         }
     }
 

@@ -35,7 +35,7 @@
 //! Once one does, the search stops trusting the count and never fails without a walk.
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::ops::RangeInclusive;
 
 use ahash::RandomState;
@@ -49,7 +49,7 @@ pub(super) const PROBE_STEPS: usize = 256;
 pub(super) const USABLE_MEMO: usize = 4096;
 
 /// A remote endpoint (address, port).
-pub(super) type Remote = (Ipv4Addr, u16);
+pub(super) type Remote = (IpAddr, u16);
 
 /// What one table holds for one remote endpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -291,19 +291,21 @@ impl PortSearch {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+    use std::net::Ipv4Addr;
 
     /// `count` ports held, `freed` the one let go of last.
     fn held(count: u32, freed: u16) -> Held {
         Held { count, freed }
     }
 
-    const REMOTE: Remote = (Ipv4Addr::new(10, 0, 0, 2), 80);
+    const REMOTE: Remote = (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 80);
 
     fn key(local_port: u16) -> FlowKey {
         FlowKey {
             remote_ip: REMOTE.0,
             remote_port: REMOTE.1,
             local_port,
+            local: 0,
         }
     }
 

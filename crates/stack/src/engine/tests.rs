@@ -21,9 +21,9 @@ const PINS: &[(&str, usize)] = &[
     ("Cc", 48),
     ("TimerTable", 56),
     ("RackKeep", 7),
-    ("Block", 424),
-    ("table entry (Slot<Block, ()>)", 432),
-    ("flow-table bucket", 12),
+    ("Block", 440),
+    ("table entry (Slot<Block, ()>)", 448),
+    ("flow-table bucket", 28),
 ];
 
 #[test]

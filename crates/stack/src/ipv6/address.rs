@@ -106,6 +106,7 @@ impl Dad {
     }
 
     /// The address probed.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn address(&self) -> Ipv6Addr {
         self.address
     }

@@ -42,11 +42,11 @@
 //! never appears to run ahead of itself (PAWS, RFC 7323 §5). Without timestamps, a
 //! cookie connection runs without window scaling and without SACK.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use siphasher::sip::SipHasher24;
 
-use crate::tcp::isn::tuple_bytes;
+use crate::tcp::isn::{tuple_into, MAX_TUPLE_LEN};
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
 
@@ -99,20 +99,23 @@ impl SynCookies {
 
     fn mac(
         &self,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: SocketAddr,
+        remote: SocketAddr,
         client_isn: SeqNum,
         counter: u64,
         mss_index: u8,
     ) -> u32 {
-        let mut msg = [0u8; 26];
+        let mut tuple = [0u8; MAX_TUPLE_LEN];
+        let n = tuple_into(local, remote, &mut tuple);
+        let mut msg = [0u8; 1 + MAX_TUPLE_LEN + 13];
         msg[0] = DOMAIN;
-        msg[1..13].copy_from_slice(&tuple_bytes(local, remote));
-        msg[13..17].copy_from_slice(&client_isn.0.to_be_bytes());
-        msg[17..25].copy_from_slice(&counter.to_be_bytes());
-        msg[25] = mss_index;
+        msg[1..1 + n].copy_from_slice(&tuple[..n]);
+        let rest = &mut msg[1 + n..];
+        rest[..4].copy_from_slice(&client_isn.0.to_be_bytes());
+        rest[4..12].copy_from_slice(&counter.to_be_bytes());
+        rest[12] = mss_index;
         // Truncation to the MAC's 24 bits is intended.
-        (self.hasher.hash(&msg) as u32) & MAC_MASK
+        (self.hasher.hash(&msg[..1 + n + 13]) as u32) & MAC_MASK
     }
 
     /// The server ISN for a SYN-ACK answering a SYN from `remote` to `local` with
@@ -121,8 +124,8 @@ impl SynCookies {
     /// the smallest entry the smallest entry is used.
     pub(crate) fn encode(
         &self,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: SocketAddr,
+        remote: SocketAddr,
         client_isn: SeqNum,
         mss: u16,
         now: Instant,
@@ -143,8 +146,8 @@ impl SynCookies {
     /// than [`MAX_AGE`] periods old (or from the future).
     pub(crate) fn decode(
         &self,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: SocketAddr,
+        remote: SocketAddr,
         client_isn: SeqNum,
         cookie: SeqNum,
         now: Instant,
@@ -200,11 +203,11 @@ mod tests {
 
     const KEY: [u8; 16] = *b"cookie-secret-16";
 
-    fn sa(a: [u8; 4], p: u16) -> SocketAddrV4 {
-        SocketAddrV4::new(Ipv4Addr::from(a), p)
+    fn sa(a: [u8; 4], p: u16) -> SocketAddr {
+        SocketAddr::new(Ipv4Addr::from(a).into(), p)
     }
 
-    fn addr() -> impl Strategy<Value = SocketAddrV4> {
+    fn addr() -> impl Strategy<Value = SocketAddr> {
         (any::<[u8; 4]>(), any::<u16>()).prop_map(|(a, p)| sa(a, p))
     }
 

@@ -8,7 +8,7 @@
 //! The same hash gives the tuple's RFC 7323 §7.1 timestamp offset ([`IsnGenerator`]).
 
 use std::hash::{BuildHasher, Hasher};
-use std::net::SocketAddrV4;
+use std::net::{SocketAddr, SocketAddrV4};
 
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
@@ -41,8 +41,8 @@ pub(crate) fn random_secret() -> [u8; 16] {
     key
 }
 
-/// Bytes of the 4-tuple as hashed by [`IsnGenerator`] and the SYN-cookie MAC: local
-/// address, local port, remote address, remote port, network byte order.
+/// Bytes of an IPv4 4-tuple as hashed by [`IsnGenerator`] and the SYN-cookie MAC:
+/// local address, local port, remote address, remote port, network byte order.
 pub(crate) fn tuple_bytes(local: SocketAddrV4, remote: SocketAddrV4) -> [u8; 12] {
     let mut b = [0u8; 12];
     b[0..4].copy_from_slice(&local.ip().octets());
@@ -50,6 +50,25 @@ pub(crate) fn tuple_bytes(local: SocketAddrV4, remote: SocketAddrV4) -> [u8; 12]
     b[6..10].copy_from_slice(&remote.ip().octets());
     b[10..12].copy_from_slice(&remote.port().to_be_bytes());
     b
+}
+
+/// The longest 4-tuple as [`tuple_into`] writes it: two IPv6 endpoints.
+pub(crate) const MAX_TUPLE_LEN: usize = 36;
+
+/// Writes the 4-tuple's bytes at the start of `out` and returns how many: an IPv4
+/// tuple as [`tuple_bytes`] (12), any other as two 16-byte addresses (an IPv4 one
+/// mapped, `::ffff:a.b.c.d`) each followed by its port (36).
+pub(crate) fn tuple_into(local: SocketAddr, remote: SocketAddr, out: &mut [u8; 36]) -> usize {
+    if let (SocketAddr::V4(l), SocketAddr::V4(r)) = (local, remote) {
+        out[..12].copy_from_slice(&tuple_bytes(l, r));
+        return 12;
+    }
+    let v6 = |a: SocketAddr| crate::ipv6::as_v6(a.ip()).octets();
+    out[0..16].copy_from_slice(&v6(local));
+    out[16..18].copy_from_slice(&local.port().to_be_bytes());
+    out[18..34].copy_from_slice(&v6(remote));
+    out[34..36].copy_from_slice(&remote.port().to_be_bytes());
+    36
 }
 
 /// RFC 6528 ISN generator, which also gives each 4-tuple its RFC 7323 §7.1 timestamp
@@ -74,6 +93,9 @@ pub(crate) fn tuple_bytes(local: SocketAddrV4, remote: SocketAddrV4) -> [u8; 12]
 #[derive(Debug, Clone)]
 pub(crate) struct IsnGenerator {
     hasher: TupleSip13,
+    /// The key again, for tuples of another length than IPv4's (IPv6), hashed by the
+    /// general SipHash-1-3.
+    key: [u8; 16],
 }
 
 /// SipHash-1-3 (Aumasson and Bernstein) under one key, of exactly 12 bytes: a 4-tuple's
@@ -162,6 +184,7 @@ impl IsnGenerator {
     pub(crate) fn new(secret: [u8; 16]) -> Self {
         IsnGenerator {
             hasher: TupleSip13::new(&secret),
+            key: secret,
         }
     }
 
@@ -172,8 +195,17 @@ impl IsnGenerator {
     }
 
     /// The tuple's keyed hash: `F` and the timestamp offset (see the type's docs).
-    pub(crate) fn hash_tuple(&self, local: SocketAddrV4, remote: SocketAddrV4) -> TupleHash {
-        let h = self.hasher.hash(&tuple_bytes(local, remote));
+    pub(crate) fn hash_tuple(&self, local: SocketAddr, remote: SocketAddr) -> TupleHash {
+        let h = match (local, remote) {
+            (SocketAddr::V4(l), SocketAddr::V4(r)) => self.hasher.hash(&tuple_bytes(l, r)),
+            _ => {
+                let mut bytes = [0u8; MAX_TUPLE_LEN];
+                let n = tuple_into(local, remote, &mut bytes);
+                let mut h = siphasher::sip::SipHasher13::new_with_key(&self.key);
+                h.write(&bytes[..n]);
+                h.finish()
+            }
+        };
         // Truncations: the two 32-bit halves are the point.
         TupleHash {
             f: h as u32,
@@ -187,13 +219,13 @@ mod tests {
     use super::*;
     use std::net::Ipv4Addr;
 
-    fn sa(a: [u8; 4], p: u16) -> SocketAddrV4 {
-        SocketAddrV4::new(Ipv4Addr::from(a), p)
+    fn sa(a: [u8; 4], p: u16) -> SocketAddr {
+        SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(a), p))
     }
 
     const KEY: [u8; 16] = *b"0123456789abcdef";
 
-    fn isn(g: &IsnGenerator, l: SocketAddrV4, r: SocketAddrV4, t: Instant) -> SeqNum {
+    fn isn(g: &IsnGenerator, l: SocketAddr, r: SocketAddr, t: Instant) -> SeqNum {
         g.hash_tuple(l, r).isn(t)
     }
 

@@ -18,7 +18,7 @@
 //! skipped; a window-scale shift above 14 reads as 14 (RFC 7323 §2.3); a fourth SACK
 //! block is not kept.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use super::seq::SeqNum;
 use crate::checksum;
@@ -33,11 +33,23 @@ pub(crate) const MIN_HEADER_LEN: usize = 20;
 /// The largest TCP header, options included (data offset 15).
 pub const MAX_HEADER_LEN: usize = 60;
 
-/// The sum of the IPv4 pseudo-header of a TCP segment of `len` bytes (header and
-/// payload) from `src` to `dst`, which its checksum covers (RFC 9293 §3.1).
+/// The sum of the pseudo-header of a TCP segment of `len` bytes (header and payload)
+/// from `src` to `dst`, which its checksum covers (RFC 9293 §3.1 for IPv4, RFC 8200
+/// §8.1 for IPv6).
 #[inline]
-pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, len: u16) -> u32 {
-    checksum::pseudo_header_v4(src.octets(), dst.octets(), IpProtocol::Tcp.into(), len)
+#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+pub fn pseudo_header_sum(src: impl Into<IpAddr>, dst: impl Into<IpAddr>, len: u16) -> u32 {
+    let tcp = IpProtocol::Tcp.into();
+    let (src, dst) = (src.into(), dst.into());
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            checksum::pseudo_header_v4(s.octets(), d.octets(), tcp, len)
+        }
+        _ => {
+            let v6 = |a| crate::ipv6::as_v6(a).octets();
+            checksum::pseudo_header_v6(v6(src), v6(dst), tcp, u32::from(len))
+        }
+    }
 }
 
 /// Why a TCP segment could not be parsed.
@@ -101,16 +113,17 @@ impl Segment {
         self.payload_len + self.flags.syn as usize + self.flags.fin as usize
     }
 
-    /// Parse the TCP part of an IPv4 packet. `checksum_verified` says the device has
-    /// already checked it.
+    /// Parse the TCP part of an IPv4 or IPv6 packet from `src` to `dst`.
+    /// `checksum_verified` says the device has already checked it.
     #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn parse(
         tcp: &[u8],
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
+        src: impl Into<IpAddr>,
+        dst: impl Into<IpAddr>,
         checksum_verified: bool,
     ) -> Result<(Segment, &[u8]), ParseError> {
         let mut seg = Segment::default();
+        let (src, dst) = (src.into(), dst.into());
         let payload = Segment::parse_into(tcp, src, dst, checksum_verified, &mut seg)?;
         Ok((seg, payload))
     }
@@ -124,8 +137,8 @@ impl Segment {
     #[inline(always)]
     pub(crate) fn parse_into<'a>(
         tcp: &'a [u8],
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
+        src: IpAddr,
+        dst: IpAddr,
         checksum_verified: bool,
         seg: &mut Segment,
     ) -> Result<&'a [u8], ParseError> {
@@ -139,8 +152,7 @@ impl Segment {
         if !checksum_verified {
             let len = u16::try_from(tcp.len()).map_err(|_| ParseError::Malformed)?;
             // Pseudo-header and segment summed together, folded once.
-            let pseudo =
-                checksum::Wide::pseudo_v4(src.octets(), dst.octets(), IpProtocol::Tcp.into(), len);
+            let pseudo = checksum::Wide::pseudo_tcp(src, dst, len);
             if !pseudo.add_bytes(tcp).verifies() {
                 return Err(ParseError::Checksum);
             }

@@ -17,7 +17,7 @@ fn application_timer_closes_idle_connections() {
     }
     impl Handler for Idle {
         type Conn = u32;
-        fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<u32> {
+        fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<u32> {
             Some(0)
         }
         fn connected(&mut self, conn: &mut Conn<'_, u32>) {
@@ -54,7 +54,7 @@ fn application_timer_closes_idle_connections() {
     net.client.handler_mut().payload = b"x".to_vec();
     let start = net.now();
     net.client
-        .connect(SocketAddrV4::new(SERVER_IP, 80), ())
+        .connect(SocketAddr::from((SERVER_IP, 80)), ())
         .map_err(|(e, _)| e)
         .unwrap();
     assert!(net.run_until(Duration::from_secs(10), |n| !n
@@ -82,7 +82,7 @@ struct OneShot {
 
 impl Handler for OneShot {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         None
     }
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
@@ -111,7 +111,7 @@ fn quiet_connections_give_their_kept_send_ring_back() {
     );
     net.server.listen(7, 16);
     net.client
-        .connect(SocketAddrV4::new(SERVER_IP, 7), ())
+        .connect(SocketAddr::from((SERVER_IP, 7)), ())
         .map_err(|(e, _)| e)
         .expect("connect");
     let started = net.now();
@@ -168,7 +168,7 @@ struct KeepAliveServer {
 
 impl Handler for KeepAliveServer {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         Some(())
     }
     fn data(&mut self, conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {
@@ -192,7 +192,7 @@ struct PausingClient {
 
 impl Handler for PausingClient {
     type Conn = u32;
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<u32> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<u32> {
         None
     }
     fn connected(&mut self, conn: &mut Conn<'_, u32>) {
@@ -233,7 +233,7 @@ fn keep_alive_connections_keep_few_timer_entries() {
     net.server.listen(80, 64);
     for _ in 0..CONNS {
         net.client
-            .connect(SocketAddrV4::new(SERVER_IP, 80), 0)
+            .connect(SocketAddr::from((SERVER_IP, 80)), 0)
             .map_err(|(e, _)| e)
             .expect("connect");
     }

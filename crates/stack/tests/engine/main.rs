@@ -14,7 +14,7 @@ mod scripted;
 mod steering;
 mod transfer;
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use rusty_stack::app::CloseReason;
@@ -36,7 +36,7 @@ pub(crate) struct Echo {
 
 impl Handler for Echo {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         Some(())
     }
     fn data(&mut self, conn: &mut Conn<'_, ()>, data: &[u8]) -> usize {
@@ -93,7 +93,7 @@ fn pump<S>(conn: &mut Conn<'_, S>, payload: &[u8], sent: &mut usize) {
 
 impl Handler for Sender {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         None
     }
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {

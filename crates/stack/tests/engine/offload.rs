@@ -16,7 +16,7 @@ fn summed_bodies_carry_correct_checksums() {
     }
     impl Handler for Server {
         type Conn = ();
-        fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+        fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
             Some(())
         }
         fn connected(&mut self, conn: &mut Conn<'_, ()>) {
@@ -53,7 +53,7 @@ fn summed_bodies_carry_correct_checksums() {
     );
     net.server.listen(80, 16);
     net.client
-        .connect(SocketAddrV4::new(SERVER_IP, 80), ())
+        .connect(SocketAddr::from((SERVER_IP, 80)), ())
         .map_err(|(e, _)| e)
         .unwrap();
     assert!(net.run_until(Duration::from_secs(120), |n| n.client.handler().peer_closed));
@@ -100,7 +100,7 @@ fn tso_super_frames_carry_bulk_data() {
     );
     server.listen(7, 16);
     client
-        .connect(SocketAddrV4::new(SERVER_IP, 7), ())
+        .connect(SocketAddr::from((SERVER_IP, 7)), ())
         .map_err(|(e, _)| e)
         .unwrap();
     for _ in 0..1_000_000 {

@@ -15,7 +15,7 @@ struct Outside {
 
 impl Handler for Outside {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         None
     }
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
@@ -42,7 +42,7 @@ fn connected_pair() -> (SimPair<Outside, Echo>, ConnId) {
     );
     net.server.listen(7, 16);
     net.client
-        .connect(SocketAddrV4::new(SERVER_IP, 7), ())
+        .connect(SocketAddr::from((SERVER_IP, 7)), ())
         .map_err(|(e, _)| e)
         .expect("connect");
     assert!(net.run_until(Duration::from_secs(1), |n| n.client.handler().id.is_some()));
@@ -89,7 +89,7 @@ fn after_unlisten_new_connections_are_refused_and_open_ones_carry_on() {
     assert!(net.server.unlisten(7));
     assert!(!net.server.unlisten(7), "not listening any more");
     net.client
-        .connect(SocketAddrV4::new(SERVER_IP, 7), ())
+        .connect(SocketAddr::from((SERVER_IP, 7)), ())
         .map_err(|(e, _)| e)
         .expect("connect");
     assert!(net.run_until(Duration::from_secs(1), |n| {

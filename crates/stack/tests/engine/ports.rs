@@ -4,7 +4,7 @@
 //! with the connection count are sized by configuration, not by 16 bits.
 
 use std::collections::HashSet;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::*;
@@ -31,7 +31,7 @@ struct Holder {
 
 impl Handler for Holder {
     type Conn = ();
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
         Some(())
     }
     fn connected(&mut self, conn: &mut Conn<'_, ()>) {
@@ -52,14 +52,14 @@ impl Handler for Holder {
     }
 }
 
-fn server_addr() -> SocketAddrV4 {
-    SocketAddrV4::new(SERVER_IP, SERVER_PORT)
+fn server_addr() -> SocketAddr {
+    SocketAddr::from((SERVER_IP, SERVER_PORT))
 }
 
 /// Why a connect from `e` to `remote` failed (it must fail).
 fn refusal<D: PacketIo, C: Clock>(
     e: &mut Engine<D, Holder, C>,
-    remote: SocketAddrV4,
+    remote: SocketAddr,
 ) -> ConnectError {
     match e.connect(remote, ()) {
         Ok(_) => panic!("connect to {remote} succeeded"),
@@ -134,7 +134,7 @@ fn a_destination_out_of_ports_fails_in_o1_and_its_ports_come_back_after_time_wai
     );
     // Another destination has all its ports.
     net.client
-        .connect(SocketAddrV4::new(SERVER_IP, SERVER_PORT + 1), ())
+        .connect(SocketAddr::from((SERVER_IP, SERVER_PORT + 1)), ())
         .expect("ports are per destination");
 
     // The client closes everything and holds the ports in TIME-WAIT: still full.
@@ -212,7 +212,7 @@ fn lone_engine(
 }
 
 /// Fill every port `engine` may use towards `remote`; returns the ports it holds.
-fn fill(engine: &mut Engine<MemoryLink, Holder, VirtualClock>, remote: SocketAddrV4) -> Vec<u16> {
+fn fill(engine: &mut Engine<MemoryLink, Holder, VirtualClock>, remote: SocketAddr) -> Vec<u16> {
     while engine.connect(remote, ()).is_ok() {}
     let ports: Vec<u16> = engine
         .internals()
@@ -305,7 +305,7 @@ fn configured_tables_hold_more_than_sixteen_bits_of_connections() {
     let (mut engine, _peer) = lone_engine(cfg, Capabilities::new(CLIENT_MAC, 1500));
     let mut ids = Vec::new();
     for i in 0..70_000u32 {
-        let remote = SocketAddrV4::new(SERVER_IP, 1 + (i % 3) as u16);
+        let remote = SocketAddr::from((SERVER_IP, 1 + (i % 3) as u16));
         ids.push(engine.connect(remote, ()).map_err(|(e, _)| e).unwrap());
     }
     assert_eq!(engine.connection_count(), 70_000);

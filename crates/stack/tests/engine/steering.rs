@@ -29,7 +29,7 @@ impl Checker {
 
 impl Handler for Checker {
     type Conn = Transfer;
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<Transfer> {
+    fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<Transfer> {
         None
     }
     fn connected(&mut self, conn: &mut Conn<'_, Transfer>) {
@@ -146,7 +146,7 @@ fn echo_from_every_client<D: PacketIo>(
     server.listen(7, 1024);
     for c in clients.iter_mut() {
         for _ in 0..conns {
-            c.connect(SocketAddrV4::new(SERVER_IP, 7), ())
+            c.connect(SocketAddr::from((SERVER_IP, 7)), ())
                 .map_err(|(e, _)| e)
                 .unwrap();
         }
@@ -283,9 +283,10 @@ fn flow_of(frame: &[u8]) -> Option<FlowKey> {
     }
     let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
     Some(FlowKey {
-        remote_ip: ip.src_addr(),
+        remote_ip: ip.src_addr().into(),
         remote_port: tcp.src_port(),
         local_port: tcp.dst_port(),
+        local: 0,
     })
 }
 
@@ -390,7 +391,7 @@ fn adversarial_steering(steer: Steer, backlog: usize, seed: u64) {
                 payload: pattern(1000 + 1500 * j, (i * CONNS_PER_WORKER + j) as u8),
                 ..Transfer::default()
             };
-            c.connect(SocketAddrV4::new(SERVER_IP, 7), transfer)
+            c.connect(SocketAddr::from((SERVER_IP, 7)), transfer)
                 .map_err(|(e, _)| e)
                 .unwrap();
         }
@@ -400,9 +401,10 @@ fn adversarial_steering(steer: Steer, backlog: usize, seed: u64) {
         for (q, server) in servers.iter().enumerate() {
             for (remote, _) in server.connection_states() {
                 let key = FlowKey {
-                    remote_ip: *remote.ip(),
+                    remote_ip: remote.ip(),
                     remote_port: remote.port(),
                     local_port: 7,
+                    local: 0,
                 };
                 let owner = owner_queue(&key, &ephemeral, QUEUES);
                 assert_eq!(usize::from(owner), q, "{remote} accepted by a non-owner");

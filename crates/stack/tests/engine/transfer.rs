@@ -34,7 +34,7 @@ fn echo_with_pools(
     );
     net.server.listen(7, 128);
     net.client
-        .connect(SocketAddrV4::new(SERVER_IP, 7), ())
+        .connect(SocketAddr::from((SERVER_IP, 7)), ())
         .map_err(|(e, _)| e)
         .expect("connect");
     let done = net.run_until(Duration::from_secs(600), |n| {

@@ -332,7 +332,7 @@ impl WsApp for XorAlways {
 }
 
 impl WsServerApp for XorAlways {
-    fn open(&mut self, _req: &Request, _peer: SocketAddrV4) -> Result<Accept<()>, Reject> {
+    fn open(&mut self, _req: &Request, _peer: SocketAddr) -> Result<Accept<()>, Reject> {
         Ok(Accept::new(()).extension(Box::new(Xor), "x-xor"))
     }
 }
@@ -364,7 +364,7 @@ struct RawServer {
 impl Handler for RawServer {
     type Conn = ();
 
-    fn accept(&mut self, _l: SocketAddrV4, _r: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _l: std::net::SocketAddr, _r: std::net::SocketAddr) -> Option<()> {
         Some(())
     }
 

@@ -2,7 +2,7 @@
 //! message offered whole, callbacks that end the connection, exactly one `closed`,
 //! stale ids, and active opens requested from callbacks.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -10,8 +10,12 @@ use bytes::Bytes;
 use super::*;
 use crate::app::conn::SendError;
 
-const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
-const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 4000);
+const LOCAL: SocketAddr =
+    SocketAddr::V4(std::net::SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80));
+const REMOTE: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    Ipv4Addr::new(10, 0, 0, 2),
+    4000,
+));
 
 /// Unread bytes as a ring that "wraps" after `wrap_at` bytes: `readable` shows only
 /// the part before the wrap until it is made contiguous.
@@ -39,10 +43,10 @@ struct FakeConn {
 }
 
 impl Connection for FakeConn {
-    fn local_addr(&self) -> SocketAddrV4 {
+    fn local_addr(&self) -> SocketAddr {
         LOCAL
     }
-    fn peer_addr(&self) -> SocketAddrV4 {
+    fn peer_addr(&self) -> SocketAddr {
         REMOTE
     }
     fn send_space(&self) -> usize {
@@ -78,7 +82,7 @@ impl AppConn for FakeConn {
         *ctx += 1;
         f(self)
     }
-    fn addrs(&self) -> (SocketAddrV4, SocketAddrV4) {
+    fn addrs(&self) -> (SocketAddr, SocketAddr) {
         (LOCAL, REMOTE)
     }
     fn is_closed(&self) -> bool {
@@ -135,7 +139,7 @@ impl Script {
 
 impl Handler for Script {
     type Conn = u32;
-    fn accept(&mut self, _: SocketAddrV4, _: SocketAddrV4) -> Option<u32> {
+    fn accept(&mut self, _: SocketAddr, _: SocketAddr) -> Option<u32> {
         self.log.push("accept".into());
         (!self.refuse).then_some(0)
     }
@@ -171,7 +175,7 @@ impl Handler for Script {
     fn connect_failed(
         &mut self,
         opener: &mut Opener<'_, u32>,
-        _: SocketAddrV4,
+        _: SocketAddr,
         state: u32,
         error: ConnectError,
     ) {
@@ -325,7 +329,7 @@ fn requested_opens_start_after_the_callback_and_retries_wait_a_turn() {
     let id = b.core.insert(FakeConn::default(), Some(0));
     let i = b.core.index_of(id).unwrap();
     b.core.finish(&mut 0, i, CloseReason::Reset, &mut stats);
-    let refuse = |b: &mut Refusing, _: SocketAddrV4, state: u32| {
+    let refuse = |b: &mut Refusing, _: SocketAddr, state: u32| {
         b.attempts.push(state);
         Err((ConnectError::NoPortAvailable, state))
     };

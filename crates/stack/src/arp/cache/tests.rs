@@ -7,6 +7,7 @@ use crate::arp::wire::tests::receive;
 use crate::arp::wire::*;
 use crate::ethernet;
 use proptest::prelude::*;
+use std::net::Ipv4Addr;
 
 const US: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const THEM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
@@ -201,7 +202,7 @@ fn drain_learned_reports_new_and_changed_only() {
     cache.insert(THEM, THEM_MAC, t(1)); // refresh: not news
     cache.import(OTHER, OTHER_MAC, t(1)); // from a sibling: not reported back
     cache.drain_learned(&mut out);
-    assert_eq!(out, vec![(THEM, THEM_MAC)]);
+    assert_eq!(out, vec![(THEM.into(), THEM_MAC)]);
     out.clear();
     cache.drain_learned(&mut out);
     assert!(out.is_empty());
@@ -209,7 +210,10 @@ fn drain_learned_reports_new_and_changed_only() {
     cache.insert(OTHER, OTHER_MAC, t(3)); // same as imported: not news
     cache.insert(THEM, OTHER_MAC, t(70_000)); // re-learned after expiry
     cache.drain_learned(&mut out);
-    assert_eq!(out, vec![(THEM, OTHER_MAC), (THEM, OTHER_MAC)]);
+    assert_eq!(
+        out,
+        vec![(THEM.into(), OTHER_MAC), (THEM.into(), OTHER_MAC)]
+    );
 }
 
 #[test]

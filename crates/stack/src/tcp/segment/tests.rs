@@ -1,4 +1,5 @@
 use super::*;
+use std::net::Ipv4Addr;
 
 fn roundtrip(tx: TxSegment, payload: &[u8]) -> (Segment, Vec<u8>) {
     let src = Ipv4Addr::new(10, 0, 0, 1);

@@ -2,7 +2,7 @@
 //! engine's ring pool lent to it for one callback, implements [`Connection`], the
 //! operations behind every [`Conn`](crate::Conn) handle on Rusty's engine.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -25,11 +25,11 @@ pub(crate) struct TcbConn<'a> {
 }
 
 impl Connection for TcbConn<'_> {
-    fn local_addr(&self) -> SocketAddrV4 {
-        SocketAddrV4::new(self.tcb.local_ip(), self.key.local_port)
+    fn local_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.tcb.local_ip(), self.key.local_port)
     }
-    fn peer_addr(&self) -> SocketAddrV4 {
-        SocketAddrV4::new(self.key.remote_ip, self.key.remote_port)
+    fn peer_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.key.remote_ip, self.key.remote_port)
     }
     fn send_space(&self) -> usize {
         self.tcb.send_space()

@@ -1,7 +1,7 @@
 //! What a connection consults of the configuration after it is created
 //! ([`TcbLimits`]), shared by the engine's connections.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::tcp::config::{Keepalive, TcpConfig};
@@ -40,7 +40,7 @@ pub(crate) struct TcbLimits {
     /// A new connection's RTT estimator.
     pub(super) rtt: RttEstimator,
     /// The engine's address: our end of every connection.
-    pub(super) local_ip: Ipv4Addr,
+    pub(super) local_ip: IpAddr,
 }
 
 impl TcbLimits {
@@ -66,12 +66,18 @@ impl TcbLimits {
             header_prediction: true,
             rto,
             rtt: RttEstimator::new(&rto),
-            local_ip: Ipv4Addr::UNSPECIFIED,
+            local_ip: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
         }
     }
 
+    /// Our address: our end of every connection that shares these limits.
+    #[cfg(test)]
+    pub(crate) fn local_ip(&self) -> IpAddr {
+        self.local_ip
+    }
+
     /// The same limits for an engine at `ip`.
-    pub(crate) fn at(mut self, ip: Ipv4Addr) -> TcbLimits {
+    pub(crate) fn at(mut self, ip: IpAddr) -> TcbLimits {
         self.local_ip = ip;
         self
     }

@@ -47,7 +47,7 @@
 //! - `connection.rs`: the block as the application's `Connection`.
 
 use crate::tcp::config::Keepalive;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -281,7 +281,7 @@ impl Tcb {
         self.state
     }
     /// Our address (the port is in the engine's flow key).
-    pub(crate) fn local_ip(&self) -> Ipv4Addr {
+    pub(crate) fn local_ip(&self) -> IpAddr {
         self.cfg.local_ip
     }
     pub(crate) fn send_buffer(&self) -> &SendBuffer {

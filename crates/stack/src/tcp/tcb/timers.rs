@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::deadlines::Timer;
 use super::{reached, CloseReason, ConnFlags, State, Tcb};
 use crate::tcp::cc::CongestionControl;
+use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
 
 impl Tcb {
@@ -166,6 +167,37 @@ impl Tcb {
                 }
             }
         }
+    }
+
+    /// The path to the peer carries packets of at most `mtu` bytes, of which the IP
+    /// header takes `ip_header` (an ICMPv6 Packet Too Big, RFC 8201): lower our segment
+    /// size to fit and resend what is in flight at the new size, every byte not SACKed
+    /// marked lost. Not a congestion signal, so the window stays (as Linux's
+    /// `tcp_simple_retransmit`). Only for a synchronized connection, and only when
+    /// `seq`, the sequence number of the segment the path refused, is one we sent and
+    /// is not yet acknowledged (RFC 5927 §4.1: a blind attacker cannot aim at a live
+    /// connection). Whether the segment size went down.
+    pub(crate) fn path_mtu(&mut self, mtu: usize, ip_header: usize, seq: SeqNum) -> bool {
+        let in_flight = self.snd.una <= seq && seq < self.snd.nxt;
+        if !(self.state.is_synchronized() && in_flight) {
+            return false;
+        }
+        let options = if self.ts.is_some() {
+            crate::tcp::options::TS_OPTION_LEN
+        } else {
+            0
+        };
+        let headers = ip_header + crate::tcp::segment::MIN_HEADER_LEN + options;
+        let mss = mtu.saturating_sub(headers).max(64);
+        if mss >= self.snd.mss() {
+            return false;
+        }
+        self.snd.mss = mss as u16;
+        self.cc.set_mss(mss);
+        if let Some(board) = self.board_if_any() {
+            board.mark_all_lost();
+        }
+        true
     }
 
     /// The RACK reordering timer (RFC 8985 §6.3): records whose reordering window has

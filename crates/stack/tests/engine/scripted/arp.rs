@@ -54,7 +54,7 @@ fn arp_announce_answer_resolve_and_give_up() {
     // The request taught us the peer's MAC (RFC 826 merge): an active open to it sends
     // its SYN at once.
     net.eng
-        .connect(SocketAddrV4::new(PEER_IP, 8080), ())
+        .connect(SocketAddr::from((PEER_IP, 8080)), ())
         .map_err(|(e, _)| e)
         .expect("connect");
     let out = net.poll();
@@ -85,7 +85,7 @@ fn arp_announce_answer_resolve_and_give_up() {
     let remote_mac = MacAddr([0x02, 0, 0, 0, 0, 0x07]);
     let requests = net.stats().arp_requests_sent;
     net.eng
-        .connect(SocketAddrV4::new(remote, 80), ())
+        .connect(SocketAddr::from((remote, 80)), ())
         .map_err(|(e, _)| e)
         .expect("connect");
     let out = net.poll();
@@ -142,14 +142,17 @@ fn arp_announce_answer_resolve_and_give_up() {
     assert_eq!(out[0].seg.seq, syn.seg.seq + 1);
     assert_eq!(out[0].seg.ack, SeqNum(9001));
     assert_eq!(out[0].eth.dst, remote_mac);
-    assert_eq!(net.handler().connected, vec![SocketAddrV4::new(remote, 80)]);
+    assert_eq!(
+        net.handler().connected,
+        vec![SocketAddr::from((remote, 80))]
+    );
 
     // Nobody answers for 10.0.0.8: requests are retried, the SYN never leaves, and the
     // active open eventually times out.
     let silent = Ipv4Addr::new(10, 0, 0, 8);
     let before = net.stats().arp_requests_sent;
     net.eng
-        .connect(SocketAddrV4::new(silent, 80), ())
+        .connect(SocketAddr::from((silent, 80)), ())
         .map_err(|(e, _)| e)
         .expect("connect");
     let out = net.run_for(Duration::from_secs(300), Duration::from_millis(100));
@@ -170,7 +173,7 @@ fn arp_announce_answer_resolve_and_give_up() {
         vec![CloseReason::Refused, CloseReason::TimedOut]
     );
     assert_eq!(net.stats().conns_timed_out, 1);
-    assert!(net.eng.connection_states().all(|(r, _)| *r.ip() != silent));
+    assert!(net.eng.connection_states().all(|(r, _)| r.ip() != silent));
 }
 
 #[test]
@@ -182,7 +185,7 @@ fn off_link_destinations_go_through_the_gateway() {
     cfg.gateway = Some(gateway);
     let mut net = Net::new(cfg, echo());
     net.eng
-        .connect(SocketAddrV4::new(far, 80), ())
+        .connect(SocketAddr::from((far, 80)), ())
         .map_err(|(e, _)| e)
         .expect("connect");
     let out = net.poll();

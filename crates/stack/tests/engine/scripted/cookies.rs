@@ -57,11 +57,11 @@ fn syn_cookies_when_backlog_overflows() {
     assert_eq!(net.eng.connection_count(), 2);
     assert_eq!(
         net.handler().accepted,
-        vec![SocketAddrV4::new(PEER_IP, port)]
+        vec![SocketAddr::from((PEER_IP, port))]
     );
     assert_eq!(
         net.handler().connected,
-        vec![SocketAddrV4::new(PEER_IP, port)]
+        vec![SocketAddr::from((PEER_IP, port))]
     );
 
     // Data both ways. The echo is bounded by the peer's scaled window: 4 << 7 = 512 bytes

@@ -25,7 +25,7 @@ fn refused_accept_resets_the_peer() {
     assert_eq!(out[0].seg.seq, sa.seg.seq + 1);
     assert_eq!(
         net.handler().accepted,
-        vec![SocketAddrV4::new(PEER_IP, 40000)]
+        vec![SocketAddr::from((PEER_IP, 40000))]
     );
     assert!(net.handler().connected.is_empty());
     assert!(net.handler().closed.is_empty(), "no state was handed out");
@@ -62,7 +62,7 @@ fn syns_beyond_max_connections_are_dropped() {
     // Active opens are refused too.
     let err = net
         .eng
-        .connect(SocketAddrV4::new(PEER_IP, 9), ())
+        .connect(SocketAddr::from((PEER_IP, 9)), ())
         .map_err(|(e, _)| e);
     assert_eq!(err, Err(ConnectError::TooManyConnections));
 
@@ -139,7 +139,7 @@ fn active_open_follows_syn_sent_rules() {
 
     let connect = |net: &mut Net, port| {
         net.eng
-            .connect(SocketAddrV4::new(PEER_IP, port), ())
+            .connect(SocketAddr::from((PEER_IP, port)), ())
             .map_err(|(e, _)| e)
             .expect("connect");
         let out = tcp_of(&net.poll());
@@ -190,7 +190,7 @@ fn active_open_follows_syn_sent_rules() {
     assert_eq!(out[0].seg.timestamp.map(|t| t.1), Some(555));
     assert_eq!(
         net.handler().connected,
-        vec![SocketAddrV4::new(PEER_IP, 443)]
+        vec![SocketAddr::from((PEER_IP, 443))]
     );
 
     // Simultaneous open (§3.5 figure 7): a bare SYN in SYN-SENT is answered with a

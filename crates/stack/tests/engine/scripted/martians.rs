@@ -230,7 +230,7 @@ fn frames_from_a_group_source_mac_are_dropped_arp_included() {
 
     // Nothing was learned for the neighbour: an active open to it asks ARP first.
     net.eng
-        .connect(SocketAddrV4::new(neighbour, 80), ())
+        .connect(SocketAddr::from((neighbour, 80)), ())
         .map_err(|(e, _)| e)
         .expect("connect");
     let out = net.poll();
@@ -250,9 +250,10 @@ fn frames_from_a_group_source_mac_are_dropped_arp_included() {
 fn no_tcp_frame_is_sent_to_a_group_mac() {
     let mut net = listening();
     let key = FlowKey {
-        remote_ip: PEER_IP,
+        remote_ip: PEER_IP.into(),
         remote_port: 40000,
         local_port: PORT,
+        local: 0,
     };
     let rst = TxSegment {
         seq: SeqNum(1),
@@ -261,20 +262,18 @@ fn no_tcp_frame_is_sent_to_a_group_mac() {
     };
     let syn = syn_from(&net, TO_US, PEER_IP, HOST_IP);
     let (_, packet) = ethernet::parse(&syn).expect("Ethernet");
-    let (ip, l4) = ipv4::parse(packet, ipv4::Local::new(HOST_IP, 24), false).expect("IPv4");
+    let (_, l4) = ipv4::parse(packet, ipv4::Local::new(HOST_IP, 24), false).expect("IPv4");
     let (seg, payload) = Segment::parse(l4, PEER_IP, HOST_IP, false).expect("TCP");
     for (n, group) in (1..).zip(GROUP_MACS) {
         net.eng.send_raw_internal(group, key, &rst);
-        net.eng
-            .listen_input_internal(group, &ip, key, &seg, payload);
+        net.eng.listen_input_internal(group, key, &seg, payload);
         let out = net.run_for(Duration::from_secs(5), Duration::from_millis(250));
         assert!(out.is_empty(), "to {group}: {out:?}");
         assert_eq!(net.dropped(DropReason::SendToGroupMac), 2 * n);
         assert_eq!(net.eng.connection_count(), 0);
     }
     // The same SYN from the peer's own MAC makes the connection.
-    net.eng
-        .listen_input_internal(PEER_MAC, &ip, key, &seg, payload);
+    net.eng.listen_input_internal(PEER_MAC, key, &seg, payload);
     let out = tcp_of(&net.poll());
     assert_eq!(out.len(), 1, "{out:?}");
     assert!(
@@ -325,15 +324,15 @@ fn active_opens_to_addresses_no_peer_can_have_are_refused() {
     ] {
         let err = net
             .eng
-            .connect(SocketAddrV4::new(ip, 80), ())
+            .connect(SocketAddr::from((ip, 80)), ())
             .map_err(|(e, _)| e);
         assert_eq!(err.err(), Some(ConnectError::InvalidAddress), "{ip}");
     }
     let err = net
         .eng
-        .connect(SocketAddrV4::new(PEER_IP, 0), ())
+        .connect(SocketAddr::from((PEER_IP, 0)), ())
         .map_err(|(e, _)| e);
     assert_eq!(err.err(), Some(ConnectError::InvalidAddress), "port 0");
     assert!(net.poll().is_empty(), "nothing sent");
-    assert!(net.eng.connect(SocketAddrV4::new(PEER_IP, 80), ()).is_ok());
+    assert!(net.eng.connect(SocketAddr::from((PEER_IP, 80)), ()).is_ok());
 }

@@ -17,6 +17,7 @@ mod challenge_acks;
 mod cookies;
 mod handshake;
 mod icmp;
+mod ipv6;
 mod limits;
 mod malformed;
 mod martians;
@@ -25,7 +26,7 @@ mod orphans;
 mod pinning;
 mod time_wait;
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use proptest::prelude::*;
@@ -77,8 +78,8 @@ struct Recorder {
     data_calls: usize,
     /// The id of every connection, from `connected`.
     ids: Vec<ConnId>,
-    accepted: Vec<SocketAddrV4>,
-    connected: Vec<SocketAddrV4>,
+    accepted: Vec<SocketAddr>,
+    connected: Vec<SocketAddr>,
     received: Vec<u8>,
     peer_closed: usize,
     closed: Vec<CloseReason>,
@@ -87,7 +88,7 @@ struct Recorder {
 impl Handler for Recorder {
     type Conn = ();
 
-    fn accept(&mut self, _local: SocketAddrV4, remote: SocketAddrV4) -> Option<()> {
+    fn accept(&mut self, _local: std::net::SocketAddr, remote: std::net::SocketAddr) -> Option<()> {
         self.accepted.push(remote);
         (!self.refuse).then_some(())
     }
@@ -311,10 +312,10 @@ fn tcp_bytes(
     tcp_bytes_to(src, HOST_IP, src_port, dst_port, seg, payload)
 }
 
-/// [`tcp_bytes`] for a segment to `dst`.
+/// [`tcp_bytes`] for a segment to `dst`, of either family.
 fn tcp_bytes_to(
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
+    src: impl Into<std::net::IpAddr>,
+    dst: impl Into<std::net::IpAddr>,
     src_port: u16,
     dst_port: u16,
     seg: &TxSegment,
@@ -324,7 +325,7 @@ fn tcp_bytes_to(
     let mut tcp = vec![0u8; hl + payload.len()];
     seg.write_header(&mut tcp[..hl], src_port, dst_port);
     tcp[hl..].copy_from_slice(payload);
-    let pseudo = checksum::pseudo_header_v4(src.octets(), dst.octets(), 6, tcp.len() as u16);
+    let pseudo = rusty_stack::internals::pseudo_header_sum(src, dst, tcp.len() as u16);
     let c = checksum::finish(checksum::combine(pseudo, checksum::sum(&tcp)));
     tcp[16..18].copy_from_slice(&c.to_be_bytes());
     tcp

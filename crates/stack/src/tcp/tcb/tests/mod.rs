@@ -8,7 +8,7 @@
 //! scripted connection, segment construction, driving a [`Tcb`], and the opens most
 //! tests start from.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -20,8 +20,12 @@ use crate::tcp::segment::{Segment, TxSegment};
 use crate::tcp::seq::SeqNum;
 use crate::time::Instant;
 
-const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
-const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 40000);
+const LOCAL: SocketAddr =
+    SocketAddr::V4(std::net::SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80));
+const REMOTE: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    Ipv4Addr::new(10, 0, 0, 2),
+    40000,
+));
 /// Our initial sequence number.
 const ISS: u32 = 1000;
 /// The peer's initial sequence number.

@@ -5,7 +5,7 @@
 //! be the same; with it on, the predicted path must have been taken.
 
 use std::collections::VecDeque;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -117,8 +117,11 @@ impl Tcb {
     }
 }
 
-const A: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000);
-const B: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80);
+const A: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    Ipv4Addr::new(10, 0, 0, 1),
+    40000,
+));
+const B: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80));
 
 /// `percent` in a hundred.
 fn chance(rng: &mut Rng, percent: u64) -> bool {
@@ -178,7 +181,7 @@ struct Wire {
     payload: Vec<u8>,
 }
 
-fn to_wire(tcb: &Tcb, tx: &TxSegment, from: SocketAddrV4, to: SocketAddrV4, at: Instant) -> Wire {
+fn to_wire(tcb: &Tcb, tx: &TxSegment, from: SocketAddr, to: SocketAddr, at: Instant) -> Wire {
     let mut payload = vec![0; tx.payload_len];
     if !payload.is_empty() {
         tcb.write_payload(tx, &mut payload);
@@ -262,7 +265,7 @@ impl World {
         }
     }
 
-    fn addrs(side: usize) -> (SocketAddrV4, SocketAddrV4) {
+    fn addrs(side: usize) -> (SocketAddr, SocketAddr) {
         if side == 0 {
             (A, B)
         } else {

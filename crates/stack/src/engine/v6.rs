@@ -1,0 +1,441 @@
+//! The engine's side of IPv6: the receive path from the IPv6 header to TCP and ICMPv6,
+//! Neighbor Discovery (answering solicitations for our addresses, resolving neighbours
+//! into the cache ARP uses), duplicate address detection of our own addresses, the
+//! MLDv2 report that joins their solicited-node groups, echo, and Packet Too Big
+//! lowering a connection's segment size. The wire formats live in [`crate::ipv6`] and
+//! [`crate::icmpv6`].
+//!
+//! What is answered is what Linux answers, or less: echo requests to one of our
+//! unicast addresses (not to a group: no amplification), solicitations for our
+//! addresses, and the advertisement that defends an address another node probes for.
+//! Router advertisements and redirects are not acted on (routes are configured), and
+//! no ICMPv6 error of our own is sent.
+
+use std::net::{IpAddr, Ipv6Addr};
+
+use super::input::TcpIn;
+use super::Engine;
+use crate::app::Handler;
+use crate::drop_reason::DropReason;
+use crate::ethernet::{self, EthernetProtocol};
+use crate::icmpv6::{self, ErrorKind, Icmpv6Error, Message};
+use crate::io::{MacAddr, PacketIo, TxFrame};
+use crate::ipv6::{self, Ipv6Error, Ipv6Header};
+use crate::time::{Clock, Instant};
+
+/// The all-nodes group, `ff02::1` (RFC 4291 §2.7.1).
+const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+
+/// The smallest MTU an IPv6 link may have (RFC 8200 §5): no Packet Too Big takes a
+/// path below it (RFC 8201 §4).
+const MIN_MTU: usize = 1280;
+
+/// TCP's protocol number, as IPv6's Next Header.
+const TCP: u8 = 6;
+
+impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
+    /// Duplicate address detection's probes, and the report that joins our groups when
+    /// they changed. Cheap when nothing is due (one comparison).
+    pub(super) fn poll_v6(&mut self) {
+        if self.now < self.v6_due {
+            return;
+        }
+        if std::mem::take(&mut self.mld_pending) {
+            self.send_mld_report();
+        }
+        let mut probes = std::mem::take(&mut self.dad_probes);
+        self.addrs.poll_dad(self.now, &mut probes);
+        for target in probes.drain(..) {
+            // From the unspecified address to the target's solicited-node group, with
+            // no link-layer option (RFC 4862 §5.4.2).
+            let group = icmpv6::solicited_node(target);
+            let icmp = icmpv6::neighbor_solicitation(Ipv6Addr::UNSPECIFIED, group, target, None);
+            let sent = self.send_icmpv6(
+                icmpv6::group_mac(group),
+                Ipv6Addr::UNSPECIFIED,
+                group,
+                &icmp,
+            );
+            self.stats.neighbor_solicitations_sent += u64::from(sent);
+        }
+        self.dad_probes = probes;
+        self.v6_due = self
+            .addrs
+            .next_dad_deadline()
+            .unwrap_or(Instant::FAR_FUTURE);
+    }
+
+    /// When [`poll_v6`](Self::poll_v6) next has work.
+    pub(super) fn v6_deadline(&self) -> Option<Instant> {
+        (self.v6_due != Instant::FAR_FUTURE).then_some(self.v6_due)
+    }
+
+    /// `frame` is the whole frame, which carries the IPv6 `packet`; its Ethernet header
+    /// has been parsed and admitted. A TCP segment for us comes back (see `on_frame`).
+    // Never inlined: IPv4's path is the one the receive loop is laid out for.
+    #[inline(never)]
+    pub(super) fn on_ipv6<'a>(&mut self, frame: &[u8], packet: &'a [u8]) -> Option<TcpIn<'a>> {
+        let ip = match ipv6::parse(packet) {
+            Ok(ip) => ip,
+            Err(e) => {
+                self.stats.drop(drop_reason(e));
+                return None;
+            }
+        };
+        let Some(l4) = packet.get(ip.upper_offset..ip.upper_offset + ip.upper_len) else {
+            self.stats.drop(DropReason::BadIpLength);
+            return None;
+        };
+        match self.admit_v6(&ip) {
+            Ok(local) => match ip.protocol {
+                TCP => match local {
+                    Some(i) if self.addrs.get(i).usable() => {
+                        return Some(TcpIn {
+                            src: IpAddr::V6(ip.src),
+                            dst: IpAddr::V6(ip.dst),
+                            local: i,
+                            segment: l4,
+                        })
+                    }
+                    // TCP to a group (RFC 9293 §3.9.1) or to an address not yet ours.
+                    _ => self.stats.drop(DropReason::NotOurAddress),
+                },
+                icmpv6::NEXT_HEADER => self.on_icmpv6(frame, &ip, l4, local),
+                _ => self.stats.drop(DropReason::UnknownProtocol),
+            },
+            Err(reason) => self.stats.drop(reason),
+        }
+        None
+    }
+
+    /// Whether a packet with header `ip` is for us and from a possible peer; which of
+    /// our addresses it is to (`None`: a group we joined).
+    fn admit_v6(&self, ip: &Ipv6Header) -> Result<Option<u8>, DropReason> {
+        // For us: one of our addresses (tentative ones take Neighbor Discovery only), or
+        // a group we joined.
+        let local = self.addrs.find_v6(ip.dst);
+        if local.is_none() && !self.joined(ip.dst) {
+            return Err(DropReason::NotOurAddress);
+        }
+        // The unspecified source is a node probing for a duplicate, which only sends
+        // solicitations; ICMPv6 checks that rule.
+        if ip.src.is_unspecified() && ip.protocol == icmpv6::NEXT_HEADER {
+            return Ok(local);
+        }
+        if ipv6::check_source(ip.src, Ipv6Addr::UNSPECIFIED).is_err() {
+            return Err(DropReason::MartianSource);
+        }
+        // Our own address as the source, unless it is still tentative: then another
+        // node holds it, and says so from it.
+        if let Some(i) = self.addrs.find_v6(ip.src) {
+            if self.addrs.get(i).usable() {
+                return Err(DropReason::OwnSourceAddress);
+            }
+        }
+        Ok(local)
+    }
+
+    /// Whether we joined `group`: all-nodes, or the solicited-node group of one of our
+    /// addresses.
+    fn joined(&self, group: Ipv6Addr) -> bool {
+        group == ALL_NODES
+            || self
+                .addrs
+                .v6()
+                .any(|(_, _, ip)| icmpv6::solicited_node(ip) == group)
+    }
+
+    fn on_icmpv6(&mut self, frame: &[u8], ip: &Ipv6Header, l4: &[u8], local: Option<u8>) {
+        let msg = match icmpv6::parse(l4, ip.src, ip.dst, ip.hop_limit) {
+            Ok(m) => m,
+            Err(Icmpv6Error::Checksum) => return self.stats.drop(DropReason::BadIcmpChecksum),
+            Err(Icmpv6Error::Truncated) => return self.stats.drop(DropReason::BadIcmp),
+            Err(Icmpv6Error::BadNeighborDiscovery) => {
+                return self.stats.drop(DropReason::BadNeighborDiscovery)
+            }
+        };
+        if ip.src.is_unspecified() && !matches!(msg, Message::NeighborSolicitation { .. }) {
+            return self.stats.drop(DropReason::MartianSource);
+        }
+        let src_mac = ethernet::source(frame);
+        match msg {
+            Message::EchoRequest { ident, seq, data } => {
+                let Some(i) = local.filter(|&i| self.addrs.get(i).usable()) else {
+                    // To a group, or to an address not yet ours: no answer.
+                    return;
+                };
+                let IpAddr::V6(own) = self.addrs.get(i).ip else {
+                    return;
+                };
+                // A request longer than the MTU allows gets a reply cut to it.
+                let room = self.max_frame - ethernet::HEADER_LEN - ipv6::HEADER_LEN;
+                let reply = icmpv6::echo_reply(ident, seq, data, own, ip.src, room);
+                self.stats.icmp_echo_truncated += u64::from(reply.len() < l4.len());
+                let hops = ipv6::DEFAULT_HOP_LIMIT;
+                if self.send_ipv6(src_mac, own, ip.src, &[], &reply, hops) {
+                    self.stats.icmp_echo_replies += 1;
+                }
+            }
+            Message::NeighborSolicitation { target, source_mac } => {
+                self.on_solicitation(ip, src_mac, target, source_mac)
+            }
+            Message::NeighborAdvertisement {
+                target, target_mac, ..
+            } => self.on_advertisement(target, target_mac),
+            Message::Error {
+                kind: ErrorKind::TooBig(mtu),
+                invoking,
+            } => self.on_packet_too_big(mtu, invoking),
+            // Other errors are soft (RFC 1122 §4.2.3.9 as RFC 4443 keeps it): TCP's
+            // own timers decide. Router advertisements, MLD and the rest: nothing a
+            // host of ours answers.
+            Message::Error { .. } | Message::Other(_) => {}
+        }
+    }
+
+    /// A Neighbor Solicitation for `target` (RFC 4861 §7.2.3, RFC 4862 §5.4.3).
+    fn on_solicitation(
+        &mut self,
+        ip: &Ipv6Header,
+        src_mac: MacAddr,
+        target: Ipv6Addr,
+        source_mac: Option<MacAddr>,
+    ) {
+        let Some(i) = self.addrs.find_v6(target) else {
+            // Not ours to answer (we proxy for nobody).
+            return self.stats.drop(DropReason::BadNeighborDiscovery);
+        };
+        if ip.src.is_unspecified() {
+            // Another node probing for `target`: a duplicate of a tentative address of
+            // ours, or a claim on one we hold, which we defend (to all nodes: the
+            // prober has no address to be answered at).
+            if !self.addrs.get(i).usable() {
+                return self.on_duplicate(target);
+            }
+            return self.send_advertisement(target, ALL_NODES, icmpv6::group_mac(ALL_NODES), false);
+        }
+        if !self.addrs.get(i).usable() {
+            // A tentative address is not answered for (RFC 4862 §5.4.3).
+            return;
+        }
+        // The asker wants our answer and will talk to us: its mapping is worth keeping
+        // (as ARP learns from requests aimed at us).
+        if let Some(mac) = source_mac {
+            self.learn_neighbor(IpAddr::V6(ip.src), mac, true);
+        }
+        let to_mac = source_mac.unwrap_or(src_mac);
+        self.send_advertisement(target, ip.src, to_mac, true);
+    }
+
+    /// A Neighbor Advertisement for `target` (RFC 4861 §7.2.5).
+    fn on_advertisement(&mut self, target: Ipv6Addr, target_mac: Option<MacAddr>) {
+        if let Some(i) = self.addrs.find_v6(target) {
+            if self.addrs.get(i).usable() {
+                return self.stats.drop(DropReason::AddressConflict);
+            }
+            return self.on_duplicate(target);
+        }
+        // Only a neighbour we hold or are resolving is updated: an advertisement
+        // nobody asked for creates no entry.
+        if let Some(mac) = target_mac {
+            self.learn_neighbor(IpAddr::V6(target), mac, false);
+        }
+    }
+
+    /// A tentative address of ours is another node's.
+    fn on_duplicate(&mut self, target: Ipv6Addr) {
+        if !self.addrs.conflict(target, self.now) {
+            return;
+        }
+        self.stats.duplicate_addresses += 1;
+        if self.addrs.find_v6(target).is_none() {
+            // A link-local address was drawn again: join its group, probe it.
+            self.mld_pending = true;
+            self.v6_due = self.now;
+        }
+    }
+
+    /// `ip` is at `mac`. `create`: add an entry if there is none; otherwise only an
+    /// entry held or being resolved is updated.
+    fn learn_neighbor(&mut self, ip: IpAddr, mac: MacAddr, create: bool) {
+        if !create && !self.arp.knows(ip) {
+            return;
+        }
+        let before = self.arp.lookup(ip, self.now);
+        let ready = self.arp.insert(ip, mac, self.now);
+        self.on_arp_changed(ip, before);
+        if ready > 0 {
+            self.send_arp_ready();
+        }
+    }
+
+    /// Advertise our `target` to `dst` at `dst_mac`; `solicited` answers a
+    /// solicitation.
+    fn send_advertisement(
+        &mut self,
+        target: Ipv6Addr,
+        dst: Ipv6Addr,
+        dst_mac: MacAddr,
+        solicited: bool,
+    ) {
+        let icmp = icmpv6::neighbor_advertisement(target, dst, target, self.mac, solicited);
+        let sent = self.send_icmpv6(dst_mac, target, dst, &icmp);
+        self.stats.neighbor_advertisements_sent += u64::from(sent);
+    }
+
+    /// Resolve `target`: a solicitation to its solicited-node group, from our address
+    /// that would talk to it, with our MAC.
+    pub(super) fn send_neighbor_solicitation(&mut self, target: Ipv6Addr) {
+        let Some(i) = self.addrs.source_for(IpAddr::V6(target)) else {
+            return;
+        };
+        let IpAddr::V6(own) = self.addrs.get(i).ip else {
+            return;
+        };
+        let group = icmpv6::solicited_node(target);
+        let icmp = icmpv6::neighbor_solicitation(own, group, target, Some(self.mac));
+        let sent = self.send_icmpv6(icmpv6::group_mac(group), own, group, &icmp);
+        self.stats.neighbor_solicitations_sent += u64::from(sent);
+    }
+
+    /// Join all-nodes and the solicited-node groups of our addresses (an MLDv2 report
+    /// to the MLD routers, RFC 3810 §5.2), so that switches that snoop MLD, and NICs
+    /// that filter multicast, deliver them. From our link-local address once it is
+    /// ours, from the unspecified address before (RFC 3590 §4).
+    fn send_mld_report(&mut self) {
+        let mut groups: Vec<Ipv6Addr> = self
+            .addrs
+            .v6()
+            .map(|(_, _, ip)| icmpv6::solicited_node(ip))
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        let own = self
+            .addrs
+            .v6()
+            .find(|(_, a, ip)| a.usable() && ip.is_unicast_link_local())
+            .map_or(Ipv6Addr::UNSPECIFIED, |(_, _, ip)| ip);
+        let icmp = icmpv6::mld_report(own, &groups);
+        let dst = icmpv6::MLD_ROUTERS;
+        self.send_ipv6(
+            icmpv6::group_mac(dst),
+            own,
+            dst,
+            &icmpv6::MLD_HOP_BY_HOP,
+            &icmp,
+            1,
+        );
+    }
+
+    /// A Neighbor Discovery message of ours, with the hop limit (255) the receiver
+    /// checks. Whether it was sent.
+    fn send_icmpv6(&mut self, dst_mac: MacAddr, src: Ipv6Addr, dst: Ipv6Addr, icmp: &[u8]) -> bool {
+        self.send_ipv6(dst_mac, src, dst, &[], icmp, icmpv6::ND_HOP_LIMIT)
+    }
+
+    /// One IPv6 packet: the fixed header (its Next Header the first of `extension`, or
+    /// ICMPv6), the `extension` headers, then the ICMPv6 message `icmp`.
+    fn send_ipv6(
+        &mut self,
+        dst_mac: MacAddr,
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+        extension: &[u8],
+        icmp: &[u8],
+        hop_limit: u8,
+    ) -> bool {
+        // The first extension header is Hop-by-Hop Options (0): its type is the
+        // fixed header's Next Header.
+        let next = if extension.is_empty() {
+            icmpv6::NEXT_HEADER
+        } else {
+            0
+        };
+        let payload = extension.len() + icmp.len();
+        let Some(header) = ipv6::header(src, dst, next, payload, hop_limit) else {
+            return false;
+        };
+        let len = ethernet::HEADER_LEN + ipv6::HEADER_LEN + payload;
+        let Some(mut buf) = self.dev.alloc_tx(len) else {
+            self.stats.drop(DropReason::NoTxBuffer);
+            return false;
+        };
+        ethernet::write_header(&mut buf, self.mac, dst_mac, EthernetProtocol::Ipv6);
+        let at = ethernet::HEADER_LEN;
+        buf[at..at + ipv6::HEADER_LEN].copy_from_slice(&header);
+        let at = at + ipv6::HEADER_LEN;
+        buf[at..at + extension.len()].copy_from_slice(extension);
+        buf[at + extension.len()..len].copy_from_slice(icmp);
+        buf.truncate(len);
+        self.push_tx(buf, false);
+        true
+    }
+
+    /// A Packet Too Big about a TCP segment of ours (`invoking`, from its IPv6 header
+    /// on): the connection's segment size goes down to the path's MTU, never below
+    /// IPv6's minimum (RFC 8201 §4), if the segment is one it sent and the peer has not
+    /// acknowledged ([`Tcb::path_mtu`](crate::tcp::tcb::Tcb::path_mtu)).
+    fn on_packet_too_big(&mut self, mtu: u32, invoking: &[u8]) {
+        // The fixed header and TCP's ports and sequence number: all the invoking
+        // packet must hold (RFC 4443 §2.4 asks for as much as fits).
+        let (Some(header), Some(tcp)) = (
+            invoking.get(..ipv6::HEADER_LEN),
+            invoking.get(ipv6::HEADER_LEN..ipv6::HEADER_LEN + 8),
+        ) else {
+            return self.stats.drop(DropReason::BadIcmp);
+        };
+        if header[6] != TCP {
+            return;
+        }
+        let addr = |at: usize| -> Ipv6Addr {
+            let octets: [u8; 16] = header[at..at + 16].try_into().unwrap_or([0; 16]);
+            Ipv6Addr::from(octets)
+        };
+        let (ours, peer) = (addr(8), addr(24));
+        let Some(local) = self.addrs.find_v6(ours) else {
+            return self.stats.drop(DropReason::BadIcmp);
+        };
+        let key = super::FlowKey {
+            remote_ip: IpAddr::V6(peer),
+            remote_port: u16::from_be_bytes([tcp[2], tcp[3]]),
+            local_port: u16::from_be_bytes([tcp[0], tcp[1]]),
+            local,
+        };
+        let Some(index) = self.flows.conn(&key) else {
+            return;
+        };
+        let seq = crate::tcp::seq::SeqNum(u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]));
+        let mtu = usize::try_from(mtu).unwrap_or(usize::MAX).max(MIN_MTU);
+        if self.app[index].tcb.path_mtu(mtu, ipv6::HEADER_LEN, seq) {
+            self.stats.path_mtu_lowered += 1;
+            self.mark_dirty(index);
+        }
+    }
+
+    /// Whether `ip` may be a peer's address: what input would not drop as a martian
+    /// source, and for IPv6 no group either.
+    pub(super) fn may_be_peer(&self, ip: IpAddr) -> bool {
+        match ip {
+            IpAddr::V4(v4) => self.local.check_source(v4).is_ok(),
+            IpAddr::V6(v6) => {
+                ipv6::check_source(v6, Ipv6Addr::UNSPECIFIED).is_ok()
+                    && ipv6::tcp_destination(v6)
+                    && self.addrs.find_v6(v6).is_none()
+            }
+        }
+    }
+}
+
+/// What an IPv6 header the parser refused is counted as.
+fn drop_reason(e: Ipv6Error) -> DropReason {
+    match e {
+        Ipv6Error::Truncated => DropReason::BadIpLength,
+        Ipv6Error::Version => DropReason::BadIpHeader,
+        Ipv6Error::Fragment => DropReason::Fragment,
+        Ipv6Error::Routing => DropReason::RoutingHeader,
+        Ipv6Error::Jumbogram
+        | Ipv6Error::ExtensionChain
+        | Ipv6Error::UnknownOption
+        | Ipv6Error::NoUpperLayer => DropReason::BadExtensionHeaders,
+    }
+}
