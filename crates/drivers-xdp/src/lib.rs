@@ -11,10 +11,11 @@
 //! where the NIC hashes with Toeplitz, its RSS key and indirection table
 //! (`ETHTOOL_GRSSH`). It then:
 //!
-//! 1. creates an XSKMAP (queue index → socket), loads the XDP program of
-//!    [`program`](crate#the-xdp-program) with `bpf(2)` and attaches it through a BPF
-//!    link: native (driver) XDP where the interface supports it, generic otherwise (or
-//!    as [`XdpConfig::attach`] says);
+//! 1. creates an XSKMAP (queue index → socket) and, with IPv6 addresses, the hash map of
+//!    Rusty's IPv6 destinations and the memberships of their multicast groups, loads the
+//!    XDP program of [`program`](crate#the-xdp-program) with `bpf(2)` and attaches it
+//!    through a BPF link: native (driver) XDP where the interface supports it, generic
+//!    otherwise (or as [`XdpConfig::attach`] says);
 //! 2. per worker: maps a UMEM ([`XdpConfig::frames`] chunks of 2 KiB, 4 KiB for MTUs
 //!    above 1,774 bytes), registers it, sizes and maps the fill, completion, RX and TX
 //!    rings ([`XdpConfig::ring_size`] entries each), binds the socket to its queue with
@@ -28,10 +29,17 @@
 //!
 //! Hand-assembled (see `src/program.rs` for the listing), so building Rusty needs no C or
 //! BPF compiler. It redirects to the receiving queue's socket IPv4 frames for Rusty's
-//! address and ARP frames whose target is Rusty's address, and passes everything else to
-//! the kernel: the host keeps using the interface for its own addresses. A frame for
-//! Rusty on a queue no worker serves also goes to the kernel (which would answer TCP with
-//! a reset), which is why [`open`] insists that every receive queue has a worker.
+//! address ([`XdpConfig::ip`]), ARP frames whose target is Rusty's address, and IPv6
+//! frames for one of Rusty's addresses ([`XdpConfig::ipv6`]), one of their
+//! solicited-node groups or all-nodes; it passes everything else to the kernel: the host
+//! keeps using the interface for its own addresses, NDP included. A frame for Rusty on a
+//! queue no worker serves also goes to the kernel (which would answer TCP with a reset),
+//! which is why [`open`] insists that every receive queue has a worker.
+//!
+//! The IPv6 destinations are the keys of a BPF hash map filled at setup. So that the NIC
+//! delivers the multicast ones at all, [`open`] also joins their Ethernet groups
+//! (`PACKET_ADD_MEMBERSHIP` on a packet socket that receives nothing); they are left,
+//! like the program detached, when the last queue is dropped or the process ends.
 //!
 //! ## Flow steering
 //!
@@ -58,13 +66,14 @@
 
 use std::fmt;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use rusty_stack::io::{Capabilities, ChecksumOffload, MacAddr, ETHERNET_HEADER_LEN};
 use rusty_stack::rss::RssConfig;
 
+mod ipv6;
 #[allow(unsafe_code)]
 mod mem;
 mod program;
@@ -117,8 +126,15 @@ pub enum CopyMode {
 pub struct XdpConfig {
     /// The interface (it must exist; the host keeps using it).
     pub ifname: String,
-    /// Rusty's IPv4 address on it: the frames the program redirects to Rusty.
+    /// Rusty's IPv4 address on it: the IPv4 and ARP frames the program redirects to
+    /// Rusty. `0.0.0.0` when Rusty has no IPv4 address there: no IPv4 or ARP frame is
+    /// redirected.
     pub ip: Ipv4Addr,
+    /// Rusty's IPv6 unicast addresses on it, its link-local address among them: the
+    /// program redirects IPv6 frames to these, to their solicited-node groups and (if
+    /// the list is not empty) to all-nodes. Empty by default: no IPv6 frame is
+    /// redirected.
+    pub ipv6: Vec<Ipv6Addr>,
     /// Workers: one socket each, on queues 0..queues.
     pub queues: u16,
     /// Entries of each ring (a power of two).
@@ -138,12 +154,14 @@ pub struct XdpConfig {
 }
 
 impl XdpConfig {
-    /// `queues` queues on `ifname` for `ip`: 2,048-entry rings, 4,096 frames per queue
-    /// (8 MiB at 2 KiB a frame), native and zero-copy where possible.
+    /// `queues` queues on `ifname` for `ip` (`0.0.0.0`: IPv4 off) and no IPv6 address:
+    /// 2,048-entry rings, 4,096 frames per queue (8 MiB at 2 KiB a frame), native and
+    /// zero-copy where possible.
     pub fn new(ifname: impl Into<String>, ip: Ipv4Addr, queues: u16) -> XdpConfig {
         XdpConfig {
             ifname: ifname.into(),
             ip,
+            ipv6: Vec::new(),
             queues,
             ring_size: 2048,
             frames: 4096,
@@ -318,6 +336,7 @@ pub(crate) struct Attachment {
     _link: OwnedFd,
     _prog: OwnedFd,
     _map: OwnedFd,
+    _ipv6: Option<ipv6::Ipv6Filter>,
 }
 
 fn check(cfg: &XdpConfig) -> Result<(), XdpError> {
@@ -326,6 +345,20 @@ fn check(cfg: &XdpConfig) -> Result<(), XdpError> {
     }
     if cfg.queues == 0 {
         return Err(XdpError::Config("0 queues".into()));
+    }
+    if cfg.ip.is_unspecified() && cfg.ipv6.is_empty() {
+        return Err(XdpError::Config(
+            "no address: neither an IPv4 address nor any IPv6 address".into(),
+        ));
+    }
+    if let Some(a) = cfg
+        .ipv6
+        .iter()
+        .find(|a| a.is_unspecified() || a.is_loopback() || a.is_multicast())
+    {
+        return Err(XdpError::Config(format!(
+            "IPv6 address {a} (a unicast address of the interface, not ::, ::1 or a group)"
+        )));
     }
     if !cfg.ring_size.is_power_of_two() || !(64..=65536).contains(&cfg.ring_size) {
         return Err(XdpError::Config(format!(
@@ -566,7 +599,12 @@ pub fn open(cfg: &XdpConfig) -> Result<Vec<XdpQueue>, XdpError> {
         Some(libc::EINVAL) => XdpError::NoAfXdp(e),
         _ => XdpError::os("bpf(BPF_MAP_CREATE, XSKMAP)", e),
     })?;
-    let insns = program::assemble(cfg.ip, std::os::fd::AsRawFd::as_raw_fd(&map));
+    let ipv6 = ipv6::install(&cfg.ipv6, &cfg.ifname, ifindex)?;
+    let insns = program::assemble(
+        cfg.ip,
+        std::os::fd::AsRawFd::as_raw_fd(&map),
+        ipv6.as_ref().map(ipv6::Ipv6Filter::map_fd),
+    );
     let prog = sys::load_xdp_program(&insns, "Dual MIT/GPL", "rusty_xdp").map_err(|(e, log)| {
         match e.raw_os_error() {
             Some(libc::EPERM) | Some(libc::EACCES) if log.is_empty() => {
@@ -604,6 +642,7 @@ pub fn open(cfg: &XdpConfig) -> Result<Vec<XdpQueue>, XdpError> {
         _link: link,
         _prog: prog,
         _map: map,
+        _ipv6: ipv6,
     });
     Ok(parts
         .into_iter()
@@ -631,6 +670,29 @@ mod tests {
             frames: 10,
             ..XdpConfig::new("eth0", ip, 1)
         }));
+        // No address at all, and IPv6 addresses that are not an interface's.
+        assert!(bad(XdpConfig::new("eth0", Ipv4Addr::UNSPECIFIED, 1)));
+        for a in ["::", "::1", "ff02::1", "ff02::1:ff00:2"] {
+            assert!(bad(XdpConfig {
+                ipv6: vec!["fe80::2".parse().unwrap(), a.parse().unwrap()],
+                ..XdpConfig::new("eth0", ip, 1)
+            }));
+        }
+    }
+
+    #[test]
+    fn ipv4_ipv6_or_both_are_configurations() {
+        let v6: Vec<Ipv6Addr> = vec!["fd00::2".parse().unwrap(), "fe80::2".parse().unwrap()];
+        let ip = Ipv4Addr::new(10, 0, 0, 2);
+        assert!(XdpConfig::new("eth0", ip, 1).ipv6.is_empty());
+        assert!(check(&XdpConfig::new("eth0", ip, 1)).is_ok());
+        for ip in [ip, Ipv4Addr::UNSPECIFIED] {
+            let cfg = XdpConfig {
+                ipv6: v6.clone(),
+                ..XdpConfig::new("eth0", ip, 1)
+            };
+            assert!(check(&cfg).is_ok(), "{cfg:?}");
+        }
     }
 
     #[test]

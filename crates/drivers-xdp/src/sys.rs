@@ -1,7 +1,8 @@
 //! Every system call the driver makes that neither std nor `rusty-netdev` wraps: the
-//! AF_XDP socket and its options, `mmap`, `bpf(2)`, the ethtool queries and the wake-up
-//! calls. Each function is safe to call and states above its block why the call is
-//! sound. The memory the rings and the UMEM live in is handled in [`crate::mem`].
+//! AF_XDP socket and its options, `mmap`, `bpf(2)`, the ethtool queries, the multicast
+//! memberships and the wake-up calls. Each function is safe to call and states above its
+//! block why the call is sound. The memory the rings and the UMEM live in is handled in
+//! [`crate::mem`].
 
 use std::ffi::{c_int, c_void, CString};
 use std::io;
@@ -200,7 +201,10 @@ const BPF_MAP_CREATE: c_int = 0;
 const BPF_MAP_UPDATE_ELEM: c_int = 2;
 const BPF_PROG_LOAD: c_int = 5;
 const BPF_LINK_CREATE: c_int = 28;
+const BPF_MAP_TYPE_HASH: u32 = 1;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
+/// The program may read the map but not write it.
+const BPF_F_RDONLY_PROG: u32 = 1 << 7;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 /// `enum bpf_attach_type`: BPF_XDP.
 const BPF_XDP: u32 = 37;
@@ -242,26 +246,55 @@ fn bpf(cmd: c_int, attr: &mut BpfAttr) -> c_int {
     }
 }
 
-/// An XSKMAP (queue index → XDP socket) of `entries` entries.
-pub(crate) fn create_xskmap(entries: u32, name: &str) -> io::Result<OwnedFd> {
+/// A map of `entries` entries of the given sizes.
+fn create_map(
+    kind: u32,
+    key_size: u32,
+    value_size: u32,
+    entries: u32,
+    flags: u32,
+    name: &str,
+) -> io::Result<OwnedFd> {
     let mut a = BpfAttr::new();
-    a.u32(0, BPF_MAP_TYPE_XSKMAP)
-        .u32(4, 4)
-        .u32(8, 4)
+    a.u32(0, kind)
+        .u32(4, key_size)
+        .u32(8, value_size)
         .u32(12, entries)
+        .u32(16, flags)
         .name(28, name);
     owned(bpf(BPF_MAP_CREATE, &mut a))
 }
 
-/// `map[key] = fd` in an XSKMAP.
-pub(crate) fn xskmap_set(map: &OwnedFd, key: u32, fd: &OwnedFd) -> io::Result<()> {
-    let value = fd.as_raw_fd() as u32;
+/// `map[key] = value`. The kernel reads the map's key and value sizes from the two
+/// pointers: `K` and `V` must be exactly those sizes.
+fn map_update<K, V>(map: &OwnedFd, key: &K, value: &V) -> io::Result<()> {
     let mut a = BpfAttr::new();
     a.u32(0, map.as_raw_fd() as u32)
-        .u64(8, &key as *const u32 as u64)
-        .u64(16, &value as *const u32 as u64)
+        .u64(8, key as *const K as u64)
+        .u64(16, value as *const V as u64)
         .u64(24, 0);
     cvt(bpf(BPF_MAP_UPDATE_ELEM, &mut a)).map(drop)
+}
+
+/// An XSKMAP (queue index → XDP socket) of `entries` entries.
+pub(crate) fn create_xskmap(entries: u32, name: &str) -> io::Result<OwnedFd> {
+    create_map(BPF_MAP_TYPE_XSKMAP, 4, 4, entries, 0, name)
+}
+
+/// `map[key] = fd` in an XSKMAP.
+pub(crate) fn xskmap_set(map: &OwnedFd, key: u32, fd: &OwnedFd) -> io::Result<()> {
+    map_update(map, &key, &(fd.as_raw_fd() as u32))
+}
+
+/// A set of `entries` 16-byte keys (IPv6 addresses): a hash map with one-byte values
+/// that the program may only read.
+pub(crate) fn create_addr_set(entries: u32, name: &str) -> io::Result<OwnedFd> {
+    create_map(BPF_MAP_TYPE_HASH, 16, 1, entries, BPF_F_RDONLY_PROG, name)
+}
+
+/// Put `key` in a set made by [`create_addr_set`].
+pub(crate) fn addr_set_insert(set: &OwnedFd, key: &[u8; 16]) -> io::Result<()> {
+    map_update(set, key, &1u8)
 }
 
 /// Load an XDP program. On failure the verifier's log comes with the error.
@@ -313,6 +346,38 @@ pub(crate) fn link_xdp(prog: &OwnedFd, ifindex: u32, flags: u32) -> io::Result<O
 }
 
 // ---- interfaces -------------------------------------------------------------------------
+
+/// A packet socket that receives nothing (protocol 0), to hold link-layer multicast
+/// memberships: they last as long as it is open.
+pub(crate) fn membership_socket() -> io::Result<OwnedFd> {
+    // SAFETY: socket() takes no pointers.
+    owned(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) })
+}
+
+/// Have interface `ifindex` accept frames for the Ethernet multicast address `mac`
+/// while `fd` (a [`membership_socket`]) is open (`PACKET_ADD_MEMBERSHIP`).
+pub(crate) fn add_multicast(fd: &OwnedFd, ifindex: u32, mac: [u8; 6]) -> io::Result<()> {
+    let mut mr_address = [0u8; 8];
+    mr_address[..6].copy_from_slice(&mac);
+    let mreq = libc::packet_mreq {
+        mr_ifindex: ifindex as c_int,
+        mr_type: libc::PACKET_MR_MULTICAST as libc::c_ushort,
+        mr_alen: 6,
+        mr_address,
+    };
+    // SAFETY: the kernel reads one packet_mreq of the given length from `mreq`, valid
+    // for the call.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_ADD_MEMBERSHIP,
+            (&mreq as *const libc::packet_mreq).cast::<c_void>(),
+            size_of::<libc::packet_mreq>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
 
 /// The interface index of `name`, or `None` if there is no such interface.
 pub(crate) fn if_index(name: &str) -> Option<u32> {
