@@ -31,8 +31,7 @@ impl Ipv6Filter {
 /// The Ethernet multicast address of the IPv6 group `group` (RFC 2464 §7): `33:33` and
 /// its low 32 bits.
 pub(crate) fn group_mac(group: Ipv6Addr) -> [u8; 6] {
-    let o = group.octets();
-    [0x33, 0x33, o[12], o[13], o[14], o[15]]
+    rusty_stack::io::ipv6_group_mac(group).0
 }
 
 /// The set for `addrs` and the memberships of its groups on `ifindex`; `None` when

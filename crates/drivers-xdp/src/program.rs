@@ -97,15 +97,7 @@ const IPV6_DST: i16 = 38;
 /// All-nodes (RFC 4291 §2.7.1).
 const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 
-/// The solicited-node group of `addr` (RFC 4291 §2.7.1): `ff02::1:ff` and its low 24
-/// bits.
-pub(crate) fn solicited_node(addr: Ipv6Addr) -> Ipv6Addr {
-    let mut g = [0u8; 16];
-    g[..2].copy_from_slice(&[0xff, 0x02]);
-    g[11..13].copy_from_slice(&[0x01, 0xff]);
-    g[13..].copy_from_slice(&addr.octets()[13..]);
-    Ipv6Addr::from(g)
-}
+pub(crate) use rusty_stack::io::solicited_node;
 
 /// The IPv6 destinations that are Rusty's when its addresses are `addrs`: each address,
 /// each one's solicited-node group and, if there is any, all-nodes; sorted, without
