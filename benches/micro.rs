@@ -278,11 +278,13 @@ fn bench_flow_lookup(c: &mut Criterion) {
     for n in [1usize, 1_000, 100_000] {
         let mut rng = Rng::new(0xf10e ^ n as u64);
         // Clients spread over a /16, ephemeral ports, all to one listening port.
-        let key = |rng: &mut Rng| FlowKey {
-            remote_ip: Ipv4Addr::from(0x0a00_0000 | (rng.next_u64() as u32 & 0xffff)).into(),
-            remote_port: 32768 + (rng.next_u64() % 28232) as u16,
-            local_port: 80,
-            local: 0,
+        let key = |rng: &mut Rng| {
+            FlowKey::new(
+                Ipv4Addr::from(0x0a00_0000 | (rng.next_u64() as u32 & 0xffff)).into(),
+                32768 + (rng.next_u64() % 28232) as u16,
+                80,
+                0,
+            )
         };
         let mut flows = Flows::new(n, 32768..=60999);
         let mut hits: Vec<FlowKey> = Vec::with_capacity(n);

@@ -52,18 +52,24 @@ fn request_response(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
-    for k in [1usize, 32] {
-        let pair = RrPair::memory(k, rr::default_burst()).unwrap_or_else(|e| panic!("K={k}: {e}"));
-        let mut timed = Timed::new(pair);
-        group.bench_function(BenchmarkId::new("memory_link", format!("K={k}")), |b| {
-            b.iter_custom(|iters| timed.time_requests(iters))
-        });
-        // A retransmission would mean the run measured timers, not the data path.
-        assert_eq!(timed.pair.retransmissions(), 0, "{}", timed.pair.describe());
+    for (family, name) in [
+        (rr::Family::V4, "memory_link"),
+        (rr::Family::V6, "memory_link_ipv6"),
+    ] {
+        for k in [1usize, 32] {
+            let pair = RrPair::memory(k, rr::default_burst(), family)
+                .unwrap_or_else(|e| panic!("K={k}: {e}"));
+            let mut timed = Timed::new(pair);
+            group.bench_function(BenchmarkId::new(name, format!("K={k}")), |b| {
+                b.iter_custom(|iters| timed.time_requests(iters))
+            });
+            // A retransmission would mean the run measured timers, not the data path.
+            assert_eq!(timed.pair.retransmissions(), 0, "{}", timed.pair.describe());
+        }
     }
     for k in [1usize, 32] {
-        let pair =
-            RrPair::fault_injector(k, rr::default_burst()).unwrap_or_else(|e| panic!("K={k}: {e}"));
+        let pair = RrPair::fault_injector(k, rr::default_burst(), rr::Family::V4)
+            .unwrap_or_else(|e| panic!("K={k}: {e}"));
         let mut timed = Timed::new(pair);
         group.bench_function(
             BenchmarkId::new("fault_injector_link", format!("K={k}")),

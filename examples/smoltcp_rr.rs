@@ -69,7 +69,7 @@ fn run() -> Result<(), String> {
     let mut buffers = Buffers::new(k);
     let server = SmoltcpServer::new(b, clock.clone(), &mut buffers, burst);
     let setup = format!("server smoltcp burst {burst}");
-    rr::RrPair::build(clock, a, server, k, burst)?.measure(n, k, &setup)
+    rr::RrPair::build(clock, a, server, k, burst, rr::Family::V4)?.measure(n, k, &setup)
 }
 
 fn main() -> ExitCode {

@@ -18,12 +18,18 @@
 # instructions (functions are merged across the files their inlined code came from).
 # scripts/callgrind-compare.sh sets the server's figure beside smoltcp's.
 #
-# Usage: scripts/callgrind-rr.sh [N1 [N2 [K...]]]   (defaults: 20000 120000 1 32)
+# Usage: scripts/callgrind-rr.sh [--ipv6] [N1 [N2 [K...]]]   (defaults: 20000 120000 1 32;
+# --ipv6 runs the connections over IPv6)
 # Output files stay in target/callgrind-rr/ for callgrind_annotate or KCachegrind.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 . scripts/callgrind-lib.sh
+family=ipv4
+if [ "${1:-}" = --ipv6 ]; then
+    family=ipv6
+    shift
+fi
 n1=${1:-20000}
 n2=${2:-120000}
 shift $(($# < 2 ? $# : 2))
@@ -33,6 +39,6 @@ run_lengths "$n1" "$n2"
 build_examples callgrind-rr request_response
 
 for k in "${ks[@]}"; do
-    turns_per_unit "K=$k connections" request "$examples/request_response" "$out/k$k" \
-        rr::server_turn rr::client_turn "$k"
+    turns_per_unit "K=$k connections, $family" request "$examples/request_response" \
+        "$out/$family.k$k" rr::server_turn rr::client_turn "$k" memory - "$family"
 done

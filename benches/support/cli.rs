@@ -3,9 +3,10 @@
 
 use std::process::ExitCode;
 
-/// Positional argument `index` as a number (`_` separators allowed), `default` when absent.
+/// Positional argument `index` as a number (`_` separators allowed), `default` when absent
+/// or `-`.
 pub(crate) fn arg(index: usize, default: u64) -> Result<u64, String> {
-    match std::env::args().nth(index) {
+    match std::env::args().nth(index).filter(|s| s != "-") {
         None => Ok(default),
         Some(s) => s
             .replace('_', "")

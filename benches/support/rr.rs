@@ -25,7 +25,7 @@
 //! link's in-flight bound (see [`common::link`]), the engines' connection limit
 //! ([`engine_config`]) and the server ports (see [`server_ports`]).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,48 @@ use rusty_testkit::memory::MemoryLink;
 use rusty_testkit::sim::{self, CLIENT_IP, SERVER_IP};
 
 use crate::common::{self, Messages, OutOfLine, MESSAGE_LEN};
+
+/// Which family the workload's connections use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    V4,
+    /// Over IPv6: both engines also have an IPv6 address on the link (usable at once,
+    /// with no duplicate detection), and the client opens to the server's.
+    V6,
+}
+
+impl Family {
+    /// `ipv4` (the default, `None`) or `ipv6`.
+    #[allow(dead_code)] // only the examples read a family from their command line
+    pub(crate) fn parse(word: Option<&str>) -> Result<Family, String> {
+        match word {
+            None | Some("ipv4") => Ok(Family::V4),
+            Some("ipv6") => Ok(Family::V6),
+            Some(other) => Err(format!("unknown family {other:?} (ipv4 or ipv6)")),
+        }
+    }
+
+    /// The server's address in this family.
+    fn server(self) -> IpAddr {
+        match self {
+            Family::V4 => SERVER_IP.into(),
+            Family::V6 => SERVER_IP6.into(),
+        }
+    }
+
+    /// `cfg`, for the engine whose IPv6 address in this family would be `ip6`.
+    fn configure(self, mut cfg: EngineConfig, ip6: Ipv6Addr) -> EngineConfig {
+        if self == Family::V6 {
+            cfg.ipv6 = vec![(ip6, 64)];
+            cfg.dad_transmits = 0;
+        }
+        cfg
+    }
+}
+
+/// The engines' IPv6 addresses (see [`Family::V6`]).
+const CLIENT_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
+const SERVER_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
 
 /// The first port the server listens on.
 pub(crate) const SERVER_PORT: u16 = 7;
@@ -227,8 +269,9 @@ fn rusty_server<D: PacketIo>(
     clock: &VirtualClock,
     connections: usize,
     burst: usize,
+    family: Family,
 ) -> ServerEngine<D> {
-    let cfg = engine_config(SERVER_IP, connections, burst);
+    let cfg = family.configure(engine_config(SERVER_IP, connections, burst), SERVER_IP6);
     Engine::new(dev, RrServer::default(), clock.clone(), cfg)
 }
 
@@ -245,11 +288,15 @@ pub(crate) type MemoryPair = RrPair<MemoryLink, ServerEngine<OutOfLine<MemoryLin
 
 impl MemoryPair {
     /// Two engines on a bare in-memory link.
-    pub(crate) fn memory(connections: usize, burst: usize) -> Result<MemoryPair, String> {
+    pub(crate) fn memory(
+        connections: usize,
+        burst: usize,
+        family: Family,
+    ) -> Result<MemoryPair, String> {
         let clock = VirtualClock::new();
         let (a, b) = common::link(2 * connections);
-        let server = rusty_server(OutOfLine::new(b), &clock, connections, burst);
-        RrPair::build(clock, a, server, connections, burst)
+        let server = rusty_server(OutOfLine::new(b), &clock, connections, burst, family);
+        RrPair::build(clock, a, server, connections, burst, family)
     }
 }
 
@@ -260,19 +307,20 @@ impl RrPair<FaultLink> {
     pub(crate) fn fault_injector(
         connections: usize,
         burst: usize,
+        family: Family,
     ) -> Result<RrPair<FaultLink>, String> {
         let clock = VirtualClock::new();
         let (a, b) = common::link(2 * connections);
         let a = FaultInjector::new(a, clock.clone(), FaultConfig::none(), 1);
         let b = FaultInjector::new(b, clock.clone(), FaultConfig::none(), 2);
-        let server = rusty_server(b, &clock, connections, burst);
-        RrPair::build(clock, a, server, connections, burst)
+        let server = rusty_server(b, &clock, connections, burst, family);
+        RrPair::build(clock, a, server, connections, burst, family)
     }
 }
 
 impl<D: PacketIo, S: RrServerSide> RrPair<D, S> {
     /// Build the client engine on `dev` (`burst` frames a turn), open `connections`
-    /// connections to `server`
+    /// connections of `family` to `server`
     /// (in batches of [`OPEN_BATCH`]), then run `connections` round trips so that
     /// measurements start with every connection's pipeline busy.
     ///
@@ -286,8 +334,9 @@ impl<D: PacketIo, S: RrServerSide> RrPair<D, S> {
         server: S,
         connections: usize,
         burst: usize,
+        family: Family,
     ) -> Result<RrPair<D, S>, String> {
-        let cfg = engine_config(CLIENT_IP, connections, burst);
+        let cfg = family.configure(engine_config(CLIENT_IP, connections, burst), CLIENT_IP6);
         let (ports, per_port) = server_ports(&cfg, connections);
         let client = RrClient {
             holding: true,
@@ -302,12 +351,13 @@ impl<D: PacketIo, S: RrServerSide> RrPair<D, S> {
             pair.server
                 .listen(port, per_port.min(connections - i * per_port));
         }
-        // One connection first: its SYN waits for ARP, and the ARP queue holds only a few
-        // frames per address; the others start once the server's MAC is known.
+        // One connection first: its SYN waits for ARP (or Neighbor Discovery), and the
+        // queue of frames waiting for a resolution holds only a few per address; the
+        // others start once the server's MAC is known.
         for i in 0..connections {
             let port = ports.start + (i / per_port) as u16;
             pair.client
-                .connect(SocketAddr::from((SERVER_IP, port)), Messages::default())
+                .connect(SocketAddr::new(family.server(), port), Messages::default())
                 .map_err(|(e, _)| format!("connect {i}: {e}"))?;
             let opened = i + 1;
             if (opened == 1 || opened % OPEN_BATCH == 0 || opened == connections)

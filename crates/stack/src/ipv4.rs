@@ -32,6 +32,9 @@ pub(crate) const HEADER_LEN: usize = 20;
 /// header and an IPv4 header without options.
 pub(crate) const TRANSPORT_OFFSET: usize = crate::ethernet::HEADER_LEN + HEADER_LEN;
 
+/// Where the source and destination addresses lie in the header, side by side.
+pub(crate) const ADDRESSES: std::ops::Range<usize> = 12..20;
+
 /// The TTL we send with: RFC 1700's recommended default, as Linux uses.
 pub const DEFAULT_TTL: u8 = 64;
 
@@ -274,10 +277,11 @@ pub(crate) fn write_header(
         b[2],
         b[3],
     ];
-    buf[..HEADER_LEN].copy_from_slice(&header);
+    let out: &mut [u8; HEADER_LEN] = (&mut buf[..HEADER_LEN]).try_into().expect("20 bytes");
+    *out = header;
     if fill_checksum {
-        let c = crate::checksum::checksum(&buf[..HEADER_LEN]);
-        buf[10..12].copy_from_slice(&c.to_be_bytes());
+        let c = crate::checksum::checksum_20(out);
+        out[10..12].copy_from_slice(&c);
     }
 }
 

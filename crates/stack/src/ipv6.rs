@@ -30,6 +30,9 @@ use std::net::Ipv6Addr;
 /// Length of the fixed IPv6 header.
 pub const HEADER_LEN: usize = 40;
 
+/// Where the source and destination addresses lie in the fixed header, side by side.
+pub(crate) const ADDRESSES: std::ops::Range<usize> = 8..40;
+
 /// The Hop Limit of the packets we send but Neighbor Discovery's (Linux's default).
 pub(crate) const DEFAULT_HOP_LIMIT: u8 = 64;
 
@@ -92,10 +95,6 @@ pub struct Ipv6Header {
     pub protocol: u8,
     /// Hop Limit as received.
     pub hop_limit: u8,
-    /// Traffic Class.
-    pub traffic_class: u8,
-    /// Flow Label (20 bits).
-    pub flow_label: u32,
     /// Where the upper-layer header starts, from the start of the fixed header.
     pub upper_offset: usize,
     /// Bytes of upper-layer header and payload.
@@ -103,10 +102,12 @@ pub struct Ipv6Header {
 }
 
 /// Validate `packet` (from the fixed header on) and find its upper-layer header.
+// Inlined: once per IPv6 packet, from one call site; a packet with no extension header
+// (every TCP segment Linux or Rusty sends) takes no loop (see `walk_extensions`).
+#[inline]
 pub fn parse(packet: &[u8]) -> Result<Ipv6Header, Ipv6Error> {
     let fixed: &[u8; HEADER_LEN] = packet
-        .get(..HEADER_LEN)
-        .and_then(|h| h.try_into().ok())
+        .first_chunk::<HEADER_LEN>()
         .ok_or(Ipv6Error::Truncated)?;
     if fixed[0] >> 4 != 6 {
         return Err(Ipv6Error::Version);
@@ -119,7 +120,35 @@ pub fn parse(packet: &[u8]) -> Result<Ipv6Header, Ipv6Error> {
     if packet.len() < end {
         return Err(Ipv6Error::Truncated);
     }
-    let mut protocol = fixed[6];
+    let (protocol, at) = match Extension::of(fixed[6]) {
+        None => (fixed[6], HEADER_LEN),
+        Some(_) => walk_extensions(packet, fixed[6], end)?,
+    };
+    if matches!(
+        protocol,
+        next::NO_NEXT | next::ESP | next::MOBILITY | next::HIP | next::SHIM6
+    ) {
+        return Err(Ipv6Error::NoUpperLayer);
+    }
+    let address = |from: usize| {
+        let octets: [u8; 16] = fixed[from..from + 16].try_into().expect("16 bytes");
+        Ipv6Addr::from(octets)
+    };
+    Ok(Ipv6Header {
+        src: address(8),
+        dst: address(24),
+        protocol,
+        hop_limit: fixed[7],
+        upper_offset: at,
+        upper_len: end - at,
+    })
+}
+
+/// The extension headers of `packet`, the first of them `first`, its payload ending at
+/// `end`: the upper-layer protocol after them and where it starts.
+#[inline(never)]
+fn walk_extensions(packet: &[u8], first: u8, end: usize) -> Result<(u8, usize), Ipv6Error> {
+    let mut protocol = first;
     let mut at = HEADER_LEN;
     let mut walked = 0;
     while let Some(kind) = Extension::of(protocol) {
@@ -152,26 +181,7 @@ pub fn parse(packet: &[u8]) -> Result<Ipv6Header, Ipv6Error> {
         protocol = header[0];
         at += len;
     }
-    if matches!(
-        protocol,
-        next::NO_NEXT | next::ESP | next::MOBILITY | next::HIP | next::SHIM6
-    ) {
-        return Err(Ipv6Error::NoUpperLayer);
-    }
-    let address = |from: usize| {
-        let octets: [u8; 16] = fixed[from..from + 16].try_into().expect("16 bytes");
-        Ipv6Addr::from(octets)
-    };
-    Ok(Ipv6Header {
-        src: address(8),
-        dst: address(24),
-        protocol,
-        hop_limit: fixed[7],
-        traffic_class: (fixed[0] << 4) | (fixed[1] >> 4),
-        flow_label: u32::from_be_bytes([0, fixed[1] & 0x0f, fixed[2], fixed[3]]),
-        upper_offset: at,
-        upper_len: end - at,
-    })
+    Ok((protocol, at))
 }
 
 /// The fixed header of a packet from `src` to `dst` whose payload (extension headers
@@ -187,13 +197,28 @@ pub fn header(
 ) -> Option<[u8; HEADER_LEN]> {
     let len = u16::try_from(payload_len).ok().filter(|&n| n > 0)?;
     let mut h = [0u8; HEADER_LEN];
-    h[0] = 0x60;
+    write_header(&mut h, &src, &dst, next_header, len, hop_limit);
+    Some(h)
+}
+
+/// [`header`] written in place, with a Payload Length of `len` (0 for a TSO super-frame
+/// above 64 KiB, whose length the device rewrites in each segment it cuts, as Linux
+/// writes it).
+#[inline]
+pub(crate) fn write_header(
+    h: &mut [u8; HEADER_LEN],
+    src: &Ipv6Addr,
+    dst: &Ipv6Addr,
+    next_header: u8,
+    len: u16,
+    hop_limit: u8,
+) {
+    h[..4].copy_from_slice(&[0x60, 0, 0, 0]);
     h[4..6].copy_from_slice(&len.to_be_bytes());
     h[6] = next_header;
     h[7] = hop_limit;
     h[8..24].copy_from_slice(&src.octets());
     h[24..40].copy_from_slice(&dst.octets());
-    Some(h)
 }
 
 /// Why a source address is one that no peer on a link sends from.
@@ -218,7 +243,21 @@ pub enum Martian {
 }
 
 /// Whether a packet from `src` may be a peer's, for a host whose address is `own`.
+#[inline]
 pub fn check_source(src: Ipv6Addr, own: Ipv6Addr) -> Result<(), Martian> {
+    // Every martian is in `::/8`, `ff00::/8` or Teredo's `2001::/32`, or is `own`: one
+    // look at the top bits lets every other address through.
+    let bits = src.to_bits();
+    let top = (bits >> 120) as u8;
+    if top != 0 && top != 0xff && (bits >> 96) as u32 != 0x2001_0000 && src != own {
+        return Ok(());
+    }
+    classify_source(src, own)
+}
+
+/// [`check_source`] for an address in one of the martian ranges.
+#[cold]
+fn classify_source(src: Ipv6Addr, own: Ipv6Addr) -> Result<(), Martian> {
     let s = src.segments();
     if src.is_unspecified() {
         Err(Martian::Unspecified)

@@ -227,10 +227,11 @@ proptest! {
     ) {
         let len = segment.len() as u32;
         let wide = Wide::pseudo_v6(src, dst, next_header, len).add_bytes(&segment);
-        prop_assert_eq!(
-            wide.folded(),
-            fold(combine(pseudo_header_v6(src, dst, next_header, len), sum(&segment)))
-        );
+        let want = fold(combine(pseudo_header_v6(src, dst, next_header, len), sum(&segment)));
+        prop_assert_eq!(wide.folded(), want);
+        let addresses: [u8; 32] = [src, dst].concat().try_into().unwrap();
+        let at = Wide::pseudo_v6_at(&addresses, next_header, len).add_bytes(&segment);
+        prop_assert_eq!(at.folded(), want);
     }
 
     /// A `Wide` sum of a pseudo-header and pieces at even and odd offsets, folded
@@ -300,6 +301,7 @@ proptest! {
             // Make it a valid header half the time: the checksum field set from the rest.
             header[10..12].copy_from_slice(&[0, 0]);
             let c = checksum(&header);
+            prop_assert_eq!(checksum_20(&header), c.to_be_bytes());
             header[10..12].copy_from_slice(&c.to_be_bytes());
             prop_assert!(verify_20(&header));
         }

@@ -44,6 +44,24 @@ impl Wide {
         Wide(halves(src) + halves(dst) + u128::from(last))
     }
 
+    /// [`Wide::pseudo_v4`] of the source and destination addresses as they lie in an
+    /// IPv4 header, side by side (`header[12..20]`).
+    #[inline]
+    pub fn pseudo_v4_at(addresses: &[u8; 8], protocol: u8, len: u16) -> Wide {
+        let (src, dst) = addresses.split_at(4);
+        let word = |b: &[u8]| <[u8; 4]>::try_from(b).expect("four bytes");
+        Wide::pseudo_v4(word(src), word(dst), protocol, len)
+    }
+
+    /// [`Wide::pseudo_v6`] of the source and destination addresses as they lie in an
+    /// IPv6 header, side by side (`header[8..40]`).
+    #[inline]
+    pub fn pseudo_v6_at(addresses: &[u8; 32], next_header: u8, len: u32) -> Wide {
+        let l = len.to_be_bytes();
+        let last = u64::from_ne_bytes([l[0], l[1], l[2], l[3], 0, 0, 0, next_header]);
+        Wide(u128::from(last)).add_bytes(addresses)
+    }
+
     /// The pseudo-header of a TCP segment of `len` bytes from `src` to `dst`, of
     /// either family (both must be of the same one; a mixed pair sums as IPv6 with the
     /// IPv4 address mapped, which matches no segment).

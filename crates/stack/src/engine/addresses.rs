@@ -55,6 +55,9 @@ impl Address {
 /// The engine's addresses.
 pub(super) struct Addresses {
     list: Vec<Address>,
+    /// The usable IPv6 addresses (as numbers) and their indexes: what the receive path
+    /// compares a packet's addresses with.
+    usable6: Vec<(u128, u8)>,
     /// The index of the IPv4 address, if the link has one.
     v4: Option<u8>,
     transmits: u8,
@@ -75,6 +78,7 @@ impl Addresses {
     ) -> Addresses {
         let mut a = Addresses {
             list: Vec::new(),
+            usable6: Vec::new(),
             v4: None,
             transmits: cfg.dad_transmits,
             mac,
@@ -111,7 +115,28 @@ impl Addresses {
             }
         }
         debug_assert!(a.list.len() <= usize::from(u8::MAX));
+        a.refresh_usable();
         a
+    }
+
+    /// Rebuild [`Addresses::usable6`] after a change of duplicate detection.
+    fn refresh_usable(&mut self) {
+        self.usable6.clear();
+        for (i, a) in self.list.iter().enumerate() {
+            if let (IpAddr::V6(ip), true) = (a.ip, a.usable()) {
+                self.usable6.push((ip.to_bits(), i as u8));
+            }
+        }
+    }
+
+    /// The index of `ip` if it is one of our usable IPv6 addresses.
+    #[inline]
+    pub(super) fn usable_v6(&self, ip: &Ipv6Addr) -> Option<u8> {
+        let bits = ip.to_bits();
+        self.usable6
+            .iter()
+            .find(|&&(a, _)| a == bits)
+            .map(|&(_, i)| i)
     }
 
     /// The link-local address of draw `try_` (RFC 7217's DAD_Counter).
@@ -182,6 +207,7 @@ impl Addresses {
                 }
             }
         }
+        self.refresh_usable();
     }
 
     /// When duplicate detection next has something to do.
@@ -218,6 +244,7 @@ impl Addresses {
             a.dad = Some(Dad::new(ip, self.transmits, DAD_INTERVAL, now));
             a.link_local_try = Some(t);
         }
+        self.refresh_usable();
         true
     }
 }

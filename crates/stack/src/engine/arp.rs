@@ -81,7 +81,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
         let cfg = &self.cfg;
         for (_, block) in self.app.iter_mut() {
-            if cfg.next_hop(block.key.remote_ip) == ip && block.mac.is_some_and(|m| m != new) {
+            if cfg.next_hop(block.key.remote_ip()) == ip && block.mac.is_some_and(|m| m != new) {
                 block.mac = Some(new);
             }
         }

@@ -37,12 +37,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let Some(port) = self.pick_port(local, remote) else {
             return Err((ConnectError::NoPortAvailable, state));
         };
-        let key = FlowKey {
-            remote_ip: remote.ip(),
-            remote_port: remote.port(),
-            local_port: port,
-            local,
-        };
+        let key = FlowKey::new(remote.ip(), remote.port(), port, local);
         let hash = self.tuple_hash(&key);
         let iss = hash.isn(self.now);
         self.stats.conns_opened_active += 1;
@@ -63,12 +58,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let held = Held::of(self.flows.ports_in_use(dest));
         let flows = &self.flows;
         let is_free = |local_port: u16| {
-            let key = FlowKey {
-                remote_ip: dest.0,
-                remote_port: dest.1,
-                local_port,
-                local,
-            };
+            let key = FlowKey::new(dest.0, dest.1, local_port, local);
             !flows.contains_key(&key)
         };
         let (queue, queues) = (caps.queue, caps.queue_count.max(1));

@@ -33,7 +33,7 @@ impl AppConn for Block {
         let k = &self.key;
         (
             SocketAddr::new(self.tcb.local_ip(), k.local_port),
-            SocketAddr::new(k.remote_ip, k.remote_port),
+            SocketAddr::new(k.remote_ip(), k.remote_port),
         )
     }
     fn is_closed(&self) -> bool {

@@ -218,12 +218,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     fn key(ip: u32, remote_port: u16, local_port: u16) -> FlowKey {
-        FlowKey {
-            remote_ip: Ipv4Addr::from(ip).into(),
-            remote_port,
-            local_port,
-            local: 0,
-        }
+        FlowKey::new(Ipv4Addr::from(ip).into(), remote_port, local_port, 0)
     }
 
     #[test]

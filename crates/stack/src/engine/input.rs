@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use super::flows::Flow;
 use super::{timewait, Engine, FlowKey};
 use crate::app::Handler;
+use crate::checksum;
 use crate::drop_reason::DropReason;
 use crate::ethernet::{self, EthernetProtocol};
 use crate::icmp;
@@ -22,11 +23,30 @@ const MAX_MISDIRECTED: usize = 1024;
 /// A TCP segment for us, as the IP layer (either family) hands it to TCP.
 pub(super) struct TcpIn<'a> {
     pub src: IpAddr,
-    pub dst: IpAddr,
-    /// Which of our addresses `dst` is (see `addresses`).
+    /// The source and destination addresses as they lie in the IP header (8 bytes for
+    /// IPv4, 32 for IPv6), which the pseudo-header sum reads.
+    pub addresses: &'a [u8],
+    /// Which of our addresses the destination is (see `addresses`).
     pub local: u8,
     /// The TCP header and payload.
     pub segment: &'a [u8],
+}
+
+impl TcpIn<'_> {
+    /// The pseudo-header of the segment, which is `len` bytes long.
+    #[inline]
+    fn pseudo(&self, len: u16) -> checksum::Wide {
+        const TCP: u8 = 6;
+        match (
+            self.addresses.first_chunk::<32>(),
+            self.addresses.first_chunk::<8>(),
+        ) {
+            (Some(v6), _) => checksum::Wide::pseudo_v6_at(v6, TCP, u32::from(len)),
+            (None, Some(v4)) => checksum::Wide::pseudo_v4_at(v4, TCP, len),
+            // The IP layers give 8 or 32 bytes: no segment checks against nothing.
+            (None, None) => checksum::Wide::default(),
+        }
+    }
 }
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
@@ -52,7 +72,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             _ => return self.stats.drop(DropReason::UnknownEtherType),
         };
         if let Some(t) = tcp {
-            self.on_tcp(frame, t.src, t.dst, t.local, t.segment, checksum_verified);
+            self.on_tcp(frame, &t, checksum_verified);
         }
     }
 
@@ -77,10 +97,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         };
         match ip.protocol {
             IpProtocol::Tcp => {
-                let (src, dst) = (IpAddr::V4(ip.src), IpAddr::V4(ip.dst));
                 return Some(TcpIn {
-                    src,
-                    dst,
+                    src: IpAddr::V4(ip.src),
+                    addresses: &packet[ipv4::ADDRESSES],
                     local,
                     segment: l4,
                 });
@@ -114,34 +133,26 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
     }
 
-    /// A TCP segment `l4` from `src` to our address `dst`, which is address `local` of
-    /// the engine's table (see `addresses`).
-    fn on_tcp(
-        &mut self,
-        frame: &[u8],
-        src: IpAddr,
-        dst: IpAddr,
-        local: u8,
-        l4: &[u8],
-        checksum_verified: bool,
-    ) {
+    /// The TCP segment `t`, which came in `frame`.
+    fn on_tcp(&mut self, frame: &[u8], t: &TcpIn<'_>, checksum_verified: bool) {
         let mut seg = Segment::default();
-        let payload = match Segment::parse_into(l4, src, dst, checksum_verified, &mut seg) {
+        let pseudo = |len| t.pseudo(len);
+        let payload = match Segment::parse_into(t.segment, pseudo, checksum_verified, &mut seg) {
             Ok(payload) => payload,
             Err(ParseError::Checksum) => return self.stats.drop(DropReason::BadTcpChecksum),
             Err(ParseError::Malformed) => return self.stats.drop(DropReason::BadTcpHeader),
         };
         self.stats.segments_in += 1;
-        let key = FlowKey {
-            remote_ip: src,
-            remote_port: seg.src_port,
-            local_port: seg.dst_port,
-            local,
-        };
+        let key = FlowKey::new(t.src, seg.src_port, seg.dst_port, t.local);
         // One lookup for a live connection and a TIME-WAIT entry alike.
         let flow = self.flows.get(&key);
         if let Some(Flow::Conn(index)) = flow {
             return self.conn_input(index as usize, &seg, payload);
+        }
+        // No connection has a source no peer may have (none was let in): checked here,
+        // off the path of established connections. IPv4's was checked with its header.
+        if let Err(reason) = self.check_v6_source(t.src) {
+            return self.stats.drop(reason);
         }
         if let Some(owner) = self.flow_owner(&key) {
             // A sibling's flow, steered here by a link we cannot predict: the owner holds

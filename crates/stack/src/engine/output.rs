@@ -165,7 +165,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     fn send_conn_segment<S: SegmentHeader>(&mut self, index: usize, seg: &S) {
         let block = &mut self.app[index];
-        let hop = self.cfg.next_hop(block.key.remote_ip);
+        let hop = self.cfg.next_hop(block.key.remote_ip());
         if block.mac.is_none() {
             block.mac = self.arp.lookup(hop, self.now);
         }
@@ -358,7 +358,7 @@ impl SegmentHeader for PredictedSegment {
 struct TcpFrame<'a, S> {
     src_mac: MacAddr,
     dst_mac: MacAddr,
-    /// Our address, of the family of `key.remote_ip`.
+    /// Our address, of the family of `key.remote_ip()`.
     src_ip: IpAddr,
     key: FlowKey,
     seg: &'a S,
@@ -431,8 +431,8 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
         let tcp_len = hl + self.seg.payload().1;
         let ip_start = ethernet::HEADER_LEN;
         let tcp_start = ipv4::TRANSPORT_OFFSET;
-        let (src, dst) = match (self.src_ip, self.key.remote_ip) {
-            (IpAddr::V4(src), IpAddr::V4(dst)) => (src, dst),
+        let (src, dst) = match (self.src_ip, self.key.remote_v4()) {
+            (IpAddr::V4(src), Some(dst)) => (src, dst),
             _ => return self.write_v6(buf, hl, offload),
         };
         ethernet::write_header(
@@ -468,10 +468,11 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
         let tcp_len = hl + self.seg.payload().1;
         let ip_start = ethernet::HEADER_LEN;
         let tcp_start = ip_start + crate::ipv6::HEADER_LEN;
-        let (src, dst) = (
-            crate::ipv6::as_v6(self.src_ip),
-            crate::ipv6::as_v6(self.key.remote_ip),
-        );
+        // By reference: matched by value, the two addresses are taken apart into bytes.
+        let (src, dst) = match (&self.src_ip, self.key.remote()) {
+            (IpAddr::V6(src), IpAddr::V6(dst)) => (*src, *dst),
+            (&src, &dst) => (crate::ipv6::as_v6(src), crate::ipv6::as_v6(dst)),
+        };
         ethernet::write_header(
             &mut buf[..ip_start],
             self.src_mac,
@@ -479,11 +480,16 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
             EthernetProtocol::Ipv6,
         );
         let tcp = IpProtocol::Tcp.into();
-        let h = crate::ipv6::header(src, dst, tcp, tcp_len, crate::ipv6::DEFAULT_HOP_LIMIT);
-        // A segment of ours is below 64 KiB but as a TSO super-frame, whose length field
-        // the device rewrites in each segment it cuts.
-        buf[ip_start..tcp_start].copy_from_slice(&h.unwrap_or([0; crate::ipv6::HEADER_LEN]));
-        let pseudo = checksum::Wide::pseudo_v6(src.octets(), dst.octets(), tcp, tcp_len as u32);
+        let header: &mut [u8; crate::ipv6::HEADER_LEN] = (&mut buf[ip_start..tcp_start])
+            .try_into()
+            .expect("the IPv6 header's bytes");
+        // A TSO super-frame may be above 64 KiB: its length is the device's to write.
+        let len = u16::try_from(tcp_len).unwrap_or(0);
+        let hops = crate::ipv6::DEFAULT_HOP_LIMIT;
+        crate::ipv6::write_header(header, &src, &dst, tcp, len, hops);
+        // Summed where the header holds them: the addresses are not taken apart again.
+        let addresses = header[8..].first_chunk::<32>().expect("both addresses");
+        let pseudo = checksum::Wide::pseudo_v6_at(addresses, tcp, tcp_len as u32);
         self.write_tcp(buf, tcp_start, hl, offload, pseudo)
     }
 

@@ -50,7 +50,7 @@ pub fn owner_queue(key: &FlowKey, ephemeral: &RangeInclusive<u16>, queues: u16) 
     if ephemeral.contains(&key.local_port) {
         key.local_port % queues
     } else {
-        (remote_hash(key.remote_ip, key.remote_port) % u64::from(queues)) as u16
+        (remote_hash(key.remote_ip(), key.remote_port) % u64::from(queues)) as u16
     }
 }
 
@@ -95,12 +95,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     fn key(remote_ip: impl Into<IpAddr>, remote_port: u16, local_port: u16) -> FlowKey {
-        FlowKey {
-            remote_ip: remote_ip.into(),
-            remote_port,
-            local_port,
-            local: 0,
-        }
+        FlowKey::new(remote_ip.into(), remote_port, local_port, 0)
     }
 
     #[test]
@@ -130,7 +125,7 @@ mod tests {
                     let q = owner_queue(&k, &eph, queues);
                     assert_eq!(
                         q,
-                        owner_queue(&key(k.remote_ip, k.remote_port, 7), &eph, queues)
+                        owner_queue(&key(k.remote_ip(), k.remote_port, 7), &eph, queues)
                     );
                     counts[usize::from(q)] += 1;
                 }

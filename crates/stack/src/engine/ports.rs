@@ -79,7 +79,7 @@ impl PortUse {
     pub(super) fn added(&mut self, key: &FlowKey) {
         if self.range.contains(&key.local_port) {
             self.by_remote
-                .entry((key.remote_ip, key.remote_port))
+                .entry((key.remote_ip(), key.remote_port))
                 .or_default()
                 .count += 1;
         }
@@ -90,7 +90,7 @@ impl PortUse {
         if !self.range.contains(&key.local_port) {
             return;
         }
-        let remote = (key.remote_ip, key.remote_port);
+        let remote = (key.remote_ip(), key.remote_port);
         if let Some(e) = self.by_remote.get_mut(&remote) {
             e.count -= 1;
             e.freed = key.local_port;
@@ -301,12 +301,7 @@ mod tests {
     const REMOTE: Remote = (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 80);
 
     fn key(local_port: u16) -> FlowKey {
-        FlowKey {
-            remote_ip: REMOTE.0,
-            remote_port: REMOTE.1,
-            local_port,
-            local: 0,
-        }
+        FlowKey::new(REMOTE.0, REMOTE.1, local_port, 0)
     }
 
     /// Fill `range` through `pick` alone; returns the picks and the probes they cost.

@@ -343,12 +343,7 @@ mod tests {
     use std::rc::Rc;
 
     fn key(port: u16) -> FlowKey {
-        FlowKey {
-            remote_ip: Ipv4Addr::new(10, 0, 0, 2).into(),
-            remote_port: port,
-            local_port: 80,
-            local: 0,
-        }
+        FlowKey::new(Ipv4Addr::new(10, 0, 0, 2).into(), port, 80, 0)
     }
 
     fn tcb(cfg: &TcpConfig) -> Tcb {

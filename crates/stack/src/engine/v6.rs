@@ -72,8 +72,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     /// `frame` is the whole frame, which carries the IPv6 `packet`; its Ethernet header
     /// has been parsed and admitted. A TCP segment for us comes back (see `on_frame`).
-    // Never inlined: IPv4's path is the one the receive loop is laid out for.
-    #[inline(never)]
+    // Inlined: a TCP segment, the common packet, comes back to `on_frame` at little
+    // cost; the rest of IPv6 is out of line (`on_ipv6_other`).
+    #[inline]
     pub(super) fn on_ipv6<'a>(&mut self, frame: &[u8], packet: &'a [u8]) -> Option<TcpIn<'a>> {
         let ip = match ipv6::parse(packet) {
             Ok(ip) => ip,
@@ -86,26 +87,35 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             self.stats.drop(DropReason::BadIpLength);
             return None;
         };
-        match self.admit_v6(&ip) {
+        if ip.protocol == TCP {
+            // To one of our usable addresses (not to a group, RFC 9293 §3.9.1, nor to an
+            // address not yet ours). The source is checked where a segment finds no
+            // connection (`check_v6_source`).
+            let Some(local) = self.addrs.usable_v6(&ip.dst) else {
+                self.stats.drop(DropReason::NotOurAddress);
+                return None;
+            };
+            return Some(TcpIn {
+                src: IpAddr::V6(ip.src),
+                addresses: &packet[ipv6::ADDRESSES],
+                local,
+                segment: l4,
+            });
+        }
+        self.on_ipv6_other(frame, &ip, l4);
+        None
+    }
+
+    /// An IPv6 packet that is not TCP, with its header `ip` and upper layer `l4`.
+    #[inline(never)]
+    fn on_ipv6_other(&mut self, frame: &[u8], ip: &Ipv6Header, l4: &[u8]) {
+        match self.admit_v6(ip) {
             Ok(local) => match ip.protocol {
-                TCP => match local {
-                    Some(i) if self.addrs.get(i).usable() => {
-                        return Some(TcpIn {
-                            src: IpAddr::V6(ip.src),
-                            dst: IpAddr::V6(ip.dst),
-                            local: i,
-                            segment: l4,
-                        })
-                    }
-                    // TCP to a group (RFC 9293 §3.9.1) or to an address not yet ours.
-                    _ => self.stats.drop(DropReason::NotOurAddress),
-                },
-                icmpv6::NEXT_HEADER => self.on_icmpv6(frame, &ip, l4, local),
+                icmpv6::NEXT_HEADER => self.on_icmpv6(frame, ip, l4, local),
                 _ => self.stats.drop(DropReason::UnknownProtocol),
             },
             Err(reason) => self.stats.drop(reason),
         }
-        None
     }
 
     /// Whether a packet with header `ip` is for us and from a possible peer; which of
@@ -133,6 +143,23 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             }
         }
         Ok(local)
+    }
+
+    /// Whether a TCP segment from `src` that found no connection may be a peer's: for
+    /// IPv6, not a martian and none of our usable addresses (IPv4's source was checked
+    /// with its header).
+    #[inline]
+    pub(super) fn check_v6_source(&self, src: IpAddr) -> Result<(), DropReason> {
+        let IpAddr::V6(src) = src else {
+            return Ok(());
+        };
+        if ipv6::check_source(src, Ipv6Addr::UNSPECIFIED).is_err() {
+            Err(DropReason::MartianSource)
+        } else if self.addrs.usable_v6(&src).is_some() {
+            Err(DropReason::OwnSourceAddress)
+        } else {
+            Ok(())
+        }
     }
 
     /// Whether we joined `group`: all-nodes, or the solicited-node group of one of our
@@ -395,12 +422,12 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let Some(local) = self.addrs.find_v6(ours) else {
             return self.stats.drop(DropReason::BadIcmp);
         };
-        let key = super::FlowKey {
-            remote_ip: IpAddr::V6(peer),
-            remote_port: u16::from_be_bytes([tcp[2], tcp[3]]),
-            local_port: u16::from_be_bytes([tcp[0], tcp[1]]),
+        let key = super::FlowKey::new(
+            IpAddr::V6(peer),
+            u16::from_be_bytes([tcp[2], tcp[3]]),
+            u16::from_be_bytes([tcp[0], tcp[1]]),
             local,
-        };
+        );
         let Some(index) = self.flows.conn(&key) else {
             return;
         };

@@ -124,7 +124,8 @@ impl Segment {
     ) -> Result<(Segment, &[u8]), ParseError> {
         let mut seg = Segment::default();
         let (src, dst) = (src.into(), dst.into());
-        let payload = Segment::parse_into(tcp, src, dst, checksum_verified, &mut seg)?;
+        let pseudo = |len| checksum::Wide::pseudo_tcp(src, dst, len);
+        let payload = Segment::parse_into(tcp, pseudo, checksum_verified, &mut seg)?;
         Ok((seg, payload))
     }
 
@@ -137,8 +138,7 @@ impl Segment {
     #[inline(always)]
     pub(crate) fn parse_into<'a>(
         tcp: &'a [u8],
-        src: IpAddr,
-        dst: IpAddr,
+        pseudo: impl FnOnce(u16) -> checksum::Wide,
         checksum_verified: bool,
         seg: &mut Segment,
     ) -> Result<&'a [u8], ParseError> {
@@ -152,7 +152,7 @@ impl Segment {
         if !checksum_verified {
             let len = u16::try_from(tcp.len()).map_err(|_| ParseError::Malformed)?;
             // Pseudo-header and segment summed together, folded once.
-            let pseudo = checksum::Wide::pseudo_tcp(src, dst, len);
+            let pseudo = pseudo(len);
             if !pseudo.add_bytes(tcp).verifies() {
                 return Err(ParseError::Checksum);
             }

@@ -282,12 +282,12 @@ fn flow_of(frame: &[u8]) -> Option<FlowKey> {
         return None;
     }
     let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
-    Some(FlowKey {
-        remote_ip: ip.src_addr().into(),
-        remote_port: tcp.src_port(),
-        local_port: tcp.dst_port(),
-        local: 0,
-    })
+    Some(FlowKey::new(
+        ip.src_addr().into(),
+        tcp.src_port(),
+        tcp.dst_port(),
+        0,
+    ))
 }
 
 /// Both ends of a two-queue link without RSS steer adversarially, as a veth may when
@@ -400,12 +400,7 @@ fn adversarial_steering(steer: Steer, backlog: usize, seed: u64) {
         // Every connection lives on the worker that owns it, from its first segment on.
         for (q, server) in servers.iter().enumerate() {
             for (remote, _) in server.connection_states() {
-                let key = FlowKey {
-                    remote_ip: remote.ip(),
-                    remote_port: remote.port(),
-                    local_port: 7,
-                    local: 0,
-                };
+                let key = FlowKey::new(remote.ip(), remote.port(), 7, 0);
                 let owner = owner_queue(&key, &ephemeral, QUEUES);
                 assert_eq!(usize::from(owner), q, "{remote} accepted by a non-owner");
             }

@@ -29,7 +29,7 @@ impl Connection for TcbConn<'_> {
         SocketAddr::new(self.tcb.local_ip(), self.key.local_port)
     }
     fn peer_addr(&self) -> SocketAddr {
-        SocketAddr::new(self.key.remote_ip, self.key.remote_port)
+        SocketAddr::new(self.key.remote_ip(), self.key.remote_port)
     }
     fn send_space(&self) -> usize {
         self.tcb.send_space()

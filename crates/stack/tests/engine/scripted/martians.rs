@@ -249,12 +249,7 @@ fn frames_from_a_group_source_mac_are_dropped_arp_included() {
 #[test]
 fn no_tcp_frame_is_sent_to_a_group_mac() {
     let mut net = listening();
-    let key = FlowKey {
-        remote_ip: PEER_IP.into(),
-        remote_port: 40000,
-        local_port: PORT,
-        local: 0,
-    };
+    let key = FlowKey::new(PEER_IP.into(), 40000, PORT, 0);
     let rst = TxSegment {
         seq: SeqNum(1),
         rst: true,

@@ -73,12 +73,7 @@ fn time_wait_is_compact_reacks_fin_expires_and_reopens() {
 fn a_cookie_ack_on_a_pair_whose_entry_a_rst_closed_takes_the_flow_over() {
     let mut net = time_wait_net();
     let pc = close_into_time_wait(&mut net, 40000, SeqNum(1000), FULL);
-    let key = FlowKey {
-        remote_ip: PEER_IP.into(),
-        remote_port: 40000,
-        local_port: PORT,
-        local: 0,
-    };
+    let key = FlowKey::new(PEER_IP.into(), 40000, PORT, 0);
     // The peer's RST at RCV.NXT closes the entry, which stays, inert, in the flow table.
     let mut rst = pc.seg(&net);
     rst.rst = true;
