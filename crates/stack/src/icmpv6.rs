@@ -26,6 +26,8 @@ pub const NEXT_HEADER: u8 = 58;
 /// The Hop Limit Neighbor Discovery messages are sent and must arrive with.
 pub const ND_HOP_LIMIT: u8 = 255;
 
+const DESTINATION_UNREACHABLE: u8 = 1;
+const PARAMETER_PROBLEM: u8 = 4;
 const ECHO_REQUEST: u8 = 128;
 const ECHO_REPLY: u8 = 129;
 const NEIGHBOR_SOLICITATION: u8 = 135;
@@ -242,6 +244,48 @@ fn seal(icmp: &mut [u8], src: Ipv6Addr, dst: Ipv6Addr) {
     let pseudo = checksum::pseudo_header_v6(src.octets(), dst.octets(), NEXT_HEADER, len);
     let c = checksum::finish(checksum::combine(pseudo, checksum::sum(icmp)));
     icmp[2..4].copy_from_slice(&c.to_be_bytes());
+}
+
+/// The ICMPv6 errors a host of ours sends (RFC 4443 §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorOut {
+    /// Destination Unreachable, port unreachable (code 4): a UDP datagram, which no
+    /// socket here takes (RFC 4443 §3.1).
+    PortUnreachable,
+    /// Parameter Problem, unrecognized Next Header (code 1), the byte that names the
+    /// protocol `pointer` bytes into the invoking packet (RFC 4443 §3.4).
+    UnknownNextHeader {
+        /// Where that byte is.
+        pointer: u32,
+    },
+}
+
+/// The smallest MTU an IPv6 link has: no error message is longer (RFC 4443 §2.4 (c)).
+const MIN_MTU: usize = 1280;
+
+/// The error `kind` about `invoking` (the packet as received, from its IPv6 header
+/// on), from `own` to `peer`: as much of the invoking packet as fits a message of at
+/// most `max_len` bytes (the link's MTU less the IPv6 header), and never more than the
+/// IPv6 minimum MTU allows.
+pub fn error(
+    kind: ErrorOut,
+    invoking: &[u8],
+    own: Ipv6Addr,
+    peer: Ipv6Addr,
+    max_len: usize,
+) -> Vec<u8> {
+    let (kind, code, word) = match kind {
+        ErrorOut::PortUnreachable => (DESTINATION_UNREACHABLE, 4, 0),
+        ErrorOut::UnknownNextHeader { pointer } => (PARAMETER_PROBLEM, 1, pointer),
+    };
+    let room = max_len
+        .min(MIN_MTU - crate::ipv6::HEADER_LEN)
+        .saturating_sub(8);
+    let mut icmp = vec![kind, code, 0, 0];
+    icmp.extend_from_slice(&word.to_be_bytes());
+    icmp.extend_from_slice(&invoking[..invoking.len().min(room)]);
+    seal(&mut icmp, own, peer);
+    icmp
 }
 
 /// The Echo Reply to an Echo Request (`ident`, `seq`, `data`) that came from `peer` to

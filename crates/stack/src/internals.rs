@@ -44,9 +44,9 @@ pub mod ipv6 {
 /// ICMPv6 and Neighbor Discovery messages, read and written.
 pub mod icmpv6 {
     pub use crate::icmpv6::{
-        echo_reply, group_mac, mld_report, neighbor_advertisement, neighbor_solicitation, parse,
-        solicited_node, ErrorKind, Icmpv6Error, Message, MLD_HOP_BY_HOP, MLD_ROUTERS, ND_HOP_LIMIT,
-        NEXT_HEADER,
+        echo_reply, error, group_mac, mld_report, neighbor_advertisement, neighbor_solicitation,
+        parse, solicited_node, ErrorKind, ErrorOut, Icmpv6Error, Message, MLD_HOP_BY_HOP,
+        MLD_ROUTERS, ND_HOP_LIMIT, NEXT_HEADER,
     };
 }
 

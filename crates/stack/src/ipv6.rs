@@ -97,6 +97,9 @@ pub struct Ipv6Header {
     pub hop_limit: u8,
     /// Where the upper-layer header starts, from the start of the fixed header.
     pub upper_offset: usize,
+    /// Where the byte that names the upper-layer protocol is (the fixed header's Next
+    /// Header, or the last extension header's): what a Parameter Problem points at.
+    pub protocol_at: usize,
     /// Bytes of upper-layer header and payload.
     pub upper_len: usize,
 }
@@ -120,8 +123,8 @@ pub fn parse(packet: &[u8]) -> Result<Ipv6Header, Ipv6Error> {
     if packet.len() < end {
         return Err(Ipv6Error::Truncated);
     }
-    let (protocol, at) = match Extension::of(fixed[6]) {
-        None => (fixed[6], HEADER_LEN),
+    let (protocol, at, protocol_at) = match Extension::of(fixed[6]) {
+        None => (fixed[6], HEADER_LEN, 6),
         Some(_) => walk_extensions(packet, fixed[6], end)?,
     };
     if matches!(
@@ -140,16 +143,19 @@ pub fn parse(packet: &[u8]) -> Result<Ipv6Header, Ipv6Error> {
         protocol,
         hop_limit: fixed[7],
         upper_offset: at,
+        protocol_at,
         upper_len: end - at,
     })
 }
 
 /// The extension headers of `packet`, the first of them `first`, its payload ending at
-/// `end`: the upper-layer protocol after them and where it starts.
+/// `end`: the upper-layer protocol after them, where it starts, and where the byte that
+/// names it is.
 #[inline(never)]
-fn walk_extensions(packet: &[u8], first: u8, end: usize) -> Result<(u8, usize), Ipv6Error> {
+fn walk_extensions(packet: &[u8], first: u8, end: usize) -> Result<(u8, usize, usize), Ipv6Error> {
     let mut protocol = first;
     let mut at = HEADER_LEN;
+    let mut protocol_at = 6;
     let mut walked = 0;
     while let Some(kind) = Extension::of(protocol) {
         if walked == MAX_EXTENSION_HEADERS || (kind == Extension::HopByHop && walked > 0) {
@@ -179,9 +185,10 @@ fn walk_extensions(packet: &[u8], first: u8, end: usize) -> Result<(u8, usize), 
             Extension::Auth => {}
         }
         protocol = header[0];
+        protocol_at = at;
         at += len;
     }
-    Ok((protocol, at))
+    Ok((protocol, at, protocol_at))
 }
 
 /// The fixed header of a packet from `src` to `dst` whose payload (extension headers

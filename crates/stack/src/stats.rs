@@ -39,6 +39,10 @@ pub struct Stats {
     pub duplicate_addresses: u64,
     /// Connections whose segment size an ICMPv6 Packet Too Big lowered.
     pub path_mtu_lowered: u64,
+    /// ICMPv6 errors sent (port unreachable for UDP, parameter problems).
+    pub icmpv6_errors_sent: u64,
+    /// ICMPv6 errors not sent because the engine's budget for them was spent.
+    pub icmpv6_errors_suppressed: u64,
     /// Active opens started.
     pub conns_opened_active: u64,
     /// Passive opens the application accepted.
@@ -140,6 +144,8 @@ impl Default for Stats {
             neighbor_advertisements_sent: 0,
             duplicate_addresses: 0,
             path_mtu_lowered: 0,
+            icmpv6_errors_sent: 0,
+            icmpv6_errors_suppressed: 0,
             conns_opened_active: 0,
             conns_opened_passive: 0,
             conns_refused: 0,
@@ -225,6 +231,8 @@ impl Stats {
             neighbor_advertisements_sent,
             duplicate_addresses,
             path_mtu_lowered,
+            icmpv6_errors_sent,
+            icmpv6_errors_suppressed,
             conns_opened_active,
             conns_opened_passive,
             conns_refused,

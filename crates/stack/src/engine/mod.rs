@@ -228,6 +228,8 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     v6_due: Instant,
     /// Our groups changed: report them (MLD) at the next turn.
     mld_pending: bool,
+    /// What is left of the budget for ICMPv6 errors.
+    error_budget: v6::ErrorBudget,
     arp_ready: Vec<Vec<u8>>,
     misdirected: Vec<(u16, Vec<u8>)>,
     /// Keeps the engine on its worker's thread.
@@ -324,6 +326,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             dad_probes: Vec::new(),
             v6_due: if has_v6 { now } else { Instant::FAR_FUTURE },
             mld_pending: has_v6,
+            error_budget: v6::ErrorBudget::new(now),
             arp_ready: Vec::new(),
             misdirected: Vec::new(),
             _not_send: PhantomData,

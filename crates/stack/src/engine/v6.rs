@@ -8,8 +8,10 @@
 //! What is answered is what Linux answers, or less: echo requests to one of our
 //! unicast addresses (not to a group: no amplification), solicitations for our
 //! addresses, and the advertisement that defends an address another node probes for.
-//! Router advertisements and redirects are not acted on (routes are configured), and
-//! no ICMPv6 error of our own is sent.
+//! Router advertisements and redirects are not acted on (routes are configured). The
+//! ICMPv6 errors of our own are Linux's for a host with no UDP socket: port
+//! unreachable for UDP, and a parameter problem for a protocol we do not know, within
+//! a budget ([`ErrorBudget`]).
 
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -18,7 +20,7 @@ use super::Engine;
 use crate::app::Handler;
 use crate::drop_reason::DropReason;
 use crate::ethernet::{self, EthernetProtocol};
-use crate::icmpv6::{self, ErrorKind, Icmpv6Error, Message};
+use crate::icmpv6::{self, ErrorKind, ErrorOut, Icmpv6Error, Message};
 use crate::io::{MacAddr, PacketIo, TxFrame};
 use crate::ipv6::{self, Ipv6Error, Ipv6Header};
 use crate::time::{Clock, Instant};
@@ -32,6 +34,46 @@ const MIN_MTU: usize = 1280;
 
 /// TCP's protocol number, as IPv6's Next Header.
 const TCP: u8 = 6;
+
+/// UDP's.
+const UDP: u8 = 17;
+
+/// The budget for ICMPv6 errors of our own: a token bucket of this many, refilled one
+/// a millisecond (Linux's `icmp_msgs_burst` and `icmp_msgs_per_sec`), so a flood of
+/// packets that each call for an error gets a thousand errors a second at most.
+const ERROR_BURST: u32 = 50;
+
+/// Tokens for ICMPv6 errors (see [`ERROR_BURST`]).
+#[derive(Debug)]
+pub(super) struct ErrorBudget {
+    tokens: u32,
+    /// When `tokens` was last refilled.
+    at: Instant,
+}
+
+impl ErrorBudget {
+    pub(super) fn new(now: Instant) -> ErrorBudget {
+        ErrorBudget {
+            tokens: ERROR_BURST,
+            at: now,
+        }
+    }
+
+    /// Take a token at `now`, if there is one.
+    fn take(&mut self, now: Instant) -> bool {
+        let ms = now.saturating_duration_since(self.at).as_millis();
+        if ms > 0 {
+            let refill = u32::try_from(ms).unwrap_or(u32::MAX);
+            self.tokens = self.tokens.saturating_add(refill).min(ERROR_BURST);
+            self.at = now;
+        }
+        if self.tokens == 0 {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
+}
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// Duplicate address detection's probes, and the report that joins our groups when
@@ -102,19 +144,64 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 segment: l4,
             });
         }
-        self.on_ipv6_other(frame, &ip, l4);
+        self.on_ipv6_other(frame, packet, &ip, l4);
         None
     }
 
-    /// An IPv6 packet that is not TCP, with its header `ip` and upper layer `l4`.
+    /// An IPv6 `packet` that is not TCP, with its header `ip` and upper layer `l4`.
     #[inline(never)]
-    fn on_ipv6_other(&mut self, frame: &[u8], ip: &Ipv6Header, l4: &[u8]) {
-        match self.admit_v6(ip) {
-            Ok(local) => match ip.protocol {
-                icmpv6::NEXT_HEADER => self.on_icmpv6(frame, ip, l4, local),
-                _ => self.stats.drop(DropReason::UnknownProtocol),
-            },
-            Err(reason) => self.stats.drop(reason),
+    fn on_ipv6_other(&mut self, frame: &[u8], packet: &[u8], ip: &Ipv6Header, l4: &[u8]) {
+        let local = match self.admit_v6(ip) {
+            Ok(local) => local,
+            Err(reason) => return self.stats.drop(reason),
+        };
+        if ip.protocol == icmpv6::NEXT_HEADER {
+            return self.on_icmpv6(frame, ip, l4, local);
+        }
+        self.stats.drop(DropReason::UnknownProtocol);
+        // Told, as Linux tells: no UDP socket here, and no other protocol.
+        let error = if ip.protocol == UDP {
+            ErrorOut::PortUnreachable
+        } else {
+            ErrorOut::UnknownNextHeader {
+                pointer: ip.protocol_at as u32,
+            }
+        };
+        self.send_error(frame, packet, ip, local, error);
+    }
+
+    /// Send the ICMPv6 error `error` about `packet` (header `ip`, to our address
+    /// `local`, in `frame`), within the engine's budget. Never about a packet to a group
+    /// or sent to a group MAC, nor from an address that is not one peer's (RFC 4443
+    /// §2.4 (e)): `admit_v6` let in only the unspecified address as such a source.
+    fn send_error(
+        &mut self,
+        frame: &[u8],
+        packet: &[u8],
+        ip: &Ipv6Header,
+        local: Option<u8>,
+        error: ErrorOut,
+    ) {
+        let to_us = frame.get(..6) == Some(&self.mac.0[..]);
+        let Some(i) = local.filter(|&i| to_us && self.addrs.get(i).usable()) else {
+            return;
+        };
+        if ip.src.is_unspecified() {
+            return;
+        }
+        if !self.error_budget.take(self.now) {
+            self.stats.icmpv6_errors_suppressed += 1;
+            return;
+        }
+        let IpAddr::V6(own) = self.addrs.get(i).ip else {
+            return;
+        };
+        let room = self.max_frame - ethernet::HEADER_LEN - ipv6::HEADER_LEN;
+        let invoking = &packet[..(ip.upper_offset + ip.upper_len).min(packet.len())];
+        let message = icmpv6::error(error, invoking, own, ip.src, room);
+        let hops = ipv6::DEFAULT_HOP_LIMIT;
+        if self.send_ipv6(ethernet::source(frame), own, ip.src, &[], &message, hops) {
+            self.stats.icmpv6_errors_sent += 1;
         }
     }
 

@@ -58,7 +58,7 @@ fn a_plain_packet_gives_its_fields_and_upper_layer() {
     p.extend_from_slice(&[0; 6]); // Ethernet padding
     let h = parse(&p).unwrap();
     assert_eq!((h.src, h.dst, h.protocol, h.hop_limit), (SRC, DST, TCP, 64));
-    assert_eq!((h.upper_offset, h.upper_len), (40, 24));
+    assert_eq!((h.upper_offset, h.upper_len, h.protocol_at), (40, 24, 6));
 }
 
 #[test]
@@ -87,6 +87,8 @@ fn options_headers_are_walked_and_hop_by_hop_must_come_first() {
     rest.extend_from_slice(&SEGMENT);
     let h = parse(&packet(0, &rest)).unwrap();
     assert_eq!((h.protocol, h.upper_offset, h.upper_len), (TCP, 56, 24));
+    // The Destination Options header (at 48) names TCP.
+    assert_eq!(h.protocol_at, 48);
 
     let mut late = options_header(0, &[]);
     late.extend(options_header(TCP, &[]));

@@ -717,3 +717,69 @@ fn an_ipv4_only_engine_ignores_ipv6() {
     assert!(net.send(&solicitation(PEER6, HOST6, 255)).is_empty());
     assert_eq!(net.dropped(DropReason::UnknownEtherType), 1);
 }
+
+/// A datagram for UDP (which no socket here takes) gets a port unreachable, and a
+/// protocol we do not know a parameter problem pointing at the byte that names it;
+/// within a budget, and never about a packet to a group or from no peer's address.
+#[test]
+fn unreachable_ports_and_unknown_protocols_are_told_within_a_budget() {
+    use smoltcp::wire::{Icmpv6DstUnreachable, Icmpv6ParamProblem};
+    let mut net = listening6();
+    let udp = [
+        0x9c, 0x40, 0x00, 0x35, 0x00, 0x0c, 0, 0, b'd', b'n', b's', b'?',
+    ];
+    let to_us = (PEER_MAC, HOST_MAC);
+    let out = ipv6_of(&net.send(&ipv6_frame(to_us, PEER6, HOST6, 17, 64, &udp)));
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        (out[0].src, out[0].dst, out[0].eth.dst),
+        (HOST6, PEER6, PEER_MAC)
+    );
+    match out[0].icmp() {
+        Some(Icmpv6Repr::DstUnreachable {
+            reason: Icmpv6DstUnreachable::PortUnreachable,
+            header,
+            data,
+        }) => {
+            assert_eq!((header.src_addr, header.dst_addr), (PEER6, HOST6));
+            assert_eq!(data, &udp[..]);
+        }
+        other => panic!("not a port unreachable: {other:?}"),
+    }
+    // An unknown protocol, straight after the fixed header and behind destination
+    // options: the pointer names the byte that names it.
+    let out = ipv6_of(&net.send(&ipv6_frame(to_us, PEER6, HOST6, 253, 64, &[0; 8])));
+    let pointer_of = |p: &Out6| match p.icmp() {
+        Some(Icmpv6Repr::ParamProblem {
+            reason: Icmpv6ParamProblem::UnrecognizedNxtHdr,
+            pointer,
+            ..
+        }) => pointer,
+        other => panic!("not a parameter problem: {other:?}"),
+    };
+    assert_eq!(pointer_of(&out[0]), 6);
+    let behind = [&[253, 0, 1, 4, 0, 0, 0, 0][..], &[0; 8]].concat();
+    let out = ipv6_of(&net.send(&ipv6_frame(to_us, PEER6, HOST6, 60, 64, &behind)));
+    assert_eq!(pointer_of(&out[0]), 40);
+    // Nothing about a packet to a group, or from the unspecified address.
+    let group = (PEER_MAC, group_mac(ALL_NODES));
+    assert!(net
+        .send(&ipv6_frame(group, PEER6, ALL_NODES, 17, 64, &udp))
+        .is_empty());
+    let unspecified = Ipv6Addr::UNSPECIFIED;
+    assert!(net
+        .send(&ipv6_frame(to_us, unspecified, HOST6, 17, 64, &udp))
+        .is_empty());
+    assert_eq!(net.stats().icmpv6_errors_sent, 3);
+    // A flood: the rest of the burst of 50, then one a millisecond.
+    let flood: Vec<Frame> = (0..100)
+        .flat_map(|_| net.send(&ipv6_frame(to_us, PEER6, HOST6, 17, 64, &udp)))
+        .collect();
+    assert_eq!(flood.len(), 47);
+    assert_eq!(net.stats().icmpv6_errors_suppressed, 53);
+    net.advance(Duration::from_millis(10));
+    let after: Vec<Frame> = (0..20)
+        .flat_map(|_| net.send(&ipv6_frame(to_us, PEER6, HOST6, 17, 64, &udp)))
+        .collect();
+    assert_eq!(after.len(), 10);
+}
