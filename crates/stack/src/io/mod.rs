@@ -23,12 +23,12 @@ mod doorbell;
 pub mod fault;
 mod mac;
 
-pub use doorbell::{Doorbell, Ringer};
-pub use mac::MacAddr;
 /// IPv6 groups as a driver that filters by destination meets them: the solicited-node
 /// group of an address (RFC 4291 §2.7.1) and the Ethernet address of a group (RFC 2464
 /// §7).
 pub use crate::icmpv6::{group_mac as ipv6_group_mac, solicited_node};
+pub use doorbell::{Doorbell, Ringer};
+pub use mac::MacAddr;
 
 /// What a queue can do for the stack. Reported once, when the engine is built.
 #[derive(Debug, Clone, PartialEq, Eq)]
