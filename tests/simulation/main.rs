@@ -5,13 +5,29 @@
 //! Every seed derives, with its own small PRNG, the faults of both directions, how many
 //! connections to run and how many at once, and per connection: the payload each way
 //! (random bytes, mostly small, some up to 1 MiB), whether it is queued by copy or as
-//! shared bytes, and who closes first. The checks:
+//! shared bytes, and who closes first.
+//!
+//! Every third seed runs over IPv6 alone (the engines have no IPv4 address), every sixth
+//! over both families at once, the rest over IPv4 ([`Families::of`]). Over IPv6 nothing
+//! is configured about the peer but its address: each engine finds the other with
+//! Neighbor Discovery, over the same faulty link as the data. Some engines run duplicate
+//! address detection at start (one or two probes per address; until it ends their
+//! connects fail with `NoSourceAddress` and are retried, and the peer's solicitations
+//! and SYNs go unanswered), some forget neighbours within seconds so later connections
+//! resolve again; a quarter of the connections go to the peer's link-local address and
+//! a quarter are opened by the server engine to a listener on the client engine, so
+//! each engine resolves the other. In a quarter of the IPv6 seeds the server engine also
+//! has an address outside the link's prefix, which the client engine reaches through
+//! its gateway: the server engine, by its link-local address. With both families, connections of each run side by
+//! side between the same two engines. The checks:
 //!
 //! - every byte arrives exactly once and in order (compared byte for byte, nothing extra);
 //! - every connection sees its peer's FIN and ends with exactly one `closed` callback,
 //!   reason [`CloseReason::Normal`], on both sides;
 //! - once virtual time passes TIME-WAIT, neither engine holds a connection block, a
-//!   TIME-WAIT entry or a byte of buffer memory (no leaks).
+//!   TIME-WAIT entry or a byte of buffer memory (no leaks);
+//! - an active open uses the source address that fits its destination (link-local to
+//!   link-local), and no address is ever taken for a duplicate.
 //!
 //! A quarter of the engines run on a memory budget small enough to keep them under
 //! memory pressure, so pruning, clamped windows and short sends must not lose or stall
@@ -41,7 +57,7 @@ mod scenario;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::time::Duration;
@@ -49,10 +65,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use rusty_stack::io::fault::FaultConfig;
 use rusty_stack::stats::Stats;
-use rusty_stack::CloseReason;
+use rusty_stack::time::{Clock, Instant, VirtualClock};
 use rusty_stack::MemoryBudget;
 use rusty_stack::TcpConfig;
-use rusty_stack::{Conn, ConnectError, Handler, Opener};
+use rusty_stack::{CloseReason, DropReason};
+use rusty_stack::{Conn, ConnectError, EngineConfig, Handler, Opener};
 use rusty_testkit::sim::{self, SimPair, SERVER_IP};
 
 use peers::*;
@@ -60,12 +77,10 @@ use run::*;
 use scenario::*;
 
 const SERVER_PORT: u16 = 5001;
-
-/// 500 seeds (a few seconds with the test profile).
-#[test]
-fn many_seeds() {
-    run_seeds(0..500, false);
-}
+/// Where the client engine listens for the connections the server engine opens.
+const CLIENT_PORT: u16 = 5002;
+/// The server engine's address outside the link's prefix (some IPv6 seeds).
+const SERVER_ROUTED: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 2);
 
 /// The long run: `cargo test --release --test simulation -- --ignored`, seeds 500..5500,
 /// or the range in `RUSTY_SIM_SEEDS` (`START..END`, e.g. `0..100000` for an offline run
@@ -126,13 +141,17 @@ fn sack_heavy_seeds_recover_with_sack() {
 }
 
 /// One data segment lost in the middle of a long transfer is repaired by SACK recovery
-/// (or a tail loss probe), never by a retransmission timeout.
+/// (or a tail loss probe), never by a retransmission timeout, over either family.
 #[test]
 fn a_single_loss_in_a_long_transfer_needs_no_timeout() {
-    for (frame, delay_ms) in [(400u64, 5u64), (1_000, 20), (1_777, 1)] {
+    let cases = [(400u64, 5u64, false), (1_000, 20, false), (1_777, 1, true)];
+    for (frame, delay_ms, ipv6) in cases {
         let path = FaultConfig::none().with_delay(Duration::from_millis(delay_ms));
         let to_server = path.with_drop_frame(frame);
-        let scenario = Scenario::bulk(4 << 20, to_server, path);
+        let mut scenario = Scenario::bulk(4 << 20, to_server, path);
+        if ipv6 {
+            scenario = scenario.over_ipv6(0);
+        }
         let o = run_scenario(1, scenario).unwrap_or_else(|e| panic!("frame {frame}: {e}"));
         let c = &o.client;
         assert_eq!(c.rtos, 0, "frame {frame}: {c:?}");
@@ -142,6 +161,56 @@ fn a_single_loss_in_a_long_transfer_needs_no_timeout() {
         );
         assert!(c.fast_retransmits + c.tlps >= 1, "frame {frame}");
     }
+}
+
+/// 500 seeds (a few seconds with the test profile). They run every family, and over IPv6 each engine resolves the other with
+/// Neighbor Discovery (soliciting, and answering the other's solicitations), some
+/// engines after duplicate address detection, to unique-local and link-local
+/// addresses, in both directions.
+#[test]
+fn many_seeds() {
+    let c = run_seeds(0..500, false);
+    assert!(c.seeds.iter().all(|&n| n > 50), "{c:?}");
+    assert!(c.dad_seeds > 20, "{c:?}");
+    assert!(c.solicitations.iter().all(|&n| n > 50), "{c:?}");
+    assert!(c.advertisements.iter().all(|&n| n > 50), "{c:?}");
+    assert!(c.link_local_conns > 100 && c.reversed > 100, "{c:?}");
+    assert!(c.routed_conns > 50, "{c:?}");
+    assert!(c.v6_cookies > 0 && c.v6_time_wait_reused > 0, "{c:?}");
+}
+
+/// Heavy loss (40 % each way) while the engines resolve each other: solicitations
+/// and advertisements are lost, resolutions are retried and some given up (their
+/// frames dropped), and TCP's own retransmissions start them again. Each engine opens
+/// one connection to the other (the server to the client's link-local address, which
+/// the client's solicitations from its other address did not teach it); everything
+/// still arrives.
+#[test]
+fn neighbor_discovery_recovers_under_heavy_loss() {
+    let mut gave_up = 0;
+    for seed in 0..8 {
+        let path = FaultConfig::none()
+            .with_delay(Duration::from_millis(1))
+            .with_loss(0.4);
+        let mut scenario = Scenario::bulk(20_000, path, path).over_ipv6(1);
+        let back = ConnSpec {
+            reverse: true,
+            dest: Dest::LinkLocal,
+            ..scenario.conns[0].clone()
+        };
+        scenario.conns.push(back);
+        let o = run_scenario(seed, scenario).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        // Beyond the two duplicate-address probes, each engine solicited the other.
+        for s in [&o.client, &o.server] {
+            let (ns, na) = (
+                s.neighbor_solicitations_sent,
+                s.neighbor_advertisements_sent,
+            );
+            assert!(ns > 2 && na > 0, "seed {seed}: {ns} NS, {na} NA");
+            gave_up += s.dropped(DropReason::ArpUnresolved);
+        }
+    }
+    assert!(gave_up > 0, "no resolution was given up");
 }
 
 /// Readers that consume only part of what each `data` call offers. The rest stays in
@@ -169,7 +238,9 @@ fn replay() {
     let slow = std::env::var_os("RUSTY_SIM_SLOW_READERS").is_some();
     let scenario = Scenario::new(seed, slow);
     eprintln!(
-        "seed {seed}: {} conns ({} at once), {} bytes, backlog {}\n  client {:?}\n  server {:?}\n  to server {:?}\n  to client {:?}",
+        "seed {seed}: {:?} {:?}, {} conns ({} at once), {} bytes, backlog {}\n  client {:?}\n  server {:?}\n  to server {:?}\n  to client {:?}",
+        scenario.families,
+        scenario.ipv6,
         scenario.conns.len(),
         scenario.concurrency,
         scenario.total_bytes(),
@@ -201,7 +272,8 @@ fn trace_segments() {
 
 #[test]
 fn same_seed_same_run() {
-    for seed in [7, 1_000_003] {
+    // Over IPv4, IPv6 and both.
+    for seed in [6, 7, 11, 1_000_003] {
         let a = check_seed(seed).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let b = check_seed(seed).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert_eq!(a, b, "seed {seed} did not replay identically");

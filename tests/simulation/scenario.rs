@@ -1,6 +1,7 @@
 //! The scenario a seed describes: the seed's own randomness, the faults of both
-//! directions, the connections with their payloads and close order, the SACK profile
-//! and memory budgets, and the TCP configuration of both engines.
+//! directions, the IP families and addresses, the connections with their payloads,
+//! direction and close order, the SACK profile and memory budgets, and the TCP
+//! configuration of both engines.
 
 use super::*;
 
@@ -79,8 +80,27 @@ pub(crate) struct Flow {
     pub(crate) shared: bool,
 }
 
+/// Which of the acceptor's addresses a connection is opened to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dest {
+    V4,
+    /// Its unique-local IPv6 address.
+    V6,
+    /// Its link-local IPv6 address.
+    LinkLocal,
+    /// The server engine's address outside the link's prefix, which the client engine
+    /// reaches through its gateway (the server engine, by its link-local address).
+    Routed,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct ConnSpec {
+    /// The address the connection goes to, which says its family.
+    pub(crate) dest: Dest,
+    /// The server engine opens it, to the client engine's listener (the roles of the
+    /// payloads and the close stay with the engines: the client engine still sends
+    /// `to_server`).
+    pub(crate) reverse: bool,
     pub(crate) to_server: Flow,
     pub(crate) to_client: Flow,
     pub(crate) close: ClosePattern,
@@ -158,8 +178,49 @@ impl Knobs {
     }
 }
 
+/// The IP families of a seed's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Families {
+    /// Both engines speak IPv4 only.
+    V4,
+    /// Both engines speak IPv6 only (no IPv4 address at all).
+    V6,
+    /// Both engines speak both; connections of either family run side by side.
+    Both,
+}
+
+impl Families {
+    /// Every third seed runs over IPv6 alone, every sixth over both families; the
+    /// others, half of all seeds, over IPv4.
+    pub(crate) fn of(seed: u64) -> Families {
+        match seed % 6 {
+            1 | 4 => Families::V6,
+            5 => Families::Both,
+            _ => Families::V4,
+        }
+    }
+}
+
+/// What an IPv6 seed varies beyond its connections.
+#[derive(Debug, Clone)]
+pub(crate) struct Ipv6Setup {
+    /// Duplicate-address probes each engine sends per address before using it (client,
+    /// server): until then a connect fails (`NoSourceAddress`) and the engine neither
+    /// answers solicitations for the address nor takes TCP to it.
+    pub(crate) dad_transmits: [u8; 2],
+    /// A neighbour-cache lifetime short enough for mappings to expire during the run,
+    /// so later connections resolve their peer again.
+    pub(crate) neighbor_lifetime: Option<Duration>,
+    /// The server engine also has an address in another prefix ([`Dest::Routed`]), and
+    /// the client engine a gateway.
+    pub(crate) routed: bool,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Scenario {
+    pub(crate) families: Families,
+    /// Set when the engines speak IPv6.
+    pub(crate) ipv6: Option<Ipv6Setup>,
     pub(crate) client: Knobs,
     pub(crate) server: Knobs,
     /// Half-open connections the listener holds before answering with SYN cookies.
@@ -191,6 +252,43 @@ fn tight_budgets(seed: u64) -> [Option<MemoryBudget>; 2] {
             MemoryBudget::new(pressure / 2, pressure, pressure + pressure / 2)
         })
     })
+}
+
+/// The families of `seed`, its IPv6 setup and each of its `count` connections'
+/// destination and direction. Drawn from a stream of their own, so the rest of each
+/// seed's scenario is what it was before IPv6 existed.
+fn ipv6_plan(seed: u64, count: usize) -> (Families, Option<Ipv6Setup>, Vec<(Dest, bool)>) {
+    let families = Families::of(seed);
+    let mut rng = Rng::new(mix(seed ^ 0x6970_7636));
+    // Most engines use their addresses at once; some probe once (the default), a few
+    // twice.
+    let dad = |rng: &mut Rng| match rng.below(20) {
+        0..=11 => 0,
+        12..=18 => 1,
+        _ => 2,
+    };
+    let setup = (families != Families::V4).then(|| Ipv6Setup {
+        dad_transmits: [dad(&mut rng), dad(&mut rng)],
+        neighbor_lifetime: rng
+            .chance(0.3)
+            .then(|| Duration::from_millis(rng.range(500, 20_000))),
+        routed: rng.chance(0.25),
+    });
+    let routed = setup.as_ref().is_some_and(|s| s.routed);
+    let conns = (0..count)
+        .map(|_| {
+            let dest = match families {
+                Families::V4 => return (Dest::V4, false),
+                Families::Both if rng.chance(0.5) => Dest::V4,
+                _ if routed && rng.chance(0.25) => return (Dest::Routed, false),
+                _ if rng.chance(0.25) => Dest::LinkLocal,
+                _ => Dest::V6,
+            };
+            // Some connections the other way, so each engine resolves the other.
+            (dest, rng.chance(0.25))
+        })
+        .collect();
+    (families, setup, conns)
 }
 
 fn faults(rng: &mut Rng) -> FaultConfig {
@@ -317,8 +415,12 @@ impl Scenario {
                 shared: rng.chance(0.25),
             }
         };
-        let conns = (0..count)
-            .map(|_| ConnSpec {
+        let (families, ipv6, routes) = ipv6_plan(seed, count);
+        let conns = routes
+            .into_iter()
+            .map(|(dest, reverse)| ConnSpec {
+                dest,
+                reverse,
                 to_server: flow(&mut rng),
                 to_client: flow(&mut rng),
                 close: match rng.below(3) {
@@ -347,6 +449,8 @@ impl Scenario {
         }
         let [client_memory, server_memory] = tight_budgets(seed);
         Scenario {
+            families,
+            ipv6,
             client,
             server,
             backlog,
@@ -365,6 +469,8 @@ impl Scenario {
     /// options on both ends, these faults on the two directions.
     pub(crate) fn bulk(len: usize, to_server: FaultConfig, to_client: FaultConfig) -> Scenario {
         Scenario {
+            families: Families::V4,
+            ipv6: None,
             client: Knobs::plain(),
             server: Knobs::plain(),
             backlog: 128,
@@ -373,6 +479,8 @@ impl Scenario {
             to_client,
             concurrency: 1,
             conns: vec![ConnSpec {
+                dest: Dest::V4,
+                reverse: false,
                 to_server: Flow {
                     len,
                     key: 7,
@@ -392,6 +500,21 @@ impl Scenario {
             client_memory: None,
             server_memory: None,
         }
+    }
+
+    /// `self` over IPv6 alone, to the server's unique-local address, each engine
+    /// sending `dad_transmits` duplicate-address probes per address before using it.
+    pub(crate) fn over_ipv6(mut self, dad_transmits: u8) -> Scenario {
+        self.families = Families::V6;
+        self.ipv6 = Some(Ipv6Setup {
+            dad_transmits: [dad_transmits; 2],
+            neighbor_lifetime: None,
+            routed: false,
+        });
+        for c in &mut self.conns {
+            c.dest = Dest::V6;
+        }
+        self
     }
 
     pub(crate) fn total_bytes(&self) -> usize {

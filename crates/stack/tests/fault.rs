@@ -139,6 +139,32 @@ fn corrupt_flips_one_bit_inside_the_ipv4_packet() {
 }
 
 #[test]
+fn corrupt_flips_one_bit_inside_the_ipv6_packet() {
+    let config = FaultConfig::none().with_corrupt(1.0);
+    let (mut a, mut b, _) = setup(config, 12);
+    // Ethernet (IPv6 type), a 40-byte header announcing 20 bytes of payload, then 10
+    // bytes of trailer past the packet.
+    let mut v6 = vec![0u8; 84];
+    v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+    v6[14] = 0x60;
+    v6[18..20].copy_from_slice(&20u16.to_be_bytes());
+    let frames = vec![v6; 300];
+    send(&mut a, &frames);
+    let got = recv(&mut b);
+    let mut flipped = [false; 84];
+    for (sent, got) in frames.iter().zip(&got) {
+        let diff: Vec<usize> = (0..84).filter(|&i| sent[i] != got[i]).collect();
+        assert_eq!(diff.len(), 1);
+        assert!((14..74).contains(&diff[0]), "flipped byte {}", diff[0]);
+        assert_eq!((sent[diff[0]] ^ got[diff[0]]).count_ones(), 1);
+        flipped[diff[0]] = true;
+    }
+    // Header and payload alike.
+    assert!(flipped[14..54].contains(&true) && flipped[54..74].contains(&true));
+    assert_eq!(a.stats().corrupted, 300);
+}
+
+#[test]
 fn delay_holds_frames_until_due_and_reports_next_release() {
     let config = FaultConfig::none().with_delay(Duration::from_millis(10));
     let (mut a, mut b, clock) = setup(config, 5);

@@ -6,15 +6,20 @@
 //! exactly. Time jumps straight to the next thing that can happen when both sides are
 //! idle, so a minute of TCP timers costs microseconds.
 //!
-//! For debugging a failing seed, every TCP segment either engine receives is logged with
-//! its virtual time at `trace` level, target `rusty_testkit::sim` (a test that wants it
-//! installs a logger; without one the frames are not even parsed).
+//! The engines may speak IPv4, IPv6 or both ([`engine_config`], [`engine_config_v6`]);
+//! over IPv6 they find each other with Neighbor Discovery, on the same faulty link.
+//!
+//! For debugging a failing seed, every TCP segment and every Neighbor Discovery message
+//! either engine receives is logged with its virtual time at `trace` level, target
+//! `rusty_testkit::sim` (a test that wants it installs a logger; without one the frames
+//! are not even parsed).
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use smoltcp::wire::{
-    EthernetAddress, EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket,
+    EthernetAddress, EthernetFrame, EthernetProtocol, Icmpv6Message, Icmpv6Packet, IpAddress,
+    IpProtocol, Ipv4Packet, Ipv6Packet, NdiscRepr, TcpPacket,
 };
 
 use rusty_stack::io::fault::{FaultConfig, FaultInjector};
@@ -46,19 +51,42 @@ impl Tap {
         let Ok(eth) = EthernetFrame::new_checked(frame) else {
             return log::trace!("{t:?} {}<- runt frame", self.name);
         };
-        if eth.ethertype() != EthernetProtocol::Ipv4 {
-            return log::trace!("{t:?} {}<- {}", self.name, eth.ethertype());
+        // The IP checksum's verdict (IPv6 has none), the addresses and the upper layer.
+        let (ip_ok, src, dst, protocol, l4) = match eth.ethertype() {
+            EthernetProtocol::Ipv4 => {
+                let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) else {
+                    return log::trace!("{t:?} {}<- bad IPv4", self.name);
+                };
+                let (src, dst) = (ip.src_addr().into(), ip.dst_addr().into());
+                (
+                    ip.verify_checksum(),
+                    src,
+                    dst,
+                    ip.next_header(),
+                    ip.payload(),
+                )
+            }
+            EthernetProtocol::Ipv6 => {
+                let Ok(ip) = Ipv6Packet::new_checked(eth.payload()) else {
+                    return log::trace!("{t:?} {}<- bad IPv6", self.name);
+                };
+                let (src, dst) = (ip.src_addr().into(), ip.dst_addr().into());
+                (true, src, dst, ip.next_header(), ip.payload())
+            }
+            other => return log::trace!("{t:?} {}<- {other}", self.name),
+        };
+        match protocol {
+            IpProtocol::Tcp => self.trace_tcp(t, ip_ok, &src, &dst, l4),
+            IpProtocol::Icmpv6 => self.trace_icmpv6(t, &src, &dst, l4),
+            other => log::trace!("{t:?} {}<- {src}>{dst} {other}", self.name),
         }
-        let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) else {
-            return log::trace!("{t:?} {}<- bad IPv4", self.name);
+    }
+
+    fn trace_tcp(&self, t: Instant, ip_ok: bool, src: &IpAddress, dst: &IpAddress, l4: &[u8]) {
+        let Ok(tcp) = TcpPacket::new_checked(l4) else {
+            return log::trace!("{t:?} {}<- {src}>{dst} bad TCP", self.name);
         };
-        let ip_ok = ip.verify_checksum();
-        let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
-            return log::trace!("{t:?} {}<- {} (not TCP)", self.name, ip.next_header());
-        };
-        let ok = ip_ok
-            && ip.next_header() == IpProtocol::Tcp
-            && tcp.verify_checksum(&ip.src_addr().into(), &ip.dst_addr().into());
+        let ok = ip_ok && tcp.verify_checksum(src, dst);
         let flags: String = [
             (tcp.syn(), 'S'),
             (tcp.fin(), 'F'),
@@ -79,6 +107,40 @@ impl Tap {
             tcp.ack_number().0 as u32,
             tcp.window_len(),
             tcp.payload().len(),
+            if ok { "" } else { " CORRUPT" },
+        );
+    }
+
+    fn trace_icmpv6(&self, t: Instant, src: &IpAddress, dst: &IpAddress, l4: &[u8]) {
+        let Ok(icmp) = Icmpv6Packet::new_checked(l4) else {
+            return log::trace!("{t:?} {}<- {src}>{dst} bad ICMPv6", self.name);
+        };
+        let ok = match (src, dst) {
+            (IpAddress::Ipv6(s), IpAddress::Ipv6(d)) => icmp.verify_checksum(s, d),
+            _ => false,
+        };
+        let what = match (icmp.msg_type(), NdiscRepr::parse(&icmp)) {
+            (
+                Icmpv6Message::NeighborSolicit,
+                Ok(NdiscRepr::NeighborSolicit { target_addr, .. }),
+            ) => {
+                format!("NS who-has {target_addr}")
+            }
+            (
+                Icmpv6Message::NeighborAdvert,
+                Ok(NdiscRepr::NeighborAdvert {
+                    target_addr,
+                    lladdr,
+                    ..
+                }),
+            ) => {
+                format!("NA {target_addr} is-at {lladdr:?}")
+            }
+            (other, _) => format!("{other}"),
+        };
+        log::trace!(
+            "{t:?} {}<- {src}>{dst} {what}{}",
+            self.name,
             if ok { "" } else { " CORRUPT" },
         );
     }
@@ -170,12 +232,36 @@ pub fn syn_frame(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16) -> Vec<u8
     buf
 }
 
+/// The client engine's IPv6 address (a unique-local /64 shared with the server).
+pub const CLIENT_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
+/// The server engine's IPv6 address.
+pub const SERVER_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
+
 /// A deterministic engine configuration for address `ip`, keyed by `seed`.
 pub fn engine_config(ip: Ipv4Addr, seed: u64) -> EngineConfig {
-    let mut cfg = EngineConfig::new(ip);
+    keyed(EngineConfig::new(ip), u64::from(ip.to_bits()), seed)
+}
+
+/// A deterministic engine configuration for IPv6 address `ip6` (a /64, with the
+/// link-local address the engine adds) and IPv4 address `ip` ([`Ipv4Addr::UNSPECIFIED`]
+/// for none), keyed by `seed`. Duplicate address detection keeps its default: each
+/// IPv6 address is tentative for the engine's first second.
+pub fn engine_config_v6(ip: Ipv4Addr, ip6: Ipv6Addr, seed: u64) -> EngineConfig {
+    let bits = ip6.to_bits();
+    let key = u64::from(ip.to_bits()) ^ (bits as u64) ^ ((bits >> 64) as u64);
+    let mut cfg = keyed(EngineConfig::new(ip), key, seed);
+    cfg.ipv6 = vec![(ip6, 64)];
+    for (i, chunk) in cfg.stable_secret.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(&splitmix(seed ^ key ^ 0x7217 ^ i as u64).to_le_bytes());
+    }
+    cfg
+}
+
+/// `cfg` with its ISN and cookie keys drawn from `seed` and the engine's `key`.
+fn keyed(mut cfg: EngineConfig, key: u64, seed: u64) -> EngineConfig {
     let mut secret = [0u8; 32];
     for (i, chunk) in secret.chunks_mut(8).enumerate() {
-        chunk.copy_from_slice(&splitmix(seed ^ (ip.to_bits() as u64) ^ i as u64).to_le_bytes());
+        chunk.copy_from_slice(&splitmix(seed ^ key ^ i as u64).to_le_bytes());
     }
     cfg.secret = Some(secret);
     cfg

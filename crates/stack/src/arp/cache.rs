@@ -14,7 +14,7 @@
 //! [`drain_learned`](ArpCache::drain_learned) and [`import`](ArpCache::import), which does not
 //! report them again, so they do not bounce between workers.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -95,10 +95,14 @@ pub struct ArpCache {
     /// [`has_work`](Self::has_work), asked every loop turn, compares `now` with instead of
     /// walking to the front of `by_age`.
     expiry_floor: Instant,
-    pending: AHashMap<IpAddr, Pending>,
+    /// Addresses being resolved. Ordered maps here and in `ready` (a few entries, off
+    /// the fast path): requests and released frames go out in an order that is the
+    /// same in every run, which a hasher's random keys would not give, so a simulated
+    /// run replays exactly.
+    pending: BTreeMap<IpAddr, Pending>,
     /// Frames whose address got resolved, destination MAC already filled in, waiting for
     /// the engine to take them.
-    ready: AHashMap<IpAddr, VecDeque<Vec<u8>>>,
+    ready: BTreeMap<IpAddr, VecDeque<Vec<u8>>>,
     /// Frames in `pending` and `ready` together, bounded by `max_pending_total`.
     queued_frames: usize,
     /// New or changed mappings not yet reported through `drain_learned`.
@@ -119,8 +123,8 @@ impl ArpCache {
             entries: AHashMap::new(),
             by_age: BTreeSet::new(),
             expiry_floor: Instant::FAR_FUTURE,
-            pending: AHashMap::new(),
-            ready: AHashMap::new(),
+            pending: BTreeMap::new(),
+            ready: BTreeMap::new(),
             queued_frames: 0,
             learned: Vec::new(),
         }
@@ -313,7 +317,7 @@ impl ArpCache {
     /// Append every sendable frame, for all addresses, to `out` (per address, oldest
     /// first).
     pub fn drain_ready(&mut self, out: &mut Vec<Vec<u8>>) {
-        for (_, frames) in self.ready.drain() {
+        for (_, frames) in std::mem::take(&mut self.ready) {
             self.queued_frames -= frames.len();
             out.extend(frames);
         }

@@ -8,10 +8,14 @@
 //! tells a simulator when that is, so it can advance virtual time to it.
 //!
 //! Corruption models the errors that slip past the Ethernet FCS and must be caught by the
-//! IPv4, TCP and ICMP checksums: one bit is flipped inside the IPv4 packet (its header or
-//! payload, never the Ethernet header or padding). Frames that are not IPv4 (ARP, which
-//! has no checksum of its own) and frames whose checksum the device is asked to compute
-//! (the flip would happen before the device sums, and go unnoticed) are never corrupted.
+//! IPv4, TCP, ICMP and ICMPv6 checksums: one bit is flipped inside the IPv4 or IPv6
+//! packet (its header or payload, never the Ethernet header or padding). IPv6's header
+//! has no checksum: a flip in its addresses or lengths is caught by the upper layer's
+//! (its pseudo-header covers them), one in its traffic class, flow label or hop limit
+//! goes unnoticed, as it would on a real link (Neighbor Discovery checks its hop limit).
+//! Frames that are neither (ARP, which has no checksum of its own) and frames whose
+//! checksum the device is asked to compute (the flip would happen before the device
+//! sums, and go unnoticed) are never corrupted.
 
 use crate::rng::Rng;
 use std::cmp::Ordering;
@@ -19,7 +23,7 @@ use std::collections::BinaryHeap;
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
-use smoltcp::wire::{EthernetProtocol, Ipv4Packet};
+use smoltcp::wire::{EthernetProtocol, Ipv4Packet, Ipv6Packet};
 
 use super::{Capabilities, Doorbell, PacketIo, TxFrame, TxMeta, ETHERNET_HEADER_LEN};
 use crate::time::{Clock, Instant};
@@ -42,7 +46,7 @@ pub struct FaultConfig {
     pub duplicate: f64,
     /// Hold the frame an extra `reorder_delay`, so later frames overtake it.
     pub reorder: f64,
-    /// Flip one bit of the frame's IPv4 packet.
+    /// Flip one bit of the frame's IPv4 or IPv6 packet.
     pub corrupt: f64,
     /// Hold every frame this long.
     pub delay: Duration,
@@ -371,7 +375,7 @@ impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
         let offloaded = meta.is_some_and(|m| m.checksum.is_some());
         if self.rng.chance(self.config.corrupt)
             && !offloaded
-            && flip_ipv4_bit(&mut frame, &mut self.rng)
+            && flip_ip_bit(&mut frame, &mut self.rng)
         {
             self.stats.corrupted += 1;
         }
@@ -380,18 +384,21 @@ impl<D: PacketIo, C: Clock> FaultInjector<D, C> {
     }
 }
 
-/// Flip one random bit of the IPv4 packet in `frame`; false if it is not IPv4.
-fn flip_ipv4_bit(frame: &mut [u8], rng: &mut Rng) -> bool {
-    match crate::ethernet::parse(frame) {
-        Ok((eth, payload)) if eth.ethertype == EthernetProtocol::Ipv4 && !payload.is_empty() => {}
+/// Flip one random bit of the IPv4 or IPv6 packet in `frame`; false if it is neither.
+fn flip_ip_bit(frame: &mut [u8], rng: &mut Rng) -> bool {
+    let ethertype = match crate::ethernet::parse(frame) {
+        Ok((eth, payload)) if !payload.is_empty() => eth.ethertype,
         _ => return false,
-    }
+    };
     // Stay inside the packet proper when its length is readable: bits flipped in the
     // Ethernet padding would be harmless and undetected, which teaches nothing.
-    let end = match Ipv4Packet::new_checked(&frame[ETHERNET_HEADER_LEN..]) {
-        Ok(ip) => ETHERNET_HEADER_LEN + usize::from(ip.total_len()),
-        Err(_) => frame.len(),
+    let ip = &frame[ETHERNET_HEADER_LEN..];
+    let len = match ethertype {
+        EthernetProtocol::Ipv4 => Ipv4Packet::new_checked(ip).map(|p| usize::from(p.total_len())),
+        EthernetProtocol::Ipv6 => Ipv6Packet::new_checked(ip).map(|p| p.total_len()),
+        _ => return false,
     };
+    let end = len.map_or(frame.len(), |len| ETHERNET_HEADER_LEN + len);
     let bits = (end - ETHERNET_HEADER_LEN) as u64 * 8;
     let bit = rng.below(bits) as usize;
     frame[ETHERNET_HEADER_LEN + bit / 8] ^= 1 << (bit % 8);

@@ -45,6 +45,51 @@ fn enqueue_requests_once_then_queues_then_drops() {
     );
 }
 
+/// Two caches given the same calls retry, give up and release in the same order: a
+/// simulation replays exactly only if nothing depends on a hasher's random keys. An
+/// IPv6 peer is resolved at more than one address (its link-local one beside the
+/// others), so several resolutions run at once.
+#[test]
+fn retries_and_releases_come_in_the_same_order_in_every_cache() {
+    let addrs: Vec<IpAddr> = (1..=24u8)
+        .map(|i| {
+            IpAddr::V6(std::net::Ipv6Addr::new(
+                0xfd00,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                u16::from(i),
+            ))
+        })
+        .collect();
+    let run = || {
+        let mut cache = ArpCache::default();
+        for (i, &ip) in addrs.iter().enumerate() {
+            cache.enqueue(ip, frame(i as u8), t(0));
+        }
+        let (mut requests, mut failed) = (Vec::new(), 0);
+        cache.poll(t(1000), &mut requests, &mut failed);
+        // Half resolve at once (their frames ready together), the others are retried.
+        for &ip in addrs.iter().step_by(2) {
+            cache.insert(ip, THEM_MAC, t(1000));
+        }
+        let mut ready = Vec::new();
+        cache.drain_ready(&mut ready);
+        cache.poll(t(2000), &mut requests, &mut failed);
+        let tags: Vec<u8> = ready.iter().map(|f| f[ethernet::HEADER_LEN]).collect();
+        (requests, tags)
+    };
+    let first = run();
+    assert_eq!(first.0.len(), 36);
+    assert_eq!(first.1.len(), 12);
+    for _ in 0..4 {
+        assert_eq!(run(), first);
+    }
+}
+
 #[test]
 fn total_pending_bound() {
     let mut cache = ArpCache::new(ArpConfig {
