@@ -286,7 +286,7 @@ fn bench_flow_lookup(c: &mut Criterion) {
                 0,
             )
         };
-        let mut flows = Flows::new(n, 32768..=60999);
+        let mut flows = Flows::new(n, 0, 32768..=60999);
         let mut hits: Vec<FlowKey> = Vec::with_capacity(n);
         while hits.len() < n {
             let k = key(&mut rng);

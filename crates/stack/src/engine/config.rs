@@ -113,8 +113,8 @@ pub struct EngineConfig {
     /// ordinary closes (a few seconds each) far below it. Each orphan is also bounded in
     /// time ([`TcpConfig::orphan_timeout`](crate::TcpConfig)).
     pub max_orphans: usize,
-    /// Most TIME-WAIT entries (about 130 bytes each with their flow-table bucket and
-    /// timer); past this, connections skip
+    /// Most TIME-WAIT entries (about 110 bytes each with their flow-table bucket and
+    /// timer, 130 for IPv6); past this, connections skip
     /// TIME-WAIT (Linux tcp_max_tw_buckets behaves the same way). An engine that closes
     /// its connections actively at a rate R holds about R × 2·MSL of them
     /// ([`TcpConfig::time_wait`](crate::TcpConfig)): raise it with the rate.
@@ -251,7 +251,8 @@ pub(crate) fn random_secret() -> [u8; 32] {
 /// holds grows with its connections and is bounded by its configuration.
 pub fn reserved_bytes<H: Handler>(cfg: &EngineConfig) -> usize {
     let room = cfg.reserved_connections.min(cfg.max_connections);
-    room * crate::app::slot_bytes::<super::Block, H::Conn>() + super::Flows::reserved_bytes(room)
+    room * crate::app::slot_bytes::<super::Block, H::Conn>()
+        + super::Flows::reserved_bytes(room, !cfg.ipv6.is_empty())
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ impl AppConn for Block {
         f(&mut TcbConn {
             tcb: &mut self.tcb,
             pool,
-            key: self.key,
+            key: &self.key,
         })
     }
     fn addrs(&self) -> (SocketAddr, SocketAddr) {

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 
+use super::flow_key::{TableKey, V4Key, V6Key};
 use super::ports::{InUse, PortUse, Remote};
 use super::FlowKey;
 
@@ -56,23 +57,38 @@ impl Flow {
 /// ephemeral-port counts in step; a flow going from a live connection to TIME-WAIT
 /// (or back, reopened) stays in the table and keeps its port.
 pub struct Flows {
-    map: HashMap<FlowKey, u32, FlowHash>,
+    /// IPv4 flows, each key one word (see [`FlowKey::table_key`]).
+    v4: HashMap<V4Key, u32, FlowHash>,
+    /// IPv6 flows. A table apart, so that the IPv4 one keeps its 12-byte buckets and
+    /// its one-word compares, which the compiler inlines on the receive path.
+    v6: HashMap<V6Key, u32, FlowHash>,
     ports: PortUse,
 }
 
 impl Flows {
-    /// Bytes the table takes with room for `capacity` flows: the hash table's buckets
-    /// (one flow and one control byte each; at most 7/8 of them in use, a power of two).
-    pub(super) fn reserved_bytes(capacity: usize) -> usize {
+    /// Bytes the tables take with room for `capacity` flows of IPv4 and, if `ipv6`,
+    /// as many of IPv6: the hash tables' buckets (one flow and one control byte each;
+    /// at most 7/8 of them in use, a power of two).
+    pub(super) fn reserved_bytes(capacity: usize, ipv6: bool) -> usize {
         let buckets = (capacity.saturating_mul(8) / 7).next_power_of_two();
-        buckets * (size_of::<(FlowKey, u32)>() + 1)
+        let v6 = if ipv6 {
+            size_of::<(V6Key, u32)>() + 1
+        } else {
+            0
+        };
+        buckets * (size_of::<(V4Key, u32)>() + 1 + v6)
     }
 
-    /// A table with room for `capacity` flows before it grows, counting local ports in
-    /// `ephemeral`.
-    pub fn new(capacity: usize, ephemeral: std::ops::RangeInclusive<u16>) -> Flows {
+    /// Tables with room for `capacity` IPv4 flows and `capacity_v6` IPv6 ones before
+    /// they grow, counting local ports in `ephemeral`.
+    pub fn new(
+        capacity: usize,
+        capacity_v6: usize,
+        ephemeral: std::ops::RangeInclusive<u16>,
+    ) -> Flows {
         Flows {
-            map: HashMap::with_capacity_and_hasher(capacity, FlowHash::new()),
+            v4: HashMap::with_capacity_and_hasher(capacity, FlowHash::new()),
+            v6: HashMap::with_capacity_and_hasher(capacity_v6, FlowHash::new()),
             ports: PortUse::new(ephemeral),
         }
     }
@@ -80,18 +96,28 @@ impl Flows {
     /// What `key` maps to, if anything.
     #[inline]
     pub fn get(&self, key: &FlowKey) -> Option<Flow> {
-        self.map.get(key).map(|&v| Flow::from_value(v))
+        match key.table_key() {
+            TableKey::V4(k) => self.v4.get(&k).map(|&v| Flow::from_value(v)),
+            TableKey::V6(k) => self.get_v6(&k),
+        }
+    }
+
+    /// [`Flows::get`] of an IPv6 flow, out of line: inlined beside the IPv4 lookup, it
+    /// makes the compiler keep both out of the receive path.
+    #[inline(never)]
+    fn get_v6(&self, key: &V6Key) -> Option<Flow> {
+        self.v6.get(key).map(|&v| Flow::from_value(v))
     }
 
     /// The slot of the live connection on `key`, if any: for the rare paths that look
     /// a connection up (ICMPv6 errors), apart from [`Flows::get`], the receive path's
     /// lookup, which the compiler then inlines there as its only caller.
     pub(super) fn conn(&self, key: &FlowKey) -> Option<usize> {
-        match self
-            .map
-            .get_key_value(key)
-            .map(|(_, &v)| Flow::from_value(v))
-        {
+        let value = match key.table_key() {
+            TableKey::V4(k) => self.v4.get_key_value(&k).map(|(_, v)| v),
+            TableKey::V6(k) => self.v6.get_key_value(&k).map(|(_, v)| v),
+        };
+        match value.map(|&v| Flow::from_value(v)) {
             Some(Flow::Conn(slot)) => Some(slot as usize),
             _ => None,
         }
@@ -99,12 +125,18 @@ impl Flows {
 
     /// Whether a live connection or a TIME-WAIT entry holds `key`.
     pub fn contains_key(&self, key: &FlowKey) -> bool {
-        self.map.contains_key(key)
+        match key.table_key() {
+            TableKey::V4(k) => self.v4.contains_key(&k),
+            TableKey::V6(k) => self.v6.contains_key(&k),
+        }
     }
 
     /// Map `key` to `flow`; what `key` mapped to before, if anything.
     pub fn insert(&mut self, key: FlowKey, flow: Flow) -> Option<Flow> {
-        let old = self.map.insert(key, flow.value());
+        let old = match key.table_key() {
+            TableKey::V4(k) => self.v4.insert(k, flow.value()),
+            TableKey::V6(k) => self.v6.insert(k, flow.value()),
+        };
         if old.is_none() {
             self.ports.added(&key);
         }
@@ -114,14 +146,21 @@ impl Flows {
     /// Map `key`, which the table holds, to `flow` instead (a connection entering
     /// TIME-WAIT): one lookup, and the port stays counted.
     pub(super) fn replace(&mut self, key: &FlowKey, flow: Flow) {
-        match self.map.get_mut(key) {
+        let value = match key.table_key() {
+            TableKey::V4(k) => self.v4.get_mut(&k),
+            TableKey::V6(k) => self.v6.get_mut(&k),
+        };
+        match value {
             Some(value) => *value = flow.value(),
             None => debug_assert!(false, "replacing a flow the table does not hold"),
         }
     }
 
     pub(super) fn remove(&mut self, key: &FlowKey) -> Option<Flow> {
-        let old = self.map.remove(key);
+        let old = match key.table_key() {
+            TableKey::V4(k) => self.v4.remove(&k),
+            TableKey::V6(k) => self.v6.remove(&k),
+        };
         if old.is_some() {
             self.ports.removed(key);
         }
@@ -134,8 +173,8 @@ impl Flows {
     }
 }
 
-/// The flow table's hash: an IPv4 [`FlowKey`] is one 64-bit word (an IPv6 one three),
-/// each mixed with a keyed folded
+/// The flow tables' hash: an IPv4 flow is one 64-bit word (an IPv6 one three, see
+/// [`FlowKey::table_key`]), each mixed with a keyed folded
 /// multiply (the word, xored with a secret, times a secret odd constant as a 128-bit
 /// product, whose halves are xored; the core step of foldhash and ahash's fallback). One
 /// multiplication per lookup (the write's; `finish` adds none) instead of ahash's rounds

@@ -297,6 +297,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             pool: RingPool::with_budget(cfg.buffer_pool, cfg.memory),
             flows: Flows::new(
                 cfg.reserved_connections.min(cfg.max_connections),
+                if has_v6 {
+                    cfg.reserved_connections.min(cfg.max_connections)
+                } else {
+                    0
+                },
                 ports.clone(),
             ),
             listeners: Listeners::default(),

@@ -23,7 +23,8 @@ const PINS: &[(&str, usize)] = &[
     ("RackKeep", 7),
     ("Block", 440),
     ("table entry (Slot<Block, ()>)", 448),
-    ("flow-table bucket", 28),
+    ("flow-table bucket (IPv4)", 12),
+    ("flow-table bucket (IPv6)", 32),
 ];
 
 #[test]
@@ -36,7 +37,14 @@ fn an_idle_connection_stays_within_its_sizes() {
             "table entry (Slot<Block, ()>)",
             crate::app::slot_bytes::<Block, ()>(),
         ),
-        ("flow-table bucket", size_of::<(FlowKey, u32)>()),
+        (
+            "flow-table bucket (IPv4)",
+            size_of::<(flow_key::V4Key, u32)>(),
+        ),
+        (
+            "flow-table bucket (IPv6)",
+            size_of::<(flow_key::V6Key, u32)>(),
+        ),
         ("timer-wheel entry", size_of::<(u64, TimerItem)>()),
     ]);
     for (name, size) in &parts {

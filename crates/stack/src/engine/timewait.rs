@@ -3,8 +3,8 @@
 //! A connection in TIME-WAIT only has to acknowledge a retransmitted FIN and refuse old
 //! duplicates for 2·MSL, so the engine drops its full block and keeps these few words
 //! instead: a live connection block is over a kilobyte with its buffers, an entry here
-//! is 80 bytes, with 16 for its timer and its flow's 28-byte bucket in the flow table
-//! (the flow key holds an address of either family).
+//! is 80 bytes (the flow key holds an address of either family), with 16 for its timer
+//! and its flow's bucket in the flow table (12 bytes for IPv4, 32 for IPv6).
 //!
 //! The entries live in a slab here; the flow table maps their keys to their slots
 //! ([`Flow::TimeWait`]), so a segment for no live connection is looked up once, and a
@@ -372,7 +372,7 @@ mod tests {
         fn new(cfg: &TcpConfig) -> Tables {
             Tables {
                 tw: TimeWait::new(16),
-                flows: Flows::new(16, 1024..=65535),
+                flows: Flows::new(16, 0, 1024..=65535),
                 tcb: tcb(cfg),
             }
         }

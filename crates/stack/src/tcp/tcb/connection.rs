@@ -21,7 +21,7 @@ pub(crate) struct TcbConn<'a> {
     pub(crate) tcb: &'a mut Tcb,
     pub(crate) pool: &'a mut RingPool,
     /// The connection's flow: the peer's address and our port.
-    pub(crate) key: FlowKey,
+    pub(crate) key: &'a FlowKey,
 }
 
 impl Connection for TcbConn<'_> {
