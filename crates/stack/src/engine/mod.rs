@@ -359,6 +359,16 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         true
     }
 
+    /// Whether duplicate address detection still runs for one of the engine's IPv6
+    /// addresses (see [`EngineConfig::dad_transmits`]). Until it ends, an active open
+    /// that finds no usable source address ([`ConnectError::NoSourceAddress`]) may
+    /// find one later; once it has ended, it will not.
+    ///
+    /// [`ConnectError::NoSourceAddress`]: crate::ConnectError::NoSourceAddress
+    pub fn detecting_duplicates(&self) -> bool {
+        self.addrs.next_dad_deadline().is_some()
+    }
+
     /// Whether other engines share the link's address from now on
     /// ([`EngineConfig::shared_link`]): a process that forks learns it then.
     pub fn set_shared_link(&mut self, shared: bool) {
