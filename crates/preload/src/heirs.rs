@@ -11,12 +11,14 @@
 //! `exec` keeps, and no other process shares). The new image, as the library is
 //! loaded, looks up its own entries and, for each whose descriptor it still has (an
 //! eventfd; one that was close-on-exec is gone), makes a listening socket with the
-//! same address and number. Connections the old image had not accepted are lost with
+//! same family, address (IPv4 or IPv6, with its scope), `IPV6_V6ONLY` and number. Connections the old image had not accepted are lost with
 //! its engine; on Linux they would still be in the queue.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, SocketAddrV6};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+use crate::sockets::Family;
 
 /// Entries in the table: listening sockets across all the program's processes.
 const SLOTS: usize = 256;
@@ -28,8 +30,12 @@ struct Slot {
     pid: AtomicU32,
     fd: AtomicI32,
     started: AtomicU64,
-    /// The address in the high 32 bits, the port below it.
-    addr: AtomicU64,
+    /// The address's 128 bits, the high half first (an IPv4 address IPv4-mapped).
+    ip: [AtomicU64; 2],
+    /// The port in the low 16 bits, and the [`AF_INET6`] and [`V6ONLY`] bits.
+    port: AtomicU32,
+    /// The scope of a link-local IPv6 address.
+    scope: AtomicU32,
     /// The backlog in the low 31 bits; the top bit: non-blocking.
     backlog: AtomicU32,
 }
@@ -84,12 +90,39 @@ fn start_time(pid: u32) -> Option<u64> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Heirloom {
     pub(crate) fd: RawFd,
-    pub(crate) addr: SocketAddrV4,
+    pub(crate) family: Family,
+    /// The address as the socket shows it (`getsockname`): on an AF_INET6 socket an
+    /// IPv4 one is IPv4-mapped.
+    pub(crate) addr: SocketAddr,
+    /// `IPV6_V6ONLY`.
+    pub(crate) v6only: bool,
     pub(crate) backlog: usize,
     pub(crate) nonblock: bool,
 }
 
 const NONBLOCK: u32 = 1 << 31;
+/// In a slot's port: the socket is an AF_INET6 one.
+const AF_INET6: u32 = 1 << 16;
+/// In a slot's port: `IPV6_V6ONLY`.
+const V6ONLY: u32 = 1 << 17;
+
+/// A slot's encoding of `a`: the 128 bits and the scope.
+fn encode(a: SocketAddr) -> (u128, u32) {
+    match a {
+        SocketAddr::V4(v4) => (v4.ip().to_ipv6_mapped().to_bits(), 0),
+        SocketAddr::V6(v6) => (v6.ip().to_bits(), v6.scope_id()),
+    }
+}
+
+/// The address a slot holds for a socket of `family`; `None` when the bits cannot be
+/// its (an AF_INET socket's are IPv4-mapped).
+fn decode(family: Family, bits: u128, port: u16, scope: u32) -> Option<SocketAddr> {
+    let ip = Ipv6Addr::from_bits(bits);
+    match family {
+        Family::V4 => Some(SocketAddr::new(IpAddr::V4(ip.to_ipv4_mapped()?), port)),
+        Family::V6 => Some(SocketAddr::V6(SocketAddrV6::new(ip, port, 0, scope))),
+    }
+}
 
 impl Table {
     /// Record (or update) `me`'s listening socket `h`; false when the table is full
@@ -103,8 +136,16 @@ impl Table {
             return false;
         };
         slot.fd.store(h.fd, Ordering::Relaxed);
-        let addr = (u64::from(u32::from(*h.addr.ip())) << 32) | u64::from(h.addr.port());
-        slot.addr.store(addr, Ordering::Relaxed);
+        let (bits, scope) = encode(h.addr);
+        slot.ip[0].store((bits >> 64) as u64, Ordering::Relaxed);
+        slot.ip[1].store(bits as u64, Ordering::Relaxed);
+        let flags = match h.family {
+            Family::V4 => 0,
+            Family::V6 => AF_INET6 | if h.v6only { V6ONLY } else { 0 },
+        };
+        slot.port
+            .store(u32::from(h.addr.port()) | flags, Ordering::Relaxed);
+        slot.scope.store(scope, Ordering::Relaxed);
         let backlog =
             (h.backlog.min(NONBLOCK as usize - 1) as u32) | if h.nonblock { NONBLOCK } else { 0 };
         slot.backlog.store(backlog, Ordering::Relaxed);
@@ -129,15 +170,25 @@ impl Table {
     /// `me`'s listening sockets.
     pub(crate) fn of(&self, me: Me) -> Vec<Heirloom> {
         self.mine(me)
-            .map(|slot| {
-                let addr = slot.addr.load(Ordering::Relaxed);
+            .filter_map(|slot| {
+                let bits = (u128::from(slot.ip[0].load(Ordering::Relaxed)) << 64)
+                    | u128::from(slot.ip[1].load(Ordering::Relaxed));
+                let port = slot.port.load(Ordering::Relaxed);
+                let family = if port & AF_INET6 != 0 {
+                    Family::V6
+                } else {
+                    Family::V4
+                };
+                let scope = slot.scope.load(Ordering::Relaxed);
                 let backlog = slot.backlog.load(Ordering::Relaxed);
-                Heirloom {
+                Some(Heirloom {
                     fd: slot.fd.load(Ordering::Relaxed),
-                    addr: SocketAddrV4::new(Ipv4Addr::from((addr >> 32) as u32), addr as u16),
+                    family,
+                    addr: decode(family, bits, port as u16, scope)?,
+                    v6only: port & V6ONLY != 0,
                     backlog: (backlog & !NONBLOCK) as usize,
                     nonblock: backlog & NONBLOCK != 0,
-                }
+                })
             })
             .collect()
     }
@@ -182,7 +233,9 @@ mod tests {
     fn heirloom(fd: RawFd, port: u16) -> Heirloom {
         Heirloom {
             fd,
-            addr: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), port),
+            family: Family::V4,
+            addr: SocketAddr::from(([10, 0, 0, 2], port)),
+            v6only: false,
             backlog: 511,
             nonblock: port.is_multiple_of(2),
         }
@@ -211,6 +264,46 @@ mod tests {
         table.forget_all(me);
         assert!(table.of(me).is_empty());
         assert_eq!(table.of(other), [heirloom(7, 8080)]);
+    }
+
+    #[test]
+    fn ipv6_listeners_keep_their_family_address_scope_and_v6only() {
+        let table = Box::<Table>::default();
+        let me = Me::current();
+        let v6 =
+            |ip: &str, scope| SocketAddr::V6(SocketAddrV6::new(ip.parse().unwrap(), 80, 0, scope));
+        let heirs = [
+            Heirloom {
+                fd: 4,
+                family: Family::V6,
+                addr: v6("::", 0),
+                v6only: false,
+                backlog: 128,
+                nonblock: true,
+            },
+            Heirloom {
+                fd: 5,
+                family: Family::V6,
+                addr: v6("::ffff:10.0.0.2", 0),
+                v6only: false,
+                backlog: 5,
+                nonblock: false,
+            },
+            Heirloom {
+                fd: 6,
+                family: Family::V6,
+                addr: v6("fe80::1:2", 7),
+                v6only: true,
+                backlog: 16,
+                nonblock: false,
+            },
+            heirloom(7, 8080),
+        ];
+        for h in heirs {
+            assert!(table.record(me, h));
+        }
+        assert_eq!(table.of(me), heirs);
+        table.forget_all(me);
     }
 
     #[test]

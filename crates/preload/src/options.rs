@@ -3,14 +3,14 @@
 //! Every option a program may set is either applied, or accepted where Rusty's
 //! behaviour already is what the program asks for, and `getsockopt` always answers
 //! what is in effect, never merely what was asked. Options Rusty does not have get the
-//! error Linux gives for an unknown option (`ENOPROTOOPT`). The table is in
-//! `docs/preload.md`.
+//! error Linux gives for an unknown option (`ENOPROTOOPT`; `getsockopt` of an IPv6
+//! option on an AF_INET socket: `EOPNOTSUPP`). The table is in `docs/preload.md`.
 
 use std::os::fd::RawFd;
 use std::time::Duration;
 
 use crate::process::Process;
-use crate::sockets::Errno;
+use crate::sockets::{Errno, Family};
 
 const ENOPROTOOPT: Errno = Errno(libc::ENOPROTOOPT);
 const EINVAL: Errno = Errno(libc::EINVAL);
@@ -110,6 +110,14 @@ pub(crate) fn set(
                 _ => t.probes = v as u32,
             }
         }
+        // Linux: only before the socket has a port (bound, listening or connected).
+        (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) if p.stack.family(sock)? == Family::V6 => {
+            let v = int_of(raw)?;
+            if !fresh {
+                return Err(EINVAL);
+            }
+            opts.v6only = v != 0;
+        }
         (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
             let name = std::str::from_utf8(raw).map_err(|_| EINVAL)?;
             let name = name.trim_end_matches('\0');
@@ -134,9 +142,10 @@ pub(crate) fn get(p: &mut Process, fd: RawFd, level: i32, name: i32) -> Result<V
     let desc = p.desc(fd)?.clone();
     let sock = desc.sock;
     let opts = p.stack.opts(sock)?;
+    let family = p.stack.family(sock)?;
     Ok(match (level, name) {
         (libc::SOL_SOCKET, libc::SO_TYPE) => int(libc::SOCK_STREAM),
-        (libc::SOL_SOCKET, libc::SO_DOMAIN) => int(libc::AF_INET),
+        (libc::SOL_SOCKET, libc::SO_DOMAIN) => int(family.domain()),
         (libc::SOL_SOCKET, libc::SO_PROTOCOL) => int(libc::IPPROTO_TCP),
         (libc::SOL_SOCKET, libc::SO_ERROR) => int(p.stack.take_error(sock)?),
         (libc::SOL_SOCKET, libc::SO_ACCEPTCONN) => int(p.stack.is_listening(sock)? as i32),
@@ -167,6 +176,9 @@ pub(crate) fn get(p: &mut Process, fd: RawFd, level: i32, name: i32) -> Result<V
             v.resize(16, 0);
             v
         }
+        (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) if family == Family::V6 => int(opts.v6only as i32),
+        // An AF_INET socket's IP layer answers another level's options so.
+        (libc::IPPROTO_IPV6, _) if family == Family::V4 => return Err(Errno(libc::EOPNOTSUPP)),
         _ => return Err(ENOPROTOOPT),
     })
 }

@@ -131,7 +131,7 @@ pub(crate) struct Process {
     /// Whether the engine treats the link as shared (see `siblings`).
     shared_link: bool,
     /// Mappings moving between the engine and `siblings`.
-    learned: Vec<(std::net::Ipv4Addr, rusty_stack::io::MacAddr)>,
+    learned: Vec<(std::net::IpAddr, rusty_stack::io::MacAddr)>,
     /// The stack's listen epoch whose ports `siblings` has.
     ports_published: Option<u64>,
 }
@@ -314,13 +314,19 @@ impl Process {
             return;
         };
         let (sock, nonblock) = (desc.sock, desc.nonblock);
-        let (Some(backlog), Ok(addr)) = (self.stack.backlog(sock), self.stack.local_addr(sock))
-        else {
+        let (Some(backlog), Ok(addr), Ok(family), Ok(opts)) = (
+            self.stack.backlog(sock),
+            self.stack.local_addr(sock),
+            self.stack.family(sock),
+            self.stack.opts(sock),
+        ) else {
             return;
         };
         let h = Heirloom {
             fd,
+            family,
             addr,
+            v6only: opts.v6only,
             backlog,
             nonblock,
         };
@@ -340,10 +346,18 @@ impl Process {
                 continue;
             }
             self.forked = true;
-            let sock = self.stack.socket();
+            let sock = self.stack.socket(h.family);
             let made = self
                 .stack
-                .bind(sock, h.addr)
+                .opts(sock)
+                .and_then(|opts| {
+                    let opts = crate::sockets::SockOpts {
+                        v6only: h.v6only,
+                        ..opts
+                    };
+                    self.stack.set_opts(sock, opts)
+                })
+                .and_then(|()| self.stack.bind(sock, h.addr))
                 .and_then(|()| self.stack.listen(sock, h.backlog, false));
             if let Err(e) = made {
                 log::warn!("inherited listening socket {} on {}: {e:?}", h.fd, h.addr);

@@ -16,10 +16,15 @@
 //!
 //! The table is a fixed array of slots, found by the address's hash (a newer mapping
 //! for another address in the same slot replaces the older: the table is a cache, and
-//! a process that misses asks again). Each slot is guarded by a sequence number, odd
-//! while a writer is in it, which readers check before and after reading.
+//! a process that misses asks again); it holds ARP's IPv4 neighbours and Neighbor
+//! Discovery's IPv6 ones alike. Each slot is guarded by a sequence number, odd while a
+//! writer is in it, which readers check before and after reading.
+//!
+//! The mapping starts with a number that names its layout ([`LAYOUT`]): a process
+//! whose library lays the table out otherwise (another build, exec'd by this one)
+//! finds it wrong and keeps a table of its own rather than misread this one.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -36,7 +41,8 @@ const SLOTS: usize = 256;
 #[repr(C)]
 pub(crate) struct Slot {
     seq: AtomicU32,
-    ip: AtomicU32,
+    /// The address's 128 bits, the high half first (an IPv4 one IPv4-mapped).
+    ip: [AtomicU64; 2],
     /// The MAC address in the low 48 bits; 0: empty.
     mac: AtomicU64,
 }
@@ -75,6 +81,8 @@ impl Default for PortCounts {
 #[repr(C)]
 #[derive(Default)]
 pub(crate) struct Mapped {
+    /// [`LAYOUT`] once a process has taken the table up (0 before).
+    layout: AtomicU64,
     shared: Shared,
     ports: PortCounts,
     heirs: heirs::Table,
@@ -84,6 +92,24 @@ pub(crate) struct Mapped {
 // free entries); no pointers.
 #[allow(unsafe_code)]
 unsafe impl sys::SharedPlain for Mapped {}
+
+/// The layout of [`Mapped`] this library reads and writes: "rusty" and a version,
+/// which a change to the layout moves.
+const LAYOUT: u64 = u64::from_be_bytes(*b"rusty\0\0\x02");
+
+impl Mapped {
+    /// Take the table up: whether it is laid out as this library lays it out (a fresh
+    /// one is, from now on).
+    fn claim(&self) -> bool {
+        match self
+            .layout
+            .compare_exchange(0, LAYOUT, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(found) => found == LAYOUT,
+        }
+    }
+}
 
 /// A process's handle on the shared table.
 pub(crate) struct Siblings {
@@ -200,16 +226,18 @@ impl Siblings {
     }
 
     /// Publish mappings this process's engine learned.
-    pub(crate) fn publish(&mut self, learned: &[(Ipv4Addr, MacAddr)]) {
+    pub(crate) fn publish(&mut self, learned: &[(IpAddr, MacAddr)]) {
         for &(ip, mac) in learned {
-            let slot = &self.shared.slots[slot_of(ip)];
+            let bits = bits_of(ip);
+            let slot = &self.shared.slots[slot_of(bits)];
             let seq = slot.seq.fetch_add(1, Ordering::Acquire);
             if seq % 2 == 1 {
                 // Another process is writing this slot: let its mapping stand.
                 slot.seq.fetch_sub(1, Ordering::Release);
                 continue;
             }
-            slot.ip.store(u32::from(ip), Ordering::Relaxed);
+            slot.ip[0].store((bits >> 64) as u64, Ordering::Relaxed);
+            slot.ip[1].store(bits as u64, Ordering::Relaxed);
             slot.mac.store(pack(mac), Ordering::Relaxed);
             slot.seq.fetch_add(1, Ordering::Release);
         }
@@ -220,7 +248,7 @@ impl Siblings {
 
     /// The mappings in the table, if anyone published (mappings or ports) since the
     /// last call; whether anyone did.
-    pub(crate) fn take_new(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) -> bool {
+    pub(crate) fn take_new(&mut self, out: &mut Vec<(IpAddr, MacAddr)>) -> bool {
         let generation = self.shared.generation.load(Ordering::Acquire);
         if generation == self.seen {
             return false;
@@ -231,15 +259,22 @@ impl Siblings {
             if before % 2 == 1 {
                 continue;
             }
-            let ip = slot.ip.load(Ordering::Relaxed);
+            let bits = (u128::from(slot.ip[0].load(Ordering::Relaxed)) << 64)
+                | u128::from(slot.ip[1].load(Ordering::Relaxed));
             let mac = slot.mac.load(Ordering::Relaxed);
             if slot.seq.load(Ordering::Acquire) != before || mac == 0 {
                 continue;
             }
-            out.push((Ipv4Addr::from(ip), unpack(mac)));
+            out.push((ip_of(bits), unpack(mac)));
         }
         true
     }
+}
+
+/// Whether some process of the program runs a stack on the link already (one this
+/// process forked from, or its own image before an `exec`).
+pub(crate) fn stacks_running() -> bool {
+    prepare().shared.stacks.load(Ordering::Acquire) > 0
 }
 
 /// The environment variable naming the descriptor of the memory file that holds the
@@ -264,13 +299,33 @@ pub(crate) fn prepare() -> &'static Mapped {
             .ok()
             .and_then(|v| v.parse().ok())
             .and_then(sys::map_file::<Mapped>)
+            .filter(|m| {
+                let ours = m.claim();
+                if !ours {
+                    log::warn!("{SHARED_VAR}: a table of another layout; not shared");
+                }
+                ours
+            })
             .or_else(sys::shared_zeroed::<Mapped>)
             .unwrap_or_else(|| Box::leak(Box::default()))
     })
 }
 
-fn slot_of(ip: Ipv4Addr) -> usize {
-    (u32::from(ip).wrapping_mul(0x9e37_79b9) >> 24) as usize % SLOTS
+/// An address as a slot holds it: 128 bits, an IPv4 one IPv4-mapped.
+fn bits_of(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().to_bits(),
+        IpAddr::V6(v6) => v6.to_bits(),
+    }
+}
+
+fn ip_of(bits: u128) -> IpAddr {
+    std::net::Ipv6Addr::from_bits(bits).to_canonical()
+}
+
+fn slot_of(bits: u128) -> usize {
+    let folded = (bits ^ (bits >> 64)) as u64;
+    (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % SLOTS
 }
 
 fn pack(mac: MacAddr) -> u64 {
@@ -297,12 +352,14 @@ mod tests {
         let mut a = Siblings::over(table);
         let mut b = Siblings::over(table);
         b.seen = a.shared.generation.load(Ordering::Acquire);
-        let ip = Ipv4Addr::new(10, 0, 0, 1);
+        let ip = IpAddr::from([10, 0, 0, 1]);
+        let ip6: IpAddr = "fd00::9".parse().unwrap();
         let mac = MacAddr([2, 0, 0, 0, 0, 9]);
-        a.publish(&[(ip, mac)]);
+        a.publish(&[(ip, mac), (ip6, mac)]);
         let mut got = Vec::new();
         b.take_new(&mut got);
-        assert_eq!(got, [(ip, mac)]);
+        got.sort();
+        assert_eq!(got, [(ip, mac), (ip6, mac)]);
         got.clear();
         b.take_new(&mut got);
         assert!(got.is_empty(), "nothing new");

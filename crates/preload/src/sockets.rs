@@ -18,16 +18,20 @@
 //! ([`Stack::send`]). When the buffer is full the socket asks to hear when it is
 //! writable again.
 //!
+//! Families: a socket is AF_INET or AF_INET6. Addresses go in and out as the program
+//! sees them (on an AF_INET6 socket, IPv4 ones IPv4-mapped) and are kept as the engine
+//! sees them (`addr`); binding follows Linux's rules across the two families (`bind`).
+//!
 //! Errors are `libc` errno values, chosen to match what Linux returns for the same call
 //! in the same state.
 
 use std::collections::VecDeque;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use rusty_stack::io::MacAddr;
 use rusty_stack::time::Instant;
-use rusty_stack::Keepalive;
+use rusty_stack::{ConnectError, Keepalive};
 
 /// An errno value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +74,12 @@ pub struct Stack {
     listen_epoch: u64,
     /// Whether the kernel steers frames to the queue (see [`Stack::set_steered`]).
     steered: bool,
+    /// See [`Stack::link_index`].
+    link_index: u32,
+    /// Active opens waiting for a source address: the engine's IPv6 addresses were
+    /// still tentative (duplicate address detection, about a second after it starts).
+    /// Each is tried again every turn until detection ends.
+    unsourced: Vec<(SockId, SocketAddr)>,
 }
 
 impl std::fmt::Debug for Stack {
@@ -91,6 +101,8 @@ impl Stack {
             held: false,
             listen_epoch: 0,
             steered: true,
+            link_index: 0,
+            unsourced: Vec::new(),
         }
     }
 
@@ -106,7 +118,48 @@ impl Stack {
     /// out too.
     pub fn poll(&mut self) -> usize {
         self.held = false;
-        self.engine.poll()
+        let frames = self.engine.poll();
+        if !self.unsourced.is_empty() {
+            self.start_unsourced();
+        }
+        frames
+    }
+
+    /// Try again the active opens that found no source address: each starts, or
+    /// waits on while duplicate detection runs, or fails (`EADDRNOTAVAIL`: no
+    /// address of ours fits the peer).
+    fn start_unsourced(&mut self) {
+        for (s, remote) in std::mem::take(&mut self.unsourced) {
+            if !matches!(self.sock(s).map(|k| &k.state), Ok(State::Connecting)) {
+                continue;
+            }
+            if let Err(e) = self.start_connect(s, remote) {
+                if let Ok(sock) = self.sock_mut(s) {
+                    sock.error = e.0;
+                    sock.ended = true;
+                    bump(sock);
+                }
+            }
+        }
+    }
+
+    /// Have the engine open a connection to `remote` for connecting socket `s`; one
+    /// that finds no source address while duplicate detection runs waits for it
+    /// (see `unsourced`). An error fails the socket.
+    fn start_connect(&mut self, s: SockId, remote: SocketAddr) -> Result<(), Errno> {
+        match self.engine.connect(remote, s) {
+            Ok(()) => Ok(()),
+            Err(ConnectError::NoSourceAddress) if self.engine.detecting_duplicates() => {
+                self.unsourced.push((s, remote));
+                Ok(())
+            }
+            Err(e) => {
+                let sock = self.sock_mut(s)?;
+                sock.state = State::Failed;
+                sock.peer = None;
+                Err(connect_errno(e))
+            }
+        }
     }
 
     /// Whether [`send`](Self::send) holds small writes back.
@@ -126,23 +179,9 @@ impl Stack {
         self.engine.next_deadline()
     }
 
-    /// The stack's own address.
+    /// The stack's own IPv4 address (unspecified when the link has none).
     pub fn address(&self) -> Ipv4Addr {
         self.engine.address()
-    }
-
-    /// Whether a connection to `ip` belongs on this stack: an address its link
-    /// reaches, other than loopback, broadcast and multicast (those stay the
-    /// kernel's).
-    pub fn carries(&self, ip: Ipv4Addr) -> bool {
-        !(ip.is_loopback() || ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast())
-            && self.engine.routes(ip)
-    }
-
-    /// Whether a socket bound to `ip` belongs on this stack: the wildcard or the
-    /// stack's own address.
-    pub fn binds(&self, ip: Ipv4Addr) -> bool {
-        ip.is_unspecified() || ip == self.address()
     }
 
     /// Sockets in the table, the program's and those the engine is still closing.
@@ -150,12 +189,12 @@ impl Stack {
         self.engine.table().len()
     }
 
-    /// A new stream socket.
-    pub fn socket(&mut self) -> SockId {
+    /// A new stream socket of `family`.
+    pub fn socket(&mut self, family: Family) -> SockId {
         let default = self.engine.keepalive();
         let table = self.engine.table_mut();
         table.default_keepalive = default;
-        let mut sock = Sock::new(State::Fresh);
+        let mut sock = Sock::new(State::Fresh, family);
         sock.opts.keepalive = default.is_some();
         sock.opts.keepalive_timing = default.unwrap_or_default();
         table.insert(sock)
@@ -192,105 +231,9 @@ impl Stack {
         Ok(())
     }
 
-    /// `bind`: the caller has checked that the address is this stack's.
-    pub fn bind(&mut self, s: SockId, addr: SocketAddrV4) -> Result<(), Errno> {
-        let reuse_port = self.sock(s)?.opts.reuse_port;
-        if !matches!(self.sock(s)?.state, State::Fresh) {
-            return Err(Errno(libc::EINVAL));
-        }
-        let port = if addr.port() == 0 {
-            self.free_port().ok_or(Errno(libc::EADDRINUSE))?
-        } else {
-            if self.port_taken(addr.port(), reuse_port) {
-                return Err(Errno(libc::EADDRINUSE));
-            }
-            addr.port()
-        };
-        // A wildcard bind reads back as the wildcard, as on Linux; connections
-        // accepted on it have the stack's address.
-        let sock = self.sock_mut(s)?;
-        sock.local = Some(SocketAddrV4::new(*addr.ip(), port));
-        sock.state = State::Bound;
-        Ok(())
-    }
-
-    /// Whether another socket holds `port` (bound or listening) in a way that keeps
-    /// a new bind off it.
-    fn port_taken(&self, port: u16, reuse_port: bool) -> bool {
-        self.engine.table().socks.iter().flatten().any(|o| {
-            matches!(o.state, State::Bound | State::Listening { .. })
-                && o.local.is_some_and(|l| l.port() == port)
-                && !(reuse_port && o.opts.reuse_port)
-        })
-    }
-
-    /// A port for `bind` to port 0, from the top of the range Linux uses.
-    fn free_port(&self) -> Option<u16> {
-        (32768..=60999u16)
-            .rev()
-            .find(|&p| !self.port_taken(p, false))
-    }
-
-    /// `listen`; with `engage`, the engine takes connections for the port at once,
-    /// else from [`Stack::engage`] on (see `process.rs` for why a process that forked
-    /// waits for interest).
-    pub fn listen(&mut self, s: SockId, backlog: usize, engage: bool) -> Result<(), Errno> {
-        let backlog = backlog.clamp(1, 65535);
-        let sock = self.sock_mut(s)?;
-        match &mut sock.state {
-            State::Listening { backlog: b, .. } => {
-                *b = backlog;
-                return Ok(());
-            }
-            State::Fresh | State::Bound => {}
-            _ => return Err(Errno(libc::EINVAL)),
-        }
-        if sock.local.is_none() {
-            self.bind(s, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?;
-        }
-        self.sock_mut(s)?.state = State::Listening {
-            backlog,
-            queue: VecDeque::new(),
-        };
-        self.listen_epoch += 1;
-        if engage {
-            self.engage(s)?;
-        }
-        Ok(())
-    }
-
-    /// Have the engine take connections for listening socket `s`'s port (nothing if it
-    /// already does, or `s` is not listening); whether it now does for `s`.
-    pub fn engage(&mut self, s: SockId) -> Result<bool, Errno> {
-        let sock = self.sock(s)?;
-        let State::Listening { backlog, .. } = sock.state else {
-            return Ok(false);
-        };
-        let port = sock.local.map_or(0, |l| l.port());
-        let table = self.engine.table_mut();
-        match table.listeners.get(&port) {
-            Some(&owner) => Ok(owner == s),
-            None => {
-                table.listeners.insert(port, s);
-                self.engine.listen(port, backlog);
-                Ok(true)
-            }
-        }
-    }
-
-    /// Stop the engine taking connections for every listening socket; each stays
-    /// listening for the program, and [`Stack::engage`] starts it again.
-    pub fn disengage_all(&mut self) {
-        let ports: Vec<u16> = self
-            .engine
-            .table_mut()
-            .listeners
-            .drain()
-            .map(|(p, _)| p)
-            .collect();
-        for port in ports {
-            self.engine.unlisten(port);
-        }
+    /// The family of socket `s`.
+    pub fn family(&self, s: SockId) -> Result<Family, Errno> {
+        Ok(self.sock(s)?.family)
     }
 
     /// Give up the engine's AF_XDP queue, for a child this process forked (see
@@ -330,7 +273,7 @@ impl Stack {
                 _ => State::Connected,
             };
             let ended = matches!(state, State::Connected);
-            let mut new = Sock::new(state);
+            let mut new = Sock::new(state, sock.family);
             new.local = sock.local;
             new.peer = sock.peer;
             new.opts = sock.opts;
@@ -402,13 +345,14 @@ impl Stack {
         }
     }
 
-    /// Neighbour mappings the engine learned since the last call.
-    pub fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
+    /// Neighbour mappings (ARP's and Neighbor Discovery's) the engine learned since
+    /// the last call.
+    pub fn drain_learned_arp(&mut self, out: &mut Vec<(IpAddr, MacAddr)>) {
         self.engine.drain_learned_arp(out);
     }
 
     /// A neighbour mapping another process's engine learned.
-    pub fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr) {
+    pub fn import_arp(&mut self, ip: IpAddr, mac: MacAddr) {
         self.engine.import_arp(ip, mac);
     }
 
@@ -455,9 +399,35 @@ impl Stack {
         }
     }
 
-    /// `connect`: `Ok` once connected; `EINPROGRESS` while the handshake runs (the
-    /// caller waits for writability, then reads `SO_ERROR`).
-    pub fn connect(&mut self, s: SockId, remote: SocketAddrV4) -> Result<(), Errno> {
+    /// Whether `s` has neither a connection nor a listen yet (a `connect` would start
+    /// one).
+    pub fn is_unconnected(&self, s: SockId) -> Result<bool, Errno> {
+        Ok(matches!(self.sock(s)?.state, State::Fresh | State::Bound))
+    }
+
+    /// Linux's errors for a connect from `s` to `remote` (as the program gave it, to
+    /// an address the link reaches) that its state does not explain: another family's
+    /// address (`EAFNOSUPPORT`), an IPv4-mapped peer for an IPv6-only socket
+    /// (`ENETUNREACH`), an IPv6 peer for a socket bound to an IPv4-mapped address
+    /// (`EAFNOSUPPORT`).
+    fn may_connect(&self, s: SockId, remote: SocketAddr) -> Result<(), Errno> {
+        let sock = self.sock(s)?;
+        if sock.family != addr_family(remote) {
+            return Err(Errno(libc::EAFNOSUPPORT));
+        }
+        match (canonical(remote), sock.local) {
+            (SocketAddr::V4(_), _) if sock.family == Family::V6 && sock.opts.v6only => {
+                Err(Errno(libc::ENETUNREACH))
+            }
+            (SocketAddr::V6(_), Some(SocketAddr::V4(_))) => Err(Errno(libc::EAFNOSUPPORT)),
+            _ => Ok(()),
+        }
+    }
+
+    /// `connect` to `remote`, as the program gave it (IPv4-mapped on an AF_INET6
+    /// socket for an IPv4 peer): `Ok` once connected; `EINPROGRESS` while the
+    /// handshake runs (the caller waits for writability, then reads `SO_ERROR`).
+    pub fn connect(&mut self, s: SockId, remote: SocketAddr) -> Result<(), Errno> {
         let sock = self.sock_mut(s)?;
         match sock.state {
             State::Fresh | State::Bound => {}
@@ -466,14 +436,12 @@ impl Stack {
             State::Connected => return Err(Errno(libc::EISCONN)),
             State::Listening { .. } | State::Failed => return Err(Errno(libc::EINVAL)),
         }
+        self.may_connect(s, remote)?;
+        let remote = canonical(remote);
+        let sock = self.sock_mut(s)?;
         sock.state = State::Connecting;
         sock.peer = Some(remote);
-        if let Err(e) = self.engine.connect(remote, s) {
-            let sock = self.sock_mut(s)?;
-            sock.state = State::Failed;
-            sock.peer = None;
-            return Err(e);
-        }
+        self.start_connect(s, remote)?;
         let sock = self.sock_mut(s)?;
         match sock.state {
             State::Connected => Ok(()),
@@ -650,11 +618,7 @@ impl Stack {
         if let Some(queued) = queued {
             let port = sock.local.map_or(0, |l| l.port());
             self.listen_epoch += 1;
-            let table = self.engine.table_mut();
-            if table.listeners.get(&port) == Some(&s) {
-                table.listeners.remove(&port);
-                self.engine.unlisten(port);
-            }
+            self.disengage(s, port);
             for c in queued {
                 if let Some(q) = self.engine.table_mut().get_mut(c) {
                     q.queued_on = None;
@@ -691,8 +655,14 @@ impl Stack {
                 }
             }
             // An active open still resolving ARP or handshaking keeps its socket until
-            // the engine reports it; the rest go now.
-            None if matches!(sock.state, State::Connecting) => {}
+            // the engine reports it; one still waiting for a source address, which the
+            // engine never had, goes now, as do the rest.
+            None if matches!(sock.state, State::Connecting) => {
+                if let Some(i) = self.unsourced.iter().position(|&(u, _)| u == s) {
+                    self.unsourced.remove(i);
+                    self.engine.table_mut().remove(s);
+                }
+            }
             None => self.engine.table_mut().remove(s),
         }
     }
@@ -766,19 +736,18 @@ impl Stack {
         Ok(matches!(self.sock(s)?.state, State::Fresh))
     }
 
-    /// `getsockname`.
-    pub fn local_addr(&self, s: SockId) -> Result<SocketAddrV4, Errno> {
-        Ok(self
-            .sock(s)?
-            .local
-            .unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)))
+    /// `getsockname`: as the socket's family shows it (see `addr`).
+    pub fn local_addr(&self, s: SockId) -> Result<SocketAddr, Errno> {
+        let sock = self.sock(s)?;
+        let local = sock.local.unwrap_or(sock.family.unspecified());
+        Ok(sock.family.shown(local, self.link_index))
     }
 
-    /// `getpeername`.
-    pub fn peer_addr(&self, s: SockId) -> Result<SocketAddrV4, Errno> {
+    /// `getpeername`: as the socket's family shows it.
+    pub fn peer_addr(&self, s: SockId) -> Result<SocketAddr, Errno> {
         let sock = self.sock(s)?;
         match (&sock.state, sock.peer) {
-            (State::Connected, Some(p)) => Ok(p),
+            (State::Connected, Some(p)) => Ok(sock.family.shown(p, self.link_index)),
             _ => Err(Errno(libc::ENOTCONN)),
         }
     }
@@ -810,11 +779,22 @@ impl Errno {
     }
 }
 
+/// The family of the addresses in `a`.
+fn addr_family(a: SocketAddr) -> Family {
+    match a {
+        SocketAddr::V4(_) => Family::V4,
+        SocketAddr::V6(_) => Family::V6,
+    }
+}
+
+mod addr;
+mod bind;
 mod ops;
 mod table;
 
+pub use addr::{bind_address, canonical, connect_address, sockaddr_of, Family, MAX_SOCKADDR};
 pub use ops::{EngineOps, Steered};
-use table::{bump, Sock, State};
+use table::{bump, connect_errno, Sock, State};
 pub use table::{SockOpts, Table, DEFAULT_RCVBUF};
 
 #[cfg(test)]

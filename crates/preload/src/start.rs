@@ -2,14 +2,15 @@
 //! read the flags `rusty-run` left in the environment, open the link's queue (or, on
 //! AF_XDP, its queues) and build the engine.
 
+use std::net::Ipv6Addr;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 
-use rusty::cli::link::LinkKind;
-use rusty::launch::engine_config;
+use rusty::cli::link::{LinkKind, LinkSpec};
+use rusty::launch::{engine_config, Launch};
 use rusty_drivers_tap::TapConfig;
 use rusty_drivers_xdp::{XdpConfig, XdpQueue};
 use rusty_stack::time::SystemClock;
-use rusty_stack::Engine;
+use rusty_stack::{Engine, EngineConfig};
 
 use crate::config::{self, Config, FLAGS_VAR};
 use crate::handover::Handover;
@@ -67,9 +68,16 @@ pub(crate) fn open_stack(config: &Config) -> Result<Opened, String> {
                 .ok_or_else(|| format!("TAP {name} opened no queue"))?;
             let link_fd = queue.as_fd().as_raw_fd();
             let clock = SystemClock::new();
-            let engine = Engine::new(queue, Table::default(), clock, engine_config(launch, link));
+            let engine = Engine::new(
+                queue,
+                Table::default(),
+                clock,
+                engine_config_for(launch, link),
+            );
+            let mut stack = Stack::new(Box::new(engine));
+            stack.set_link_index(sys::if_index(name));
             Ok(Opened {
-                stack: Stack::new(Box::new(engine)),
+                stack,
                 link_fd,
                 clock,
                 spares: Vec::new(),
@@ -80,6 +88,7 @@ pub(crate) fn open_stack(config: &Config) -> Result<Opened, String> {
             let queues = u16::try_from(link.workers)
                 .map_err(|_| format!("xdp:{ifname}: {} queues is too many", link.workers))?;
             let mut xdp = XdpConfig::new(ifname.clone(), link.ip, queues);
+            xdp.ipv6 = ipv6_addresses(&engine_config_for(launch, link), ifname)?;
             xdp.attach = t.attach;
             xdp.copy = t.copy;
             xdp.ring_size = t.ring_size;
@@ -102,6 +111,36 @@ pub(crate) fn open_stack(config: &Config) -> Result<Opened, String> {
     }
 }
 
+/// The IPv6 addresses an engine with `cfg` has on interface `ifname`, its link-local
+/// one among them, for the AF_XDP program to redirect (none when the link has no
+/// IPv6).
+fn ipv6_addresses(cfg: &EngineConfig, ifname: &str) -> Result<Vec<Ipv6Addr>, String> {
+    if cfg.ipv6.is_empty() {
+        return Ok(Vec::new());
+    }
+    let path = format!("/sys/class/net/{ifname}/address");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    let mac = config::parse_mac(text.trim())?;
+    Ok(cfg
+        .link_local(mac)
+        .into_iter()
+        .chain(cfg.ipv6.iter().map(|&(a, _)| a))
+        .collect())
+}
+
+/// The configuration of this process's engine: the link's, as the other binaries
+/// build it, except that a process that joins stacks already running on the link
+/// (forked or exec'd from one) uses its IPv6 addresses at once: they are the same in
+/// every process, and the first one's engine detects duplicates of them (whose probes
+/// the others would never see, on queues of their own).
+fn engine_config_for(launch: &Launch, link: &LinkSpec) -> EngineConfig {
+    let mut cfg = engine_config(launch, link);
+    if crate::siblings::stacks_running() {
+        cfg.dad_transmits = 0;
+    }
+    cfg
+}
+
 /// A stack on an AF_XDP queue this process has (opened, or taken over as it forked).
 pub(crate) fn stack_on(config: &Config, queue: XdpQueue) -> Result<Opened, String> {
     let launch = &config.launch;
@@ -112,10 +151,14 @@ pub(crate) fn stack_on(config: &Config, queue: XdpQueue) -> Result<Opened, Strin
         Handover::new(queue),
         Table::default(),
         clock,
-        engine_config(launch, link),
+        engine_config_for(launch, link),
     );
+    let mut stack = Stack::new(Box::new(engine));
+    if let LinkKind::Xdp { ifname } = &link.kind {
+        stack.set_link_index(sys::if_index(ifname));
+    }
     Ok(Opened {
-        stack: Stack::new(Box::new(engine)),
+        stack,
         link_fd,
         clock,
         spares: Vec::new(),

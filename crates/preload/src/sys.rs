@@ -304,6 +304,16 @@ fn map_shared<T: SharedPlain>(flags: c_int, fd: RawFd) -> Option<&'static T> {
     Some(unsafe { &*p.cast::<T>() })
 }
 
+/// The index of network interface `name` in this network namespace; 0 when there is
+/// none of that name.
+pub(crate) fn if_index(name: &str) -> u32 {
+    let Ok(name) = std::ffi::CString::new(name) else {
+        return 0;
+    };
+    // SAFETY: a NUL-terminated name; returns an index, or 0 with errno set.
+    unsafe { libc::if_nametoindex(name.as_ptr()) }
+}
+
 /// Register a handler to run at `exit` (`atexit`).
 pub(crate) fn at_exit(handler: extern "C" fn()) -> Result<(), i32> {
     // SAFETY: the handler is a plain function that lives as long as the program.

@@ -11,6 +11,10 @@
 //!   10.78.N.2/24' -- PROGRAM ...` in the namespace, so its TCP sockets are Rusty's on
 //!   the TAP, at `.2`.
 //!
+//! A test over an IPv6 link ([`Link::Ipv6`]) gives the TAP `fd00:78:N::1/64` beside
+//! `.1`, runs Rusty at `fd00:78:N::2` beside `.2`, and passes both sides' IPv6
+//! addresses after the IPv4 ones (see `c/common.h`).
+//!
 //! The other side, when the program has one, is always a plain process in the
 //! namespace (the server on `.1`, or a client connecting to the side under test). Only
 //! the stdout of the side under test is compared, line by line; both sides must exit 0.
@@ -39,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{make_tap, plain, tap_stat, PRELOAD_VARS};
+use common::{add_tap_ipv6, host_ip6, make_tap, plain, stack_ip6, tap_stat, PRELOAD_VARS};
 use rusty_testnet::{Proc, TestNet, Tools};
 
 const SOURCES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c");
@@ -71,6 +75,15 @@ impl UnderTest {
     }
 }
 
+/// What Rusty's link (and the namespace kernel's TAP) carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// IPv4: `10.78.N.0/24`.
+    Ipv4,
+    /// IPv4 and IPv6: `fd00:78:N::/64` as well.
+    Ipv6,
+}
+
 /// Whose sockets the side under test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stack {
@@ -100,17 +113,22 @@ fn kernel_only() -> bool {
 /// Compile `program`, run its side `under_test` on the kernel and on Rusty, and fail
 /// unless both runs succeed and print the same lines.
 fn same_on_both(program: &str, under_test: UnderTest) {
+    same_on_both_over(program, under_test, Link::Ipv4);
+}
+
+/// [`same_on_both`] over `link`.
+fn same_on_both_over(program: &str, under_test: UnderTest, link: Link) {
     let test = format!("{program} ({} under test)", under_test.role());
     let Some(tools) = rusty_testnet::privileged(&test, &["cc", "sh"]) else {
         return;
     };
     let binary = compile(&test, program, under_test, &tools);
-    let kernel = run_side(&test, &tools, &binary, under_test, Stack::Kernel);
+    let kernel = run_side(&test, &tools, &binary, under_test, Stack::Kernel, link);
     if kernel_only() {
         eprintln!("{test}: kernel run:\n{}", kernel.join("\n"));
         return;
     }
-    let rusty = run_side(&test, &tools, &binary, under_test, Stack::Rusty);
+    let rusty = run_side(&test, &tools, &binary, under_test, Stack::Rusty, link);
     if let Some(diff) = first_difference(&kernel, &rusty) {
         panic!(
             "{test}: the runs differ at {diff}\n----- kernel -----\n{}\n----- rusty -----\n{}",
@@ -157,7 +175,13 @@ fn compile(test: &str, program: &str, under_test: UnderTest, tools: &Tools) -> P
 /// The side under test in the namespace, on `stack`, its stdout into `out` (its stderr
 /// goes to its log): `sh` redirects and then execs it, so the process started is the
 /// program itself (rusty-run execs it in turn).
-fn under_test_command(net: &TestNet, stack: Stack, out: &Path, argv: &[String]) -> Command {
+fn under_test_command(
+    net: &TestNet,
+    stack: Stack,
+    link: Link,
+    out: &Path,
+    argv: &[String],
+) -> Command {
     let sh = net.tools.get("sh").to_path_buf();
     let mut cmd = net.ns_command(sh);
     cmd.args(["-c", r#"out=$1; shift; exec "$@" >"$out""#, "sh"])
@@ -167,8 +191,11 @@ fn under_test_command(net: &TestNet, stack: Stack, out: &Path, argv: &[String]) 
         cmd.env_remove(var);
     }
     if stack == Stack::Rusty {
-        cmd.arg(common::RUSTY_RUN)
-            .args(common::rusty_run_args(net, None));
+        let args = match link {
+            Link::Ipv4 => common::rusty_run_args(net, None),
+            Link::Ipv6 => common::rusty_run_args_ipv6(net, None),
+        };
+        cmd.arg(common::RUSTY_RUN).args(args);
     }
     cmd.args(argv);
     cmd
@@ -183,6 +210,7 @@ fn run_side(
     binary: &Path,
     under_test: UnderTest,
     stack: Stack,
+    link: Link,
 ) -> Vec<String> {
     let mut net = TestNet::new(&format!("{test}, {stack} run"), tools.clone());
     make_tap(&net);
@@ -191,29 +219,48 @@ fn run_side(
         Stack::Kernel => net.host_ip(),
         Stack::Rusty => net.stack_ip(),
     };
-    let out = net.dir.join("under-test.out");
-    let argv = |args: &[&str]| -> Vec<String> {
-        std::iter::once(binary.display().to_string())
-            .chain(args.iter().map(|a| a.to_string()))
-            .collect()
+    // On an IPv6 link, each side's IPv6 address follows its IPv4 one.
+    let (kernel_ip6, own_ip6) = match link {
+        Link::Ipv4 => (None, None),
+        Link::Ipv6 => {
+            add_tap_ipv6(&net);
+            let own = match stack {
+                Stack::Kernel => host_ip6(&net),
+                Stack::Rusty => stack_ip6(&net),
+            };
+            (Some(host_ip6(&net)), Some(own))
+        }
     };
+    let out = net.dir.join("under-test.out");
+    // ROLE SERVER_IP PORT SELF_IP [SERVER_IP6 SELF_IP6]
+    let argv = |role: &str, server: (&str, &Option<String>), me: (&str, &Option<String>)| {
+        let mut v = vec![binary.display().to_string(), role.into()];
+        v.extend([server.0.to_string(), PORT.into(), me.0.to_string()]);
+        if let (Some(server6), Some(me6)) = (server.1, me.1) {
+            v.extend([server6.clone(), me6.clone()]);
+        }
+        v
+    };
+    let own = (own_ip.as_str(), &own_ip6);
+    let kernel = (kernel_ip.as_str(), &kernel_ip6);
     let listening = Duration::from_secs(20);
     let (side, peer): (Proc, Option<Proc>) = match under_test {
         UnderTest::Server | UnderTest::Alone => {
-            let cmd = under_test_command(&net, stack, &out, &argv(&["server", &own_ip, PORT]));
+            let args = argv("server", own, own);
+            let cmd = under_test_command(&net, stack, link, &out, &args);
             let side = net.spawn("under-test", cmd);
             let peer = (under_test == UnderTest::Server).then(|| {
                 net.wait_for_log(side, "# listening", listening);
-                let cmd = plain(&net, &argv(&["client", &own_ip, PORT, &kernel_ip]));
+                let cmd = plain(&net, &argv("client", own, kernel));
                 net.spawn("peer", cmd)
             });
             (side, peer)
         }
         UnderTest::Client => {
-            let peer = net.spawn("peer", plain(&net, &argv(&["server", &kernel_ip, PORT])));
+            let peer = net.spawn("peer", plain(&net, &argv("server", kernel, kernel)));
             net.wait_for_log(peer, "# listening", listening);
-            let args = argv(&["client", &kernel_ip, PORT, &own_ip]);
-            let cmd = under_test_command(&net, stack, &out, &args);
+            let args = argv("client", kernel, own);
+            let cmd = under_test_command(&net, stack, link, &out, &args);
             (net.spawn("under-test", cmd), Some(peer))
         }
     };
@@ -356,4 +403,49 @@ fn sendfile_to_a_socket() {
 #[test]
 fn socket_calls() {
     same_on_both("socket_calls", UnderTest::Client);
+}
+
+/// AF_INET6 on an IPv4 link: a dual-stack listener shows IPv4 clients IPv4-mapped in
+/// accept, getpeername and getsockname; binds of both families on one port; a socket
+/// bound to an IPv4-mapped address.
+#[test]
+fn ipv6_dual_stack_server() {
+    same_on_both("ipv6_dual_stack", UnderTest::Server);
+}
+
+/// An AF_INET6 client on an IPv4 link: IPv4-mapped connects (blocking, non-blocking,
+/// from a bound socket), IPV6_V6ONLY, options, epoll and sendfile on it, the socket
+/// addresses Linux refuses, binds across the families, and loopback, which stays the
+/// kernel's.
+#[test]
+fn ipv6_client() {
+    same_on_both("ipv6_client", UnderTest::Client);
+}
+
+/// AF_INET6 listening sockets (dual-stack, IPv4-mapped, IPV6_V6ONLY) survive exec
+/// with their family, address and IPV6_V6ONLY, and the new image serves on them.
+#[test]
+fn ipv6_listeners_survive_exec() {
+    same_on_both("ipv6_exec_listener", UnderTest::Server);
+}
+
+// Until the link spec takes IPv6 addresses (`rusty::cli::link`), rusty-run cannot give
+// Rusty an IPv6 address: the tests over an IPv6 link are ignored until it does.
+
+/// A server on an IPv6 link: a dual-stack listener takes an IPv4 and an IPv6 client,
+/// an IPV6_V6ONLY one refuses IPv4 at once and takes IPv6, a socket bound to the
+/// server's IPv6 address is IPv6-only.
+#[test]
+#[ignore = "needs --link with an IPv6 address; run once it parses them"]
+fn ipv6_native_server() {
+    same_on_both_over("ipv6_native_server", UnderTest::Server, Link::Ipv6);
+}
+
+/// A client on an IPv6 link: IPv6 connects (the first while Rusty's addresses are
+/// still tentative), one to a link-local address with the link's scope, one
+/// IPv4-mapped, and a bound socket's errors for the other family.
+#[test]
+#[ignore = "needs --link with an IPv6 address; run once it parses them"]
+fn ipv6_native_client() {
+    same_on_both_over("ipv6_native_client", UnderTest::Client, Link::Ipv6);
 }

@@ -3,8 +3,9 @@
 
 use super::*;
 
-/// `socket`: TCP over IPv4 goes to Rusty (a kernel eventfd gives the descriptor its
-/// number); everything else to the kernel.
+/// `socket`: TCP over IPv4 and IPv6 goes to Rusty (a kernel eventfd gives the
+/// descriptor its number), when the link speaks the family (an AF_INET6 socket always:
+/// it carries IPv4 as IPv4-mapped addresses); everything else to the kernel.
 ///
 /// # Safety
 /// As `socket(2)`.
@@ -12,12 +13,17 @@ use super::*;
 pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
     let _call = Call::enter("socket");
     let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
-    let tcp = domain == libc::AF_INET
-        && base == libc::SOCK_STREAM
-        && (protocol == 0 || protocol == libc::IPPROTO_TCP);
-    if !tcp || Bypass::active() || !running() {
+    let tcp = base == libc::SOCK_STREAM && (protocol == 0 || protocol == libc::IPPROTO_TCP);
+    let family = Family::of_domain(domain).filter(|_| tcp);
+    let kernel = || {
         // SAFETY: the program's own arguments.
-        return unsafe { (originals().socket)(domain, ty, protocol) };
+        unsafe { (originals().socket)(domain, ty, protocol) }
+    };
+    let Some(family) = family else {
+        return kernel();
+    };
+    if Bypass::active() || !running() {
+        return kernel();
     }
     let nonblock = ty & libc::SOCK_NONBLOCK != 0;
     let fd = match sys::eventfd(ty & libc::SOCK_CLOEXEC != 0, false) {
@@ -25,14 +31,24 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
         Err(e) => return fail(Errno(e)),
     };
     let attached = process::with(|p| {
-        let s = p.stack.socket();
+        if !p.stack.speaks(family) {
+            return false;
+        }
+        let s = p.stack.socket(family);
         p.attach(fd, s, nonblock);
+        true
     });
-    if attached.is_none() {
-        sys::close(fd);
-        return fail(Errno(libc::ENOMEM));
+    match attached {
+        Some(true) => fd,
+        Some(false) => {
+            sys::close(fd);
+            kernel()
+        }
+        None => {
+            sys::close(fd);
+            fail(Errno(libc::ENOMEM))
+        }
     }
-    fd
 }
 
 /// # Safety
@@ -45,20 +61,21 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         return unsafe { (originals().bind)(fd, addr, len) };
     }
     // SAFETY: the program's own arguments.
-    let a = match unsafe { read_addr(addr, len) } {
-        Ok(a) => a,
+    let raw = match unsafe { addr_bytes(addr, len) } {
+        Ok(raw) => raw,
         Err(e) => return fail(e),
     };
     let here = on_process(|p| {
-        if !p.stack.binds(*a.ip()) {
+        let sock = p.desc(fd)?.sock;
+        let a = bind_address(&raw, p.stack.family(sock)?)?;
+        if !p.stack.binds(a)? {
             return Ok(false);
         }
-        let sock = p.desc(fd)?.sock;
         p.stack.bind(sock, a).map(|()| true)
     });
     match here {
         Ok(true) => 0,
-        Ok(false) => match hand_to_kernel(fd) {
+        Ok(false) => match hand_to_kernel(fd, Errno(libc::EINVAL)) {
             // SAFETY: the program's own arguments, on the kernel socket now at `fd`.
             Ok(()) => unsafe { (originals().bind)(fd, addr, len) },
             Err(e) => fail(e),
@@ -97,6 +114,12 @@ pub unsafe extern "C" fn accept4(
     if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
         return fail(Errno(libc::EINVAL));
     }
+    if !addr.is_null() {
+        // SAFETY: the program's own address length.
+        if let Err(e) = unsafe { addr_room(addr, len) } {
+            return fail(e);
+        }
+    }
     let (listener, nonblock, _) = match desc_of(fd, true) {
         Ok(d) => d,
         Err(e) => return fail(e),
@@ -114,16 +137,14 @@ pub unsafe extern "C" fn accept4(
             }
         };
         p.attach(new, c, flags & libc::SOCK_NONBLOCK != 0);
-        let peer = p.stack.peer_addr(c);
-        Ok((
-            new,
-            peer.unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
-        ))
+        Ok((new, p.stack.peer_addr(c).ok()))
     });
     match accepted {
         Ok((new, peer)) => {
-            // SAFETY: the program's own address buffer.
-            unsafe { write_addr(peer, addr, len) };
+            if let (false, Some(peer)) = (addr.is_null(), peer) {
+                // SAFETY: the program's own address buffer, which `addr_room` checked.
+                unsafe { write_addr(peer, addr, len) };
+            }
             new
         }
         Err(e) => fail(e),
@@ -149,14 +170,23 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
         return unsafe { (originals().connect)(fd, addr, len) };
     }
     // SAFETY: the program's own arguments.
-    let a = match unsafe { read_addr(addr, len) } {
-        Ok(a) => a,
+    let raw = match unsafe { addr_bytes(addr, len) } {
+        Ok(raw) => raw,
         Err(e) => return fail(e),
     };
     let started = on_process(|p| {
         let d = p.desc(fd)?;
         let (sock, nonblock) = (d.sock, d.nonblock);
-        if !p.stack.carries(*a.ip()) {
+        let unconnected = p.stack.is_unconnected(sock)?;
+        let Some(a) = connect_address(&raw, p.stack.family(sock)?)? else {
+            // AF_UNSPEC: nothing to dissolve on a socket not yet connected.
+            return if unconnected {
+                Ok(Some((sock, nonblock, Ok(()))))
+            } else {
+                Err(Errno(libc::EOPNOTSUPP))
+            };
+        };
+        if unconnected && !p.stack.carries(a)? {
             return Ok(None);
         }
         p.stir();
@@ -166,7 +196,8 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
     let (sock, nonblock, r) = match started {
         Ok(Some(s)) => s,
         Ok(None) => {
-            return match hand_to_kernel(fd) {
+            // A bound socket cannot change hands: Linux finds no route from it.
+            return match hand_to_kernel(fd, Errno(libc::ENETUNREACH)) {
                 // SAFETY: the program's own arguments, on the kernel socket now at `fd`.
                 Ok(()) => unsafe { (originals().connect)(fd, addr, len) },
                 Err(e) => fail(e),
@@ -248,9 +279,12 @@ pub unsafe extern "C" fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut s
         // SAFETY: the program's own arguments.
         return unsafe { (originals().getsockname)(fd, addr, len) };
     }
-    match on_process(|p| p.stack.local_addr(p.desc(fd)?.sock)) {
+    // SAFETY: the program's own address length.
+    let named = unsafe { addr_room(addr, len) }
+        .and_then(|()| on_process(|p| p.stack.local_addr(p.desc(fd)?.sock)));
+    match named {
         Ok(a) => {
-            // SAFETY: the program's own address buffer.
+            // SAFETY: the program's own address buffer, which `addr_room` checked.
             unsafe { write_addr(a, addr, len) };
             0
         }
@@ -267,9 +301,12 @@ pub unsafe extern "C" fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut s
         // SAFETY: the program's own arguments.
         return unsafe { (originals().getpeername)(fd, addr, len) };
     }
-    match on_process(|p| p.stack.peer_addr(p.desc(fd)?.sock)) {
+    // SAFETY: the program's own address length.
+    let named = unsafe { addr_room(addr, len) }
+        .and_then(|()| on_process(|p| p.stack.peer_addr(p.desc(fd)?.sock)));
+    match named {
         Ok(a) => {
-            // SAFETY: the program's own address buffer.
+            // SAFETY: the program's own address buffer, which `addr_room` checked.
             unsafe { write_addr(a, addr, len) };
             0
         }

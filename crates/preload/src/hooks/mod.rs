@@ -9,18 +9,20 @@
 // The functions are `pub` for their exported symbols, not for Rust callers.
 #![allow(unreachable_pub)]
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
 use libc::{
     c_int, c_uint, c_ulong, c_void, epoll_event, fd_set, iovec, msghdr, nfds_t, off_t, pollfd,
-    size_t, sockaddr, sockaddr_in, socklen_t, ssize_t,
+    size_t, sockaddr, socklen_t, ssize_t,
 };
 
 use crate::call::Call;
 use crate::process::{self, kind, Kind, Process, Unmet};
-use crate::sockets::{Errno, Shut, SockId};
+use crate::sockets::{
+    bind_address, connect_address, sockaddr_of, Errno, Family, Shut, SockId, MAX_SOCKADDR,
+};
 use crate::sys::{self, originals, Bypass};
 
 // ----- Errors and addresses -----
@@ -57,53 +59,62 @@ fn ours(fd: RawFd) -> bool {
     false
 }
 
-/// An IPv4 socket address from the program.
+/// The bytes of the program's socket address, as many as it said (`EINVAL` beyond
+/// what any call takes, as Linux's `move_addr_to_kernel`).
 ///
 /// # Safety
-/// `addr` points to `len` readable bytes.
-unsafe fn read_addr(addr: *const sockaddr, len: socklen_t) -> Result<SocketAddrV4, Errno> {
+/// `addr` is null or points to `len` readable bytes.
+unsafe fn addr_bytes(addr: *const sockaddr, len: socklen_t) -> Result<Vec<u8>, Errno> {
+    let len = len as usize;
+    if len > MAX_SOCKADDR {
+        return Err(Errno(libc::EINVAL));
+    }
+    if len == 0 {
+        return Ok(Vec::new());
+    }
     if addr.is_null() {
         return Err(Errno(libc::EFAULT));
     }
-    if (len as usize) < std::mem::size_of::<sockaddr_in>() {
-        return Err(Errno(libc::EINVAL));
-    }
-    // SAFETY: the caller vouches for `len` bytes, at least a sockaddr_in.
-    let sin = unsafe { std::ptr::read_unaligned(addr.cast::<sockaddr_in>()) };
-    if c_int::from(sin.sin_family) != libc::AF_INET {
-        return Err(Errno(libc::EAFNOSUPPORT));
-    }
-    Ok(SocketAddrV4::new(
-        Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
-        u16::from_be(sin.sin_port),
-    ))
+    // SAFETY: the caller vouches for `len` bytes.
+    Ok(unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), len) }.to_vec())
 }
 
-/// Write `a` to the program's address buffer as `getsockname` does: truncated to the
-/// room given, with the full length reported.
+/// Check the program's buffer for an address before anything is done that a bad one
+/// would lose: `len` must be there (`EFAULT`) and not negative (`EINVAL`), and `addr`
+/// there if it has room (`EFAULT`), as Linux's `move_addr_to_user` checks.
 ///
 /// # Safety
-/// `addr` and `len` are null, or `len` is readable and writable and `addr` has `*len`
-/// writable bytes.
-unsafe fn write_addr(a: SocketAddrV4, addr: *mut sockaddr, len: *mut socklen_t) {
-    if addr.is_null() || len.is_null() {
-        return;
+/// `len` is null or readable.
+unsafe fn addr_room(addr: *mut sockaddr, len: *mut socklen_t) -> Result<(), Errno> {
+    if len.is_null() {
+        return Err(Errno(libc::EFAULT));
     }
-    // SAFETY: an all-zero sockaddr_in is valid.
-    let mut sin: sockaddr_in = unsafe { std::mem::zeroed() };
-    sin.sin_family = libc::AF_INET as libc::sa_family_t;
-    sin.sin_port = a.port().to_be();
-    sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
-    let full = std::mem::size_of::<sockaddr_in>();
     // SAFETY: the caller vouches for `len`.
-    let room = unsafe { *len } as usize;
-    // SAFETY: copies at most `room` bytes into the caller's buffer of that size.
+    let room = unsafe { *len } as c_int;
+    if room < 0 {
+        return Err(Errno(libc::EINVAL));
+    }
+    if addr.is_null() && room > 0 {
+        return Err(Errno(libc::EFAULT));
+    }
+    Ok(())
+}
+
+/// Write `a` to the program's address buffer as `getsockname` does: a `sockaddr_in`
+/// or a `sockaddr_in6`, truncated to the room given, with the full length reported.
+///
+/// # Safety
+/// [`addr_room`] accepted `addr` and `len`, and `addr` has `*len` writable bytes.
+unsafe fn write_addr(a: SocketAddr, addr: *mut sockaddr, len: *mut socklen_t) {
+    let (bytes, full) = sockaddr_of(a);
+    // SAFETY: the caller vouches for `len`.
+    let room = (unsafe { *len } as usize).min(full);
+    // SAFETY: copies at most `room` bytes into the caller's buffer of that size (none
+    // when `addr` is null, which `addr_room` lets through with no room).
     unsafe {
-        std::ptr::copy_nonoverlapping(
-            (&sin as *const sockaddr_in).cast::<u8>(),
-            addr.cast::<u8>(),
-            room.min(full),
-        );
+        if room > 0 {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr.cast::<u8>(), room);
+        }
         *len = full as socklen_t;
     }
 }
@@ -287,14 +298,16 @@ fn running() -> bool {
     })
 }
 
-/// Make Rusty socket `fd` a kernel socket in place (same number, flags and options
-/// set so far), for a `bind` or `connect` to an address Rusty's link does not carry.
-fn hand_to_kernel(fd: RawFd) -> Result<(), Errno> {
+/// Make Rusty socket `fd` a kernel socket in place (same number, family, flags and
+/// options set so far), for a `bind` or `connect` to an address Rusty's link does not
+/// carry; `unfresh` when it is bound already (only a fresh socket can change hands).
+fn hand_to_kernel(fd: RawFd, unfresh: Errno) -> Result<(), Errno> {
     on_process(|p| {
         if !p.is_fresh(fd) {
-            return Err(Errno(libc::EINVAL));
+            return Err(unfresh);
         }
         let desc = p.desc(fd)?.clone();
+        let family = p.stack.family(desc.sock)?;
         let o = originals();
         let ty = libc::SOCK_STREAM
             | if desc.nonblock {
@@ -303,7 +316,7 @@ fn hand_to_kernel(fd: RawFd) -> Result<(), Errno> {
                 0
             };
         // SAFETY: plain integer arguments.
-        let k = unsafe { (o.socket)(libc::AF_INET, ty, 0) };
+        let k = unsafe { (o.socket)(family.domain(), ty, 0) };
         if k < 0 {
             return Err(Errno(sys::errno()));
         }

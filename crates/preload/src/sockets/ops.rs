@@ -1,13 +1,12 @@
 //! What the socket layer needs of an engine, and how Rusty's engine provides it.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use rusty_stack::io::{MacAddr, PacketIo};
 use rusty_stack::time::{Clock, Instant};
-use rusty_stack::{CongestionAlgorithm, Conn, ConnId, Engine, Keepalive, TcpState};
+use rusty_stack::{CongestionAlgorithm, Conn, ConnId, ConnectError, Engine, Keepalive, TcpState};
 
-use super::table::connect_errno;
-use super::{Errno, SockId, Table};
+use super::{SockId, Table};
 
 /// What the socket layer needs of an engine, so that [`Stack`](super::Stack) is one type whatever
 /// the device under it.
@@ -16,11 +15,17 @@ pub trait EngineOps {
     fn poll(&mut self) -> usize;
     /// The earliest time the engine has timer work.
     fn next_deadline(&self) -> Option<Instant>;
-    /// The engine's address.
+    /// The engine's IPv4 address (unspecified: none).
     fn address(&self) -> Ipv4Addr;
+    /// The engine's IPv6 addresses, its link-local one first; none when the link has
+    /// no IPv6.
+    fn ipv6_addresses(&self) -> Vec<Ipv6Addr>;
     /// Whether `ip` is reached through this engine's link (on it, or through its
     /// gateway).
     fn routes(&self, ip: Ipv4Addr) -> bool;
+    /// Whether IPv6 address `ip` is reached through this engine's link: the link has
+    /// IPv6, and `ip` is on it or there is a gateway.
+    fn routes_v6(&self, ip: Ipv6Addr) -> bool;
     /// Keepalive probing, when the stack runs it.
     fn keepalive(&self) -> Option<Keepalive>;
     /// Let the kernel steer frames to the engine's queue, or stop it.
@@ -37,17 +42,20 @@ pub trait EngineOps {
     /// not yet acknowledged, or a handshake under way.
     fn delivering(&self) -> bool;
     /// Neighbour mappings learned since the last call.
-    fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>);
+    fn drain_learned_arp(&mut self, out: &mut Vec<(IpAddr, MacAddr)>);
     /// A neighbour mapping learned elsewhere.
-    fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr);
+    fn import_arp(&mut self, ip: IpAddr, mac: MacAddr);
     /// The congestion control connections run, by Linux's name for it.
     fn congestion(&self) -> &'static str;
-    /// Listen on `port`.
-    fn listen(&mut self, port: u16, backlog: usize);
+    /// Listen on `port`, taking connections from peers of the families allowed.
+    fn listen(&mut self, port: u16, backlog: usize, ipv4: bool, ipv6: bool);
     /// Stop listening on `port`.
     fn unlisten(&mut self, port: u16);
     /// Start an active open for socket `id`.
-    fn connect(&mut self, remote: SocketAddrV4, id: SockId) -> Result<(), Errno>;
+    fn connect(&mut self, remote: SocketAddr, id: SockId) -> Result<(), ConnectError>;
+    /// Whether duplicate address detection still runs for an IPv6 address of ours (a
+    /// connect that found no source address may find one once it ends).
+    fn detecting_duplicates(&self) -> bool;
     /// Act on connection `id`; false when it is gone.
     fn with_conn(&mut self, id: ConnId, f: &mut dyn FnMut(&mut Conn<'_, SockId>)) -> bool;
     /// [`with_conn`](Self::with_conn), leaving what `f` queued unsent until the next
@@ -55,7 +63,9 @@ pub trait EngineOps {
     fn with_conn_deferred(&mut self, id: ConnId, f: &mut dyn FnMut(&mut Conn<'_, SockId>)) -> bool;
     /// Send what deferred calls queued.
     fn flush(&mut self);
-    /// The payload of a full-sized segment on the link (MTU less IPv4 and TCP headers).
+    /// The payload of a full-sized segment on the link: the MTU less the IPv6 and TCP
+    /// headers (an IPv4 segment's is 20 bytes more; taking the smaller only ever
+    /// sends sooner).
     fn segment_size(&self) -> usize;
     /// Offer the connection's held bytes again.
     fn resume_receive(&mut self, id: ConnId);
@@ -105,9 +115,21 @@ impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
     fn address(&self) -> Ipv4Addr {
         self.config().ip
     }
+    fn ipv6_addresses(&self) -> Vec<Ipv6Addr> {
+        let cfg = self.config();
+        let link_local = cfg.link_local(self.device().capabilities().mac);
+        link_local
+            .into_iter()
+            .chain(cfg.ipv6.iter().map(|&(a, _)| a))
+            .collect()
+    }
     fn routes(&self, ip: Ipv4Addr) -> bool {
         let cfg = self.config();
         cfg.on_link(ip) || cfg.gateway.is_some()
+    }
+    fn routes_v6(&self, ip: Ipv6Addr) -> bool {
+        let cfg = self.config();
+        !cfg.ipv6.is_empty() && (cfg.on_link_v6(ip) || cfg.ipv6_gateway.is_some())
     }
     fn keepalive(&self) -> Option<Keepalive> {
         self.config().tcp.keepalive
@@ -115,14 +137,8 @@ impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
     fn mac(&self) -> MacAddr {
         self.device().capabilities().mac
     }
-    fn drain_learned_arp(&mut self, out: &mut Vec<(Ipv4Addr, MacAddr)>) {
-        // The processes share IPv4 neighbours only: the library carries no IPv6.
-        let mut learned = Vec::new();
-        Engine::drain_learned_arp(self, &mut learned);
-        out.extend(learned.into_iter().filter_map(|(ip, mac)| match ip {
-            std::net::IpAddr::V4(v4) => Some((v4, mac)),
-            std::net::IpAddr::V6(_) => None,
-        }));
+    fn drain_learned_arp(&mut self, out: &mut Vec<(IpAddr, MacAddr)>) {
+        Engine::drain_learned_arp(self, out);
     }
     fn set_shared_link(&mut self, shared: bool) {
         Engine::set_shared_link(self, shared);
@@ -138,8 +154,8 @@ impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
             )
         })
     }
-    fn import_arp(&mut self, ip: Ipv4Addr, mac: MacAddr) {
-        Engine::import_arp(self, ip.into(), mac);
+    fn import_arp(&mut self, ip: IpAddr, mac: MacAddr) {
+        Engine::import_arp(self, ip, mac);
     }
     fn set_steered(&mut self, on: bool) {
         if let Err(e) = self.device().set_steered(on) {
@@ -158,16 +174,20 @@ impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
             _ => "cubic",
         }
     }
-    fn listen(&mut self, port: u16, backlog: usize) {
+    fn listen(&mut self, port: u16, backlog: usize, ipv4: bool, ipv6: bool) {
         Engine::listen(self, port, backlog);
+        Engine::listen_families(self, port, ipv4, ipv6);
     }
     fn unlisten(&mut self, port: u16) {
         Engine::unlisten(self, port);
     }
-    fn connect(&mut self, remote: SocketAddrV4, id: SockId) -> Result<(), Errno> {
-        Engine::connect(self, remote.into(), id)
+    fn connect(&mut self, remote: SocketAddr, id: SockId) -> Result<(), ConnectError> {
+        Engine::connect(self, remote, id)
             .map(|_| ())
-            .map_err(|(e, _)| connect_errno(e))
+            .map_err(|(e, _)| e)
+    }
+    fn detecting_duplicates(&self) -> bool {
+        Engine::detecting_duplicates(self)
     }
     fn with_conn(&mut self, id: ConnId, f: &mut dyn FnMut(&mut Conn<'_, SockId>)) -> bool {
         Engine::with_conn(self, id, |_, conn| f(conn)).is_some()
@@ -179,7 +199,7 @@ impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
         Engine::flush(self);
     }
     fn segment_size(&self) -> usize {
-        self.device().capabilities().mtu.saturating_sub(40)
+        self.device().capabilities().mtu.saturating_sub(60)
     }
     fn resume_receive(&mut self, id: ConnId) {
         Engine::resume_receive(self, id);

@@ -1,11 +1,12 @@
 //! The socket table: each socket's state, and the engine callbacks that move it.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use rusty_stack::{CloseReason, Conn, ConnId, ConnectError, Handler, Keepalive, Opener};
 
+use super::addr::{Binding, Family};
 use super::{Errno, SockId};
 
 /// Default receive queue of a socket, in bytes (Linux's default `tcp_rmem` is 128 KiB).
@@ -33,6 +34,10 @@ pub struct SockOpts {
     pub nodelay: bool,
     /// `TCP_KEEPIDLE`, `TCP_KEEPINTVL` and `TCP_KEEPCNT`.
     pub keepalive_timing: Keepalive,
+    /// `IPV6_V6ONLY` (AF_INET6 sockets): IPv6 only, no IPv4-mapped traffic. Off by
+    /// default, as Linux's `net.ipv6.bindv6only=0`; binding a specific IPv6 address
+    /// sets it.
+    pub v6only: bool,
 }
 
 impl Default for SockOpts {
@@ -47,6 +52,7 @@ impl Default for SockOpts {
             keepalive: false,
             nodelay: false,
             keepalive_timing: Keepalive::default(),
+            v6only: false,
         }
     }
 }
@@ -74,8 +80,11 @@ pub(super) enum State {
 #[derive(Debug)]
 pub(super) struct Sock {
     pub(super) state: State,
-    pub(super) local: Option<SocketAddrV4>,
-    pub(super) peer: Option<SocketAddrV4>,
+    pub(super) family: Family,
+    /// The bound or connected local address, as the engine sees it (`canonical`).
+    pub(super) local: Option<SocketAddr>,
+    /// The peer, as the engine sees it.
+    pub(super) peer: Option<SocketAddr>,
     /// The engine's connection, while it lives.
     pub(super) conn: Option<ConnId>,
     /// Received bytes not yet read.
@@ -106,9 +115,10 @@ pub(super) struct Sock {
 }
 
 impl Sock {
-    pub(super) fn new(state: State) -> Sock {
+    pub(super) fn new(state: State, family: Family) -> Sock {
         Sock {
             state,
+            family,
             local: None,
             peer: None,
             conn: None,
@@ -133,6 +143,12 @@ impl Sock {
     pub(super) fn released(&self) -> bool {
         self.refs == 0 && self.queued_on.is_none()
     }
+
+    /// What the socket takes, once bound.
+    pub(super) fn binding(&self) -> Option<Binding> {
+        let local = self.local?;
+        Some(Binding::new(self.family, local, self.opts.v6only))
+    }
 }
 
 /// The sockets of one engine: the engine's `Handler`.
@@ -140,8 +156,9 @@ impl Sock {
 pub struct Table {
     pub(super) socks: Vec<Option<Sock>>,
     pub(super) free: Vec<SockId>,
-    /// Listening sockets by port.
-    pub(super) listeners: HashMap<u16, SockId>,
+    /// Listening sockets the engine takes connections for, by port, in the order
+    /// they started to.
+    pub(super) listeners: HashMap<u16, Vec<SockId>>,
     /// The engine's own keepalive, which connections have unless their socket says
     /// otherwise.
     pub(super) default_keepalive: Option<Keepalive>,
@@ -191,6 +208,24 @@ impl Table {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The listening socket a connection to `local` goes to: of those on its port
+    /// that take its address, the closest fit (see `Binding::fit`), the first to
+    /// listen among equals. `None` when none takes it (the engine then resets it).
+    fn listener_for(&self, local: SocketAddr) -> Option<SockId> {
+        let mut best: Option<(u8, SockId)> = None;
+        for &id in self.listeners.get(&local.port())? {
+            let Some(sock) = self.get(id) else { continue };
+            let Some(binding) = sock.binding().filter(|b| b.takes(local.ip())) else {
+                continue;
+            };
+            let fit = binding.fit(sock.family);
+            if best.is_none_or(|(f, _)| fit > f) {
+                best = Some((fit, id));
+            }
+        }
+        best.map(|(_, id)| id)
+    }
 }
 
 /// How many established connections a listener with `backlog` holds for `accept`:
@@ -217,12 +252,7 @@ impl Handler for Table {
         local: std::net::SocketAddr,
         remote: std::net::SocketAddr,
     ) -> Option<SockId> {
-        // The library's sockets are IPv4 ones; its engine has no IPv6 address.
-        let (std::net::SocketAddr::V4(local), std::net::SocketAddr::V4(remote)) = (local, remote)
-        else {
-            return None;
-        };
-        let listener = *self.listeners.get(&local.port())?;
+        let listener = self.listener_for(local)?;
         let Some(Sock {
             state: State::Listening { backlog, queue },
             ..
@@ -234,11 +264,10 @@ impl Handler for Table {
             self.overflowed += 1;
             return None;
         }
-        // An accepted socket inherits its listener's options, as on Linux.
-        let opts = self
-            .get(listener)
-            .map_or_else(SockOpts::default, |l| l.opts);
-        let mut sock = Sock::new(State::Connected);
+        // An accepted socket inherits its listener's family and options, as on Linux.
+        let l = self.get(listener)?;
+        let (family, opts) = (l.family, l.opts);
+        let mut sock = Sock::new(State::Connected, family);
         sock.local = Some(local);
         sock.peer = Some(remote);
         sock.refs = 0;
@@ -257,10 +286,8 @@ impl Handler for Table {
         let (id, local, peer) = (conn.id(), conn.local_addr(), conn.peer_addr());
         let sock = self.sock(*conn.state());
         sock.conn = Some(id);
-        if let (std::net::SocketAddr::V4(local), std::net::SocketAddr::V4(peer)) = (local, peer) {
-            sock.local = Some(local);
-            sock.peer = Some(peer);
-        }
+        sock.local = Some(local);
+        sock.peer = Some(peer);
         sock.state = State::Connected;
         sock.writable = true;
         let opts = sock.opts;
@@ -351,6 +378,9 @@ pub(super) fn connect_errno(error: ConnectError) -> Errno {
         ConnectError::TooManyConnections => libc::ENOBUFS,
         ConnectError::ShuttingDown => libc::ECONNABORTED,
         ConnectError::InvalidAddress => libc::ENETUNREACH,
+        // Linux's answer when no address of ours may be the source (one still
+        // tentative, say).
+        ConnectError::NoSourceAddress => libc::EADDRNOTAVAIL,
         _ => libc::EINVAL,
     })
 }

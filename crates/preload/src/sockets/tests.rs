@@ -10,6 +10,16 @@ use std::rc::Rc;
 
 impl Steered for MemoryLink {}
 use rusty_testkit::sim::{self, CLIENT_IP, CLIENT_MAC, SERVER_IP, SERVER_MAC};
+use std::net::Ipv6Addr;
+
+mod ipv6;
+
+/// The client's IPv6 address on an IPv6 link ([`Net::dual`]).
+const CLIENT6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
+/// The server's.
+const SERVER6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
+/// The link's interface index, the scope of its link-local addresses.
+const LINK_INDEX: u32 = 7;
 
 struct Net {
     client: Stack,
@@ -33,7 +43,19 @@ fn tcp_payload_len(frame: &[u8]) -> usize {
 }
 
 impl Net {
+    /// Two IPv4 stacks.
     fn new() -> Net {
+        Net::build(None)
+    }
+
+    /// Two stacks with IPv4 and IPv6 addresses, the IPv6 ones usable at once.
+    fn dual() -> Net {
+        Net::build(Some(0))
+    }
+
+    /// IPv4 and IPv6 stacks with `dad` duplicate-detection probes per IPv6 address
+    /// (`None`: IPv4 only).
+    fn build(dad: Option<u8>) -> Net {
         let (a, b) = memory::pair(
             Capabilities::new(CLIENT_MAC, 1500),
             Capabilities::new(SERVER_MAC, 1500),
@@ -45,17 +67,24 @@ impl Net {
             0
         });
         let clock = VirtualClock::new();
-        let engine = |dev, ip| {
-            Box::new(Engine::new(
+        let stack = |dev, ip, ip6| {
+            let mut cfg = sim::engine_config(ip, 3);
+            if let Some(transmits) = dad {
+                cfg.ipv6 = vec![(ip6, 64)];
+                cfg.dad_transmits = transmits;
+            }
+            let mut stack = Stack::new(Box::new(Engine::new(
                 dev,
                 Table::default(),
                 clock.clone(),
-                sim::engine_config(ip, 3),
-            ))
+                cfg,
+            )));
+            stack.set_link_index(LINK_INDEX);
+            stack
         };
         Net {
-            client: Stack::new(engine(a, CLIENT_IP)),
-            server: Stack::new(engine(b, SERVER_IP)),
+            client: stack(a, CLIENT_IP, CLIENT6),
+            server: stack(b, SERVER_IP, SERVER6),
             clock: clock.clone(),
             to_server,
         }
@@ -76,14 +105,14 @@ impl Net {
 
     /// A listener on the server's port 80 and a connected pair of sockets.
     fn connected(&mut self) -> (SockId, SockId, SockId) {
-        let l = self.server.socket();
+        let l = self.server.socket(Family::V4);
         self.server
-            .bind(l, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 80))
+            .bind(l, SocketAddr::from((Ipv4Addr::UNSPECIFIED, 80)))
             .unwrap();
         self.server.listen(l, 16, true).unwrap();
-        let c = self.client.socket();
+        let c = self.client.socket(Family::V4);
         assert_eq!(
-            self.client.connect(c, SocketAddrV4::new(SERVER_IP, 80)),
+            self.client.connect(c, SocketAddr::from((SERVER_IP, 80))),
             Err(Errno(libc::EINPROGRESS))
         );
         assert_eq!(self.client.readiness(c) & ready::OUT, 0, "connecting");
@@ -231,13 +260,13 @@ fn closing_with_unread_bytes_resets_the_peer() {
 #[test]
 fn a_refused_connect_reports_econnrefused() {
     let mut net = Net::new();
-    let c = net.client.socket();
+    let c = net.client.socket(Family::V4);
     assert_eq!(
-        net.client.connect(c, SocketAddrV4::new(SERVER_IP, 81)),
+        net.client.connect(c, SocketAddr::from((SERVER_IP, 81))),
         Err(Errno(libc::EINPROGRESS))
     );
     assert_eq!(
-        net.client.connect(c, SocketAddrV4::new(SERVER_IP, 81)),
+        net.client.connect(c, SocketAddr::from((SERVER_IP, 81))),
         Err(Errno(libc::EALREADY))
     );
     assert!(net.run_until(|n| n.client.readiness(c) & ready::OUT != 0));
@@ -252,8 +281,8 @@ fn a_refused_connect_reports_econnrefused() {
 fn closing_a_listener_resets_what_it_had_not_accepted_and_frees_every_socket() {
     let mut net = Net::new();
     let (l, c, s) = net.connected();
-    let c2 = net.client.socket();
-    let _ = net.client.connect(c2, SocketAddrV4::new(SERVER_IP, 80));
+    let c2 = net.client.socket(Family::V4);
+    let _ = net.client.connect(c2, SocketAddr::from((SERVER_IP, 80)));
     assert!(net.run_until(|n| n.client.connect_result(c2) == Ok(true)));
     net.server.release(l).unwrap();
     let mut buf = [0u8; 8];
@@ -267,33 +296,33 @@ fn closing_a_listener_resets_what_it_had_not_accepted_and_frees_every_socket() {
     net.server.release(s).unwrap();
     assert!(net.run_until(|n| n.client.sockets() == 0 && n.server.sockets() == 0));
     // And the port can be bound again.
-    let again = net.server.socket();
+    let again = net.server.socket(Family::V4);
     net.server
-        .bind(again, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 80))
+        .bind(again, SocketAddr::from((Ipv4Addr::UNSPECIFIED, 80)))
         .unwrap();
 }
 
 #[test]
 fn binding_a_taken_port_fails_unless_both_reuse_it() {
     let mut net = Net::new();
-    let any = |port| SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port);
-    let a = net.server.socket();
+    let any = |port| SocketAddr::from((Ipv4Addr::UNSPECIFIED, port));
+    let a = net.server.socket(Family::V4);
     net.server.bind(a, any(8080)).unwrap();
-    let b = net.server.socket();
+    let b = net.server.socket(Family::V4);
     assert_eq!(net.server.bind(b, any(8080)), Err(Errno(libc::EADDRINUSE)));
     assert_eq!(
         net.server.bind(a, any(8081)),
         Err(Errno(libc::EINVAL)),
         "bound twice"
     );
-    let (x, y) = (net.server.socket(), net.server.socket());
+    let (x, y) = (net.server.socket(Family::V4), net.server.socket(Family::V4));
     for s in [x, y] {
         let mut o = net.server.opts(s).unwrap();
         o.reuse_port = true;
         net.server.set_opts(s, o).unwrap();
         net.server.bind(s, any(9000)).unwrap();
     }
-    let z = net.server.socket();
+    let z = net.server.socket(Family::V4);
     net.server.bind(z, any(0)).unwrap();
     let port = net.server.local_addr(z).unwrap().port();
     assert!((32768..=60999).contains(&port));
@@ -310,7 +339,7 @@ fn calls_on_the_wrong_kind_of_socket_get_linuxs_errors() {
         Err(Errno(libc::ENOTCONN))
     );
     assert_eq!(net.client.accept(c), Err(Errno(libc::EINVAL)));
-    let fresh = net.client.socket();
+    let fresh = net.client.socket(Family::V4);
     assert_eq!(net.client.send(fresh, b"x"), Err(Errno(libc::EPIPE)));
     assert_eq!(net.client.peer_addr(fresh), Err(Errno(libc::ENOTCONN)));
     assert_eq!(
@@ -319,7 +348,7 @@ fn calls_on_the_wrong_kind_of_socket_get_linuxs_errors() {
     );
     assert_eq!(net.client.readiness(fresh), ready::OUT | ready::HUP);
     assert_eq!(
-        net.client.connect(c, SocketAddrV4::new(SERVER_IP, 80)),
+        net.client.connect(c, SocketAddr::from((SERVER_IP, 80))),
         Err(Errno(libc::EISCONN))
     );
     assert_eq!(net.server.accept(l), Err(Errno(libc::EAGAIN)));

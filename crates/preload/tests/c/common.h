@@ -4,10 +4,11 @@
  * must come out the same either way: no timings, no descriptor numbers, no addresses
  * that differ between the two runs, errno by name.
  *
- * Command line of every program: PROG ROLE SERVER_IP PORT [SELF_IP]
+ * Command line of every program: PROG ROLE SERVER_IP PORT [SELF_IP [SERVER_IP6 SELF_IP6]]
  *   ROLE is "server" or "client"; a server binds SERVER_IP (its own address), a client
  *   connects to it; SELF_IP is the client's own address, for the checks of
- *   getsockname.
+ *   getsockname. The programs of an IPv6 link also get both sides' IPv6 addresses,
+ *   in the same roles.
  *
  * stdout carries the lines compared; stderr carries diagnostics, each starting with
  * "# ", and the line "# listening" once a server can take connections.
@@ -20,6 +21,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -65,6 +67,7 @@ static inline const char *errname(int e)
     case ENOENT: return "ENOENT";
     case ESPIPE: return "ESPIPE";
     case ENOTTY: return "ENOTTY";
+    case EAFNOSUPPORT: return "EAFNOSUPPORT";
     default: return "E?";
     }
 }
@@ -110,6 +113,9 @@ struct args {
     const char *server_ip;
     int port;
     const char *self_ip;
+    /* On an IPv6 link: the server's and this side's IPv6 addresses; NULL otherwise. */
+    const char *server_ip6;
+    const char *self_ip6;
 };
 
 static inline struct args parse_args(int argc, char **argv)
@@ -123,6 +129,8 @@ static inline struct args parse_args(int argc, char **argv)
     a.server_ip = argv[2];
     a.port = atoi(argv[3]);
     a.self_ip = argc > 4 ? argv[4] : NULL;
+    a.server_ip6 = argc > 6 ? argv[5] : NULL;
+    a.self_ip6 = argc > 6 ? argv[6] : NULL;
     return a;
 }
 
@@ -139,6 +147,83 @@ static inline struct sockaddr_in addr_of(const char *ip, int port)
         exit(2);
     }
     return sa;
+}
+
+/* An IPv6 socket address (scope 0). */
+static inline struct sockaddr_in6 addr6_of(const char *ip, int port)
+{
+    struct sockaddr_in6 sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin6_family = AF_INET6;
+    sa.sin6_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET6, ip, &sa.sin6_addr) != 1) {
+        fprintf(stderr, "# bad address %s\n", ip);
+        exit(2);
+    }
+    return sa;
+}
+
+/* The IPv4 address ip as an AF_INET6 socket names it: ::ffff:a.b.c.d. */
+static inline struct sockaddr_in6 mapped_of(const char *ip, int port)
+{
+    char text[64];
+    snprintf(text, sizeof text, "::ffff:%s", ip);
+    return addr6_of(text, port);
+}
+
+/* Whether two sockaddr_in6 name the same address, scope and (with_port) port. */
+static inline int same6(const struct sockaddr_in6 *a, const struct sockaddr_in6 *b, int with_port)
+{
+    return a->sin6_family == b->sin6_family &&
+           memcmp(&a->sin6_addr, &b->sin6_addr, sizeof a->sin6_addr) == 0 &&
+           a->sin6_scope_id == b->sin6_scope_id && (!with_port || a->sin6_port == b->sin6_port);
+}
+
+/* getsockname (name) or getpeername (peer) of an AF_INET6 socket, checked for its
+ * family and length. */
+static inline struct sockaddr_in6 name6(int fd, int peer)
+{
+    struct sockaddr_in6 sa;
+    socklen_t len = sizeof sa;
+    memset(&sa, 0, sizeof sa);
+    int r = peer ? getpeername(fd, (struct sockaddr *)&sa, &len)
+                 : getsockname(fd, (struct sockaddr *)&sa, &len);
+    CHECK(r == 0, peer ? "getpeername" : "getsockname");
+    CHECK(len == sizeof sa && sa.sin6_family == AF_INET6, "not a sockaddr_in6 (len %u)",
+          (unsigned)len);
+    return sa;
+}
+
+/* IPV6_V6ONLY of an AF_INET6 socket. */
+static inline int v6only_of(int fd)
+{
+    int v = -1;
+    socklen_t len = sizeof v;
+    CHECK(getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v, &len) == 0, "get IPV6_V6ONLY");
+    return v;
+}
+
+/* A listening AF_INET6 socket on sa, IPV6_V6ONLY as v6only; does not announce itself. */
+static inline int listen6_quietly(struct sockaddr_in6 sa, int v6only)
+{
+    int one = 1;
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    CHECK(fd >= 0, "socket AF_INET6");
+    CHECK(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0, "SO_REUSEADDR");
+    CHECK(setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only) == 0,
+          "IPV6_V6ONLY");
+    CHECK(bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0, "bind AF_INET6");
+    CHECK(listen(fd, 16) == 0, "listen");
+    return fd;
+}
+
+/* A blocking AF_INET6 connection to sa. */
+static inline int connect6(struct sockaddr_in6 sa)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    CHECK(fd >= 0, "socket AF_INET6");
+    CHECK(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0, "connect AF_INET6");
+    return fd;
 }
 
 /* A listening socket on ip:port (SO_REUSEADDR, so that a run may follow another in the

@@ -75,6 +75,41 @@ pub(crate) fn make_tap(net: &TestNet) {
     }
 }
 
+/// The namespace kernel's IPv6 address on the TAP, once [`add_tap_ipv6`] gave it one:
+/// `.1`'s twin in `fd00:78:N::/64`.
+pub(crate) fn host_ip6(net: &TestNet) -> String {
+    format!("fd00:78:{}::1", net.subnet)
+}
+
+/// Rusty's IPv6 address on the TAP, on a link with IPv6 ([`rusty_run_args_ipv6`]).
+pub(crate) fn stack_ip6(net: &TestNet) -> String {
+    format!("fd00:78:{}::2", net.subnet)
+}
+
+/// The namespace kernel's link-local address on the TAP, once [`add_tap_ipv6`] gave
+/// it one.
+pub(crate) const HOST_LINK_LOCAL: &str = "fe80::1";
+
+/// Give the namespace's TAP IPv6 addresses as well, usable at once (no duplicate
+/// detection: nothing else in the namespace could hold them): [`host_ip6`] and the
+/// link-local [`HOST_LINK_LOCAL`], which the kernel would otherwise draw itself only
+/// once the TAP has a carrier (Rusty attached).
+pub(crate) fn add_tap_ipv6(net: &TestNet) {
+    let ip = net.tools.get("ip").to_path_buf();
+    let global = format!("{}/64", host_ip6(net));
+    let link_local = format!("{HOST_LINK_LOCAL}/64");
+    for args in [
+        &["link", "set", "dev", TAP, "addrgenmode", "none"][..],
+        &["-6", "addr", "add", &global, "dev", TAP, "nodad"],
+        &["-6", "addr", "add", &link_local, "dev", TAP, "nodad"],
+    ] {
+        let (ok, out) = net.ns_quick(&ip, args);
+        if !ok {
+            net.fail(&format!("ip {}: {out}", args.join(" ")));
+        }
+    }
+}
+
 /// A plain process in the namespace, on the kernel's sockets: `argv[0]` with the rest
 /// as its arguments.
 pub(crate) fn plain(net: &TestNet, argv: &[String]) -> Command {
@@ -90,7 +125,22 @@ pub(crate) fn plain(net: &TestNet, argv: &[String]) -> Command {
 /// the TAP with `queues` queues (the link's default when `None`), and the library
 /// cargo built.
 pub(crate) fn rusty_run_args(net: &TestNet, queues: Option<usize>) -> Vec<String> {
+    link_args(net, queues, false)
+}
+
+/// [`rusty_run_args`] for a link with IPv6 as well: Rusty at [`stack_ip6`] beside
+/// `.2` ('tap:csuite0 10.78.N.2/24,fd00:78:N::2/64'). The link spec takes IPv6
+/// addresses only once `rusty::cli::link` parses them: the tests that use this are
+/// `#[ignore]`d until it does.
+pub(crate) fn rusty_run_args_ipv6(net: &TestNet, queues: Option<usize>) -> Vec<String> {
+    link_args(net, queues, true)
+}
+
+fn link_args(net: &TestNet, queues: Option<usize>, ipv6: bool) -> Vec<String> {
     let mut link = format!("tap:{TAP} {}/24", net.stack_ip());
+    if ipv6 {
+        link.push_str(&format!(",{}/64", stack_ip6(net)));
+    }
     if let Some(q) = queues {
         link.push_str(&format!(" {q}"));
     }

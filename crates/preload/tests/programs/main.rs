@@ -24,6 +24,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod curl;
+mod ipv6;
 mod memcached;
 mod nginx;
 mod python;
@@ -37,7 +38,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use common::{make_tap, plain, rusty_run_args, tap_stat, RUSTY_RUN};
+use common::{
+    add_tap_ipv6, host_ip6, make_tap, plain, rusty_run_args, rusty_run_args_ipv6, stack_ip6,
+    tap_stat, RUSTY_RUN,
+};
 use rusty_testnet::{Proc, TestNet};
 
 /// A program that should be listening is given this long to answer.
@@ -74,6 +78,8 @@ struct Scene {
     stack: Stack,
     started: Instant,
     procs: Vec<Proc>,
+    /// The link carries IPv6 too ([`Scene::with_ipv6`]).
+    ipv6: bool,
     /// Descendants of our processes seen so far, as (pid, start time): a descendant
     /// orphaned by its parent's death is still found, and a pid reused since is not.
     family: Vec<(u32, u64)>,
@@ -96,8 +102,31 @@ impl Scene {
             stack: stack(),
             started: Instant::now(),
             procs: Vec::new(),
+            ipv6: false,
             family: Vec::new(),
         })
+    }
+
+    /// [`Scene::new`] with IPv6 on the link: the TAP has [`host_ip6`] and Rusty
+    /// [`stack_ip6`] as well.
+    fn with_ipv6(test: &str, tools: &[&str]) -> Option<Scene> {
+        let mut scene = Scene::new(test, tools)?;
+        add_tap_ipv6(&scene.net);
+        scene.ipv6 = true;
+        Some(scene)
+    }
+
+    /// The IPv6 address of the program under test, in brackets (for URLs).
+    fn own_ip6(&self) -> String {
+        match self.stack {
+            Stack::Kernel => format!("[{}]", host_ip6(&self.net)),
+            Stack::Rusty => format!("[{}]", stack_ip6(&self.net)),
+        }
+    }
+
+    /// The namespace kernel's IPv6 address, in brackets.
+    fn kernel_ip6(&self) -> String {
+        format!("[{}]", host_ip6(&self.net))
     }
 
     fn fail(&self, msg: &str) -> ! {
@@ -145,7 +174,12 @@ impl Scene {
             Stack::Kernel => plain(&self.net, argv),
             Stack::Rusty => {
                 let mut cmd = plain(&self.net, &[RUSTY_RUN.to_string()]);
-                cmd.args(rusty_run_args(&self.net, queues)).args(argv);
+                let args = if self.ipv6 {
+                    rusty_run_args_ipv6(&self.net, queues)
+                } else {
+                    rusty_run_args(&self.net, queues)
+                };
+                cmd.args(args).args(argv);
                 cmd
             }
         };

@@ -125,22 +125,33 @@ fn wrk_args(scene: &Scene, url: &str, expected: &Path, seconds: u64, close: bool
 }
 
 /// The nginx under test: its prefix, configuration and files.
-struct Nginx {
+pub(crate) struct Nginx {
     www: PathBuf,
     small: PathBuf,
     big: PathBuf,
 }
 
 /// Port of the server block with `sendfile on`, and of the one with `sendfile off`.
-const SENDFILE_ON: u16 = 8080;
-const SENDFILE_OFF: u16 = 8081;
+pub(crate) const SENDFILE_ON: u16 = 8080;
+pub(crate) const SENDFILE_OFF: u16 = 8081;
+
+/// How the nginx under test listens on its two ports.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listen {
+    /// `listen PORT;`: AF_INET sockets.
+    Ipv4,
+    /// Both families, as nginx does it: [`SENDFILE_ON`] on one dual-stack AF_INET6
+    /// socket (`listen [::]:PORT ipv6only=off;`), [`SENDFILE_OFF`] on an AF_INET socket
+    /// beside an IPv6-only one (`listen PORT; listen [::]:PORT;`).
+    Both,
+}
 
 /// nginx's prefix, configuration and files in the scratch directory; returns its
 /// command line. Everything nginx reads or writes is under the prefix (the pid file,
 /// logs, temporary directories), so the Debian package's own configuration and any
 /// nginx the package started play no part; the log goes to stderr, which the harness
 /// keeps.
-fn nginx_setup(scene: &Scene, master: bool) -> (Nginx, Vec<String>) {
+pub(crate) fn nginx_setup(scene: &Scene, master: bool, listen: Listen) -> (Nginx, Vec<String>) {
     let prefix = scene.path("nginx");
     let www = prefix.join("www");
     let small = www.join("small.txt");
@@ -161,8 +172,13 @@ fn nginx_setup(scene: &Scene, master: bool) -> (Nginx, Vec<String>) {
         "master_process off;\nworker_processes 1;\n".to_string()
     };
     let server = |port: u16, sendfile: &str| {
+        let listens = match (listen, port) {
+            (Listen::Ipv4, _) => format!("listen {port};"),
+            (Listen::Both, SENDFILE_ON) => format!("listen [::]:{port} ipv6only=off;"),
+            (Listen::Both, _) => format!("listen {port};\n        listen [::]:{port};"),
+        };
         format!(
-            "    server {{\n        listen {port};\n        root {www};\n        \
+            "    server {{\n        {listens}\n        root {www};\n        \
              sendfile {sendfile};\n    }}\n",
             www = www.display()
         )
@@ -195,7 +211,7 @@ fn nginx_setup(scene: &Scene, master: bool) -> (Nginx, Vec<String>) {
 
 /// What the curl and wrk rounds against nginx moved.
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     curl_transfers: u64,
     curl_bytes: u64,
     wrk_runs: u64,
@@ -211,11 +227,17 @@ impl Tally {
     }
 }
 
-/// The checks both nginx tests make against both server blocks: curl downloads over
-/// one kept-alive connection and with `Connection: close` (checked by sha256), and wrk
-/// with keep-alive and with `Connection: close` (every body checked).
-fn nginx_rounds(scene: &mut Scene, nginx: &Nginx, round: &str, tally: &mut Tally) {
-    let ip = scene.own_ip();
+/// The checks the nginx tests make against both server blocks, at `ip` (an IPv6 one in
+/// brackets): curl downloads over one kept-alive connection and with `Connection:
+/// close` (checked by sha256), and wrk with keep-alive and with `Connection: close`
+/// (every body checked).
+pub(crate) fn nginx_rounds(
+    scene: &mut Scene,
+    nginx: &Nginx,
+    round: &str,
+    ip: &str,
+    tally: &mut Tally,
+) {
     for (port, sendfile) in [(SENDFILE_ON, "on"), (SENDFILE_OFF, "off")] {
         let what = format!("{round}, sendfile {sendfile}");
         let url = |file: &Path| {
@@ -289,7 +311,7 @@ fn nginx_rounds(scene: &mut Scene, nginx: &Nginx, round: &str, tally: &mut Tally
     }
 }
 
-fn nginx_summary(scene: &Scene, test: &str, tally: &Tally, extra: &str) {
+pub(crate) fn nginx_summary(scene: &Scene, test: &str, tally: &Tally, extra: &str) {
     eprintln!(
         "{test}: {} wrk runs, {} requests ({} read), {} curl transfers, {} bytes checked by \
          sha256{extra}, {:.1} s",
@@ -311,14 +333,14 @@ fn nginx_single_process() {
     let Some(mut scene) = Scene::new(test, &["nginx", "curl", "wrk"]) else {
         return;
     };
-    let (nginx, argv) = nginx_setup(&scene, false);
+    let (nginx, argv) = nginx_setup(&scene, false, Listen::Ipv4);
     let server = scene.under_test("nginx", None, &argv);
     let ip = scene.own_ip();
     for port in [SENDFILE_ON, SENDFILE_OFF] {
         scene.wait_http(&format!("http://{ip}:{port}/small.txt"), server);
     }
     let mut tally = Tally::default();
-    nginx_rounds(&mut scene, &nginx, "first", &mut tally);
+    nginx_rounds(&mut scene, &nginx, "first", &ip, &mut tally);
     let stopped = scene.stop(server, "QUIT");
     nginx_summary(
         &scene,
@@ -337,7 +359,7 @@ fn nginx_master_and_two_workers() {
     let Some(mut scene) = Scene::new(test, &["nginx", "curl", "wrk"]) else {
         return;
     };
-    let (nginx, argv) = nginx_setup(&scene, true);
+    let (nginx, argv) = nginx_setup(&scene, true, Listen::Ipv4);
     let master = scene.under_test("nginx", Some(3), &argv);
     scene.wait_for_log(master, "start worker process");
     let ip = scene.own_ip();
@@ -351,7 +373,7 @@ fn nginx_master_and_two_workers() {
         "",
     );
     let mut tally = Tally::default();
-    nginx_rounds(&mut scene, &nginx, "first", &mut tally);
+    nginx_rounds(&mut scene, &nginx, "first", &ip, &mut tally);
     scene.expect_running(master, "after the first rounds");
 
     // The reload: wrk keeps requesting (keep-alive) while the master forks new workers
@@ -380,7 +402,7 @@ fn nginx_master_and_two_workers() {
         &format!("http://{ip}:{SENDFILE_ON}/small.txt"),
         " after the reload",
     );
-    nginx_rounds(&mut scene, &nginx, "reloaded", &mut tally);
+    nginx_rounds(&mut scene, &nginx, "reloaded", &ip, &mut tally);
 
     let stopped = scene.stop(master, "QUIT");
     wait_gone(&mut scene, &new_workers, "the workers after SIGQUIT");
@@ -397,7 +419,7 @@ fn nginx_master_and_two_workers() {
 
 /// A few requests, each on a new connection, so that a failure to serve from the
 /// workers is reported as such (with what curl saw) rather than as the first check's.
-fn probe_workers(scene: &mut Scene, url: &str, when: &str) {
+pub(crate) fn probe_workers(scene: &mut Scene, url: &str, when: &str) {
     let curl = scene.net.tools.get("curl").to_path_buf();
     let probes = 8;
     let mut failed = Vec::new();
@@ -429,7 +451,7 @@ fn probe_workers(scene: &mut Scene, url: &str, when: &str) {
 
 /// Wait until the nginx master has two workers that are not in `old` (bounded), and
 /// return their pids.
-fn wait_workers(scene: &mut Scene, master: Proc, old: &[u32]) -> Vec<u32> {
+pub(crate) fn wait_workers(scene: &mut Scene, master: Proc, old: &[u32]) -> Vec<u32> {
     let deadline = Instant::now() + STARTUP;
     loop {
         scene.expect_running(master, "while its workers start");
@@ -452,7 +474,7 @@ fn wait_workers(scene: &mut Scene, master: Proc, old: &[u32]) -> Vec<u32> {
 }
 
 /// Wait until none of `pids` runs any more (bounded by [`STOP`]).
-fn wait_gone(scene: &mut Scene, pids: &[u32], what: &str) {
+pub(crate) fn wait_gone(scene: &mut Scene, pids: &[u32], what: &str) {
     let deadline = Instant::now() + STOP;
     loop {
         let alive: Vec<u32> = pids

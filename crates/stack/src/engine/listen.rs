@@ -2,6 +2,8 @@
 //! listener's backlog; past it, SYN cookies (RFC 4987 §3.6) answer statelessly and a
 //! returning cookie ACK rebuilds the connection.
 
+use std::net::IpAddr;
+
 use super::{Engine, FlowKey};
 use crate::app::Handler;
 use crate::drop_reason::DropReason;
@@ -18,6 +20,20 @@ pub(super) struct Listener {
     /// Most half-open connections before SYN cookies take over.
     pub backlog: usize,
     pub half_open: usize,
+    /// Whether SYNs from IPv4 peers are taken.
+    pub ipv4: bool,
+    /// Whether SYNs from IPv6 peers are taken.
+    pub ipv6: bool,
+}
+
+impl Listener {
+    /// Whether the listener takes connections from `peer`'s family.
+    fn takes(&self, peer: IpAddr) -> bool {
+        match peer {
+            IpAddr::V4(_) => self.ipv4,
+            IpAddr::V6(_) => self.ipv6,
+        }
+    }
 }
 
 /// The listening ports, sorted by port. A server listens on a few ports, and every new
@@ -43,9 +59,9 @@ impl Listeners {
         Some(&mut self.ports[i].1)
     }
 
-    /// Listen on `port` with `backlog`; on a port already listening, only the backlog
-    /// changes: the half-open connections already counted still release their count
-    /// when they complete or die.
+    /// Listen on `port` with `backlog`, for peers of both families; on a port already
+    /// listening, only the backlog changes: the half-open connections already counted
+    /// still release their count when they complete or die.
     pub(super) fn listen(&mut self, port: u16, backlog: usize) {
         match self.find(port) {
             Ok(i) => self.ports[i].1.backlog = backlog,
@@ -56,6 +72,8 @@ impl Listeners {
                     Listener {
                         backlog,
                         half_open: 0,
+                        ipv4: true,
+                        ipv6: true,
                     },
                 ),
             ),
@@ -115,6 +133,15 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let Some(listener) = self.listeners.get_mut(&key.local_port) else {
             return;
         };
+        if !listener.takes(key.remote_ip()) {
+            // As for a port nobody listens on (see `input`): on a shared link another
+            // engine may take this family on the port.
+            self.stats.drop(DropReason::NoListener);
+            if !self.cfg.shared_link {
+                self.send_rst_reply(mac, key, seg);
+            }
+            return;
+        }
         if listener.half_open >= listener.backlog {
             if self.cfg.syn_cookies {
                 self.send_cookie_syn_ack(mac, key, seg);

@@ -349,6 +349,31 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.listeners.listen(port, backlog);
     }
 
+    /// Take connections on listening `port` only from peers of the families allowed
+    /// (a listener takes both until told otherwise): a SYN from another family is
+    /// answered as one for a port nobody listens on, with a reset (on a shared link,
+    /// not at all: another engine may take that family there). A socket layer needs
+    /// it for an AF_INET listener with no AF_INET6 one beside it, or an
+    /// `IPV6_V6ONLY` one. Whether `port` is listening.
+    pub fn listen_families(&mut self, port: u16, ipv4: bool, ipv6: bool) -> bool {
+        let Some(listener) = self.listeners.get_mut(&port) else {
+            return false;
+        };
+        listener.ipv4 = ipv4;
+        listener.ipv6 = ipv6;
+        true
+    }
+
+    /// Whether duplicate address detection still runs for one of the engine's IPv6
+    /// addresses (see [`EngineConfig::dad_transmits`]). Until it ends, an active open
+    /// that finds no usable source address ([`ConnectError::NoSourceAddress`]) may
+    /// find one later; once it has ended, it will not.
+    ///
+    /// [`ConnectError::NoSourceAddress`]: crate::ConnectError::NoSourceAddress
+    pub fn detecting_duplicates(&self) -> bool {
+        self.addrs.next_dad_deadline().is_some()
+    }
+
     /// Whether other engines share the link's address from now on
     /// ([`EngineConfig::shared_link`]): a process that forks learns it then.
     pub fn set_shared_link(&mut self, shared: bool) {

@@ -105,3 +105,46 @@ fn after_unlisten_new_connections_are_refused_and_open_ones_carry_on() {
             == b"still here")
     );
 }
+
+#[test]
+fn a_listener_for_one_family_refuses_the_other_at_once() {
+    let v6 = |last: u16| std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, last);
+    let cfg = |ip, last| {
+        let mut cfg = sim::engine_config(ip, 9);
+        cfg.ipv6 = vec![(v6(last), 64)];
+        cfg.dad_transmits = 0;
+        cfg
+    };
+    let mut net = SimPair::new(
+        Outside::default(),
+        cfg(sim::CLIENT_IP, 1),
+        Echo::default(),
+        cfg(SERVER_IP, 2),
+        FaultConfig::none().with_delay(Duration::from_millis(1)),
+        FaultConfig::none().with_delay(Duration::from_millis(1)),
+        9,
+    );
+    assert!(!net.server.listen_families(7, false, true), "not listening");
+    net.server.listen(7, 16);
+    assert!(net.server.listen_families(7, false, true));
+    let connect = |net: &mut SimPair<Outside, Echo>, to: SocketAddr| {
+        net.client
+            .connect(to, ())
+            .map_err(|(e, _)| e)
+            .expect("connect");
+    };
+    connect(&mut net, SocketAddr::from((SERVER_IP, 7)));
+    assert!(net.run_until(Duration::from_secs(1), |n| {
+        n.client.handler().closed == [CloseReason::Refused]
+    }));
+    assert_eq!(net.server.stats().conns_opened_passive, 0, "no handshake");
+    connect(&mut net, SocketAddr::from((v6(2), 7)));
+    assert!(net.run_until(Duration::from_secs(1), |n| n.client.handler().id.is_some()));
+    // A new `listen` on the port changes its backlog, not its families.
+    net.server.listen(7, 32);
+    net.client.handler_mut().closed.clear();
+    connect(&mut net, SocketAddr::from((SERVER_IP, 7)));
+    assert!(net.run_until(Duration::from_secs(1), |n| {
+        n.client.handler().closed == [CloseReason::Refused]
+    }));
+}

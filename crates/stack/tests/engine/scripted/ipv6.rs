@@ -518,6 +518,25 @@ fn a_duplicate_address_is_not_used_and_a_link_local_one_is_drawn_again() {
 }
 
 #[test]
+fn an_open_finds_no_source_address_until_duplicate_detection_ends() {
+    let mut net = Net::new(config6(1), echo());
+    assert!(net.eng.detecting_duplicates());
+    let open = |net: &mut Net| net.eng.connect((PEER6, 9).into(), ()).map(|_| ());
+    assert_eq!(
+        open(&mut net).map_err(|(e, _)| e),
+        Err(ConnectError::NoSourceAddress)
+    );
+    net.advance(Duration::from_secs(2));
+    assert!(!net.eng.detecting_duplicates());
+    assert!(open(&mut net).is_ok());
+    assert!(!Net::new(config(), echo()).eng.detecting_duplicates());
+    assert!(
+        !listening6().eng.detecting_duplicates(),
+        "no probes asked for"
+    );
+}
+
+#[test]
 fn our_address_is_defended_and_spoofed_advertisements_change_nothing() {
     let mut net = listening6();
     // A node probing for an address we hold is told it is taken, at all nodes.
