@@ -309,6 +309,21 @@ impl fmt::Display for Stats {
                 self.orphans_reset, self.orphans_timed_out
             )?;
         }
+        if self.neighbor_solicitations_sent
+            + self.neighbor_advertisements_sent
+            + self.duplicate_addresses
+            + self.path_mtu_lowered
+            > 0
+        {
+            write!(
+                f,
+                "; neighbor solicitations {} advertisements {}; duplicate addresses {}; path mtu lowered {}",
+                self.neighbor_solicitations_sent,
+                self.neighbor_advertisements_sent,
+                self.duplicate_addresses,
+                self.path_mtu_lowered
+            )?;
+        }
         if self.misdirected_forwarded > 0 {
             write!(f, "; handed to siblings {}", self.misdirected_forwarded)?;
         }
@@ -374,6 +389,28 @@ mod tests {
             "buffer memory 12 KiB (peak 34 KiB)",
             "idle rings 2 KiB",
             "driver buffers 5 KiB idle",
+        ] {
+            assert!(fields.contains(&want), "{want:?} not in {line}");
+        }
+    }
+
+    /// IPv6's counters join the line once the engine has done IPv6 (Neighbor Discovery
+    /// always comes first), so an IPv4-only worker's line is as it was.
+    #[test]
+    fn the_counters_line_names_ipv6_work_when_there_was_some() {
+        assert!(!Stats::default().to_string().contains("neighbor"));
+        let s = Stats {
+            neighbor_solicitations_sent: 3,
+            neighbor_advertisements_sent: 2,
+            path_mtu_lowered: 1,
+            ..Stats::default()
+        };
+        let line = s.to_string();
+        let fields: Vec<&str> = line.split("; ").collect();
+        for want in [
+            "neighbor solicitations 3 advertisements 2",
+            "duplicate addresses 0",
+            "path mtu lowered 1",
         ] {
             assert!(fields.contains(&want), "{want:?} not in {line}");
         }
