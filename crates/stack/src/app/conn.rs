@@ -135,8 +135,10 @@ pub enum ConnectError {
     /// broadcast, or this engine's own address; for IPv6 the unspecified, loopback,
     /// multicast, IPv4-mapped and reserved addresses).
     InvalidAddress,
-    /// The engine has no usable address of the remote's family: none configured, or
-    /// its IPv6 addresses are still being checked for duplicates.
+    /// The engine has no usable address of the remote's family: none configured, each
+    /// found to be another node's, or (for [`Engine::connect`](crate::Engine::connect)
+    /// only) still being checked for duplicates. Opens asked for from callbacks wait
+    /// for that check instead.
     NoSourceAddress,
 }
 

@@ -426,6 +426,25 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
         self.handler.poll(&mut Opener::new(&mut self.requests));
     }
 
+    /// Let requested active opens wait: those for which `hold(remote)` is true move to
+    /// `held`, and those in `held` for which it no longer is come back to be started,
+    /// ahead of newer requests, in the order they were asked for.
+    pub fn hold_requests(
+        &mut self,
+        held: &mut Vec<(SocketAddr, H::Conn)>,
+        hold: impl Fn(SocketAddr) -> bool,
+    ) {
+        let mut all = std::mem::take(held);
+        all.append(&mut self.requests);
+        for (remote, state) in all {
+            if hold(remote) {
+                held.push((remote, state));
+            } else {
+                self.requests.push((remote, state));
+            }
+        }
+    }
+
     /// Start the active opens callbacks asked for with `open`, the backend's own
     /// connect; `core` finds this table inside the backend. Opens that fail to start
     /// go back to the handler through `connect_failed`.

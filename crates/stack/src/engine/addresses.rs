@@ -50,6 +50,13 @@ impl Address {
             .as_ref()
             .is_none_or(|d| d.state() == DadState::Preferred)
     }
+
+    /// Whether duplicate detection is still checking the address.
+    fn tentative(&self) -> bool {
+        self.dad
+            .as_ref()
+            .is_some_and(|d| d.state() == DadState::Tentative)
+    }
 }
 
 /// The engine's addresses.
@@ -195,6 +202,19 @@ impl Addresses {
                 (common, u8::MAX - i)
             })
             .map(|(i, _, _)| i)
+    }
+
+    /// Whether an active open to `remote` has no source address yet but will once
+    /// duplicate detection is over: none usable fits it, and one that would is
+    /// tentative.
+    pub(super) fn awaiting_source(&self, remote: IpAddr) -> bool {
+        let IpAddr::V6(r) = remote else {
+            return false;
+        };
+        self.source_for(remote).is_none()
+            && self.v6().any(|(_, a, ip)| {
+                a.tentative() && ip.is_unicast_link_local() == r.is_unicast_link_local()
+            })
     }
 
     /// Addresses whose duplicate detection has a probe due at `now`, into `out`;

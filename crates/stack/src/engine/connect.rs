@@ -15,8 +15,20 @@ use crate::tcp::tcb::Open;
 use crate::time::Clock;
 
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
-    /// Start the active opens the handler's callbacks asked for.
+    /// Start the active opens the handler's callbacks asked for. One whose source would
+    /// be an IPv6 address still being checked for duplicates waits until the check is
+    /// over (a tentative address is not used, RFC 4862 §5.4), as a packet waits for its
+    /// neighbour to be resolved, rather than failing: a program that connects as soon
+    /// as it starts would otherwise fail for its first second. Once the engine stops
+    /// accepting, or the address turns out to be another node's, they go on and fail.
     pub(super) fn start_requested_connects(&mut self) {
+        if self.addrs.has_v6() && (self.detecting_duplicates() || !self.held_connects.is_empty()) {
+            let accepting = self.app.is_accepting();
+            let addrs = &self.addrs;
+            self.app.hold_requests(&mut self.held_connects, |remote| {
+                accepting && addrs.awaiting_source(remote.ip())
+            });
+        }
         AppCore::start_requested(self, |e| &mut e.app, Self::start_connect);
     }
 

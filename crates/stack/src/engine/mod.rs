@@ -232,6 +232,9 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     error_budget: v6::ErrorBudget,
     arp_ready: Vec<Vec<u8>>,
     misdirected: Vec<(u16, Vec<u8>)>,
+    /// Active opens waiting for the IPv6 address they would use to pass duplicate
+    /// detection (see `start_requested_connects`).
+    held_connects: Vec<(SocketAddr, H::Conn)>,
     /// Keeps the engine on its worker's thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -334,6 +337,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             error_budget: v6::ErrorBudget::new(now),
             arp_ready: Vec::new(),
             misdirected: Vec::new(),
+            held_connects: Vec::new(),
             _not_send: PhantomData,
             cfg,
         }

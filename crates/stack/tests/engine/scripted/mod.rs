@@ -83,6 +83,10 @@ struct Recorder {
     received: Vec<u8>,
     peer_closed: usize,
     closed: Vec<CloseReason>,
+    /// Active opens asked for from the next `poll`.
+    dial: Vec<SocketAddr>,
+    /// Why active opens could not start (`connect_failed`).
+    connect_failures: Vec<ConnectError>,
 }
 
 impl Handler for Recorder {
@@ -121,6 +125,14 @@ impl Handler for Recorder {
     }
     fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), reason: CloseReason) {
         self.closed.push(reason);
+    }
+    fn poll(&mut self, opener: &mut Opener<'_, ()>) {
+        for remote in self.dial.drain(..) {
+            opener.connect(remote, ());
+        }
+    }
+    fn connect_failed(&mut self, _: &mut Opener<'_, ()>, _: SocketAddr, _: (), e: ConnectError) {
+        self.connect_failures.push(e);
     }
 }
 
