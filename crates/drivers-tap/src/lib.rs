@@ -13,7 +13,8 @@
 //! non-blocking and carries a 10-byte `struct virtio_net_hdr` in front of each frame
 //! (`TUNSETVNETHDRSZ`). It then sets the interface MTU and brings the link up, and — when
 //! [`TapConfig::host`] asks — gives the host side an IPv4 address, all through interface
-//! ioctls on an `AF_INET` socket (no `ip` command). The device disappears when the last
+//! ioctls on an `AF_INET` socket (no `ip` command), and the IPv6 addresses of
+//! [`TapConfig::host_ipv6`] through rtnetlink, without duplicate address detection. The device disappears when the last
 //! queue is dropped (it is not made persistent). Creating a device needs `CAP_NET_ADMIN`;
 //! a non-root user can attach to a persistent TAP an administrator made for them
 //! (`ip tuntap add mode tap multi_queue vnet_hdr user $USER`) and configured.
@@ -67,13 +68,15 @@
 //! ## Use
 //!
 //! ```no_run
-//! use std::net::Ipv4Addr;
+//! use std::net::{Ipv4Addr, Ipv6Addr};
 //! use rusty_drivers_tap::{open, TapConfig};
 //! use rusty_stack::io::PacketIo;
 //!
-//! // Two queues on `rusty0`; the host gets 10.9.0.1/24, the stack would use 10.9.0.2.
+//! // Two queues on `rusty0`; the host gets 10.9.0.1/24 and fd00:9::1/64, the stack
+//! // would use 10.9.0.2 and fd00:9::2.
 //! let mut cfg = TapConfig::new("rusty0", 2);
 //! cfg.host = Some((Ipv4Addr::new(10, 9, 0, 1), 24));
+//! cfg.host_ipv6 = vec![(Ipv6Addr::new(0xfd00, 9, 0, 0, 0, 0, 0, 1), 64)];
 //! let queues = open(&cfg).expect("open the TAP");
 //! for q in &queues {
 //!     println!("{} queue {}: {:?}", q.name(), q.capabilities().queue, q.capabilities().mac);
@@ -85,7 +88,7 @@
 
 use std::fmt;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use rusty_stack::io::{Capabilities, ChecksumOffload, MacAddr, ETHERNET_HEADER_LEN};
 
@@ -110,6 +113,9 @@ pub const MAX_QUEUES: u16 = 256;
 /// Smallest IPv4 MTU (RFC 791 §3.2: every host must take 68-byte datagrams).
 pub const MIN_MTU: usize = 68;
 
+/// Smallest IPv6 MTU (RFC 8200 §5); Linux turns IPv6 off on a link below it.
+pub const IPV6_MIN_MTU: usize = 1280;
+
 /// How to open a TAP device.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -130,6 +136,9 @@ pub struct TapConfig {
     /// Give the host side this address and prefix length (which also installs the
     /// connected route through the TAP).
     pub host: Option<(Ipv4Addr, u8)>,
+    /// Give the host side these IPv6 addresses, each with its prefix length, usable at
+    /// once (no duplicate address detection: the link is the host's and Rusty's alone).
+    pub host_ipv6: Vec<(Ipv6Addr, u8)>,
     /// Most idle buffers a queue keeps for reuse in each of its three lists (receive
     /// buffers of its own, receive buffers the stack gave back, transmit buffers); each
     /// is up to [`RX_BUF_LEN`] bytes (a GSO super-frame). Beyond it, buffers go back to
@@ -150,6 +159,7 @@ impl TapConfig {
             mac: None,
             offloads: true,
             host: None,
+            host_ipv6: Vec::new(),
             pool_buffers: DEFAULT_POOL_BUFFERS,
         }
     }
@@ -256,6 +266,15 @@ fn check(cfg: &TapConfig) -> Result<(), TapError> {
             return Err(TapError::Config(format!("prefix length /{prefix}")));
         }
     }
+    if let Some((ip, prefix)) = cfg.host_ipv6.iter().find(|(_, p)| *p > 128) {
+        return Err(TapError::Config(format!("prefix length {ip}/{prefix}")));
+    }
+    if !cfg.host_ipv6.is_empty() && cfg.mtu < IPV6_MIN_MTU {
+        return Err(TapError::Config(format!(
+            "MTU {} is below IPv6's {IPV6_MIN_MTU}, and the host side has IPv6 addresses",
+            cfg.mtu
+        )));
+    }
     Ok(())
 }
 
@@ -314,14 +333,16 @@ pub fn open(cfg: &TapConfig) -> Result<Vec<TapQueue>, TapError> {
     Ok(queues)
 }
 
-/// MTU, address and link state of the host side. Without `cfg.host`, a user who may not
-/// configure interfaces (attaching to a TAP an administrator set up) is let through.
+/// MTU, addresses and link state of the host side. Without `cfg.host` and
+/// `cfg.host_ipv6`, a user who may not configure interfaces (attaching to a TAP an
+/// administrator set up) is let through.
 fn configure_host(name: &str, cfg: &TapConfig) -> Result<(), TapError> {
     let ctx = |what: &str| format!("configuring interface '{name}': {what}");
     let iface =
         rusty_netdev::Interface::new(name).map_err(|e| TapError::os(ctx("AF_INET socket"), e))?;
+    let configuring = cfg.host.is_some() || !cfg.host_ipv6.is_empty();
     let tolerate = |r: io::Result<()>, what: &str| match r {
-        Err(e) if cfg.host.is_some() || e.kind() != io::ErrorKind::PermissionDenied => {
+        Err(e) if configuring || e.kind() != io::ErrorKind::PermissionDenied => {
             Err(TapError::os(ctx(what), e))
         }
         _ => Ok(()),
@@ -335,6 +356,10 @@ fn configure_host(name: &str, cfg: &TapConfig) -> Result<(), TapError> {
         iface
             .set_netmask(mask)
             .map_err(|e| TapError::os(ctx("SIOCSIFNETMASK"), e))?;
+    }
+    for &(ip, prefix) in &cfg.host_ipv6 {
+        rusty_netdev::add_ipv6_address(name, ip, prefix, true)
+            .map_err(|e| TapError::os(ctx(&format!("RTM_NEWADDR {ip}/{prefix} nodad")), e))?;
     }
     tolerate(iface.bring_up(), "SIOCSIFFLAGS (up)")
 }
@@ -369,6 +394,16 @@ mod tests {
         }));
         assert!(bad(TapConfig {
             host: Some((Ipv4Addr::new(10, 0, 0, 1), 33)),
+            ..TapConfig::new("tap0", 1)
+        }));
+        let fd00 = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
+        assert!(bad(TapConfig {
+            host_ipv6: vec![(fd00, 129)],
+            ..TapConfig::new("tap0", 1)
+        }));
+        assert!(bad(TapConfig {
+            host_ipv6: vec![(fd00, 64)],
+            mtu: 1000,
             ..TapConfig::new("tap0", 1)
         }));
     }

@@ -1,9 +1,10 @@
 //! # rusty-netdev
 //!
 //! The system calls Rusty's Linux drivers (TAP, AF_XDP) share: interface ioctls on an
-//! `AF_INET` socket (MTU, MAC, address, netmask, flags, `SIOCETHTOOL`) and a wait on
-//! several descriptors. This crate is nothing but those calls; each function is safe to
-//! call and states above its `unsafe` block why the call is sound.
+//! `AF_INET` socket (MTU, MAC, address, netmask, flags, `SIOCETHTOOL`), an IPv6 address
+//! through rtnetlink ([`add_ipv6_address`]) and a wait on several descriptors. This
+//! crate is nothing but those calls; each function is safe to call and states above its
+//! `unsafe` block why the call is sound.
 
 // The crate's purpose is wrapping system calls.
 #![allow(unsafe_code)]
@@ -14,6 +15,10 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
+
+mod ipv6;
+
+pub use ipv6::add_ipv6_address;
 
 /// Longest interface name, NUL excluded (`IFNAMSIZ - 1`).
 pub const MAX_IFNAME: usize = libc::IFNAMSIZ - 1;
