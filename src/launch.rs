@@ -2,12 +2,16 @@
 //! link specs into pinned workers, shared by every binary (echo, echo-load, httpd).
 //!
 //! - No links: the kernel backend on all addresses, one worker per allowed core.
-//! - `kernel <ipv4> <n>`: `n` kernel-socket workers bound to that address.
-//! - `tapN` / `tap:NAME <ipv4>[/prefix] <n>`: a TAP device with `n` queues, one Rusty
+//! - `kernel <addresses> <n>`: `n` kernel-socket workers bound to those addresses
+//!   (`0.0.0.0` or `::`: every address, both families).
+//! - `tapN` / `tap:NAME <addresses> <n>`: a TAP device with `n` queues, one Rusty
 //!   engine per queue.
-//! - `xdp:IFNAME <ipv4>[/prefix] <n>`: AF_XDP sockets on queues 0..n of an existing
+//! - `xdp:IFNAME <addresses> <n>`: AF_XDP sockets on queues 0..n of an existing
 //!   interface, one Rusty engine per queue; the host keeps the interface for its own
 //!   addresses. Each queue's mode (native or generic XDP, zero-copy or copy) is logged.
+//!
+//! Each link of Rusty's logs its addresses when it opens, the link-local address its
+//! engines draw among them (see [`engine_config`] for the secret they draw it with).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -47,8 +51,10 @@ pub struct Launch {
     pub links: Vec<LinkSpec>,
     /// Capture every TAP worker's frames (one file per worker when there are several).
     pub pcap: Option<PathBuf>,
-    /// Address and prefix for the host side of the (single) TAP link.
+    /// IPv4 address and prefix for the host side of the (single) TAP link.
     pub tap_host: Option<(Ipv4Addr, u8)>,
+    /// IPv6 addresses and prefixes for the host side of the TAP link.
+    pub tap_host_ipv6: Vec<(Ipv6Addr, u8)>,
     /// How the workers are pinned, spin, report and stop.
     pub runtime: RuntimeConfig,
     /// TCP settings for Rusty's engines (see [`Launch::engine_tcp`]).
@@ -120,6 +126,7 @@ impl Launch {
             links,
             pcap: None,
             tap_host: None,
+            tap_host_ipv6: Vec::new(),
             runtime: RuntimeConfig::default(),
             tcp: TcpConfig::default(),
             congestion_control: None,
@@ -147,15 +154,15 @@ impl Launch {
         tcp
     }
 
-    /// Where the workers will run, for a binary's status line: `tap:tap0 10.0.2.2 x2,
-    /// kernel 0.0.0.0 x1`, or the default when no link was named.
+    /// Where the workers will run, for a binary's status line: `tap:tap0
+    /// 10.0.2.2,fd00::2 x2, kernel 0.0.0.0 x1`, or the default when no link was named.
     pub fn describe_links(&self) -> String {
         if self.links.is_empty() {
             return "kernel sockets, all addresses".to_string();
         }
         self.links
             .iter()
-            .map(|l| format!("{} {} x{}", l.kind, l.ip, l.workers))
+            .map(|l| format!("{} {} x{}", l.kind, l.describe_addresses(), l.workers))
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -247,6 +254,7 @@ where
             kind: LinkKind::Kernel,
             ip: Ipv4Addr::UNSPECIFIED,
             prefix_len: 0,
+            ipv6: Vec::new(),
             workers: n.max(1),
         }];
         &default_links
@@ -254,7 +262,7 @@ where
         &launch.links
     };
     let taps = links.iter().filter(|l| opens_a_tap(&l.kind)).count();
-    if launch.tap_host.is_some() && taps != 1 {
+    if (launch.tap_host.is_some() || !launch.tap_host_ipv6.is_empty()) && taps != 1 {
         return Err(LaunchError::Usage(format!(
             "--tap-host needs exactly one TAP link, there are {taps}"
         )));
@@ -264,6 +272,7 @@ where
         listen,
         make_handler,
         index: 0,
+        announced: None,
         total: links
             .iter()
             .filter(|l| !matches!(l.kind, LinkKind::Kernel))
@@ -278,18 +287,9 @@ where
                 cfg.max_connections = launch.max_connections;
                 cfg.send_buffer = launch.tcp.send_buffer;
                 cfg.congestion_control = launch.congestion_control;
-                // Every address: both families on `[::]`, or IPv4 alone on a host
-                // without IPv6.
-                let any = link.ip.is_unspecified();
+                let any = link.ip.is_unspecified() && link.ipv6.is_empty();
                 cfg.listen = listen
-                    .map(|p| {
-                        let ip = if any {
-                            Ipv6Addr::UNSPECIFIED.into()
-                        } else {
-                            IpAddr::V4(link.ip)
-                        };
-                        vec![(SocketAddr::new(ip, p), launch.backlog)]
-                    })
+                    .map(|p| kernel_listen(link, p, launch.backlog))
                     .unwrap_or_default();
                 if cfg.check_listen().is_err() && any {
                     for (addr, _) in &mut cfg.listen {
@@ -308,6 +308,7 @@ where
             LinkKind::Tap { name } => {
                 let mut tap = TapConfig::new(name.clone(), link.workers as u16);
                 tap.host = launch.tap_host;
+                tap.host_ipv6 = launch.tap_host_ipv6.clone();
                 let queues =
                     rusty_drivers_tap::open(&tap).map_err(|e| LaunchError::Tap(name.clone(), e))?;
                 for (q, dev) in queues.into_iter().enumerate() {
@@ -318,6 +319,7 @@ where
             LinkKind::Xdp { ifname } => {
                 let t = launch.xdp;
                 let mut cfg = XdpConfig::new(ifname.clone(), link.ip, link.workers as u16);
+                cfg.ipv6 = xdp_ipv6(ifname, launch, link)?;
                 cfg.attach = t.attach;
                 cfg.copy = t.copy;
                 cfg.ring_size = t.ring_size;
@@ -368,6 +370,23 @@ where
     Ok(out)
 }
 
+/// What the kernel backend on `link` listens on for a server on `port`: with every
+/// address (`0.0.0.0` and no IPv6 address), `[::]` for both families; otherwise each
+/// address given.
+fn kernel_listen(link: &LinkSpec, port: u16, backlog: usize) -> Vec<(SocketAddr, usize)> {
+    let ips: Vec<IpAddr> = if link.ip.is_unspecified() && link.ipv6.is_empty() {
+        vec![Ipv6Addr::UNSPECIFIED.into()]
+    } else {
+        let v4 = (!link.ip.is_unspecified()).then_some(IpAddr::V4(link.ip));
+        v4.into_iter()
+            .chain(link.ipv6.iter().map(|&(ip, _)| IpAddr::V6(ip)))
+            .collect()
+    };
+    ips.into_iter()
+        .map(|ip| (SocketAddr::new(ip, port), backlog))
+        .collect()
+}
+
 /// Whether a link opens a TAP device, which `--tap-host` addresses: a TAP link, or a
 /// model device, whose wire is a TAP device.
 fn opens_a_tap(kind: &LinkKind) -> bool {
@@ -387,11 +406,51 @@ fn model_tap(
     let mut cfg = TapConfig::new(tap.to_string(), 1);
     cfg.offloads = false;
     cfg.host = launch.tap_host;
+    cfg.host_ipv6 = launch.tap_host_ipv6.clone();
     cfg.mac = Some(rusty_stack::io::MacAddr(mac));
     rusty_drivers_tap::open(&cfg)
         .map_err(|e| LaunchError::Tap(tap.to_string(), e))?
         .pop()
         .ok_or_else(|| LaunchError::Usage(format!("TAP {tap} opened no queue")))
+}
+
+/// The IPv6 addresses the XDP program of `link` on `ifname` redirects to Rusty: the
+/// link's own and the link-local address its engines draw from the interface's MAC.
+fn xdp_ipv6(ifname: &str, launch: &Launch, link: &LinkSpec) -> Result<Vec<Ipv6Addr>, LaunchError> {
+    if link.ipv6.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mac = rusty_netdev::Interface::new(ifname)
+        .and_then(|i| i.hw_addr())
+        .map_err(|e| LaunchError::Usage(format!("xdp:{ifname}: reading its MAC address: {e}")))?;
+    let cfg = engine_config(launch, link);
+    let link_local = cfg.link_local(rusty_stack::io::MacAddr(mac));
+    Ok(link_local
+        .into_iter()
+        .chain(link.ipv6.iter().map(|&(ip, _)| ip))
+        .collect())
+}
+
+/// Log the addresses of `link`, whose engines run on a device with `mac`: the
+/// configured ones and, with IPv6, the link-local address they draw.
+fn announce_addresses(link: &LinkSpec, cfg: &EngineConfig, mac: rusty_stack::io::MacAddr) {
+    let mut all = Vec::new();
+    if !link.ip.is_unspecified() {
+        all.push(format!("{}/{}", link.ip, link.prefix_len));
+    }
+    all.extend(link.ipv6.iter().map(|(ip, len)| format!("{ip}/{len}")));
+    let Some(link_local) = cfg.link_local(mac) else {
+        log::info!("{}: addresses {} (MAC {mac})", link.kind, all.join(", "));
+        return;
+    };
+    all.push(format!("{link_local}/64 (link-local)"));
+    log::info!(
+        "{}: addresses {} (MAC {mac}); IPv6 ones usable once duplicate address detection \
+         passes, about {} s",
+        link.kind,
+        all.join(", "),
+        cfg.dad_transmits
+    );
 }
 
 /// Bridge `wire` to `port` on a thread that lives as long as the queues that get the
@@ -464,6 +523,8 @@ struct Engines<'a, F> {
     /// Engine workers built so far, and how many there will be.
     index: usize,
     total: usize,
+    /// The link whose addresses were logged last (each is, with its first worker).
+    announced: Option<usize>,
 }
 
 impl<F> Engines<'_, F> {
@@ -486,6 +547,10 @@ impl<F> Engines<'_, F> {
         if self.index == 0 {
             announce_memory::<H>(&cfg, self.total);
         }
+        if self.announced != Some(link_index) {
+            self.announced = Some(link_index);
+            announce_addresses(link, &cfg, dev.capabilities().mac);
+        }
         let ports = self
             .listen
             .map(|p| vec![(p, launch.backlog)])
@@ -503,10 +568,16 @@ impl<F> Engines<'_, F> {
     }
 }
 
-/// The configuration of an engine on `link` with `launch`'s settings.
+/// The configuration of an engine on `link` with `launch`'s settings. Its IPv6
+/// link-local address is drawn with a secret derived from the machine ID and the link's
+/// name (see the `secret` module), so it stays the same across restarts.
 pub fn engine_config(launch: &Launch, link: &LinkSpec) -> EngineConfig {
     let mut cfg = EngineConfig::new(link.ip);
     cfg.prefix_len = link.prefix_len;
+    cfg.ipv6 = link.ipv6.clone();
+    if !cfg.ipv6.is_empty() {
+        cfg.stable_secret = crate::secret::stable_secret(&link.kind.to_string());
+    }
     cfg.tcp = launch.engine_tcp();
     cfg.max_connections = launch.max_connections;
     cfg.reserved_connections = launch.reserved_connections;
@@ -683,6 +754,55 @@ mod tests {
             Launch::new(links).describe_links(),
             "tap:tap0 10.0.2.2 x2, kernel 127.0.0.1 x1"
         );
+    }
+
+    #[test]
+    fn a_kernel_link_listens_on_each_address_or_on_every_one() {
+        let listen = |spec: &str| {
+            let links = crate::cli::link::parse_links(&["1", "kernel", spec, "1"]).unwrap();
+            kernel_listen(&links[0], 80, 16)
+                .into_iter()
+                .map(|(a, _)| a.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(listen("0.0.0.0"), ["[::]:80"]);
+        assert_eq!(listen("::"), ["[::]:80"]);
+        assert_eq!(listen("127.0.0.1"), ["127.0.0.1:80"]);
+        assert_eq!(listen("::1"), ["[::1]:80"]);
+        assert_eq!(listen("127.0.0.1,::1"), ["127.0.0.1:80", "[::1]:80"]);
+    }
+
+    /// An engine takes the link's IPv6 addresses and a secret of the machine's and the
+    /// link's, so its link-local address stays put across restarts (and engine configs).
+    #[test]
+    fn engines_take_the_links_ipv6_addresses_and_a_stable_secret() {
+        let links = crate::cli::link::parse_links(&[
+            "3",
+            "tap0",
+            "10.0.2.2/24,fd00::2",
+            "1",
+            "tap1",
+            "fd01::2/56",
+            "1",
+            "tap2",
+            "10.0.4.2",
+            "1",
+        ])
+        .unwrap();
+        let l = Launch::new(links.clone());
+        let dual = engine_config(&l, &links[0]);
+        assert_eq!(dual.ip, Ipv4Addr::new(10, 0, 2, 2));
+        assert_eq!(dual.ipv6, vec![("fd00::2".parse().unwrap(), 64)]);
+        let only6 = engine_config(&l, &links[1]);
+        assert!(only6.ip.is_unspecified());
+        assert_eq!(only6.ipv6, vec![("fd01::2".parse().unwrap(), 56)]);
+        let mac = rusty_stack::io::MacAddr([2, 0, 0, 0, 0, 9]);
+        let ll = dual
+            .link_local(mac)
+            .expect("an IPv6 link has a link-local address");
+        assert!(ll.is_unicast_link_local());
+        assert_eq!(engine_config(&l, &links[0]).link_local(mac), Some(ll));
+        assert_eq!(engine_config(&l, &links[2]).link_local(mac), None);
     }
 
     /// Links this host cannot open are refused with the reason, never a panic: an 82599

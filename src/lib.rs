@@ -10,6 +10,7 @@
 
 pub mod cli;
 pub mod launch;
+mod secret;
 
 /// Pinned worker threads, stop signals, pcap capture and the model-device bridge.
 pub use rusty_runtime as runtime;

@@ -1,6 +1,8 @@
 //! Link specifications on the command line, one parser for every binary:
-//! `<n links> [<link> <ipv4>[/prefix] <n workers>]...`. The address is read by
-//! [`parse_cidr`], so a missing prefix means /24, as for `--tap-host`.
+//! `<n links> [<link> <addresses> <n workers>]...`. The addresses are read by
+//! [`parse_addresses`]: at most one IPv4 address and any number of IPv6 ones,
+//! comma-separated (`10.0.2.2/24,fd00::2/64`), a missing prefix meaning /24 for IPv4 and
+//! /64 for IPv6, as for `--tap-host`.
 //!
 //! A link is `kernel` (the host's own TCP), `tap0`/`tap:NAME` (a TAP device), and, for
 //! drivers that plug in later, `ixgbe:PCI-ADDR`, `mpipe:LINK` and `xdp:IFNAME`. Which of
@@ -8,21 +10,25 @@
 //! binary" error for the others from [`LinkKind::require`].
 
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
-use super::parse::{parse_cidr, CidrError};
+use super::parse::{not_a_host_address, parse_addresses, Addresses, CidrError};
 
 /// The "Links:" paragraph of a binary's `--help`, ending with `example` (a whole
 /// command line).
 pub fn links_help(example: &str) -> String {
     format!(
-        "Links: <n links> then, per link, <link> <ipv4>[/prefix] <n workers>, where <link> is\n\
+        "Links: <n links> then, per link, <link> <addresses> <n workers>, where <link> is\n\
          kernel, tapN, tap:NAME (a TAP device, created if missing), xdp:IFNAME (AF_XDP on\n\
          the queues of an existing interface, one per worker; needs root), ixgbe:PCI (an Intel\n\
          82599 port in user space), mpipe:LINK or xgbeN/gbeN (TILE-Gx only), or\n\
          ixgbe-model:TAP / mpipe-model:TAP (those drivers on a model of their device whose wire\n\
-         is the TAP device TAP). An address without a prefix is a /24 (so is --tap-host's).\n\
+         is the TAP device TAP). <addresses> is one IPv4 address, IPv6 addresses, or both,\n\
+         comma-separated, each with an optional prefix (IPv4 /24, IPv6 /64 without one; the same\n\
+         for --tap-host): 10.0.2.2/24,fd00::2/64. A link with IPv6 also takes a link-local\n\
+         address of its own, printed at start. On a kernel link, 0.0.0.0 or :: is every\n\
+         address of both families.\n\
          Example: {example}"
     )
 }
@@ -171,16 +177,20 @@ fn tilegx_link_name(s: &str) -> bool {
     })
 }
 
-/// One link: its driver, this host's address on it and how many workers serve it.
+/// One link: its driver, this host's addresses on it and how many workers serve it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkSpec {
     /// The driver and the device it opens.
     pub kind: LinkKind,
-    /// This host's address on the link; on a `kernel` link, the address to listen on
-    /// (`0.0.0.0`: every address).
+    /// This host's IPv4 address on the link, [`Ipv4Addr::UNSPECIFIED`] when it has
+    /// none; on a `kernel` link, the address to listen on, and with no IPv6 address
+    /// `0.0.0.0` means every address of both families (`::` in the spec reads the same).
     pub ip: Ipv4Addr,
-    /// The link's subnet prefix length; 24 when the spec gives none.
+    /// The IPv4 subnet's prefix length (24 when the spec gives none; 0 without IPv4).
     pub prefix_len: u8,
+    /// This host's IPv6 addresses on the link, each with its prefix length (64 when the
+    /// spec gives none); on a `kernel` link, more addresses to listen on.
+    pub ipv6: Vec<(Ipv6Addr, u8)>,
     /// Workers serving the link (at least 1): one queue each, or one kernel-socket
     /// worker each.
     pub workers: usize,
@@ -200,8 +210,10 @@ pub enum LinkSpecError {
     },
     /// A `<link>` word names no driver, or a bad interface name; the message says which.
     BadLink(String),
-    /// A link's address is not `<ipv4>[/prefix]`.
+    /// A link's addresses are not a list of IPv4 and IPv6 addresses.
     BadAddress(CidrError),
+    /// An address the link cannot have (the message says which and why).
+    UnusableAddress(String),
     /// A link's worker count is not a number of at least 1.
     BadWorkers(String),
     /// The link's driver is not built into this binary (its name).
@@ -214,11 +226,12 @@ impl fmt::Display for LinkSpecError {
             LinkSpecError::BadCount(s) => write!(f, "'{s}' is not a number of links"),
             LinkSpecError::WrongArgumentCount { links, got } => write!(
                 f,
-                "{links} links need {} more arguments (<link> <ipv4> <n workers> each), got {got}",
+                "{links} links need {} more arguments (<link> <addresses> <n workers> each), got {got}",
                 links * 3
             ),
             LinkSpecError::BadLink(s) => write!(f, "{s}"),
             LinkSpecError::BadAddress(e) => write!(f, "{e}"),
+            LinkSpecError::UnusableAddress(s) => write!(f, "{s}"),
             LinkSpecError::BadWorkers(s) => write!(f, "'{s}' is not a worker count (1 or more)"),
             LinkSpecError::NotBuiltIn(d) => {
                 write!(f, "the {d} driver is not built into this binary")
@@ -229,8 +242,60 @@ impl fmt::Display for LinkSpecError {
 
 impl std::error::Error for LinkSpecError {}
 
-/// Parse `<n links> [<link> <ipv4>[/prefix] <n workers>]...`. An empty list means no
-/// links (the caller's default).
+impl LinkSpec {
+    /// The link's addresses as they read in a status line: the IPv4 address and the IPv6
+    /// ones, comma-separated, without prefixes (`10.0.2.2,fd00::2`; `0.0.0.0` for every
+    /// address of a kernel link).
+    pub fn describe_addresses(&self) -> String {
+        let v4 = (!self.ip.is_unspecified() || self.ipv6.is_empty()).then(|| self.ip.to_string());
+        let v6 = self.ipv6.iter().map(|(ip, _)| ip.to_string());
+        v4.into_iter().chain(v6).collect::<Vec<_>>().join(",")
+    }
+}
+
+/// The addresses of a link of `kind`, checked and made canonical: on a kernel link,
+/// every address is `0.0.0.0` alone; a link of Rusty's needs an address, and its IPv6
+/// ones must be unicast addresses of its own (the link-local one it draws itself).
+fn link_addresses(kind: &LinkKind, spec: &str, a: Addresses) -> Result<Addresses, LinkSpecError> {
+    if *kind == LinkKind::Kernel {
+        let every = a.ipv4.is_some_and(|(ip, _)| ip.is_unspecified())
+            || a.ipv6.iter().any(|(ip, _)| ip.is_unspecified());
+        if every {
+            return Ok(Addresses {
+                ipv4: Some((Ipv4Addr::UNSPECIFIED, a.ipv4.map_or(0, |(_, len)| len))),
+                ipv6: Vec::new(),
+            });
+        }
+        return Ok(a);
+    }
+    let unusable = |why: String| {
+        Err(LinkSpecError::UnusableAddress(format!(
+            "{kind} {spec}: {why}"
+        )))
+    };
+    if a.ipv4.is_some_and(|(ip, _)| ip.is_unspecified()) {
+        return unusable(
+            "0.0.0.0 means every address only on a kernel link; give this link an address \
+             of its own (leave IPv4 out for IPv6 only)"
+                .into(),
+        );
+    }
+    for &(v6, _) in &a.ipv6 {
+        if let Some(why) = not_a_host_address(v6) {
+            return unusable(format!("{v6} is {why}, not an address a link can have"));
+        }
+        if v6.is_unicast_link_local() {
+            return unusable(format!(
+                "{v6} is link-local; the link draws its own link-local address (RFC 7217) \
+                 and prints it at start"
+            ));
+        }
+    }
+    Ok(a)
+}
+
+/// Parse `<n links> [<link> <addresses> <n workers>]...`. An empty list means no links
+/// (the caller's default).
 pub fn parse_links<S: AsRef<str>>(args: &[S]) -> Result<Vec<LinkSpec>, LinkSpecError> {
     let Some((count, rest)) = args.split_first() else {
         return Ok(Vec::new());
@@ -251,7 +316,11 @@ pub fn parse_links<S: AsRef<str>>(args: &[S]) -> Result<Vec<LinkSpec>, LinkSpecE
     rest.chunks(3)
         .map(|c| {
             let kind: LinkKind = c[0].as_ref().parse()?;
-            let (ip, prefix_len) = parse_cidr(c[1].as_ref()).map_err(LinkSpecError::BadAddress)?;
+            let spec = c[1].as_ref();
+            let addresses = parse_addresses(spec).map_err(LinkSpecError::BadAddress)?;
+            let addresses = link_addresses(&kind, spec, addresses)?;
+            let (ip, prefix_len) = addresses.ipv4.unwrap_or((Ipv4Addr::UNSPECIFIED, 0));
+            let ipv6 = addresses.ipv6;
             let w = c[2].as_ref();
             let workers = w
                 .parse::<usize>()
@@ -262,6 +331,7 @@ pub fn parse_links<S: AsRef<str>>(args: &[S]) -> Result<Vec<LinkSpec>, LinkSpecE
                 kind,
                 ip,
                 prefix_len,
+                ipv6,
                 workers,
             })
         })
@@ -332,6 +402,89 @@ mod tests {
         assert!("xgbe".parse::<LinkKind>().is_err());
     }
 
+    #[test]
+    fn links_take_ipv4_ipv6_or_both() {
+        let v6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        let links = parse_links(&[
+            "3",
+            "tap0",
+            "10.0.2.2/24,fd00::2/64",
+            "2",
+            "tap1",
+            "fd01::2,fd02::2/56",
+            "1",
+            "xdp:eth1",
+            "10.0.3.2",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(
+            (links[0].ip, links[0].prefix_len, links[0].ipv6.clone()),
+            (Ipv4Addr::new(10, 0, 2, 2), 24, vec![(v6("fd00::2"), 64)])
+        );
+        assert_eq!(links[0].describe_addresses(), "10.0.2.2,fd00::2");
+        assert_eq!(
+            (links[1].ip, links[1].prefix_len, links[1].ipv6.clone()),
+            (
+                Ipv4Addr::UNSPECIFIED,
+                0,
+                vec![(v6("fd01::2"), 64), (v6("fd02::2"), 56)]
+            )
+        );
+        assert_eq!(links[1].describe_addresses(), "fd01::2,fd02::2");
+        assert!(links[2].ipv6.is_empty());
+        assert_eq!(links[2].describe_addresses(), "10.0.3.2");
+    }
+
+    /// On a kernel link `0.0.0.0` and `::` both mean every address (listened on as
+    /// `[::]`, both families); other addresses are listened on one by one.
+    #[test]
+    fn a_kernel_link_listens_on_every_address_or_those_given() {
+        for every in ["0.0.0.0", "::", "0.0.0.0,::", "::,127.0.0.1", "::/0"] {
+            let l = &parse_links(&["1", "kernel", every, "1"]).unwrap()[0];
+            assert_eq!((l.ip, l.ipv6.len()), (Ipv4Addr::UNSPECIFIED, 0), "{every}");
+            assert_eq!(l.describe_addresses(), "0.0.0.0");
+        }
+        let l = &parse_links(&["1", "kernel", "127.0.0.1,::1", "1"]).unwrap()[0];
+        assert_eq!(
+            (l.ip, l.ipv6.clone()),
+            (Ipv4Addr::LOCALHOST, vec![(Ipv6Addr::LOCALHOST, 64)])
+        );
+        let l = &parse_links(&["1", "kernel", "::1", "1"]).unwrap()[0];
+        assert_eq!(
+            (l.ip, l.describe_addresses()),
+            (Ipv4Addr::UNSPECIFIED, "::1".into())
+        );
+    }
+
+    #[test]
+    fn addresses_a_link_cannot_have_are_refused_clearly() {
+        let err = |spec: &str| {
+            parse_links(&["1", "tap0", spec, "1"])
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            err("10.0.0.1,10.0.0.2").contains("at most one IPv4 address per link"),
+            "{}",
+            err("10.0.0.1,10.0.0.2")
+        );
+        assert!(err("0.0.0.0").contains("every address only on a kernel link"));
+        assert!(err("::").contains("is the unspecified address"));
+        assert!(err("fd00::1,::1").contains("::1 is in ::/8"));
+        assert!(err("ff02::1").contains("multicast"));
+        assert_eq!(
+            err("fe80::1"),
+            "tap:tap0 fe80::1: fe80::1 is link-local; the link draws its own link-local \
+             address (RFC 7217) and prints it at start"
+        );
+        assert!(err("fd00::1/200").contains("prefix length /200 is over 128"));
+        assert!(matches!(
+            parse_links(&["1", "tap0", "fd00::1,fd00::1", "1"]),
+            Err(LinkSpecError::BadAddress(CidrError::Repeated(..)))
+        ));
+    }
+
     /// Found by the `link_spec_cli` fuzz target: a count near `usize::MAX` overflowed
     /// the multiplication by three (a panic with overflow checks on).
     #[test]
@@ -378,7 +531,9 @@ mod tests {
             parse_links(&["1", "tap0", "10.0.0.300", "1"])
                 .unwrap_err()
                 .to_string(),
-            "'10.0.0.300' is not an IPv4 address (a.b.c.d or a.b.c.d/prefix; no prefix means /24)"
+            "'10.0.0.300' is not an IPv4 or IPv6 address (a.b.c.d[/prefix] or an IPv6 \
+             address[/prefix], several separated by commas; no prefix means /24 for IPv4, \
+             /64 for IPv6)"
         );
         assert!(matches!(
             parse_links(&["1", "tap0", "10.0.0.1", "0"]),

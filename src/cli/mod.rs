@@ -16,7 +16,8 @@ use crate::launch::{Launch, XdpTuning};
 use link::parse_links;
 pub use logging::LogLevel;
 use parse::{
-    parse_cidr, parse_congestion, parse_cpus, parse_memory_budget, parse_port_range, parse_size,
+    parse_congestion, parse_cpus, parse_host_addresses, parse_memory_budget, parse_port_range,
+    parse_size, Addresses,
 };
 use rusty_drivers_xdp::{AttachMode, CopyMode};
 use rusty_stack::io::fault::FaultConfig;
@@ -70,10 +71,12 @@ pub struct CommonArgs {
     /// Print per-worker counters every SECONDS.
     #[arg(long, value_name = "SECONDS")]
     pub stats: Option<u64>,
-    /// Configure the host side of the TAP link with this address (e.g. 10.0.2.1/24; without
-    /// a prefix, /24, as for link addresses).
-    #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
-    pub tap_host: Option<(std::net::Ipv4Addr, u8)>,
+    /// Configure the host side of the TAP link with these addresses, as a link's are
+    /// written: one IPv4 address, IPv6 addresses or both, comma-separated (e.g.
+    /// 10.0.2.1/24,fd00::1/64; without a prefix, /24 for IPv4 and /64 for IPv6). IPv6
+    /// addresses are usable at once (no duplicate address detection).
+    #[arg(long, value_name = "ADDRESSES", value_parser = parse_host_addresses)]
+    pub tap_host: Option<Addresses>,
     /// Pin workers to these CPUs, in order (e.g. 0,2-3); default: the allowed CPU set.
     #[arg(long, value_name = "LIST", value_parser = parse_cpu_list)]
     pub cpus: Option<CpuList>,
@@ -177,7 +180,10 @@ impl CommonArgs {
         let links = parse_links(links).map_err(|e| e.to_string())?;
         let mut l = Launch::new(links);
         l.pcap = self.pcap.clone();
-        l.tap_host = self.tap_host;
+        if let Some(host) = &self.tap_host {
+            l.tap_host = host.ipv4;
+            l.tap_host_ipv6 = host.ipv6.clone();
+        }
         l.runtime.cpus = self.cpus.clone().map(|c| c.0);
         l.runtime.oversubscribe = self.oversubscribe;
         l.runtime.spin = Duration::from_micros(self.spin_us);
@@ -259,6 +265,7 @@ mod tests {
         assert!(l.runtime.oversubscribe);
         assert_eq!(l.runtime.stats_interval, Some(Duration::from_secs(5)));
         assert_eq!(l.tap_host, Some((std::net::Ipv4Addr::new(10, 0, 0, 1), 24)));
+        assert!(l.tap_host_ipv6.is_empty());
         assert_eq!(l.links[0].prefix_len, 24);
         assert_eq!(l.links.len(), 1);
         assert!(l.faults.is_some());
@@ -387,12 +394,26 @@ mod tests {
     #[test]
     fn tap_host_reads_like_a_link_address() {
         let bare = Cli::try_parse_from(["x", "--tap-host", "10.0.0.1"]).unwrap();
-        assert_eq!(
-            bare.common.tap_host,
-            Some((std::net::Ipv4Addr::new(10, 0, 0, 1), 24))
-        );
+        let l = bare.common.launch(&bare.links).unwrap();
+        assert_eq!(l.tap_host, Some((std::net::Ipv4Addr::new(10, 0, 0, 1), 24)));
         let wide = Cli::try_parse_from(["x", "--tap-host", "10.0.0.1/16"]).unwrap();
-        assert_eq!(wide.common.tap_host.map(|h| h.1), Some(16));
+        assert_eq!(
+            wide.common.tap_host.and_then(|h| h.ipv4).map(|h| h.1),
+            Some(16)
+        );
+        let dual = Cli::try_parse_from(["x", "--tap-host", "10.0.0.1/24,fd00::1"]).unwrap();
+        let l = dual.common.launch(&dual.links).unwrap();
+        assert_eq!(l.tap_host.map(|h| h.1), Some(24));
+        assert_eq!(l.tap_host_ipv6, vec![("fd00::1".parse().unwrap(), 64)]);
+        let only6 = Cli::try_parse_from(["x", "--tap-host", "fd00::1/120"]).unwrap();
+        let l = only6.common.launch(&only6.links).unwrap();
+        assert_eq!((l.tap_host, l.tap_host_ipv6.len()), (None, 1));
+        let err = Cli::try_parse_from(["x", "--tap-host", "10.0.0.1,10.0.0.3"]).unwrap_err();
+        assert!(
+            err.to_string().contains("at most one IPv4 address"),
+            "{err}"
+        );
+        assert!(Cli::try_parse_from(["x", "--tap-host", "ff02::1"]).is_err());
         let err = Cli::try_parse_from(["x", "--tap-host", "10.0.0.1/40"]).unwrap_err();
         assert!(
             err.to_string().contains("prefix length /40 is over 32"),

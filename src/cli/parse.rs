@@ -1,12 +1,13 @@
-//! The small value grammars of the command line: IPv4 addresses with a prefix length
-//! (`a.b.c.d[/len]`, for link addresses and `--tap-host`), CPU lists (`0,2-3`) and
-//! congestion-control names (`cubic`).
+//! The small value grammars of the command line: addresses with a prefix length
+//! (`10.0.2.2/24,fd00::2/64`, for link addresses and `--tap-host`), CPU lists (`0,2-3`)
+//! and congestion-control names (`cubic`).
 //!
-//! There is one address parser so that a link's address and the TAP's host address read
-//! the same way: a missing prefix means [`DEFAULT_PREFIX_LEN`] (/24) in both.
+//! There is one address parser so that a link's addresses and the TAP's host addresses
+//! read the same way: a missing prefix means [`DEFAULT_PREFIX_LEN`] (/24) for IPv4 and
+//! [`DEFAULT_PREFIX_LEN_V6`] (/64) for IPv6 in both.
 
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use rusty_stack::CongestionAlgorithm;
 use rusty_stack::MemoryBudget;
@@ -16,7 +17,13 @@ use rusty_stack::MemoryBudget;
 /// assumes the same, so `10.0.2.2` and `10.0.2.2/24` mean one thing everywhere.
 pub const DEFAULT_PREFIX_LEN: u8 = 24;
 
-/// Why a `a.b.c.d[/len]` argument was refused; each names the argument it was given.
+/// The prefix length of an IPv6 address given without one: a /64, the subnet size of
+/// nearly every IPv6 link (RFC 4291 §2.5.4 gives unicast addresses 64-bit interface
+/// identifiers).
+pub const DEFAULT_PREFIX_LEN_V6: u8 = 64;
+
+/// Why an address argument was refused; each names the argument (or the element of a
+/// list) it was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CidrError {
     /// The part before `/` (or the whole argument) is not a dotted-quad IPv4 address.
@@ -25,6 +32,14 @@ pub enum CidrError {
     NotAPrefix(String),
     /// A prefix longer than an IPv4 address.
     PrefixOver32(String, u32),
+    /// An element of an address list is neither an IPv4 nor an IPv6 address.
+    NotAnIpAddress(String),
+    /// A prefix longer than an IPv6 address.
+    PrefixOver128(String, u32),
+    /// An address list with more than one IPv4 address (the list).
+    SecondIpv4(String),
+    /// An address list naming an address twice (the list, the address).
+    Repeated(String, IpAddr),
 }
 
 impl fmt::Display for CidrError {
@@ -40,6 +55,20 @@ impl fmt::Display for CidrError {
             CidrError::PrefixOver32(s, len) => {
                 write!(f, "'{s}': prefix length /{len} is over 32")
             }
+            CidrError::NotAnIpAddress(s) => write!(
+                f,
+                "'{s}' is not an IPv4 or IPv6 address (a.b.c.d[/prefix] or an IPv6 \
+                 address[/prefix], several separated by commas; no prefix means \
+                 /{DEFAULT_PREFIX_LEN} for IPv4, /{DEFAULT_PREFIX_LEN_V6} for IPv6)"
+            ),
+            CidrError::PrefixOver128(s, len) => {
+                write!(f, "'{s}': prefix length /{len} is over 128")
+            }
+            CidrError::SecondIpv4(s) => write!(
+                f,
+                "'{s}': at most one IPv4 address per link (IPv6 addresses may be several)"
+            ),
+            CidrError::Repeated(s, ip) => write!(f, "'{s}' names {ip} twice"),
         }
     }
 }
@@ -66,6 +95,112 @@ pub fn parse_cidr(s: &str) -> Result<(Ipv4Addr, u8), CidrError> {
         Ok(len) if len <= 32 => Ok((ip, len)),
         _ => Err(CidrError::PrefixOver32(s.to_string(), len)),
     }
+}
+
+/// Parse an IPv4 or IPv6 address with an optional prefix length (`10.0.2.2/24`,
+/// `fd00::2/64`); a missing prefix means [`DEFAULT_PREFIX_LEN`] for IPv4 and
+/// [`DEFAULT_PREFIX_LEN_V6`] for IPv6.
+pub fn parse_ip_cidr(s: &str) -> Result<(IpAddr, u8), CidrError> {
+    let (ip, len) = match s.split_once('/') {
+        Some((ip, len)) => (ip, Some(len)),
+        None => (s, None),
+    };
+    let ip: IpAddr = ip
+        .parse()
+        .map_err(|_| CidrError::NotAnIpAddress(s.to_string()))?;
+    let (default, max) = match ip {
+        IpAddr::V4(_) => (DEFAULT_PREFIX_LEN, 32),
+        IpAddr::V6(_) => (DEFAULT_PREFIX_LEN_V6, 128),
+    };
+    let Some(len) = len else {
+        return Ok((ip, default));
+    };
+    let len: u32 = len
+        .parse()
+        .map_err(|_| CidrError::NotAPrefix(s.to_string()))?;
+    match u8::try_from(len) {
+        Ok(len) if u32::from(len) <= max => Ok((ip, len)),
+        _ if ip.is_ipv4() => Err(CidrError::PrefixOver32(s.to_string(), len)),
+        _ => Err(CidrError::PrefixOver128(s.to_string(), len)),
+    }
+}
+
+/// The addresses of one link, or of the TAP's host side: at most one IPv4 address and
+/// any number of IPv6 ones, each with its prefix length, in the order given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Addresses {
+    /// The IPv4 address, if one was given.
+    pub ipv4: Option<(Ipv4Addr, u8)>,
+    /// The IPv6 addresses.
+    pub ipv6: Vec<(Ipv6Addr, u8)>,
+}
+
+impl fmt::Display for Addresses {
+    /// The list as [`parse_addresses`] reads it, prefixes included.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v4 = self.ipv4.iter().map(|(ip, len)| format!("{ip}/{len}"));
+        let v6 = self.ipv6.iter().map(|(ip, len)| format!("{ip}/{len}"));
+        let all: Vec<String> = v4.chain(v6).collect();
+        f.write_str(&all.join(","))
+    }
+}
+
+/// Parse a comma-separated list of addresses, each as [`parse_ip_cidr`] reads it
+/// (`10.0.2.2/24,fd00::2`): at most one IPv4 address, none twice.
+pub fn parse_addresses(s: &str) -> Result<Addresses, CidrError> {
+    let mut out = Addresses::default();
+    for part in s.split(',') {
+        if part.is_empty() {
+            return Err(CidrError::NotAnIpAddress(s.to_string()));
+        }
+        let (ip, len) = parse_ip_cidr(part)?;
+        let repeated = match ip {
+            IpAddr::V4(v4) => out.ipv4.is_some_and(|(a, _)| a == v4),
+            IpAddr::V6(v6) => out.ipv6.iter().any(|&(a, _)| a == v6),
+        };
+        if repeated {
+            return Err(CidrError::Repeated(s.to_string(), ip));
+        }
+        match ip {
+            IpAddr::V4(_) if out.ipv4.is_some() => {
+                return Err(CidrError::SecondIpv4(s.to_string()))
+            }
+            IpAddr::V4(v4) => out.ipv4 = Some((v4, len)),
+            IpAddr::V6(v6) => out.ipv6.push((v6, len)),
+        }
+    }
+    Ok(out)
+}
+
+/// Why `ip` cannot be an address a host holds on a link (the unspecified address, a
+/// group, loopback and the rest of `::/8`, which IPv4-mapped and -compatible addresses
+/// live in), if it cannot.
+pub fn not_a_host_address(ip: Ipv6Addr) -> Option<&'static str> {
+    if ip.is_unspecified() {
+        Some("the unspecified address")
+    } else if ip.is_multicast() {
+        Some("a multicast address")
+    } else if ip.octets()[0] == 0 {
+        Some("in ::/8 (loopback, IPv4-mapped and reserved addresses)")
+    } else {
+        None
+    }
+}
+
+/// Parse `--tap-host`: the host side's addresses, as [`parse_addresses`] reads them,
+/// each IPv6 one an address a host may hold.
+pub fn parse_host_addresses(s: &str) -> Result<Addresses, String> {
+    let addrs = parse_addresses(s).map_err(|e| e.to_string())?;
+    if let Some((ip, why)) = addrs
+        .ipv6
+        .iter()
+        .find_map(|&(ip, _)| Some((ip, not_a_host_address(ip)?)))
+    {
+        return Err(format!(
+            "'{s}': {ip} is {why}, not an address a host can hold"
+        ));
+    }
+    Ok(addrs)
 }
 
 /// Highest CPU number a list may name: Linux's `NR_CPUS` limit on x86_64, so that a
@@ -239,6 +374,85 @@ mod tests {
             parse_cidr("10.0.0.300").unwrap_err().to_string(),
             "'10.0.0.300' is not an IPv4 address (a.b.c.d or a.b.c.d/prefix; no prefix means /24)"
         );
+    }
+
+    #[test]
+    fn address_lists_take_either_family_with_its_own_default_prefix() {
+        let v6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        let a = parse_addresses("10.0.2.2/16,fd00::2,fd00:1::2/48").unwrap();
+        assert_eq!(a.ipv4, Some((Ipv4Addr::new(10, 0, 2, 2), 16)));
+        assert_eq!(a.ipv6, vec![(v6("fd00::2"), 64), (v6("fd00:1::2"), 48)]);
+        assert_eq!(a.to_string(), "10.0.2.2/16,fd00::2/64,fd00:1::2/48");
+        assert_eq!(parse_addresses(&a.to_string()), Ok(a));
+        let only6 = parse_addresses("fd00::2").unwrap();
+        assert_eq!((only6.ipv4, only6.ipv6.len()), (None, 1));
+        assert_eq!(
+            parse_addresses("10.0.2.2").unwrap().ipv4,
+            Some((Ipv4Addr::new(10, 0, 2, 2), 24))
+        );
+        assert_eq!(
+            parse_ip_cidr("::/0"),
+            Ok((IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0))
+        );
+        assert_eq!(parse_ip_cidr("fd00::1/128").map(|a| a.1), Ok(128));
+    }
+
+    #[test]
+    fn bad_address_lists_are_refused_with_the_reason() {
+        for s in [
+            "",
+            ",",
+            "10.0.2.2,",
+            ",fd00::1",
+            "tap0",
+            "fd00::g",
+            "[fd00::1]",
+            "fe80::1%eth0",
+        ] {
+            assert!(
+                matches!(parse_addresses(s), Err(CidrError::NotAnIpAddress(_))),
+                "{s:?}: {:?}",
+                parse_addresses(s)
+            );
+        }
+        assert_eq!(
+            parse_addresses("fd00::1/129").unwrap_err().to_string(),
+            "'fd00::1/129': prefix length /129 is over 128"
+        );
+        assert_eq!(
+            parse_addresses("10.0.0.1/33,fd00::1"),
+            Err(CidrError::PrefixOver32("10.0.0.1/33".into(), 33))
+        );
+        assert!(matches!(
+            parse_addresses("fd00::1/x"),
+            Err(CidrError::NotAPrefix(_))
+        ));
+        assert_eq!(
+            parse_addresses("10.0.0.1,fd00::1,10.0.0.2")
+                .unwrap_err()
+                .to_string(),
+            "'10.0.0.1,fd00::1,10.0.0.2': at most one IPv4 address per link (IPv6 addresses may be several)"
+        );
+        assert_eq!(
+            parse_addresses("fd00::1,fd00:0::1/48")
+                .unwrap_err()
+                .to_string(),
+            "'fd00::1,fd00:0::1/48' names fd00::1 twice"
+        );
+        assert!(parse_addresses("tap0")
+            .unwrap_err()
+            .to_string()
+            .starts_with("'tap0' is not an IPv4 or IPv6 address"));
+    }
+
+    #[test]
+    fn host_addresses_are_unicast() {
+        assert!(parse_host_addresses("10.0.2.1/24,fd00::1/64,fe80::1").is_ok());
+        for bad in ["::", "::1", "ff02::1", "::ffff:10.0.0.1"] {
+            let e = parse_host_addresses(bad).unwrap_err();
+            assert!(e.contains("not an address a host can hold"), "{bad}: {e}");
+        }
+        assert!(parse_host_addresses("10.0.2.1,10.0.2.3").is_err());
     }
 
     #[test]

@@ -168,6 +168,7 @@ fn main() -> ExitCode {
         kind: LinkKind::Kernel,
         ip: Ipv4Addr::UNSPECIFIED,
         prefix_len: 0,
+        ipv6: Vec::new(),
         workers: 1,
     }]);
     let stop = StopHandle::new();
