@@ -22,7 +22,8 @@ use crate::load::Collector;
 #[derive(Debug, Clone, clap::Args)]
 #[non_exhaustive]
 pub struct ClientCli {
-    /// Echo server address.
+    /// The server's address and port: `10.0.2.2:7`, or `[fd00::2]:7` for IPv6.
+    #[arg(value_parser = parse_target)]
     pub target: SocketAddr,
     /// Link specs to run the client on (default: kernel sockets, --workers workers).
     pub links: Vec<String>,
@@ -35,6 +36,13 @@ pub struct ClientCli {
     /// The flags every Rusty binary takes (logging, CPUs, engine and link tuning).
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// A server's address and port, with a reminder of both forms when it is neither.
+fn parse_target(s: &str) -> Result<SocketAddr, String> {
+    s.parse().map_err(|_| {
+        format!("'{s}' is not an address and port (10.0.2.2:7, or [fd00::2]:7 for IPv6)")
+    })
 }
 
 impl ClientCli {
@@ -106,6 +114,7 @@ where
             kind: LinkKind::Kernel,
             ip: std::net::Ipv4Addr::UNSPECIFIED,
             prefix_len: 0,
+            ipv6: Vec::new(),
             workers: cli.workers,
         });
     }
@@ -180,5 +189,32 @@ where
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        client: ClientCli,
+    }
+
+    #[test]
+    fn targets_of_either_family_parse_and_others_are_explained() {
+        for (arg, want) in [("10.0.2.2:7", "10.0.2.2:7"), ("[fd00::2]:7", "[fd00::2]:7")] {
+            let cli = Cli::try_parse_from(["x", arg]).unwrap();
+            assert_eq!(cli.client.target.to_string(), want);
+        }
+        for bad in ["fd00::2", "[fd00::2]", "10.0.2.2", "host:7"] {
+            let err = Cli::try_parse_from(["x", bad]).unwrap_err().to_string();
+            assert!(err.contains("or [fd00::2]:7 for IPv6"), "{bad}: {err}");
+        }
+        let cli = Cli::try_parse_from(["x", "[fd00::2]:7", "1", "tap0", "fd00::3", "1"]).unwrap();
+        let launch = cli.client.common.launch(&cli.client.links).unwrap();
+        assert_eq!(launch.links[0].ipv6.len(), 1);
     }
 }

@@ -1,4 +1,4 @@
-//! `echo <port> [<n links> [<link> <ipv4> <n workers>]...] [--discard]`: an echo server
+//! `echo <port> [<n links> [<link> <addresses> <n workers>]...] [--discard]`: an echo server
 //! on Rusty's stack (TAP) or, without links, on the kernel's sockets on all addresses
 //! with one worker per core. With `--discard`, a discard server (RFC 863) instead: what
 //! arrives is dropped, nothing is sent, and each connection closes after its peer does.
@@ -15,7 +15,9 @@ use rusty_echo::{DiscardServer, DiscardSink, DiscardStats, EchoServer};
 #[command(
     name = "echo",
     about = "Echo (or discard) server on Rusty (TAP, AF_XDP) or on kernel sockets",
-    after_help = rusty::cli::link::links_help("echo 7 1 tap0 10.0.2.2/24 2 --tap-host 10.0.2.1/24")
+    after_help = rusty::cli::link::links_help(
+        "echo 7 1 tap0 10.0.2.2/24,fd00::2/64 2 --tap-host 10.0.2.1/24,fd00::1/64"
+    )
 )]
 struct Cli {
     /// TCP port to listen on.

@@ -1,4 +1,4 @@
-//! `echo-load <target ip:port> [<n links> [<link> <ipv4> <n workers>]...]`: drive an
+//! `echo-load <target ip:port> [<n links> [<link> <addresses> <n workers>]...]`: drive an
 //! echo server with ping-pong or streaming traffic from Rusty's stack (TAP) or, without
 //! links, from kernel sockets; verify every echoed byte; report throughput and latency.
 
@@ -19,7 +19,8 @@ enum ModeArg {
 #[derive(Debug, Parser)]
 #[command(
     name = "echo-load",
-    about = "Load client for echo servers (Rusty or kernel sockets)"
+    about = "Load client for echo servers (Rusty or kernel sockets)",
+    after_help = rusty::cli::link::links_help("echo-load [fd00::2]:7 1 tap0 10.0.2.3,fd00::3 2")
 )]
 struct Cli {
     #[arg(long, value_enum, default_value_t = ModeArg::PingPong)]

@@ -1,4 +1,4 @@
-//! `httpd <TCP port> <root dir> [<n links> [<link> <ipv4> <n workers>]...]`: a static
+//! `httpd <TCP port> <root dir> [<n links> [<link> <addresses> <n workers>]...]`: a static
 //! file server on Rusty's stack (TAP) or, without links, on the kernel's sockets on all
 //! addresses with one worker per core.
 
@@ -36,7 +36,9 @@ fn seconds_or_off(s: &str) -> Result<Duration, String> {
 #[command(
     name = "httpd",
     about = "Static file server on Rusty (TAP, AF_XDP) or on kernel sockets",
-    after_help = rusty::cli::link::links_help("httpd 80 ./pages 2 tap0 10.0.2.2 1 tap1 10.0.3.2 1")
+    after_help = rusty::cli::link::links_help(
+        "httpd 80 ./pages 2 tap0 10.0.2.2,fd00::2 1 tap1 10.0.3.2 1"
+    )
 )]
 struct Cli {
     /// TCP port to listen on.

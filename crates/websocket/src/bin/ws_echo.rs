@@ -1,4 +1,4 @@
-//! `ws-echo <port> [<n links> [<link> <ipv4> <n workers>]...]`: a WebSocket echo server
+//! `ws-echo <port> [<n links> [<link> <addresses> <n workers>]...]`: a WebSocket echo server
 //! (RFC 6455) on Rusty's stack (TAP, AF_XDP) or, without links, on the kernel's sockets
 //! on all addresses with one worker per core. Every text and binary message goes back
 //! as the same type (compressed when the client negotiated permessage-deflate, which
@@ -19,7 +19,9 @@ use rusty_websocket::{WsConfig, WsEcho, WsServer, WsStats, WsStatsSink};
 #[command(
     name = "ws-echo",
     about = "WebSocket echo server on Rusty (TAP, AF_XDP) or on kernel sockets",
-    after_help = rusty::cli::link::links_help("ws-echo 9001 1 tap0 10.0.2.2/24 2 --tap-host 10.0.2.1/24")
+    after_help = rusty::cli::link::links_help(
+        "ws-echo 9001 1 tap0 10.0.2.2/24,fd00::2/64 2 --tap-host 10.0.2.1/24,fd00::1/64"
+    )
 )]
 struct Cli {
     /// TCP port to listen on.

@@ -1,4 +1,4 @@
-//! `ws-load <target ip:port> [<n links> [<link> <ipv4> <n workers>]...]`: drive a
+//! `ws-load <target ip:port> [<n links> [<link> <addresses> <n workers>]...]`: drive a
 //! WebSocket echo server with ping-pong binary messages from kernel sockets (or Rusty's
 //! stack with links), verify every echoed byte, report throughput and latency in the
 //! lines `echo-load` prints.
@@ -20,7 +20,8 @@ enum ModeArg {
 #[derive(Debug, Parser)]
 #[command(
     name = "ws-load",
-    about = "Load client for WebSocket echo servers (Rusty or kernel sockets)"
+    about = "Load client for WebSocket echo servers (Rusty or kernel sockets)",
+    after_help = rusty::cli::link::links_help("ws-load [fd00::2]:9001 1 tap0 10.0.2.3,fd00::3 2")
 )]
 struct Cli {
     #[arg(long, value_enum, default_value_t = ModeArg::PingPong)]
