@@ -4,7 +4,9 @@
 //!
 //! Isolation: every test makes its own namespace (`rusty-<pid>-<n>`), its own TAP
 //! (`rt<pid>t<n>`, at most 15 characters) and its own /24 (`10.78.N.0/24`, the
-//! namespace's kernel is `.1`, Rusty is `.2`). A TAP is pre-created in the root
+//! namespace's kernel is `.1`, Rusty is `.2`) and, when it asks
+//! ([`TestNet::with_ipv6`]), its own /64 beside it (`fd00:78:N::/64`, the same host
+//! numbers). A TAP is pre-created in the root
 //! namespace, Rusty attaches to it there, and then its host side is moved into the
 //! test's namespace, so all test traffic stays inside that namespace. Tests of loss
 //! put the kernel peer one hop further, in a second namespace behind a bridge
@@ -162,6 +164,9 @@ pub struct TestNet {
     /// The namespace Rusty runs in on an AF_XDP link, once [`xdp_peer`](Self::xdp_peer)
     /// made it.
     pub rusty_ns: Option<String>,
+    /// The kernel's interfaces also get the test's IPv6 addresses
+    /// ([`with_ipv6`](Self::with_ipv6)).
+    pub ipv6: bool,
     taps: Vec<String>,
     children: Vec<Child_>,
     ns_created: bool,
@@ -214,6 +219,7 @@ impl TestNet {
             tools,
             peer_ns: None,
             rusty_ns: None,
+            ipv6: false,
             taps: Vec::new(),
             children: Vec::new(),
             ns_created: false,
@@ -233,12 +239,18 @@ impl TestNet {
             self.tools.get("ip"),
             &["-4", "-o", "route", "show", "table", "all"],
         );
-        let (_, addrs) = quick(self.tools.get("ip"), &["-4", "-o", "addr", "show"]);
+        let (_, addrs) = quick(self.tools.get("ip"), &["-o", "addr", "show"]);
+        let (_, routes6) = quick(
+            self.tools.get("ip"),
+            &["-6", "-o", "route", "show", "table", "all"],
+        );
         let start = pid.wrapping_mul(7).wrapping_add(n.wrapping_mul(31));
         for k in 0..250u32 {
             let subnet = (start.wrapping_add(k) % 250 + 1) as u8;
-            let prefix = format!("10.78.{subnet}.");
-            if !routes.contains(&prefix) && !addrs.contains(&prefix) {
+            let v4 = format!("10.78.{subnet}.");
+            let v6 = format!("fd00:78:{subnet}:");
+            let used = |p: &str| routes.contains(p) || addrs.contains(p) || routes6.contains(p);
+            if !used(&v4) && !used(&v6) {
                 return subnet;
             }
         }
@@ -253,6 +265,45 @@ impl TestNet {
     /// Rusty's address on the TAP.
     pub fn stack_ip(&self) -> String {
         format!("10.78.{}.2", self.subnet)
+    }
+
+    /// Give the kernel's interfaces the test's IPv6 addresses too (`fd00:78:N::/64`,
+    /// the same host numbers as the IPv4 ones), each usable at once (`nodad`): the
+    /// TAP's host side ([`move_tap_when_attached`](Self::move_tap_when_attached)), the
+    /// peer ([`bridge_peer`](Self::bridge_peer), [`xdp_peer`](Self::xdp_peer)) and the
+    /// kernel on Rusty's AF_XDP interface. Call it before those.
+    pub fn with_ipv6(&mut self) {
+        self.ipv6 = true;
+    }
+
+    /// The namespace kernel's IPv6 address on the TAP (see [`with_ipv6`](Self::with_ipv6)).
+    pub fn host_ip6(&self) -> String {
+        format!("fd00:78:{}::1", self.subnet)
+    }
+
+    /// Rusty's IPv6 address on the TAP.
+    pub fn stack_ip6(&self) -> String {
+        format!("fd00:78:{}::2", self.subnet)
+    }
+
+    /// Rusty's addresses as a link spec gives them: `10.78.N.2/24`, and with
+    /// [`with_ipv6`](Self::with_ipv6) `,fd00:78:N::2/64` after it.
+    pub fn stack_addresses(&self) -> String {
+        let v4 = format!("{}/24", self.stack_ip());
+        if self.ipv6 {
+            format!("{v4},{}/64", self.stack_ip6())
+        } else {
+            v4
+        }
+    }
+
+    /// With [`with_ipv6`](Self::with_ipv6), give `dev` in namespace `ns` the IPv6
+    /// address `ip/64`, usable at once.
+    fn add_ip6(&self, ns: &str, dev: &str, ip: &str) {
+        if self.ipv6 {
+            let cidr = format!("{ip}/64");
+            self.ip(&["-n", ns, "-6", "addr", "add", &cidr, "dev", dev, "nodad"]);
+        }
     }
 
     /// Panic with `msg` and every child's log.
@@ -291,7 +342,8 @@ impl TestNet {
     }
 
     /// Make the namespace's kernel drop `percent`% of the packets it sends, at random
-    /// (nftables `numgen random`, table `rusty_drop`). Needs the `nft` tool.
+    /// (nftables `numgen random`, table `rusty_drop` of the `inet` family, so IPv4 and
+    /// IPv6 alike). Needs the `nft` tool.
     pub fn drop_outgoing_percent(&self, percent: u32) {
         let nft = self.tools.get("nft").to_path_buf();
         let limit = percent.to_string();
@@ -383,8 +435,51 @@ impl TestNet {
         self.ip(&["-n", &ns, "link", "set", "dev", "rtbr", "up"]);
         let cidr = format!("{}/24", self.host_ip());
         self.ip(&["-n", &peer, "addr", "add", &cidr, "dev", "peer0"]);
+        self.add_ip6(&peer, "peer0", &self.host_ip6());
         let up = ["link", "set", "dev", "peer0", "gso_max_segs", "1", "up"];
         self.ip(&[&["-n", peer.as_str()][..], &up].concat());
+    }
+
+    /// Put the Linux peer one IPv6 router away from Rusty, behind a narrower link: the
+    /// test's namespace forwards between the TAP's host side (`host_ip6()`) and a veth
+    /// `rtfar` of MTU `mtu`, whose other end `peer0`, in a namespace of the peer's own
+    /// (`<ns>p`), keeps MTU 1500, has [`far_peer_ip6`](Self::far_peer_ip6) and routes
+    /// everything through the router. The peer so offers an MSS the narrow link cannot
+    /// carry, and Rusty learns the path's MTU only from the router's Packet Too Big.
+    /// Call it after [`move_tap_when_attached`](Self::move_tap_when_attached), with
+    /// [`with_ipv6`](Self::with_ipv6); needs the `sysctl` tool.
+    pub fn routed_peer6(&mut self, mtu: u32) {
+        let ns = self.ns.clone();
+        let peer = format!("{ns}p");
+        self.ip(&["netns", "add", &peer]);
+        self.peer_ns = Some(peer.clone());
+        self.ip(&["-n", &peer, "link", "set", "lo", "up"]);
+        self.ip(&[
+            "-n", &ns, "link", "add", "rtfar", "type", "veth", "peer", "name", "peer0", "netns",
+            &peer,
+        ]);
+        let mtu = mtu.to_string();
+        self.ip(&["-n", &ns, "link", "set", "dev", "rtfar", "mtu", &mtu, "up"]);
+        self.ip(&["-n", &peer, "link", "set", "dev", "peer0", "up"]);
+        let router = format!("fd00:78:{}:1::1", self.subnet);
+        for (n, dev, ip) in [
+            (&ns, "rtfar", &router),
+            (&peer, "peer0", &self.far_peer_ip6()),
+        ] {
+            let cidr = format!("{ip}/64");
+            self.ip(&["-n", n, "-6", "addr", "add", &cidr, "dev", dev, "nodad"]);
+        }
+        self.ip(&["-n", &peer, "-6", "route", "add", "default", "via", &router]);
+        let sysctl = self.tools.get("sysctl").to_path_buf();
+        let (ok, out) = self.ns_quick(&sysctl, &["-w", "net.ipv6.conf.all.forwarding=1"]);
+        if !ok {
+            self.fail(&format!("sysctl net.ipv6.conf.all.forwarding=1: {out}"));
+        }
+    }
+
+    /// The peer's address behind the router of [`routed_peer6`](Self::routed_peer6).
+    pub fn far_peer_ip6(&self) -> String {
+        format!("fd00:78:{}:1::2", self.subnet)
     }
 
     /// The link for Rusty's AF_XDP driver, with the Linux peer one bridge hop away (as
@@ -416,6 +511,7 @@ impl TestNet {
         self.peer_behind_bridge("rtrusty");
         let kernel = format!("{}/24", self.rusty_ns_kernel_ip());
         self.ip(&["-n", &rusty, "addr", "add", &kernel, "dev", "rx0"]);
+        self.add_ip6(&rusty, "rx0", &format!("fd00:78:{}::3", self.subnet));
         self.ip(&["-n", &rusty, "link", "set", "dev", "rx0", "up"]);
         let peer = format!("{ns}p");
         let ethtool = self.tools.get("ethtool");
@@ -452,8 +548,8 @@ impl TestNet {
     }
 
     /// Make the bridge of [`bridge_peer`](Self::bridge_peer) drop `percent`% of the TCP
-    /// packets it forwards towards the peer and, drawn independently, `percent`% of
-    /// those from the peer (nftables `numgen random`, bridge table `rusty_drop`, one
+    /// packets (over IPv4 or IPv6; ARP and Neighbor Discovery pass) it forwards towards
+    /// the peer and, drawn independently, `percent`% of those from the peer (nftables `numgen random`, bridge table `rusty_drop`, one
     /// counter per direction). Needs the `nft` tool.
     pub fn drop_bridged_percent(&self, percent: u32) {
         let draw = format!("meta l4proto tcp numgen random mod 100 < {percent}");
@@ -553,6 +649,7 @@ impl TestNet {
         let cidr = format!("{}/24", self.host_ip());
         self.ip(&["link", "set", "dev", tap, "netns", &ns]);
         self.ip(&["-n", &ns, "addr", "add", &cidr, "dev", tap]);
+        self.add_ip6(&ns, tap, &self.host_ip6());
         self.ip(&["-n", &ns, "link", "set", "dev", tap, "up"]);
     }
 

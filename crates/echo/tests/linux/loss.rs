@@ -27,7 +27,8 @@ fn echo_on_tap_with_loss_both_ways() {
         "--deadline",
         "120",
     ];
-    echo_through_lossy_bridge(&mut net, echo, 8, &args, Duration::from_secs(130));
+    let host = net.stack_ip();
+    echo_through_lossy_bridge(&mut net, echo, &host, 8, &args, Duration::from_secs(130));
 }
 
 /// 10. `echo --discard` on TAP with the kernel peer behind the same lossy bridge (3%

@@ -7,12 +7,14 @@
 //!
 //! One file a topic: `pings`, `transfers` (100 connections on each link, loss in the
 //! kernel, reordering, Rusty as the client, the kernel backend), `process` (`--pcap`,
-//! SIGTERM), `loss` (a lossy bridge both ways), `xdp`, and `attacks` (hostile
-//! addressing, a SYN flood, memory pinning). Starting `echo` on a link and running the
+//! SIGTERM), `loss` (a lossy bridge both ways), `xdp`, `ipv6` (the transfers and the
+//! loss over IPv6, Rusty as the client over IPv6), and `attacks` (hostile addressing, a
+//! SYN flood, memory pinning). Starting `echo` on a link and running the
 //! clients against it are here.
 
 mod attacks;
 mod common;
+mod ipv6;
 mod loss;
 mod pings;
 mod process;
@@ -74,7 +76,7 @@ fn start_echo_on_a_tap(
         PORT,
         "1",
         &format!("{driver}:{tap}"),
-        &format!("{}/24", net.stack_ip()),
+        &net.stack_addresses(),
         &workers.to_string(),
         "--oversubscribe",
     ])
@@ -189,17 +191,17 @@ fn hundred_connections(test: &str, tools: &[&str], start: StartEcho, seed: u32) 
     stop(&mut net, echo, Duration::from_secs(5));
 }
 
-/// Run the clients with `args` (`conns` connections) against Rusty through the lossy
-/// bridge, require every echo byte-exact and drops both ways, then stop `echo`.
+/// Run the clients with `args` (`conns` connections) against Rusty at `host` through
+/// the lossy bridge, require every echo byte-exact and drops both ways, then stop `echo`.
 fn echo_through_lossy_bridge(
     net: &mut TestNet,
     echo: Proc,
+    host: &str,
     conns: u64,
     args: &[impl AsRef<str>],
     timeout: Duration,
 ) {
-    let host = net.stack_ip();
-    let (clients, s) = run_clients(net, &host, args, timeout);
+    let (clients, s) = run_clients(net, host, args, timeout);
     assert_all_echoed(net, clients, &s, conns);
     let (to_peer, from_peer) = net.dropped_bridged();
     eprintln!(

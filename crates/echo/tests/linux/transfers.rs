@@ -1,6 +1,7 @@
 //! Echoes byte-exact under load: 100 connections on TAP and on the ixgbe and mPIPE
-//! models, with the kernel dropping 5% of its packets, with Rusty reordering and
-//! duplicating its own; Rusty as the client; and the kernel backend.
+//! models, with the kernel dropping 5% of its packets (over IPv4 and over IPv6), with
+//! Rusty reordering and duplicating its own; Rusty as the client; and the kernel
+//! backend.
 
 use super::*;
 
@@ -52,13 +53,34 @@ fn echo_on_the_ixgbe_model_with_kernel_dropping_5_percent() {
     );
 }
 
+/// 3c. The same over IPv6 (the rule's `inet` table takes both families).
+#[test]
+fn echo_on_tap_with_kernel_dropping_5_percent_over_ipv6() {
+    kernel_dropping_5_percent_on(
+        "echo_on_tap_with_kernel_dropping_5_percent_over_ipv6",
+        start_tap_echo,
+        true,
+    );
+}
+
 fn kernel_dropping_5_percent(test: &str, start: StartEcho) {
+    kernel_dropping_5_percent_on(test, start, false);
+}
+
+fn kernel_dropping_5_percent_on(test: &str, start: StartEcho, ipv6: bool) {
     let Some(mut net) = setup(test, &["python3", "nft"]) else {
         return;
     };
+    if ipv6 {
+        net.with_ipv6();
+    }
     net.drop_outgoing_percent(5);
     let echo = start(&mut net, 2, &["--grace", "2"]);
-    let host = net.stack_ip();
+    let host = if ipv6 {
+        net.stack_ip6()
+    } else {
+        net.stack_ip()
+    };
     let (clients, s) = run_clients(
         &mut net,
         &host,
@@ -110,17 +132,32 @@ fn echo_on_tap_with_reordering_and_duplication() {
 ///    inside the namespace.
 #[test]
 fn echo_load_on_tap_against_kernel_echo() {
-    let Some(mut net) = setup("echo_load_on_tap_against_kernel_echo", &[]) else {
+    echo_load_against_kernel_echo("echo_load_on_tap_against_kernel_echo", false);
+}
+
+/// `echo-load` on a two-queue TAP against `echo` on kernel sockets in the namespace,
+/// over IPv4 or (`ipv6`) over IPv6, each end resolving the other with Neighbor
+/// Discovery.
+pub(super) fn echo_load_against_kernel_echo(test: &str, ipv6: bool) {
+    let Some(mut net) = setup(test, &[]) else {
         return;
     };
+    if ipv6 {
+        net.with_ipv6();
+    }
     let server = start_kernel_echo(&mut net);
     let tap = net.create_tap();
+    let target = if ipv6 {
+        format!("[{}]:{PORT}", net.host_ip6())
+    } else {
+        format!("{}:{PORT}", net.host_ip())
+    };
     let mut cmd = Command::new(ECHO_LOAD);
     cmd.args([
-        &format!("{}:{PORT}", net.host_ip()),
+        &target,
         "1",
         &format!("tap:{tap}"),
-        &format!("{}/24", net.stack_ip()),
+        &net.stack_addresses(),
         "2",
         "--oversubscribe",
         "--duration",
@@ -130,7 +167,8 @@ fn echo_load_on_tap_against_kernel_echo() {
     ]);
     let load = net.spawn("echo-load", cmd);
     // echo-load connects as soon as it runs; SYNs and ARP requests sent before the
-    // move are lost and retried (ARP every 1 s, 3 retries; SYN RTO 1 s).
+    // move are lost and retried (ARP every 1 s, 3 retries; SYN RTO 1 s). Over IPv6 the
+    // connects wait for duplicate address detection (1 s) first.
     net.move_tap_when_attached(&tap, 2, load);
     let status = net.wait_ok(load, Duration::from_secs(30));
     let log = net.log(load);
@@ -146,7 +184,7 @@ fn echo_load_on_tap_against_kernel_echo() {
     if rate <= 0.0 || !log.contains("failed connections 0   byte mismatches 0") {
         net.fail(&format!("echo-load: rate {rate}, or failures"));
     }
-    eprintln!("echo_load_on_tap_against_kernel_echo: {rate} messages/s");
+    eprintln!("{test}: {rate} messages/s");
     stop(&mut net, server, Duration::from_secs(5));
 }
 

@@ -8,14 +8,14 @@ use super::*;
 /// Start `echo` on AF_XDP with `workers` queues: `xdp:rx0` in Rusty's namespace of
 /// [`TestNet::xdp_peer`], the Linux peer a bridge hop away in its own namespace (where
 /// [`spawn_clients`] then runs the clients). Returns once every queue reported its mode.
-fn start_xdp_echo(net: &mut TestNet, workers: usize, extra: &[&str]) -> Proc {
+pub(crate) fn start_xdp_echo(net: &mut TestNet, workers: usize, extra: &[&str]) -> Proc {
     let ifname = net.xdp_peer(workers);
     let mut cmd = net.rusty_ns_command(ECHO);
     cmd.args([
         PORT,
         "1",
         &format!("xdp:{ifname}"),
-        &format!("{}/24", net.stack_ip()),
+        &net.stack_addresses(),
         &workers.to_string(),
         "--oversubscribe",
     ])
@@ -127,7 +127,8 @@ fn echo_on_xdp_with_5_percent_loss() {
     net.drop_bridged_percent(5);
     let mut args = load(100, 2_000_000, 3, 500_000, 13);
     args.extend(["--deadline", "150"].map(String::from));
-    echo_through_lossy_bridge(&mut net, echo, 100, &args, Duration::from_secs(160));
+    let host = net.stack_ip();
+    echo_through_lossy_bridge(&mut net, echo, &host, 100, &args, Duration::from_secs(160));
 }
 
 /// 14. The XDP program lives exactly as long as the process: attached while `echo`
