@@ -18,7 +18,7 @@ use crate::tcp::seq::SeqNum;
 use crate::time::Clock;
 
 /// Most frames held for sibling workers between two loop turns.
-const MAX_MISDIRECTED: usize = 1024;
+pub(super) const MAX_MISDIRECTED: usize = 1024;
 
 /// A TCP segment for us, as the IP layer (either family) hands it to TCP.
 pub(super) struct TcpIn<'a> {

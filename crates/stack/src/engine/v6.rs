@@ -299,7 +299,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             Message::Error {
                 kind: ErrorKind::TooBig(mtu),
                 invoking,
-            } => self.on_packet_too_big(mtu, invoking),
+            } => self.on_packet_too_big(frame, mtu, invoking),
             // Other errors are soft (RFC 1122 §4.2.3.9 as RFC 4443 keeps it): TCP's
             // own timers decide. Router advertisements, MLD and the rest: nothing a
             // host of ours answers.
@@ -488,8 +488,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// A Packet Too Big about a TCP segment of ours (`invoking`, from its IPv6 header
     /// on): the connection's segment size goes down to the path's MTU, never below
     /// IPv6's minimum (RFC 8201 §4), if the segment is one it sent and the peer has not
-    /// acknowledged ([`Tcb::path_mtu`](crate::tcp::tcb::Tcb::path_mtu)).
-    fn on_packet_too_big(&mut self, mtu: u32, invoking: &[u8]) {
+    /// acknowledged ([`Tcb::path_mtu`](crate::tcp::tcb::Tcb::path_mtu)). On a link
+    /// whose steering the stack cannot predict, the message (in `frame`) may land on any
+    /// worker, as it comes from a router, not the peer: one about a flow a sibling owns
+    /// goes to that sibling, as the flow's segments would (see [`owner`](super::owner)).
+    fn on_packet_too_big(&mut self, frame: &[u8], mtu: u32, invoking: &[u8]) {
         // The fixed header and TCP's ports and sequence number: all the invoking
         // packet must hold (RFC 4443 §2.4 asks for as much as fits).
         let (Some(header), Some(tcp)) = (
@@ -516,6 +519,12 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             local,
         );
         let Some(index) = self.flows.conn(&key) else {
+            if let Some(owner) = self.flow_owner(&key) {
+                if self.misdirected.len() < super::input::MAX_MISDIRECTED {
+                    self.stats.misdirected_forwarded += 1;
+                    self.misdirected.push((owner, frame.to_vec()));
+                }
+            }
             return;
         };
         let seq = crate::tcp::seq::SeqNum(u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]));

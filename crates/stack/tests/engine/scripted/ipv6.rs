@@ -495,6 +495,58 @@ fn a_packet_too_big_lowers_the_segment_size_and_resends() {
     assert_eq!(net.stats().path_mtu_lowered, 1);
 }
 
+/// On a link whose steering the stack cannot predict (a TAP with several queues) a
+/// router's Packet Too Big lands on whichever worker its own hash picks, not the one
+/// the flow's segments reach: one about a flow a sibling owns is handed to that
+/// sibling, as the flow's segments are; one about a flow this worker owns but does not
+/// hold changes nothing.
+#[test]
+fn a_packet_too_big_about_a_siblings_flow_goes_to_the_sibling() {
+    let mut dev = Capabilities::new(HOST_MAC, 1500);
+    dev.queue_count = 2;
+    let wire = Capabilities::new(PEER_MAC, 1500);
+    let cfg = config6(0);
+    let ephemeral = cfg.ephemeral_ports.clone();
+    let mut net = Net::with_caps(cfg, Recorder::default(), wire, dev);
+    net.eng.listen(PORT, 16);
+    let owner = |port: u16| {
+        let key = FlowKey::new(PEER6.into(), port, PORT, 0);
+        rusty_stack::internals::owner_queue(&key, &ephemeral, 2)
+    };
+    let theirs = (40000..).find(|&p| owner(p) == 1).unwrap();
+    let ours = (40000..).find(|&p| owner(p) == 0).unwrap();
+    let router: Ipv6Addr = "fd00::fe".parse().unwrap();
+    let ptb_about = |port: u16| {
+        let mut tcp = [0u8; 20];
+        tcp[..2].copy_from_slice(&PORT.to_be_bytes());
+        tcp[2..4].copy_from_slice(&port.to_be_bytes());
+        tcp[12] = 5 << 4;
+        let quoted = Ipv6Repr {
+            src_addr: HOST6,
+            dst_addr: PEER6,
+            next_header: SmolProtocol::Tcp,
+            payload_len: 1440,
+            hop_limit: 64,
+        };
+        let ptb = Icmpv6Repr::PktTooBig {
+            mtu: 1280,
+            header: quoted,
+            data: &tcp,
+        };
+        let icmp = icmpv6(router, HOST6, &ptb);
+        ipv6_frame((PEER_MAC, HOST_MAC), router, HOST6, 58, 64, &icmp)
+    };
+    let frame = ptb_about(theirs);
+    net.send(&frame);
+    let mut handed = Vec::new();
+    net.eng.take_misdirected(&mut handed);
+    assert_eq!(handed, vec![(1, frame)]);
+    net.send(&ptb_about(ours));
+    net.eng.take_misdirected(&mut handed);
+    assert_eq!(handed.len(), 1, "nothing more handed over");
+    assert_eq!(net.stats().path_mtu_lowered, 0);
+}
+
 #[test]
 fn a_duplicate_address_is_not_used_and_a_link_local_one_is_drawn_again() {
     let mut net = Net::new(config6(1), echo());
