@@ -21,6 +21,8 @@
 #[allow(unsafe_code)]
 pub mod sys;
 
+mod loss;
+
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::Read;
@@ -341,62 +343,6 @@ impl TestNet {
         cmd
     }
 
-    /// Make the namespace's kernel drop `percent`% of the packets it sends, at random
-    /// (nftables `numgen random`, table `rusty_drop` of the `inet` family, so IPv4 and
-    /// IPv6 alike). Needs the `nft` tool.
-    pub fn drop_outgoing_percent(&self, percent: u32) {
-        let nft = self.tools.get("nft").to_path_buf();
-        let limit = percent.to_string();
-        for args in [
-            &["add", "table", "inet", "rusty_drop"][..],
-            &[
-                "add",
-                "chain",
-                "inet",
-                "rusty_drop",
-                "out",
-                "{ type filter hook output priority 0; }",
-            ],
-            &[
-                "add",
-                "rule",
-                "inet",
-                "rusty_drop",
-                "out",
-                "numgen",
-                "random",
-                "mod",
-                "100",
-                "<",
-                &limit,
-                "counter",
-                "drop",
-            ],
-        ] {
-            let (ok, out) = self.ns_quick(&nft, args);
-            if !ok {
-                self.fail(&format!("nft {}: {out}", args.join(" ")));
-            }
-        }
-    }
-
-    /// How many packets the rule of [`drop_outgoing_percent`](Self::drop_outgoing_percent)
-    /// has dropped; fails the test when it dropped none.
-    pub fn dropped_outgoing(&self) -> u64 {
-        let nft = self.tools.get("nft").to_path_buf();
-        let (_, rules) = self.ns_quick(&nft, &["list", "table", "inet", "rusty_drop"]);
-        let dropped: u64 = rules
-            .split_whitespace()
-            .skip_while(|w| *w != "packets")
-            .nth(1)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        if dropped == 0 {
-            self.fail(&format!("the nft rule dropped nothing:\n{rules}"));
-        }
-        dropped
-    }
-
     /// Put the Linux peer one hop away from Rusty, so that loss rules sit between the
     /// two stacks instead of inside one: a bridge `rtbr` in the test's namespace joins
     /// `tap` (its host address removed) and a veth `rtpeer` whose other end, `peer0` in a
@@ -441,14 +387,15 @@ impl TestNet {
     }
 
     /// Put the Linux peer one IPv6 router away from Rusty, behind a narrower link: the
-    /// test's namespace forwards between the TAP's host side (`host_ip6()`) and a veth
+    /// test's namespace forwards between the host side of `tap` (`host_ip6()`) and a veth
     /// `rtfar` of MTU `mtu`, whose other end `peer0`, in a namespace of the peer's own
     /// (`<ns>p`), keeps MTU 1500, has [`far_peer_ip6`](Self::far_peer_ip6) and routes
     /// everything through the router. The peer so offers an MSS the narrow link cannot
     /// carry, and Rusty learns the path's MTU only from the router's Packet Too Big.
     /// Call it after [`move_tap_when_attached`](Self::move_tap_when_attached), with
-    /// [`with_ipv6`](Self::with_ipv6); needs the `sysctl` tool.
-    pub fn routed_peer6(&mut self, mtu: u32) {
+    /// [`with_ipv6`](Self::with_ipv6); returns once every address of the three links is
+    /// usable. Needs the `sysctl` tool.
+    pub fn routed_peer6(&mut self, tap: &str, mtu: u32) {
         let ns = self.ns.clone();
         let peer = format!("{ns}p");
         self.ip(&["netns", "add", &peer]);
@@ -474,6 +421,29 @@ impl TestNet {
         let (ok, out) = self.ns_quick(&sysctl, &["-w", "net.ipv6.conf.all.forwarding=1"]);
         if !ok {
             self.fail(&format!("sysctl net.ipv6.conf.all.forwarding=1: {out}"));
+        }
+        // A router resolves the next hop of a forwarded packet from its link-local
+        // address, which the kernel will not use (nor send a solicitation without)
+        // while its duplicate address detection runs: wait for it on both links.
+        for (n, dev) in [(&ns, tap), (&ns, "rtfar"), (&peer, "peer0")] {
+            self.wait_ipv6_settled(n, dev);
+        }
+    }
+
+    /// Wait (up to 10 s) until no IPv6 address of `dev` in namespace `ns` is tentative.
+    fn wait_ipv6_settled(&self, ns: &str, dev: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = self.ip(&["-n", ns, "-6", "addr", "show", "dev", dev, "tentative"]);
+            if out.trim().is_empty() {
+                return;
+            }
+            if Instant::now() > deadline {
+                self.fail(&format!(
+                    "{dev}'s IPv6 addresses still tentative after 10 s:\n{out}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -545,51 +515,6 @@ impl TestNet {
             .as_deref()
             .unwrap_or_else(|| self.fail("rusty_ns_quick before xdp_peer"));
         self.quick_in(rusty, program, args)
-    }
-
-    /// Make the bridge of [`bridge_peer`](Self::bridge_peer) drop `percent`% of the TCP
-    /// packets (over IPv4 or IPv6; ARP and Neighbor Discovery pass) it forwards towards
-    /// the peer and, drawn independently, `percent`% of those from the peer (nftables `numgen random`, bridge table `rusty_drop`, one
-    /// counter per direction). Needs the `nft` tool.
-    pub fn drop_bridged_percent(&self, percent: u32) {
-        let draw = format!("meta l4proto tcp numgen random mod 100 < {percent}");
-        let rules = [
-            "table bridge rusty_drop {".to_string(),
-            "  chain to_peer {\n    counter drop\n  }".into(),
-            "  chain from_peer {\n    counter drop\n  }".into(),
-            "  chain pass {".into(),
-            "    type filter hook forward priority filter; policy accept;".into(),
-            format!("    oifname \"rtpeer\" {draw} jump to_peer"),
-            format!("    iifname \"rtpeer\" {draw} jump from_peer"),
-            "  }\n}\n".into(),
-        ]
-        .join("\n");
-        let file = self.write("loss.nft", &rules);
-        let nft = self.tools.get("nft").to_path_buf();
-        let (ok, out) = self.ns_quick(&nft, &["-f", &file.display().to_string()]);
-        if !ok {
-            self.fail(&format!("nft -f {}: {out}\n{rules}", file.display()));
-        }
-    }
-
-    /// How many packets the rules of [`drop_bridged_percent`](Self::drop_bridged_percent)
-    /// have dropped, (towards the peer, from it); fails the test when either dropped none.
-    pub fn dropped_bridged(&self) -> (u64, u64) {
-        let nft = self.tools.get("nft").to_path_buf();
-        let count = |chain: &str| {
-            let (_, rules) = self.ns_quick(&nft, &["list", "chain", "bridge", "rusty_drop", chain]);
-            let n: u64 = rules
-                .split_whitespace()
-                .skip_while(|w| *w != "packets")
-                .nth(1)
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0);
-            if n == 0 {
-                self.fail(&format!("the bridge dropped nothing in {chain}:\n{rules}"));
-            }
-            n
-        };
-        (count("to_peer"), count("from_peer"))
     }
 
     /// Pre-create a persistent multi-queue TAP with virtio-net headers in the root

@@ -1,9 +1,11 @@
 //! Privileged tests: httpd on Rusty's own stack on a TAP with two workers, inside a
 //! network namespace the test creates, against the namespace kernel's clients (curl,
-//! Python). They skip with a printed reason when not root (or a tool is missing), and
-//! fail instead under `RUSTY_REQUIRE_PRIVILEGED=1`.
+//! Python); `ipv6` runs them over IPv6 too. They skip with a printed reason when not
+//! root (or a tool is missing), and fail instead under `RUSTY_REQUIRE_PRIVILEGED=1`.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod ipv6;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -22,30 +24,31 @@ fn setup(test: &str, tools: &[&str]) -> Option<TestNet> {
 /// Start httpd on a fresh two-queue TAP serving `root`, and hand the TAP's host side
 /// to the namespace once it has attached.
 fn start_tap_httpd(net: &mut TestNet, root: &Path, extra: &[&str]) -> Proc {
-    start_httpd_on_a_tap(net, root, "tap", 2, extra)
+    start_httpd_on_a_tap(net, root, "tap", 2, extra).0
 }
 
 /// Start httpd with two workers on a fresh TAP device through `driver` (`tap`, or
 /// `ixgbe-model`, whose wire the TAP is), and hand the TAP's host side to the namespace
-/// once `queues` queues have attached.
+/// once `queues` queues have attached. Returns httpd and the TAP's name.
 fn start_httpd_on_a_tap(
     net: &mut TestNet,
     root: &Path,
     driver: &str,
     queues: usize,
     extra: &[&str],
-) -> Proc {
+) -> (Proc, String) {
     let tap = net.create_tap();
     let mut cmd = Command::new(common::HTTPD);
     httpd_args(&mut cmd, net, root, &format!("{driver}:{tap}"), extra);
     let p = net.spawn("httpd", cmd);
     net.move_tap_when_attached(&tap, queues, p);
-    p
+    (p, tap)
 }
 
-/// httpd's arguments: serve `root` on `link` at `stack_ip()` with two workers.
+/// httpd's arguments: serve `root` on `link` at `stack_addresses()` (IPv4, and IPv6
+/// when the test asked for it) with two workers.
 fn httpd_args(cmd: &mut Command, net: &TestNet, root: &Path, link: &str, extra: &[&str]) {
-    let ip = format!("{}/24", net.stack_ip());
+    let ip = net.stack_addresses();
     cmd.arg(PORT).arg(root);
     cmd.args(["1", link, &ip, "2", "--oversubscribe", "--grace", "1"]);
     cmd.args(extra);
@@ -79,16 +82,15 @@ fn ns_output(net: &TestNet, program: &Path, args: &[&str]) -> (bool, Vec<u8>, St
     )
 }
 
-/// checks.py inside the namespace against Rusty's address.
-fn ns_checks(net: &TestNet, root: &Path, checks: &[&str], extra: &[&str]) {
+/// checks.py inside the namespace against Rusty's address `ip`.
+fn ns_checks(net: &TestNet, ip: &str, root: &Path, checks: &[&str], extra: &[&str]) {
     let python = net.tools.get("python3").to_path_buf();
     let script = checks_py();
     let root = root.display().to_string();
-    let ip = net.stack_ip();
     let mut args = vec![
         "-u",
         script.to_str().unwrap(),
-        ip.as_str(),
+        ip,
         PORT,
         "--root",
         root.as_str(),
@@ -136,7 +138,7 @@ fn httpd_on_the_ixgbe_model_all_checks() {
 /// Start httpd with two workers on the ixgbe driver over the model, the model's wire
 /// bridged to a fresh TAP device (one queue).
 fn start_ixgbe_model_httpd(net: &mut TestNet, root: &Path, extra: &[&str]) -> Proc {
-    start_httpd_on_a_tap(net, root, "ixgbe-model", 1, extra)
+    start_httpd_on_a_tap(net, root, "ixgbe-model", 1, extra).0
 }
 
 /// 1d. httpd's whole check list through the mPIPE driver on the host model of gxio.
@@ -145,7 +147,7 @@ fn httpd_on_the_mpipe_model_all_checks() {
     all_checks(
         "httpd_on_the_mpipe_model_all_checks",
         &[],
-        |net, root, extra| start_httpd_on_a_tap(net, root, "mpipe-model", 1, extra),
+        |net, root, extra| start_httpd_on_a_tap(net, root, "mpipe-model", 1, extra).0,
     );
 }
 
@@ -157,11 +159,28 @@ fn httpd_on_xdp_all_checks() {
 
 type Start = fn(&mut TestNet, &Path, &[&str]) -> Proc;
 
+/// Which of Rusty's addresses the clients use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    V4,
+    /// Rusty's link has both families; the clients use its IPv6 address.
+    V6,
+}
+
 fn all_checks(test: &str, tools: &[&str], start: Start) {
+    all_checks_over(test, tools, start, Family::V4);
+}
+
+/// httpd's whole check list (curl, then checks.py), the clients talking to Rusty's
+/// address of `family`.
+fn all_checks_over(test: &str, tools: &[&str], start: Start, family: Family) {
     let tools: Vec<&str> = ["python3", "curl"].iter().chain(tools).copied().collect();
     let Some(mut net) = setup(test, &tools) else {
         return;
     };
+    if family == Family::V6 {
+        net.with_ipv6();
+    }
     let root = make_site(&net.dir, Some(100 << 20));
     let httpd = start(
         &mut net,
@@ -169,11 +188,18 @@ fn all_checks(test: &str, tools: &[&str], start: Start) {
         &["--header-timeout", "1", "--keepalive-timeout", "2"],
     );
     let curl_path = net.tools.get("curl").to_path_buf();
-    let base = format!("http://{}:{PORT}", net.stack_ip());
+    let (host, base) = match family {
+        Family::V4 => (net.stack_ip(), format!("http://{}:{PORT}", net.stack_ip())),
+        Family::V6 => (
+            net.stack_ip6(),
+            format!("http://[{}]:{PORT}", net.stack_ip6()),
+        ),
+    };
     {
         let net = &net;
         let curl = |args: &[&str]| {
-            let mut all = vec!["--max-time", "60", "-sS"];
+            // -g: brackets are an IPv6 address, not a URL glob.
+            let mut all = vec!["--max-time", "60", "-sS", "-g"];
             all.extend_from_slice(args);
             ns_output(net, &curl_path, &all)
         };
@@ -181,6 +207,7 @@ fn all_checks(test: &str, tools: &[&str], start: Start) {
     }
     ns_checks(
         &net,
+        &host,
         &root,
         &[
             "basic",
@@ -240,8 +267,10 @@ fn httpd_on_tap_with_kernel_dropping_5_percent() {
     net.drop_outgoing_percent(5);
     let root = make_site(&net.dir, Some(20 << 20));
     let httpd = start_tap_httpd(&mut net, &root, &[]);
+    let host = net.stack_ip();
     ns_checks(
         &net,
+        &host,
         &root,
         &["concurrent", "big"],
         &["--clients", "100", "--rounds", "20", "--timeout", "60"],
