@@ -4,10 +4,12 @@
 //! function per target, each taking arbitrary bytes. None may panic on any input; a
 //! panic, including a failed invariant check inside a target, is a bug found.
 //!
-//! - [`engine_frame()`]: frames into an [`Engine`](rusty_stack::Engine) on the in-memory
-//!   link, from Ethernet up to TCP and a handler that echoes, pauses, closes and aborts;
-//!   optionally on a connection the target first opens itself, so fuzzed segments land
-//!   in ESTABLISHED and beyond. Every frame the engine sends must parse back.
+//! - [`engine_frame()`]: frames into a dual-stack [`Engine`](rusty_stack::Engine) on the
+//!   in-memory link, from Ethernet up to TCP over IPv4 or IPv6, ICMPv6 and Neighbor
+//!   Discovery, and a handler that echoes, pauses, closes and aborts; optionally on a
+//!   connection the target first opens itself, so fuzzed segments land in ESTABLISHED
+//!   and beyond. Every frame the engine sends must parse back, and its counters match
+//!   what crossed the link.
 //! - [`tcp_segment()`]: [`Segment::parse`](rusty_stack::internals::Segment::parse) with
 //!   options; what parses must emit and parse back the same.
 //! - [`arp()`]: ARP's wire format and a neighbour cache fed a sequence of packets, frames
@@ -33,6 +35,7 @@ mod link_spec_cli;
 pub mod seeds;
 mod tcp_segment;
 mod wire;
+mod wire6;
 
 pub use arp::arp;
 pub use engine_frame::engine_frame;
