@@ -18,6 +18,8 @@
 //!   a pipeline of requests, then the target, `Range` and date parsers it feeds.
 //! - [`link_spec_cli()`]: the link-spec grammar and the whole shared command line.
 //! - [`ipv6_header()`]: the IPv6 header check and its bounded extension-header walk.
+//! - [`icmpv6()`]: ICMPv6 and Neighbor Discovery messages between any addresses with
+//!   any hop limit, and the stack's ICMPv6 writers read back by it and by smoltcp.
 //!
 //! cargo-fuzz runs them from `fuzz/` (nightly, libFuzzer); `tests/smoke.rs` runs them on
 //! stable inside `cargo test` over the seed corpus in `fuzz/corpus/` plus a bounded
@@ -29,6 +31,7 @@
 mod arp;
 mod engine_frame;
 mod http_request;
+mod icmpv6;
 mod input;
 mod ipv6_header;
 mod link_spec_cli;
@@ -40,6 +43,7 @@ mod wire6;
 pub use arp::arp;
 pub use engine_frame::engine_frame;
 pub use http_request::http_request;
+pub use icmpv6::icmpv6;
 pub use ipv6_header::ipv6_header;
 pub use link_spec_cli::link_spec_cli;
 pub use tcp_segment::tcp_segment;
@@ -55,4 +59,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("http_request", http_request),
     ("link_spec_cli", link_spec_cli),
     ("ipv6_header", ipv6_header),
+    ("icmpv6", icmpv6),
 ];

@@ -49,6 +49,7 @@ pub fn all() -> Vec<Seed> {
     add("http_request", http_request());
     add("link_spec_cli", link_spec_cli());
     add("ipv6_header", ipv6_header());
+    add("icmpv6", v6::icmpv6());
     out
 }
 

@@ -1,4 +1,4 @@
-//! IPv6 seeds for `engine_frame`.
+//! IPv6 seeds: `engine_frame`'s IPv6 records and `icmpv6`'s messages.
 
 use super::named;
 use crate::engine_frame::{
@@ -282,5 +282,150 @@ pub(super) fn engine_frame() -> Vec<(String, Vec<u8>)> {
                 .advance(0)
                 .finish(),
         ),
+    ]
+}
+
+/// Messages for `icmpv6`, with their hop limit and addresses written out (flags 0) and
+/// their checksums right but where the name says otherwise: echo, Neighbor Discovery
+/// both ways and for duplicate address detection, the four errors, messages a host
+/// reads past; and, named `bad-…` or `truncated-…`, the ones RFC 4861 or a short
+/// message refuses.
+pub(super) fn icmpv6() -> Vec<(String, Vec<u8>)> {
+    use rusty_stack::internals::icmpv6::{
+        neighbor_advertisement, neighbor_solicitation, solicited_node,
+    };
+    use rusty_stack::io::MacAddr;
+
+    use crate::wire::PEER_MAC;
+    use crate::wire6::{seal, ALL_NODES, HOST6, PEER6};
+
+    let any = std::net::Ipv6Addr::UNSPECIFIED;
+    let group = solicited_node(HOST6);
+    let seed = |name: &str, hops: u8, (src, dst), mut msg: Vec<u8>, sealed: bool| {
+        if sealed {
+            seal(&mut msg, src, dst);
+        }
+        let data = [&[0, hops][..], &src.octets(), &dst.octets(), &msg].concat();
+        named(name, data)
+    };
+    let to_us = (PEER6, HOST6);
+    let ns = neighbor_solicitation(PEER6, group, HOST6, Some(PEER_MAC));
+    let na = neighbor_advertisement(PEER6, HOST6, PEER6, PEER_MAC, true);
+    let error = |kind: u8, word: u32| {
+        let invoking = crate::wire6::packet(HOST6, PEER6, 64, 6, &[0, 80, 0x9c, 0x40, 0, 0, 0, 1]);
+        [&[kind, 0, 0, 0][..], &word.to_be_bytes(), &invoking].concat()
+    };
+    let with = |mut msg: Vec<u8>, at: usize, b: u8| {
+        msg[at] = b;
+        msg
+    };
+    vec![
+        seed(
+            "echo-request",
+            64,
+            to_us,
+            b"\x80\0\0\0\x12\x34\0\x01ping".to_vec(),
+            true,
+        ),
+        seed(
+            "echo-reply",
+            64,
+            to_us,
+            b"\x81\0\0\0\x12\x34\0\x01pong".to_vec(),
+            true,
+        ),
+        seed("solicitation", 255, (PEER6, group), ns.clone(), false),
+        seed(
+            "solicitation-dad",
+            255,
+            (any, group),
+            neighbor_solicitation(any, group, HOST6, None),
+            false,
+        ),
+        seed("advertisement-solicited", 255, to_us, na.clone(), false),
+        seed(
+            "advertisement-unsolicited",
+            255,
+            (PEER6, ALL_NODES),
+            neighbor_advertisement(PEER6, ALL_NODES, PEER6, PEER_MAC, false),
+            false,
+        ),
+        seed("packet-too-big", 64, to_us, error(2, 1280), true),
+        seed("destination-unreachable", 64, to_us, error(1, 0), true),
+        seed("time-exceeded", 64, to_us, error(3, 0), true),
+        seed("parameter-problem", 64, to_us, error(4, 40), true),
+        seed(
+            "router-advertisement",
+            255,
+            (PEER6, ALL_NODES),
+            vec![134, 0, 0, 0, 64, 0, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0],
+            true,
+        ),
+        seed(
+            "mld-query",
+            1,
+            (PEER6, ALL_NODES),
+            [&[130, 0, 0, 0, 0, 0, 0, 0][..], &[0; 20]].concat(),
+            true,
+        ),
+        seed("bad-hop-limit", 64, (PEER6, group), ns.clone(), false),
+        seed(
+            "bad-code",
+            255,
+            (PEER6, group),
+            with(ns.clone(), 1, 1),
+            true,
+        ),
+        seed(
+            "bad-group-target",
+            255,
+            (PEER6, group),
+            neighbor_solicitation(PEER6, group, group, Some(PEER_MAC)),
+            false,
+        ),
+        seed(
+            "bad-dad-with-mac",
+            255,
+            (any, group),
+            neighbor_solicitation(any, group, HOST6, Some(PEER_MAC)),
+            false,
+        ),
+        seed(
+            "bad-dad-to-unicast",
+            255,
+            (any, HOST6),
+            neighbor_solicitation(any, HOST6, HOST6, None),
+            false,
+        ),
+        seed(
+            "bad-solicited-to-group",
+            255,
+            (PEER6, ALL_NODES),
+            neighbor_advertisement(PEER6, ALL_NODES, PEER6, PEER_MAC, true),
+            false,
+        ),
+        seed(
+            "bad-zero-length-option",
+            255,
+            (PEER6, group),
+            with(ns.clone(), 25, 0),
+            true,
+        ),
+        seed(
+            "bad-group-link-layer-address",
+            255,
+            (PEER6, group),
+            neighbor_solicitation(PEER6, group, HOST6, Some(MacAddr([0x33, 0x33, 0, 0, 0, 1]))),
+            false,
+        ),
+        seed("bad-checksum", 255, to_us, with(na, 2, 0), false),
+        seed(
+            "truncated-solicitation",
+            255,
+            (PEER6, group),
+            ns[..20].to_vec(),
+            true,
+        ),
+        seed("truncated", 64, to_us, vec![128, 0, 0, 0], true),
     ]
 }
