@@ -3,9 +3,9 @@
 //! the engine's own frame writer cannot hide in both directions. The peer's frames are
 //! built with smoltcp's wire types (Ethernet, IPv4, ICMP), TCP headers from
 //! [`TxSegment::write_header`] plus a checksum computed here, and ARP by the stack's
-//! writer.
+//! writer. IPv6 has its own file, [`wire6`](crate::wire6).
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use rusty_stack::checksum;
 use rusty_stack::internals::{build_reply, build_request, FRAME_LEN};
@@ -63,21 +63,35 @@ pub(crate) fn ipv4_frame(src: Ipv4Addr, protocol: IpProtocol, l4: &[u8]) -> Vec<
     eth_frame(PEER_MAC, HOST_MAC, EthernetProtocol::Ipv4, &ip)
 }
 
-/// Write the TCP checksum of `tcp` (header and payload) from `src` to `dst`.
-pub(crate) fn set_tcp_checksum(tcp: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
+/// Write the TCP checksum of `tcp` (header and payload) from `src` to `dst`, over the
+/// pseudo-header of their family (an IPv4 address with an IPv6 one: IPv6's, mapped).
+pub(crate) fn set_tcp_checksum(tcp: &mut [u8], src: impl Into<IpAddr>, dst: impl Into<IpAddr>) {
+    let (src, dst) = (src.into(), dst.into());
     let (Ok(len), true) = (u16::try_from(tcp.len()), tcp.len() >= CHECKSUM_OFFSET + 2) else {
         return;
     };
     tcp[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 2].fill(0);
-    let pseudo = checksum::pseudo_header_v4(src.octets(), dst.octets(), 6, len);
+    let pseudo = match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            checksum::pseudo_header_v4(s.octets(), d.octets(), 6, len)
+        }
+        _ => checksum::pseudo_header_v6(v6(src).octets(), v6(dst).octets(), 6, len.into()),
+    };
     let c = checksum::finish(checksum::combine(pseudo, checksum::sum(tcp)));
     tcp[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 2].copy_from_slice(&c.to_be_bytes());
 }
 
+fn v6(ip: IpAddr) -> std::net::Ipv6Addr {
+    match ip {
+        IpAddr::V4(a) => a.to_ipv6_mapped(),
+        IpAddr::V6(a) => a,
+    }
+}
+
 /// A TCP segment (header from `seg`, then `payload`) with a correct checksum.
 pub(crate) fn tcp_bytes(
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
+    src: impl Into<IpAddr>,
+    dst: impl Into<IpAddr>,
     ports: (u16, u16),
     seg: &TxSegment,
     payload: &[u8],
@@ -124,9 +138,13 @@ pub(crate) fn arp_frame(
 }
 
 /// Repair the IPv4 header checksum and, for TCP and ICMP, the checksum of the payload
-/// the header's total length covers, so that mutated frames get past checksum checks.
+/// the header's total length covers, so that mutated frames get past checksum checks
+/// (for IPv6, TCP's and ICMPv6's: [`wire6::fix_checksums`](crate::wire6::fix_checksums)).
 /// A frame too short or inconsistent to locate them is left alone.
 pub(crate) fn fix_checksums(frame: &mut [u8]) {
+    if frame.len() >= ETH_LEN && frame[12..14] == [0x86, 0xdd] {
+        return crate::wire6::fix_checksums(&mut frame[ETH_LEN..]);
+    }
     if frame.len() < ETH_LEN + IPV4_LEN || frame[12..14] != [0x08, 0x00] {
         return;
     }
@@ -157,25 +175,51 @@ pub(crate) fn fix_checksums(frame: &mut [u8]) {
     }
 }
 
+/// Whether `parts`, one after the other, sum to all ones in the Internet checksum
+/// (RFC 1071): the plain sum, apart from the stack's and from smoltcp's, whose
+/// `verify_checksum` passes everything when built for fuzzing (`cfg(fuzzing)`, as
+/// cargo-fuzz builds). Every part but the last has an even length.
+pub(crate) fn sums_to_ones(parts: &[&[u8]]) -> bool {
+    let mut sum: u64 = 0;
+    for part in parts {
+        for pair in part.chunks(2) {
+            sum += u64::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]));
+        }
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum == 0xffff
+}
+
 /// What the engine sent, once checked.
 pub(crate) enum Sent {
     Arp,
     /// A TCP segment to `dst`.
     Tcp {
-        dst: Ipv4Addr,
+        dst: IpAddr,
         seg: Segment,
     },
-    /// An ICMP Echo Reply carrying `data`.
+    /// An ICMP or ICMPv6 Echo Reply carrying `data`.
     EchoReply {
         data: Vec<u8>,
     },
+    /// A Neighbor Solicitation.
+    Solicitation,
+    /// A Neighbor Advertisement.
+    Advertisement,
+    /// An MLDv2 report.
+    MldReport,
 }
 
 /// Check a frame the engine transmitted on a device without offloads: it must be
-/// well-formed ARP, or IPv4 from the engine's address with correct checksums carrying
-/// TCP or an Echo Reply, within the MTU. Panics otherwise: whatever came in, the engine
-/// must never put a malformed frame on the wire.
-pub(crate) fn check_sent(frame: &[u8], mtu: usize) -> Sent {
+/// well-formed ARP, IPv4 from the engine's address with correct checksums carrying TCP
+/// or an Echo Reply, or IPv6 as [`wire6::check_sent`](crate::wire6::check_sent) says
+/// (the engine's IPv6 addresses being `own6`),
+/// within the MTU; to a group MAC only as ARP's broadcast or IPv6 to the group's MAC.
+/// Panics otherwise: whatever came in, the engine must never put a malformed frame on
+/// the wire.
+pub(crate) fn check_sent(frame: &[u8], mtu: usize, own6: &crate::wire6::Own6<'_>) -> Sent {
     assert!(
         frame.len() <= ETH_LEN + mtu,
         "frame of {} bytes over MTU {mtu}",
@@ -183,6 +227,7 @@ pub(crate) fn check_sent(frame: &[u8], mtu: usize) -> Sent {
     );
     let eth = EthernetFrame::new_checked(frame).expect("engine sent a runt frame");
     assert_eq!(eth.src_addr().0, HOST_MAC.0, "frame not from our MAC");
+    let to_group = eth.dst_addr().is_multicast();
     match eth.ethertype() {
         EthernetProtocol::Arp => {
             let packet = ArpPacket::new_checked(eth.payload()).expect("short ARP packet sent");
@@ -197,21 +242,37 @@ pub(crate) fn check_sent(frame: &[u8], mtu: usize) -> Sent {
             };
             assert_eq!(source_hardware_addr.0, HOST_MAC.0);
             assert_eq!(source_protocol_addr, HOST_IP);
+            assert!(
+                !to_group || eth.dst_addr().is_broadcast(),
+                "ARP to a group MAC {}",
+                eth.dst_addr()
+            );
             Sent::Arp
         }
+        EthernetProtocol::Ipv6 => crate::wire6::check_sent(&eth, own6),
         EthernetProtocol::Ipv4 => {
+            assert!(!to_group, "IPv4 to a group MAC {}", eth.dst_addr());
             let ip = Ipv4Packet::new_checked(eth.payload()).expect("bad IPv4 header sent");
-            assert!(ip.verify_checksum(), "IPv4 header checksum sent wrong");
+            let header = &eth.payload()[..usize::from(ip.header_len())];
+            assert!(sums_to_ones(&[header]), "IPv4 header checksum sent wrong");
             assert_eq!(ip.src_addr(), HOST_IP, "IPv4 source not ours");
             let (src, dst) = (ip.src_addr(), ip.dst_addr());
             match ip.next_header() {
                 IpProtocol::Tcp => {
-                    let (seg, payload) = Segment::parse(ip.payload(), src, dst, false)
+                    let tcp = ip.payload();
+                    let len = (tcp.len() as u16).to_be_bytes();
+                    let pseudo = [&src.octets()[..], &dst.octets(), &[0, 6], &len].concat();
+                    assert!(sums_to_ones(&[&pseudo, tcp]), "TCP checksum sent wrong");
+                    let (seg, payload) = Segment::parse(tcp, src, dst, false)
                         .unwrap_or_else(|e| panic!("engine sent a bad TCP segment: {e:?}"));
                     assert_eq!(payload.len(), seg.payload_len);
-                    Sent::Tcp { dst, seg }
+                    Sent::Tcp {
+                        dst: dst.into(),
+                        seg,
+                    }
                 }
                 IpProtocol::Icmp => {
+                    assert!(sums_to_ones(&[ip.payload()]), "ICMP checksum sent wrong");
                     let packet = Icmpv4Packet::new_checked(ip.payload()).expect("short ICMP sent");
                     match Icmpv4Repr::parse(&packet, &ChecksumCapabilities::default()) {
                         Ok(Icmpv4Repr::EchoReply { data, .. }) => Sent::EchoReply {

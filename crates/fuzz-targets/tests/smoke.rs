@@ -175,6 +175,11 @@ fn ipv6_header() {
     smoke("ipv6_header");
 }
 
+#[test]
+fn icmpv6() {
+    smoke("icmpv6");
+}
+
 /// The IPv6 seeds are what their names say: the ones a host accepts parse, the others
 /// are refused, so the corpus starts on both sides of every rule.
 #[test]
@@ -198,6 +203,33 @@ fn ipv6_seeds_lie_on_the_side_their_names_say() {
     }
 }
 
+/// The ICMPv6 seeds are what their names say: `bad-…` ones are Neighbor Discovery
+/// that may be forged, `bad-checksum` and `truncated-…` what those say, the others
+/// read, so the corpus starts on both sides of every rule. Each holds its hop limit
+/// and addresses in full (flags 0).
+#[test]
+fn icmpv6_seeds_lie_on_the_side_their_names_say() {
+    use rusty_stack::internals::icmpv6::{parse, Icmpv6Error};
+    let address = |b: &[u8]| std::net::Ipv6Addr::from(<[u8; 16]>::try_from(b).unwrap());
+    for seed in seeds::all().iter().filter(|s| s.target == "icmpv6") {
+        let d = &seed.data;
+        assert_eq!(d[0], 0, "{}: flags", seed.name);
+        let read = parse(&d[34..], address(&d[2..18]), address(&d[18..34]), d[1]);
+        let name = seed.name.as_str();
+        let want = if name == "bad-checksum" {
+            Err(Icmpv6Error::Checksum)
+        } else if name.starts_with("bad-") {
+            Err(Icmpv6Error::BadNeighborDiscovery)
+        } else if name.starts_with("truncated") {
+            Err(Icmpv6Error::Truncated)
+        } else {
+            assert!(read.is_ok(), "{name}: {read:?}");
+            continue;
+        };
+        assert_eq!(read.map(|_| ()), want, "{name}");
+    }
+}
+
 #[test]
 fn every_target_has_a_smoke_test() {
     let names: Vec<_> = TARGETS.iter().map(|(n, _)| *n).collect();
@@ -209,7 +241,8 @@ fn every_target_has_a_smoke_test() {
             "arp",
             "http_request",
             "link_spec_cli",
-            "ipv6_header"
+            "ipv6_header",
+            "icmpv6"
         ]
     );
 }

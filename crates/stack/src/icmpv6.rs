@@ -11,7 +11,9 @@
 //!   forwarded it), code 0, and its target must not be a group; an unspecified source
 //!   (duplicate address detection) may not carry a link-layer address option, and its
 //!   destination must be a solicited-node group. Options of length zero refuse the
-//!   message; unknown options are skipped.
+//!   message; unknown options are skipped. A link-layer address no neighbour can own
+//!   (a group or all zeros) refuses it too, as ARP refuses one: answered, it would
+//!   send a unicast advertisement to every node on the link.
 //! - **Errors name the packet that caused them.** Destination Unreachable, Packet Too
 //!   Big, Time Exceeded and Parameter Problem carry as much of the invoking packet as
 //!   fits; [`Message::Error`] hands it over for the transport to find its connection.
@@ -108,8 +110,8 @@ pub enum Icmpv6Error {
     Checksum,
     /// A Neighbor Discovery message that may not be genuine: a hop limit below 255, a
     /// nonzero code, a group as target, options of length zero, a link-layer address
-    /// where duplicate address detection allows none, or a solicited advertisement to
-    /// a group.
+    /// where duplicate address detection allows none or one no neighbour can own (a
+    /// group or all zeros), or a solicited advertisement to a group.
     BadNeighborDiscovery,
 }
 
@@ -191,7 +193,8 @@ fn address(bytes: &[u8]) -> Ipv6Addr {
 }
 
 /// The link-layer address in the NDP options `options` of type `wanted`, if any;
-/// refuses options of length zero (RFC 4861 §4.6) or running past the message.
+/// refuses options of length zero (RFC 4861 §4.6) or running past the message, and an
+/// address no neighbour can own.
 fn link_layer_option(mut options: &[u8], wanted: u8) -> Result<Option<MacAddr>, Icmpv6Error> {
     let mut found = None;
     while options.len() >= 2 {
@@ -206,6 +209,9 @@ fn link_layer_option(mut options: &[u8], wanted: u8) -> Result<Option<MacAddr>, 
             found = Some(MacAddr(mac));
         }
         options = &options[len..];
+    }
+    if found.is_some_and(|mac| mac.is_multicast() || mac == MacAddr([0; 6])) {
+        return Err(Icmpv6Error::BadNeighborDiscovery);
     }
     Ok(found)
 }

@@ -1,8 +1,9 @@
 //! Views of an engine's bookkeeping for Rusty's own integration tests, which check
 //! invariants no application can observe: which rings are held, how many timer entries
-//! are pending, what the flow table maps a key to, what the port search cost. Built
-//! with the `internals` feature only; not an API.
+//! are pending, what the flow table maps a key to, what the port search cost, which
+//! IPv6 addresses are usable. Built with the `internals` feature only; not an API.
 
+use std::net::Ipv6Addr;
 use std::time::Duration;
 
 use super::{Engine, Flow, FlowKey};
@@ -128,5 +129,11 @@ impl<D: PacketIo, H: Handler, C: Clock> EngineInternals<'_, D, H, C> {
     /// The engine's own MAC address.
     pub fn mac(&self) -> MacAddr {
         self.engine.mac
+    }
+
+    /// The engine's IPv6 addresses (its link-local one as last drawn), each with
+    /// whether traffic may use it yet: not tentative, not a duplicate.
+    pub fn ipv6_addresses(&self) -> impl Iterator<Item = (Ipv6Addr, bool)> + '_ {
+        self.engine.addrs.v6().map(|(_, a, ip)| (ip, a.usable()))
     }
 }

@@ -100,6 +100,13 @@ fn neighbor_discovery_that_may_be_forged_is_refused() {
     looping[25] = 0;
     seal(&mut looping, PEER, group);
     assert_eq!(parse(&looping, PEER, group, ND_HOP_LIMIT), bad);
+    // A link-layer address no neighbour owns: a group, broadcast, all zeros.
+    for mac in [[0x33, 0x33, 0, 0, 0, 1], [0xff; 6], [0; 6]] {
+        let ns = neighbor_solicitation(PEER, group, OWN, Some(MacAddr(mac)));
+        assert_eq!(parse(&ns, PEER, group, ND_HOP_LIMIT), bad, "{mac:x?}");
+        let na = neighbor_advertisement(PEER, OWN, PEER, MacAddr(mac), true);
+        assert_eq!(parse(&na, PEER, OWN, ND_HOP_LIMIT), bad, "{mac:x?}");
+    }
     // An unknown option is skipped.
     let mut extra = neighbor_solicitation(PEER, group, OWN, Some(PEER_MAC));
     extra.extend_from_slice(&[99, 1, 0, 0, 0, 0, 0, 0]);

@@ -318,6 +318,26 @@ fn a_solicitation_is_answered_and_its_sender_learned() {
     assert_eq!(syn.mss, Some(1440));
 }
 
+/// A solicitation whose link-layer address no neighbour can own (a group, broadcast,
+/// all zeros) is dropped: answered, the unicast advertisement would go to every node
+/// on the link.
+#[test]
+fn a_solicitation_from_a_group_link_layer_address_is_unanswered() {
+    let mut net = listening6();
+    let group = solicited_node(HOST6);
+    for mac in [[0x03, 0, 0, 0, 0, 0], [0xff; 6], [0; 6]] {
+        let repr = Icmpv6Repr::Ndisc(NdiscRepr::NeighborSolicit {
+            target_addr: HOST6,
+            lladdr: Some(RawHardwareAddress::from_bytes(&mac)),
+        });
+        let icmp = icmpv6(PEER6, group, &repr);
+        let frame = ipv6_frame((PEER_MAC, group_mac(group)), PEER6, group, 58, 255, &icmp);
+        assert!(net.send(&frame).is_empty(), "answered {mac:x?}");
+    }
+    assert_eq!(net.dropped(DropReason::BadNeighborDiscovery), 3);
+    assert_eq!(net.stats().neighbor_advertisements_sent, 0);
+}
+
 #[test]
 fn an_active_open_resolves_its_neighbor_first() {
     let mut net = listening6();

@@ -21,6 +21,8 @@ use crate::wire::{
     arp_frame, echo_request, ipv4_frame, tcp_bytes, tcp_frame, HOST_IP, PEER_IP, PEER_MAC,
 };
 
+mod v6;
+
 /// One seed: its target, a file name, the bytes.
 pub struct Seed {
     /// The target's name (see [`TARGETS`](crate::TARGETS)).
@@ -41,11 +43,13 @@ pub fn all() -> Vec<Seed> {
         );
     };
     add("engine_frame", engine_frame());
+    add("engine_frame", v6::engine_frame());
     add("tcp_segment", tcp_segment());
     add("arp", arp());
     add("http_request", http_request());
     add("link_spec_cli", link_spec_cli());
     add("ipv6_header", ipv6_header());
+    add("icmpv6", v6::icmpv6());
     out
 }
 
