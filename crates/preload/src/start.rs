@@ -61,6 +61,7 @@ pub(crate) fn open_stack(config: &Config) -> Result<Opened, String> {
         LinkKind::Tap { name } => {
             let mut tap = TapConfig::new(name.clone(), 1);
             tap.host = launch.tap_host;
+            tap.host_ipv6 = launch.tap_host_ipv6.clone();
             tap.mac = config.mac;
             let queue = rusty_drivers_tap::open(&tap)
                 .map_err(|e| format!("TAP {name}: {e}"))?

@@ -436,7 +436,6 @@ fn ipv6_listeners_survive_exec() {
 /// an IPV6_V6ONLY one refuses IPv4 at once and takes IPv6, a socket bound to the
 /// server's IPv6 address is IPv6-only.
 #[test]
-#[ignore = "needs --link with an IPv6 address; run once it parses them"]
 fn ipv6_native_server() {
     same_on_both_over("ipv6_native_server", UnderTest::Server, Link::Ipv6);
 }
@@ -445,7 +444,6 @@ fn ipv6_native_server() {
 /// still tentative), one to a link-local address with the link's scope, one
 /// IPv4-mapped, and a bound socket's errors for the other family.
 #[test]
-#[ignore = "needs --link with an IPv6 address; run once it parses them"]
 fn ipv6_native_client() {
     same_on_both_over("ipv6_native_client", UnderTest::Client, Link::Ipv6);
 }

@@ -52,7 +52,7 @@ impl Script {
     }
 
     /// In-order data (or nothing) acknowledging everything, with `flags` (see
-    /// [`Bench::segment`]).
+    /// `Bench::segment`).
     pub(crate) fn data(self, flags: u8, len: u16) -> Script {
         self.segment(0, flags, 0, 0, 65535, len, 0, &[])
     }

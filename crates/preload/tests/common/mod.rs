@@ -129,9 +129,7 @@ pub(crate) fn rusty_run_args(net: &TestNet, queues: Option<usize>) -> Vec<String
 }
 
 /// [`rusty_run_args`] for a link with IPv6 as well: Rusty at [`stack_ip6`] beside
-/// `.2` ('tap:csuite0 10.78.N.2/24,fd00:78:N::2/64'). The link spec takes IPv6
-/// addresses only once `rusty::cli::link` parses them: the tests that use this are
-/// `#[ignore]`d until it does.
+/// `.2` ('tap:csuite0 10.78.N.2/24,fd00:78:N::2/64').
 pub(crate) fn rusty_run_args_ipv6(net: &TestNet, queues: Option<usize>) -> Vec<String> {
     link_args(net, queues, true)
 }

@@ -28,7 +28,6 @@ fn nginx_listening_on_both_families_serves_ipv4() {
 /// The same nginx on a link with IPv6: every round over IPv6 and over IPv4, on both
 /// ports, by the workers the master forked.
 #[test]
-#[ignore = "needs --link with an IPv6 address; run once it parses them"]
 fn nginx_listening_on_both_families_serves_ipv6_and_ipv4() {
     let test = "nginx_listening_on_both_families_serves_ipv6_and_ipv4";
     let Some(mut scene) = Scene::with_ipv6(test, &["nginx", "curl", "wrk"]) else {
@@ -74,7 +73,6 @@ fn nginx_on_both_families(scene: &mut Scene, test: &str, ipv6: bool) {
 /// curl as a client over IPv6 and over IPv4: it downloads a 4 MiB file from Python's
 /// http.server on the namespace's kernel, bound to `::` (both families).
 #[test]
-#[ignore = "needs --link with an IPv6 address; run once it parses them"]
 fn curl_as_a_client_over_ipv6() {
     let test = "curl_as_a_client_over_ipv6";
     let Some(mut scene) = Scene::with_ipv6(test, &["curl", "python3"]) else {
