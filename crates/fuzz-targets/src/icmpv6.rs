@@ -1,8 +1,8 @@
 //! ICMPv6 and Neighbor Discovery messages ([`icmpv6::parse`]) between arbitrary
 //! addresses with arbitrary hop limits, and the stack's writers
 //! ([`icmpv6::echo_reply`], [`icmpv6::neighbor_solicitation`],
-//! [`icmpv6::neighbor_advertisement`], [`icmpv6::mld_report`]) round-tripping through
-//! it and through smoltcp's reader.
+//! [`icmpv6::neighbor_advertisement`], [`icmpv6::mld_report`], [`icmpv6::error`])
+//! round-tripping through it and through smoltcp's reader.
 //!
 //! The input is a flags byte ([`flags`]), a hop limit unless the flags say 255, the
 //! source and destination addresses (each 16 bytes of the input, or one the flags
@@ -21,14 +21,14 @@
 use std::net::Ipv6Addr;
 
 use rusty_stack::internals::icmpv6::{
-    self, echo_reply, group_mac, mld_report, neighbor_advertisement, neighbor_solicitation,
-    solicited_node, ErrorKind, Icmpv6Error, Message, MLD_ROUTERS, ND_HOP_LIMIT,
+    self, echo_reply, error, group_mac, mld_report, neighbor_advertisement, neighbor_solicitation,
+    solicited_node, ErrorKind, ErrorOut, Icmpv6Error, Message, MLD_ROUTERS, ND_HOP_LIMIT,
 };
 use rusty_stack::io::MacAddr;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
-    Icmpv6Packet, Icmpv6Repr, MldAddressRecord, MldRecordType, MldRepr, NdiscNeighborFlags,
-    NdiscRepr,
+    Icmpv6DstUnreachable, Icmpv6Packet, Icmpv6ParamProblem, Icmpv6Repr, MldAddressRecord,
+    MldRecordType, MldRepr, NdiscNeighborFlags, NdiscRepr,
 };
 
 use crate::input::Input;
@@ -107,6 +107,7 @@ pub fn icmpv6(data: &[u8]) {
     writers.advertisement(target, mac, f & flags::SOLICITED != 0);
     writers.echo_reply(&msg);
     writers.mld_report(&msg);
+    writers.error(&msg);
 }
 
 /// What [`icmpv6::parse`] makes of `msg` from `src` to `dst` with `hops` agrees with
@@ -349,6 +350,45 @@ impl Writers {
                 (r.aux_data_len(), r.num_srcs(), r.mcast_addr()),
                 (0, 0, *group)
             );
+        }
+    }
+
+    /// The errors a host of ours sends, about `invoking` (the input's bytes, as a
+    /// packet it received), in a room of eight bytes per unit of the hop limit: each
+    /// reads back with its kind and as much of the invoking packet as fits in the room
+    /// and in IPv6's minimum MTU (RFC 4443 §2.4 (c)), by our reader and, when a whole
+    /// IPv6 header is quoted, by smoltcp's.
+    fn error(&self, invoking: &[u8]) {
+        let pointer = u32::from(self.hops);
+        let room = usize::from(self.hops) * 8;
+        let quoted = invoking.len().min(room.min(1280 - 40).saturating_sub(8));
+        for (out, kind) in [
+            (ErrorOut::PortUnreachable, ErrorKind::Unreachable(4)),
+            (
+                ErrorOut::UnknownNextHeader { pointer },
+                ErrorKind::ParameterProblem(1, pointer),
+            ),
+        ] {
+            let msg = error(out, invoking, self.src, self.dst, room);
+            assert_eq!(msg.len(), 8 + quoted, "{out:?}");
+            assert!(icmpv6_checksum_ok(&msg, self.src, self.dst));
+            let read = icmpv6::parse(&msg, self.src, self.dst, self.hops);
+            let invoking = &invoking[..quoted];
+            assert_eq!(read, Ok(Message::Error { kind, invoking }));
+            if quoted < 40 {
+                continue;
+            }
+            let packet = Icmpv6Packet::new_checked(&msg[..]).expect("eight bytes");
+            let caps = ChecksumCapabilities::default();
+            match Icmpv6Repr::parse(&self.src, &self.dst, &packet, &caps) {
+                Ok(Icmpv6Repr::DstUnreachable { reason, .. }) => {
+                    assert_eq!(reason, Icmpv6DstUnreachable::PortUnreachable)
+                }
+                Ok(Icmpv6Repr::ParamProblem {
+                    reason, pointer: p, ..
+                }) => assert!(reason == Icmpv6ParamProblem::UnrecognizedNxtHdr && p == pointer),
+                other => panic!("{out:?} read as {other:?}"),
+            }
         }
     }
 }

@@ -210,6 +210,8 @@ pub(crate) enum Sent {
     Advertisement,
     /// An MLDv2 report.
     MldReport,
+    /// An ICMPv6 error.
+    Icmpv6Error,
 }
 
 /// Check a frame the engine transmitted on a device without offloads: it must be

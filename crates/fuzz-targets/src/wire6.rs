@@ -14,9 +14,10 @@ use rusty_stack::internals::{ipv6, Segment};
 use rusty_stack::io::MacAddr;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
-    EthernetFrame, EthernetProtocol, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv6ExtHeader,
-    Ipv6OptionRepr, Ipv6OptionRouterAlert, Ipv6OptionsIterator, Ipv6Packet, Ipv6Repr,
-    MldAddressRecord, MldRecordType, MldRepr, NdiscNeighborFlags, NdiscRepr,
+    EthernetFrame, EthernetProtocol, Icmpv6DstUnreachable, Icmpv6Packet, Icmpv6ParamProblem,
+    Icmpv6Repr, IpProtocol, Ipv6ExtHeader, Ipv6OptionRepr, Ipv6OptionRouterAlert,
+    Ipv6OptionsIterator, Ipv6Packet, Ipv6Repr, MldAddressRecord, MldRecordType, MldRepr,
+    NdiscNeighborFlags, NdiscRepr,
 };
 
 use crate::wire::{eth_frame, set_tcp_checksum, sums_to_ones, Sent, HOST_MAC};
@@ -276,8 +277,9 @@ impl Own6<'_> {
 /// address, for duplicate address detection and MLD); a group destination only for
 /// Neighbor Discovery and MLD, at the group's MAC, and a unicast one never at a group
 /// MAC, nor one of its usable addresses nor a martian; TCP with a correct checksum, an
-/// Echo Reply, a solicitation, an advertisement of ours, or an MLDv2 report, each with
-/// its hop limit and the fields RFC 4861 and RFC 3810 ask for.
+/// Echo Reply, a solicitation, an advertisement of ours, an MLDv2 report, or an error
+/// (port unreachable, unrecognized Next Header) about a packet sent to us, each with
+/// its hop limit and the fields RFC 4861, RFC 3810 and RFC 4443 ask for.
 pub(crate) fn check_sent(eth: &EthernetFrame<&[u8]>, own: &Own6<'_>) -> Sent {
     let is_host6 = |ip: Ipv6Addr| own.usable(ip);
     let ip = Ipv6Packet::new_checked(eth.payload()).expect("bad IPv6 header sent");
@@ -400,8 +402,50 @@ fn icmpv6((src, dst, hops): (Ipv6Addr, Ipv6Addr, u8), msg: &[u8], own: &Own6<'_>
             );
             Sent::Advertisement
         }
+        Icmpv6Repr::DstUnreachable { reason, .. } => {
+            assert_eq!(reason, Icmpv6DstUnreachable::PortUnreachable);
+            check_error((src, dst, hops), msg)
+        }
+        Icmpv6Repr::ParamProblem {
+            reason, pointer, ..
+        } => {
+            assert_eq!(reason, Icmpv6ParamProblem::UnrecognizedNxtHdr);
+            // The byte it points at names a protocol no host of ours reads.
+            if let Some(&protocol) = msg[8..].get(pointer as usize) {
+                assert!(
+                    ![TCP, 17, ICMPV6].contains(&protocol),
+                    "{protocol} unknown?"
+                );
+            }
+            check_error((src, dst, hops), msg)
+        }
         other => panic!("unexpected ICMPv6 sent: {other:?}"),
     }
+}
+
+/// An ICMPv6 error of the engine's, `msg` from `src` to `dst` (RFC 4443 §2.4): about
+/// a packet that came from `dst` to `src`, a unicast address (never a group), with
+/// hop limit 64 and, quoted as far as it fits, the whole message within IPv6's
+/// minimum MTU.
+fn check_error((src, dst, hops): (Ipv6Addr, Ipv6Addr, u8), msg: &[u8]) -> Sent {
+    assert_eq!(hops, 64, "error's hop limit");
+    assert!(
+        msg.len() <= 1280 - ipv6::HEADER_LEN,
+        "an error of {} bytes",
+        msg.len()
+    );
+    let invoking = &msg[8..];
+    let header = invoking
+        .get(..ipv6::HEADER_LEN)
+        .expect("the invoking header quoted");
+    let address =
+        |at: usize| Ipv6Addr::from(<[u8; 16]>::try_from(&header[at..at + 16]).expect("16"));
+    assert_eq!(
+        (address(8), address(24)),
+        (dst, src),
+        "an error about another's packet"
+    );
+    Sent::Icmpv6Error
 }
 
 /// An MLDv2 report (RFC 3810 §5.2): to the MLD routers with hop limit 1, after a

@@ -221,6 +221,7 @@ struct Tally {
     echo_replies: u64,
     solicitations: u64,
     advertisements: u64,
+    icmpv6_errors: u64,
     /// Frames handed over with `inject_frames`.
     injected: u64,
 }
@@ -334,6 +335,7 @@ impl Bench {
                 }
                 Sent::Solicitation => t.solicitations += 1,
                 Sent::Advertisement => t.advertisements += 1,
+                Sent::Icmpv6Error => t.icmpv6_errors += 1,
                 Sent::Arp | Sent::MldReport => {}
             }
         }
@@ -371,6 +373,7 @@ impl Bench {
             s.neighbor_advertisements_sent, t.advertisements,
             "advertisements"
         );
+        assert_eq!(s.icmpv6_errors_sent, t.icmpv6_errors, "ICMPv6 errors");
         assert_eq!(
             s.drops[DropReason::OverMtu.index()],
             0,

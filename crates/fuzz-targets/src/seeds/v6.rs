@@ -266,6 +266,31 @@ pub(super) fn engine_frame() -> Vec<(String, Vec<u8>)> {
                 .icmp6(icmp6::ANY, 0, sel::PEER6, &any(sel::HOST6, 129, 0, b"pong"))
                 .finish(),
         ),
+        named("v6-icmpv6-errors-and-their-budget", {
+            let udp = [17, 8, 0, 7, 0, 9, 0, 8, 0, 0];
+            let other = |s: Script, bits: u8, (src, dst): (u8, u8), body: &[u8]| {
+                s.packet6(packet6::OTHER, bits, (src, dst, 64), &[], body)
+            };
+            let mut s = Script::new(0, 0);
+            s = other(s, 0, (sel::PEER6, sel::HOST6), &udp);
+            s = other(s, 0, (sel::PEER_LL, sel::HOST_LL), &[253, 4, 1, 2, 3, 4]);
+            s = s.packet6(
+                packet6::OTHER,
+                0,
+                (sel::PEER6, sel::HOST6, 64),
+                &[0x01, 0x00],
+                &udp,
+            );
+            s = other(s, 0, (sel::PEER6, sel::ALL_NODES), &udp);
+            s = other(s, packet6::SWAP_MAC, (sel::PEER6, sel::HOST6), &udp);
+            s = other(s, 0, (sel::UNSPECIFIED, sel::HOST6), &udp);
+            // Past the burst, then one a millisecond.
+            for _ in 0..52 {
+                s = other(s, 0, (sel::PEER6, sel::HOST6), &udp);
+            }
+            s = s.advance(1);
+            other(s, 0, (sel::PEER6, sel::HOST6), &udp).finish()
+        }),
         named(
             "dual-stack-opens",
             Script::new(OPEN | FULL_OPTIONS, 19)
