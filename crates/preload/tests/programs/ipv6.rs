@@ -2,10 +2,9 @@
 //! dual-stack socket, and an AF_INET socket beside an IPv6-only one), and curl as a
 //! client over IPv6.
 //!
-//! On an IPv4 link, nginx's dual-stack socket serves IPv4 clients (IPv4-mapped). The
-//! tests over an IPv6 link (`Scene::with_ipv6`) need rusty-run to give Rusty an IPv6
-//! address, which its link spec takes only once `rusty::cli::link` parses IPv6
-//! addresses: they are ignored until then (run them with `--include-ignored`).
+//! On an IPv4 link, nginx's dual-stack socket serves IPv4 clients (IPv4-mapped); the
+//! other tests run on a link with an IPv6 address beside the IPv4 one
+//! (`Scene::with_ipv6`).
 
 use super::nginx::{
     nginx_rounds, nginx_setup, nginx_summary, probe_workers, wait_gone, wait_workers, Listen,
@@ -75,48 +74,9 @@ fn nginx_on_both_families(scene: &mut Scene, test: &str, ipv6: bool) {
 #[test]
 fn curl_as_a_client_over_ipv6() {
     let test = "curl_as_a_client_over_ipv6";
-    let Some(mut scene) = Scene::with_ipv6(test, &["curl", "python3"]) else {
+    let Some(scene) = Scene::with_ipv6(test, &["curl", "python3"]) else {
         return;
     };
-    let www = scene.path("www");
-    let file = www.join("file.bin");
-    let size = 4 << 20;
-    write_file(&file, &pattern(size, 5));
-    let port = 8000;
-    let python = scene.python();
-    let argv = strings(&[
-        &python,
-        "-m",
-        "http.server",
-        &port.to_string(),
-        "--bind",
-        "::",
-        "--directory",
-        &www.display().to_string(),
-    ]);
-    let server = scene.spawn("http.server", &argv);
-    scene.net.wait_listening(port, server);
     let hosts = [scene.kernel_ip6(), scene.kernel_ip()];
-    for (i, host) in hosts.iter().enumerate() {
-        let got = scene.path(&format!("downloaded-{i}.bin"));
-        let url = format!("http://{host}:{port}/file.bin");
-        let argv = strings(&[
-            &scene.tool("curl"),
-            "-sS",
-            "--max-time",
-            "60",
-            "-o",
-            &got.display().to_string(),
-            &url,
-        ]);
-        let client = scene.under_test(&format!("curl-{i}"), None, &argv);
-        scene.expect_exit_0(client, Duration::from_secs(90));
-        scene.same_file(&file, &got, &format!("curl's download from {host}"));
-    }
-    scene.expect_tap_carried(2 * size as u64);
-    eprintln!(
-        "{test}: 2 requests ({}), {size} bytes each checked by sha256, {:.1} s",
-        hosts.join(" and "),
-        scene.seconds()
-    );
+    super::curl::curl_downloads(test, scene, "::", &hosts, 5);
 }
