@@ -401,6 +401,21 @@ impl Bench {
         }
     }
 
+    /// [`Bench::peer_seg`] on `base` with fuzzed control bits (`flags`: bit 0 clears
+    /// ACK, bits 1 to 4 set SYN, FIN, RST and PSH) and its sequence and acknowledgment
+    /// numbers moved by `seq_off` and `ack_off`.
+    fn fuzzed_seg(&self, base: &Peer, flags: u8, seq_off: i16, ack_off: i16) -> TxSegment {
+        let mut seg = self.peer_seg(base);
+        seg.seq = SeqNum(base.snd_nxt.0.wrapping_add_signed(i32::from(seq_off)));
+        seg.ack = (flags & 1 == 0)
+            .then(|| SeqNum(base.rcv_nxt.0.wrapping_add_signed(i32::from(ack_off))));
+        seg.syn = flags & 2 != 0;
+        seg.fin = flags & 4 != 0;
+        seg.rst = flags & 8 != 0;
+        seg.psh = flags & 16 != 0;
+        seg
+    }
+
     /// The segment the peer sends next on `peer`, with options as agreed.
     fn peer_seg(&self, peer: &Peer) -> TxSegment {
         TxSegment {
@@ -558,14 +573,7 @@ impl Bench {
             ts: false,
             ts_recent: 0,
         });
-        let mut seg = self.peer_seg(&base);
-        seg.seq = SeqNum(base.snd_nxt.0.wrapping_add_signed(i32::from(seq_off)));
-        seg.ack = (flags & 1 == 0)
-            .then(|| SeqNum(base.rcv_nxt.0.wrapping_add_signed(i32::from(ack_off))));
-        seg.syn = flags & 2 != 0;
-        seg.fin = flags & 4 != 0;
-        seg.rst = flags & 8 != 0;
-        seg.psh = flags & 16 != 0;
+        let mut seg = self.fuzzed_seg(&base, flags, seq_off, ack_off);
         seg.window = window;
         if flags & 32 != 0 {
             // Toggle the timestamp option against what was agreed.

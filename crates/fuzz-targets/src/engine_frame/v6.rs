@@ -327,14 +327,7 @@ impl Bench {
             ts: false,
             ts_recent: 0,
         });
-        let mut seg = self.peer_seg(&base);
-        seg.seq = SeqNum(base.snd_nxt.0.wrapping_add_signed(i32::from(seq_off)));
-        seg.ack = (flags & 1 == 0)
-            .then(|| SeqNum(base.rcv_nxt.0.wrapping_add_signed(i32::from(ack_off))));
-        seg.syn = flags & 2 != 0;
-        seg.fin = flags & 4 != 0;
-        seg.rst = flags & 8 != 0;
-        seg.psh = flags & 16 != 0;
+        let seg = self.fuzzed_seg(&base, flags, seq_off, ack_off);
         let src_port = match ports & 3 {
             0 => base.port,
             n => PEER_PORT + 2 + u16::from(n),
