@@ -32,22 +32,7 @@ fn echo_on_xdp_100_connections_over_ipv6() {
 
 /// [`hundred_connections`] over IPv6.
 fn hundred_connections_over_ipv6(test: &str, tools: &[&str], start: StartEcho, seed: u32) {
-    let tools: Vec<&str> = ["python3"].iter().chain(tools).copied().collect();
-    let Some(mut net) = setup(test, &tools) else {
-        return;
-    };
-    net.with_ipv6();
-    let echo = start(&mut net, 2, &["--grace", "2"]);
-    let host = net.stack_ip6();
-    let (clients, s) = run_clients(
-        &mut net,
-        &host,
-        &load(100, 10_000_000, 8, 4_000_000, seed),
-        Duration::from_secs(100),
-    );
-    assert_all_echoed(&net, clients, &s, 100);
-    eprintln!("{test}: {s:?}");
-    stop(&mut net, echo, Duration::from_secs(5));
+    super::hundred_connections_to(test, tools, start, seed, true);
 }
 
 /// 20. Loss in both directions over IPv6: the kernel peer behind a bridge that drops 5%

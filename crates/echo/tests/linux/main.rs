@@ -174,12 +174,25 @@ fn setup(test: &str, tools: &[&str]) -> Option<TestNet> {
 /// data from `seed` up to 10 MB each way (8 big ones), the rest up to 4 MB, every echo
 /// byte-exact.
 fn hundred_connections(test: &str, tools: &[&str], start: StartEcho, seed: u32) {
+    hundred_connections_to(test, tools, start, seed, false);
+}
+
+/// [`hundred_connections`] to Rusty's IPv6 address (on a link with IPv6 beside IPv4)
+/// when `ipv6`.
+fn hundred_connections_to(test: &str, tools: &[&str], start: StartEcho, seed: u32, ipv6: bool) {
     let tools: Vec<&str> = ["python3"].iter().chain(tools).copied().collect();
     let Some(mut net) = setup(test, &tools) else {
         return;
     };
+    if ipv6 {
+        net.with_ipv6();
+    }
     let echo = start(&mut net, 2, &["--grace", "2"]);
-    let host = net.stack_ip();
+    let host = if ipv6 {
+        net.stack_ip6()
+    } else {
+        net.stack_ip()
+    };
     let (clients, s) = run_clients(
         &mut net,
         &host,
