@@ -535,10 +535,18 @@ impl Tcb {
     /// peer's window: after a zero-window probe only SND.UNA is in it, and a peer would
     /// drop anything else as unacceptable, or (a RST, RFC 5961 §3.2) answer it with a
     /// challenge ACK instead of resetting (Linux tcp_acceptable_seq).
+    ///
+    /// The edge we know is the peer's window field shifted left by its scale: its
+    /// window rounded down to a multiple of 2^shift. A segment sent when the window was
+    /// wider may end up to 2^shift - 1 bytes past that edge and still have been taken
+    /// whole, leaving the peer's RCV.NXT beyond the edge; an ACK numbered at the edge
+    /// would then be below RCV.NXT and dropped unread. SND.MAX within that rounding is
+    /// kept (Linux allows the same slack): otherwise two peers so placed, each holding
+    /// the other's data, would drop each other's ACKs and window updates for ever.
     #[inline]
     fn acceptable_seq(&self) -> SeqNum {
         let wnd_end = self.snd.una + self.snd.wnd();
-        if self.snd.max > wnd_end {
+        if self.snd.max > wnd_end && self.snd.max.since(wnd_end) >> self.snd.wscale != 0 {
             wnd_end
         } else {
             self.snd.max

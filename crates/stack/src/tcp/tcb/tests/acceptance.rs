@@ -173,6 +173,48 @@ fn invalid_segments_are_answered_once_per_interval_unless_they_carry_data() {
     assert_eq!(tx(&mut tcb, ms(600)).len(), 1);
 }
 
+// ----- The sequence number of our ACKs -----
+
+#[test]
+fn bare_ack_keeps_snd_max_within_the_window_rounding() {
+    // The peer scales its window by 2^3: its field is the window rounded down to a
+    // multiple of 8 bytes. 620 bytes went out under a wider window; the peer took them
+    // all and shrank its window to somewhere in 620..=623 bytes, which it announces as
+    // 77 << 3 = 616. Our ACK is numbered SND.MAX, 4 bytes past that edge: numbered at
+    // the edge it would lie below the peer's RCV.NXT and be dropped unread.
+    let c = cfg();
+    let mut s = syn(IRS);
+    s.wscale = Some(3);
+    let mut tcb = Tcb::accept_syn(&open(SeqNum(ISS), 0, MSS, ms(0), &c), &s);
+    tx(&mut tcb, ms(0));
+    // A round trip of 200 ms: the delayed ACK is due before any retransmission.
+    rx(&mut tcb, ms(200), &ack(IRS + 1, ISS + 1, 1000));
+    assert_eq!(tcb.window_scales(), (3, 0));
+    assert_eq!(tcb.send(&payload(620), &mut pool()), Ok(620));
+    assert_eq!(tx(&mut tcb, ms(200)).len(), 1);
+    // Ten bytes from the peer with `window` at `now`: the sequence and acknowledgment
+    // numbers of the (delayed) bare ACK that answers them.
+    let mut next = IRS + 1;
+    let mut answer = |now: Instant, window: u16| {
+        let mut d = data(next, ISS + 1, 10);
+        d.window = window;
+        next += 10;
+        rx(&mut tcb, now, &d);
+        assert_eq!(tcb.snd_wnd(), usize::from(window) << 3);
+        assert!(tx(&mut tcb, now).is_empty(), "the ACK is delayed");
+        let due = tcb.next_deadline().unwrap();
+        let acks = tick(&mut tcb, due);
+        assert_eq!(acks.len(), 1, "{acks:?}");
+        assert_eq!(acks[0].payload_len, 0);
+        (acks[0].seq, acks[0].ack.unwrap())
+    };
+    assert_eq!(answer(ms(201), 77), (SeqNum(ISS + 621), SeqNum(IRS + 11)));
+    // Past the rounding (76 << 3 = 608, 12 bytes short of SND.MAX) the peer has not
+    // taken everything: the ACK is numbered at the window's edge, where the peer takes
+    // it.
+    assert_eq!(answer(ms(260), 76), (SeqNum(ISS + 609), SeqNum(IRS + 21)));
+}
+
 // ----- ACK range checks -----
 
 #[test]
