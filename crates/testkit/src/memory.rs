@@ -3,9 +3,10 @@
 //! and benchmarks.
 //!
 //! A frame transmitted on one side is received on the other. With several queues per
-//! side, IPv4/TCP frames land on the receiving queue the RSS indirection table picks for
-//! the Toeplitz hash of their 4-tuple ([`RssConfig::queue_for_rx_flow`]), exactly as a
-//! NIC would steer them; everything else (ARP, ICMP, fragments, malformed frames) lands on
+//! side, TCP frames over IPv4 and IPv6 land on the receiving queue the RSS indirection
+//! table picks for the Toeplitz hash of their 4-tuple ([`RssConfig::queue_for_rx_flow`]),
+//! exactly as a NIC would steer them; everything else (ARP, ICMP and ICMPv6 with Neighbor
+//! Discovery, fragments, IPv6 packets with extension headers, malformed frames) lands on
 //! queue 0, like a NIC that does not hash those types. A test may steer a side by its
 //! own rule instead ([`MemoryLink::steer_with`]).
 //!
@@ -30,12 +31,14 @@ use std::ops::{Deref, DerefMut};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
+use smoltcp::wire::{
+    EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, Ipv6Packet, TcpPacket,
+};
 
 use rusty_stack::io::{
     Capabilities, ChecksumRequest, MacAddr, PacketIo, RxFrame, RxMeta, TxFrame, TxMeta,
 };
-use rusty_stack::rss::{ipv4_tcp_input, RssConfig, Toeplitz};
+use rusty_stack::rss::{ipv4_tcp_input, ipv6_tcp_input, RssConfig, Toeplitz};
 
 /// Default bound on buffers one side may have out at once (per direction).
 pub const DEFAULT_IN_FLIGHT_LIMIT: usize = 4096;
@@ -68,28 +71,41 @@ enum Steering {
     Custom(SteerFn),
 }
 
-/// The RSS hash input of an unfragmented IPv4/TCP frame, `None` for anything else.
-fn tcp_4tuple_input(frame: &[u8]) -> Option<[u8; 12]> {
+/// The RSS hash of an unfragmented TCP frame over IPv4 or IPv6 (TCP right after the
+/// fixed header), `None` for anything else.
+fn tcp_flow_hash(hasher: &Toeplitz, frame: &[u8]) -> Option<u32> {
     let eth = EthernetFrame::new_checked(frame).ok()?;
-    if eth.ethertype() != EthernetProtocol::Ipv4 {
-        return None;
+    match eth.ethertype() {
+        EthernetProtocol::Ipv4 => {
+            let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
+            // A NIC only parses TCP ports out of the first fragment of an unfragmented
+            // packet.
+            if ip.version() != 4
+                || ip.next_header() != IpProtocol::Tcp
+                || ip.more_frags()
+                || ip.frag_offset() != 0
+            {
+                return None;
+            }
+            let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
+            let input =
+                ipv4_tcp_input(ip.src_addr(), ip.dst_addr(), tcp.src_port(), tcp.dst_port());
+            Some(hasher.hash(&input))
+        }
+        EthernetProtocol::Ipv6 => {
+            let ip = Ipv6Packet::new_checked(eth.payload()).ok()?;
+            // TCP right after the fixed header: like the simplest NICs, this link does
+            // not walk extension headers (a fragment header among them) for the ports.
+            if ip.version() != 6 || ip.next_header() != IpProtocol::Tcp {
+                return None;
+            }
+            let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
+            let input =
+                ipv6_tcp_input(ip.src_addr(), ip.dst_addr(), tcp.src_port(), tcp.dst_port());
+            Some(hasher.hash(&input))
+        }
+        _ => None,
     }
-    let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
-    // A NIC only parses TCP ports out of the first fragment of an unfragmented packet.
-    if ip.version() != 4
-        || ip.next_header() != IpProtocol::Tcp
-        || ip.more_frags()
-        || ip.frag_offset() != 0
-    {
-        return None;
-    }
-    let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
-    Some(ipv4_tcp_input(
-        ip.src_addr(),
-        ip.dst_addr(),
-        tcp.src_port(),
-        tcp.dst_port(),
-    ))
 }
 
 /// A frame on its way: in a receive queue, between the sender's `transmit` and the
@@ -161,8 +177,9 @@ impl Shared {
             // A custom rule sees every frame, also on a side of one queue.
             Some(Steering::Custom(steer)) => steer(frame),
             _ if queues == 1 => 0,
-            Some(Steering::Rss { hasher, rss }) => tcp_4tuple_input(frame)
-                .map_or(0, |input| usize::from(rss.queue_for(hasher.hash(&input)))),
+            Some(Steering::Rss { hasher, rss }) => {
+                tcp_flow_hash(hasher, frame).map_or(0, |hash| usize::from(rss.queue_for(hash)))
+            }
             None => 0,
         };
         // A table naming more queues than exist wraps rather than losing frames.
@@ -343,7 +360,7 @@ pub fn pair(a: Capabilities, b: Capabilities) -> (MemoryLink, MemoryLink) {
 }
 
 /// Two connected sides with `queues_a` and `queues_b` queues (zero is taken as one), both
-/// steering received IPv4/TCP frames with `rss`. Each queue's capabilities carry its index,
+/// steering received TCP frames of either family with `rss`. Each queue's capabilities carry its index,
 /// the side's queue count and `rss`.
 pub fn multi_queue_pair(
     queues_a: u16,

@@ -14,7 +14,7 @@
 //! `rusty_testkit::sim` (a test that wants it installs a logger; without one the frames
 //! are not even parsed).
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use smoltcp::wire::{
@@ -187,9 +187,15 @@ pub const CLIENT_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 1]);
 /// The server engine's MAC.
 pub const SERVER_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 2]);
 
-/// An Ethernet/IPv4/TCP SYN frame from [`CLIENT_MAC`] to [`SERVER_MAC`], for tests that
-/// need a frame a NIC steers by its 4-tuple.
-pub fn syn_frame(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16) -> Vec<u8> {
+/// An Ethernet/IP/TCP SYN frame from [`CLIENT_MAC`] to [`SERVER_MAC`], for tests that
+/// need a frame a NIC steers by its 4-tuple. `src` and `dst` are of one family.
+pub fn syn_frame(
+    src: impl Into<IpAddr>,
+    dst: impl Into<IpAddr>,
+    sport: u16,
+    dport: u16,
+) -> Vec<u8> {
+    let (src, dst) = (src.into(), dst.into());
     let tcp = smoltcp::wire::TcpRepr {
         src_port: sport,
         dst_port: dport,
@@ -204,31 +210,29 @@ pub fn syn_frame(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16) -> Vec<u8
         timestamp: None,
         payload: &[],
     };
-    let ip = smoltcp::wire::Ipv4Repr {
-        src_addr: src,
-        dst_addr: dst,
-        next_header: IpProtocol::Tcp,
-        payload_len: tcp.buffer_len(),
-        hop_limit: 64,
-    };
+    let ip = smoltcp::wire::IpRepr::new(
+        src.into(),
+        dst.into(),
+        IpProtocol::Tcp,
+        tcp.buffer_len(),
+        64,
+    );
     let eth = smoltcp::wire::EthernetRepr {
         src_addr: EthernetAddress(CLIENT_MAC.0),
         dst_addr: EthernetAddress(SERVER_MAC.0),
-        ethertype: EthernetProtocol::Ipv4,
+        ethertype: match src {
+            IpAddr::V4(_) => EthernetProtocol::Ipv4,
+            IpAddr::V6(_) => EthernetProtocol::Ipv6,
+        },
     };
     let mut buf = vec![0u8; eth.buffer_len() + ip.buffer_len() + tcp.buffer_len()];
     let caps = smoltcp::phy::ChecksumCapabilities::default();
     let mut f = EthernetFrame::new_unchecked(&mut buf[..]);
     eth.emit(&mut f);
-    let mut p = Ipv4Packet::new_unchecked(f.payload_mut());
-    ip.emit(&mut p, &caps);
-    let mut t = TcpPacket::new_unchecked(p.payload_mut());
-    tcp.emit(
-        &mut t,
-        &smoltcp::wire::IpAddress::Ipv4(src),
-        &smoltcp::wire::IpAddress::Ipv4(dst),
-        &caps,
-    );
+    ip.emit(f.payload_mut(), &caps);
+    let header = ip.header_len();
+    let mut t = TcpPacket::new_unchecked(&mut f.payload_mut()[header..]);
+    tcp.emit(&mut t, &src.into(), &dst.into(), &caps);
     buf
 }
 

@@ -1,6 +1,8 @@
 //! Multi-queue links: every segment reaches the worker that owns its flow, whether the
 //! link's RSS steers it there, steers it unpredictably, or steers it adversarially.
 
+use std::net::{IpAddr, Ipv4Addr};
+
 use super::*;
 
 /// One connection of a [`Checker`]: its payload, how much of it is queued, and what
@@ -112,11 +114,46 @@ type EchoSides<D> = (
     Engine<D, Echo, VirtualClock>,
 );
 
+/// The engine configurations of a client worker (seed `client`) and of the server (seed
+/// `server`) that talk over `family`: [`SERVER_IP`] or [`sim::SERVER_IP6`] and the
+/// matching client address (IPv6 only, then).
+fn family_configs(family: Family, client: u64, server: u64) -> (EngineConfig, EngineConfig) {
+    match family {
+        Family::V4 => (
+            sim::engine_config(sim::CLIENT_IP, client),
+            sim::engine_config(SERVER_IP, server),
+        ),
+        Family::V6 => (
+            sim::engine_config_v6(Ipv4Addr::UNSPECIFIED, sim::CLIENT_IP6, client),
+            sim::engine_config_v6(Ipv4Addr::UNSPECIFIED, sim::SERVER_IP6, server),
+        ),
+    }
+}
+
+/// Which family the connections of a steering test use.
+#[derive(Debug, Clone, Copy)]
+enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    /// The server's address.
+    fn server(self) -> IpAddr {
+        match self {
+            Family::V4 => SERVER_IP.into(),
+            Family::V6 => sim::SERVER_IP6.into(),
+        }
+    }
+}
+
 /// Client workers on `client_queues`, worker `i` sending `len` bytes of `pattern` (engine
 /// seed `seeds.0 + i`), and an echo server on `server_queue` (engine seed `seeds.1`)
-/// listening on port 7. Opens `conns` connections from every client worker and runs both
-/// sides (see [`run_sides`]) until every client has seen all of them close.
+/// listening on port 7, talking over `family`. Opens `conns` connections from every
+/// client worker and runs both sides (see [`run_sides`]) until every client has seen
+/// all of them close.
 fn echo_from_every_client<D: PacketIo>(
+    family: Family,
     client_queues: Vec<D>,
     server_queue: D,
     len: usize,
@@ -129,24 +166,23 @@ fn echo_from_every_client<D: PacketIo>(
         .enumerate()
         .map(|(i, q)| {
             let sender = Sender::new(pattern(len, i as u8));
-            Engine::new(
-                q,
-                sender,
-                clock.clone(),
-                sim::engine_config(sim::CLIENT_IP, seeds.0 + i as u64),
-            )
+            let (cfg, _) = family_configs(family, seeds.0 + i as u64, seeds.1);
+            Engine::new(q, sender, clock.clone(), cfg)
         })
         .collect();
-    let mut server = Engine::new(
-        server_queue,
-        Echo::default(),
-        clock.clone(),
-        sim::engine_config(SERVER_IP, seeds.1),
-    );
+    let (_, cfg) = family_configs(family, seeds.0, seeds.1);
+    let mut server = Engine::new(server_queue, Echo::default(), clock.clone(), cfg);
     server.listen(7, 1024);
+    // IPv6 addresses are tentative until duplicate address detection has run.
+    assert!(run_sides(
+        &mut clients,
+        std::slice::from_mut(&mut server),
+        &clock,
+        |c, s| !s[0].detecting_duplicates() && c.iter().all(|c| !c.detecting_duplicates()),
+    ));
     for c in clients.iter_mut() {
         for _ in 0..conns {
-            c.connect(SocketAddr::from((SERVER_IP, 7)), ())
+            c.connect(SocketAddr::new(family.server(), 7), ())
                 .map_err(|(e, _)| e)
                 .unwrap();
         }
@@ -166,6 +202,17 @@ fn echo_from_every_client<D: PacketIo>(
 /// sibling-publishing API (what the runtime's control channel carries).
 #[test]
 fn active_opens_land_on_their_own_queue() {
+    active_opens_land_on_their_own_queue_over(Family::V4);
+}
+
+/// The same over IPv6: the port choice hashes the IPv6 4-tuple, and the neighbours the
+/// worker on queue 0 resolves (Neighbor Advertisements are not hashed) reach the others.
+#[test]
+fn active_opens_land_on_their_own_queue_over_ipv6() {
+    active_opens_land_on_their_own_queue_over(Family::V6);
+}
+
+fn active_opens_land_on_their_own_queue_over(family: Family) {
     use rusty_stack::rss::RssConfig;
     use rusty_testkit::memory;
 
@@ -181,6 +228,7 @@ fn active_opens_land_on_their_own_queue() {
         1500,
     );
     let (clients, server) = echo_from_every_client(
+        family,
         client_queues,
         server_queue.remove(0),
         3000,
@@ -203,6 +251,9 @@ fn active_opens_land_on_their_own_queue() {
         // not own its connection.
         assert_eq!(c.stats().rsts_sent, 0, "worker {i}: {}", c.stats());
         assert_eq!(c.stats().dropped(DropReason::NoConnection), 0, "worker {i}");
+        // And the link steered every segment of every flow to its owner: no worker had
+        // to hand one over.
+        assert_eq!(c.stats().misdirected_forwarded, 0, "worker {i}");
     }
     assert_eq!(
         server.stats().conns_opened_passive,
@@ -216,6 +267,16 @@ fn active_opens_land_on_their_own_queue() {
 /// runtime's control channel carries) instead of being answered with a RST.
 #[test]
 fn unpredictable_steering_hands_segments_to_the_owner() {
+    unpredictable_steering_hands_segments_to_the_owner_over(Family::V4);
+}
+
+/// The same over IPv6.
+#[test]
+fn unpredictable_steering_hands_segments_to_the_owner_over_ipv6() {
+    unpredictable_steering_hands_segments_to_the_owner_over(Family::V6);
+}
+
+fn unpredictable_steering_hands_segments_to_the_owner_over(family: Family) {
     use rusty_stack::rss::RssConfig;
     use rusty_testkit::memory;
 
@@ -233,6 +294,7 @@ fn unpredictable_steering_hands_segments_to_the_owner() {
         q.capabilities_mut().rss = None;
     }
     let (clients, _) = echo_from_every_client(
+        family,
         client_queues,
         server_queue.remove(0),
         5000,

@@ -2,7 +2,7 @@
 
 use super::*;
 use smoltcp::wire::{ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetRepr, Ipv4Address};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::sim::{syn_frame as tcp_frame, CLIENT_MAC as MAC_A, SERVER_MAC as MAC_B};
 
@@ -437,6 +437,39 @@ fn multi_queue_steers_tcp_by_toeplitz_and_the_rest_to_queue_0() {
 }
 
 #[test]
+fn multi_queue_steers_tcp_over_ipv6_by_toeplitz_and_ndp_to_queue_0() {
+    use rusty_stack::rss::ipv6_tcp_input;
+    let rss = RssConfig::symmetric_default(4);
+    let (mut a, mut b) = multi_queue_pair(1, 4, rss.clone(), MAC_A, MAC_B, 1500);
+    let src: Ipv6Addr = "fd00::1".parse().unwrap();
+    let dst: Ipv6Addr = "fd00::2".parse().unwrap();
+    let mut hit = [false; 4];
+    for sport in 40000..40064u16 {
+        let frame = tcp_frame(src, dst, sport, 80);
+        send(&mut a[0], &frame);
+        let input = ipv6_tcp_input(src, dst, sport, 80);
+        let want = usize::from(rss.queue_for(rss.hasher().hash(&input)));
+        hit[want] = true;
+        let pending: Vec<usize> = b.iter().map(|q| q.pending()).collect();
+        let mut expected = vec![0; 4];
+        expected[want] = 1;
+        assert_eq!(pending, expected, "port {sport}");
+        assert_eq!(recv_all(&mut b[want]), vec![frame]);
+    }
+    assert_eq!(hit, [true; 4], "64 flows should cover all 4 queues");
+    // An IPv6 packet that is not TCP right after the fixed header (here the SYN of a
+    // flow hashed away from queue 0, its next header rewritten to ICMPv6, which Neighbor
+    // Discovery is) lands on queue 0.
+    let sport = (40000..40064u16)
+        .find(|&p| rss.queue_for(rss.hasher().hash(&ipv6_tcp_input(src, dst, p, 80))) != 0)
+        .unwrap();
+    let mut other = tcp_frame(src, dst, sport, 80);
+    other[14 + 6] = 58;
+    send(&mut a[0], &other);
+    assert_eq!(b[0].pending(), 1);
+}
+
+#[test]
 fn a_custom_rule_steers_every_frame() {
     let (mut a, mut b) =
         multi_queue_pair(1, 3, RssConfig::symmetric_default(3), MAC_A, MAC_B, 1500);
@@ -461,12 +494,14 @@ fn a_custom_rule_steers_every_frame() {
 fn parser_never_panics_on_garbage() {
     for len in 0..80 {
         let junk: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
-        let _ = tcp_4tuple_input(&junk);
+        let hasher = RssConfig::symmetric_default(4).hasher();
+        let _ = tcp_flow_hash(&hasher, &junk);
         let mut eth_ip = junk.clone();
         if eth_ip.len() > 14 {
-            eth_ip[12] = 0x08;
-            eth_ip[13] = 0x00;
-            let _ = tcp_4tuple_input(&eth_ip);
+            for ethertype in [[0x08, 0x00], [0x86, 0xdd]] {
+                eth_ip[12..14].copy_from_slice(&ethertype);
+                let _ = tcp_flow_hash(&hasher, &eth_ip);
+            }
         }
     }
 }
