@@ -250,13 +250,7 @@ where
             Some(list) => list.len(),
             None => runtime::allowed_cpus().map_or(1, |c| c.len()),
         };
-        default_links = vec![LinkSpec {
-            kind: LinkKind::Kernel,
-            ip: Ipv4Addr::UNSPECIFIED,
-            prefix_len: 0,
-            ipv6: Vec::new(),
-            workers: n.max(1),
-        }];
+        default_links = vec![LinkSpec::kernel(n.max(1))];
         &default_links
     } else {
         &launch.links
@@ -575,6 +569,8 @@ pub fn engine_config(launch: &Launch, link: &LinkSpec) -> EngineConfig {
     let mut cfg = EngineConfig::new(link.ip);
     cfg.prefix_len = link.prefix_len;
     cfg.ipv6 = link.ipv6.clone();
+    cfg.gateway = link.gateway;
+    cfg.ipv6_gateway = link.ipv6_gateway;
     if !cfg.ipv6.is_empty() {
         cfg.stable_secret = crate::secret::stable_secret(&link.kind.to_string());
     }
@@ -772,8 +768,9 @@ mod tests {
         assert_eq!(listen("127.0.0.1,::1"), ["127.0.0.1:80", "[::1]:80"]);
     }
 
-    /// An engine takes the link's IPv6 addresses and a secret of the machine's and the
-    /// link's, so its link-local address stays put across restarts (and engine configs).
+    /// An engine takes the link's IPv6 addresses, its gateways, and a secret of the
+    /// machine's and the link's, so its link-local address stays put across restarts
+    /// (and engine configs).
     #[test]
     fn engines_take_the_links_ipv6_addresses_and_a_stable_secret() {
         let links = crate::cli::link::parse_links(&[
@@ -789,10 +786,17 @@ mod tests {
             "1",
         ])
         .unwrap();
+        let mut links = links;
+        links[0].gateway = Some(Ipv4Addr::new(10, 0, 2, 1));
+        links[0].ipv6_gateway = Some("fe80::1".parse().unwrap());
         let l = Launch::new(links.clone());
         let dual = engine_config(&l, &links[0]);
         assert_eq!(dual.ip, Ipv4Addr::new(10, 0, 2, 2));
         assert_eq!(dual.ipv6, vec![("fd00::2".parse().unwrap(), 64)]);
+        assert_eq!(
+            (dual.gateway, dual.ipv6_gateway),
+            (links[0].gateway, links[0].ipv6_gateway)
+        );
         let only6 = engine_config(&l, &links[1]);
         assert!(only6.ip.is_unspecified());
         assert_eq!(only6.ipv6, vec![("fd01::2".parse().unwrap(), 56)]);

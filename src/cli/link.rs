@@ -194,6 +194,12 @@ pub struct LinkSpec {
     /// Workers serving the link (at least 1): one queue each, or one kernel-socket
     /// worker each.
     pub workers: usize,
+    /// The IPv4 router for addresses outside the subnet (`--gateway`); none: every
+    /// address is on-link.
+    pub gateway: Option<Ipv4Addr>,
+    /// The IPv6 router for addresses outside the link's prefixes (`--gateway`); none:
+    /// every address is on-link.
+    pub ipv6_gateway: Option<Ipv6Addr>,
 }
 
 /// Why link specs could not be parsed, or cannot run in this binary.
@@ -243,6 +249,20 @@ impl fmt::Display for LinkSpecError {
 impl std::error::Error for LinkSpecError {}
 
 impl LinkSpec {
+    /// Kernel sockets on every address of both families, with `workers` workers: what
+    /// a binary runs on when given no links.
+    pub fn kernel(workers: usize) -> LinkSpec {
+        LinkSpec {
+            kind: LinkKind::Kernel,
+            ip: Ipv4Addr::UNSPECIFIED,
+            prefix_len: 0,
+            ipv6: Vec::new(),
+            workers,
+            gateway: None,
+            ipv6_gateway: None,
+        }
+    }
+
     /// The link's addresses as they read in a status line: the IPv4 address and the IPv6
     /// ones, comma-separated, without prefixes (`10.0.2.2,fd00::2`; `0.0.0.0` for every
     /// address of a kernel link).
@@ -333,6 +353,8 @@ pub fn parse_links<S: AsRef<str>>(args: &[S]) -> Result<Vec<LinkSpec>, LinkSpecE
                 prefix_len,
                 ipv6,
                 workers,
+                gateway: None,
+                ipv6_gateway: None,
             })
         })
         .collect()

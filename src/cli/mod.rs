@@ -3,6 +3,7 @@
 //! addresses, CPU lists and congestion-control names in [`parse`]; the logger the flags
 //! choose in [`logging`].
 
+pub mod gateway;
 pub mod link;
 pub mod logging;
 pub mod parse;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::launch::{Launch, XdpTuning};
+use gateway::{parse_gateway, Gateway};
 use link::parse_links;
 pub use logging::LogLevel;
 use parse::{
@@ -77,6 +79,12 @@ pub struct CommonArgs {
     /// addresses are usable at once (no duplicate address detection).
     #[arg(long, value_name = "ADDRESSES", value_parser = parse_host_addresses)]
     pub tap_host: Option<Addresses>,
+    /// Rusty's links: send traffic outside a link's subnet to this router, one per
+    /// family and link (repeat the flag). A gateway goes to the link whose subnet holds
+    /// it; a link-local IPv6 one names its link after '%' (fe80::1%tap0) unless only one
+    /// link has IPv6. Without one, every address of that family is on-link.
+    #[arg(long, value_name = "ADDRESS", value_parser = parse_gateway)]
+    pub gateway: Vec<Gateway>,
     /// Pin workers to these CPUs, in order (e.g. 0,2-3); default: the allowed CPU set.
     #[arg(long, value_name = "LIST", value_parser = parse_cpu_list)]
     pub cpus: Option<CpuList>,
@@ -177,7 +185,8 @@ pub struct CommonArgs {
 impl CommonArgs {
     /// A [`Launch`] for the positional link arguments `links` with these flags.
     pub fn launch(&self, links: &[String]) -> Result<Launch, String> {
-        let links = parse_links(links).map_err(|e| e.to_string())?;
+        let mut links = parse_links(links).map_err(|e| e.to_string())?;
+        gateway::assign(&mut links, &self.gateway)?;
         let mut l = Launch::new(links);
         l.pcap = self.pcap.clone();
         if let Some(host) = &self.tap_host {

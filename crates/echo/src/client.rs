@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::thread;
 use std::time::Duration;
 
-use rusty::cli::link::{LinkKind, LinkSpec};
+use rusty::cli::link::LinkSpec;
 use rusty::cli::CommonArgs;
 use rusty::launch;
 use rusty::runtime::{StopHandle, WorkerContext};
@@ -110,13 +110,7 @@ where
         }
     };
     if launch.links.is_empty() {
-        launch.links.push(LinkSpec {
-            kind: LinkKind::Kernel,
-            ip: std::net::Ipv4Addr::UNSPECIFIED,
-            prefix_len: 0,
-            ipv6: Vec::new(),
-            workers: cli.workers,
-        });
+        launch.links.push(LinkSpec::kernel(cli.workers));
     }
     let workers: usize = launch.links.iter().map(|l| l.workers).sum();
     let per_worker = args.connections.div_ceil(workers);

@@ -6,12 +6,12 @@
 //! each (echoing every message back, as Autobahn expects), then asks it to write its
 //! report. One connection at a time, one worker.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use rusty::cli::link::{LinkKind, LinkSpec};
+use rusty::cli::link::LinkSpec;
 use rusty::launch::{self, Launch};
 use rusty::runtime::StopHandle;
 use rusty_stack::{CloseReason, Conn, ConnectError, Handler, Opener};
@@ -164,13 +164,7 @@ fn main() -> ExitCode {
     };
     let mut cfg = WsConfig::default();
     cfg.deflate.enabled = deflate;
-    let launch = Launch::new(vec![LinkSpec {
-        kind: LinkKind::Kernel,
-        ip: Ipv4Addr::UNSPECIFIED,
-        prefix_len: 0,
-        ipv6: Vec::new(),
-        workers: 1,
-    }]);
+    let launch = Launch::new(vec![LinkSpec::kernel(1)]);
     let stop = StopHandle::new();
     let failed = Arc::new(AtomicBool::new(false));
     let make = {

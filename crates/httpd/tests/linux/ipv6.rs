@@ -168,9 +168,9 @@ fn httpd_on_xdp_all_checks_over_ipv6() {
     );
 }
 
-/// 7. Path MTU discovery over IPv6: the client sits behind a Linux router whose far
-///    link has an MTU of 1280 while the client's own end has 1500, so the client offers
-///    an MSS the path cannot carry. Four parallel 20 MB downloads from httpd on a
+/// 7. Path MTU discovery over IPv6: the client sits behind a Linux router (httpd's
+///    `--gateway`) whose far link has an MTU of 1280 while the client's own end has
+///    1500, so the client offers an MSS the path cannot carry. Four parallel 20 MB downloads from httpd on a
 ///    two-queue TAP complete byte-exact, which needs the router's Packet Too Big to have
 ///    lowered each connection's segment size (`path mtu lowered` in the workers'
 ///    counters), whichever worker the message reached.
@@ -184,7 +184,10 @@ fn httpd_on_tap_follows_packet_too_big_from_a_router() {
     };
     net.with_ipv6();
     let root = make_site(&net.dir, Some(20 << 20));
-    let (httpd, tap) = start_httpd_on_a_tap(&mut net, &root, "tap", 2, &[]);
+    // The router is the TAP's host side: httpd routes the far client's traffic to it.
+    let gateway = net.host_ip6();
+    let extra = ["--gateway", gateway.as_str()];
+    let (httpd, tap) = start_httpd_on_a_tap(&mut net, &root, "tap", 2, &extra);
     net.routed_peer6(&tap, 1280);
     let curl = net.tools.get("curl").to_path_buf();
     let url = format!("http://[{}]:{PORT}/big.bin", net.stack_ip6());
