@@ -8,18 +8,20 @@
 //! Setup (needs root): ethtool (installed with apt-get when missing; without it the
 //! AF_XDP row is skipped with a note), and a private network namespace
 //! `rusty-bench-<pid>` holding a pre-created multi-queue TAP `rbtap<pid>` whose host
-//! side is 10.79.0.1/24 and a veth pair `rbxdp<pid>` – `rbcli<pid>` whose client end is
-//! 10.79.1.1/24 ([`crate::xdp`]). Every run starts a fresh server inside the namespace
-//! pinned to the server core with `taskset` (one worker), then the client `echo-load`
-//! (kernel sockets, one worker) pinned to the client core:
+//! side is 10.79.0.1/24 and fd00:79::1/64 and a veth pair `rbxdp<pid>` – `rbcli<pid>`
+//! whose client end is 10.79.1.1/24 and fd00:79:1::1/64 ([`crate::xdp`]). Every run
+//! starts a fresh server inside the namespace pinned to the server core with `taskset`
+//! (one worker), then the client `echo-load` (kernel sockets, one worker) pinned to the
+//! client core, over IPv4 and over IPv6 ([`crate::family`]; `--family`):
 //!
-//! - TAP: `echo 7 1 tap:rbtap<pid> 10.79.0.2/24 1`, client → 10.79.0.2:7 through the
-//!   namespace's kernel and the TAP;
-//! - AF_XDP: `echo 7 1 xdp:rbxdp<pid> 10.79.1.2/24 1`, client → 10.79.1.2:7 through the
-//!   namespace's kernel and the veth pair (left out with `--no-xdp`, skipped with a note
-//!   when echo cannot come up on it: the driver not built in, or the kernel refusing
-//!   AF_XDP);
-//! - kernel: `echo 7` (kernel sockets), client → 127.0.0.1:7 over loopback.
+//! - TAP: `echo 7 1 tap:rbtap<pid> 10.79.0.2/24,fd00:79::2/64 1`, client →
+//!   `10.79.0.2:7` or `[fd00:79::2]:7` through the namespace's kernel and the TAP;
+//! - AF_XDP: `echo 7 1 xdp:rbxdp<pid> 10.79.1.2/24,fd00:79:1::2/64 1`, client →
+//!   `10.79.1.2:7` or `[fd00:79:1::2]:7` through the namespace's kernel and the veth
+//!   pair (left out with `--no-xdp`, skipped with a note when echo cannot come up on it:
+//!   the driver not built in, or the kernel refusing AF_XDP);
+//! - kernel: `echo 7` (kernel sockets on `[::]`, both families), client →
+//!   `127.0.0.1:7` or `[::1]:7` over loopback.
 //!
 //! The servers run inside the namespace too: a TAP is found by name in the opener's
 //! namespace, and the driver configures its host side by name, so a server in the root
@@ -47,17 +49,31 @@ use crate::common::{
     check_interrupted, check_run, explain_run, listening, release_bin, rotated, warn_if_busy,
     write_results, CpuTimes, Netns, Proc, Result, RunArgs, BENCHMARKS_PAGE,
 };
+use crate::family::{self, endpoint, Family, Over, Subnet, Subnets};
+use crate::http_load::report::Row;
 use crate::xdp::{self, Goal, Per, XdpLink};
 use report::{block_body, table, verdict};
 
-const HOST_CIDR: &str = "10.79.0.1/24";
-const STACK_IP: &str = "10.79.0.2";
-const PREFIX: u8 = 24;
+/// The TAP's subnets: its host side and Rusty.
+const TAP: Subnets = Subnets {
+    v4: Subnet {
+        kernel_cidr: "10.79.0.1/24",
+        rusty: "10.79.0.2",
+    },
+    v6: Subnet {
+        kernel_cidr: "fd00:79::1/64",
+        rusty: "fd00:79::2",
+    },
+};
 /// The AF_XDP row's veth pair: `rbxdp<pid>` (Rusty's end) and `rbcli<pid>`.
 const XDP: xdp::Plan = xdp::Plan {
     prefix: "rb",
     client_cidr: "10.79.1.1/24",
     stack_ip: "10.79.1.2",
+    ipv6: Some(Subnet {
+        kernel_cidr: "fd00:79:1::1/64",
+        rusty: "fd00:79:1::2",
+    }),
     queues: 1,
 };
 
@@ -144,11 +160,7 @@ const WS_CASES: [Case; 3] = [
 ];
 
 /// The goal: at least 2× the kernel backend's messages per server CPU-second at 128 B.
-const WS_GOALS: [Goal; 1] = [Goal {
-    case: WS_CASES[0].label,
-    per: Per::ServerCpu,
-    factor: 2.0,
-}];
+const WS_GOALS: [Goal; 1] = [Goal::new(WS_CASES[0].label, Per::ServerCpu, 2.0)];
 
 const ECHO_CASES: [Case; 2] = [
     case("ping-pong 100 × 64 B", "ping-pong", 100, 64),
@@ -156,11 +168,7 @@ const ECHO_CASES: [Case; 2] = [
 ];
 
 /// The goal for Rusty on AF_XDP against the kernel backend.
-const ECHO_GOALS: [Goal; 1] = [Goal {
-    case: ECHO_CASES[0].label,
-    per: Per::ServerCpu,
-    factor: 3.0,
-}];
+const ECHO_GOALS: [Goal; 1] = [Goal::new(ECHO_CASES[0].label, Per::ServerCpu, 3.0)];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Backend {
@@ -169,22 +177,23 @@ enum Backend {
     Kernel,
 }
 
-impl Backend {
-    fn label(self) -> &'static str {
+impl Row for Backend {
+    fn label(self) -> String {
         match self {
             Backend::Tap => "Rusty on TAP",
             Backend::Xdp => "Rusty on AF_XDP",
             Backend::Kernel => "kernel sockets",
         }
+        .into()
     }
 
-    /// The short name in ratio rows.
-    fn short(self) -> &'static str {
+    fn short(self) -> String {
         match self {
             Backend::Tap => "TAP",
             Backend::Xdp => "XDP",
             Backend::Kernel => "kernel",
         }
+        .into()
     }
 }
 
@@ -230,8 +239,9 @@ pub(crate) fn run(opts: &Options, suite: &'static Suite) -> Result<()> {
     let mut net = Netns::create(
         format!("rusty-bench-{pid}"),
         format!("rbtap{pid}"),
-        HOST_CIDR,
+        TAP.v4.kernel_cidr,
     )?;
+    net.add_address(&net.tap, TAP.v6.kernel_cidr)?;
     let xdp_link = xdp::setup(
         &opts.run,
         false,
@@ -260,22 +270,23 @@ pub(crate) fn run(opts: &Options, suite: &'static Suite) -> Result<()> {
         ctx.xdp = None;
     }
     xdp::announce(&what, &xdp_outcome);
+    let rows = family::rows(&backends, &opts.run.family.list(), |_| false);
 
     let cases = suite.cases;
-    let total = opts.run.load.rounds * cases.len() * backends.len();
+    let total = opts.run.load.rounds * cases.len() * rows.len();
     eprintln!(
         "{what}: {total} runs of {} s (server on CPU {}, client on CPU {}, namespace {})",
         opts.run.load.duration, opts.run.host.server_cpu, opts.run.host.client_cpu, net.name
     );
-    let mut samples: Vec<Vec<(Backend, Sample)>> = vec![Vec::new(); cases.len()];
+    let mut samples: Vec<Vec<(Over<Backend>, Sample)>> = vec![Vec::new(); cases.len()];
     let mut n = 0;
     for round in 0..opts.run.load.rounds {
         for (ci, case) in cases.iter().enumerate() {
-            for backend in rotated(&backends, round + ci) {
+            for backend in rotated(&rows, round + ci) {
                 n += 1;
                 let s = ctx.run_one(*case, backend, n).map_err(kept)?;
                 eprintln!(
-                    "  [{n}/{total}] round {} {:<22} {:<15} {:>10.0} msg/s {:>8.2} MB/s \
+                    "  [{n}/{total}] round {} {:<22} {:<21} {:>10.0} msg/s {:>8.2} MB/s \
                      CPU µs/msg server {:.2} machine {:.2}{}",
                     round + 1,
                     case.label,
@@ -299,12 +310,9 @@ pub(crate) fn run(opts: &Options, suite: &'static Suite) -> Result<()> {
         let _ = fs::remove_dir_all(&logs);
     }
 
-    let table = table(suite, &samples, &backends);
-    let verdict = verdict(
-        suite,
-        &samples,
-        xdp_outcome.as_ref().err().map(String::as_str),
-    );
+    let table = table(suite, &samples, &rows);
+    let xdp_skipped = xdp_outcome.as_ref().err().map(String::as_str);
+    let verdict = verdict(suite, &samples, xdp_skipped, opts.run.family);
     println!("{table}\n{verdict}");
     if !opts.run.host.no_docs {
         let body = block_body(suite, opts, &xdp_outcome, &table, &verdict);
@@ -350,14 +358,14 @@ impl Ctx<'_> {
             .ok_or_else(|| "Rusty on AF_XDP is not set up".into())
     }
 
-    /// A fresh server for `backend`, up and accepting.
-    fn start(&self, backend: Backend, log: &Path) -> Result<Proc> {
+    /// A fresh server for `backend`, up and accepting over its family.
+    fn start(&self, backend: Over<Backend>, log: &Path) -> Result<Proc> {
         let mut cmd = self.in_ns(self.opts.run.host.server_cpu, &self.bins.echo);
         cmd.arg(self.suite.port.to_string());
-        match backend {
+        match backend.server {
             Backend::Tap => {
                 cmd.args(["1", &format!("tap:{}", self.net.tap)])
-                    .arg(format!("{STACK_IP}/{PREFIX}"))
+                    .arg(TAP.rusty_spec())
                     .arg("1");
             }
             Backend::Xdp => {
@@ -378,7 +386,7 @@ impl Ctx<'_> {
     fn xdp_preflight(&self) -> Result<xdp::Outcome> {
         let log = self.logs.join("00-xdp-preflight-server.log");
         let started = self
-            .start(Backend::Xdp, &log)
+            .start(Over::new(Backend::Xdp, Family::V4), &log)
             .map(|mut server| server.stop(Duration::from_secs(5)));
         self.check_interrupted()?;
         Ok(xdp::outcome(
@@ -389,18 +397,26 @@ impl Ctx<'_> {
         ))
     }
 
-    fn run_one(&self, case: Case, backend: Backend, n: usize) -> Result<Sample> {
+    /// Where the client reaches `backend` in its family.
+    fn host(&self, backend: Over<Backend>) -> Result<&'static str> {
+        Ok(match backend.server {
+            Backend::Tap => TAP.of(backend.family).rusty,
+            Backend::Xdp => self.xdp_link()?.stack_ip_of(backend.family)?,
+            Backend::Kernel => backend.family.loopback(),
+        })
+    }
+
+    fn run_one(&self, case: Case, backend: Over<Backend>, n: usize) -> Result<Sample> {
         self.check_interrupted()?;
-        let tag = format!("{n:02}-{}-{:?}", case.mode, backend).to_lowercase();
+        let tag = format!(
+            "{n:02}-{}-{:?}-{}",
+            case.mode, backend.server, backend.family
+        );
+        let tag = tag.to_lowercase();
         let server_log = self.logs.join(format!("{tag}-server.log"));
         let mut server = self.start(backend, &server_log)?;
 
-        let port = self.suite.port;
-        let target = match backend {
-            Backend::Tap => format!("{STACK_IP}:{port}"),
-            Backend::Xdp => format!("{}:{port}", self.xdp_link()?.stack_ip),
-            Backend::Kernel => format!("127.0.0.1:{port}"),
-        };
+        let target = endpoint(self.host(backend)?, self.suite.port);
         let client_log = self.logs.join(format!("{tag}-client.log"));
         let mut cmd = self.in_ns(self.opts.run.host.client_cpu, &self.bins.load);
         cmd.arg(&target)
@@ -430,18 +446,17 @@ impl Ctx<'_> {
         Ok(s)
     }
 
-    /// Until the server accepts: a listening socket on the port (kernel), the TAP's
-    /// carrier, which comes up once a queue is attached (TAP), or a connection through the
-    /// veth (AF_XDP).
-    fn wait_ready(&self, server: &mut Proc, backend: Backend, log: &Path) -> Result<()> {
+    /// Until the server accepts: a listening socket on the port (kernel), or a
+    /// connection to Rusty's address in the run's family (TAP, AF_XDP: an IPv6 address
+    /// takes about a second of duplicate address detection).
+    fn wait_ready(&self, server: &mut Proc, backend: Over<Backend>, log: &Path) -> Result<()> {
         let what = format!("the {} server", backend.label());
         let times = (Duration::from_secs(10), Duration::from_millis(200));
         let port = self.suite.port;
         crate::common::wait_ready(server, &what, log, times, self.interrupted, |pid| {
-            Ok(match backend {
+            Ok(match backend.server {
                 Backend::Kernel => listening(pid, port),
-                Backend::Tap => self.net.tap_has_carrier(),
-                Backend::Xdp => self.xdp_link()?.accepts(self.net, port),
+                Backend::Tap | Backend::Xdp => self.net.connects(self.host(backend)?, port),
             })
         })
     }

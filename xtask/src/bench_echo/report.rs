@@ -4,13 +4,18 @@
 
 use std::fmt::Write as _;
 
-use super::{Backend, Options, Sample, Suite, PREFIX, STACK_IP, XDP};
+use super::{Backend, Options, Sample, Suite, TAP, XDP};
 use crate::common::{median_by, provenance, thousands};
+use crate::family::{self, CaseRuns, Families, Over};
+use crate::http_load::report::Row;
 use crate::xdp::{self, Per};
+
+/// A row of the table: a backend over a family.
+type Key = Over<Backend>;
 
 /// `a` over `b` in one case, from the medians: messages/s, and messages per server and
 /// per machine CPU-second (the inverse of the CPU-per-message ratios).
-fn ratios(runs: &[(Backend, Sample)], a: Backend, b: Backend) -> [f64; 3] {
+fn ratios(runs: &[(Key, Sample)], a: Key, b: Key) -> [f64; 3] {
     let of = |f: fn(&Sample) -> f64| median_by(runs, b, f) / median_by(runs, a, f);
     [
         1.0 / of(|s| s.msgs_per_s),
@@ -19,20 +24,18 @@ fn ratios(runs: &[(Backend, Sample)], a: Backend, b: Backend) -> [f64; 3] {
     ]
 }
 
-/// Medians per (case, backend) and each Rusty row's ratios to the kernel backend, as a
-/// markdown table.
-pub(super) fn table(
-    suite: &Suite,
-    samples: &[Vec<(Backend, Sample)>],
-    backends: &[Backend],
-) -> String {
+/// Medians per (case, row) and the ratios of each Rusty row to the kernel backend in the
+/// same family and of each backend over IPv6 to itself over IPv4 ([`family::pairs`]),
+/// as a markdown table.
+pub(super) fn table(suite: &Suite, samples: &[Vec<(Key, Sample)>], rows: &[Key]) -> String {
     let mut t = String::new();
     t.push_str(
         "| case | backend | messages/s (min–max) | MB/s | server CPU µs per message | machine CPU µs per message | p50 / p99 latency (µs) |\n\
          |---|---|---:|---:|---:|---:|---:|\n",
     );
+    let pairs = family::pairs(&[Backend::Tap, Backend::Xdp], &[Backend::Kernel]);
     for (case, runs) in suite.cases.iter().zip(samples) {
-        for &backend in backends {
+        for &backend in rows {
             let rates = runs
                 .iter()
                 .filter(|(b, _)| *b == backend)
@@ -66,33 +69,38 @@ pub(super) fn table(
                 median_by(runs, backend, Sample::machine_us),
             );
         }
-        for rusty in [Backend::Tap, Backend::Xdp] {
-            if !backends.contains(&rusty) {
-                continue;
-            }
-            let [rate, server, machine] = ratios(runs, rusty, Backend::Kernel);
+        for &(a, b) in pairs
+            .iter()
+            .filter(|(a, b)| rows.contains(a) && rows.contains(b))
+        {
+            let [rate, server, machine] = ratios(runs, a, b);
             let _ = writeln!(
                 t,
-                "| {} | **{} / kernel** | **{rate:.2}×** | | **{server:.2}×** per CPU-s | **{machine:.2}×** per CPU-s | |",
+                "| {} | **{} / {}** | **{rate:.2}×** | | **{server:.2}×** per CPU-s | **{machine:.2}×** per CPU-s | |",
                 case.label,
-                rusty.short(),
+                a.short(),
+                b.short(),
             );
         }
     }
     t
 }
 
-/// Where Rusty on AF_XDP stands against the suite's goals; `xdp_skipped` says why it was
-/// not measured.
+/// Where Rusty on AF_XDP stands against the suite's goals in the first of `families`
+/// (`xdp_skipped` says why it was not measured), and Rusty on TAP and on AF_XDP over
+/// IPv6 against IPv4 ([`family::IPV6_COST`]).
 pub(super) fn verdict(
     suite: &Suite,
-    samples: &[Vec<(Backend, Sample)>],
+    samples: &[Vec<(Key, Sample)>],
     xdp_skipped: Option<&str>,
+    families: Families,
 ) -> String {
-    xdp::verdict(
+    let family = families.first();
+    let on = |backend| Over::new(backend, family);
+    let xdp = xdp::verdict(
         suite.goals,
-        "messages",
-        "the kernel backend",
+        "message",
+        &format!("the kernel backend over {family}"),
         xdp_skipped,
         |g| {
             let ci = suite
@@ -100,12 +108,27 @@ pub(super) fn verdict(
                 .iter()
                 .position(|c| c.label == g.case)
                 .unwrap_or(0);
-            let [_, server, machine] = ratios(&samples[ci], Backend::Xdp, Backend::Kernel);
+            let [_, server, machine] = ratios(&samples[ci], on(Backend::Xdp), on(Backend::Kernel));
             match g.per {
                 Per::ServerCpu => server,
                 Per::MachineCpu => machine,
             }
         },
+    );
+    let cases: Vec<CaseRuns<'_, Backend, Sample>> = suite
+        .cases
+        .iter()
+        .zip(samples)
+        .map(|(c, runs)| (c.label, runs.as_slice()))
+        .collect();
+    let v6 = |name, backend, skipped| {
+        family::ipv6_verdict(name, backend, &cases, "message", skipped, Sample::server_us)
+    };
+    let one_only = families.one_only();
+    format!(
+        "{xdp}\n{}\n{}",
+        v6("Rusty on TAP", Backend::Tap, one_only),
+        v6("Rusty on AF_XDP", Backend::Xdp, xdp_skipped.or(one_only)),
     )
 }
 
@@ -118,6 +141,7 @@ pub(super) fn block_body(
 ) -> String {
     let spin = opts.run.host.spin("the binaries' default `--spin-us 200`");
     let xdp_note = xdp::mode_note(xdp_outcome);
+    let families = family::page_note(opts.run.family, "message", None);
     format!(
         "### {heading}\n\
          \n\
@@ -128,11 +152,11 @@ pub(super) fn block_body(
          Every server runs one worker pinned to CPU {scpu} ({spin}); the same client,\n\
          `{client}` on kernel sockets with one worker, runs pinned to CPU {ccpu}; all inside a\n\
          private network namespace. TAP: the client's kernel → TAP → Rusty (`{server} {port} 1\n\
-         tap:NAME {STACK_IP}/{PREFIX} 1`). AF_XDP: the client's kernel → a veth pair (one queue\n\
+         tap:NAME {tap} 1`). AF_XDP: the client's kernel → a veth pair (one queue\n\
          pair; the client end's transmit checksum offload off, so that frames carry whole\n\
          checksums as on a wire: the client's kernel sums them in software, and machine CPU\n\
          includes that) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
-         copy mode → Rusty (`{server} {port} 1 xdp:NAME {xdp_ip}/{PREFIX} 1`). Kernel: the same client →\n\
+         copy mode → Rusty (`{server} {port} 1 xdp:NAME {xdp} 1`). Kernel: the same client →\n\
          loopback → `{server} {port}` on kernel sockets.\n\
          \n\
          Server CPU is the server process's utime + stime over the client's run\n\
@@ -148,6 +172,8 @@ pub(super) fn block_body(
          per CPU-second, the inverse of the CPU-per-message ratio: above 1× Rusty does more\n\
          with the same CPU.{xdp_note}\n\
          \n\
+         {families}\n\
+         \n\
          {table}\n\
          {verdict}",
         heading = suite.heading,
@@ -156,7 +182,8 @@ pub(super) fn block_body(
         port = suite.port,
         unit = suite.unit,
         provenance = provenance(),
-        xdp_ip = XDP.stack_ip,
+        tap = TAP.rusty_spec(),
+        xdp = XDP.rusty_addresses(),
         rounds = opts.run.load.rounds,
         d = opts.run.load.duration,
         scpu = opts.run.host.server_cpu,
@@ -169,6 +196,7 @@ mod tests {
     use super::super::ECHO;
     use super::*;
     use crate::common::CpuTimes;
+    use crate::family::Family;
 
     #[test]
     fn tables_and_goals() {
@@ -182,35 +210,60 @@ mod tests {
             },
             latency_us: Some((300, 900)),
         };
+        let (v4, v6) = (|b| Over::new(b, Family::V4), |b| Over::new(b, Family::V6));
         let runs = vec![
-            (Backend::Tap, s(200_000.0, 5.0, 10.0)),
-            (Backend::Xdp, s(300_000.0, 5.0, 9.0)),
-            (Backend::Kernel, s(100_000.0, 5.0, 10.0)),
+            (v4(Backend::Tap), s(200_000.0, 5.0, 10.0)),
+            (v4(Backend::Xdp), s(300_000.0, 5.0, 9.0)),
+            (v4(Backend::Kernel), s(100_000.0, 5.0, 10.0)),
+            (v6(Backend::Tap), s(190_000.0, 5.0, 10.0)),
+            (v6(Backend::Xdp), s(250_000.0, 5.0, 9.0)),
+            (v6(Backend::Kernel), s(100_000.0, 5.0, 10.0)),
         ];
         let samples = vec![runs.clone(), runs];
         let all = [Backend::Tap, Backend::Xdp, Backend::Kernel];
-        let t = table(&ECHO, &samples, &all);
+        let rows = family::rows(&all, &Families::Both.list(), |_| false);
+        let t = table(&ECHO, &samples, &rows);
         assert!(
-            t.contains("| ping-pong 100 × 64 B | Rusty on AF_XDP | 300,000 | 1.00 | 3.33 | 6.00 | 300 / 900 |"),
+            t.contains("| ping-pong 100 × 64 B | Rusty on AF_XDP, IPv4 | 300,000 | 1.00 | 3.33 | 6.00 | 300 / 900 |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| ping-pong 100 × 64 B | Rusty on AF_XDP, IPv6 | 250,000 | 1.00 | 4.00 | 7.20 | 300 / 900 |"),
             "{t}"
         );
         assert!(
             t.contains(
-                "| **TAP / kernel** | **2.00×** | | **2.00×** per CPU-s | **2.00×** per CPU-s | |"
+                "| **TAP IPv4 / kernel IPv4** | **2.00×** | | **2.00×** per CPU-s | **2.00×** per CPU-s | |"
             ),
             "{t}"
         );
         assert!(
             t.contains(
-                "| **XDP / kernel** | **3.00×** | | **3.00×** per CPU-s | **3.33×** per CPU-s | |"
+                "| **XDP IPv4 / kernel IPv4** | **3.00×** | | **3.00×** per CPU-s | **3.33×** per CPU-s | |"
             ),
             "{t}"
         );
-        let v = verdict(&ECHO, &samples, None);
-        assert!(v.contains("met 1 of 1"), "{v}");
-        let t = table(&ECHO, &samples, &[Backend::Tap, Backend::Kernel]);
-        assert!(!t.contains("XDP"), "{t}");
-        let v = verdict(&ECHO, &samples, Some("left out (--no-xdp)"));
-        assert!(v.contains("not measured in this run"), "{v}");
+        assert!(
+            t.contains(
+                "| **XDP IPv6 / XDP IPv4** | **0.83×** | | **0.83×** per CPU-s | **0.83×** per CPU-s | |"
+            ),
+            "{t}"
+        );
+        let v = verdict(&ECHO, &samples, None, Families::Both);
+        for want in [
+            "AF_XDP against the kernel backend over IPv4: met 1 of 1",
+            "Goals for Rusty on TAP over IPv6 against IPv4 on the same path: met 2 of 2",
+            "- stream 4 × 512 B: 1.05× the server CPU per message (goal ≤ 1.1×: met)",
+            "Goals for Rusty on AF_XDP over IPv6 against IPv4 on the same path: met 0 of 2",
+            "- ping-pong 100 × 64 B: 1.20× the server CPU per message (goal ≤ 1.1×: not met)",
+        ] {
+            assert!(v.contains(want), "{want} missing from\n{v}");
+        }
+        let rows = family::rows(&[Backend::Tap, Backend::Kernel], &[Family::V4], |_| false);
+        let t = table(&ECHO, &samples, &rows);
+        assert!(!t.contains("XDP") && !t.contains("IPv6"), "{t}");
+        let v = verdict(&ECHO, &samples, Some("left out (--no-xdp)"), Families::Ipv4);
+        assert!(v.contains("not measured in this run; left out"), "{v}");
+        assert!(v.contains("not measured in this run; only IPv4"), "{v}");
     }
 }
