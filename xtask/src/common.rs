@@ -2,6 +2,7 @@
 //! namespace with its TAP (and veth pairs), `/proc` CPU accounting, building, installing
 //! Debian packages, and table formatting.
 
+use crate::family::Families;
 use crate::sys;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,10 @@ pub(crate) struct RunArgs {
     /// Leave out Rusty on AF_XDP (its veth pair and its row).
     #[arg(long)]
     pub no_xdp: bool,
+    /// The address families to measure, side by side in one run: every server over
+    /// IPv4, over IPv6, or both (nginx over IPv4 only).
+    #[arg(long, value_enum, default_value_t = Families::Both)]
+    pub family: Families,
     #[command(flatten)]
     pub host: HostArgs,
 }

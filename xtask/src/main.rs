@@ -7,19 +7,22 @@
 //! prints.
 //!
 //! - `cargo xtask bench echo [--duration S] [--rounds N] [--spin-us U] [--no-xdp]
-//!   [--no-docs]`: the echo server on Rusty's stack (TAP, AF_XDP) against the same
-//!   server on the kernel's sockets, driven by the same client on the same cores; prints a
-//!   table and writes it into `docs/benchmarks.md` (see [`bench_echo`]).
+//!   [--family ipv4|ipv6|both] [--no-docs]`: the echo server on Rusty's stack (TAP,
+//!   AF_XDP) against the same server on the kernel's sockets, driven by the same client
+//!   on the same cores, over IPv4 and IPv6; prints a table and writes it into
+//!   `docs/benchmarks.md` (see [`bench_echo`]).
 //! - `cargo xtask bench ws [--duration S] [--rounds N] …`: the same for `ws-echo` under
 //!   `ws-load`: WebSocket messages of 128 B, 1 KiB and 8 KiB over 240 connections
 //!   (see [`bench_echo`]).
 //! - `cargo xtask bench http [--duration S] [--rounds N] [--connections C] [--no-nginx]
-//!   [--no-xdp] …`: httpd on Rusty's stack (TAP, AF_XDP), the same httpd on the kernel's
-//!   sockets and nginx, one server core each, under the same wrk; prints a table and
-//!   writes it into `docs/benchmarks.md` (see [`bench_http`]).
+//!   [--no-xdp] [--family ipv4|ipv6|both] …`: httpd on Rusty's stack (TAP, AF_XDP), the
+//!   same httpd on the kernel's sockets and nginx, one server core each, under the same
+//!   wrk, over IPv4 and IPv6 (nginx over IPv4); prints a table and writes it into
+//!   `docs/benchmarks.md` (see [`bench_http`]).
 //!
 //! Both report server CPU and whole-machine CPU per request or message; their Rusty-on-
-//! AF_XDP row shares its veth pair, trial start and goals ([`xdp`]).
+//! AF_XDP row shares its veth pair, trial start and goals ([`xdp`]), their families the
+//! addresses, rows and IPv6 goal of [`family`].
 //! - `cargo xtask bench preload [--duration S] [--rounds N] [--quick] …`: unmodified nginx
 //!   (1 and 2 workers) and redis-server on Rusty through `rusty-run` over a TAP against
 //!   the same binaries on the kernel's sockets behind a veth pair, under wrk and
@@ -55,6 +58,7 @@ mod bench_preload;
 mod common;
 mod cross;
 mod cross_test;
+mod family;
 mod goals;
 mod http_load;
 mod pages;

@@ -1,6 +1,7 @@
 //! The Rusty-on-AF_XDP row that `bench http` and `bench echo` share: its veth pair in
-//! the benchmark's namespace, how to tell that Rusty is up on it, why the row is skipped
-//! when it cannot run, and the goals it is held to.
+//! the benchmark's namespace, why the row is skipped when it cannot run, and the goals
+//! it is held to. Rusty is up on it once a TCP connection from the namespace's kernel
+//! opens: the XDP program, the AF_XDP socket and the listener are all there.
 //!
 //! ```text
 //!   benchmark namespace
@@ -10,8 +11,10 @@
 //!  └────────────────────────────────────────────────────────────────────────────┘
 //! ```
 //!
+//! A benchmark that measures IPv6 too gives both ends addresses in an IPv6 /64 as well
+//! ([`Plan::ipv6`]; `bench http` and `bench echo`: `fd00:x:1::1` and `fd00:x:1::2`).
 //! Rusty (`xdp:XDP-END`) attaches its XDP program to its end and takes the frames for its
-//! address from one AF_XDP socket per worker (copy mode on a veth); the client reaches it
+//! addresses from one AF_XDP socket per worker (copy mode on a veth); the client reaches it
 //! through the namespace's kernel and the client end, as it reaches Rusty on TAP through
 //! the TAP's host side. Both ends have one queue pair per server worker: a veth delivers
 //! a frame on the peer's receive queue numbered like the transmit queue it was sent on,
@@ -25,26 +28,48 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 
-use crate::common::{apt_install, find_program, ip, tail, Netns, Result, RunArgs};
+use crate::common::{apt_install, find_program, tail, Netns, Result, RunArgs};
+use crate::family::{Family, Subnet};
 use crate::goals;
 pub(crate) use crate::goals::{Goal, Per};
 
 /// Where a benchmark puts the row: the two letters its device names start with (like
-/// its TAP's), the client end's address and Rusty's, in the same /24, and the queue
-/// pairs of each veth end (the server's workers or processes on AF_XDP).
+/// its TAP's), the client end's address and Rusty's, in the same /24, the same in an
+/// IPv6 /64 when the benchmark measures IPv6 too, and the queue pairs of each veth end
+/// (the server's workers or processes on AF_XDP).
 pub(crate) struct Plan {
     pub prefix: &'static str,
     pub client_cidr: &'static str,
     pub stack_ip: &'static str,
+    pub ipv6: Option<Subnet>,
     pub queues: usize,
 }
 
-/// Rusty's end of the veth pair, and the address the client reaches Rusty at.
+impl Plan {
+    /// Rusty's addresses as its link spec writes them ([`rusty_addresses`]).
+    pub(crate) fn rusty_addresses(&self) -> String {
+        rusty_addresses(self.stack_ip, self.ipv6)
+    }
+}
+
+/// Rusty's addresses on the veth as a link spec writes them: `IP/24`, or with IPv6
+/// `IP/24,IP6/64`.
+fn rusty_addresses(stack_ip: &str, ipv6: Option<Subnet>) -> String {
+    let v4 = format!("{stack_ip}/24");
+    match ipv6 {
+        Some(v6) => format!("{v4},{}", v6.rusty_cidr()),
+        None => v4,
+    }
+}
+
+/// Rusty's end of the veth pair, and the addresses the client reaches Rusty at.
 pub(crate) struct XdpLink {
     /// The veth end Rusty attaches to (`xdp:NAME`).
     pub ifname: String,
     /// Rusty's address, in the client end's /24.
     pub stack_ip: &'static str,
+    /// Rusty's IPv6 subnet, when it has one.
+    pub ipv6: Option<Subnet>,
     /// Queue pairs of each end.
     pub queues: usize,
 }
@@ -57,15 +82,10 @@ impl XdpLink {
         let ifname = format!("{}xdp{pid}", plan.prefix);
         let client = format!("{}cli{pid}", plan.prefix);
         net.add_veth(&ifname, &client, plan.queues)?;
-        ip(&[
-            "-n",
-            &net.name,
-            "addr",
-            "add",
-            plan.client_cidr,
-            "dev",
-            &client,
-        ])?;
+        net.add_address(&client, plan.client_cidr)?;
+        if let Some(v6) = plan.ipv6 {
+            net.add_address(&client, v6.kernel_cidr)?;
+        }
         let out = Command::new("ip")
             .args(["netns", "exec", &net.name])
             .arg(ethtool)
@@ -81,30 +101,35 @@ impl XdpLink {
         Ok(XdpLink {
             ifname,
             stack_ip: plan.stack_ip,
+            ipv6: plan.ipv6,
             queues: plan.queues,
         })
     }
 
-    /// The link arguments of a Rusty binary: `1 xdp:NAME IP/24 QUEUES`.
+    /// The link arguments of a Rusty binary: `1 xdp:NAME ADDRESSES QUEUES`
+    /// ([`rusty_addresses`]).
     pub(crate) fn link_args(&self) -> [String; 4] {
         [
             "1".into(),
             format!("xdp:{}", self.ifname),
-            format!("{}/24", self.stack_ip),
+            rusty_addresses(self.stack_ip, self.ipv6),
             self.queues.to_string(),
         ]
+    }
+
+    /// Rusty's address in `family`.
+    pub(crate) fn stack_ip_of(&self, family: Family) -> Result<&'static str> {
+        match (family, self.ipv6) {
+            (Family::V4, _) => Ok(self.stack_ip),
+            (Family::V6, Some(v6)) => Ok(v6.rusty),
+            (Family::V6, None) => Err(format!("{} has no IPv6 address", self.ifname)),
+        }
     }
 
     /// The link as `rusty-run --link` takes it: `xdp:NAME IP/24 QUEUES`.
     pub(crate) fn rusty_run_link(&self) -> String {
         let [_, name, cidr, queues] = self.link_args();
         format!("{name} {cidr} {queues}")
-    }
-
-    /// Whether a TCP connection from the namespace's kernel to Rusty's `port` opens
-    /// within a second: the XDP program, the AF_XDP socket and the listener are all up.
-    pub(crate) fn accepts(&self, net: &Netns, port: u16) -> bool {
-        net.connects(self.stack_ip, port)
     }
 }
 
@@ -228,12 +253,8 @@ mod tests {
 
     #[test]
     fn verdict_names_af_xdp() {
-        let goals = [Goal {
-            case: "small",
-            per: Per::ServerCpu,
-            factor: 3.0,
-        }];
-        let v = verdict(&goals, "requests", "the kernel", None, |_| 3.5);
+        let goals = [Goal::new("small", Per::ServerCpu, 3.0)];
+        let v = verdict(&goals, "request", "the kernel", None, |_| 3.5);
         assert!(
             v.starts_with("Goals for Rusty on AF_XDP against the kernel: met 1 of 1"),
             "{v}"

@@ -7,21 +7,25 @@
 //! the AF_XDP row), a temporary directory with the generated page set
 //! ([`crate::pages`]), the wrk script and nginx's prefix, and a private network
 //! namespace `rusty-bench-http-<pid>` holding a pre-created multi-queue TAP
-//! `rhtap<pid>` whose host side is 10.80.0.1/24, and a veth pair `rhxdp<pid>` –
-//! `rhcli<pid>` whose client end is 10.80.1.1/24 ([`crate::xdp`]). Every run starts a
-//! fresh server inside the namespace, pinned to the server core with `taskset`, then
-//! `taskset -c CLIENT wrk -t1 -cN -dDs --latency …` inside the namespace:
+//! `rhtap<pid>` whose host side is 10.80.0.1/24 and fd00:80::1/64, and a veth pair
+//! `rhxdp<pid>` – `rhcli<pid>` whose client end is 10.80.1.1/24 and fd00:80:1::1/64
+//! ([`crate::xdp`]). Every run starts a fresh server inside the namespace, pinned to
+//! the server core with `taskset`, then `taskset -c CLIENT wrk -t1 -cN -dDs --latency …`
+//! inside the namespace, over IPv4 and over IPv6 ([`crate::family`]; `--family`):
 //!
-//! - Rusty on TAP: `httpd 8080 PAGES 1 tap:rhtap<pid> 10.80.0.2/24 1`, wrk →
-//!   10.80.0.2:8080 through the namespace's kernel and the TAP;
-//! - Rusty on AF_XDP: `httpd 8080 PAGES 1 xdp:rhxdp<pid> 10.80.1.2/24 1`, wrk →
-//!   10.80.1.2:8080 through the namespace's kernel and the veth pair (left out with
-//!   `--no-xdp`, skipped with a note when httpd cannot come up on it: the driver not
-//!   built in, or the kernel refusing AF_XDP);
-//! - kernel sockets: `httpd 8080 PAGES` (one worker: the allowed set is one core), wrk →
-//!   127.0.0.1:8080 over loopback;
+//! - Rusty on TAP: `httpd 8080 PAGES 1 tap:rhtap<pid> 10.80.0.2/24,fd00:80::2/64 1`,
+//!   wrk → `10.80.0.2:8080` or `[fd00:80::2]:8080` through the namespace's kernel and
+//!   the TAP;
+//! - Rusty on AF_XDP: `httpd 8080 PAGES 1 xdp:rhxdp<pid> 10.80.1.2/24,fd00:80:1::2/64 1`,
+//!   wrk → `10.80.1.2:8080` or `[fd00:80:1::2]:8080` through the namespace's kernel and
+//!   the veth pair (left out with `--no-xdp`, skipped with a note when httpd cannot
+//!   come up on it: the driver not built in, or the kernel refusing AF_XDP);
+//! - kernel sockets: `httpd 8080 PAGES` (one worker: the allowed set is one core; it
+//!   listens on `[::]`, both families), wrk → `127.0.0.1:8080` or `[::1]:8080` over
+//!   loopback;
 //! - nginx: `worker_processes 1`, `access_log off`, `sendfile on`, `open_file_cache`,
-//!   `keepalive_requests` 10⁸, master and worker pinned by `taskset`, wrk → 127.0.0.1:8080.
+//!   `keepalive_requests` 10⁸, master and worker pinned by `taskset`, wrk →
+//!   `127.0.0.1:8080` (IPv4 only).
 //!
 //! Server CPU is utime + stime from `/proc/PID/stat` (for nginx, master plus workers),
 //! and machine CPU the busy time of every CPU from `/proc/stat`, both sampled just
@@ -46,6 +50,7 @@ use crate::common::{
     release_bin, rotated, warn_if_busy, write_results, Netns, Result, RunArgs, TempDir,
     BENCHMARKS_PAGE,
 };
+use crate::family::{self, Over, Subnet, Subnets};
 use crate::http_load::report::{us, Row};
 use crate::http_load::wrk::Sample;
 use crate::http_load::{nginx, write_files, Files, CASES};
@@ -56,14 +61,26 @@ use runs::Ctx;
 use tools::Tools;
 
 const PORT: u16 = 8080;
-const HOST_CIDR: &str = "10.80.0.1/24";
-const STACK_IP: &str = "10.80.0.2";
-const PREFIX: u8 = 24;
+/// The TAP's subnets: its host side and Rusty.
+const TAP: Subnets = Subnets {
+    v4: Subnet {
+        kernel_cidr: "10.80.0.1/24",
+        rusty: "10.80.0.2",
+    },
+    v6: Subnet {
+        kernel_cidr: "fd00:80::1/64",
+        rusty: "fd00:80::2",
+    },
+};
 /// The AF_XDP row's veth pair: `rhxdp<pid>` (Rusty's end) and `rhcli<pid>`.
 const XDP: xdp::Plan = xdp::Plan {
     prefix: "rh",
     client_cidr: "10.80.1.1/24",
     stack_ip: "10.80.1.2",
+    ipv6: Some(Subnet {
+        kernel_cidr: "fd00:80:1::1/64",
+        rusty: "fd00:80:1::2",
+    }),
     queues: 1,
 };
 /// The marker lines of this benchmark's block in `docs/benchmarks.md`.
@@ -73,21 +90,9 @@ const BLOCK_END: &str = "<!-- bench-http:end -->";
 const GOAL: f64 = 3.0;
 /// The goals for Rusty on AF_XDP against the kernel-backend httpd.
 const XDP_GOALS: [Goal; 3] = [
-    Goal {
-        case: CASES[0].label,
-        per: Per::ServerCpu,
-        factor: 3.0,
-    },
-    Goal {
-        case: CASES[0].label,
-        per: Per::MachineCpu,
-        factor: 2.0,
-    },
-    Goal {
-        case: CASES[2].label,
-        per: Per::ServerCpu,
-        factor: 1.5,
-    },
+    Goal::new(CASES[0].label, Per::ServerCpu, 3.0),
+    Goal::new(CASES[0].label, Per::MachineCpu, 2.0),
+    Goal::new(CASES[2].label, Per::ServerCpu, 1.5),
 ];
 
 #[derive(Debug, Clone, clap::Args)]
@@ -114,20 +119,15 @@ enum Server {
     Nginx,
 }
 
-impl Server {
-    fn name(self) -> &'static str {
+impl Row for Server {
+    fn label(self) -> String {
         match self {
             Server::Tap => "httpd, Rusty on TAP",
             Server::Xdp => "httpd, Rusty on AF_XDP",
             Server::Kernel => "httpd, kernel sockets",
             Server::Nginx => "nginx, 1 worker",
         }
-    }
-}
-
-impl Row for Server {
-    fn label(self) -> String {
-        self.name().into()
+        .into()
     }
 
     fn short(self) -> String {
@@ -179,10 +179,12 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let mut net = Netns::create(
         format!("rusty-bench-http-{pid}"),
         format!("rhtap{pid}"),
-        HOST_CIDR,
+        TAP.v4.kernel_cidr,
     )?;
+    net.add_address(&net.tap, TAP.v6.kernel_cidr)?;
     // `Connection: close` opens a connection per request: give wrk the whole port range
-    // and let it reuse its own TIME-WAIT ports (both sysctls are per namespace).
+    // and let it reuse its own TIME-WAIT ports (both sysctls are per namespace, and
+    // apply to IPv6 too).
     net.sysctl("net.ipv4.ip_local_port_range", "1024 65535")?;
     net.sysctl("net.ipv4.tcp_tw_reuse", "1")?;
     let xdp_link = xdp::setup(
@@ -224,8 +226,9 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         ctx.xdp = None;
     }
     xdp::announce("bench http", &xdp_outcome);
+    let rows = family::rows(&servers, &opts.run.family.list(), |s| s == Server::Nginx);
 
-    let total = opts.run.load.rounds * CASES.len() * servers.len();
+    let total = opts.run.load.rounds * CASES.len() * rows.len();
     eprintln!(
         "bench http: {total} runs of {} s, {} connections (server on CPU {}, wrk on CPU {}, \
          namespace {})",
@@ -235,20 +238,20 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         opts.run.host.client_cpu,
         net.name
     );
-    let mut samples: Vec<Vec<(Server, Sample)>> = vec![Vec::new(); CASES.len()];
+    let mut samples: Vec<Vec<(Over<Server>, Sample)>> = vec![Vec::new(); CASES.len()];
     let mut n = 0;
     let result: Result<()> = (|| {
         for round in 0..opts.run.load.rounds {
             for (ci, case) in CASES.iter().enumerate() {
-                for server in rotated(&servers, round + ci) {
+                for server in rotated(&rows, round + ci) {
                     n += 1;
                     let s = ctx.run_one(*case, server, n)?;
                     eprintln!(
-                        "  [{n}/{total}] round {} {:<6} {:<22} {:>9.0} req/s {:>9.2} MB/s \
+                        "  [{n}/{total}] round {} {:<6} {:<28} {:>9.0} req/s {:>9.2} MB/s \
                          CPU µs/req server {:.2} machine {:.2}{}{}",
                         round + 1,
                         case.tag,
-                        server.name(),
+                        server.label(),
                         s.req_per_s,
                         s.mb_per_s,
                         s.server_us(),
@@ -271,8 +274,9 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     drop(net);
     tmp.finish(result, opts.run.host.keep_logs, "bench http")?;
 
-    let table = table(&samples, &servers);
-    let verdict = verdict(&samples, xdp_outcome.as_ref().err().map(String::as_str));
+    let table = table(&samples, &rows);
+    let xdp_skipped = xdp_outcome.as_ref().err().map(String::as_str);
+    let verdict = verdict(&samples, xdp_skipped, opts.run.family);
     println!("{table}\n{verdict}");
     if !opts.run.host.no_docs {
         let body = block_body(opts, &set, &tools, &xdp_outcome, &table, &verdict);

@@ -3,38 +3,49 @@
 //! goals, and the block of `docs/benchmarks.md` around them.
 
 use super::tools::Tools;
-use super::{Options, Server, CASES, GOAL, PORT, PREFIX, STACK_IP, XDP, XDP_GOALS};
+use super::{Options, Server, CASES, GOAL, PORT, TAP, XDP, XDP_GOALS};
 use crate::common::{provenance, thousands};
-use crate::http_load::report::{self, ratios, CaseRuns};
+use crate::family::{self, CaseRuns, Families, Over};
+use crate::http_load::report::{self, ratios};
 use crate::http_load::wrk::Sample;
 use crate::pages::{self, PAGES, SMALL_PAGE};
 use crate::xdp::{self, Per};
 
-/// The table of medians and of the ratios of each Rusty row (TAP, AF_XDP) to each
-/// baseline ([`crate::http_load::report::table`]).
-pub(super) fn table(samples: &[Vec<(Server, Sample)>], servers: &[Server]) -> String {
-    let cases: Vec<CaseRuns<'_, Server>> = CASES
+/// Each case's label and runs.
+fn case_runs(samples: &[Vec<(Over<Server>, Sample)>]) -> Vec<CaseRuns<'_, Server, Sample>> {
+    CASES
         .iter()
         .zip(samples)
         .map(|(c, runs)| (c.label, runs.as_slice()))
-        .collect();
-    let mut pairs = Vec::new();
-    for rusty in [Server::Tap, Server::Xdp] {
-        for other in [Server::Kernel, Server::Nginx] {
-            pairs.push((rusty, other));
-        }
-    }
-    report::table(&cases, servers, &pairs)
+        .collect()
+}
+
+/// The table of medians and of the ratios of each Rusty row (TAP, AF_XDP) to each
+/// baseline in the same family, and of each server over IPv6 to itself over IPv4
+/// ([`crate::http_load::report::table`], [`family::pairs`]).
+pub(super) fn table(samples: &[Vec<(Over<Server>, Sample)>], rows: &[Over<Server>]) -> String {
+    let pairs = family::pairs(
+        &[Server::Tap, Server::Xdp],
+        &[Server::Kernel, Server::Nginx],
+    );
+    report::table(&case_runs(samples), rows, &pairs)
 }
 
 /// Where Rusty on TAP stands against its goal (≥ 3× the kernel-backend httpd per core),
-/// and Rusty on AF_XDP against its own ([`XDP_GOALS`]; `xdp_skipped` says why it was
-/// not measured).
-pub(super) fn verdict(samples: &[Vec<(Server, Sample)>], xdp_skipped: Option<&str>) -> String {
+/// Rusty on AF_XDP against its own ([`XDP_GOALS`]; `xdp_skipped` says why it was not
+/// measured), both in the first of `families`, and both over IPv6 against IPv4
+/// ([`family::IPV6_COST`]).
+pub(super) fn verdict(
+    samples: &[Vec<(Over<Server>, Sample)>],
+    xdp_skipped: Option<&str>,
+    families: Families,
+) -> String {
+    let family = families.first();
+    let on = |server| Over::new(server, family);
     let mut parts = Vec::new();
     let mut met = 0;
     for (case, runs) in CASES.iter().zip(samples) {
-        let r = ratios(runs, Server::Tap, Server::Kernel);
+        let r = ratios(runs, on(Server::Tap), on(Server::Kernel));
         if r.rate >= GOAL {
             met += 1;
         }
@@ -46,23 +57,30 @@ pub(super) fn verdict(samples: &[Vec<(Server, Sample)>], xdp_skipped: Option<&st
     }
     let xdp = xdp::verdict(
         &XDP_GOALS,
-        "requests",
-        "the kernel-backend httpd",
+        "request",
+        &format!("the kernel-backend httpd over {family}"),
         xdp_skipped,
         |g| {
             let ci = CASES.iter().position(|c| c.label == g.case).unwrap_or(0);
-            let r = ratios(&samples[ci], Server::Xdp, Server::Kernel);
+            let r = ratios(&samples[ci], on(Server::Xdp), on(Server::Kernel));
             match g.per {
                 Per::ServerCpu => r.per_server_cpu,
                 Per::MachineCpu => r.per_machine_cpu,
             }
         },
     );
+    let cases = case_runs(samples);
+    let v6 = |name, server, skipped| {
+        family::ipv6_verdict(name, server, &cases, "request", skipped, Sample::server_us)
+    };
+    let one_only = families.one_only();
     format!(
-        "Goal: Rusty on TAP at least {GOAL:.0}× the kernel-backend httpd per server core. \
-         Met in {met} of {} cases in this run:\n\n{}\n{xdp}",
+        "Goal: Rusty on TAP at least {GOAL:.0}× the kernel-backend httpd per server core, \
+         over {family}. Met in {met} of {} cases in this run:\n\n{}\n{xdp}\n{}\n{}",
         CASES.len(),
-        parts.concat()
+        parts.concat(),
+        v6("Rusty on TAP", Server::Tap, one_only),
+        v6("Rusty on AF_XDP", Server::Xdp, xdp_skipped.or(one_only)),
     )
 }
 
@@ -90,6 +108,8 @@ pub(super) fn block_body(
         .map(|n| format!("\n\nnginx {n}: its rows are missing."))
         .unwrap_or_default();
     let xdp_note = xdp::mode_note(xdp_outcome);
+    let v4_only = tools.nginx.as_ref().map(|_| "nginx");
+    let families = family::page_note(opts.run.family, "request", v4_only);
     format!(
         "### HTTP: httpd on Rusty (TAP, AF_XDP) vs httpd on kernel sockets vs nginx\n\
          \n\
@@ -101,11 +121,11 @@ pub(super) fn block_body(
          {spin}; nginx with `worker_processes 1`, master and worker both pinned); the client,\n\
          `taskset -c {ccpu} wrk -t1 -c{conns} -d{d}s --latency`, runs on CPU {ccpu}; all inside a\n\
          private network namespace. Rusty on TAP: wrk's kernel → TAP → Rusty (`httpd {PORT} PAGES 1\n\
-         tap:NAME {STACK_IP}/{PREFIX} 1`). Rusty on AF_XDP: wrk's kernel → a veth pair (one queue\n\
+         tap:NAME {tap} 1`). Rusty on AF_XDP: wrk's kernel → a veth pair (one queue\n\
          pair; the client end's transmit checksum offload off, so that frames carry whole\n\
          checksums as on a wire: the client's kernel sums them in software, and machine CPU\n\
          includes that) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
-         copy mode → Rusty (`httpd {PORT} PAGES 1 xdp:NAME {xdp_ip}/{PREFIX} 1`). Kernel: wrk →\n\
+         copy mode → Rusty (`httpd {PORT} PAGES 1 xdp:NAME {xdp} 1`). Kernel: wrk →\n\
          loopback → `httpd {PORT} PAGES` on kernel sockets. nginx: wrk → loopback → nginx with\n\
          `access_log off`, `sendfile on`, `open_file_cache`, `keepalive_requests 100000000`.\n\
          Pages (`cargo xtask gen-pages DIR` writes the same set): `{SMALL_PAGE}` (64 B) and {PAGES}\n\
@@ -129,10 +149,13 @@ pub(super) fn block_body(
          rows (Rusty over a baseline) the CPU columns hold requests per CPU-second, the inverse\n\
          of the CPU-per-request ratio: above 1× Rusty does more with the same CPU.{nginx_note}{xdp_note}\n\
          \n\
+         {families}\n\
+         \n\
          {table}\n\
          {verdict}",
         provenance = provenance(),
-        xdp_ip = XDP.stack_ip,
+        tap = TAP.rusty_spec(),
+        xdp = XDP.rusty_addresses(),
         rounds = opts.run.load.rounds,
         d = opts.run.load.duration,
         scpu = opts.run.host.server_cpu,
@@ -148,6 +171,7 @@ pub(super) fn block_body(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::family::Family;
 
     fn s(rps: f64, server_s: f64, machine_s: f64) -> Sample {
         Sample {
@@ -158,46 +182,80 @@ mod tests {
 
     #[test]
     fn tables_and_ratios() {
+        let (v4, v6) = (|s| Over::new(s, Family::V4), |s| Over::new(s, Family::V6));
         let runs = vec![
-            (Server::Tap, s(300_000.0, 5.0, 10.0)),
-            (Server::Xdp, s(400_000.0, 5.0, 8.0)),
-            (Server::Kernel, s(100_000.0, 5.0, 10.0)),
-            (Server::Nginx, s(150_000.0, 5.0, 10.0)),
+            (v4(Server::Tap), s(300_000.0, 5.0, 10.0)),
+            (v4(Server::Xdp), s(400_000.0, 5.0, 8.0)),
+            (v4(Server::Kernel), s(100_000.0, 5.0, 10.0)),
+            (v4(Server::Nginx), s(150_000.0, 5.0, 10.0)),
+            (v6(Server::Tap), s(280_000.0, 5.0, 10.0)),
+            (v6(Server::Xdp), s(300_000.0, 5.0, 8.0)),
+            (v6(Server::Kernel), s(90_000.0, 5.0, 10.0)),
         ];
         let samples = vec![runs.clone(), runs.clone(), runs];
         let servers = [Server::Tap, Server::Xdp, Server::Kernel, Server::Nginx];
-        let t = table(&samples, &servers);
-        assert!(t.contains("| 64 B, keep-alive | httpd, Rusty on TAP | 300,000 | 1.0 | 3.33 | 6.67 | 100 % | 100 µs / 900 µs | 0 |"), "{t}");
+        let rows = family::rows(&servers, &Families::Both.list(), |s| s == Server::Nginx);
+        let t = table(&samples, &rows);
+        assert!(t.contains("| 64 B, keep-alive | httpd, Rusty on TAP, IPv4 | 300,000 | 1.0 | 3.33 | 6.67 | 100 % | 100 µs / 900 µs | 0 |"), "{t}");
+        assert!(t.contains("| 64 B, keep-alive | httpd, Rusty on TAP, IPv6 | 280,000 | 1.0 | 3.57 | 7.14 | 100 % | 100 µs / 900 µs | 0 |"), "{t}");
         assert!(
-            t.contains("| **TAP / kernel httpd** | **3.00×** | | **3.00×** per CPU-s | **3.00×** per CPU-s |"),
+            t.contains("| **TAP IPv4 / kernel httpd IPv4** | **3.00×** | | **3.00×** per CPU-s | **3.00×** per CPU-s |"),
             "{t}"
         );
         assert!(
             t.contains(
-                "| **TAP / nginx** | **2.00×** | | **2.00×** per CPU-s | **2.00×** per CPU-s |"
+                "| **TAP IPv4 / nginx IPv4** | **2.00×** | | **2.00×** per CPU-s | **2.00×** per CPU-s |"
             ),
             "{t}"
         );
         // 4× the requests on 5 s of server CPU, 5× on 0.8× the machine CPU.
         assert!(
-            t.contains("| **XDP / kernel httpd** | **4.00×** | | **4.00×** per CPU-s | **5.00×** per CPU-s |"),
+            t.contains("| **XDP IPv4 / kernel httpd IPv4** | **4.00×** | | **4.00×** per CPU-s | **5.00×** per CPU-s |"),
             "{t}"
         );
-        let v = verdict(&samples, None);
-        assert!(v.contains("Met in 3 of 3 cases"), "{v}");
+        // IPv6 against IPv4: 280,000 against 300,000 requests/s on the same CPU.
         assert!(
-            v.contains("AF_XDP against the kernel-backend httpd: met 3 of 3"),
-            "{v}"
+            t.contains("| **TAP IPv6 / TAP IPv4** | **0.93×** | | **0.93×** per CPU-s | **0.93×** per CPU-s |"),
+            "{t}"
         );
         assert!(
-            v.contains("- random pages, keep-alive: 4.00× the requests per server CPU-second (goal ≥ 1.5×: met)"),
-            "{v}"
+            t.contains("| **kernel httpd IPv6 / kernel httpd IPv4** | **0.90×** |"),
+            "{t}"
         );
-        let t = table(&samples, &[Server::Tap, Server::Kernel]);
-        assert!(!t.contains("nginx") && !t.contains("XDP"), "{t}");
-        let v = verdict(&samples, Some("left out (--no-xdp)"));
+        assert!(
+            !t.contains("nginx, 1 worker, IPv6") && !t.contains("nginx IPv6"),
+            "{t}"
+        );
+        let v = verdict(&samples, None, Families::Both);
+        for want in [
+            "per server core, over IPv4. Met in 3 of 3 cases",
+            "AF_XDP against the kernel-backend httpd over IPv4: met 3 of 3",
+            "- random pages, keep-alive: 4.00× the requests per server CPU-second (goal ≥ 1.5×: met)",
+            "Goals for Rusty on TAP over IPv6 against IPv4 on the same path: met 3 of 3",
+            "- 64 B, keep-alive: 1.07× the server CPU per request (goal ≤ 1.1×: met)",
+            "Goals for Rusty on AF_XDP over IPv6 against IPv4 on the same path: met 0 of 3",
+            "- random pages, keep-alive: 1.33× the server CPU per request (goal ≤ 1.1×: not met)",
+        ] {
+            assert!(v.contains(want), "{want} missing from\n{v}");
+        }
+        let rows = family::rows(&[Server::Tap, Server::Kernel], &[Family::V4], |_| false);
+        let t = table(&samples, &rows);
+        assert!(
+            !t.contains("nginx") && !t.contains("XDP") && !t.contains("IPv6"),
+            "{t}"
+        );
+        let v = verdict(&samples, Some("left out (--no-xdp)"), Families::Ipv4);
         assert!(
             v.contains("not measured in this run; left out (--no-xdp)."),
+            "{v}"
+        );
+        assert!(
+            v.contains("not measured in this run; only IPv4 was measured (`--family ipv4`)."),
+            "{v}"
+        );
+        let v = verdict(&samples, None, Families::Ipv6);
+        assert!(
+            v.contains("per server core, over IPv6. Met in 3 of 3"),
             "{v}"
         );
     }

@@ -265,12 +265,14 @@ const XDP_PLANS: [xdp::Plan; 2] = [
         prefix: "pa",
         client_cidr: "10.82.2.1/24",
         stack_ip: "10.82.2.2",
+        ipv6: None,
         queues: 1,
     },
     xdp::Plan {
         prefix: "pb",
         client_cidr: "10.82.3.1/24",
         stack_ip: "10.82.3.2",
+        ipv6: None,
         queues: 2,
     },
 ];

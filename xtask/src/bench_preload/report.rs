@@ -41,7 +41,7 @@ pub(super) fn verdict(labels: &[&str], samples: &[Vec<(Server, Sample)>]) -> Str
         "Goals for Rusty through rusty-run against the same program on kernel sockets \
          (nginx with 1 worker, redis)",
         &GOALS,
-        "requests",
+        "request",
         None,
         |g| {
             let Some(&(_, runs)) = cases.iter().find(|(l, _)| *l == g.case) else {

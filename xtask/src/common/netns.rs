@@ -15,8 +15,19 @@ pub(crate) struct Netns {
 impl Netns {
     pub(crate) fn create(name: String, tap: String, host_cidr: &str) -> Result<Netns> {
         let ns = Netns::create_unaddressed(name, tap)?;
-        ip(&["-n", &ns.name, "addr", "add", host_cidr, "dev", &ns.tap])?;
+        ns.add_address(&ns.tap, host_cidr)?;
         Ok(ns)
+    }
+
+    /// Gives `dev` in the namespace the address `cidr`; an IPv6 one is usable at once
+    /// (`nodad`: no duplicate address detection on a link the benchmark made).
+    pub(crate) fn add_address(&self, dev: &str, cidr: &str) -> Result<()> {
+        let n = self.name.as_str();
+        if cidr.contains(':') {
+            ip(&["-n", n, "-6", "addr", "add", cidr, "dev", dev, "nodad"])
+        } else {
+            ip(&["-n", n, "addr", "add", cidr, "dev", dev])
+        }
     }
 
     /// The namespace and its TAP (up), with no address on the TAP's host side.

@@ -18,6 +18,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::common::{check_run, explain_run, CpuTimes, Netns, Proc, Result};
+use crate::family::endpoint;
 use crate::pages::{self, PageSet, SMALL_PAGE};
 use wrk::{parse_wrk, Sample};
 
@@ -69,7 +70,7 @@ pub(crate) struct Wrk<'a> {
 
 impl Wrk<'_> {
     /// wrk in `net` pinned to `cpu`, with the arguments for `case` against
-    /// `host`:`port`.
+    /// `host`:`port` (an IPv6 host in brackets).
     pub(crate) fn command(
         &self,
         net: &Netns,
@@ -83,18 +84,16 @@ impl Wrk<'_> {
             .arg(format!("-c{}", self.connections))
             .arg(format!("-d{}s", self.duration))
             .args(["--latency", "--timeout", "5s"]);
-        let url = match case.load {
-            Load::Small => format!("http://{host}:{port}/{SMALL_PAGE}"),
+        match case.load {
+            Load::Small => {}
             Load::SmallClose => {
                 cmd.args(["-H", "Connection: close"]);
-                format!("http://{host}:{port}/{SMALL_PAGE}")
             }
             Load::Random => {
                 cmd.arg("-s").arg(self.script);
-                format!("http://{host}:{port}/")
             }
-        };
-        cmd.arg(url);
+        }
+        cmd.arg(url(case, host, port));
         cmd
     }
 
@@ -115,6 +114,16 @@ impl Wrk<'_> {
     ) -> Result<Sample> {
         let cmd = self.command(net, cpu, case, host, port);
         m.wrk(cmd, log, self.limit())
+    }
+}
+
+/// The URL wrk asks for in `case` at `host`:`port`: an IPv6 host in brackets (wrk
+/// takes `http://[fd00::2]:8080/`).
+fn url(case: Case, host: &str, port: u16) -> String {
+    let at = endpoint(host, port);
+    match case.load {
+        Load::Small | Load::SmallClose => format!("http://{at}/{SMALL_PAGE}"),
+        Load::Random => format!("http://{at}/"),
     }
 }
 
@@ -275,5 +284,23 @@ impl<'a> Measured<'a> {
         s.cpu = run.cpu;
         s.wall_s = run.wall_s;
         Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_of_either_family() {
+        assert_eq!(
+            url(CASES[0], "10.80.0.2", 8080),
+            "http://10.80.0.2:8080/64b.html"
+        );
+        assert_eq!(
+            url(CASES[1], "fd00:80::2", 8080),
+            "http://[fd00:80::2]:8080/64b.html"
+        );
+        assert_eq!(url(CASES[2], "::1", 8080), "http://[::1]:8080/");
     }
 }

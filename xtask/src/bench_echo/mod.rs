@@ -8,18 +8,20 @@
 //! Setup (needs root): ethtool (installed with apt-get when missing; without it the
 //! AF_XDP row is skipped with a note), and a private network namespace
 //! `rusty-bench-<pid>` holding a pre-created multi-queue TAP `rbtap<pid>` whose host
-//! side is 10.79.0.1/24 and a veth pair `rbxdp<pid>` – `rbcli<pid>` whose client end is
-//! 10.79.1.1/24 ([`crate::xdp`]). Every run starts a fresh server inside the namespace
-//! pinned to the server core with `taskset` (one worker), then the client `echo-load`
-//! (kernel sockets, one worker) pinned to the client core:
+//! side is 10.79.0.1/24 and fd00:79::1/64 and a veth pair `rbxdp<pid>` – `rbcli<pid>`
+//! whose client end is 10.79.1.1/24 and fd00:79:1::1/64 ([`crate::xdp`]). Every run
+//! starts a fresh server inside the namespace pinned to the server core with `taskset`
+//! (one worker), then the client `echo-load` (kernel sockets, one worker) pinned to the
+//! client core, over IPv4 and over IPv6 ([`crate::family`]; `--family`):
 //!
-//! - TAP: `echo 7 1 tap:rbtap<pid> 10.79.0.2/24 1`, client → 10.79.0.2:7 through the
-//!   namespace's kernel and the TAP;
-//! - AF_XDP: `echo 7 1 xdp:rbxdp<pid> 10.79.1.2/24 1`, client → 10.79.1.2:7 through the
-//!   namespace's kernel and the veth pair (left out with `--no-xdp`, skipped with a note
-//!   when echo cannot come up on it: the driver not built in, or the kernel refusing
-//!   AF_XDP);
-//! - kernel: `echo 7` (kernel sockets), client → 127.0.0.1:7 over loopback.
+//! - TAP: `echo 7 1 tap:rbtap<pid> 10.79.0.2/24,fd00:79::2/64 1`, client →
+//!   `10.79.0.2:7` or `[fd00:79::2]:7` through the namespace's kernel and the TAP;
+//! - AF_XDP: `echo 7 1 xdp:rbxdp<pid> 10.79.1.2/24,fd00:79:1::2/64 1`, client →
+//!   `10.79.1.2:7` or `[fd00:79:1::2]:7` through the namespace's kernel and the veth
+//!   pair (left out with `--no-xdp`, skipped with a note when echo cannot come up on it:
+//!   the driver not built in, or the kernel refusing AF_XDP);
+//! - kernel: `echo 7` (kernel sockets on `[::]`, both families), client →
+//!   `127.0.0.1:7` or `[::1]:7` over loopback.
 //!
 //! The servers run inside the namespace too: a TAP is found by name in the opener's
 //! namespace, and the driver configures its host side by name, so a server in the root
@@ -31,8 +33,12 @@
 //! backend order round by round; the table shows medians. On every exit path (errors,
 //! SIGINT/SIGTERM) the processes started here are killed by PID and the namespace, TAP
 //! and veth pair are deleted.
+//!
+//! This file holds the suites, the servers and the loop over rounds; the table, verdict
+//! and block written into `docs/benchmarks.md` are in [`report`].
 
-use std::fmt::Write as _;
+mod report;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,20 +46,34 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::common::{
-    check_interrupted, check_run, explain_run, listening, median_by, provenance, release_bin,
-    rotated, thousands, warn_if_busy, write_results, CpuTimes, Netns, Proc, Result, RunArgs,
-    BENCHMARKS_PAGE,
+    check_interrupted, check_run, explain_run, listening, release_bin, rotated, warn_if_busy,
+    write_results, CpuTimes, Netns, Proc, Result, RunArgs, BENCHMARKS_PAGE,
 };
+use crate::family::{self, endpoint, Family, Over, Subnet, Subnets};
+use crate::http_load::report::Row;
 use crate::xdp::{self, Goal, Per, XdpLink};
+use report::{block_body, table, verdict};
 
-const HOST_CIDR: &str = "10.79.0.1/24";
-const STACK_IP: &str = "10.79.0.2";
-const PREFIX: u8 = 24;
+/// The TAP's subnets: its host side and Rusty.
+const TAP: Subnets = Subnets {
+    v4: Subnet {
+        kernel_cidr: "10.79.0.1/24",
+        rusty: "10.79.0.2",
+    },
+    v6: Subnet {
+        kernel_cidr: "fd00:79::1/64",
+        rusty: "fd00:79::2",
+    },
+};
 /// The AF_XDP row's veth pair: `rbxdp<pid>` (Rusty's end) and `rbcli<pid>`.
 const XDP: xdp::Plan = xdp::Plan {
     prefix: "rb",
     client_cidr: "10.79.1.1/24",
     stack_ip: "10.79.1.2",
+    ipv6: Some(Subnet {
+        kernel_cidr: "fd00:79:1::1/64",
+        rusty: "fd00:79:1::2",
+    }),
     queues: 1,
 };
 
@@ -140,11 +160,7 @@ const WS_CASES: [Case; 3] = [
 ];
 
 /// The goal: at least 2× the kernel backend's messages per server CPU-second at 128 B.
-const WS_GOALS: [Goal; 1] = [Goal {
-    case: WS_CASES[0].label,
-    per: Per::ServerCpu,
-    factor: 2.0,
-}];
+const WS_GOALS: [Goal; 1] = [Goal::new(WS_CASES[0].label, Per::ServerCpu, 2.0)];
 
 const ECHO_CASES: [Case; 2] = [
     case("ping-pong 100 × 64 B", "ping-pong", 100, 64),
@@ -152,11 +168,7 @@ const ECHO_CASES: [Case; 2] = [
 ];
 
 /// The goal for Rusty on AF_XDP against the kernel backend.
-const ECHO_GOALS: [Goal; 1] = [Goal {
-    case: ECHO_CASES[0].label,
-    per: Per::ServerCpu,
-    factor: 3.0,
-}];
+const ECHO_GOALS: [Goal; 1] = [Goal::new(ECHO_CASES[0].label, Per::ServerCpu, 3.0)];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Backend {
@@ -165,22 +177,23 @@ enum Backend {
     Kernel,
 }
 
-impl Backend {
-    fn label(self) -> &'static str {
+impl Row for Backend {
+    fn label(self) -> String {
         match self {
             Backend::Tap => "Rusty on TAP",
             Backend::Xdp => "Rusty on AF_XDP",
             Backend::Kernel => "kernel sockets",
         }
+        .into()
     }
 
-    /// The short name in ratio rows.
-    fn short(self) -> &'static str {
+    fn short(self) -> String {
         match self {
             Backend::Tap => "TAP",
             Backend::Xdp => "XDP",
             Backend::Kernel => "kernel",
         }
+        .into()
     }
 }
 
@@ -226,8 +239,9 @@ pub(crate) fn run(opts: &Options, suite: &'static Suite) -> Result<()> {
     let mut net = Netns::create(
         format!("rusty-bench-{pid}"),
         format!("rbtap{pid}"),
-        HOST_CIDR,
+        TAP.v4.kernel_cidr,
     )?;
+    net.add_address(&net.tap, TAP.v6.kernel_cidr)?;
     let xdp_link = xdp::setup(
         &opts.run,
         false,
@@ -256,22 +270,23 @@ pub(crate) fn run(opts: &Options, suite: &'static Suite) -> Result<()> {
         ctx.xdp = None;
     }
     xdp::announce(&what, &xdp_outcome);
+    let rows = family::rows(&backends, &opts.run.family.list(), |_| false);
 
     let cases = suite.cases;
-    let total = opts.run.load.rounds * cases.len() * backends.len();
+    let total = opts.run.load.rounds * cases.len() * rows.len();
     eprintln!(
         "{what}: {total} runs of {} s (server on CPU {}, client on CPU {}, namespace {})",
         opts.run.load.duration, opts.run.host.server_cpu, opts.run.host.client_cpu, net.name
     );
-    let mut samples: Vec<Vec<(Backend, Sample)>> = vec![Vec::new(); cases.len()];
+    let mut samples: Vec<Vec<(Over<Backend>, Sample)>> = vec![Vec::new(); cases.len()];
     let mut n = 0;
     for round in 0..opts.run.load.rounds {
         for (ci, case) in cases.iter().enumerate() {
-            for backend in rotated(&backends, round + ci) {
+            for backend in rotated(&rows, round + ci) {
                 n += 1;
                 let s = ctx.run_one(*case, backend, n).map_err(kept)?;
                 eprintln!(
-                    "  [{n}/{total}] round {} {:<22} {:<15} {:>10.0} msg/s {:>8.2} MB/s \
+                    "  [{n}/{total}] round {} {:<22} {:<21} {:>10.0} msg/s {:>8.2} MB/s \
                      CPU µs/msg server {:.2} machine {:.2}{}",
                     round + 1,
                     case.label,
@@ -295,12 +310,9 @@ pub(crate) fn run(opts: &Options, suite: &'static Suite) -> Result<()> {
         let _ = fs::remove_dir_all(&logs);
     }
 
-    let table = table(suite, &samples, &backends);
-    let verdict = verdict(
-        suite,
-        &samples,
-        xdp_outcome.as_ref().err().map(String::as_str),
-    );
+    let table = table(suite, &samples, &rows);
+    let xdp_skipped = xdp_outcome.as_ref().err().map(String::as_str);
+    let verdict = verdict(suite, &samples, xdp_skipped, opts.run.family);
     println!("{table}\n{verdict}");
     if !opts.run.host.no_docs {
         let body = block_body(suite, opts, &xdp_outcome, &table, &verdict);
@@ -346,14 +358,14 @@ impl Ctx<'_> {
             .ok_or_else(|| "Rusty on AF_XDP is not set up".into())
     }
 
-    /// A fresh server for `backend`, up and accepting.
-    fn start(&self, backend: Backend, log: &Path) -> Result<Proc> {
+    /// A fresh server for `backend`, up and accepting over its family.
+    fn start(&self, backend: Over<Backend>, log: &Path) -> Result<Proc> {
         let mut cmd = self.in_ns(self.opts.run.host.server_cpu, &self.bins.echo);
         cmd.arg(self.suite.port.to_string());
-        match backend {
+        match backend.server {
             Backend::Tap => {
                 cmd.args(["1", &format!("tap:{}", self.net.tap)])
-                    .arg(format!("{STACK_IP}/{PREFIX}"))
+                    .arg(TAP.rusty_spec())
                     .arg("1");
             }
             Backend::Xdp => {
@@ -374,7 +386,7 @@ impl Ctx<'_> {
     fn xdp_preflight(&self) -> Result<xdp::Outcome> {
         let log = self.logs.join("00-xdp-preflight-server.log");
         let started = self
-            .start(Backend::Xdp, &log)
+            .start(Over::new(Backend::Xdp, Family::V4), &log)
             .map(|mut server| server.stop(Duration::from_secs(5)));
         self.check_interrupted()?;
         Ok(xdp::outcome(
@@ -385,18 +397,26 @@ impl Ctx<'_> {
         ))
     }
 
-    fn run_one(&self, case: Case, backend: Backend, n: usize) -> Result<Sample> {
+    /// Where the client reaches `backend` in its family.
+    fn host(&self, backend: Over<Backend>) -> Result<&'static str> {
+        Ok(match backend.server {
+            Backend::Tap => TAP.of(backend.family).rusty,
+            Backend::Xdp => self.xdp_link()?.stack_ip_of(backend.family)?,
+            Backend::Kernel => backend.family.loopback(),
+        })
+    }
+
+    fn run_one(&self, case: Case, backend: Over<Backend>, n: usize) -> Result<Sample> {
         self.check_interrupted()?;
-        let tag = format!("{n:02}-{}-{:?}", case.mode, backend).to_lowercase();
+        let tag = format!(
+            "{n:02}-{}-{:?}-{}",
+            case.mode, backend.server, backend.family
+        );
+        let tag = tag.to_lowercase();
         let server_log = self.logs.join(format!("{tag}-server.log"));
         let mut server = self.start(backend, &server_log)?;
 
-        let port = self.suite.port;
-        let target = match backend {
-            Backend::Tap => format!("{STACK_IP}:{port}"),
-            Backend::Xdp => format!("{}:{port}", self.xdp_link()?.stack_ip),
-            Backend::Kernel => format!("127.0.0.1:{port}"),
-        };
+        let target = endpoint(self.host(backend)?, self.suite.port);
         let client_log = self.logs.join(format!("{tag}-client.log"));
         let mut cmd = self.in_ns(self.opts.run.host.client_cpu, &self.bins.load);
         cmd.arg(&target)
@@ -426,18 +446,17 @@ impl Ctx<'_> {
         Ok(s)
     }
 
-    /// Until the server accepts: a listening socket on the port (kernel), the TAP's
-    /// carrier, which comes up once a queue is attached (TAP), or a connection through the
-    /// veth (AF_XDP).
-    fn wait_ready(&self, server: &mut Proc, backend: Backend, log: &Path) -> Result<()> {
+    /// Until the server accepts: a listening socket on the port (kernel), or a
+    /// connection to Rusty's address in the run's family (TAP, AF_XDP: an IPv6 address
+    /// takes about a second of duplicate address detection).
+    fn wait_ready(&self, server: &mut Proc, backend: Over<Backend>, log: &Path) -> Result<()> {
         let what = format!("the {} server", backend.label());
         let times = (Duration::from_secs(10), Duration::from_millis(200));
         let port = self.suite.port;
         crate::common::wait_ready(server, &what, log, times, self.interrupted, |pid| {
-            Ok(match backend {
+            Ok(match backend.server {
                 Backend::Kernel => listening(pid, port),
-                Backend::Tap => self.net.tap_has_carrier(),
-                Backend::Xdp => self.xdp_link()?.accepts(self.net, port),
+                Backend::Tap | Backend::Xdp => self.net.connects(self.host(backend)?, port),
             })
         })
     }
@@ -469,154 +488,6 @@ fn parse_client(out: &str) -> Option<Sample> {
     seen.then_some(s)
 }
 
-/// `a` over `b` in one case, from the medians: messages/s, and messages per server and
-/// per machine CPU-second (the inverse of the CPU-per-message ratios).
-fn ratios(runs: &[(Backend, Sample)], a: Backend, b: Backend) -> [f64; 3] {
-    let of = |f: fn(&Sample) -> f64| median_by(runs, b, f) / median_by(runs, a, f);
-    [
-        1.0 / of(|s| s.msgs_per_s),
-        of(Sample::server_us),
-        of(Sample::machine_us),
-    ]
-}
-
-/// Medians per (case, backend) and each Rusty row's ratios to the kernel backend, as a
-/// markdown table.
-fn table(suite: &Suite, samples: &[Vec<(Backend, Sample)>], backends: &[Backend]) -> String {
-    let mut t = String::new();
-    t.push_str(
-        "| case | backend | messages/s (min–max) | MB/s | server CPU µs per message | machine CPU µs per message | p50 / p99 latency (µs) |\n\
-         |---|---|---:|---:|---:|---:|---:|\n",
-    );
-    for (case, runs) in suite.cases.iter().zip(samples) {
-        for &backend in backends {
-            let rates = runs
-                .iter()
-                .filter(|(b, _)| *b == backend)
-                .map(|(_, s)| s.msgs_per_s);
-            let lo = rates.clone().fold(f64::INFINITY, f64::min);
-            let hi = rates.clone().fold(f64::NEG_INFINITY, f64::max);
-            let spread = if rates.count() > 1 {
-                format!(" ({}–{})", thousands(lo), thousands(hi))
-            } else {
-                String::new()
-            };
-            let p50 = median_by(runs, backend, |s| {
-                s.latency_us.map_or(f64::NAN, |l| l.0 as f64)
-            });
-            let p99 = median_by(runs, backend, |s| {
-                s.latency_us.map_or(f64::NAN, |l| l.1 as f64)
-            });
-            let lat = if p50.is_nan() {
-                "—".to_string()
-            } else {
-                format!("{p50:.0} / {p99:.0}")
-            };
-            let _ = writeln!(
-                t,
-                "| {} | {} | {}{spread} | {:.2} | {:.2} | {:.2} | {lat} |",
-                case.label,
-                backend.label(),
-                thousands(median_by(runs, backend, |s| s.msgs_per_s)),
-                median_by(runs, backend, |s| s.mb_per_s),
-                median_by(runs, backend, Sample::server_us),
-                median_by(runs, backend, Sample::machine_us),
-            );
-        }
-        for rusty in [Backend::Tap, Backend::Xdp] {
-            if !backends.contains(&rusty) {
-                continue;
-            }
-            let [rate, server, machine] = ratios(runs, rusty, Backend::Kernel);
-            let _ = writeln!(
-                t,
-                "| {} | **{} / kernel** | **{rate:.2}×** | | **{server:.2}×** per CPU-s | **{machine:.2}×** per CPU-s | |",
-                case.label,
-                rusty.short(),
-            );
-        }
-    }
-    t
-}
-
-/// Where Rusty on AF_XDP stands against the suite's goals; `xdp_skipped` says why it was
-/// not measured.
-fn verdict(suite: &Suite, samples: &[Vec<(Backend, Sample)>], xdp_skipped: Option<&str>) -> String {
-    xdp::verdict(
-        suite.goals,
-        "messages",
-        "the kernel backend",
-        xdp_skipped,
-        |g| {
-            let ci = suite
-                .cases
-                .iter()
-                .position(|c| c.label == g.case)
-                .unwrap_or(0);
-            let [_, server, machine] = ratios(&samples[ci], Backend::Xdp, Backend::Kernel);
-            match g.per {
-                Per::ServerCpu => server,
-                Per::MachineCpu => machine,
-            }
-        },
-    )
-}
-
-fn block_body(
-    suite: &Suite,
-    opts: &Options,
-    xdp_outcome: &xdp::Outcome,
-    table: &str,
-    verdict: &str,
-) -> String {
-    let spin = opts.run.host.spin("the binaries' default `--spin-us 200`");
-    let xdp_note = xdp::mode_note(xdp_outcome);
-    format!(
-        "### {heading}\n\
-         \n\
-         {provenance}.\n\
-         {rounds} run(s) × {d} s per case and backend, rotating which backend goes first;\n\
-         each column is the median over the runs, messages/s also shows the slowest–fastest run.\n\
-         \n\
-         Every server runs one worker pinned to CPU {scpu} ({spin}); the same client,\n\
-         `{client}` on kernel sockets with one worker, runs pinned to CPU {ccpu}; all inside a\n\
-         private network namespace. TAP: the client's kernel → TAP → Rusty (`{server} {port} 1\n\
-         tap:NAME {STACK_IP}/{PREFIX} 1`). AF_XDP: the client's kernel → a veth pair (one queue\n\
-         pair; the client end's transmit checksum offload off, so that frames carry whole\n\
-         checksums as on a wire: the client's kernel sums them in software, and machine CPU\n\
-         includes that) → Rusty's XDP program on the other end → an AF_XDP socket in\n\
-         copy mode → Rusty (`{server} {port} 1 xdp:NAME {xdp_ip}/{PREFIX} 1`). Kernel: the same client →\n\
-         loopback → `{server} {port}` on kernel sockets.\n\
-         \n\
-         Server CPU is the server process's utime + stime over the client's run\n\
-         (`/proc/PID/stat`); an idle worker busy-polls for `--spin-us` before it parks, and\n\
-         that counts too. Machine CPU is the busy time of every CPU over the same span\n\
-         (`/proc/stat`: user, nice, system, irq, softirq, steal): the server, the client, the\n\
-         kernel's work for both that the server process is not charged for, and anything else\n\
-         running on the machine. Both are per {unit}, at the kernel's 10 ms tick. The\n\
-         kernel runs a receiver's input in the sender's context (loopback, a TAP written to,\n\
-         a veth), so the server's CPU includes the client kernel's receive work on every\n\
-         path, and on AF_XDP the client's core runs the XDP program and the copy into Rusty's\n\
-         ring. In the ratio rows (Rusty over the kernel backend) the CPU columns hold messages\n\
-         per CPU-second, the inverse of the CPU-per-message ratio: above 1× Rusty does more\n\
-         with the same CPU.{xdp_note}\n\
-         \n\
-         {table}\n\
-         {verdict}",
-        heading = suite.heading,
-        client = suite.client,
-        server = suite.server,
-        port = suite.port,
-        unit = suite.unit,
-        provenance = provenance(),
-        xdp_ip = XDP.stack_ip,
-        rounds = opts.run.load.rounds,
-        d = opts.run.load.duration,
-        scpu = opts.run.host.server_cpu,
-        ccpu = opts.run.host.client_cpu,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -635,49 +506,5 @@ mod tests {
         let s = parse_client("messages/s 10   MB/s 0.01   messages 20   bytes 1\n").unwrap();
         assert_eq!(s.latency_us, None);
         assert!(parse_client("echo-load: connection refused\n").is_none());
-    }
-
-    #[test]
-    fn tables_and_goals() {
-        let s = |rate: f64, server_s: f64, machine_s: f64| Sample {
-            msgs_per_s: rate,
-            mb_per_s: 1.0,
-            messages: (rate * 5.0) as u64,
-            cpu: CpuTimes {
-                server_s,
-                machine_s,
-            },
-            latency_us: Some((300, 900)),
-        };
-        let runs = vec![
-            (Backend::Tap, s(200_000.0, 5.0, 10.0)),
-            (Backend::Xdp, s(300_000.0, 5.0, 9.0)),
-            (Backend::Kernel, s(100_000.0, 5.0, 10.0)),
-        ];
-        let samples = vec![runs.clone(), runs];
-        let all = [Backend::Tap, Backend::Xdp, Backend::Kernel];
-        let t = table(&ECHO, &samples, &all);
-        assert!(
-            t.contains("| ping-pong 100 × 64 B | Rusty on AF_XDP | 300,000 | 1.00 | 3.33 | 6.00 | 300 / 900 |"),
-            "{t}"
-        );
-        assert!(
-            t.contains(
-                "| **TAP / kernel** | **2.00×** | | **2.00×** per CPU-s | **2.00×** per CPU-s | |"
-            ),
-            "{t}"
-        );
-        assert!(
-            t.contains(
-                "| **XDP / kernel** | **3.00×** | | **3.00×** per CPU-s | **3.33×** per CPU-s | |"
-            ),
-            "{t}"
-        );
-        let v = verdict(&ECHO, &samples, None);
-        assert!(v.contains("met 1 of 1"), "{v}");
-        let t = table(&ECHO, &samples, &[Backend::Tap, Backend::Kernel]);
-        assert!(!t.contains("XDP"), "{t}");
-        let v = verdict(&ECHO, &samples, Some("left out (--no-xdp)"));
-        assert!(v.contains("not measured in this run"), "{v}");
     }
 }
