@@ -40,6 +40,15 @@ pub struct TlsConn<S> {
     pub(crate) session: Option<Box<Session>>,
 }
 
+impl<S: std::fmt::Debug> std::fmt::Debug for TlsConn<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsConn")
+            .field("app", &self.app)
+            .field("handshaking", &self.session.as_ref().map(|s| s.handshaking))
+            .finish()
+    }
+}
+
 impl<S> TlsConn<S> {
     /// The state of a TLS client connection to open (with the backend's `connect` or
     /// [`Opener::connect`](rusty_stack::Opener::connect)); `state` is the application's.
