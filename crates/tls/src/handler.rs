@@ -363,9 +363,13 @@ impl<H: Handler, C: Clock> Handler for Tls<H, C> {
     fn writable(&mut self, conn: &mut Conn<'_, Self::Conn>) {
         self.with_link(conn, |tls, link| {
             link.s.flush(link.outer);
-            if link.s.want_writable && link.s.app_open() && link.outer.send_space() > 0 {
-                link.s.want_writable = false;
-                tls.call(link, |h, c| h.writable(c));
+            if link.s.want_writable && link.s.app_open() {
+                if link.s.room(link.outer) > 0 {
+                    link.s.want_writable = false;
+                    tls.call(link, |h, c| h.writable(c));
+                } else {
+                    link.outer.notify_writable();
+                }
             }
             // The application may have paused for want of send space.
             tls.deliver(link);

@@ -208,9 +208,14 @@ impl Session {
         }
     }
 
-    /// Nothing waits to be encrypted or written: `send` may take more.
-    fn drained(&self) -> bool {
-        self.shared.is_empty() && !self.tls.wants_write()
+    /// Plaintext `send` would take now: none while anything waits to be encrypted or
+    /// written, or after the application closed its side.
+    pub(crate) fn room(&self, outer: &dyn Connection) -> usize {
+        let open = self.closing == Closing::Open && !self.dead;
+        match open && self.shared.is_empty() && !self.tls.wants_write() {
+            true => plaintext_room(outer.send_space()),
+            false => 0,
+        }
     }
 
     /// The application asked to close (`Close`) or half-close (`Shutdown`).
@@ -285,10 +290,7 @@ impl Connection for Plain<'_> {
         self.outer.peer_addr()
     }
     fn send_space(&self) -> usize {
-        match self.check_open().is_ok() && self.session.drained() {
-            true => plaintext_room(self.outer.send_space()),
-            false => 0,
-        }
+        self.session.room(self.outer)
     }
     fn send(&mut self, data: &[u8]) -> Result<usize, SendError> {
         self.check_open()?;
@@ -298,11 +300,12 @@ impl Connection for Plain<'_> {
             let room = plaintext_room(self.outer.send_space()).min(data.len());
             if room > 0 {
                 sent = s.tls.writer().write(&data[..room]).unwrap_or(0);
-                s.write_tls(self.outer);
             }
         }
-        if sent < data.len() {
-            s.want_writable = true;
+        // Records that did not fit after all go out on `writable`.
+        let flushed = s.write_tls(self.outer);
+        s.want_writable |= sent < data.len();
+        if !flushed || sent < data.len() {
             self.outer.notify_writable();
         }
         Ok(sent)
