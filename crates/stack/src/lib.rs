@@ -168,6 +168,11 @@ pub use app::{CloseReason, Conn, ConnId, ConnectError, Handler, Opener, SendErro
 /// handler, the connection table with its generations, the re-offer of unread bytes
 /// and the exactly-one `closed`, so an application cannot tell backends apart but by
 /// speed.
+///
+/// A layer between a backend and an application (TLS in `rusty-tls`) implements
+/// [`Connection`](backend::Connection) too: it is a [`Handler`] whose callbacks take
+/// their [`Conn`] apart ([`Conn::split`]) and hand the application's handler a [`Conn`]
+/// of its own ([`Conn::new`]).
 pub mod backend {
     pub use crate::app::conn::Connection;
     pub use crate::app::core::{AppConn, AppCore, UnreadBytes};

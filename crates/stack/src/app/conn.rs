@@ -110,6 +110,14 @@ pub enum CloseReason {
     /// We aborted the connection with a RST: the application did, or refused it, or
     /// the engine held its maximum of orphans and this was the oldest.
     Aborted,
+    /// A layer between the backend and the application (TLS) saw the peer end its
+    /// transport without the layer's own end-of-data message (TLS `close_notify`):
+    /// what arrived may be cut short. Backends never report it; layers do.
+    Truncated,
+    /// A layer between the backend and the application (TLS) ended the connection
+    /// because the peer broke the layer's protocol (a failed handshake, a malformed
+    /// record, a fatal alert). Backends never report it; layers do.
+    ProtocolError,
 }
 
 /// Errors of the application-facing send calls.
@@ -168,7 +176,10 @@ pub struct Opener<'a, S> {
 }
 
 impl<'a, S> Opener<'a, S> {
-    pub(crate) fn new(requests: &'a mut Vec<(SocketAddr, S)>) -> Opener<'a, S> {
+    /// An opener that queues its requests in `requests`. Backends make their own; a
+    /// layer that runs an inner handler (see [`Conn::new`]) makes one over a list of
+    /// its own and starts what the inner handler asked for itself.
+    pub fn new(requests: &'a mut Vec<(SocketAddr, S)>) -> Opener<'a, S> {
         Opener { requests }
     }
 
@@ -188,7 +199,15 @@ pub struct Conn<'a, S> {
 }
 
 impl<'a, S> Conn<'a, S> {
-    pub(crate) fn new(
+    /// A handle on connection `id` whose operations are `ops`, with application state
+    /// `state` and opens queued in `requests`.
+    ///
+    /// Backends make the handles their callbacks get. A layer between the backend and
+    /// an application's handler (TLS, say) is a [`Handler`](super::Handler) itself: it
+    /// takes its own handle apart with [`Conn::split`], implements
+    /// [`Connection`] over it (plaintext in, ciphertext out) and builds the handle its
+    /// inner handler gets with this, so the application runs unchanged on top of it.
+    pub fn new(
         id: ConnId,
         ops: &'a mut dyn Connection,
         state: &'a mut S,
@@ -296,6 +315,12 @@ impl<'a, S> Conn<'a, S> {
     /// Open another connection (see [`Opener::connect`]).
     pub fn connect(&mut self, remote: SocketAddr, state: S) {
         self.opener.connect(remote, state);
+    }
+    /// The handle's parts at once: the connection's operations, its application state
+    /// and the opener. For layers that present the connection to an inner handler
+    /// (see [`Conn::new`]); applications use the methods above.
+    pub fn split(&mut self) -> (&mut dyn Connection, &mut S, &mut Opener<'a, S>) {
+        (&mut *self.ops, &mut *self.state, &mut self.opener)
     }
 }
 

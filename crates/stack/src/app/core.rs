@@ -387,7 +387,9 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
             CloseReason::Normal => stats.conns_closed += 1,
             CloseReason::Reset | CloseReason::Refused => stats.conns_reset += 1,
             CloseReason::TimedOut => stats.conns_timed_out += 1,
-            CloseReason::Aborted => stats.conns_aborted += 1,
+            // Only layers above a backend report the last two.
+            CloseReason::Aborted | CloseReason::ProtocolError => stats.conns_aborted += 1,
+            CloseReason::Truncated => stats.conns_reset += 1,
         }
         if let Some(state) = slot.app.take() {
             handler.closed(&mut Opener::new(requests), state, reason);

@@ -1,0 +1,36 @@
+//! [`TlsStats`]: one worker's TLS counters.
+
+/// One worker's TLS counters, kept by its [`Tls`](crate::Tls) handler.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TlsStats {
+    /// Handshakes that finished.
+    pub handshakes_completed: u64,
+    /// Of those, how many resumed an earlier session (tickets).
+    pub handshakes_resumed: u64,
+    /// Handshakes that did not finish, for any of the reasons below or because the
+    /// connection ended under them.
+    pub handshakes_failed: u64,
+    /// Connections refused at once because the worker held its maximum of handshakes.
+    pub handshakes_refused: u64,
+    /// Handshakes aborted by the handshake timeout.
+    pub handshake_timeouts: u64,
+    /// Connections closed because the peer broke the protocol (a rustls error other
+    /// than a bad record or a received alert), handshake or not.
+    pub protocol_errors: u64,
+    /// Connections closed on a malformed, oversize or undecryptable record.
+    pub records_rejected: u64,
+    /// Fatal alerts received from peers.
+    pub alerts_received: u64,
+    /// Fatal alerts we sent when closing a connection on an error.
+    pub alerts_sent: u64,
+    /// TLS 1.2 renegotiation attempts (handshake records after the handshake); each
+    /// closes its connection.
+    pub renegotiation_attempts: u64,
+    /// Peers that ended TCP without `close_notify` after the handshake.
+    pub truncations: u64,
+    /// `close_notify` alerts received.
+    pub close_notify_received: u64,
+    /// Decrypted bytes the application had not consumed when its connection ended.
+    pub plaintext_discarded: u64,
+}

@@ -1,0 +1,58 @@
+//! The same TLS adapter on the kernel-socket backend: a TLS echo server and a TLS
+//! client, each on its own kernel engine, over loopback.
+
+mod common;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{payload, Echo, Key, Pki, Sender};
+use rusty_kernel::{KernelConfig, KernelEngine};
+use rusty_stack::CloseReason;
+use rusty_tls::{
+    Certificates, ClientSettings, ServerSettings, Tls, TlsAcceptor, TlsConn, TlsConnector,
+};
+
+#[test]
+fn echoes_over_loopback_on_the_kernel_backend() {
+    let pki = Pki::new();
+    let certs = Certificates::new(pki.leaf(&["server.test"], Key::Rsa));
+    let acceptor = Arc::new(TlsAcceptor::new(certs, ServerSettings::default()).unwrap());
+    let connector = Arc::new(
+        TlsConnector::new(
+            pki.ca_pem.as_bytes(),
+            "server.test",
+            ClientSettings::default(),
+        )
+        .unwrap(),
+    );
+
+    let mut server = KernelEngine::new(
+        Tls::server(Echo::default(), acceptor),
+        KernelConfig::default(),
+    )
+    .unwrap();
+    let addr = server
+        .listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), 16)
+        .unwrap();
+    let data = payload(2 << 20);
+    let sender = Sender::new(data.clone(), addr);
+    let mut client =
+        KernelEngine::new(Tls::client(sender, connector), KernelConfig::default()).unwrap();
+    client.connect(addr, TlsConn::new(0)).unwrap();
+
+    // A guard against a hang, not a measurement.
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while client.handler().inner().closed.is_empty() || server.handler().inner().closed.is_empty() {
+        assert!(Instant::now() < give_up, "the echo did not finish");
+        server.poll(Duration::from_millis(1));
+        client.poll(Duration::from_millis(1));
+    }
+    let (c, s) = (client.handler(), server.handler());
+    assert!(c.inner().got[0] == data, "echo differs");
+    assert_eq!(c.inner().closed, [CloseReason::Normal]);
+    assert_eq!(s.inner().closed, [CloseReason::Normal]);
+    assert_eq!(s.stats().handshakes_completed, 1);
+    assert_eq!(s.stats().close_notify_received, 1);
+}
