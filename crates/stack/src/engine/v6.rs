@@ -326,8 +326,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 self.on_solicitation(ip, src_mac, target, source_mac)
             }
             Message::NeighborAdvertisement {
-                target, target_mac, ..
-            } => self.on_advertisement(target, target_mac),
+                target,
+                target_mac,
+                override_,
+                ..
+            } => self.on_advertisement(target, target_mac, override_),
             Message::Error {
                 kind: ErrorKind::TooBig(mtu),
                 invoking,
@@ -373,19 +376,30 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.send_advertisement(target, ip.src, to_mac, true);
     }
 
-    /// A Neighbor Advertisement for `target` (RFC 4861 §7.2.5).
-    fn on_advertisement(&mut self, target: Ipv6Addr, target_mac: Option<MacAddr>) {
+    /// A Neighbor Advertisement for `target`, its Override flag `override_` (RFC 4861
+    /// §7.2.5).
+    fn on_advertisement(&mut self, target: Ipv6Addr, target_mac: Option<MacAddr>, override_: bool) {
         if let Some(i) = self.addrs.find_v6(target) {
             if self.addrs.get(i).usable() {
                 return self.stats.drop(DropReason::AddressConflict);
             }
             return self.on_duplicate(target);
         }
+        let Some(mac) = target_mac else { return };
+        // Without Override, an advertisement does not replace the link-layer address
+        // of a neighbour we hold (one being resolved takes it).
+        let ip = IpAddr::V6(target);
+        if !override_
+            && self
+                .arp
+                .lookup(ip, self.now)
+                .is_some_and(|held| held != mac)
+        {
+            return;
+        }
         // Only a neighbour we hold or are resolving is updated: an advertisement
         // nobody asked for creates no entry.
-        if let Some(mac) = target_mac {
-            self.learn_neighbor(IpAddr::V6(target), mac, false);
-        }
+        self.learn_neighbor(ip, mac, false);
     }
 
     /// A tentative address of ours is another node's.

@@ -3,7 +3,7 @@
 //! lowering the segment size, and hostile packets (extension-header chains, fragments,
 //! martian sources, spoofed advertisements, Neighbor Discovery that may not be genuine)
 //! counted and unanswered. `extensions`: the extension headers Linux answers with a
-//! Parameter Problem or reads through.
+//! Parameter Problem or reads through, and advertisements without Override.
 //!
 //! The peer writes and reads its packets with smoltcp's IPv6 and ICMPv6 types, not the
 //! engine's, so a bug in the engine's writers cannot hide in both directions.
@@ -126,6 +126,17 @@ fn advertisement_from(src: Ipv6Addr, target: Ipv6Addr, mac: MacAddr, solicited: 
     if solicited {
         flags |= NdiscNeighborFlags::SOLICITED;
     }
+    advertisement_with(src, target, mac, flags)
+}
+
+/// [`advertisement_from`] with `flags` (to us when they say solicited).
+fn advertisement_with(
+    src: Ipv6Addr,
+    target: Ipv6Addr,
+    mac: MacAddr,
+    flags: NdiscNeighborFlags,
+) -> Vec<u8> {
+    let solicited = flags.contains(NdiscNeighborFlags::SOLICITED);
     let repr = Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert {
         flags,
         target_addr: target,

@@ -1,8 +1,10 @@
-//! Extension headers as Linux treats them: a finished route (Type 0 too) is read
-//! through; a route with segments left, an option whose type asks and a Hop-by-Hop
-//! header out of place are told with a Parameter Problem (within the error budget,
-//! never to a group or a martian); padding beyond alignment and headers crowded with
-//! options are refused in silence; an atomic fragment is the whole packet.
+//! Extension headers as Linux treats them, and advertisements that may not move a
+//! neighbour: a finished route (Type 0 too) is read through; a route with segments
+//! left, an option whose type asks and a Hop-by-Hop header out of place are told with
+//! a Parameter Problem (within the error budget, never to a group or a martian);
+//! padding beyond alignment and headers crowded with options are refused in silence;
+//! an atomic fragment is the whole packet; an advertisement without Override does not
+//! move a neighbour we hold (RFC 4861 §7.2.5).
 
 use smoltcp::wire::Icmpv6ParamProblem;
 
@@ -209,4 +211,27 @@ fn an_atomic_fragment_is_answered_as_the_packet_it_holds() {
         })
     ));
     assert_eq!(net.dropped(DropReason::Fragment), 0);
+}
+
+/// RFC 4861 §7.2.5: an advertisement without Override does not replace the
+/// link-layer address of a neighbour we hold (as Linux keeps it), so a spoofer
+/// cannot take the peer's traffic with one; with Override it does, as on Linux.
+#[test]
+fn an_advertisement_without_override_leaves_a_neighbour_where_it_is() {
+    let mut net = listening6();
+    // The peer solicits us: we hold it at PEER_MAC.
+    net.send(&solicitation(PEER6, HOST6, 255));
+    let evil = MacAddr([0x02, 0, 0, 0, 0, 0x66]);
+    let syn_to = |net: &mut Net| {
+        net.eng.connect((PEER6, 9).into(), ()).ok().unwrap();
+        let out = ipv6_of(&net.poll());
+        assert_eq!(out.len(), 1, "the SYN alone, no solicitation");
+        assert!(out[0].tcp().is_some());
+        out[0].eth.dst
+    };
+    let spoofed = |flags| advertisement_with(PEER6, PEER6, evil, flags);
+    assert!(net.send(&spoofed(NdiscNeighborFlags::empty())).is_empty());
+    assert_eq!(syn_to(&mut net), PEER_MAC);
+    assert!(net.send(&spoofed(NdiscNeighborFlags::OVERRIDE)).is_empty());
+    assert_eq!(syn_to(&mut net), evil);
 }
