@@ -25,8 +25,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{
-    ClientSummary, Proc, TestNet, Tools, CLIENT_PY, DISCARD_PY, ECHO, ECHO_LOAD, ICMP_PY,
-    MARTIANS_PY, PINNING_PY, SHORT_CONNS_PY, STALLED_READERS_PY, SYNFLOOD_PY,
+    worker_counter, ClientSummary, Proc, TestNet, Tools, CLIENT_PY, DISCARD_PY, ECHO, ECHO_LOAD,
+    ICMP_PY, MARTIANS_PY, PINNING_PY, SHORT_CONNS_PY, STALLED_READERS_PY, SYNFLOOD_PY,
 };
 
 const PORT: &str = "7";
