@@ -27,8 +27,8 @@ use rusty_stack::internals::icmpv6::{
 use rusty_stack::io::MacAddr;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
-    Icmpv6DstUnreachable, Icmpv6Packet, Icmpv6ParamProblem, Icmpv6Repr, MldAddressRecord,
-    MldRecordType, MldRepr, NdiscNeighborFlags, NdiscRepr,
+    Icmpv6DstUnreachable, Icmpv6Packet, Icmpv6Repr, MldAddressRecord, MldRecordType, MldRepr,
+    NdiscNeighborFlags, NdiscRepr,
 };
 
 use crate::input::Input;
@@ -365,8 +365,16 @@ impl Writers {
         for (out, kind) in [
             (ErrorOut::PortUnreachable, ErrorKind::Unreachable(4)),
             (
+                ErrorOut::ErroneousField { pointer },
+                ErrorKind::ParameterProblem(0, pointer),
+            ),
+            (
                 ErrorOut::UnknownNextHeader { pointer },
                 ErrorKind::ParameterProblem(1, pointer),
+            ),
+            (
+                ErrorOut::UnknownOption { pointer },
+                ErrorKind::ParameterProblem(2, pointer),
             ),
         ] {
             let msg = error(out, invoking, self.src, self.dst, room);
@@ -386,7 +394,12 @@ impl Writers {
                 }
                 Ok(Icmpv6Repr::ParamProblem {
                     reason, pointer: p, ..
-                }) => assert!(reason == Icmpv6ParamProblem::UnrecognizedNxtHdr && p == pointer),
+                }) => {
+                    let ErrorKind::ParameterProblem(code, _) = kind else {
+                        panic!("{out:?} read as a parameter problem");
+                    };
+                    assert_eq!((u8::from(reason), p), (code, pointer));
+                }
                 other => panic!("{out:?} read as {other:?}"),
             }
         }

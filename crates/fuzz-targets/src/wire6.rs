@@ -184,9 +184,10 @@ pub(crate) fn fix_checksums(packet: &mut [u8]) {
 /// An extension-header chain ending in `protocol` (which `upper` starts), one spec
 /// byte per header: the kind in its low three bits, a parameter `p` in the high five.
 ///
-/// - 0, 1: Hop-by-Hop, Destination Options: PadN filling `(p & 3) + 1` eight-octet
-///   units; with `p & 4`, first an option of type `(p >> 3 & 3) << 6 | 0x1e`, whose two
-///   high bits say skip (00) or discard (the others).
+/// - 0, 1: Hop-by-Hop, Destination Options of `(p & 3) + 1` eight-octet units; with
+///   `p & 4`, first an option of type `(p >> 3 & 3) << 6 | 0x1e`, whose two high bits
+///   say skip (00) or discard (the others); the rest is PadN, or an option to skip
+///   where more than seven bytes are left (longer padding is refused).
 /// - 2: Routing, type `[0, 2, 3, 4][p & 3]`, Segments Left `p >> 2`.
 /// - 3: Fragment at offset `p >> 1`, More Fragments `p & 1` (`p` 0: atomic).
 /// - 4: Authentication, `(p & 3) + 2` four-octet units.
@@ -206,9 +207,10 @@ pub(crate) fn chain(specs: &[u8], protocol: u8, upper: &[u8]) -> (u8, Vec<u8>) {
             if p & 4 != 0 {
                 h.extend_from_slice(&[((p >> 3) & 3) << 6 | 0x1e, 0]);
             }
-            // PadN for the rest (at least four bytes: the header is 8 or more).
+            // The rest (at least four bytes: the header is 8 or more).
             let len = (usize::from(p & 3) + 1) * 8;
-            h.extend_from_slice(&[1, (len - h.len() - 2) as u8]);
+            let filler = if len - h.len() > 7 { 0x1e } else { 1 };
+            h.extend_from_slice(&[filler, (len - h.len() - 2) as u8]);
             h.resize(len, 0);
             (kind, h)
         };
@@ -278,7 +280,7 @@ impl Own6<'_> {
 /// Neighbor Discovery and MLD, at the group's MAC, and a unicast one never at a group
 /// MAC, nor one of its usable addresses nor a martian; TCP with a correct checksum, an
 /// Echo Reply, a solicitation, an advertisement of ours, an MLDv2 report, or an error
-/// (port unreachable, unrecognized Next Header) about a packet sent to us, each with
+/// (port unreachable, a parameter problem) about a packet sent to us, each with
 /// its hop limit and the fields RFC 4861, RFC 3810 and RFC 4443 ask for.
 pub(crate) fn check_sent(eth: &EthernetFrame<&[u8]>, own: &Own6<'_>) -> Sent {
     let is_host6 = |ip: Ipv6Addr| own.usable(ip);
@@ -409,13 +411,23 @@ fn icmpv6((src, dst, hops): (Ipv6Addr, Ipv6Addr, u8), msg: &[u8], own: &Own6<'_>
         Icmpv6Repr::ParamProblem {
             reason, pointer, ..
         } => {
-            assert_eq!(reason, Icmpv6ParamProblem::UnrecognizedNxtHdr);
-            // The byte it points at names a protocol no host of ours reads.
-            if let Some(&protocol) = msg[8..].get(pointer as usize) {
-                assert!(
-                    ![TCP, 17, ICMPV6].contains(&protocol),
-                    "{protocol} unknown?"
-                );
+            // What the byte it points at holds: a protocol no host of ours reads (or
+            // a Hop-by-Hop header out of place), a Routing Type (a route with segments
+            // left) or an option whose type asks to be told.
+            if let Some(&byte) = msg[8..].get(pointer as usize) {
+                match reason {
+                    Icmpv6ParamProblem::UnrecognizedNxtHdr => {
+                        assert!(![TCP, 17, ICMPV6].contains(&byte), "{byte} unknown?")
+                    }
+                    Icmpv6ParamProblem::ErroneousHdrField => {
+                        let segments_left = msg[8..].get(pointer as usize + 1);
+                        assert!(segments_left.is_some_and(|&n| n > 0), "a finished route");
+                    }
+                    Icmpv6ParamProblem::UnrecognizedOption => {
+                        assert!(byte >> 6 >= 2, "option {byte:#x} asks for no error")
+                    }
+                    other => panic!("parameter problem {other:?}"),
+                }
             }
             check_error((src, dst, hops), msg)
         }

@@ -90,10 +90,11 @@ pub enum DropReason {
     OverMtu,
     /// An IPv6 extension-header chain this host does not read through: too long,
     /// running past the packet, Hop-by-Hop Options not first, an option whose type
-    /// says to discard the packet, no upper-layer header, or a jumbogram.
+    /// says to discard the packet, options padded beyond alignment or more than eight
+    /// in a header (as Linux refuses them), no upper-layer header, or a jumbogram.
     BadExtensionHeaders,
-    /// An IPv6 Type 0 Routing header (RFC 5095), or a routing header with segments
-    /// left: this host is no router.
+    /// An IPv6 Routing header with segments left, Type 0 (RFC 5095) or any other: this
+    /// host is no router.
     RoutingHeader,
     /// A Neighbor Discovery message that may not be genuine (RFC 4861 §7.1: hop limit
     /// below 255, bad code or options, a group as target), or one about an address

@@ -264,6 +264,19 @@ pub enum ErrorOut {
         /// Where that byte is.
         pointer: u32,
     },
+    /// Parameter Problem, erroneous header field (code 0): the Routing Type of a
+    /// Routing header with segments left, `pointer` bytes into the invoking packet
+    /// (RFC 8200 §4.4).
+    ErroneousField {
+        /// Where that field is.
+        pointer: u32,
+    },
+    /// Parameter Problem, unrecognized IPv6 option (code 2): an option whose type asks
+    /// for it, `pointer` bytes into the invoking packet (RFC 8200 §4.2).
+    UnknownOption {
+        /// Where its Option Type is.
+        pointer: u32,
+    },
 }
 
 /// The smallest MTU an IPv6 link has: no error message is longer (RFC 4443 §2.4 (c)).
@@ -282,7 +295,9 @@ pub fn error(
 ) -> Vec<u8> {
     let (kind, code, word) = match kind {
         ErrorOut::PortUnreachable => (DESTINATION_UNREACHABLE, 4, 0),
+        ErrorOut::ErroneousField { pointer } => (PARAMETER_PROBLEM, 0, pointer),
         ErrorOut::UnknownNextHeader { pointer } => (PARAMETER_PROBLEM, 1, pointer),
+        ErrorOut::UnknownOption { pointer } => (PARAMETER_PROBLEM, 2, pointer),
     };
     let room = max_len
         .min(MIN_MTU - crate::ipv6::HEADER_LEN)

@@ -37,7 +37,7 @@ pub mod ipv6 {
     pub use crate::ipv6::address::{link_local, stable_iid, with_iid, Dad, DadState};
     pub use crate::ipv6::{
         check_source, header, parse, tcp_destination, Ipv6Error, Ipv6Header, Martian, HEADER_LEN,
-        MAX_EXTENSION_HEADERS,
+        MAX_EXTENSION_HEADERS, MAX_OPTIONS,
     };
 }
 

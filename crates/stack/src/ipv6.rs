@@ -3,21 +3,23 @@
 //!
 //! Decisions a reader should know about:
 //! - **The walk is bounded.** At most [`MAX_EXTENSION_HEADERS`] extension headers, each
-//!   inside the payload the fixed header announces; a longer chain, one that runs past
-//!   the packet, or a Hop-by-Hop Options header anywhere but first (RFC 8200 §4.1) is
-//!   refused. A packet cannot make the walk loop: every step moves forward by at least
-//!   eight bytes.
-//! - **Routing headers.** Type 0 is refused whatever its Segments Left (RFC 5095: it
-//!   lets a packet bounce between hosts). Any other type with Segments Left of zero is
-//!   skipped, as RFC 8200 §4.4 says; with segments left, a host is asked to forward the
-//!   packet, which a host does not do, so it is refused (where a router would answer
-//!   with a Parameter Problem).
+//!   inside the payload the fixed header announces; a longer chain, or one that runs
+//!   past the packet, is refused. A packet cannot make the walk loop: every step moves
+//!   forward by at least eight bytes. A Hop-by-Hop Options header anywhere but first
+//!   (RFC 8200 §4.1) is refused as an unrecognized Next Header would be (RFC 8200 §4).
+//! - **Routing headers.** One with Segments Left of zero is skipped, whatever its type,
+//!   Type 0 included (RFC 8200 §4.4, RFC 5095 §3): the packet has arrived. With segments
+//!   left, a host is asked to forward the packet, which it does not do: refused, with
+//!   where its Routing Type is, for the Parameter Problem RFC 8200 §4.4 asks for.
 //! - **No reassembly,** as for IPv4: a fragment is refused ([`Ipv6Error::Fragment`]).
 //!   An atomic fragment (offset 0, no more fragments: RFC 6946) is the whole packet
 //!   and is processed as if it had no Fragment header.
 //! - **Options.** Pad1 and PadN are skipped; an unknown option is skipped or refused as
 //!   the two high bits of its type say (RFC 8200 §4.2). Refusing is silent here: the
 //!   ICMPv6 Parameter Problem the RFC asks for is the caller's to send, rate-limited.
+//!   As Linux does, a header is refused whose padding runs longer than the seven bytes
+//!   that align an option, or pads with anything but zeros (RFC 4942 §2.1.9.5), or
+//!   that holds more than [`MAX_OPTIONS`] options besides padding.
 //! - **No jumbograms** (a Payload Length of zero with a Jumbo Payload option, RFC
 //!   2675): no link Rusty runs on carries one.
 //! - Trailing bytes after the payload (Ethernet padding) are ignored, as for IPv4.
@@ -47,6 +49,18 @@ pub(crate) fn as_v6(addr: std::net::IpAddr) -> Ipv6Addr {
 /// The most extension headers [`parse`] walks before it gives up on a packet.
 pub const MAX_EXTENSION_HEADERS: usize = 8;
 
+/// The most options besides padding one Hop-by-Hop or Destination Options header may
+/// hold (Linux's `max_hbh_opts_number` and `max_dst_opts_number`).
+pub const MAX_OPTIONS: usize = 8;
+
+/// The longest run of padding (Pad1 and PadN together) an options header may hold:
+/// all it takes to align the next option to eight bytes (RFC 4942 §2.1.9.5).
+const MAX_PADDING: usize = 7;
+
+/// The padding options (RFC 8200 §4.2).
+const PAD1: u8 = 0;
+const PADN: u8 = 1;
+
 /// Next Header values of the extension headers (IANA "IPv6 Extension Header Types").
 mod next {
     pub(super) const HOP_BY_HOP: u8 = 0;
@@ -70,13 +84,32 @@ pub enum Ipv6Error {
     Version,
     /// A Payload Length of zero (a jumbogram, or nothing at all).
     Jumbogram,
-    /// The extension headers run past the payload, are more than
-    /// [`MAX_EXTENSION_HEADERS`], or put Hop-by-Hop Options anywhere but first.
+    /// The extension headers run past the payload, or are more than
+    /// [`MAX_EXTENSION_HEADERS`].
     ExtensionChain,
+    /// A Hop-by-Hop Options header anywhere but first (RFC 8200 §4.1).
+    MisplacedHopByHop {
+        /// Where the Next Header byte that names it is, from the start of the fixed
+        /// header: what a Parameter Problem points at (RFC 8200 §4).
+        at: usize,
+    },
+    /// An options header whose padding runs longer than seven bytes or is not zeros,
+    /// or that holds more than [`MAX_OPTIONS`] options besides padding.
+    Options,
     /// An option whose type says to discard the packet when it is not understood.
-    UnknownOption,
-    /// A Type 0 Routing header, or a routing header with segments left.
-    Routing,
+    UnknownOption {
+        /// Where its Option Type is, from the start of the fixed header.
+        at: usize,
+        /// Its type also asks for a Parameter Problem (its high bits 10 or 11, RFC
+        /// 8200 §4.2).
+        report: bool,
+    },
+    /// A Routing header with segments left (RFC 8200 §4.4: a host forwards nothing).
+    Routing {
+        /// Where its Routing Type is, from the start of the fixed header: what the
+        /// Parameter Problem points at.
+        at: usize,
+    },
     /// A fragment of a larger packet.
     Fragment,
     /// No upper-layer header follows (Next Header 59), or one this host cannot read
@@ -133,19 +166,30 @@ pub fn parse(packet: &[u8]) -> Result<Ipv6Header, Ipv6Error> {
     ) {
         return Err(Ipv6Error::NoUpperLayer);
     }
-    let address = |from: usize| {
-        let octets: [u8; 16] = fixed[from..from + 16].try_into().expect("16 bytes");
-        Ipv6Addr::from(octets)
-    };
     Ok(Ipv6Header {
-        src: address(8),
-        dst: address(24),
+        src: address(fixed, 8),
+        dst: address(fixed, 24),
         protocol,
         hop_limit: fixed[7],
         upper_offset: at,
         protocol_at,
         upper_len: end - at,
     })
+}
+
+/// The 16-byte address at `from` in the fixed header `fixed`.
+fn address(fixed: &[u8; HEADER_LEN], from: usize) -> Ipv6Addr {
+    let octets: [u8; 16] = fixed[from..from + 16].try_into().expect("16 bytes");
+    Ipv6Addr::from(octets)
+}
+
+/// The source and destination of a packet [`parse`] refused for what follows its
+/// fixed header, and the packet up to the end of the payload that header announces:
+/// what an ICMPv6 error about it needs. `None` when the fixed header itself was bad.
+pub(crate) fn refused(packet: &[u8]) -> Option<(Ipv6Addr, Ipv6Addr, &[u8])> {
+    let fixed = packet.first_chunk::<HEADER_LEN>()?;
+    let end = HEADER_LEN + usize::from(u16::from_be_bytes([fixed[4], fixed[5]]));
+    Some((address(fixed, 8), address(fixed, 24), packet.get(..end)?))
 }
 
 /// The extension headers of `packet`, the first of them `first`, its payload ending at
@@ -158,7 +202,10 @@ fn walk_extensions(packet: &[u8], first: u8, end: usize) -> Result<(u8, usize, u
     let mut protocol_at = 6;
     let mut walked = 0;
     while let Some(kind) = Extension::of(protocol) {
-        if walked == MAX_EXTENSION_HEADERS || (kind == Extension::HopByHop && walked > 0) {
+        if kind == Extension::HopByHop && walked > 0 {
+            return Err(Ipv6Error::MisplacedHopByHop { at: protocol_at });
+        }
+        if walked == MAX_EXTENSION_HEADERS {
             return Err(Ipv6Error::ExtensionChain);
         }
         walked += 1;
@@ -169,11 +216,11 @@ fn walk_extensions(packet: &[u8], first: u8, end: usize) -> Result<(u8, usize, u
         let len = kind.length(header);
         let header = header.get(..len).ok_or(Ipv6Error::ExtensionChain)?;
         match kind {
-            Extension::HopByHop | Extension::DestOptions => check_options(&header[2..])?,
+            Extension::HopByHop | Extension::DestOptions => check_options(&header[2..], at + 2)?,
             Extension::Routing => {
-                let (routing_type, segments_left) = (header[2], header[3]);
-                if routing_type == 0 || segments_left != 0 {
-                    return Err(Ipv6Error::Routing);
+                // Segments Left; a host recognizes no Routing Type (RFC 8200 §4.4).
+                if header[3] != 0 {
+                    return Err(Ipv6Error::Routing { at: at + 2 });
                 }
             }
             Extension::Fragment => {
@@ -327,22 +374,36 @@ impl Extension {
 }
 
 /// Walk the options of a Hop-by-Hop or Destination Options header (`options`: the
-/// header after its two fixed bytes).
-fn check_options(mut options: &[u8]) -> Result<(), Ipv6Error> {
-    while let Some(&kind) = options.first() {
-        if kind == 0 {
-            // Pad1: one byte, no length.
-            options = &options[1..];
-            continue;
+/// header after its two fixed bytes, which start `start` bytes into the packet).
+fn check_options(options: &[u8], start: usize) -> Result<(), Ipv6Error> {
+    let (mut at, mut padding, mut count) = (0, 0, 0);
+    while let Some(&kind) = options.get(at) {
+        let len = match kind {
+            PAD1 => 1,
+            _ => 2 + usize::from(*options.get(at + 1).ok_or(Ipv6Error::ExtensionChain)?),
+        };
+        let option = options.get(at..at + len).ok_or(Ipv6Error::ExtensionChain)?;
+        if kind == PAD1 || kind == PADN {
+            padding += len;
+            if padding > MAX_PADDING || option.iter().skip(2).any(|&b| b != 0) {
+                return Err(Ipv6Error::Options);
+            }
+        } else {
+            padding = 0;
+            count += 1;
+            if count > MAX_OPTIONS {
+                return Err(Ipv6Error::Options);
+            }
+            // Unknown here: its two high bits say what to do, 00 skip it, otherwise
+            // discard the packet, 10 and 11 also telling the sender.
+            if kind >> 6 != 0 {
+                return Err(Ipv6Error::UnknownOption {
+                    at: start + at,
+                    report: kind >> 6 >= 2,
+                });
+            }
         }
-        let len = usize::from(*options.get(1).ok_or(Ipv6Error::ExtensionChain)?);
-        let whole = options.get(..2 + len).ok_or(Ipv6Error::ExtensionChain)?;
-        // PadN (1) is skipped; any other option is unknown here, and its two high bits
-        // say what to do: 00 skip it, otherwise discard the packet.
-        if kind != 1 && kind >> 6 != 0 {
-            return Err(Ipv6Error::UnknownOption);
-        }
-        options = &options[whole.len()..];
+        at += len;
     }
     Ok(())
 }

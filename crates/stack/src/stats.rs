@@ -324,6 +324,13 @@ impl fmt::Display for Stats {
                 self.path_mtu_lowered
             )?;
         }
+        if self.icmpv6_errors_sent + self.icmpv6_errors_suppressed > 0 {
+            write!(
+                f,
+                "; icmpv6 errors {} (budget held back {})",
+                self.icmpv6_errors_sent, self.icmpv6_errors_suppressed
+            )?;
+        }
         if self.misdirected_forwarded > 0 {
             write!(f, "; handed to siblings {}", self.misdirected_forwarded)?;
         }
@@ -395,14 +402,18 @@ mod tests {
     }
 
     /// IPv6's counters join the line once the engine has done IPv6 (Neighbor Discovery
-    /// always comes first), so an IPv4-only worker's line is as it was.
+    /// always comes first) or sent or held back an ICMPv6 error, so an IPv4-only
+    /// worker's line is as it was.
     #[test]
     fn the_counters_line_names_ipv6_work_when_there_was_some() {
         assert!(!Stats::default().to_string().contains("neighbor"));
+        assert!(!Stats::default().to_string().contains("icmpv6"));
         let s = Stats {
             neighbor_solicitations_sent: 3,
             neighbor_advertisements_sent: 2,
             path_mtu_lowered: 1,
+            icmpv6_errors_sent: 50,
+            icmpv6_errors_suppressed: 7,
             ..Stats::default()
         };
         let line = s.to_string();
@@ -411,6 +422,7 @@ mod tests {
             "neighbor solicitations 3 advertisements 2",
             "duplicate addresses 0",
             "path mtu lowered 1",
+            "icmpv6 errors 50 (budget held back 7)",
         ] {
             assert!(fields.contains(&want), "{want:?} not in {line}");
         }

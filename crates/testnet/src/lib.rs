@@ -39,7 +39,7 @@ pub fn required() -> bool {
 }
 
 /// Skip (print why and return `None`) or, under `RUSTY_REQUIRE_PRIVILEGED=1`, fail.
-fn skip(test: &str, why: &str) -> Option<Tools> {
+fn skip<T>(test: &str, why: &str) -> Option<T> {
     if required() {
         panic!("{test}: {why} (RUSTY_REQUIRE_PRIVILEGED=1, so this is a failure)");
     }
@@ -110,6 +110,36 @@ pub fn tools(test: &str, tools: &[&str]) -> Option<Tools> {
         }
     }
     Some(Tools(found))
+}
+
+/// A Python 3 that imports scapy, for tests that craft frames with it: `python3` on
+/// PATH, or else the system's `/usr/bin/python3`, where Debian's python3-scapy
+/// installs it when PATH finds another Python first (pyenv's). `None`: skip the test
+/// (a failure under `RUSTY_REQUIRE_PRIVILEGED=1`, where CI has installed it).
+pub fn python_with_scapy(test: &str) -> Option<PathBuf> {
+    let system = PathBuf::from("/usr/bin/python3");
+    for python in which("python3").into_iter().chain([system]) {
+        if quick(&python, &["-c", "import scapy.all"]).0 {
+            return Some(python);
+        }
+    }
+    skip(test, "no python3 imports scapy (Debian: python3-scapy)")
+}
+
+/// The counter `field` of every per-worker counters line (`worker N: ...`) a program
+/// logged when it stopped, summed over workers: `path mtu lowered 2` is field `path
+/// mtu lowered`, `drop martian_source 12` field `drop martian_source`.
+pub fn worker_counter(log: &str, field: &str) -> u64 {
+    log.lines()
+        .filter(|l| l.starts_with("worker "))
+        .filter_map(|l| {
+            let rest = l.split(&format!("{field} ")).nth(1)?;
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
 }
 
 /// Check that we are root and that `tools` are installed. `None`: skip the test.

@@ -22,24 +22,33 @@ fn martian_and_broadcast_attacks_get_no_answer_on_tap() {
         net.fail("Rusty answered an attack, or not the control");
     }
     stop(&mut net, echo, Duration::from_secs(5));
+    let expect = assert_expected_drops(&net, attack, echo);
+    eprintln!("{test}: {expect}");
+}
+
+/// The drops a frame script ([`MARTIANS_PY`], `hostile_ipv6.py`) expects, from its
+/// `EXPECT reason=n ...` line, each counted at least that often in the per-worker
+/// counters `echo` printed when it stopped (`worker 0: ...; drop martian_source 12;
+/// ...`). At least: the namespace's kernel may send its own multicast now and then.
+/// Returns the line.
+pub(super) fn assert_expected_drops(net: &TestNet, script: Proc, echo: Proc) -> String {
     let expect = net
-        .log(attack)
+        .log(script)
         .lines()
         .find_map(|l| l.strip_prefix("EXPECT ").map(str::to_string))
-        .unwrap_or_else(|| net.fail("martians.py printed no EXPECT line"));
+        .unwrap_or_else(|| net.fail(&format!("{} printed no EXPECT line", net.label(script))));
     let log = net.log(echo);
     for (reason, want) in expect
         .split_whitespace()
         .filter_map(|kv| kv.split_once('='))
     {
         let want: u64 = want.parse().expect("EXPECT count");
-        let got = dropped(&log, reason);
-        // At least: the namespace's kernel may send its own multicast now and then.
+        let got = worker_counter(&log, &format!("drop {reason}"));
         if got < want {
             net.fail(&format!("Rusty counted {got} `{reason}` drops, not {want}"));
         }
     }
-    eprintln!("{test}: {expect}");
+    expect
 }
 
 /// A script that sends hand-built frames ([`MARTIANS_PY`], [`SYNFLOOD_PY`]) in the
@@ -62,17 +71,6 @@ fn spawn_frame_script(
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
     net.spawn_in_ns(name, python, &args)
-}
-
-/// The drops for `reason` in the per-worker counters `echo` prints when it stops
-/// (`worker 0: ...; drop martian_source 12; ...`), summed over workers.
-fn dropped(log: &str, reason: &str) -> u64 {
-    let prefix = format!("drop {reason} ");
-    log.lines()
-        .filter(|l| l.starts_with("worker "))
-        .flat_map(|l| l.split("; "))
-        .filter_map(|part| part.strip_prefix(&prefix)?.parse::<u64>().ok())
-        .sum()
 }
 
 /// 16. A SYN flood from spoofed sources holds: for 10 s (at most 500,000 SYNs) a raw

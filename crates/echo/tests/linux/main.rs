@@ -8,12 +8,13 @@
 //! One file a topic: `pings`, `transfers` (100 connections on each link, loss in the
 //! kernel, reordering, Rusty as the client, the kernel backend), `process` (`--pcap`,
 //! SIGTERM), `loss` (a lossy bridge both ways), `xdp`, `ipv6` (the transfers and the
-//! loss over IPv6, Rusty as the client over IPv6), and `attacks` (hostile addressing, a
-//! SYN flood, memory pinning). Starting `echo` on a link and running the
-//! clients against it are here.
+//! loss over IPv6, Rusty as the client over IPv6), `attacks` (hostile addressing, a
+//! SYN flood, memory pinning) and `hostile_ipv6` (raw IPv6 frames crafted with scapy).
+//! Starting `echo` on a link and running the clients against it are here.
 
 mod attacks;
 mod common;
+mod hostile_ipv6;
 mod ipv6;
 mod loss;
 mod pings;
@@ -25,8 +26,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{
-    ClientSummary, Proc, TestNet, Tools, CLIENT_PY, DISCARD_PY, ECHO, ECHO_LOAD, ICMP_PY,
-    MARTIANS_PY, PINNING_PY, SHORT_CONNS_PY, STALLED_READERS_PY, SYNFLOOD_PY,
+    python_with_scapy, worker_counter, ClientSummary, Proc, TestNet, Tools, CLIENT_PY, DISCARD_PY,
+    ECHO, ECHO_LOAD, ICMP_PY, MARTIANS_PY, PINNING_PY, SHORT_CONNS_PY, STALLED_READERS_PY,
+    SYNFLOOD_PY,
 };
 
 const PORT: &str = "7";

@@ -5,24 +5,10 @@
 
 use std::fs;
 
+use rusty_testnet::worker_counter;
 use sha2::{Digest, Sha256};
 
 use super::*;
-
-/// `field` of every `worker N:` counters line of `log`, summed (`path mtu lowered 2`
-/// is field `path mtu lowered`).
-fn worker_counter(log: &str, field: &str) -> u64 {
-    log.lines()
-        .filter(|l| l.starts_with("worker "))
-        .filter_map(|l| {
-            let rest = l.split(&format!("{field} ")).nth(1)?;
-            rest.split(|c: char| !c.is_ascii_digit())
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
-}
 
 /// The link-local address and the MAC a link of Rusty's logged at start (`…,
 /// fe80::…/64 (link-local) (MAC 02:…)`).

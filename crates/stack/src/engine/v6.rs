@@ -10,8 +10,9 @@
 //! addresses, and the advertisement that defends an address another node probes for.
 //! Router advertisements and redirects are not acted on (routes are configured). The
 //! ICMPv6 errors of our own are Linux's for a host with no UDP socket: port
-//! unreachable for UDP, and a parameter problem for a protocol we do not know, within
-//! a budget ([`ErrorBudget`]).
+//! unreachable for UDP, and a parameter problem for a protocol we do not know (a
+//! Hop-by-Hop header anywhere but first among them), for a Routing header with segments
+//! left and for an option whose type asks for one, within a budget ([`ErrorBudget`]).
 
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -121,7 +122,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let ip = match ipv6::parse(packet) {
             Ok(ip) => ip,
             Err(e) => {
-                self.stats.drop(drop_reason(e));
+                self.on_refused_ipv6(frame, packet, e);
                 return None;
             }
         };
@@ -148,14 +149,44 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         None
     }
 
+    /// An IPv6 `packet` (in `frame`) that [`ipv6::parse`] refused with `e`: counted,
+    /// and told to its sender where RFC 8200 asks for a Parameter Problem (§4.2 an
+    /// option whose type says so, §4.4 a Routing header with segments left, §4 a
+    /// Hop-by-Hop header anywhere but first), as Linux tells.
+    #[cold]
+    #[inline(never)]
+    fn on_refused_ipv6(&mut self, frame: &[u8], packet: &[u8], e: Ipv6Error) {
+        self.stats.drop(drop_reason(e));
+        let pointer = |at: usize| u32::try_from(at).unwrap_or(u32::MAX);
+        let error = match e {
+            Ipv6Error::UnknownOption { at, report: true } => ErrorOut::UnknownOption {
+                pointer: pointer(at),
+            },
+            Ipv6Error::Routing { at } => ErrorOut::ErroneousField {
+                pointer: pointer(at),
+            },
+            Ipv6Error::MisplacedHopByHop { at } => ErrorOut::UnknownNextHeader {
+                pointer: pointer(at),
+            },
+            _ => return,
+        };
+        let Some((src, dst, invoking)) = ipv6::refused(packet) else {
+            return;
+        };
+        if let Ok(local) = self.admit_v6(src, dst, false) {
+            self.send_error(frame, invoking, src, local, error);
+        }
+    }
+
     /// An IPv6 `packet` that is not TCP, with its header `ip` and upper layer `l4`.
     #[inline(never)]
     fn on_ipv6_other(&mut self, frame: &[u8], packet: &[u8], ip: &Ipv6Header, l4: &[u8]) {
-        let local = match self.admit_v6(ip) {
+        let icmp = ip.protocol == icmpv6::NEXT_HEADER;
+        let local = match self.admit_v6(ip.src, ip.dst, icmp) {
             Ok(local) => local,
             Err(reason) => return self.stats.drop(reason),
         };
-        if ip.protocol == icmpv6::NEXT_HEADER {
+        if icmp {
             return self.on_icmpv6(frame, ip, l4, local);
         }
         self.stats.drop(DropReason::UnknownProtocol);
@@ -167,18 +198,20 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 pointer: ip.protocol_at as u32,
             }
         };
-        self.send_error(frame, packet, ip, local, error);
+        let invoking = &packet[..(ip.upper_offset + ip.upper_len).min(packet.len())];
+        self.send_error(frame, invoking, ip.src, local, error);
     }
 
-    /// Send the ICMPv6 error `error` about `packet` (header `ip`, to our address
-    /// `local`, in `frame`), within the engine's budget. Never about a packet to a group
-    /// or sent to a group MAC, nor from an address that is not one peer's (RFC 4443
-    /// §2.4 (e)): `admit_v6` let in only the unspecified address as such a source.
+    /// Send the ICMPv6 error `error` about `invoking` (the packet as received, in
+    /// `frame`, from `src` to our address `local`), within the engine's budget. Never
+    /// about a packet to a group or sent to a group MAC, nor from an address that is not
+    /// one peer's (RFC 4443 §2.4 (e)): `admit_v6` let in only the unspecified address as
+    /// such a source.
     fn send_error(
         &mut self,
         frame: &[u8],
-        packet: &[u8],
-        ip: &Ipv6Header,
+        invoking: &[u8],
+        src: Ipv6Addr,
         local: Option<u8>,
         error: ErrorOut,
     ) {
@@ -186,7 +219,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let Some(i) = local.filter(|&i| to_us && self.addrs.get(i).usable()) else {
             return;
         };
-        if ip.src.is_unspecified() {
+        if src.is_unspecified() {
             return;
         }
         if !self.error_budget.take(self.now) {
@@ -197,34 +230,33 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             return;
         };
         let room = self.max_frame - ethernet::HEADER_LEN - ipv6::HEADER_LEN;
-        let invoking = &packet[..(ip.upper_offset + ip.upper_len).min(packet.len())];
-        let message = icmpv6::error(error, invoking, own, ip.src, room);
+        let message = icmpv6::error(error, invoking, own, src, room);
         let hops = ipv6::DEFAULT_HOP_LIMIT;
-        if self.send_ipv6(ethernet::source(frame), own, ip.src, &[], &message, hops) {
+        if self.send_ipv6(ethernet::source(frame), own, src, &[], &message, hops) {
             self.stats.icmpv6_errors_sent += 1;
         }
     }
 
-    /// Whether a packet with header `ip` is for us and from a possible peer; which of
-    /// our addresses it is to (`None`: a group we joined).
-    fn admit_v6(&self, ip: &Ipv6Header) -> Result<Option<u8>, DropReason> {
+    /// Whether a packet from `src` to `dst` (ICMPv6 when `icmp`) is for us and from a
+    /// possible peer; which of our addresses it is to (`None`: a group we joined).
+    fn admit_v6(&self, src: Ipv6Addr, dst: Ipv6Addr, icmp: bool) -> Result<Option<u8>, DropReason> {
         // For us: one of our addresses (tentative ones take Neighbor Discovery only), or
         // a group we joined.
-        let local = self.addrs.find_v6(ip.dst);
-        if local.is_none() && !self.joined(ip.dst) {
+        let local = self.addrs.find_v6(dst);
+        if local.is_none() && !self.joined(dst) {
             return Err(DropReason::NotOurAddress);
         }
         // The unspecified source is a node probing for a duplicate, which only sends
         // solicitations; ICMPv6 checks that rule.
-        if ip.src.is_unspecified() && ip.protocol == icmpv6::NEXT_HEADER {
+        if src.is_unspecified() && icmp {
             return Ok(local);
         }
-        if ipv6::check_source(ip.src, Ipv6Addr::UNSPECIFIED).is_err() {
+        if ipv6::check_source(src, Ipv6Addr::UNSPECIFIED).is_err() {
             return Err(DropReason::MartianSource);
         }
         // Our own address as the source, unless it is still tentative: then another
         // node holds it, and says so from it.
-        if let Some(i) = self.addrs.find_v6(ip.src) {
+        if let Some(i) = self.addrs.find_v6(src) {
             if self.addrs.get(i).usable() {
                 return Err(DropReason::OwnSourceAddress);
             }
@@ -294,8 +326,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 self.on_solicitation(ip, src_mac, target, source_mac)
             }
             Message::NeighborAdvertisement {
-                target, target_mac, ..
-            } => self.on_advertisement(target, target_mac),
+                target,
+                target_mac,
+                override_,
+                ..
+            } => self.on_advertisement(target, target_mac, override_),
             Message::Error {
                 kind: ErrorKind::TooBig(mtu),
                 invoking,
@@ -341,19 +376,30 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.send_advertisement(target, ip.src, to_mac, true);
     }
 
-    /// A Neighbor Advertisement for `target` (RFC 4861 §7.2.5).
-    fn on_advertisement(&mut self, target: Ipv6Addr, target_mac: Option<MacAddr>) {
+    /// A Neighbor Advertisement for `target`, its Override flag `override_` (RFC 4861
+    /// §7.2.5).
+    fn on_advertisement(&mut self, target: Ipv6Addr, target_mac: Option<MacAddr>, override_: bool) {
         if let Some(i) = self.addrs.find_v6(target) {
             if self.addrs.get(i).usable() {
                 return self.stats.drop(DropReason::AddressConflict);
             }
             return self.on_duplicate(target);
         }
+        let Some(mac) = target_mac else { return };
+        // Without Override, an advertisement does not replace the link-layer address
+        // of a neighbour we hold (one being resolved takes it).
+        let ip = IpAddr::V6(target);
+        if !override_
+            && self
+                .arp
+                .lookup(ip, self.now)
+                .is_some_and(|held| held != mac)
+        {
+            return;
+        }
         // Only a neighbour we hold or are resolving is updated: an advertisement
         // nobody asked for creates no entry.
-        if let Some(mac) = target_mac {
-            self.learn_neighbor(IpAddr::V6(target), mac, false);
-        }
+        self.learn_neighbor(ip, mac, false);
     }
 
     /// A tentative address of ours is another node's.
@@ -555,10 +601,12 @@ fn drop_reason(e: Ipv6Error) -> DropReason {
         Ipv6Error::Truncated => DropReason::BadIpLength,
         Ipv6Error::Version => DropReason::BadIpHeader,
         Ipv6Error::Fragment => DropReason::Fragment,
-        Ipv6Error::Routing => DropReason::RoutingHeader,
+        Ipv6Error::Routing { .. } => DropReason::RoutingHeader,
         Ipv6Error::Jumbogram
         | Ipv6Error::ExtensionChain
-        | Ipv6Error::UnknownOption
+        | Ipv6Error::MisplacedHopByHop { .. }
+        | Ipv6Error::Options
+        | Ipv6Error::UnknownOption { .. }
         | Ipv6Error::NoUpperLayer => DropReason::BadExtensionHeaders,
     }
 }

@@ -93,16 +93,22 @@ fn options_headers_are_walked_and_hop_by_hop_must_come_first() {
     let mut late = options_header(0, &[]);
     late.extend(options_header(TCP, &[]));
     late.extend_from_slice(&SEGMENT);
-    assert_eq!(parse(&packet(60, &late)), Err(Ipv6Error::ExtensionChain));
+    // Refused, pointing at the Destination Options header's Next Header (at 40).
+    assert_eq!(
+        parse(&packet(60, &late)),
+        Err(Ipv6Error::MisplacedHopByHop { at: 40 })
+    );
 }
 
 #[test]
 fn unknown_options_are_skipped_or_refused_as_their_type_says() {
+    // The option's type is at 42, after the header's two fixed bytes.
+    let refused = |report| Err(Ipv6Error::UnknownOption { at: 42, report });
     for (kind, verdict) in [
         (0x1e, Ok(TCP)),
-        (0x5e, Err(Ipv6Error::UnknownOption)),
-        (0x9e, Err(Ipv6Error::UnknownOption)),
-        (0xde, Err(Ipv6Error::UnknownOption)),
+        (0x5e, refused(false)),
+        (0x9e, refused(true)),
+        (0xde, refused(true)),
     ] {
         let mut rest = options_header(TCP, &[kind, 1, 0]);
         rest.extend_from_slice(&SEGMENT);
@@ -116,6 +122,42 @@ fn unknown_options_are_skipped_or_refused_as_their_type_says() {
     let mut rest = vec![TCP, 0, 0x1e, 9, 0, 0, 0, 0];
     rest.extend_from_slice(&SEGMENT);
     assert_eq!(parse(&packet(60, &rest)), Err(Ipv6Error::ExtensionChain));
+}
+
+/// Padding only aligns, and a header holds a few options: what Linux refuses (RFC 4942
+/// §2.1.9.5, `max_dst_opts_number`) is refused.
+#[test]
+fn padding_and_option_counts_are_bounded_as_linux_bounds_them() {
+    let with = |options: &[u8]| {
+        let mut rest = options_header(TCP, options);
+        rest.extend_from_slice(&SEGMENT);
+        parse(&packet(60, &rest)).map(|h| h.protocol)
+    };
+    // Seven bytes of padding in a row, in one PadN or in Pad1s, pass; eight do not.
+    // (Each case fills its header to sixteen bytes, so no padding is added after it.)
+    let skip = |len: u8| [&[0x1e, len][..], &vec![0; usize::from(len)]].concat();
+    assert_eq!(
+        with(&[&[1, 5, 0, 0, 0, 0, 0][..], &skip(5)].concat()),
+        Ok(TCP)
+    );
+    assert_eq!(with(&[&[0; 7][..], &skip(5)].concat()), Ok(TCP));
+    let eight = [&[1, 6, 0, 0, 0, 0, 0, 0][..], &skip(4)].concat();
+    assert_eq!(with(&eight), Err(Ipv6Error::Options));
+    assert_eq!(
+        with(&[&[0; 8][..], &skip(4)].concat()),
+        Err(Ipv6Error::Options)
+    );
+    // An option between two runs starts the count again.
+    let between = [&[1, 4, 0, 0, 0, 0][..], &skip(0), &[1, 4, 0, 0, 0, 0]].concat();
+    assert_eq!(with(&between), Ok(TCP));
+    // PadN carries zeros only.
+    assert_eq!(
+        with(&[&[1, 2, 0, 7][..], &skip(0)].concat()),
+        Err(Ipv6Error::Options)
+    );
+    // Eight options that may be skipped pass; a ninth does not.
+    assert_eq!(with(&skip(0).repeat(8)), Ok(TCP));
+    assert_eq!(with(&skip(0).repeat(9)), Err(Ipv6Error::Options));
 }
 
 #[test]
@@ -146,17 +188,19 @@ fn the_chain_is_bounded_in_count_and_length() {
     );
 }
 
+/// RFC 8200 §4.4 and RFC 5095 §3: a finished route (no segments left) is skipped,
+/// Type 0 too; one with segments left is refused, pointing at its Routing Type (42).
 #[test]
-fn routing_type_0_and_segments_left_are_refused() {
+fn routing_headers_with_segments_left_are_refused_whatever_their_type() {
     let with = |routing_type, segments_left| {
         let mut rest = routing_header(TCP, routing_type, segments_left);
         rest.extend_from_slice(&SEGMENT);
         parse(&packet(43, &rest)).map(|h| h.upper_offset)
     };
-    assert_eq!(with(0, 0), Err(Ipv6Error::Routing));
-    assert_eq!(with(0, 2), Err(Ipv6Error::Routing));
-    assert_eq!(with(4, 1), Err(Ipv6Error::Routing));
-    assert_eq!(with(2, 0), Ok(64), "a finished route is skipped");
+    assert_eq!(with(0, 0), Ok(64), "a finished Type 0 route");
+    assert_eq!(with(2, 0), Ok(64), "a finished route");
+    assert_eq!(with(0, 2), Err(Ipv6Error::Routing { at: 42 }));
+    assert_eq!(with(4, 1), Err(Ipv6Error::Routing { at: 42 }));
 }
 
 #[test]

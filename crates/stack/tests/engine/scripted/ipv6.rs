@@ -1,8 +1,9 @@
 //! IPv6 on the wire: Neighbor Discovery both ways, duplicate address detection and the
 //! MLD report at start, echo, TCP over IPv6 (handshake, data, our MSS), Packet Too Big
-//! lowering the segment size, and hostile packets (extension-header chains, routing
-//! header type 0, fragments, martian sources, spoofed advertisements, Neighbor
-//! Discovery that may not be genuine) counted and unanswered.
+//! lowering the segment size, and hostile packets (extension-header chains, fragments,
+//! martian sources, spoofed advertisements, Neighbor Discovery that may not be genuine)
+//! counted and unanswered. `extensions`: the extension headers Linux answers with a
+//! Parameter Problem or reads through, and advertisements without Override.
 //!
 //! The peer writes and reads its packets with smoltcp's IPv6 and ICMPv6 types, not the
 //! engine's, so a bug in the engine's writers cannot hide in both directions.
@@ -16,6 +17,7 @@ use smoltcp::wire::{
 
 use super::*;
 
+mod extensions;
 mod opens;
 
 const PEER6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
@@ -124,6 +126,17 @@ fn advertisement_from(src: Ipv6Addr, target: Ipv6Addr, mac: MacAddr, solicited: 
     if solicited {
         flags |= NdiscNeighborFlags::SOLICITED;
     }
+    advertisement_with(src, target, mac, flags)
+}
+
+/// [`advertisement_from`] with `flags` (to us when they say solicited).
+fn advertisement_with(
+    src: Ipv6Addr,
+    target: Ipv6Addr,
+    mac: MacAddr,
+    flags: NdiscNeighborFlags,
+) -> Vec<u8> {
+    let solicited = flags.contains(NdiscNeighborFlags::SOLICITED);
     let repr = Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert {
         flags,
         target_addr: target,
@@ -653,16 +666,6 @@ fn hostile_ipv6_is_counted_and_unanswered() {
     let tcp = tcp_bytes_to(PEER6, HOST6, 40000, PORT, &syn, &[]);
     let to_us = (PEER_MAC, HOST_MAC);
     let cases: Vec<(Vec<u8>, DropReason)> = vec![
-        // A routing header of type 0 with segments left (RFC 5095).
-        (
-            {
-                let mut p = vec![6, 2, 0, 1, 0, 0, 0, 0];
-                p.extend_from_slice(&HOST6.octets());
-                p.extend_from_slice(&PEER6.octets());
-                ipv6_frame(to_us, PEER6, HOST6, 43, 64, &[&p[..], &tcp].concat())
-            },
-            DropReason::RoutingHeader,
-        ),
         // A fragment of a larger packet.
         (
             ipv6_frame(
