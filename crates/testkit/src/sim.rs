@@ -225,7 +225,8 @@ pub fn syn_frame(
             IpAddr::V6(_) => EthernetProtocol::Ipv6,
         },
     };
-    let mut buf = vec![0u8; eth.buffer_len() + ip.buffer_len() + tcp.buffer_len()];
+    // The IP representation's length counts its payload (the TCP segment) too.
+    let mut buf = vec![0u8; eth.buffer_len() + ip.buffer_len()];
     let caps = smoltcp::phy::ChecksumCapabilities::default();
     let mut f = EthernetFrame::new_unchecked(&mut buf[..]);
     eth.emit(&mut f);

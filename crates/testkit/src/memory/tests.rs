@@ -2,7 +2,7 @@
 
 use super::*;
 use smoltcp::wire::{ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetRepr, Ipv4Address};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::sim::{syn_frame as tcp_frame, CLIENT_MAC as MAC_A, SERVER_MAC as MAC_B};
 
@@ -434,6 +434,23 @@ fn multi_queue_steers_tcp_by_toeplitz_and_the_rest_to_queue_0() {
     send(&mut b[2], &reply);
     let want = usize::from(rss.queue_for_rx_flow(dst, src, 80, 40000)) % 2;
     assert_eq!(a[want].pending(), 1);
+}
+
+#[test]
+fn syn_frames_of_both_families_carry_valid_checksums() {
+    use smoltcp::wire::IpAddress;
+    let pairs: [(IpAddr, IpAddr); 2] = [
+        ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap()),
+        ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap()),
+    ];
+    for (src, dst) in pairs {
+        let frame = tcp_frame(src, dst, 40000, 80);
+        let header = if src.is_ipv4() { 20 } else { 40 };
+        assert_eq!(frame.len(), 14 + header + 20, "{src}");
+        let tcp = TcpPacket::new_checked(&frame[14 + header..]).unwrap();
+        let (s, d): (IpAddress, IpAddress) = (src.into(), dst.into());
+        assert!(tcp.verify_checksum(&s, &d), "{src}");
+    }
 }
 
 #[test]

@@ -160,9 +160,32 @@ impl Tcb {
         let (wl1, wl2) = (self.snd.wl1, self.snd.wl2);
         if self.snd.una <= seg.ack && (wl1 < seg.seq || (wl1 == seg.seq && wl2 <= seg.ack)) {
             let wnd = (seg.window as usize) << self.snd.wscale;
+            let offered = self.wnd_end_at_last_update();
             self.snd.update_window(wnd, seg.seq, seg.ack);
+            if seg.ack + wnd < self.snd.max {
+                self.window_shrank(offered);
+            }
             if self.snd.wnd > 0 && self.timers.is_armed(Timer::Persist) {
                 self.leave_persist(now);
+            }
+        }
+    }
+
+    /// The right edge the peer's last window update offered: SND.WL2 + SND.WND.
+    #[inline]
+    fn wnd_end_at_last_update(&self) -> SeqNum {
+        self.snd.wl2 + self.snd.wnd()
+    }
+
+    /// The peer's window now ends short of SND.MAX, where the update before it offered
+    /// up to `offered`: keep the furthest edge offered in this flight
+    /// ([`Flight::edge`](super::flight::Flight::edge)).
+    #[cold]
+    #[inline(never)]
+    fn window_shrank(&mut self, offered: SeqNum) {
+        if let Some(flight) = self.flight.as_deref_mut() {
+            if offered > flight.edge {
+                flight.edge = offered;
             }
         }
     }

@@ -38,6 +38,11 @@ pub(crate) struct Flight {
     /// The tail loss probe in flight (RFC 8985 §7): TLP.end_seq and whether it resent
     /// old data.
     pub(super) tlp: Option<(SeqNum, bool)>,
+    /// The furthest right edge the peer has offered since the flight began, as far as
+    /// it matters: the edge when the flight began, raised to the edge offered before
+    /// each window update that ended short of SND.MAX. A peer may have taken what was
+    /// sent inside it even after its window shrank ([`Tcb::acceptable_seq`]).
+    pub(super) edge: SeqNum,
 }
 
 /// What a connection without a flight block reads: nothing in flight.
@@ -50,12 +55,15 @@ impl Flight {
         rtt_seq: None,
         recover: None,
         tlp: None,
+        edge: SeqNum(0),
     };
 
-    /// A flight starting at SND.UNA = `una`, with what RACK kept from the last one.
-    fn resume(keep: RackKeep, una: SeqNum) -> Flight {
+    /// A flight starting at SND.UNA = `una`, the peer offering up to `edge`, with what
+    /// RACK kept from the last one.
+    fn resume(keep: RackKeep, una: SeqNum, edge: SeqNum) -> Flight {
         let mut flight = Flight::EMPTY;
         flight.board.resume_from(keep, una);
+        flight.edge = edge;
         flight
     }
 
@@ -127,7 +135,7 @@ impl Tcb {
     #[cold]
     #[inline(never)]
     fn new_flight(&self) -> Box<Flight> {
-        Box::new(Flight::resume(self.rack, self.snd.una))
+        Box::new(Flight::resume(self.rack, self.snd.una, self.wnd_end()))
     }
 
     /// Take a flight block from `pool` before something may be sent (a SYN, data, a
@@ -152,6 +160,7 @@ impl Tcb {
         // left to set.
         let mut flight = pool.take_flight();
         flight.board.resume_from(self.rack, self.snd.una);
+        flight.edge = self.wnd_end();
         self.flight = Some(flight);
     }
 

@@ -531,26 +531,41 @@ impl Tcb {
 
     /// The sequence number of a segment we send without data of its own (a bare ACK, or
     /// a RST we send on our own): SND.NXT in the RFC's sense, the highest sequence
-    /// number sent (our snd_nxt may have been rewound by a timeout), but not past the
-    /// peer's window: after a zero-window probe only SND.UNA is in it, and a peer would
-    /// drop anything else as unacceptable, or (a RST, RFC 5961 §3.2) answer it with a
-    /// challenge ACK instead of resetting (Linux tcp_acceptable_seq).
+    /// number sent (our snd_nxt may have been rewound by a timeout), but not past what
+    /// the peer takes. After a zero-window probe, or a FIN sent one past the window,
+    /// SND.MAX lies beyond the window and the only acceptable number is the edge
+    /// (RCV.NXT = SND.UNA under a shut window): a peer drops anything else as
+    /// unacceptable, or (a RST, RFC 5961 §3.2) answers it with a challenge ACK instead
+    /// of resetting (Linux tcp_acceptable_seq caps it likewise).
     ///
-    /// The edge we know is the peer's window field shifted left by its scale: its
-    /// window rounded down to a multiple of 2^shift. A segment sent when the window was
-    /// wider may end up to 2^shift - 1 bytes past that edge and still have been taken
-    /// whole, leaving the peer's RCV.NXT beyond the edge; an ACK numbered at the edge
-    /// would then be below RCV.NXT and dropped unread. SND.MAX within that rounding is
-    /// kept (Linux allows the same slack): otherwise two peers so placed, each holding
-    /// the other's data, would drop each other's ACKs and window updates for ever.
+    /// One exception: a peer's window field is its window shifted right by its scale,
+    /// rounded down, so the edge we know may lie up to 2^shift - 1 bytes short of the
+    /// real one. A segment sent when the peer offered more (the flight block keeps the
+    /// furthest edge offered) may end past the edge now shown and still have been taken
+    /// whole; numbered at the edge, the ACK would lie below the peer's RCV.NXT and be
+    /// dropped unread, and two peers so placed, each holding the other's data, would
+    /// drop each other's ACKs and window updates for ever. SND.MAX within that rounding
+    /// is kept when it was inside an edge offered before (Linux allows the same slack);
+    /// a peer that really took back what it offered gets the edge.
     #[inline]
     fn acceptable_seq(&self) -> SeqNum {
-        let wnd_end = self.snd.una + self.snd.wnd();
-        if self.snd.max > wnd_end && self.snd.max.since(wnd_end) >> self.snd.wscale != 0 {
-            wnd_end
-        } else {
-            self.snd.max
+        let wnd_end = self.wnd_end();
+        if self.snd.max <= wnd_end {
+            return self.snd.max;
         }
+        let rounding = (1usize << self.snd.wscale) - 1;
+        let offered = self.flight.as_deref().map_or(wnd_end, |f| f.edge);
+        if self.snd.max.since(wnd_end) <= rounding && self.snd.max <= offered {
+            self.snd.max
+        } else {
+            wnd_end
+        }
+    }
+
+    /// The right edge of the peer's window as it stands: SND.UNA + SND.WND.
+    #[inline]
+    pub(super) fn wnd_end(&self) -> SeqNum {
+        self.snd.una + self.snd.wnd()
     }
 
     /// Give up on the connection, resetting the peer (in any synchronized state before

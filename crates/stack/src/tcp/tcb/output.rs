@@ -389,7 +389,7 @@ impl Tcb {
 
     /// Bytes of new data the peer's window still takes from SND.NXT on.
     pub(super) fn rwnd_room(&self) -> usize {
-        let edge = self.snd.una + self.snd.wnd();
+        let edge = self.wnd_end();
         if self.snd.nxt >= edge {
             0
         } else {

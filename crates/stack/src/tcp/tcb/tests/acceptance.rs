@@ -175,13 +175,37 @@ fn invalid_segments_are_answered_once_per_interval_unless_they_carry_data() {
 
 // ----- The sequence number of our ACKs -----
 
+/// Ten bytes from the peer at `seq` with window field `window` at `now`: the sequence
+/// and acknowledgment numbers of the bare ACK that answers them (at once, or when the
+/// delayed ACK is due).
+fn bare_ack_for_data(
+    tcb: &mut Tcb,
+    now: Instant,
+    seq: u32,
+    ack_no: u32,
+    window: u16,
+) -> (SeqNum, SeqNum) {
+    let mut d = data(seq, ack_no, 10);
+    d.window = window;
+    rx(tcb, now, &d);
+    let mut acks = tx(tcb, now);
+    if acks.is_empty() {
+        let due = tcb.next_deadline().unwrap();
+        acks = tick(tcb, due);
+    }
+    assert_eq!(acks.len(), 1, "{acks:?}");
+    assert_eq!(acks[0].payload_len, 0);
+    (acks[0].seq, acks[0].ack.unwrap())
+}
+
 #[test]
-fn bare_ack_keeps_snd_max_within_the_window_rounding() {
+fn bare_ack_keeps_snd_max_when_the_peer_took_data_past_its_new_edge() {
     // The peer scales its window by 2^3: its field is the window rounded down to a
-    // multiple of 8 bytes. 620 bytes went out under a wider window; the peer took them
-    // all and shrank its window to somewhere in 620..=623 bytes, which it announces as
-    // 77 << 3 = 616. Our ACK is numbered SND.MAX, 4 bytes past that edge: numbered at
-    // the edge it would lie below the peer's RCV.NXT and be dropped unread.
+    // multiple of 8 bytes. 620 bytes went out under a wide window; the peer took them
+    // all and its window shrank to somewhere in 620..=623 bytes, which it announces as
+    // 77 << 3 = 616. Our ACK is numbered SND.MAX, 4 bytes past that edge but inside
+    // what the peer offered before: numbered at the edge it would lie below the
+    // peer's RCV.NXT and be dropped unread.
     let c = cfg();
     let mut s = syn(IRS);
     s.wscale = Some(3);
@@ -192,27 +216,33 @@ fn bare_ack_keeps_snd_max_within_the_window_rounding() {
     assert_eq!(tcb.window_scales(), (3, 0));
     assert_eq!(tcb.send(&payload(620), &mut pool()), Ok(620));
     assert_eq!(tx(&mut tcb, ms(200)).len(), 1);
-    // Ten bytes from the peer with `window` at `now`: the sequence and acknowledgment
-    // numbers of the (delayed) bare ACK that answers them.
-    let mut next = IRS + 1;
-    let mut answer = |now: Instant, window: u16| {
-        let mut d = data(next, ISS + 1, 10);
-        d.window = window;
-        next += 10;
-        rx(&mut tcb, now, &d);
-        assert_eq!(tcb.snd_wnd(), usize::from(window) << 3);
-        assert!(tx(&mut tcb, now).is_empty(), "the ACK is delayed");
-        let due = tcb.next_deadline().unwrap();
-        let acks = tick(&mut tcb, due);
-        assert_eq!(acks.len(), 1, "{acks:?}");
-        assert_eq!(acks[0].payload_len, 0);
-        (acks[0].seq, acks[0].ack.unwrap())
-    };
-    assert_eq!(answer(ms(201), 77), (SeqNum(ISS + 621), SeqNum(IRS + 11)));
-    // Past the rounding (76 << 3 = 608, 12 bytes short of SND.MAX) the peer has not
-    // taken everything: the ACK is numbered at the window's edge, where the peer takes
-    // it.
-    assert_eq!(answer(ms(260), 76), (SeqNum(ISS + 609), SeqNum(IRS + 21)));
+    let answer = bare_ack_for_data(&mut tcb, ms(201), IRS + 1, ISS + 1, 77);
+    assert_eq!(tcb.snd_wnd(), 616);
+    assert_eq!(answer, (SeqNum(ISS + 621), SeqNum(IRS + 11)));
+}
+
+#[test]
+fn bare_ack_stays_at_the_offered_edge_when_our_fin_went_past_it() {
+    // The peer offered 100 bytes. Our 100 bytes go out with the FIN after them, one
+    // past the edge; the peer takes the data, not the FIN, and shuts its window. Our
+    // ACKs are numbered at the edge (its RCV.NXT), which it takes, not at SND.MAX,
+    // which it would drop: it would then never learn that its own data arrived.
+    // The peer scales by 2: the FIN one byte past its edge lies within its window's
+    // rounding, yet it did not take it.
+    let c = cfg();
+    let mut s = syn(IRS);
+    s.wscale = Some(1);
+    let mut tcb = Tcb::accept_syn(&open(SeqNum(ISS), 0, MSS, ms(0), &c), &s);
+    tx(&mut tcb, ms(0));
+    rx(&mut tcb, ms(200), &ack(IRS + 1, ISS + 1, 50));
+    assert_eq!(tcb.snd_wnd(), 100);
+    assert_eq!(tcb.send(&payload(100), &mut pool()), Ok(100));
+    tcb.close();
+    let sent = tx(&mut tcb, ms(200));
+    assert!(sent.len() == 1 && sent[0].fin, "{sent:?}");
+    rx(&mut tcb, ms(300), &ack(IRS + 1, ISS + 101, 0));
+    let answer = bare_ack_for_data(&mut tcb, ms(310), IRS + 1, ISS + 101, 0);
+    assert_eq!(answer, (SeqNum(ISS + 101), SeqNum(IRS + 11)));
 }
 
 // ----- ACK range checks -----
