@@ -257,4 +257,20 @@ mod tests {
         assert!(parse(&["--keepalive-timeout", "0"]).is_err());
         assert!(parse(&["--header-timeout", "x"]).is_err());
     }
+
+    #[test]
+    fn tls_flags_come_together_and_unusable_files_are_refused() {
+        assert!(parse(&["--tls-cert", "c.pem"]).is_err());
+        assert!(parse(&["--tls-key", "k.pem"]).is_err());
+        assert!(parse(&["--tls-port", "8443"]).is_err());
+        assert!(parse(&["--tls-cert", "c", "--tls-key", "k", "--tls-sni", "x=c"]).is_err());
+        let plain = parse(&[]).unwrap();
+        assert!(Tls::from_cli(&plain).unwrap().is_none());
+        let same = parse(&["--tls-cert", "c", "--tls-key", "k", "--tls-port", "8080"]).unwrap();
+        let e = Tls::from_cli(&same).err().unwrap_or_default();
+        assert!(e.contains("--tls-port 8080"), "{e}");
+        let missing = parse(&["--tls-cert", "/nonexistent/c.pem", "--tls-key", "k.pem"]).unwrap();
+        let e = Tls::from_cli(&missing).err().unwrap_or_default();
+        assert!(e.contains("/nonexistent/c.pem"), "{e}");
+    }
 }
