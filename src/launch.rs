@@ -233,16 +233,36 @@ fn pcap_path(base: &Path, worker: usize, workers: usize) -> PathBuf {
     base.with_file_name(name)
 }
 
-/// Build the workers for `launch`; a server passes `listen = Some(port)`.
+/// The ports a server's workers listen on: `Some(port)` or `None` (a client), or a
+/// list (`&[80, 443][..]`); every worker's handler gets the connections of all of them,
+/// and `accept`'s local address says which.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ports(Vec<u16>);
+
+impl From<Option<u16>> for Ports {
+    fn from(port: Option<u16>) -> Ports {
+        Ports(port.into_iter().collect())
+    }
+}
+
+impl From<&[u16]> for Ports {
+    fn from(ports: &[u16]) -> Ports {
+        Ports(ports.to_vec())
+    }
+}
+
+/// Build the workers for `launch`; a server passes `listen = Some(port)` (see [`Ports`]).
 pub fn workers<H, F>(
     launch: &Launch,
-    listen: Option<u16>,
+    listen: impl Into<Ports>,
     make_handler: F,
 ) -> Result<Vec<Worker>, LaunchError>
 where
     H: Handler + 'static,
     F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
 {
+    let Ports(ports) = listen.into();
+    let ports = &ports[..];
     let mut out = Vec::new();
     let default_links;
     let links = if launch.links.is_empty() {
@@ -263,7 +283,7 @@ where
     }
     let mut engines = Engines {
         launch,
-        listen,
+        ports,
         make_handler,
         index: 0,
         announced: None,
@@ -282,9 +302,10 @@ where
                 cfg.send_buffer = launch.tcp.send_buffer;
                 cfg.congestion_control = launch.congestion_control;
                 let any = link.ip.is_unspecified() && link.ipv6.is_empty();
-                cfg.listen = listen
-                    .map(|p| kernel_listen(link, p, launch.backlog))
-                    .unwrap_or_default();
+                cfg.listen = ports
+                    .iter()
+                    .flat_map(|&p| kernel_listen(link, p, launch.backlog))
+                    .collect();
                 if cfg.check_listen().is_err() && any {
                     for (addr, _) in &mut cfg.listen {
                         addr.set_ip(Ipv4Addr::UNSPECIFIED.into());
@@ -512,7 +533,7 @@ type Body = Box<dyn FnOnce(WorkerContext) -> Stats + Send>;
 /// fault seeds).
 struct Engines<'a, F> {
     launch: &'a Launch,
-    listen: Option<u16>,
+    ports: &'a [u16],
     make_handler: F,
     /// Engine workers built so far, and how many there will be.
     index: usize,
@@ -545,10 +566,7 @@ impl<F> Engines<'_, F> {
             self.announced = Some(link_index);
             announce_addresses(link, &cfg, dev.capabilities().mac);
         }
-        let ports = self
-            .listen
-            .map(|p| vec![(p, launch.backlog)])
-            .unwrap_or_default();
+        let ports = self.ports.iter().map(|&p| (p, launch.backlog)).collect();
         let pcap = launch
             .pcap
             .as_ref()
@@ -637,7 +655,7 @@ where
 /// each worker's counters.
 pub fn run<H, F>(
     launch: &Launch,
-    listen: Option<u16>,
+    listen: impl Into<Ports>,
     stop: &StopHandle,
     make_handler: F,
     ready: impl FnOnce(),

@@ -39,6 +39,8 @@
 //!   keep-alive idle timeout, a per-worker connection limit (refused connections are
 //!   reset), a head size limit; each refusal is counted in [`HttpStats`].
 //! - Symlinks are followed only to regular files inside the root (see [`Cache`]).
+//! - HTTPS ([`Https`]): the same server behind `rusty-tls` on every port or on one beside
+//!   plain HTTP; bodies are encrypted from the cache. No `Strict-Transport-Security`.
 //!
 //! [`Handler`]: rusty_stack::Handler
 
@@ -48,6 +50,7 @@
 // and for anyone who wants them alone; the rest is reached through the re-exports.
 mod cache;
 pub mod date;
+mod https;
 mod mime;
 pub mod path;
 pub mod range;
@@ -55,5 +58,6 @@ pub mod request;
 mod server;
 
 pub use cache::{Cache, CacheError, FileEntry, Node};
+pub use https::{parse_sni, Https, HttpsConn, TlsFiles, TlsFilesError, TlsPorts, TlsStatsSink};
 pub use request::Limits;
 pub use server::{HttpConfig, HttpConn, HttpServer, HttpStats, StatsSink};

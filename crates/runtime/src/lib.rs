@@ -18,7 +18,8 @@
 //!
 //! SIGINT/SIGTERM start a graceful stop: workers stop accepting, open connections get
 //! the configured grace period to finish, then every worker exits and the runtime
-//! returns its statistics. A second signal exits at once.
+//! returns its statistics. A second signal exits at once. SIGHUP is the program's:
+//! [`hangup::on_hangup`] runs a reload of its choosing.
 //!
 //! The runtime says what it does (stopping, periodic stats) through the `log` facade;
 //! where that goes is the binary's choice.
@@ -27,6 +28,7 @@
 
 pub mod bridge;
 mod engine_worker;
+pub mod hangup;
 pub mod pcap;
 
 use std::fmt;

@@ -34,3 +34,47 @@ pub struct TlsStats {
     /// Decrypted bytes the application had not consumed when its connection ended.
     pub plaintext_discarded: u64,
 }
+
+impl TlsStats {
+    /// Add `o` into `self` (to total the workers' counters).
+    pub fn add(&mut self, o: &TlsStats) {
+        self.handshakes_completed += o.handshakes_completed;
+        self.handshakes_resumed += o.handshakes_resumed;
+        self.handshakes_failed += o.handshakes_failed;
+        self.handshakes_refused += o.handshakes_refused;
+        self.handshake_timeouts += o.handshake_timeouts;
+        self.protocol_errors += o.protocol_errors;
+        self.records_rejected += o.records_rejected;
+        self.alerts_received += o.alerts_received;
+        self.alerts_sent += o.alerts_sent;
+        self.renegotiation_attempts += o.renegotiation_attempts;
+        self.truncations += o.truncations;
+        self.close_notify_received += o.close_notify_received;
+        self.plaintext_discarded += o.plaintext_discarded;
+    }
+}
+
+impl std::fmt::Display for TlsStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "handshakes={} resumed={} handshakes_failed={} handshakes_refused={} \
+             handshake_timeouts={} protocol_errors={} records_rejected={} alerts_received={} \
+             alerts_sent={} renegotiation_attempts={} truncations={} close_notify_received={} \
+             plaintext_discarded={}",
+            self.handshakes_completed,
+            self.handshakes_resumed,
+            self.handshakes_failed,
+            self.handshakes_refused,
+            self.handshake_timeouts,
+            self.protocol_errors,
+            self.records_rejected,
+            self.alerts_received,
+            self.alerts_sent,
+            self.renegotiation_attempts,
+            self.truncations,
+            self.close_notify_received,
+            self.plaintext_discarded
+        )
+    }
+}

@@ -228,10 +228,17 @@ impl Drop for Server {
 
 /// A counter from the `httpd total:` line httpd prints when it stops.
 pub(crate) fn total_counter(log: &str, name: &str) -> u64 {
+    counter(log, "httpd", name)
+}
+
+/// A counter from the `<label> total:` line httpd prints when it stops (`httpd`, or
+/// `tls` for its TLS counters).
+pub(crate) fn counter(log: &str, label: &str, name: &str) -> u64 {
+    let start = format!("{label} total: ");
     let line = log
         .lines()
-        .find(|l| l.starts_with("httpd total: "))
-        .unwrap_or_else(|| panic!("no 'httpd total:' line in:\n{log}"));
+        .find(|l| l.starts_with(&start))
+        .unwrap_or_else(|| panic!("no '{label} total:' line in:\n{log}"));
     line.split_whitespace()
         .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
         .and_then(|v| v.parse().ok())

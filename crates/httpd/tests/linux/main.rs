@@ -1,11 +1,12 @@
 //! Privileged tests: httpd on Rusty's own stack on a TAP with two workers, inside a
 //! network namespace the test creates, against the namespace kernel's clients (curl,
-//! Python); `ipv6` runs them over IPv6 too. They skip with a printed reason when not
+//! Python); `ipv6` runs them over IPv6 too, `tls` over HTTPS. They skip with a printed reason when not
 //! root (or a tool is missing), and fail instead under `RUSTY_REQUIRE_PRIVILEGED=1`.
 
 #[path = "../common/mod.rs"]
 mod common;
 mod ipv6;
+mod tls;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
