@@ -22,6 +22,9 @@
 pub mod sys;
 
 mod loss;
+mod pki;
+
+pub use pki::Pki;
 
 use std::collections::HashMap;
 use std::fs::{self, File};

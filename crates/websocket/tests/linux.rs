@@ -2,14 +2,13 @@
 //! and on the kernel backend, inside a network namespace the test creates, against
 //! Python's `websockets` client (Debian: python3-websockets) trusting the test's
 //! authority: text and binary messages of many sizes come back byte-exact. The
-//! certificates are made with rcgen at test time. Skips with a printed reason when not
+//! certificates are made at test time (`TestNet::make_pki`). Skips with a printed reason when not
 //! root (or a tool is missing), and fails instead under `RUSTY_REQUIRE_PRIVILEGED=1`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rusty_testnet::{Proc, TestNet};
 
 const WS_ECHO: &str = env!("CARGO_BIN_EXE_ws-echo");
@@ -53,34 +52,6 @@ async def main():
 asyncio.run(main())
 "#;
 
-/// A test authority and a leaf it signs for [`NAME`] and `ip`, written as PEM into the
-/// test's directory: (authority, chain, key).
-fn make_pki(net: &TestNet, ip: &str) -> (PathBuf, PathBuf, PathBuf) {
-    let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("CA key");
-    let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    // Names of their own: OpenSSL takes a leaf whose issuer is its own subject (rcgen's
-    // default for both) for self-signed.
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "Rusty test authority");
-    let ca = params.self_signed(&ca_key).expect("CA certificate");
-    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("leaf key");
-    let mut params =
-        CertificateParams::new(vec![NAME.to_string(), ip.to_string()]).expect("leaf params");
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "rusty-wss");
-    let leaf = params
-        .signed_by(&key, &ca, &ca_key)
-        .expect("leaf certificate");
-    (
-        net.write("ca.pem", &ca.pem()),
-        net.write("chain.pem", &(leaf.pem() + &ca.pem())),
-        net.write("key.pem", &key.serialize_pem()),
-    )
-}
-
 /// The namespace, and a Python that imports `websockets`.
 fn setup(test: &str) -> Option<(TestNet, PathBuf)> {
     let tools = rusty_testnet::privileged(test, &[])?;
@@ -119,7 +90,7 @@ fn wss_echo_on_tap() {
         return;
     };
     let host = net.stack_ip();
-    let (ca, chain, key) = make_pki(&net, &host);
+    let pki = net.make_pki(&[NAME, &host]);
     let tap = net.create_tap();
     let mut cmd = Command::new(WS_ECHO);
     cmd.args([
@@ -130,10 +101,10 @@ fn wss_echo_on_tap() {
         "1",
     ])
     .args(["--oversubscribe", "--grace", "1"])
-    .args(tls_flags(&chain, &key));
+    .args(tls_flags(&pki.chain, &pki.key));
     let ws_echo = net.spawn("ws-echo", cmd);
     net.move_tap_when_attached(&tap, 1, ws_echo);
-    check(&mut net, &python, ws_echo, &host, &ca, &host);
+    check(&mut net, &python, ws_echo, &host, &pki.ca, &host);
 }
 
 /// 2. The same on the kernel backend inside the namespace, on 127.0.0.1, the client
@@ -144,7 +115,7 @@ fn wss_echo_on_the_kernel_backend() {
         return;
     };
     let host = "127.0.0.1";
-    let (ca, chain, key) = make_pki(&net, host);
+    let pki = net.make_pki(&[NAME, host]);
     let mut cmd = net.ns_command(WS_ECHO);
     cmd.args([
         PORT,
@@ -156,8 +127,8 @@ fn wss_echo_on_the_kernel_backend() {
         "--grace",
         "1",
     ])
-    .args(tls_flags(&chain, &key));
+    .args(tls_flags(&pki.chain, &pki.key));
     let ws_echo = net.spawn("ws-echo", cmd);
     net.wait_listening(PORT.parse().expect("port"), ws_echo);
-    check(&mut net, &python, ws_echo, host, &ca, NAME);
+    check(&mut net, &python, ws_echo, host, &pki.ca, NAME);
 }
