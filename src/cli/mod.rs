@@ -1,12 +1,13 @@
 //! The command line every Rusty binary shares: the flags (clap) and how they shape a
 //! [`Launch`]. The grammars of its values live beside it: link specs in [`link`],
 //! addresses, CPU lists and congestion-control names in [`parse`]; the logger the flags
-//! choose in [`logging`].
+//! choose in [`logging`]; the servers' TLS flags in [`tls`].
 
 pub mod gateway;
 pub mod link;
 pub mod logging;
 pub mod parse;
+pub mod tls;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -2,10 +2,13 @@
 //! the workers (kernel sockets by default, or Rusty's links), run until every worker has
 //! reported or a watchdog fires, and print the merged [`Report`](crate::Report) in the lines the
 //! benchmark scripts read (`messages/s … MB/s … messages …`, `latency us: p50 …`).
-//! `echo-load` and the WebSocket crate's `ws-load` both run through [`run_client`].
+//! `echo-load` and the WebSocket crate's `ws-load` both run through [`run_client`], which
+//! also puts every connection inside TLS when `--tls-ca` is given.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -14,6 +17,7 @@ use rusty::cli::CommonArgs;
 use rusty::launch;
 use rusty::runtime::{StopHandle, WorkerContext};
 use rusty_stack::Handler;
+use rusty_tls::{ClientSettings, Tls, TlsConnector};
 
 use crate::load::Collector;
 
@@ -33,6 +37,13 @@ pub struct ClientCli {
     /// Kernel-socket workers when no links are given.
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
+    /// Speak TLS, trusting the certificate authorities in FILE (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// The name the server's certificate must prove (and the SNI sent); default: the
+    /// target's address.
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    pub tls_name: Option<String>,
     /// The flags every Rusty binary takes (logging, CPUs, engine and link tuning).
     #[command(flatten)]
     pub common: CommonArgs,
@@ -49,6 +60,21 @@ impl ClientCli {
     /// How long the connections keep sending (`--duration`).
     pub fn duration(&self) -> Duration {
         Duration::from_secs(self.duration)
+    }
+
+    /// The TLS client side `--tls-ca` asks for (`None` without it), proving
+    /// `--tls-name` or else the target's address.
+    pub fn tls(&self) -> Result<Option<Arc<TlsConnector>>, String> {
+        let Some(ca) = &self.tls_ca else {
+            return Ok(None);
+        };
+        let name = self
+            .tls_name
+            .clone()
+            .unwrap_or_else(|| self.target.ip().to_string());
+        let connector = TlsConnector::from_ca_file(ca, &name, ClientSettings::default())
+            .map_err(|e| format!("TLS: {e}"))?;
+        Ok(Some(Arc::new(connector)))
     }
 }
 
@@ -109,6 +135,13 @@ where
             return ExitCode::from(2);
         }
     };
+    let tls = match cli.tls() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if launch.links.is_empty() {
         launch.links.push(LinkSpec::kernel(cli.workers));
     }
@@ -134,7 +167,13 @@ where
         let collector = collector.clone();
         move |ctx: &WorkerContext| make(ctx.index(), per_worker, collector.clone())
     };
-    let result = launch::run(&launch, None, &stop, handlers, || {});
+    let result = match tls {
+        None => launch::run(&launch, None, &stop, handlers, || {}),
+        Some(tls) => {
+            let handlers = move |ctx: &WorkerContext| Tls::client(handlers(ctx), tls.clone());
+            launch::run(&launch, None, &stop, handlers, || {})
+        }
+    };
     let _ = watcher.join();
     let stats = match result {
         Ok(s) => s,
@@ -210,5 +249,15 @@ mod tests {
         let cli = Cli::try_parse_from(["x", "[fd00::2]:7", "1", "tap0", "fd00::3", "1"]).unwrap();
         let launch = cli.client.common.launch(&cli.client.links).unwrap();
         assert_eq!(launch.links[0].ipv6.len(), 1);
+    }
+
+    #[test]
+    fn tls_flags_name_the_authority_and_default_to_the_target() {
+        assert!(Cli::try_parse_from(["x", "10.0.2.2:7", "--tls-name", "a"]).is_err());
+        let plain = Cli::try_parse_from(["x", "10.0.2.2:7"]).unwrap();
+        assert!(plain.client.tls().unwrap().is_none());
+        let cli = Cli::try_parse_from(["x", "10.0.2.2:7", "--tls-ca", "/nonexistent/ca.pem"]);
+        let e = cli.unwrap().client.tls().err().unwrap_or_default();
+        assert!(e.contains("/nonexistent/ca.pem"), "{e}");
     }
 }

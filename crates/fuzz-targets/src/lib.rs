@@ -20,6 +20,9 @@
 //! - [`ipv6_header()`]: the IPv6 header check and its bounded extension-header walk.
 //! - [`icmpv6()`]: ICMPv6 and Neighbor Discovery messages between any addresses with
 //!   any hop limit, and the stack's ICMPv6 writers read back by it and by smoltcp.
+//! - [`tls_record()`]: the TLS layer's record path, a server connection fed garbage, or
+//!   after a real handshake the client's records in any chunking, spoiled, replayed or
+//!   dropped; the application only ever sees what the client encrypted.
 //!
 //! cargo-fuzz runs them from `fuzz/` (nightly, libFuzzer); `tests/smoke.rs` runs them on
 //! stable inside `cargo test` over the seed corpus in `fuzz/corpus/` plus a bounded
@@ -37,6 +40,7 @@ mod ipv6_header;
 mod link_spec_cli;
 pub mod seeds;
 mod tcp_segment;
+mod tls_record;
 mod wire;
 mod wire6;
 
@@ -47,6 +51,7 @@ pub use icmpv6::icmpv6;
 pub use ipv6_header::ipv6_header;
 pub use link_spec_cli::link_spec_cli;
 pub use tcp_segment::tcp_segment;
+pub use tls_record::tls_record;
 
 /// A fuzz target: arbitrary bytes in, a panic when a bug is found.
 pub type Target = fn(&[u8]);
@@ -60,4 +65,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("link_spec_cli", link_spec_cli),
     ("ipv6_header", ipv6_header),
     ("icmpv6", icmpv6),
+    ("tls_record", tls_record),
 ];

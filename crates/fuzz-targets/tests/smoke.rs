@@ -180,6 +180,11 @@ fn icmpv6() {
     smoke("icmpv6");
 }
 
+#[test]
+fn tls_record() {
+    smoke("tls_record");
+}
+
 /// The IPv6 seeds are what their names say: the ones a host accepts parse, the others
 /// are refused, so the corpus starts on both sides of every rule.
 #[test]
@@ -242,7 +247,8 @@ fn every_target_has_a_smoke_test() {
             "http_request",
             "link_spec_cli",
             "ipv6_header",
-            "icmpv6"
+            "icmpv6",
+            "tls_record"
         ]
     );
 }

@@ -58,6 +58,6 @@ pub mod request;
 mod server;
 
 pub use cache::{Cache, CacheError, FileEntry, Node};
-pub use https::{parse_sni, Https, HttpsConn, TlsFiles, TlsFilesError, TlsPorts, TlsStatsSink};
+pub use https::{Https, HttpsConn, TlsPorts};
 pub use request::Limits;
 pub use server::{HttpConfig, HttpConn, HttpServer, HttpStats, StatsSink};

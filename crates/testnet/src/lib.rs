@@ -22,6 +22,9 @@
 pub mod sys;
 
 mod loss;
+mod pki;
+
+pub use pki::Pki;
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -112,18 +115,28 @@ pub fn tools(test: &str, tools: &[&str]) -> Option<Tools> {
     Some(Tools(found))
 }
 
-/// A Python 3 that imports scapy, for tests that craft frames with it: `python3` on
-/// PATH, or else the system's `/usr/bin/python3`, where Debian's python3-scapy
-/// installs it when PATH finds another Python first (pyenv's). `None`: skip the test
-/// (a failure under `RUSTY_REQUIRE_PRIVILEGED=1`, where CI has installed it).
+/// A Python 3 that imports scapy, for tests that craft frames with it (see
+/// [`python_importing`]).
 pub fn python_with_scapy(test: &str) -> Option<PathBuf> {
+    python_importing(test, "scapy.all", "python3-scapy")
+}
+
+/// A Python 3 that imports `module`: `python3` on PATH, or else the system's
+/// `/usr/bin/python3`, where Debian's `package` installs it when PATH finds another
+/// Python first (pyenv's). `None`: skip the test (a failure under
+/// `RUSTY_REQUIRE_PRIVILEGED=1`, where CI has installed it).
+pub fn python_importing(test: &str, module: &str, package: &str) -> Option<PathBuf> {
     let system = PathBuf::from("/usr/bin/python3");
+    let import = format!("import {module}");
     for python in which("python3").into_iter().chain([system]) {
-        if quick(&python, &["-c", "import scapy.all"]).0 {
+        if quick(&python, &["-c", &import]).0 {
             return Some(python);
         }
     }
-    skip(test, "no python3 imports scapy (Debian: python3-scapy)")
+    skip(
+        test,
+        &format!("no python3 imports {module} (Debian: {package})"),
+    )
 }
 
 /// The counter `field` of every per-worker counters line (`worker N: ...`) a program

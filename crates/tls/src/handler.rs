@@ -18,7 +18,7 @@ use rusty_stack::{
 
 use crate::config::{TlsAcceptor, TlsConnector};
 use crate::session::{Closing, Plain, Session, TlsConn, MAX_UNREAD};
-use crate::stats::TlsStats;
+use crate::stats::{StatsSink, TlsStats};
 
 /// Size of the worker's buffer that decrypted bytes are offered from.
 const SCRATCH: usize = 16 * 1024;
@@ -48,6 +48,8 @@ pub struct Tls<H: Handler, C: Clock = SystemClock> {
     /// Opens the application asked for, to be started as TLS clients.
     requests: Vec<(SocketAddr, H::Conn)>,
     scratch: Vec<u8>,
+    /// Where the counters go, as worker `.0`'s, when this handler is dropped.
+    sink: Option<(usize, StatsSink)>,
 }
 
 impl<H: Handler> Tls<H> {
@@ -81,7 +83,15 @@ impl<H: Handler, C: Clock> Tls<H, C> {
             stats: TlsStats::default(),
             requests: Vec::new(),
             scratch: Vec::new(),
+            sink: None,
         }
+    }
+
+    /// Leave this worker's counters in `sink`, as worker `index`'s, when the handler is
+    /// dropped (when its worker ends).
+    pub fn with_sink(mut self, index: usize, sink: StatsSink) -> Tls<H, C> {
+        self.sink = Some((index, sink));
+        self
     }
 
     /// Measure timeouts on `clock` from now on (the backend's, once it exists).
@@ -296,6 +306,16 @@ impl<H: Handler, C: Clock> Tls<H, C> {
             self.stats.close_notify_received += 1;
             if link.s.app_open() {
                 self.call(link, |h, c| h.peer_closed(c));
+            }
+        }
+    }
+}
+
+impl<H: Handler, C: Clock> Drop for Tls<H, C> {
+    fn drop(&mut self) {
+        if let Some((index, sink)) = &self.sink {
+            if let Ok(mut v) = sink.lock() {
+                v.push((*index, self.stats.clone()));
             }
         }
     }

@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 mod config;
+mod files;
 mod handler;
 mod record;
 mod session;
@@ -38,6 +39,7 @@ pub use config::{
     CertKey, Certificates, ClientSettings, ConfigError, ServerSettings, TlsAcceptor, TlsConnector,
     Versions,
 };
+pub use files::{parse_sni, TlsFiles, TlsFilesError};
 pub use handler::Tls;
 pub use session::TlsConn;
-pub use stats::TlsStats;
+pub use stats::{StatsSink, TlsStats};

@@ -1,4 +1,12 @@
-//! [`TlsStats`]: one worker's TLS counters.
+//! [`TlsStats`]: one worker's TLS counters, and the [`StatsSink`] a worker leaves them
+//! in when it ends.
+
+use std::sync::{Arc, Mutex};
+
+/// Where each worker's [`Tls`](crate::Tls) handler leaves its counters, with the
+/// worker's index, when it is dropped (see [`Tls::with_sink`](crate::Tls::with_sink)):
+/// how a program prints them once its workers have stopped.
+pub type StatsSink = Arc<Mutex<Vec<(usize, TlsStats)>>>;
 
 /// One worker's TLS counters, kept by its [`Tls`](crate::Tls) handler.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -2,14 +2,17 @@
 //! on Rusty's stack (TAP) or, without links, on the kernel's sockets on all addresses
 //! with one worker per core. With `--discard`, a discard server (RFC 863) instead: what
 //! arrives is dropped, nothing is sent, and each connection closes after its peer does.
+//! With `--tls-cert` and `--tls-key`, either speaks TLS (rereading them on SIGHUP).
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use rusty::cli::tls::{self, TlsServerArgs};
 use rusty::cli::CommonArgs;
 use rusty::launch;
 use rusty::runtime::{StopHandle, WorkerContext};
 use rusty_echo::{DiscardServer, DiscardSink, DiscardStats, EchoServer};
+use rusty_tls::ServerSettings;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,6 +32,8 @@ struct Cli {
     #[arg(long)]
     discard: bool,
     #[command(flatten)]
+    tls: TlsServerArgs,
+    #[command(flatten)]
     common: CommonArgs,
 }
 
@@ -43,10 +48,18 @@ fn main() -> ExitCode {
         }
     };
     let name = if cli.discard { "discard" } else { "echo" };
+    let tls = match cli.tls.start(name, ServerSettings::default()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("echo: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let ready = || {
         log::info!(
-            "{name}: listening on port {} ({})",
+            "{name}: listening on port {}{} ({})",
             cli.port,
+            if tls.is_some() { " (TLS)" } else { "" },
             launch.describe_links()
         )
     };
@@ -57,20 +70,18 @@ fn main() -> ExitCode {
         let make = move |ctx: &WorkerContext| {
             DiscardServer::default().with_sink(ctx.index(), handler_sink.clone())
         };
-        launch::run(&launch, Some(cli.port), &stop, make, ready)
+        tls::run(&launch, Some(cli.port), &stop, tls.as_ref(), make, ready)
     } else {
-        launch::run(
-            &launch,
-            Some(cli.port),
-            &stop,
-            |_| EchoServer::default(),
-            ready,
-        )
+        let make = |_: &WorkerContext| EchoServer::default();
+        tls::run(&launch, Some(cli.port), &stop, tls.as_ref(), make, ready)
     };
     match result {
         Ok(stats) => {
             let discard = ("discard", &sink, DiscardStats::add as fn(&mut _, &_));
             launch::log_counters(&stats, cli.discard.then_some(discard));
+            if let Some(tls) = &tls {
+                tls.log_counters();
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

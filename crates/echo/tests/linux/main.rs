@@ -9,7 +9,8 @@
 //! kernel, reordering, Rusty as the client, the kernel backend), `process` (`--pcap`,
 //! SIGTERM), `loss` (a lossy bridge both ways), `xdp`, `ipv6` (the transfers and the
 //! loss over IPv6, Rusty as the client over IPv6), `attacks` (hostile addressing, a
-//! SYN flood, memory pinning) and `hostile_ipv6` (raw IPv6 frames crafted with scapy).
+//! SYN flood, memory pinning), `hostile_ipv6` (raw IPv6 frames crafted with scapy) and
+//! `tls` (echo and echo-load over TLS).
 //! Starting `echo` on a link and running the clients against it are here.
 
 mod attacks;
@@ -19,6 +20,7 @@ mod ipv6;
 mod loss;
 mod pings;
 mod process;
+mod tls;
 mod transfers;
 mod xdp;
 

@@ -21,6 +21,7 @@ use crate::wire::{
     arp_frame, echo_request, ipv4_frame, tcp_bytes, tcp_frame, HOST_IP, PEER_IP, PEER_MAC,
 };
 
+mod tls;
 mod v6;
 
 /// One seed: its target, a file name, the bytes.
@@ -50,6 +51,7 @@ pub fn all() -> Vec<Seed> {
     add("link_spec_cli", link_spec_cli());
     add("ipv6_header", ipv6_header());
     add("icmpv6", v6::icmpv6());
+    add("tls_record", tls::tls_record());
     out
 }
 

@@ -9,15 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Parser;
+use rusty::cli::tls::{TlsServer, TlsServerArgs};
 use rusty::cli::CommonArgs;
 use rusty::launch;
-use rusty::runtime::hangup::{on_hangup, Hangup};
 use rusty::runtime::{StopHandle, WorkerContext};
-use rusty_httpd::{
-    parse_sni, Cache, HttpConfig, HttpServer, HttpStats, Https, StatsSink, TlsFiles, TlsPorts,
-    TlsStatsSink,
-};
-use rusty_tls::{ServerSettings, TlsAcceptor, TlsStats};
+use rusty_httpd::{Cache, HttpConfig, HttpServer, HttpStats, Https, StatsSink, TlsPorts};
+use rusty_tls::ServerSettings;
 
 fn seconds(s: &str) -> Result<Duration, String> {
     let v = seconds_or_off(s)?;
@@ -70,73 +67,33 @@ struct Cli {
     /// Largest request head (request line and header fields) accepted.
     #[arg(long, value_name = "BYTES", default_value_t = 8192)]
     max_header_bytes: usize,
-    /// Certificate chain (PEM, leaf first): the port given speaks TLS (HTTPS), or
-    /// `--tls-port` does. Needs `--tls-key`. Reread with the key on SIGHUP.
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
-    tls_cert: Option<PathBuf>,
-    /// Private key (PEM: PKCS#8, PKCS#1 or SEC1) of the `--tls-cert` leaf.
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    tls: TlsServerArgs,
     /// Serve HTTPS on this port, and plain HTTP on the port given.
+    /// Serve HTTPS on this port, with `--tls-cert`, and plain HTTP on the port given.
     #[arg(long, value_name = "PORT", requires = "tls_cert")]
     tls_port: Option<u16>,
-    /// Another certificate and key, for clients that ask for NAME (SNI); may be repeated.
-    /// `*.example.com` matches one label.
-    #[arg(long, value_name = "NAME=CERT,KEY", value_parser = parse_sni, requires = "tls_cert")]
-    tls_sni: Vec<(String, PathBuf, PathBuf)>,
     #[command(flatten)]
     common: CommonArgs,
 }
 
-/// HTTPS as the command line asks for it: the configuration every worker shares, where
-/// its certificates come from and which port speaks it.
-struct Tls {
-    acceptor: Arc<TlsAcceptor>,
-    files: TlsFiles,
-    ports: TlsPorts,
-}
-
-impl Tls {
-    /// `None` without `--tls-cert`; an error for flags that do not go together or
-    /// certificates that cannot be used.
-    fn from_cli(cli: &Cli) -> Result<Option<Tls>, String> {
-        let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) else {
-            return Ok(None);
-        };
-        if cli.tls_port == Some(cli.port) {
-            return Err(format!(
-                "--tls-port {} is the port given for plain HTTP; omit it to serve HTTPS there",
-                cli.port
-            ));
-        }
-        let files = TlsFiles {
-            cert: cert.clone(),
-            key: key.clone(),
-            sni: cli.tls_sni.clone(),
-        };
-        let certs = files.load().map_err(|e| format!("TLS certificate: {e}"))?;
-        let acceptor = TlsAcceptor::new(certs, ServerSettings::default())
-            .map_err(|e| format!("TLS configuration: {e}"))?;
-        let ports = cli.tls_port.map_or(TlsPorts::All, TlsPorts::Only);
-        Ok(Some(Tls {
-            acceptor: Arc::new(acceptor),
-            files,
-            ports,
-        }))
+/// HTTPS as the command line asks for it: the TLS server side and which port speaks
+/// it; `None` without `--tls-cert`, an error for flags that do not go together or
+/// certificates that cannot be used. With `reload`, SIGHUP rereads the files.
+fn tls_from_cli(cli: &Cli, reload: bool) -> Result<Option<(TlsServer, TlsPorts)>, String> {
+    if cli.tls_port == Some(cli.port) {
+        return Err(format!(
+            "--tls-port {} is the port given for plain HTTP; omit it to serve HTTPS there",
+            cli.port
+        ));
     }
-}
-
-/// On SIGHUP, read the certificate files again for new connections; open ones keep
-/// theirs, and files that cannot be used leave the certificates in use as they are.
-fn reload_on_hangup(tls: &Tls) -> std::io::Result<Hangup> {
-    let (files, acceptor) = (tls.files.clone(), tls.acceptor.clone());
-    on_hangup(move || match files.reload_into(&acceptor) {
-        Ok(()) => log::info!(
-            "httpd: SIGHUP: reloaded the TLS certificates from {}",
-            files.cert.display()
-        ),
-        Err(e) => log::error!("httpd: SIGHUP: keeping the TLS certificates in use: {e}"),
-    })
+    let ports = cli.tls_port.map_or(TlsPorts::All, TlsPorts::Only);
+    let settings = ServerSettings::default();
+    let server = match reload {
+        true => cli.tls.start("httpd", settings)?,
+        false => cli.tls.server(settings)?,
+    };
+    Ok(server.map(|t| (t, ports)))
 }
 
 fn main() -> ExitCode {
@@ -163,7 +120,7 @@ fn main() -> ExitCode {
     for (path, why) in cache.skipped() {
         log::warn!("skipped {}: {why}", path.display());
     }
-    let tls = match Tls::from_cli(&cli) {
+    let tls = match tls_from_cli(&cli, true) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("httpd: {e}");
@@ -198,30 +155,19 @@ fn main() -> ExitCode {
     let make = move |ctx: &WorkerContext| {
         HttpServer::new(files.clone(), cfg.clone()).with_sink(ctx.index(), handler_sink.clone())
     };
-    let tls_sink: TlsStatsSink = Arc::new(Mutex::new(Vec::new()));
-    let result = match tls {
+    let result = match &tls {
         None => launch::run(&launch, &ports[..], &stop, make, ready),
-        Some(tls) => {
-            let _hangup = match reload_on_hangup(&tls) {
-                Ok(h) => h,
-                Err(e) => {
-                    eprintln!("httpd: SIGHUP: {e}");
-                    return ExitCode::from(1);
-                }
-            };
-            let handler_sink = tls_sink.clone();
-            let make = move |ctx: &WorkerContext| {
-                Https::new(make(ctx), tls.acceptor.clone(), tls.ports)
-                    .with_sink(ctx.index(), handler_sink.clone())
-            };
+        Some((tls, ports_tls)) => {
+            let (make, ports_tls) = (tls.wrap(make), *ports_tls);
+            let make = move |ctx: &WorkerContext| Https::new(make(ctx), ports_tls);
             launch::run(&launch, &ports[..], &stop, make, ready)
         }
     };
     match result {
         Ok(stats) => {
             launch::log_counters(&stats, Some(("httpd", &sink, HttpStats::add)));
-            if !tls_sink.lock().map_or(true, |v| v.is_empty()) {
-                launch::log_counters(&[], Some(("tls", &tls_sink, TlsStats::add)));
+            if let Some((tls, _)) = &tls {
+                tls.log_counters();
             }
             ExitCode::SUCCESS
         }
@@ -259,18 +205,14 @@ mod tests {
     }
 
     #[test]
-    fn tls_flags_come_together_and_unusable_files_are_refused() {
-        assert!(parse(&["--tls-cert", "c.pem"]).is_err());
-        assert!(parse(&["--tls-key", "k.pem"]).is_err());
+    fn tls_port_needs_a_certificate_and_another_port() {
         assert!(parse(&["--tls-port", "8443"]).is_err());
-        assert!(parse(&["--tls-cert", "c", "--tls-key", "k", "--tls-sni", "x=c"]).is_err());
-        let plain = parse(&[]).unwrap();
-        assert!(Tls::from_cli(&plain).unwrap().is_none());
+        assert!(tls_from_cli(&parse(&[]).unwrap(), false).unwrap().is_none());
         let same = parse(&["--tls-cert", "c", "--tls-key", "k", "--tls-port", "8080"]).unwrap();
-        let e = Tls::from_cli(&same).err().unwrap_or_default();
+        let e = tls_from_cli(&same, false).err().unwrap_or_default();
         assert!(e.contains("--tls-port 8080"), "{e}");
         let missing = parse(&["--tls-cert", "/nonexistent/c.pem", "--tls-key", "k.pem"]).unwrap();
-        let e = Tls::from_cli(&missing).err().unwrap_or_default();
+        let e = tls_from_cli(&missing, false).err().unwrap_or_default();
         assert!(e.contains("/nonexistent/c.pem"), "{e}");
     }
 }

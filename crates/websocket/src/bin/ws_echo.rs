@@ -2,17 +2,20 @@
 //! (RFC 6455) on Rusty's stack (TAP, AF_XDP) or, without links, on the kernel's sockets
 //! on all addresses with one worker per core. Every text and binary message goes back
 //! as the same type (compressed when the client negotiated permessage-deflate, which
-//! `--deflate` allows). On stop, each worker's WebSocket counters and their total are
-//! printed.
+//! `--deflate` allows). With `--tls-cert` and `--tls-key` it speaks WebSocket over TLS
+//! (wss://), rereading them on SIGHUP. On stop, each worker's WebSocket counters and
+//! their total are printed (and the TLS counters, with TLS).
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
 use rusty::cli::parse::parse_size;
+use rusty::cli::tls::{self, TlsServerArgs};
 use rusty::cli::CommonArgs;
 use rusty::launch;
 use rusty::runtime::{StopHandle, WorkerContext};
+use rusty_tls::ServerSettings;
 use rusty_websocket::{WsConfig, WsEcho, WsServer, WsStats, WsStatsSink};
 
 #[derive(Debug, Parser)]
@@ -59,6 +62,8 @@ struct Cli {
     #[arg(long, requires = "deflate")]
     deflate_no_context_takeover: bool,
     #[command(flatten)]
+    tls: TlsServerArgs,
+    #[command(flatten)]
     common: CommonArgs,
 }
 
@@ -76,6 +81,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let tls = match cli.tls.start("ws-echo", ServerSettings::default()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("ws-echo: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut cfg = WsConfig::default();
     cfg.max_frame = cli.max_frame;
     cfg.max_message = cli.max_message;
@@ -88,9 +100,10 @@ fn main() -> ExitCode {
     cfg.deflate.no_context_takeover = cli.deflate_no_context_takeover;
     let ready = || {
         log::info!(
-            "ws-echo: listening on port {} ({}); max message {} B, max frame {} B, \
+            "ws-echo: listening on port {}{} ({}); max message {} B, max frame {} B, \
              permessage-deflate {}",
             cli.port,
+            if tls.is_some() { " (TLS)" } else { "" },
             launch.describe_links(),
             cfg.max_message,
             cfg.max_frame,
@@ -109,9 +122,12 @@ fn main() -> ExitCode {
             WsServer::new(WsEcho, cfg.clone()).with_sink(ctx.index(), sink.clone())
         }
     };
-    match launch::run(&launch, Some(cli.port), &stop, make, ready) {
+    match tls::run(&launch, Some(cli.port), &stop, tls.as_ref(), make, ready) {
         Ok(stats) => {
             launch::log_counters(&stats, Some(("websocket", &sink, WsStats::add)));
+            if let Some(tls) = &tls {
+                tls.log_counters();
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
