@@ -4,7 +4,8 @@
 //! one test per RFC rule. The rules are grouped a file a topic: SYN cookies, segments for
 //! no connection, ARP, ICMP, malformed input, the handshake, TIME-WAIT, RFC 5961
 //! challenge ACKs, aborts inside callbacks, orphans, hostile addressing (`martians`),
-//! memory a peer can pin (`pinning`) and counts that replaced scans (`limits`). The
+//! memory a peer can pin (`pinning`), counts that replaced scans (`limits`) and
+//! neighbour unreachability detection (`nud`; IPv6's in `ipv6/nud.rs`). The
 //! application, the frame builders and parsers and the peer they share are here.
 //!
 //! The peer builds its frames with smoltcp's wire types (Ethernet, ARP, IPv4, ICMP) and
@@ -22,6 +23,7 @@ mod limits;
 mod malformed;
 mod martians;
 mod no_connection;
+mod nud;
 mod orphans;
 mod pinning;
 mod time_wait;
