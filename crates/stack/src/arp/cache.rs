@@ -258,19 +258,19 @@ impl ArpCache {
     /// `hint` (the MAC the peer's SYN came from) if given, otherwise unresolved, to be
     /// resolved when the first frame is sent. An unresolved entry takes `hint` too.
     pub fn attach(&mut self, ip: IpAddr, hint: Option<MacAddr>, now: Instant) -> NeighbourId {
-        let hint = hint.filter(|&m| is_unicast_mac(m));
         let id = match self.index.get(&ip) {
             Some(&id) => id,
             None => self
                 .create(ip, now, true)
                 .expect("a connection's entry is made"),
         };
-        if let Some(since) = self.entry_mut(id).idle_since.take() {
-            self.idle.remove(&(since, id));
-        }
         let entry = self.entry_mut(id);
         entry.users += 1;
-        if let (Nud::Unresolved, Some(mac)) = (entry.state, hint) {
+        let unresolved = entry.state == Nud::Unresolved;
+        if let Some(since) = entry.idle_since.take() {
+            self.idle.remove(&(since, id));
+        }
+        if let (true, Some(mac)) = (unresolved, hint.filter(|&m| is_unicast_mac(m))) {
             self.enter(id, Nud::Stale, now);
             self.entry_mut(id).mac = Some(mac);
         }

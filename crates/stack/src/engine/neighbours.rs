@@ -100,10 +100,17 @@ fn through<H: Handler>(app: &AppCore<H, Block>, index: usize, n: NeighbourId) ->
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// The connections through the entries whose sendable MAC changed take the new
     /// one (or none: their next frame goes through the cache).
+    #[inline]
     pub(super) fn apply_neighbour_changes(&mut self) {
-        if !self.arp.has_changed() {
-            return;
+        if self.arp.has_changed() {
+            self.move_neighbour_users();
         }
+    }
+
+    /// [`apply_neighbour_changes`](Self::apply_neighbour_changes) with changes to
+    /// apply: rare, out of line.
+    #[inline(never)]
+    fn move_neighbour_users(&mut self) {
         let mut changed = std::mem::take(&mut self.neighbour_changes);
         self.arp.take_changed(&mut changed);
         for &n in &changed {
