@@ -186,14 +186,17 @@ impl State {
                 self.now = now + Duration::from_millis(u64::from(input.u8()) * unit);
             }
             _ => {
-                // A connection to the address ends, or one more starts (its SYN came
-                // from a MAC).
+                // A connection to the address ends (having made progress lately or
+                // not), or one more starts (its SYN came from a MAC).
                 let ip = addr(op >> 3);
-                let hint = mac(input.u8());
+                let byte = input.u8();
+                let hint = mac(byte);
                 match self.attached.iter().position(|a| a.0 == ip) {
                     Some(i) if op & 0x80 != 0 => {
                         let (_, id, n) = self.attached[i];
-                        let last = self.cache.detach(id, now);
+                        // Its last progress: now, or never.
+                        let progress = (byte & 0x40 != 0).then_some(now);
+                        let last = self.cache.detach(id, progress, now);
                         assert_eq!(last, n == 1);
                         if last {
                             self.attached.swap_remove(i);

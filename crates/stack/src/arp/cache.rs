@@ -127,8 +127,9 @@ struct Entry {
     state: Nud,
     /// When `state` was entered.
     since: Instant,
-    /// When Neighbor Discovery or ARP last confirmed the neighbour, if ever
-    /// (connections' own confirmations come through `poll`).
+    /// When Neighbor Discovery or ARP last confirmed the neighbour, or a connection
+    /// that no longer refers to the entry last made progress, if ever (the
+    /// confirmations of connections that do come through `poll`).
     confirmed: Option<Instant>,
     /// When the state's timer fires ([`Instant::FAR_FUTURE`]: it has none).
     deadline: Instant,
@@ -282,10 +283,12 @@ impl ArpCache {
         self.entry(id).users
     }
 
-    /// A connection no longer refers to `id`. Returns whether it was the last: the
-    /// entry may go from then on.
-    pub fn detach(&mut self, id: NeighbourId, now: Instant) -> bool {
+    /// A connection no longer refers to `id`; it last made forward progress at
+    /// `confirmed`, which the entry keeps as a confirmation of its own. Returns whether
+    /// it was the last: the entry may go from then on.
+    pub fn detach(&mut self, id: NeighbourId, confirmed: Option<Instant>, now: Instant) -> bool {
         let entry = self.entry_mut(id);
+        entry.confirmed = entry.confirmed.max(confirmed);
         entry.users -= 1;
         if entry.users > 0 {
             return false;

@@ -53,9 +53,11 @@ impl Users {
         list.push(index as u32);
     }
 
-    /// A connection through entry `n` of `arp` leaves the table at `now`.
-    pub(super) fn detach(&mut self, arp: &mut ArpCache, n: NeighbourId, now: Instant) {
-        if arp.detach(n, now) {
+    /// The connection `block` leaves the table at `now`: it no longer goes through its
+    /// entry of `arp`, which keeps the connection's last progress as a confirmation.
+    pub(super) fn detach(&mut self, arp: &mut ArpCache, block: &Block, now: Instant) {
+        let n = block.neigh;
+        if arp.detach(n, block.tcb.last_progress(), now) {
             // The last one: the entry may go, and its number be taken again.
             if let Some(list) = self.lists.get_mut(n.index()) {
                 *list = Vec::new();

@@ -134,7 +134,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 }
                 block.tcb.release_buffers(pool);
                 flows.remove(&block.key);
-                users.detach(arp, block.neigh, now);
+                users.detach(arp, block, now);
             });
     }
 
@@ -163,7 +163,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                     orphans.released();
                 }
                 block.tcb.release_buffers(pool);
-                users.detach(arp, block.neigh, now);
+                users.detach(arp, block, now);
             });
     }
 

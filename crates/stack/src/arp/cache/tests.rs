@@ -244,7 +244,7 @@ fn a_resolution_nobody_waits_for_any_more_ends_with_its_entry() {
     let them = conn(&mut cache, THEM);
     cache.enqueue(them, frame(0), t(0));
     // The connection went; the resolution runs its course.
-    assert!(cache.detach(them, t(10)));
+    assert!(cache.detach(them, None, t(10)));
     assert_eq!(cache.state(THEM), Some(Nud::Incomplete));
     for now in [1000, 2000, 3000] {
         assert_eq!(poll(&mut cache, t(now)).0.len(), 1);
@@ -288,8 +288,8 @@ fn entries_connections_use_stay_until_the_last_one_goes() {
     assert_eq!(cache.lookup(THEM), Some(THEM_MAC));
     poll(&mut cache, t(600_000));
     assert_eq!(cache.lookup(THEM), Some(THEM_MAC));
-    assert!(!cache.detach(a, t(600_000)));
-    assert!(cache.detach(b, t(610_000)));
+    assert!(!cache.detach(a, None, t(600_000)));
+    assert!(cache.detach(b, None, t(610_000)));
     // Unused from then on: forgotten a lifetime later.
     poll(&mut cache, t(669_999));
     assert_eq!(cache.lookup(THEM), Some(THEM_MAC));
@@ -297,7 +297,7 @@ fn entries_connections_use_stay_until_the_last_one_goes() {
     assert!(cache.is_empty());
     // An entry that never got a MAC goes with its last connection.
     let c = conn(&mut cache, OTHER);
-    assert!(cache.detach(c, t(670_000)));
+    assert!(cache.detach(c, None, t(670_000)));
     assert!(cache.is_empty());
 }
 
@@ -440,7 +440,7 @@ proptest! {
                 }
                 1 => { answer(&mut cache, ip, MacAddr([2, 0, 0, 0, 2, addr]), t(now)); }
                 2 => taken += cache.take_ready(ip).count(),
-                3 => if let Some(id) = ids.pop() { cache.detach(id, t(now)); },
+                3 => if let Some(id) = ids.pop() { cache.detach(id, None, t(now)); },
                 _ => failed += poll(&mut cache, t(now)).1.failed_frames,
             }
             prop_assert!(cache.queued_frames() <= 10);

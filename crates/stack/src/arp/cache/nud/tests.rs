@@ -226,12 +226,26 @@ fn sending_to_stale_delays_then_probes_unicast_then_forgets() {
 fn an_entry_no_connection_uses_any_more_is_deleted_when_probes_fail() {
     let (mut cache, id) = stale();
     cache.output(id, t(0));
-    assert!(cache.detach(id, t(1)));
+    assert!(cache.detach(id, None, t(1)));
     for ms in [5000, 6000, 7000] {
         assert_eq!(poll(&mut cache, t(ms), None).0, vec![probe()]);
     }
     assert_eq!(poll(&mut cache, t(8000), None).1.unreachable, 1);
     assert!(cache.is_empty());
+}
+
+/// A connection that made progress and ended leaves its confirmation with the entry.
+#[test]
+fn a_connection_that_ends_leaves_its_confirmation() {
+    let (mut cache, id) = stale();
+    cache.output(id, t(0));
+    assert!(cache.detach(id, Some(t(1000)), t(2000)));
+    assert_eq!(poll(&mut cache, t(5000), None), (vec![], Polled::default()));
+    assert_eq!(cache.state(PEER), Some(Nud::Reachable));
+    assert_eq!(
+        cache.next_deadline(),
+        Some(t(1000) + cache.reachable_time())
+    );
 }
 
 #[test]
@@ -449,7 +463,7 @@ fn changes_are_reported_for_entries_connections_use() {
     assert_eq!(changed(&mut cache), vec![id]);
     // Not at all when its last connection went before the engine asked.
     cache.update(PEER, News::unsolicited(NEW_MAC), t(6));
-    assert!(cache.detach(id, t(7)));
+    assert!(cache.detach(id, None, t(7)));
     assert!(changed(&mut cache).is_empty());
 }
 
