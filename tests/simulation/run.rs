@@ -48,6 +48,10 @@ fn engine_configs(seed: u64, scenario: &Scenario) -> [EngineConfig; 2] {
             cfg.dad_transmits = v6.dad_transmits[i];
             if let Some(lifetime) = v6.neighbor_lifetime {
                 cfg.arp.entry_lifetime = lifetime;
+                // Reachability in doubt as soon: unreachability detection (DELAY,
+                // probes, neighbours forgotten and resolved again) runs under the
+                // faults too.
+                cfg.arp.reachable_time = lifetime;
             }
         }
         let knobs = if i == 0 {

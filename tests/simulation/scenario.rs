@@ -209,7 +209,9 @@ pub(crate) struct Ipv6Setup {
     /// answers solicitations for the address nor takes TCP to it.
     pub(crate) dad_transmits: [u8; 2],
     /// A neighbour-cache lifetime short enough for mappings to expire during the run,
-    /// so later connections resolve their peer again.
+    /// so later connections resolve their peer again; also the base of the time a
+    /// neighbour stays reachable, so that it is probed, and may be forgotten, while
+    /// connections run.
     pub(crate) neighbor_lifetime: Option<Duration>,
     /// The server engine also has an address in another prefix ([`Dest::Routed`]), and
     /// the client engine a gateway.

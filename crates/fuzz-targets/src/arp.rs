@@ -1,18 +1,22 @@
 //! ARP's wire format and the neighbour cache, driven together as the engine drives them.
 //!
 //! The input is two bytes of cache limits, then operations (see `step`): packets to
-//! validate and learn from, frames to queue for an address, mappings inserted or
-//! imported, clock steps and polls. Checked: what validates obeys RFC 826's rules as
-//! documented (unicast sender, reply owed exactly to a request for us from another
-//! address) and our reply to it validates at the asker; the cache stays within its
-//! bounds, and every frame queued is either still queued, handed out addressed to a
-//! unicast MAC, or counted as failed.
+//! validate and learn from, connections that start, end and send frames to an address,
+//! news of any kind about a neighbour, mappings imported, clock steps and polls (with
+//! connections' confirmations of any age). Checked: what validates obeys RFC 826's
+//! rules as documented (unicast sender, reply owed exactly to a request for us from
+//! another address) and our reply and probes validate at the asker; an entry a
+//! connection uses stays, and hands out a MAC directly exactly in the states that send
+//! directly; probes go to unicast MACs; the cache stays within its bounds, and every
+//! frame queued is either still queued, handed out addressed to a unicast MAC, or
+//! counted as failed.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use rusty_stack::internals::{
-    build_reply, build_request, process, ArpCache, ArpInput, EnqueueResult, FRAME_LEN, PACKET_LEN,
+    build_probe, build_reply, build_request, process, ArpCache, ArpInput, EnqueueResult,
+    NeighbourId, News, FRAME_LEN, PACKET_LEN,
 };
 use rusty_stack::io::{MacAddr, ETHERNET_HEADER_LEN};
 use rusty_stack::time::Instant;
@@ -82,12 +86,30 @@ struct State {
     cache: ArpCache,
     config: ArpConfig,
     now: Instant,
+    /// The entries connections refer to, by address, with how many refer to each.
+    attached: Vec<(IpAddr, NeighbourId, u32)>,
+    /// Every address a connection has gone to: an entry made for a connection may
+    /// outlive it past the cache's bound until forgotten.
+    used: Vec<IpAddr>,
     accepted: usize,
     taken: usize,
     failed: usize,
 }
 
 impl State {
+    /// The entry a connection to `ip` refers to, attaching one if none does.
+    fn conn(&mut self, ip: IpAddr, hint: Option<MacAddr>) -> NeighbourId {
+        if let Some(&(_, id, _)) = self.attached.iter().find(|a| a.0 == ip) {
+            return id;
+        }
+        let id = self.cache.attach(ip, hint, self.now);
+        self.attached.push((ip, id, 1));
+        if !self.used.contains(&ip) {
+            self.used.push(ip);
+        }
+        id
+    }
+
     fn step(&mut self, op: u8, input: &mut Input<'_>) {
         let now = self.now;
         match op & 7 {
@@ -96,17 +118,37 @@ impl State {
                 let payload = input.bytes(len);
                 if let Ok(arp) = process(payload, HOST_IP) {
                     check_input(payload, &arp);
-                    self.cache.learn(&arp, now);
+                    self.cache.learn(&arp, op & 8 != 0, now);
                 }
             }
             1 => {
-                let frame = vec![op; 60];
-                if self.cache.enqueue(addr(op >> 3), frame, now) != EnqueueResult::Dropped {
-                    self.accepted += 1;
+                // A connection sends a frame: straight to the MAC, or queued.
+                let id = self.conn(addr(op >> 3), None);
+                let direct = self.cache.sendable(id);
+                match self.cache.output(id, now) {
+                    Some(mac) => {
+                        assert!(direct.is_none_or(|d| d == mac));
+                        assert!(mac.is_unicast());
+                    }
+                    None => {
+                        assert!(direct.is_none());
+                        let frame = vec![op; 60];
+                        if self.cache.enqueue(id, frame, now) != EnqueueResult::Dropped {
+                            self.accepted += 1;
+                        }
+                    }
                 }
             }
             2 => {
-                self.cache.insert(addr(op >> 3), mac(input.u8()), now);
+                let (m, flags) = (input.u8(), input.u8());
+                let news = News {
+                    mac: (flags & 1 != 0).then(|| mac(m)),
+                    solicited: flags & 2 != 0,
+                    override_: flags & 4 != 0,
+                    create: flags & 8 != 0,
+                    report: flags & 16 != 0,
+                };
+                self.cache.update(addr(op >> 3), news, now);
             }
             3 => {
                 self.cache.import(addr(op >> 3), mac(input.u8()), now);
@@ -119,18 +161,59 @@ impl State {
                     let dst = MacAddr::from_slice(&frame[..6]).expect("six bytes");
                     assert!(dst.is_unicast() && dst != MacAddr([0; 6]));
                 }
+                let mut changed = Vec::new();
+                self.cache.take_changed(&mut changed);
+                for id in changed {
+                    assert!(self.attached.iter().any(|a| a.1 == id));
+                }
             }
             5 => {
-                let mut requests = Vec::new();
-                self.cache.poll(now, &mut requests, &mut self.failed);
-                assert!(requests.len() <= self.config.max_pending_total);
+                // Connections last made progress this long ago, or never.
+                let ago = u64::from(input.u8());
+                let confirmed = (ago > 0)
+                    .then(|| Instant::from_micros(now.as_micros().saturating_sub(ago * 100_000)));
+                let mut solicits = Vec::new();
+                let polled = self.cache.poll(now, |_| confirmed, &mut solicits);
+                self.failed += polled.failed_frames;
+                let probes = solicits.iter().filter(|s| s.unicast.is_some()).count();
+                assert_eq!(probes as u64, polled.probes);
+                for s in solicits {
+                    assert!(s.unicast.is_none_or(|m| m.is_unicast()));
+                }
             }
             6 => {
                 let unit = [1, 100, 1000, 60_000][usize::from(op >> 6)];
                 self.now = now + Duration::from_millis(u64::from(input.u8()) * unit);
             }
             _ => {
-                if let Some(m) = self.cache.lookup(addr(op >> 3), now) {
+                // A connection to the address ends (having made progress lately or
+                // not), or one more starts (its SYN came from a MAC).
+                let ip = addr(op >> 3);
+                let byte = input.u8();
+                let hint = mac(byte);
+                match self.attached.iter().position(|a| a.0 == ip) {
+                    Some(i) if op & 0x80 != 0 => {
+                        let (_, id, n) = self.attached[i];
+                        // Its last progress: now, or never.
+                        let progress = (byte & 0x40 != 0).then_some(now);
+                        let last = self.cache.detach(id, progress, now);
+                        assert_eq!(last, n == 1);
+                        if last {
+                            self.attached.swap_remove(i);
+                        } else {
+                            self.attached[i].2 -= 1;
+                        }
+                    }
+                    Some(i) => {
+                        let id = self.cache.attach(ip, Some(hint), now);
+                        assert_eq!(id, self.attached[i].1);
+                        self.attached[i].2 += 1;
+                    }
+                    None => {
+                        self.conn(ip, Some(hint));
+                    }
+                }
+                if let Some(m) = self.cache.lookup(ip) {
                     assert!(m.is_unicast());
                 }
                 let mut learned = Vec::new();
@@ -141,8 +224,17 @@ impl State {
                 }
             }
         }
+        for &(ip, id, n) in &self.attached {
+            assert_eq!(self.cache.users(id), n);
+            let state = self.cache.state(ip).expect("an entry in use stays");
+            assert_eq!(
+                self.cache.sendable(id).is_some(),
+                state.sends_directly(),
+                "{ip} {state:?}"
+            );
+        }
         assert!(self.cache.queued_frames() <= self.config.max_pending_total);
-        assert!(self.cache.len() <= self.config.max_entries);
+        assert!(self.cache.len() <= self.config.max_entries + self.used.len());
         assert_eq!(
             self.accepted,
             self.taken + self.failed + self.cache.queued_frames(),
@@ -159,21 +251,27 @@ pub fn arp(data: &[u8]) {
     config.entry_lifetime = Duration::from_secs(u64::from(a >> 4) * 10);
     config.retry_interval = Duration::from_millis(u64::from(b >> 5) * 500);
     config.max_retries = u32::from(a >> 2 & 3);
+    config.max_probes = u32::from(b >> 5 & 3);
     config.max_pending_per_addr = usize::from(b & 7);
     config.max_pending_total = usize::from(b >> 3 & 3) * 8;
     config.max_entries = usize::from(a & 3) * 2;
     // Our own request must validate at its target, which owes a reply unless the
-    // target is us.
+    // target is us; so must our probe.
     let target = v4(input.u8());
     let mut frame = [0u8; FRAME_LEN];
     build_request(&mut frame, HOST_MAC, HOST_IP, target);
     let request = process(&frame[ETHERNET_HEADER_LEN..], target).expect("our request is invalid");
     assert_eq!(request.reply_owed, target != HOST_IP);
+    build_probe(&mut frame, HOST_MAC, HOST_IP, target, mac(0));
+    let probe = process(&frame[ETHERNET_HEADER_LEN..], target).expect("our probe is invalid");
+    assert_eq!(probe.reply_owed, target != HOST_IP);
 
     let mut state = State {
-        cache: ArpCache::new(config.clone()),
+        cache: ArpCache::new(config.clone(), u64::from(a)),
         config,
         now: Instant::ZERO,
+        attached: Vec::new(),
+        used: Vec::new(),
         accepted: 0,
         taken: 0,
         failed: 0,

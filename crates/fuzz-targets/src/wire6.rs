@@ -281,7 +281,8 @@ impl Own6<'_> {
 /// MAC, nor one of its usable addresses nor a martian; TCP with a correct checksum, an
 /// Echo Reply, a solicitation, an advertisement of ours, an MLDv2 report, or an error
 /// (port unreachable, a parameter problem) about a packet sent to us, each with
-/// its hop limit and the fields RFC 4861, RFC 3810 and RFC 4443 ask for.
+/// its hop limit and the fields RFC 4861, RFC 3810 and RFC 4443 ask for (a solicitation
+/// to the target's group, or to the target itself when it probes its reachability).
 pub(crate) fn check_sent(eth: &EthernetFrame<&[u8]>, own: &Own6<'_>) -> Sent {
     let is_host6 = |ip: Ipv6Addr| own.usable(ip);
     let ip = Ipv6Packet::new_checked(eth.payload()).expect("bad IPv6 header sent");
@@ -370,7 +371,12 @@ fn icmpv6((src, dst, hops): (Ipv6Addr, Ipv6Addr, u8), msg: &[u8], own: &Own6<'_>
             lladdr,
         }) => {
             assert_eq!(hops, 255, "solicitation's hop limit");
-            assert_eq!(dst, solicited_node(target_addr), "solicitation's group");
+            // To the target's group; or, probing a neighbour's reachability (RFC 4861
+            // §7.3.3), to the target itself, at the MAC cached for it.
+            assert!(
+                dst == solicited_node(target_addr) || (dst == target_addr && !src.is_unspecified()),
+                "solicitation for {target_addr} to {dst}"
+            );
             if src.is_unspecified() {
                 // Duplicate address detection of one of ours (RFC 4862 §5.4.2).
                 assert!(lladdr.is_none(), "a probe with a link-layer address");

@@ -9,8 +9,10 @@
 //! Built only with the crate's `internals` feature. Not an API: these change with any
 //! commit, and nothing outside this repository should enable the feature.
 
-pub use crate::arp::cache::{ArpCache, EnqueueResult};
-pub use crate::arp::wire::{build_reply, build_request, process, ArpInput, FRAME_LEN, PACKET_LEN};
+pub use crate::arp::cache::{ArpCache, EnqueueResult, NeighbourId, News, Nud, Polled, Solicit};
+pub use crate::arp::wire::{
+    build_probe, build_reply, build_request, process, ArpInput, FRAME_LEN, PACKET_LEN,
+};
 pub use crate::checksum::wide::Wide;
 pub use crate::engine::flow_key::FlowKey;
 pub use crate::engine::flows::{Flow, Flows};

@@ -20,7 +20,8 @@ pub struct Stats {
     pub bytes_out: u64,
     /// Frames dropped, by reason ([`DropReason::index`]).
     pub drops: [u64; DropReason::COUNT],
-    /// ARP requests sent to resolve a next hop.
+    /// ARP requests sent to resolve a next hop, or to probe it
+    /// (`neighbour_probes_sent`).
     pub arp_requests_sent: u64,
     /// ARP replies sent for our address.
     pub arp_replies_sent: u64,
@@ -29,8 +30,8 @@ pub struct Stats {
     /// Echo replies cut to the link MTU, because their request was longer (RFC 1122
     /// §3.2.2.6); also counted in `icmp_echo_replies`.
     pub icmp_echo_truncated: u64,
-    /// Neighbor Solicitations sent: resolving an IPv6 neighbour, and probing our own
-    /// addresses for duplicates.
+    /// Neighbor Solicitations sent: resolving or probing an IPv6 neighbour, and probing
+    /// our own addresses for duplicates.
     pub neighbor_solicitations_sent: u64,
     /// Neighbor Advertisements sent for our IPv6 addresses.
     pub neighbor_advertisements_sent: u64,
@@ -39,6 +40,13 @@ pub struct Stats {
     pub duplicate_addresses: u64,
     /// Connections whose segment size an ICMPv6 Packet Too Big lowered.
     pub path_mtu_lowered: u64,
+    /// Solicitations unicast to a neighbour whose reachability was in doubt (RFC 4861
+    /// §7.3.3 PROBE; ARP requests for IPv4): also counted in `arp_requests_sent` or
+    /// `neighbor_solicitations_sent`.
+    pub neighbour_probes_sent: u64,
+    /// Neighbours that answered none of their probes, and were forgotten: the next
+    /// frame to one resolves it again.
+    pub neighbours_unreachable: u64,
     /// ICMPv6 errors sent (port unreachable for UDP, parameter problems).
     pub icmpv6_errors_sent: u64,
     /// ICMPv6 errors not sent because the engine's budget for them was spent.
@@ -144,6 +152,8 @@ impl Default for Stats {
             neighbor_advertisements_sent: 0,
             duplicate_addresses: 0,
             path_mtu_lowered: 0,
+            neighbour_probes_sent: 0,
+            neighbours_unreachable: 0,
             icmpv6_errors_sent: 0,
             icmpv6_errors_suppressed: 0,
             conns_opened_active: 0,
@@ -231,6 +241,8 @@ impl Stats {
             neighbor_advertisements_sent,
             duplicate_addresses,
             path_mtu_lowered,
+            neighbour_probes_sent,
+            neighbours_unreachable,
             icmpv6_errors_sent,
             icmpv6_errors_suppressed,
             conns_opened_active,
@@ -331,6 +343,13 @@ impl fmt::Display for Stats {
                 self.icmpv6_errors_sent, self.icmpv6_errors_suppressed
             )?;
         }
+        if self.neighbour_probes_sent + self.neighbours_unreachable > 0 {
+            write!(
+                f,
+                "; neighbours probed {} unreachable {}",
+                self.neighbour_probes_sent, self.neighbours_unreachable
+            )?;
+        }
         if self.misdirected_forwarded > 0 {
             write!(f, "; handed to siblings {}", self.misdirected_forwarded)?;
         }
@@ -390,15 +409,26 @@ mod tests {
             driver_pool_idle: 5 << 10,
             ..Stats::default()
         };
-        let line = s.to_string();
-        let fields: Vec<&str> = line.split("; ").collect();
-        for want in [
-            "buffer memory 12 KiB (peak 34 KiB)",
-            "idle rings 2 KiB",
-            "driver buffers 5 KiB idle",
-        ] {
-            assert!(fields.contains(&want), "{want:?} not in {line}");
-        }
+        assert_fields(
+            &s,
+            &[
+                "buffer memory 12 KiB (peak 34 KiB)",
+                "idle rings 2 KiB",
+                "driver buffers 5 KiB idle",
+            ],
+        );
+    }
+
+    /// Neighbour probes join the line once there were some.
+    #[test]
+    fn the_counters_line_names_neighbour_probes_when_there_were_some() {
+        assert!(!Stats::default().to_string().contains("probed"));
+        let s = Stats {
+            neighbour_probes_sent: 3,
+            neighbours_unreachable: 1,
+            ..Stats::default()
+        };
+        assert_fields(&s, &["neighbours probed 3 unreachable 1"]);
     }
 
     /// IPv6's counters join the line once the engine has done IPv6 (Neighbor Discovery
@@ -416,15 +446,23 @@ mod tests {
             icmpv6_errors_suppressed: 7,
             ..Stats::default()
         };
+        assert_fields(
+            &s,
+            &[
+                "neighbor solicitations 3 advertisements 2",
+                "duplicate addresses 0",
+                "path mtu lowered 1",
+                "icmpv6 errors 50 (budget held back 7)",
+            ],
+        );
+    }
+
+    /// Every one of `want` is a field of the line `s` prints.
+    fn assert_fields(s: &Stats, want: &[&str]) {
         let line = s.to_string();
         let fields: Vec<&str> = line.split("; ").collect();
-        for want in [
-            "neighbor solicitations 3 advertisements 2",
-            "duplicate addresses 0",
-            "path mtu lowered 1",
-            "icmpv6 errors 50 (budget held back 7)",
-        ] {
-            assert!(fields.contains(&want), "{want:?} not in {line}");
+        for want in want {
+            assert!(fields.contains(want), "{want:?} not in {line}");
         }
     }
 }

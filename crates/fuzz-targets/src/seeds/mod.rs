@@ -303,22 +303,30 @@ fn tcp_segment() -> Vec<(String, Vec<u8>)> {
 }
 
 fn arp() -> Vec<(String, Vec<u8>)> {
-    let packet = |request, sender: (MacAddr, [u8; 4]), target: [u8; 4]| {
+    // A packet operation: `op` 0 (broadcast) or 8 (to our MAC), then the ARP packet.
+    let packet = |op: u8, request, sender: (MacAddr, [u8; 4]), target: [u8; 4]| {
         let frame = arp_frame(request, (sender.0, sender.1.into()), target.into());
-        let mut out = vec![0u8, 28];
+        let mut out = vec![op, 28];
         out.extend_from_slice(&frame[14..42]);
         out
     };
     let peer = MacAddr([2, 0, 0, 0, 1, 9]);
-    let request = packet(true, (peer, [10, 0, 0, 11]), [10, 0, 0, 2]);
-    let reply = packet(false, (peer, [10, 0, 0, 12]), [10, 0, 0, 2]);
-    let probe = packet(true, (peer, [0, 0, 0, 0]), [10, 0, 0, 2]);
-    let conflict = packet(true, (peer, [10, 0, 0, 2]), [10, 0, 0, 2]);
-    let other = packet(true, (peer, [10, 0, 0, 13]), [10, 0, 0, 14]);
+    let request = packet(0, true, (peer, [10, 0, 0, 11]), [10, 0, 0, 2]);
+    let reply = packet(8, false, (peer, [10, 0, 0, 12]), [10, 0, 0, 2]);
+    let probe = packet(0, true, (peer, [0, 0, 0, 0]), [10, 0, 0, 2]);
+    let conflict = packet(0, true, (peer, [10, 0, 0, 2]), [10, 0, 0, 2]);
+    let other = packet(0, true, (peer, [10, 0, 0, 13]), [10, 0, 0, 14]);
     let cat = |parts: &[&[u8]]| parts.concat();
-    // Limits: 0x5b: lifetime 50 s, 2 retries, 6 entries; 0x52: 1 s retries, 4 per
-    // address, 16 in all.
+    // Limits: 0x5b: lifetime 50 s, 2 retries, 6 entries; 0x52: 1 s between
+    // solicitations, 2 probes, 4 frames per address, 16 in all.
     let limits: &[u8] = &[0x5b, 0x52];
+    // Operations (see `arp::State::step`): 0x09 and 0x11 a connection sends to
+    // 10.0.0.11 and .12, 0x21 to .14; 0x27 a connection to .14 starts (then its SYN's
+    // MAC byte), 0xa7 it ends; 0x04 take what is ready; 0x05 poll (then how long ago,
+    // in tenths of a second, connections made progress; 0: never); 0x86 a step of
+    // seconds (then how many), 0xc6 of minutes.
+    let seconds = |n: u8| [0x86, n];
+    let poll = |ago: u8| [0x05, ago];
     vec![
         named("request", cat(&[limits, &[0], &request])),
         named("reply", cat(&[limits, &[1], &reply])),
@@ -333,23 +341,77 @@ fn arp() -> Vec<(String, Vec<u8>)> {
                 limits,
                 &[5, 0x09, 0x09, 0x11],
                 &reply,
-                &[0x04, 0x45, 2, 0x05, 0x45, 2, 0x05, 0x45, 2, 0x05, 0x04],
+                &[0x04],
+                &seconds(2),
+                &poll(0),
+                &seconds(2),
+                &poll(0),
+                &seconds(2),
+                &poll(0),
+                &[0x04],
             ]),
         ),
         named(
-            "insert-import-evict",
+            // A connection's entry starts STALE at its SYN's MAC; a frame makes it
+            // DELAY; unconfirmed, it is probed, forgotten, resolved again.
+            "probe-and-forget",
+            cat(&[
+                limits,
+                &[6, 0x27, 0x09, 0x21],
+                &seconds(6),
+                &poll(0),
+                &seconds(1),
+                &poll(0),
+                &seconds(1),
+                &poll(0),
+                &[0x21, 0x04],
+                &seconds(1),
+                &poll(0),
+                &[0xa7, 0x09],
+            ]),
+        ),
+        named(
+            // The same entry, confirmed by the connection's progress, stays REACHABLE.
+            "confirmed-by-progress",
+            cat(&[
+                limits,
+                &[6, 0x27, 0x09, 0x21],
+                &seconds(6),
+                &poll(5),
+                &[0xc6, 1],
+                &poll(1),
+                &[0xc6, 1],
+                &poll(1),
+                &[0x21, 0x04],
+            ]),
+        ),
+        named(
+            // Advertisements of every kind about a resolving and a resolved entry.
+            "advertisements",
+            cat(&[
+                limits,
+                &[
+                    7, 0x09, 0x0a, 0x05, 0x01, 0x0a, 0x05, 0x03, 0x0a, 0x06, 0x01,
+                ],
+                &[0x0a, 0x06, 0x05, 0x0a, 0x06, 0x07, 0x0a, 0x05, 0x10, 0x04],
+            ]),
+        ),
+        named(
+            "import-evict",
             cat(&[
                 &[0x01, 0x52],
-                &[6, 0x02, 1, 0x0a, 2, 0x13, 3, 0x1a, 4, 0x07, 0x0f],
+                &[
+                    6, 0x0b, 1, 0x13, 2, 0x1b, 3, 0x27, 4, 0x23, 5, 0x04, 0x0f, 0x07,
+                ],
             ]),
         ),
         named(
             "lifetime-expiry",
             cat(&[
                 limits,
-                &[7, 0x02, 1, 0xc6, 1, 0x07, 0x05, 0x07],
+                &[7, 0x0b, 1, 0xc6, 1, 0x07, 0x05],
                 &request,
-                &[0x07],
+                &[0x07, 0x01],
             ]),
         ),
     ]

@@ -1,7 +1,8 @@
 //! ARP (RFC 826) for Ethernet/IPv4, in two rooms: the wire format (`arp::wire`:
 //! validate a received packet, build the ones we send) and each worker's neighbour
-//! cache (`arp::cache`: mappings, and frames waiting for a resolution). The engine's
-//! `engine::arp` joins them to the device.
+//! cache (`arp::cache`: mappings with their reachability, for Neighbor Discovery's
+//! neighbours too, and frames waiting for a resolution). The engine's `engine::arp`
+//! joins them to the device.
 
 // `pub` items for the `internals` feature (the fuzz targets), unreachable and partly
 // unused without it.
@@ -11,5 +12,7 @@ pub(crate) mod cache;
 pub(crate) mod wire;
 
 pub use cache::ArpConfig;
-pub(crate) use cache::{ArpCache, EnqueueResult};
-pub(crate) use wire::{build_gratuitous, build_reply, build_request, process, FRAME_LEN};
+pub(crate) use cache::{ArpCache, EnqueueResult, NeighbourId, News, Solicit};
+pub(crate) use wire::{
+    build_gratuitous, build_probe, build_reply, build_request, process, FRAME_LEN,
+};

@@ -166,6 +166,28 @@ pub fn build_request(
     )
 }
 
+/// Build a probe of `target_ip`, which is cached at `target_mac`: the request
+/// [`build_request`] builds, unicast to that MAC (as Linux probes a neighbour whose
+/// reachability is in doubt). Returns the frame length.
+///
+/// # Panics
+/// If `buf` is shorter than [`FRAME_LEN`].
+pub fn build_probe(
+    buf: &mut [u8],
+    our_mac: MacAddr,
+    our_ip: Ipv4Addr,
+    target_ip: Ipv4Addr,
+    target_mac: MacAddr,
+) -> usize {
+    build(
+        buf,
+        target_mac,
+        ArpOperation::Request,
+        (our_mac, our_ip),
+        (ZERO_MAC, target_ip),
+    )
+}
+
 /// Build the unicast reply to a request from `their_mac`/`their_ip` (RFC 826: swap sender
 /// and target, fill in our MAC); returns the frame length.
 ///
@@ -219,6 +241,19 @@ pub(super) mod tests {
         let (eth, payload) = ethernet::parse(frame).unwrap();
         assert_eq!(eth.ethertype, EthernetProtocol::Arp);
         (eth, process(payload, our_ip).unwrap())
+    }
+
+    /// A probe is the same request, to the MAC cached for its target.
+    #[test]
+    fn probe_round_trip() {
+        let mut buf = [0u8; FRAME_LEN];
+        assert_eq!(build_probe(&mut buf, US_MAC, US, THEM, THEM_MAC), FRAME_LEN);
+        let (eth, input) = receive(&buf, THEM);
+        assert_eq!((eth.src, eth.dst), (US_MAC, THEM_MAC));
+        let mut request = [0u8; FRAME_LEN];
+        build_request(&mut request, US_MAC, US, THEM);
+        assert_eq!(buf[H..], request[H..]);
+        assert!(input.reply_owed);
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! The engine's side of ARP: answering requests, learning and sharing mappings,
-//! resolving next hops, and sending the frames that waited for a resolution. The wire
-//! format and the neighbour cache live in [`crate::arp`]; the cache holds IPv6
-//! neighbours too, which Neighbor Discovery (`v6`) learns and resolves.
+//! resolving and probing next hops, and sending the frames that waited for a
+//! resolution. The wire format and the neighbour cache live in [`crate::arp`]; the
+//! cache holds IPv6 neighbours too, which Neighbor Discovery (`v6`) learns, resolves
+//! and probes.
 
 use std::net::{IpAddr, Ipv4Addr};
 
 use super::Engine;
 use crate::app::Handler;
-use crate::arp;
+use crate::arp::{self, Solicit};
 use crate::drop_reason::DropReason;
 use crate::io::{MacAddr, PacketIo, TxFrame};
 use crate::time::Clock;
@@ -22,16 +23,13 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// A mapping a sibling worker learned.
     pub fn import_arp(&mut self, ip: IpAddr, mac: MacAddr) {
         self.now = self.clock.now();
-        let before = self.arp.lookup(ip, self.now);
         let ready = self.arp.import(ip, mac, self.now);
-        self.on_arp_changed(ip, before);
-        if ready > 0 {
-            self.send_arp_ready();
-            self.submit();
-        }
+        self.after_neighbour_news(ready);
+        self.submit();
     }
 
-    pub(super) fn on_arp(&mut self, payload: &[u8]) {
+    /// The ARP packet `payload` of `frame`.
+    pub(super) fn on_arp(&mut self, frame: &[u8], payload: &[u8]) {
         if self.addrs.v4().is_none() {
             return self.stats.drop(DropReason::NotOurAddress);
         }
@@ -48,12 +46,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 return self.stats.drop(reason);
             }
         }
-        let learnable = input.learnable();
-        let before = learnable.and_then(|(ip, _)| self.arp.lookup(IpAddr::V4(ip), self.now));
-        let ready = self.arp.learn(&input, self.now);
-        if let Some((ip, _)) = learnable {
-            self.on_arp_changed(IpAddr::V4(ip), before);
-        }
+        let to_us = frame.get(..6) == Some(&self.mac.0[..]);
+        let ready = self.arp.learn(&input, to_us, self.now);
         if input.reply_owed {
             let (mac, ip) = (self.mac, self.cfg.ip);
             let sent = self.send_arp_frame(|buf| {
@@ -61,61 +55,70 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             });
             self.stats.arp_replies_sent += u64::from(sent);
         }
+        self.after_neighbour_news(ready);
+    }
+
+    /// The neighbour cache took news that made `ready` frames sendable and may have
+    /// changed what connections send to.
+    pub(super) fn after_neighbour_news(&mut self, ready: usize) {
+        self.apply_neighbour_changes();
         if ready > 0 {
             self.send_arp_ready();
         }
     }
 
-    /// `ip`'s mapping was `before` and may just have changed: connections that cached
-    /// the old MAC for that next hop move to the new one (a neighbour replaced its NIC,
-    /// or a failover moved its address). Only a change of a known mapping costs the
-    /// scan over connections, which is rare; a first mapping leaves cached MACs (taken
-    /// from the peer's own SYN) alone.
-    pub(super) fn on_arp_changed(&mut self, ip: IpAddr, before: Option<MacAddr>) {
-        let Some(old) = before else { return };
-        let Some(new) = self.arp.lookup(ip, self.now) else {
-            return;
-        };
-        if new == old {
-            return;
-        }
-        let cfg = &self.cfg;
-        for (_, block) in self.app.iter_mut() {
-            if cfg.next_hop(block.key.remote_ip()) == ip && block.mac.is_some_and(|m| m != new) {
-                block.mac = Some(new);
-            }
+    /// The neighbour cache's timers: resolutions retried or given up, neighbours
+    /// probed or forgotten (asking connections whether they confirmed them), unused
+    /// entries forgotten.
+    #[inline]
+    pub(super) fn poll_arp(&mut self) {
+        if self.arp.has_work(self.now) {
+            self.run_arp_timers();
         }
     }
 
-    /// Retry or give up pending resolutions.
-    pub(super) fn poll_arp(&mut self) {
-        if !self.arp.has_work(self.now) {
-            return;
-        }
-        let mut requests = std::mem::take(&mut self.arp_requests);
-        let mut failed = 0;
-        self.arp.poll(self.now, &mut requests, &mut failed);
-        for _ in 0..failed {
+    /// [`poll_arp`](Self::poll_arp) with work to do. Out of line: it is rare, and
+    /// inlined into the loop turn it takes registers the turn's common path needs.
+    #[inline(never)]
+    fn run_arp_timers(&mut self) {
+        let mut solicits = std::mem::take(&mut self.arp_requests);
+        let (app, users) = (&self.app, &self.neighbour_users);
+        let polled = self
+            .arp
+            .poll(self.now, |n| users.latest_progress(n, app), &mut solicits);
+        for _ in 0..polled.failed_frames {
             self.stats.drop(DropReason::ArpUnresolved);
         }
-        for ip in requests.drain(..) {
-            self.send_resolution(ip);
+        self.stats.neighbours_unreachable += polled.unreachable;
+        for s in solicits.drain(..) {
+            self.send_solicit(s);
         }
-        self.arp_requests = requests;
+        self.arp_requests = solicits;
+        self.apply_neighbour_changes();
     }
 
-    /// Ask the link for `target`'s MAC: an ARP request, or a Neighbor Solicitation.
-    pub(super) fn send_resolution(&mut self, target: IpAddr) {
-        match target {
-            IpAddr::V4(ip) => self.send_arp_request(ip),
-            IpAddr::V6(ip) => self.send_neighbor_solicitation(ip),
+    /// Ask the link for a neighbour's MAC, or probe the one cached: an ARP request, or
+    /// a Neighbor Solicitation.
+    pub(super) fn send_solicit(&mut self, s: Solicit) {
+        let sent = match s.ip {
+            IpAddr::V4(ip) => self.send_arp_request(ip, s.unicast),
+            IpAddr::V6(ip) => self.send_neighbor_solicitation(ip, s.unicast),
+        };
+        if sent && s.unicast.is_some() {
+            self.stats.neighbour_probes_sent += 1;
         }
     }
 
-    fn send_arp_request(&mut self, target: Ipv4Addr) {
+    /// Who has `target`: broadcast, or unicast to the MAC cached for it (a probe).
+    /// Whether it was sent.
+    fn send_arp_request(&mut self, target: Ipv4Addr, unicast: Option<MacAddr>) -> bool {
         let (mac, ip) = (self.mac, self.cfg.ip);
-        let sent = self.send_arp_frame(|buf| arp::build_request(buf, mac, ip, target));
+        let sent = self.send_arp_frame(|buf| match unicast {
+            Some(to) => arp::build_probe(buf, mac, ip, target, to),
+            None => arp::build_request(buf, mac, ip, target),
+        });
         self.stats.arp_requests_sent += u64::from(sent);
+        sent
     }
 
     /// Announce our IPv4 address (and MAC) when the engine starts.

@@ -66,7 +66,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         // it calls two callers, and the compiler then keeps many of them out of line on
         // the IPv4 path as well.
         let tcp = match ethertype {
-            EthernetProtocol::Arp => return self.on_arp(payload),
+            EthernetProtocol::Arp => return self.on_arp(frame, payload),
             EthernetProtocol::Ipv4 => self.on_ipv4(frame, payload, checksum_verified),
             EthernetProtocol::Ipv6 if self.addrs.has_v6() => self.on_ipv6(frame, payload),
             _ => return self.stats.drop(DropReason::UnknownEtherType),

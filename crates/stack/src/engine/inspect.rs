@@ -1,13 +1,15 @@
 //! Views of an engine's bookkeeping for Rusty's own integration tests, which check
 //! invariants no application can observe: which rings are held, how many timer entries
 //! are pending, what the flow table maps a key to, what the port search cost, which
-//! IPv6 addresses are usable. Built with the `internals` feature only; not an API.
+//! IPv6 addresses are usable, what the neighbour cache holds. Built with the
+//! `internals` feature only; not an API.
 
-use std::net::Ipv6Addr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::time::Duration;
 
 use super::{Engine, Flow, FlowKey};
 use crate::app::{ConnId, Handler};
+use crate::arp::cache::Nud;
 use crate::io::{MacAddr, PacketIo};
 use crate::tcp::segment::{Segment, TxSegment};
 use crate::tcp::seq::SeqNum;
@@ -124,6 +126,12 @@ impl<D: PacketIo, H: Handler, C: Clock> EngineInternals<'_, D, H, C> {
         self.engine
             .cookies
             .encode(local, remote, client_isn, mss, now)
+    }
+
+    /// The neighbour cache's entry for `ip`: its reachability state and MAC, if any.
+    pub fn neighbour(&self, ip: impl Into<IpAddr>) -> Option<(Nud, Option<MacAddr>)> {
+        let ip = ip.into();
+        Some((self.engine.arp.state(ip)?, self.engine.arp.lookup(ip)))
     }
 
     /// The engine's own MAC address.

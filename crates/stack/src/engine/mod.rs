@@ -12,7 +12,8 @@
 //! SYN cookies past the backlog); `connect` starts active opens and picks their ports;
 //! `owner` says which sibling owns a flow on links whose steering the stack cannot
 //! predict; `dispatch` hands TCP events to the application core and fires timers;
-//! `output` builds frames; `arp` glues the ARP cache to the device.
+//! `output` builds frames; `arp` glues the neighbour cache to the device, and
+//! `neighbours` its entries to the connections that go through them.
 
 mod addresses;
 mod arp;
@@ -29,6 +30,7 @@ mod input;
 #[cfg(feature = "internals")]
 pub(crate) mod inspect;
 mod listen;
+mod neighbours;
 mod orphans;
 mod output;
 // `pub` items for the `internals` feature, unreachable without it.
@@ -40,7 +42,7 @@ mod v6;
 
 use crate::rng::Rng;
 use std::marker::PhantomData;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{Ipv6Addr, SocketAddr};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -50,6 +52,7 @@ pub use crate::tcp::pool::CLASSES as BUFFER_SIZE_CLASSES;
 pub use config::{reserved_bytes, EngineConfig};
 
 use crate::app::{AppCore, Conn, ConnId, Handler, OpenResult};
+use crate::arp::{NeighbourId, Solicit};
 use crate::io::{ChecksumOffload, MacAddr, PacketIo, RxFrame, ETHERNET_HEADER_LEN};
 use crate::ipv4::{self, IdentCounter};
 use crate::stats::Stats;
@@ -77,10 +80,14 @@ enum TimerItem {
 struct Block {
     tcb: Tcb,
     key: FlowKey,
-    /// Next hop's MAC, learned from the SYN for passive opens, from ARP or Neighbor
-    /// Discovery otherwise. The next hop itself is not kept: the configuration gives
-    /// it from the peer's address ([`EngineConfig::next_hop`]).
+    /// The next hop's MAC while its neighbour entry sends directly (REACHABLE, DELAY,
+    /// PROBE); otherwise `None`, and frames go through the cache (see `neighbours`).
+    /// The next hop itself is not kept: the configuration gives it from the peer's
+    /// address ([`EngineConfig::next_hop`]).
     mac: Option<MacAddr>,
+    /// The next hop's entry in the neighbour cache, which the connection holds until
+    /// it leaves the table.
+    neigh: NeighbourId,
     dirty: bool,
     /// A half-open connection counted against the backlog of the listener on its local
     /// port.
@@ -221,7 +228,11 @@ pub struct Engine<D: PacketIo, H: Handler, C: Clock> {
     segs: Vec<TxSegment>,
     dirty: Vec<usize>,
     expired: Vec<TimerItem>,
-    arp_requests: Vec<IpAddr>,
+    arp_requests: Vec<Solicit>,
+    /// Which connections go through which neighbour entry.
+    neighbour_users: neighbours::Users,
+    /// Neighbour entries whose connections' MAC is to change (scratch).
+    neighbour_changes: Vec<NeighbourId>,
     /// IPv6 addresses whose duplicate detection has a probe due (scratch).
     dad_probes: Vec<Ipv6Addr>,
     /// When IPv6's own timers (duplicate detection) next have work.
@@ -279,6 +290,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let span = (*ports.end() as u32 - *ports.start() as u32 + 1).max(1);
         let next_port = *ports.start()
             + (config::derive(&secret, "first ephemeral port") % u64::from(span)) as u16;
+        let challenge_budget = challenge_budget(&mut rng, cfg.tcp.challenge_ack_limit);
+        let arp = crate::arp::ArpCache::new(cfg.arp.clone(), rng.next_u64());
         Engine {
             dev,
             clock,
@@ -311,7 +324,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             time_wait: TimeWait::new(cfg.max_time_wait),
             orphans: Default::default(),
             timers: TimerWheel::new(now, std::time::Duration::from_millis(1), TIMER_SLOTS),
-            arp: crate::arp::ArpCache::new(cfg.arp.clone()),
+            arp,
             isn: IsnGenerator::new(isn_key),
             cookies: SynCookies::new(cookie_key),
             ident: IdentCounter::new(config::derive(&secret, "first ipv4 ident") as u16),
@@ -323,7 +336,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             ring_sweep_at: now + IDLE_RING_RELEASE,
             challenge_window: now,
             challenge_count: 0,
-            challenge_budget: challenge_budget(&mut rng, cfg.tcp.challenge_ack_limit),
+            challenge_budget,
             rng,
             rx: Vec::with_capacity(cfg.rx_burst),
             tx: Vec::with_capacity(TX_BURST),
@@ -331,6 +344,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             dirty: Vec::with_capacity(64),
             expired: Vec::with_capacity(64),
             arp_requests: Vec::new(),
+            neighbour_users: neighbours::Users::default(),
+            neighbour_changes: Vec::new(),
             dad_probes: Vec::new(),
             v6_due: if has_v6 { now } else { Instant::FAR_FUTURE },
             mld_pending: has_v6,
@@ -645,10 +660,17 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             limits: Rc::clone(&local.limits),
         };
         let half_open = matches!(how, Open::Passive(_));
+        // A passive open's SYN came from the next hop's MAC: the entry starts there if
+        // there is none.
+        let neigh = self
+            .arp
+            .attach(self.cfg.next_hop(key.remote_ip()), mac, self.now);
+        let mac = self.arp.sendable(neigh);
         let make = || Block {
             tcb: Tcb::new(&opening),
             key,
             mac,
+            neigh,
             // Dirty from the start, with its SYN or SYN-ACK to send (`mark_dirty` without
             // its look-up).
             dirty: true,
@@ -661,6 +683,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         block.tcb.open(&opening, how);
         block.tcb.set_tso(self.tso_payload);
         self.dirty.push(id.index() as usize);
+        let users = self.arp.users(neigh);
+        self.neighbour_users
+            .add(neigh, id.index() as usize, users, &self.app);
         if let Some(Flow::TimeWait(slot)) = self.flows.insert(key, Flow::Conn(id.index())) {
             // A cookie ACK on a pair whose TIME-WAIT entry a RST closed: the entry goes
             // (a SYN reopening a pair removed it already).

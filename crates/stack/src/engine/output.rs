@@ -9,7 +9,7 @@ use super::{Block, Engine, FlowKey, TimerItem, FAR_WAKE, IDLE_RING_RELEASE, TX_B
 use crate::app::CloseReason;
 use crate::app::ConnId;
 use crate::app::Handler;
-use crate::arp::EnqueueResult;
+use crate::arp::{EnqueueResult, Solicit};
 use crate::checksum;
 use crate::drop_reason::DropReason;
 use crate::ethernet::{self, EthernetProtocol};
@@ -126,6 +126,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     fn remove_conn(&mut self, index: usize) {
         let (orphans, flows) = (&mut self.orphans, &mut self.flows);
+        let (arp, users, now) = (&mut self.arp, &mut self.neighbour_users, self.now);
         self.app
             .remove_with(&mut self.pool, index, &mut self.stats, |pool, block| {
                 if block.orphan {
@@ -133,6 +134,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 }
                 block.tcb.release_buffers(pool);
                 flows.remove(&block.key);
+                users.detach(arp, block, now);
             });
     }
 
@@ -154,20 +156,25 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.app
             .finish(&mut self.pool, index, CloseReason::Normal, &mut self.stats);
         let orphans = &mut self.orphans;
+        let (arp, users, now) = (&mut self.arp, &mut self.neighbour_users, self.now);
         self.app
             .remove_with(&mut self.pool, index, &mut self.stats, |pool, block| {
                 if block.orphan {
                     orphans.released();
                 }
                 block.tcb.release_buffers(pool);
+                users.detach(arp, block, now);
             });
     }
 
     fn send_conn_segment<S: SegmentHeader>(&mut self, index: usize, seg: &S) {
         let block = &mut self.app[index];
+        let neigh = block.neigh;
         let hop = self.cfg.next_hop(block.key.remote_ip());
         if block.mac.is_none() {
-            block.mac = self.arp.lookup(hop, self.now);
+            // The entry is STALE (this frame makes it DELAY, and the connections
+            // through it keep the MAC again), or has no MAC.
+            block.mac = self.arp.output(neigh, self.now);
         }
         let dst_mac = block.mac.unwrap_or(MacAddr::BROADCAST);
         let mut frame = TcpFrame::of_conn(self.mac, block, seg, dst_mac);
@@ -182,15 +189,16 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             frame.ident = self.ident.next();
             frame.write(&mut parked, header_len, ChecksumOffload::NONE);
             self.stats.segments_out += 1;
-            match self.arp.enqueue(hop, parked, self.now) {
-                EnqueueResult::SendRequest => self.send_resolution(hop),
+            match self.arp.enqueue(neigh, parked, self.now) {
+                EnqueueResult::SendRequest => self.send_solicit(Solicit {
+                    ip: hop,
+                    unicast: None,
+                }),
                 EnqueueResult::Queued => {}
                 EnqueueResult::Dropped => self.stats.drop(DropReason::ArpQueueFull),
             }
-            if self.arp.lookup(hop, self.now).is_some() {
-                self.send_arp_ready();
-            }
         }
+        self.apply_neighbour_changes();
     }
 
     /// A segment outside any connection (RST replies, cookie SYN-ACKs, TIME-WAIT ACKs),

@@ -1,6 +1,6 @@
 //! The engine's side of IPv6: the receive path from the IPv6 header to TCP and ICMPv6,
-//! Neighbor Discovery (answering solicitations for our addresses, resolving neighbours
-//! into the cache ARP uses), duplicate address detection of our own addresses, the
+//! Neighbor Discovery (answering solicitations for our addresses, resolving and probing
+//! neighbours in the cache ARP uses), duplicate address detection of our own addresses, the
 //! MLDv2 report that joins their solicited-node groups, echo, and Packet Too Big
 //! lowering a connection's segment size. The wire formats live in [`crate::ipv6`] and
 //! [`crate::icmpv6`].
@@ -19,6 +19,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use super::input::TcpIn;
 use super::Engine;
 use crate::app::Handler;
+use crate::arp::News;
 use crate::drop_reason::DropReason;
 use crate::ethernet::{self, EthernetProtocol};
 use crate::icmpv6::{self, ErrorKind, ErrorOut, Icmpv6Error, Message};
@@ -327,10 +328,14 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             }
             Message::NeighborAdvertisement {
                 target,
-                target_mac,
+                solicited,
                 override_,
+                target_mac,
                 ..
-            } => self.on_advertisement(target, target_mac, override_),
+            } => self.on_advertisement(
+                target,
+                News::advertisement(target_mac, solicited, override_),
+            ),
             Message::Error {
                 kind: ErrorKind::TooBig(mtu),
                 invoking,
@@ -368,38 +373,26 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             return;
         }
         // The asker wants our answer and will talk to us: its mapping is worth keeping
-        // (as ARP learns from requests aimed at us).
+        // (RFC 4861 §7.2.3: a new entry, or a changed one, is STALE).
         if let Some(mac) = source_mac {
-            self.learn_neighbor(IpAddr::V6(ip.src), mac, true);
+            let ready = self.arp.update(ip.src, News::unsolicited(mac), self.now);
+            self.after_neighbour_news(ready);
         }
         let to_mac = source_mac.unwrap_or(src_mac);
         self.send_advertisement(target, ip.src, to_mac, true);
     }
 
-    /// A Neighbor Advertisement for `target`, its Override flag `override_` (RFC 4861
-    /// §7.2.5).
-    fn on_advertisement(&mut self, target: Ipv6Addr, target_mac: Option<MacAddr>, override_: bool) {
+    /// A Neighbor Advertisement for `target`, saying `news` (RFC 4861 §7.2.5): it
+    /// updates a neighbour we hold or are resolving, and creates no entry.
+    fn on_advertisement(&mut self, target: Ipv6Addr, news: News) {
         if let Some(i) = self.addrs.find_v6(target) {
             if self.addrs.get(i).usable() {
                 return self.stats.drop(DropReason::AddressConflict);
             }
             return self.on_duplicate(target);
         }
-        let Some(mac) = target_mac else { return };
-        // Without Override, an advertisement does not replace the link-layer address
-        // of a neighbour we hold (one being resolved takes it).
-        let ip = IpAddr::V6(target);
-        if !override_
-            && self
-                .arp
-                .lookup(ip, self.now)
-                .is_some_and(|held| held != mac)
-        {
-            return;
-        }
-        // Only a neighbour we hold or are resolving is updated: an advertisement
-        // nobody asked for creates no entry.
-        self.learn_neighbor(ip, mac, false);
+        let ready = self.arp.update(target, news, self.now);
+        self.after_neighbour_news(ready);
     }
 
     /// A tentative address of ours is another node's.
@@ -412,20 +405,6 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             // A link-local address was drawn again: join its group, probe it.
             self.mld_pending = true;
             self.v6_due = self.now;
-        }
-    }
-
-    /// `ip` is at `mac`. `create`: add an entry if there is none; otherwise only an
-    /// entry held or being resolved is updated.
-    fn learn_neighbor(&mut self, ip: IpAddr, mac: MacAddr, create: bool) {
-        if !create && !self.arp.knows(ip) {
-            return;
-        }
-        let before = self.arp.lookup(ip, self.now);
-        let ready = self.arp.insert(ip, mac, self.now);
-        self.on_arp_changed(ip, before);
-        if ready > 0 {
-            self.send_arp_ready();
         }
     }
 
@@ -443,19 +422,31 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         self.stats.neighbor_advertisements_sent += u64::from(sent);
     }
 
-    /// Resolve `target`: a solicitation to its solicited-node group, from our address
-    /// that would talk to it, with our MAC.
-    pub(super) fn send_neighbor_solicitation(&mut self, target: Ipv6Addr) {
+    /// Resolve `target`: a solicitation to its solicited-node group; or, `unicast`,
+    /// probe it at the MAC cached for it, to its own address (RFC 4861 §7.3.3). From
+    /// our address that would talk to it, with our MAC. Whether it was sent.
+    pub(super) fn send_neighbor_solicitation(
+        &mut self,
+        target: Ipv6Addr,
+        unicast: Option<MacAddr>,
+    ) -> bool {
         let Some(i) = self.addrs.source_for(IpAddr::V6(target)) else {
-            return;
+            return false;
         };
         let IpAddr::V6(own) = self.addrs.get(i).ip else {
-            return;
+            return false;
         };
-        let group = icmpv6::solicited_node(target);
-        let icmp = icmpv6::neighbor_solicitation(own, group, target, Some(self.mac));
-        let sent = self.send_icmpv6(icmpv6::group_mac(group), own, group, &icmp);
+        let (dst, dst_mac) = match unicast {
+            Some(mac) => (target, mac),
+            None => {
+                let group = icmpv6::solicited_node(target);
+                (group, icmpv6::group_mac(group))
+            }
+        };
+        let icmp = icmpv6::neighbor_solicitation(own, dst, target, Some(self.mac));
+        let sent = self.send_icmpv6(dst_mac, own, dst, &icmp);
         self.stats.neighbor_solicitations_sent += u64::from(sent);
+        sent
     }
 
     /// Join all-nodes and the solicited-node groups of our addresses (an MLDv2 report

@@ -252,6 +252,7 @@ impl Tcb {
         let data_acked = acked.min(self.snd.buf.len());
         self.snd.buf.consume(data_acked, pool);
         self.snd.una = ack;
+        self.last_progress = Some(now);
         if self.snd.nxt < ack {
             self.snd.nxt = ack;
         }

@@ -227,6 +227,10 @@ pub(crate) struct Tcb {
     want_writable: bool,
     last_send: Instant,
     last_recv: Instant,
+    /// When the peer last acknowledged something new (our SYN or data): forward
+    /// progress, which confirms the neighbour toward it reachable (RFC 4861 §7.3.1). The
+    /// engine reads it only when the neighbour's reachability timer fires.
+    last_progress: Option<Instant>,
     /// The time of the latest input, timer or output call: "now" for calls the
     /// application makes from its callbacks.
     last_now: Instant,
@@ -279,6 +283,10 @@ impl Tcb {
     /// The connection's state.
     pub(crate) fn state(&self) -> State {
         self.state
+    }
+    /// When the peer last acknowledged something new (see `last_progress`), if ever.
+    pub(crate) fn last_progress(&self) -> Option<Instant> {
+        self.last_progress
     }
     /// Our address (the port is in the engine's flow key).
     pub(crate) fn local_ip(&self) -> IpAddr {

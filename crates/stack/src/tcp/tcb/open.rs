@@ -162,6 +162,7 @@ impl Tcb {
             want_writable: false,
             last_send: now,
             last_recv: now,
+            last_progress: None,
             last_now: now,
             keepalive_sent: 0,
             ts: None,
@@ -261,6 +262,8 @@ impl Tcb {
         if let (Some(ts), Some((tsval, _))) = (self.ts.as_mut(), ack.timestamp) {
             ts.recent = tsval;
         }
+        // The ACK shows our SYN-ACK reached the peer.
+        self.last_progress = Some(now);
         self.enter_established(now);
     }
 

@@ -93,8 +93,10 @@ fn syn_ack_is_retransmitted_then_half_open_expires_and_frees_backlog() {
     assert_eq!(net.eng.connection_count(), 1);
 
     // Unanswered, the SYN-ACK is retransmitted with backoff, then the half-open
-    // connection is dropped without the application hearing of it.
-    let out = tcp_of(&net.run_for(Duration::from_secs(120), Duration::from_millis(50)));
+    // connection is dropped without the application hearing of it. (The peer's host
+    // answers ARP: it is on the link.)
+    let out =
+        tcp_of(&net.run_for_answering_arp(Duration::from_secs(120), Duration::from_millis(50)));
     let syn_acks: Vec<&TcpOut> = out.iter().filter(|t| t.is_syn_ack()).collect();
     assert_eq!(syn_acks.len() as u32, tcp.max_synack_retries, "{out:?}");
     assert!(syn_acks.iter().all(|t| t.seg.seq == first[0].seg.seq));

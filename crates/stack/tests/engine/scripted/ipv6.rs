@@ -18,6 +18,7 @@ use smoltcp::wire::{
 use super::*;
 
 mod extensions;
+mod nud;
 mod opens;
 
 const PEER6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
@@ -122,21 +123,20 @@ fn advertisement(target: Ipv6Addr, mac: MacAddr, solicited: bool) -> Vec<u8> {
 
 /// [`advertisement`] sent from `src`.
 fn advertisement_from(src: Ipv6Addr, target: Ipv6Addr, mac: MacAddr, solicited: bool) -> Vec<u8> {
-    let mut flags = NdiscNeighborFlags::OVERRIDE;
-    if solicited {
-        flags |= NdiscNeighborFlags::SOLICITED;
-    }
-    advertisement_with(src, target, mac, flags)
+    advertisement_flags(src, target, mac, solicited, true)
 }
 
-/// [`advertisement_from`] with `flags` (to us when they say solicited).
-fn advertisement_with(
+/// [`advertisement_from`] with the Override flag `override_`.
+fn advertisement_flags(
     src: Ipv6Addr,
     target: Ipv6Addr,
     mac: MacAddr,
-    flags: NdiscNeighborFlags,
+    solicited: bool,
+    override_: bool,
 ) -> Vec<u8> {
-    let solicited = flags.contains(NdiscNeighborFlags::SOLICITED);
+    let mut flags = NdiscNeighborFlags::empty();
+    flags.set(NdiscNeighborFlags::SOLICITED, solicited);
+    flags.set(NdiscNeighborFlags::OVERRIDE, override_);
     let repr = Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert {
         flags,
         target_addr: target,
@@ -218,17 +218,24 @@ impl Out6 {
     }
 }
 
-/// The targets of the Neighbor Solicitations among `packets`.
-fn solicited_targets(packets: &[Out6]) -> Vec<Ipv6Addr> {
+/// The Neighbor Solicitations among `packets`, each with its target and its link-layer
+/// address option.
+fn solicitations_in(packets: &[Out6]) -> Vec<(&Out6, Ipv6Addr, Option<RawHardwareAddress>)> {
     packets
         .iter()
         .filter_map(|p| match p.icmp() {
-            Some(Icmpv6Repr::Ndisc(NdiscRepr::NeighborSolicit { target_addr, .. })) => {
-                Some(target_addr)
-            }
+            Some(Icmpv6Repr::Ndisc(NdiscRepr::NeighborSolicit {
+                target_addr,
+                lladdr,
+            })) => Some((p, target_addr, lladdr)),
             _ => None,
         })
         .collect()
+}
+
+/// The targets of the Neighbor Solicitations among `packets`.
+fn solicited_targets(packets: &[Out6]) -> Vec<Ipv6Addr> {
+    solicitations_in(packets).into_iter().map(|s| s.1).collect()
 }
 
 fn tcp6_of(frames: &[Frame]) -> Vec<(Segment, Vec<u8>)> {
@@ -253,20 +260,14 @@ fn at_start_the_engine_joins_its_groups_and_probes_its_addresses() {
     assert_eq!(report.payload[..8], [58, 0, 5, 2, 0, 0, 1, 0]);
     assert_eq!(report.payload[8], 143, "an MLDv2 report");
     // One probe for each address, from the unspecified address to its group.
-    let probes: Vec<Ipv6Addr> = boot
-        .iter()
-        .filter_map(|p| match p.icmp() {
-            Some(Icmpv6Repr::Ndisc(NdiscRepr::NeighborSolicit {
-                target_addr,
-                lladdr,
-            })) => {
-                assert!(p.src.is_unspecified() && lladdr.is_none());
-                assert_eq!(p.dst, solicited_node(target_addr));
-                assert_eq!(p.eth.dst, group_mac(p.dst));
-                assert_eq!(p.hop_limit, 255);
-                Some(target_addr)
-            }
-            _ => None,
+    let probes: Vec<Ipv6Addr> = solicitations_in(&boot)
+        .into_iter()
+        .map(|(p, target_addr, lladdr)| {
+            assert!(p.src.is_unspecified() && lladdr.is_none());
+            assert_eq!(p.dst, solicited_node(target_addr));
+            assert_eq!(p.eth.dst, group_mac(p.dst));
+            assert_eq!(p.hop_limit, 255);
+            target_addr
         })
         .collect();
     assert_eq!(probes.len(), 2, "{probes:?}");

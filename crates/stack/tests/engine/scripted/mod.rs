@@ -4,7 +4,8 @@
 //! one test per RFC rule. The rules are grouped a file a topic: SYN cookies, segments for
 //! no connection, ARP, ICMP, malformed input, the handshake, TIME-WAIT, RFC 5961
 //! challenge ACKs, aborts inside callbacks, orphans, hostile addressing (`martians`),
-//! memory a peer can pin (`pinning`) and counts that replaced scans (`limits`). The
+//! memory a peer can pin (`pinning`), counts that replaced scans (`limits`) and
+//! neighbour unreachability detection (`nud`; IPv6's in `ipv6/nud.rs`). The
 //! application, the frame builders and parsers and the peer they share are here.
 //!
 //! The peer builds its frames with smoltcp's wire types (Ethernet, ARP, IPv4, ICMP) and
@@ -22,6 +23,7 @@ mod limits;
 mod malformed;
 mod martians;
 mod no_connection;
+mod nud;
 mod orphans;
 mod pinning;
 mod time_wait;
@@ -423,6 +425,33 @@ fn config() -> EngineConfig {
     sim::engine_config(HOST_IP, 7)
 }
 
+/// The gateway of the engine's subnet, and a peer beyond it.
+const GATEWAY: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 254);
+const GATEWAY_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0xfe]);
+const FAR: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 10);
+
+/// An echo engine that sends to off-link addresses through [`GATEWAY`].
+fn gateway_net() -> Net {
+    let mut cfg = config();
+    cfg.gateway = Some(GATEWAY);
+    Net::new(cfg, echo())
+}
+
+/// The ARP requests among `frames`: (Ethernet destination, target address).
+fn arp_requests(frames: &[Frame]) -> Vec<(MacAddr, Ipv4Addr)> {
+    frames
+        .iter()
+        .filter_map(|f| match f.arp() {
+            Some(ArpRepr::EthernetIpv4 {
+                operation: ArpOperation::Request,
+                target_protocol_addr,
+                ..
+            }) => Some((f.eth().dst, target_protocol_addr)),
+            _ => None,
+        })
+        .collect()
+}
+
 impl Net {
     fn new(cfg: EngineConfig, handler: Recorder) -> Net {
         Net::with_caps(
@@ -484,6 +513,35 @@ impl Net {
         let end = self.clock.now() + total;
         while self.clock.now() < end {
             out.extend(self.advance(step));
+        }
+        out
+    }
+
+    /// [`run_for`](Self::run_for), the peer answering ARP requests for its address,
+    /// as a host on the link does (its NIC answers while its TCP is silent), with a
+    /// reply unicast to us. The replies' answers are in what is returned.
+    fn run_for_answering_arp(&mut self, total: Duration, step: Duration) -> Vec<Frame> {
+        let mut out = Vec::new();
+        let end = self.clock.now() + total;
+        let reply = arp_frame(
+            HOST_MAC,
+            ArpOperation::Reply,
+            (PEER_MAC, PEER_IP),
+            (HOST_MAC, HOST_IP),
+        );
+        while self.clock.now() < end {
+            let sent = self.advance(step);
+            let asked = sent.iter().any(|f| {
+                matches!(f.arp(), Some(ArpRepr::EthernetIpv4 {
+                    operation: ArpOperation::Request,
+                    target_protocol_addr,
+                    ..
+                }) if target_protocol_addr == PEER_IP)
+            });
+            out.extend(sent);
+            if asked {
+                out.extend(self.send(&reply));
+            }
         }
         out
     }

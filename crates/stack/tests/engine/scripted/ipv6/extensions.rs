@@ -229,9 +229,9 @@ fn an_advertisement_without_override_leaves_a_neighbour_where_it_is() {
         assert!(out[0].tcp().is_some());
         out[0].eth.dst
     };
-    let spoofed = |flags| advertisement_with(PEER6, PEER6, evil, flags);
-    assert!(net.send(&spoofed(NdiscNeighborFlags::empty())).is_empty());
+    let spoofed = |override_| advertisement_flags(PEER6, PEER6, evil, false, override_);
+    assert!(net.send(&spoofed(false)).is_empty());
     assert_eq!(syn_to(&mut net), PEER_MAC);
-    assert!(net.send(&spoofed(NdiscNeighborFlags::OVERRIDE)).is_empty());
+    assert!(net.send(&spoofed(true)).is_empty());
     assert_eq!(syn_to(&mut net), evil);
 }
