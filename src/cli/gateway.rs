@@ -68,8 +68,8 @@ fn names(kind: &LinkKind) -> [String; 2] {
 /// gateway belongs to no link or to several, is a link's own address, is given for a
 /// kernel link (the kernel routes those), or is a second one of its family for a link.
 pub fn assign(links: &mut [LinkSpec], gateways: &[Gateway]) -> Result<(), String> {
+    let configs: Vec<EngineConfig> = links.iter().map(engine_view).collect();
     for gw in gateways {
-        let configs: Vec<EngineConfig> = links.iter().map(engine_view).collect();
         let holds = |(i, link): (usize, &LinkSpec)| {
             let cfg = &configs[i];
             let found = match (gw.ip, &gw.link) {
