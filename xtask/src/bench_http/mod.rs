@@ -34,6 +34,8 @@
 //! started here are killed by PID, and the namespace, TAP, veth pair and temporary
 //! directory are deleted.
 //!
+//! `--tls` runs the same cases over HTTPS instead, without the AF_XDP row ([`tls`]).
+//!
 //! This file holds the servers and the loop over rounds; beside it: finding or
 //! installing wrk and nginx ([`tools`]), one measured run ([`runs`]) and the table,
 //! verdict and block written into `docs/benchmarks.md` ([`report`]). What the preload
