@@ -11,7 +11,9 @@ use clap::Args;
 use rusty_runtime::hangup::{on_hangup, Hangup};
 use rusty_runtime::WorkerContext;
 use rusty_stack::Handler;
-use rusty_tls::{parse_sni, ServerSettings, StatsSink, Tls, TlsAcceptor, TlsFiles, TlsStats};
+use rusty_tls::{
+    parse_sni, ServerSettings, StatsSink, Tls, TlsAcceptor, TlsFiles, TlsStats, Versions,
+};
 
 use crate::launch;
 
@@ -30,15 +32,53 @@ pub struct TlsServerArgs {
     /// `*.example.com` matches one label.
     #[arg(long, value_name = "NAME=CERT,KEY", value_parser = parse_sni, requires = "tls_cert")]
     pub tls_sni: Vec<(String, PathBuf, PathBuf)>,
+    /// The TLS versions spoken: both (1.3, and 1.2 for clients without it), or one.
+    #[arg(long, value_enum, value_name = "VERSIONS", default_value_t = TlsVersions::Both,
+          requires = "tls_cert")]
+    pub tls_versions: TlsVersions,
+    /// Send no session tickets, so that every handshake is a full one (no resumption;
+    /// benchmarks of handshakes use it).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_no_resumption: bool,
+}
+
+/// `--tls-versions`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[non_exhaustive]
+pub enum TlsVersions {
+    /// TLS 1.3, and TLS 1.2 for clients without it.
+    #[default]
+    Both,
+    /// TLS 1.3 only.
+    #[value(name = "1.3")]
+    Tls13,
+    /// TLS 1.2 only.
+    #[value(name = "1.2")]
+    Tls12,
 }
 
 impl TlsServerArgs {
-    /// The TLS server the flags ask for, with `settings`: `None` without `--tls-cert`,
-    /// an error (naming the files) when the certificates cannot be used.
+    /// `settings` with what `--tls-versions` and `--tls-no-resumption` ask for.
+    pub fn settings(&self, mut settings: ServerSettings) -> ServerSettings {
+        match self.tls_versions {
+            TlsVersions::Both => {}
+            TlsVersions::Tls13 => settings.versions = Versions::Tls13,
+            TlsVersions::Tls12 => settings.versions = Versions::Tls12,
+        }
+        if self.tls_no_resumption {
+            settings.tickets = false;
+        }
+        settings
+    }
+
+    /// The TLS server the flags ask for, with `settings` as the flags change them
+    /// ([`TlsServerArgs::settings`]): `None` without `--tls-cert`, an error (naming the
+    /// files) when the certificates cannot be used.
     pub fn server(&self, settings: ServerSettings) -> Result<Option<TlsServer>, String> {
         let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
             return Ok(None);
         };
+        let settings = self.settings(settings);
         let files = TlsFiles {
             cert: cert.clone(),
             key: key.clone(),
@@ -171,5 +211,34 @@ mod tests {
         let e = missing.tls.server(ServerSettings::default()).err();
         let e = e.unwrap_or_default();
         assert!(e.contains("/nonexistent/c.pem"), "{e}");
+    }
+
+    #[test]
+    fn versions_and_resumption_flags_change_the_settings() {
+        assert!(parse(&["--tls-no-resumption"]).is_err());
+        assert!(parse(&["--tls-versions", "1.3"]).is_err());
+        let plain = parse(&["--tls-cert", "c", "--tls-key", "k"]).unwrap();
+        let s = plain.tls.settings(ServerSettings::default());
+        assert!(s.tickets);
+        assert_eq!(s.versions, Versions::Both);
+        let cli = parse(&[
+            "--tls-cert",
+            "c",
+            "--tls-key",
+            "k",
+            "--tls-versions",
+            "1.3",
+            "--tls-no-resumption",
+        ])
+        .unwrap();
+        let s = cli.tls.settings(ServerSettings::default());
+        assert!(!s.tickets);
+        assert_eq!(s.versions, Versions::Tls13);
+        let v12 = parse(&["--tls-cert", "c", "--tls-key", "k", "--tls-versions", "1.2"]).unwrap();
+        assert_eq!(
+            v12.tls.settings(ServerSettings::default()).versions,
+            Versions::Tls12
+        );
+        assert!(parse(&["--tls-cert", "c", "--tls-key", "k", "--tls-versions", "1.1"]).is_err());
     }
 }

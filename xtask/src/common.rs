@@ -166,13 +166,34 @@ pub(crate) struct Proc {
 
 impl Proc {
     /// Starts `cmd` with stdin from /dev/null and stdout and stderr into `log`.
-    pub(crate) fn spawn(name: &'static str, mut cmd: Command, log: &Path) -> Result<Proc> {
+    pub(crate) fn spawn(name: &'static str, cmd: Command, log: &Path) -> Result<Proc> {
+        Proc::spawn_with_input(name, cmd, Stdio::null(), log)
+    }
+
+    /// [`Proc::spawn`] with stdin from the file `input`.
+    pub(crate) fn spawn_reading(
+        name: &'static str,
+        cmd: Command,
+        input: &Path,
+        log: &Path,
+    ) -> Result<Proc> {
+        let file =
+            fs::File::open(input).map_err(|e| format!("opening {}: {e}", input.display()))?;
+        Proc::spawn_with_input(name, cmd, Stdio::from(file), log)
+    }
+
+    fn spawn_with_input(
+        name: &'static str,
+        mut cmd: Command,
+        stdin: Stdio,
+        log: &Path,
+    ) -> Result<Proc> {
         let file = fs::File::create(log).map_err(|e| format!("creating {}: {e}", log.display()))?;
         let err = file
             .try_clone()
             .map_err(|e| format!("duplicating a file handle: {e}"))?;
         let child = cmd
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(file)
             .stderr(err)
             .spawn()

@@ -18,7 +18,9 @@
 //!   [--no-xdp] [--family ipv4|ipv6|both] …`: httpd on Rusty's stack (TAP, AF_XDP), the
 //!   same httpd on the kernel's sockets and nginx, one server core each, under the same
 //!   wrk, over IPv4 and IPv6 (nginx over IPv4); prints a table and writes it into
-//!   `docs/benchmarks.md` (see [`bench_http`]).
+//!   `docs/benchmarks.md` (see [`bench_http`]). With `--tls`, the same cases over HTTPS
+//!   (TLS 1.3, one suite, full handshakes) for httpd on TAP and on kernel sockets and
+//!   nginx, in a block of their own.
 //!
 //! Both report server CPU and whole-machine CPU per request or message; their Rusty-on-
 //! AF_XDP row shares its veth pair, trial start and goals ([`xdp`]), their families the

@@ -34,6 +34,8 @@
 //! started here are killed by PID, and the namespace, TAP, veth pair and temporary
 //! directory are deleted.
 //!
+//! `--tls` runs the same cases over HTTPS instead, without the AF_XDP row ([`tls`]).
+//!
 //! This file holds the servers and the loop over rounds; beside it: finding or
 //! installing wrk and nginx ([`tools`]), one measured run ([`runs`]) and the table,
 //! verdict and block written into `docs/benchmarks.md` ([`report`]). What the preload
@@ -42,6 +44,7 @@
 
 mod report;
 mod runs;
+mod tls;
 mod tools;
 
 use std::path::Path;
@@ -109,6 +112,11 @@ pub(crate) struct Options {
     /// AF_XDP row) instead.
     #[arg(long)]
     pub no_install: bool,
+    /// HTTPS instead: httpd on Rusty (TAP), httpd on kernel sockets and nginx, all with
+    /// the same certificate, TLS 1.3 and cipher suite, and no session resumption; its
+    /// own table (no AF_XDP row).
+    #[arg(long)]
+    pub tls: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +149,53 @@ impl Row for Server {
     }
 }
 
+/// Every round of every case on every row, rotating which row goes first, into
+/// `samples` (one list per case), each run reported on stderr.
+fn measure(
+    ctx: &Ctx<'_>,
+    rows: &[Over<Server>],
+    samples: &mut [Vec<(Over<Server>, Sample)>],
+) -> Result<()> {
+    let rounds = ctx.opts.run.load.rounds;
+    let total = rounds * CASES.len() * rows.len();
+    let mut n = 0;
+    for round in 0..rounds {
+        for (ci, case) in CASES.iter().enumerate() {
+            for server in rotated(rows, round + ci) {
+                n += 1;
+                let s = ctx.run_one(*case, server, n)?;
+                eprintln!(
+                    "  [{n}/{total}] round {} {:<6} {:<28} {:>9.0} req/s {:>9.2} MB/s \
+                     CPU µs/req server {:.2} machine {:.2}{}{}{}",
+                    round + 1,
+                    case.tag,
+                    server.label(),
+                    s.req_per_s,
+                    s.mb_per_s,
+                    s.server_us(),
+                    s.machine_us(),
+                    s.latency_us
+                        .map(|(a, b)| format!(", p50/p99 {} / {}", us(a), us(b)))
+                        .unwrap_or_default(),
+                    if s.socket_errors > 0 {
+                        format!(", {} socket errors", s.socket_errors)
+                    } else {
+                        String::new()
+                    },
+                    s.handshakes
+                        .map(|h| format!(
+                            ", {} TLS handshakes ({} resumed)",
+                            h.completed, h.resumed
+                        ))
+                        .unwrap_or_default()
+                );
+                samples[ci].push((server, s));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `cargo xtask gen-pages DIR`.
 pub(crate) fn gen_pages(dir: &Path) -> Result<()> {
     let set = pages::write_pages(dir)?;
@@ -151,6 +206,9 @@ pub(crate) fn gen_pages(dir: &Path) -> Result<()> {
 pub(crate) fn run(opts: &Options) -> Result<()> {
     if opts.run.load.duration == 0 || opts.run.load.rounds == 0 || opts.connections == 0 {
         return Err("--duration, --rounds and --connections must be at least 1".into());
+    }
+    if opts.tls {
+        return tls::run(opts);
     }
     let (interrupted, root) = opts.run.host.prepare("bench http", &["rusty-httpd"])?;
     warn_if_busy("bench http");
@@ -172,6 +230,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
             &page_dir,
             PORT,
             1,
+            None,
         )?),
         None => None,
     };
@@ -212,6 +271,8 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         xdp: xdp_link.as_ref().ok(),
         logs: &logs,
         interrupted: &interrupted,
+        port: PORT,
+        tls: None,
     };
     let xdp_outcome = match &xdp_link {
         Ok(_) => match ctx.xdp_preflight() {
@@ -228,10 +289,10 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     xdp::announce("bench http", &xdp_outcome);
     let rows = family::rows(&servers, &opts.run.family.list(), |s| s == Server::Nginx);
 
-    let total = opts.run.load.rounds * CASES.len() * rows.len();
     eprintln!(
-        "bench http: {total} runs of {} s, {} connections (server on CPU {}, wrk on CPU {}, \
+        "bench http: {} runs of {} s, {} connections (server on CPU {}, wrk on CPU {}, \
          namespace {})",
+        opts.run.load.rounds * CASES.len() * rows.len(),
         opts.run.load.duration,
         opts.connections,
         opts.run.host.server_cpu,
@@ -239,38 +300,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         net.name
     );
     let mut samples: Vec<Vec<(Over<Server>, Sample)>> = vec![Vec::new(); CASES.len()];
-    let mut n = 0;
-    let result: Result<()> = (|| {
-        for round in 0..opts.run.load.rounds {
-            for (ci, case) in CASES.iter().enumerate() {
-                for server in rotated(&rows, round + ci) {
-                    n += 1;
-                    let s = ctx.run_one(*case, server, n)?;
-                    eprintln!(
-                        "  [{n}/{total}] round {} {:<6} {:<28} {:>9.0} req/s {:>9.2} MB/s \
-                         CPU µs/req server {:.2} machine {:.2}{}{}",
-                        round + 1,
-                        case.tag,
-                        server.label(),
-                        s.req_per_s,
-                        s.mb_per_s,
-                        s.server_us(),
-                        s.machine_us(),
-                        s.latency_us
-                            .map(|(a, b)| format!(", p50/p99 {} / {}", us(a), us(b)))
-                            .unwrap_or_default(),
-                        if s.socket_errors > 0 {
-                            format!(", {} socket errors", s.socket_errors)
-                        } else {
-                            String::new()
-                        }
-                    );
-                    samples[ci].push((server, s));
-                }
-            }
-        }
-        Ok(())
-    })();
+    let result = measure(&ctx, &rows, &mut samples);
     drop(net);
     tmp.finish(result, opts.run.host.keep_logs, "bench http")?;
 

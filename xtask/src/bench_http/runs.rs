@@ -6,11 +6,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use super::{Options, Server, PORT, TAP};
+use super::tls::TlsRun;
+use super::{Options, Server, TAP};
 use crate::common::{check_interrupted, children_of, listening, Netns, Proc, Result};
-use crate::family::{Family, Over};
+use crate::family::{endpoint, Family, Over};
 use crate::http_load::nginx::nginx_args;
 use crate::http_load::report::Row;
+use crate::http_load::tls::{self as tls_load, httpd_counters, parse_s_client, Negotiated};
 use crate::http_load::wrk::Sample;
 use crate::http_load::{Case, Measured, ServerProcs, Wrk};
 use crate::xdp::{self, XdpLink};
@@ -29,6 +31,10 @@ pub(super) struct Ctx<'a> {
     pub xdp: Option<&'a XdpLink>,
     pub logs: &'a Path,
     pub interrupted: &'a AtomicBool,
+    /// The port every server listens on.
+    pub port: u16,
+    /// Over TLS (`--tls`): the certificate, wrk's configuration and `openssl`.
+    pub tls: Option<&'a TlsRun>,
 }
 
 impl Ctx<'_> {
@@ -41,7 +47,7 @@ impl Ctx<'_> {
                 cmd = self
                     .net
                     .exec_pinned(self.opts.run.host.server_cpu, &self.httpd);
-                cmd.arg(PORT.to_string()).arg(&self.pages);
+                cmd.arg(self.port.to_string()).arg(&self.pages);
                 if server.server == Server::Tap {
                     cmd.args(["1", &format!("tap:{}", self.net.tap)])
                         .arg(TAP.rusty_spec())
@@ -49,6 +55,12 @@ impl Ctx<'_> {
                 }
                 if server.server == Server::Xdp {
                     cmd.args(self.xdp_link()?.link_args());
+                }
+                if let Some(t) = self.tls {
+                    // The same version for everyone, and full handshakes only.
+                    cmd.arg("--tls-cert").arg(&t.files.cert);
+                    cmd.arg("--tls-key").arg(&t.files.key);
+                    cmd.args(["--tls-versions", "1.3", "--tls-no-resumption"]);
                 }
                 cmd.args(["--grace", "1", "--log-level", log_level]);
                 if let Some(us) = self.opts.run.host.spin_us {
@@ -102,9 +114,9 @@ impl Ctx<'_> {
             self.interrupted,
             |pid| {
                 Ok(match server.server {
-                    Server::Tap | Server::Xdp => self.net.connects(self.host(server)?, PORT),
-                    Server::Kernel => listening(pid, PORT),
-                    Server::Nginx => listening(pid, PORT) && !children_of(pid).is_empty(),
+                    Server::Tap | Server::Xdp => self.net.connects(self.host(server)?, self.port),
+                    Server::Kernel => listening(pid, self.port),
+                    Server::Nginx => listening(pid, self.port) && !children_of(pid).is_empty(),
                 })
             },
         )?;
@@ -128,7 +140,9 @@ impl Ctx<'_> {
         let tag = format!("{n:02}-{}-{:?}-{}", case.tag, server.server, server.family);
         let tag = tag.to_lowercase();
         let server_log = self.logs.join(format!("{tag}-server.log"));
-        let mut running = self.start(server, &server_log, "warn")?;
+        // Over TLS httpd's counters (printed at info) count the handshakes.
+        let level = if self.tls.is_some() { "info" } else { "warn" };
+        let mut running = self.start(server, &server_log, level)?;
 
         let host = self.host(server)?;
         let wrk = Wrk {
@@ -136,11 +150,59 @@ impl Ctx<'_> {
             connections: self.opts.connections,
             duration: self.opts.run.load.duration,
             script: &self.script,
+            tls: self.tls.map(|t| t.files.client_conf.as_path()),
         };
         let what = format!("{} on {}", case.label, server.label());
         let m = Measured::new(&mut running, &server_log, &what, self.interrupted);
         let client = (self.net, self.opts.run.host.client_cpu);
         let log = self.logs.join(format!("{tag}-wrk.log"));
-        wrk.run(m, client, case, (host, PORT), &log)
+        let mut s = wrk.run(m, client, case, (host, self.port), &log)?;
+        if self.tls.is_some() && server.server != Server::Nginx {
+            running.stop();
+            let h = httpd_counters(&server_log)?;
+            if h.resumed > 0 {
+                return Err(format!(
+                    "{what}: httpd resumed {} of {} handshakes; the run was to measure full \
+                     handshakes only (--tls-no-resumption)",
+                    h.resumed, h.completed
+                ));
+            }
+            s.handshakes = Some(h);
+        }
+        Ok(s)
+    }
+
+    /// Over TLS: starts `server`, fetches the 64-byte page once with `openssl s_client`
+    /// (under wrk's OpenSSL configuration, from the client core) and says what was
+    /// negotiated; fails unless it is what every server must negotiate
+    /// ([`Negotiated::check`]).
+    pub(super) fn probe(&self, server: Over<Server>) -> Result<Negotiated> {
+        let Some(t) = self.tls else {
+            return Err("no TLS to probe".into());
+        };
+        check_interrupted(self.interrupted)?;
+        let tag = format!("00-probe-{:?}-{}", server.server, server.family).to_lowercase();
+        let server_log = self.logs.join(format!("{tag}-server.log"));
+        let mut running = self.start(server, &server_log, "info")?;
+        let at = endpoint(self.host(server)?, self.port);
+        let mut cmd = self
+            .net
+            .exec_pinned(self.opts.run.host.client_cpu, &t.openssl);
+        cmd.args(tls_load::probe_args(&at))
+            .env("OPENSSL_CONF", &t.files.client_conf);
+        let log = self.logs.join(format!("{tag}-s_client.log"));
+        let mut client = Proc::spawn_reading("openssl", cmd, &t.request, &log)?;
+        let status = client.wait_for(Duration::from_secs(15), self.interrupted)?;
+        running.stop();
+        let out = std::fs::read_to_string(&log).unwrap_or_default();
+        let who = server.label();
+        let negotiated = parse_s_client(&out).ok_or_else(|| {
+            format!(
+                "{who}: no TLS handshake with openssl s_client ({}):\n{out}",
+                status.map_or("killed after 15 s".to_string(), |s| s.to_string())
+            )
+        })?;
+        negotiated.check(&who)?;
+        Ok(negotiated)
     }
 }

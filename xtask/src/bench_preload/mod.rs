@@ -442,8 +442,8 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let redis_dir = tmp.path().join("redis");
     fs::create_dir_all(&redis_dir).map_err(|e| format!("creating {}: {e}", redis_dir.display()))?;
     let nginx_confs = [
-        write_nginx_conf(tmp.path(), "nginx1", &files.pages, HTTP_PORT, 1)?,
-        write_nginx_conf(tmp.path(), "nginx2", &files.pages, HTTP_PORT, 2)?,
+        write_nginx_conf(tmp.path(), "nginx1", &files.pages, HTTP_PORT, 1, None)?,
+        write_nginx_conf(tmp.path(), "nginx2", &files.pages, HTTP_PORT, 2, None)?,
     ];
     let mut net = Net::create(pid)?;
     if !opts.no_xdp {

@@ -160,6 +160,7 @@ impl Ctx<'_> {
             connections: self.opts.connections,
             duration: self.opts.load.duration,
             script: &self.script,
+            tls: None,
         };
         let m = Measured::new(running, server_log, what, self.interrupted);
         let client = (&self.net.client, self.opts.host.client_cpu);

@@ -7,6 +7,7 @@
 
 pub(crate) mod nginx;
 pub(crate) mod report;
+pub(crate) mod tls;
 pub(crate) mod tools;
 pub(crate) mod wrk;
 
@@ -59,13 +60,15 @@ pub(crate) const CASES: [Case; 3] = [
     },
 ];
 
-/// How wrk runs: the program, its connections (on one thread), seconds of load and the
-/// random-pages script.
+/// How wrk runs: the program, its connections (on one thread), seconds of load, the
+/// random-pages script, and over TLS (`https://`) the OpenSSL configuration its library
+/// reads ([`tls::client_conf`], through `OPENSSL_CONF`).
 pub(crate) struct Wrk<'a> {
     pub program: &'a Path,
     pub connections: usize,
     pub duration: u64,
     pub script: &'a Path,
+    pub tls: Option<&'a Path>,
 }
 
 impl Wrk<'_> {
@@ -93,7 +96,10 @@ impl Wrk<'_> {
                 cmd.arg("-s").arg(self.script);
             }
         }
-        cmd.arg(url(case, host, port));
+        if let Some(conf) = self.tls {
+            cmd.env("OPENSSL_CONF", conf);
+        }
+        cmd.arg(url(case, host, port, self.tls.is_some()));
         cmd
     }
 
@@ -117,13 +123,14 @@ impl Wrk<'_> {
     }
 }
 
-/// The URL wrk asks for in `case` at `host`:`port`: an IPv6 host in brackets (wrk
-/// takes `http://[fd00::2]:8080/`).
-fn url(case: Case, host: &str, port: u16) -> String {
+/// The URL wrk asks for in `case` at `host`:`port`, `https://` over TLS: an IPv6 host
+/// in brackets (wrk takes `http://[fd00::2]:8080/`).
+fn url(case: Case, host: &str, port: u16, tls: bool) -> String {
     let at = endpoint(host, port);
+    let scheme = if tls { "https" } else { "http" };
     match case.load {
-        Load::Small | Load::SmallClose => format!("http://{at}/{SMALL_PAGE}"),
-        Load::Random => format!("http://{at}/"),
+        Load::Small | Load::SmallClose => format!("{scheme}://{at}/{SMALL_PAGE}"),
+        Load::Random => format!("{scheme}://{at}/"),
     }
 }
 
@@ -294,13 +301,18 @@ mod tests {
     #[test]
     fn urls_of_either_family() {
         assert_eq!(
-            url(CASES[0], "10.80.0.2", 8080),
+            url(CASES[0], "10.80.0.2", 8080, false),
             "http://10.80.0.2:8080/64b.html"
         );
         assert_eq!(
-            url(CASES[1], "fd00:80::2", 8080),
+            url(CASES[1], "fd00:80::2", 8080, false),
             "http://[fd00:80::2]:8080/64b.html"
         );
-        assert_eq!(url(CASES[2], "::1", 8080), "http://[::1]:8080/");
+        assert_eq!(url(CASES[2], "::1", 8080, false), "http://[::1]:8080/");
+        assert_eq!(
+            url(CASES[1], "10.80.0.2", 8443, true),
+            "https://10.80.0.2:8443/64b.html"
+        );
+        assert_eq!(url(CASES[2], "::1", 8443, true), "https://[::1]:8443/");
     }
 }

@@ -5,22 +5,28 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::tls::{self, TlsFiles};
 use crate::common::Result;
 
 /// nginx's configuration and prefix under `tmp/NAME` (`name`: the directory, so that
 /// several configurations can sit side by side), serving `pages` on `port` with
-/// `workers` worker processes; returns the configuration file.
+/// `workers` worker processes, over TLS with `tls`'s certificate
+/// ([`tls::nginx_directives`]); returns the configuration file.
 pub(crate) fn write_nginx_conf(
     tmp: &Path,
     name: &str,
     pages: &Path,
     port: u16,
     workers: usize,
+    tls: Option<&TlsFiles>,
 ) -> Result<PathBuf> {
     let prefix = tmp.join(name);
     fs::create_dir_all(prefix.join("logs")).map_err(|e| format!("creating nginx dirs: {e}"))?;
     let conf = prefix.join("nginx.conf");
-    let text = nginx_conf(&prefix, pages, &nobody_group(), port, workers);
+    let mut text = nginx_conf(&prefix, pages, &nobody_group(), port, workers);
+    if let Some(t) = tls {
+        text = with_tls(&text, port, &tls::nginx_directives(&t.cert, &t.key));
+    }
     fs::write(&conf, text).map_err(|e| format!("writing {}: {e}", conf.display()))?;
     Ok(conf)
 }
@@ -43,6 +49,16 @@ fn nobody_group() -> String {
     } else {
         "nobody".into()
     }
+}
+
+/// `conf` ([`nginx_conf`]) with its server on `port` speaking TLS with `directives`.
+fn with_tls(conf: &str, port: u16, directives: &str) -> String {
+    let listen = format!("listen {port} backlog=4096;\n");
+    conf.replacen(
+        &listen,
+        &format!("listen {port} ssl backlog=4096;\n{directives}"),
+        1,
+    )
 }
 
 fn nginx_conf(prefix: &Path, pages: &Path, group: &str, port: u16, workers: usize) -> String {
@@ -115,5 +131,11 @@ mod tests {
         assert_eq!(c.matches('{').count(), c.matches('}').count());
         let two = nginx_conf(Path::new("/n"), Path::new("/p"), "nobody", 9000, 2);
         assert!(two.contains("worker_processes 2;") && two.contains("listen 9000 backlog"));
+        let t = with_tls(&c, 8080, "        ssl_protocols TLSv1.3;\n");
+        assert!(
+            t.contains("listen 8080 ssl backlog=4096;\n        ssl_protocols TLSv1.3;\n"),
+            "{t}"
+        );
+        assert!(!c.contains(" ssl"), "{c}");
     }
 }

@@ -2,6 +2,7 @@
 //! from wrk's `--latency` report. (The Lua script for random pages is generated with
 //! the page set, in [`crate::pages::wrk_script`].)
 
+use super::tls::Handshakes;
 use crate::common::CpuTimes;
 
 /// One wrk run.
@@ -18,6 +19,8 @@ pub(crate) struct Sample {
     pub cpu: CpuTimes,
     /// Wall-clock seconds of wrk's run (over which `cpu` was taken).
     pub wall_s: f64,
+    /// Over TLS, the handshakes the server counted in the run (httpd's counters).
+    pub handshakes: Option<Handshakes>,
 }
 
 impl Sample {
