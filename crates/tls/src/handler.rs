@@ -396,6 +396,18 @@ impl<H: Handler, C: Clock> Handler for Tls<H, C> {
         });
     }
 
+    fn receive_resumed(&mut self, conn: &mut Conn<'_, Self::Conn>) {
+        self.with_link(conn, |tls, link| {
+            if link.s.handshaking || !link.s.app_open() {
+                return;
+            }
+            // A layer inside holds bytes older than the ones held here: it offers them
+            // first. Ciphertext TCP holds comes after both.
+            tls.call(link, |h, c| h.receive_resumed(c));
+            tls.deliver(link);
+        });
+    }
+
     fn peer_closed(&mut self, conn: &mut Conn<'_, Self::Conn>) {
         self.with_link(conn, |tls, link| {
             if link.s.handshaking {

@@ -1,6 +1,6 @@
 //! TLS between two of Rusty's engines over the in-memory link, on virtual time: echo,
-//! back-pressure, half-close, abort, truncation, versions, ALPN, SNI, resumption,
-//! reload, and hostile peers (silence, floods, garbage, oversize records,
+//! back-pressure, a paused reader resumed, half-close, abort, truncation, versions,
+//! ALPN, SNI, resumption, reload, and hostile peers (silence, floods, garbage, oversize records,
 //! renegotiation).
 
 mod common;
@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{payload, raw_client_config, Echo, Key, Pki, Raw, Script, Sender};
+use common::{payload, raw_client_config, Echo, Key, Pausing, Pki, Raw, Script, SendOnce, Sender};
 use rusty_stack::io::fault::FaultConfig;
 use rusty_stack::{CloseReason, Handler, VirtualClock};
 use rusty_testkit::sim::{self, SimPair};
@@ -428,4 +428,43 @@ fn handshakes_in_progress_are_bounded() {
     let s = net.server.handler();
     assert_eq!(s.stats().handshake_timeouts, 2);
     assert_eq!(s.handshakes_in_progress(), 0);
+}
+
+#[test]
+fn resuming_a_paused_reader_delivers_the_plaintext_the_layer_holds() {
+    let pki = Pki::new();
+    let data = payload(5000);
+    let certs = Certificates::new(pki.leaf(&["server.test"], Key::Ecdsa));
+    let acceptor = acceptor(certs, ServerSettings::default());
+    let server = Tls::with_clock(Pausing::new(100), Some(acceptor), None, VirtualClock::new());
+    let sender = SendOnce {
+        payload: data.clone(),
+        sent: 0,
+    };
+    let connector = connector(&pki, "server.test", ClientSettings::default());
+    let client = Tls::with_clock(sender, None, Some(connector), VirtualClock::new());
+    let mut net = SimPair::with_delay(client, server, Duration::ZERO, 10);
+    let clock = net.clock.clone();
+    net.client.handler_mut().set_clock(clock.clone());
+    net.server.handler_mut().set_clock(clock);
+    net.server.listen(PORT, 4);
+    net.client.connect(server_addr(), TlsConn::new(())).unwrap();
+    let paused = net.run_until(Duration::from_secs(10), |net| {
+        net.server.handler().inner().got.len() == 100
+            && net.client.handler().inner().sent == data.len()
+    });
+    assert!(paused, "the payload was sent and the reader paused");
+    // All the ciphertext arrived and was decrypted: TCP holds none of it, the layer
+    // holds the plaintext the application left.
+    net.run_until(Duration::from_secs(5), |_| false);
+    assert_eq!(net.server.handler().inner().got.len(), 100);
+
+    net.server.handler_mut().inner_mut().budget = data.len();
+    let id = net.server.handler().inner().id.unwrap();
+    assert!(net.server.resume_receive(id));
+    assert!(
+        net.server.handler().inner().got == data,
+        "resuming delivered the rest at once, with nothing more from the peer"
+    );
+    assert!(net.server.handler().inner().closed.is_empty());
 }

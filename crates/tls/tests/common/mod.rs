@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use rand_chacha::rand_core::SeedableRng;
 use rcgen::{BasicConstraints, Certificate, CertificateParams, IsCa, KeyPair};
 use rsa::pkcs8::{EncodePrivateKey, LineEnding};
-use rusty_stack::{CloseReason, Conn, Handler, Opener};
+use rusty_stack::{CloseReason, Conn, ConnId, Handler, Opener};
 use rusty_tls::CertKey;
 
 /// An RSA key, made once per test binary (ring cannot make RSA keys; rcgen signs with
@@ -327,4 +327,65 @@ pub fn raw_client_config(
         .with_root_certificates(roots)
         .with_no_client_auth();
     Arc::new(config)
+}
+
+/// Takes received bytes only while its budget lasts (it pauses by taking none once it
+/// is spent), so that a test can raise the budget and resume.
+pub struct Pausing {
+    pub budget: usize,
+    pub got: Vec<u8>,
+    pub id: Option<ConnId>,
+    pub closed: Vec<CloseReason>,
+}
+
+impl Pausing {
+    pub fn new(budget: usize) -> Pausing {
+        Pausing {
+            budget,
+            got: Vec::new(),
+            id: None,
+            closed: Vec::new(),
+        }
+    }
+}
+
+impl Handler for Pausing {
+    type Conn = ();
+    fn accept(&mut self, _: SocketAddr, _: SocketAddr) -> Option<()> {
+        Some(())
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, ()>) {
+        self.id = Some(conn.id());
+    }
+    fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        let n = data.len().min(self.budget - self.got.len());
+        self.got.extend_from_slice(&data[..n]);
+        n
+    }
+    fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), reason: CloseReason) {
+        self.closed.push(reason);
+    }
+}
+
+/// Sends its payload once connected, then does nothing more: no close, so that the
+/// peer gets nothing after the payload.
+pub struct SendOnce {
+    pub payload: Vec<u8>,
+    pub sent: usize,
+}
+
+impl Handler for SendOnce {
+    type Conn = ();
+    fn accept(&mut self, _: SocketAddr, _: SocketAddr) -> Option<()> {
+        None
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, ()>) {
+        self.writable(conn);
+    }
+    fn writable(&mut self, conn: &mut Conn<'_, ()>) {
+        self.sent += conn.send(&self.payload[self.sent..]).unwrap_or(0);
+    }
+    fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        data.len()
+    }
 }
