@@ -1,5 +1,6 @@
 //! The same TLS adapter on the kernel-socket backend: a TLS echo server and a TLS
-//! client, each on its own kernel engine, over loopback; and a paused reader resumed.
+//! client, each on its own kernel engine, over loopback, with what the handshake
+//! settled seen by both applications; and a paused reader resumed.
 
 mod common;
 
@@ -12,6 +13,7 @@ use rusty_kernel::{KernelConfig, KernelEngine};
 use rusty_stack::CloseReason;
 use rusty_tls::{
     Certificates, ClientSettings, ServerSettings, Tls, TlsAcceptor, TlsConn, TlsConnector,
+    TlsVersion,
 };
 
 #[test]
@@ -55,6 +57,13 @@ fn echoes_over_loopback_on_the_kernel_backend() {
     assert_eq!(s.inner().closed, [CloseReason::Normal]);
     assert_eq!(s.stats().handshakes_completed, 1);
     assert_eq!(s.stats().close_notify_received, 1);
+    // What the handshake settled reached both applications.
+    for info in [&c.inner().infos[0], &s.inner().infos[0]] {
+        let info = info.as_ref().unwrap();
+        assert_eq!(info.alpn(), Some(&b"http/1.1"[..]));
+        assert_eq!(info.server_name(), Some("server.test"));
+        assert_eq!(info.version(), TlsVersion::Tls13);
+    }
 }
 
 #[test]
