@@ -150,7 +150,8 @@ pub enum ConnectError {
     /// The remote address can name no peer: port 0, or an address no host may use as a
     /// unicast peer (0/8, 127/8, multicast, class E, the limited or the link's directed
     /// broadcast, or this engine's own address; for IPv6 the unspecified, loopback,
-    /// multicast, IPv4-mapped and reserved addresses).
+    /// multicast, IPv4-mapped and reserved addresses). A layer that needs a name for
+    /// the peer (TLS's server name) reports a malformed one the same way.
     InvalidAddress,
     /// The engine has no usable address of the remote's family: none configured, each
     /// found to be another node's, or (for [`Engine::connect`](crate::Engine::connect)
