@@ -377,11 +377,6 @@ impl TlsConnector {
         &self.settings
     }
 
-    /// The name servers must prove unless a connection names another.
-    pub fn server_name(&self) -> String {
-        self.server_name.to_str().into_owned()
-    }
-
     /// A client connection to a server that must prove `name`, or the connector's
     /// name; with the name it proves, as text.
     pub(crate) fn start(

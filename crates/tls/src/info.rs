@@ -72,13 +72,15 @@ impl TlsInfo {
         self.version
     }
 
-    /// The cipher suite, by its IANA name (`TLS13_AES_128_GCM_SHA256`,
+    /// The cipher suite, by rustls's name for it: the IANA registry's, with TLS 1.3
+    /// suites marked (`TLS13_AES_128_GCM_SHA256`,
     /// `TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384`, ...).
     pub fn cipher_suite(&self) -> &'static str {
         self.cipher_suite
     }
 
-    /// The session was resumed (a ticket or session id) rather than fully negotiated.
+    /// The session was resumed (from a ticket or a TLS 1.2 session id) rather than
+    /// negotiated in full.
     pub fn resumed(&self) -> bool {
         self.resumed
     }
