@@ -7,7 +7,8 @@
 //! (encrypted by it, fed in chunks), raw bytes are injected, one of the client's records
 //! is fed with a bit flipped, cut short, replayed or dropped, the client sends
 //! `close_notify`, TCP's FIN arrives, the timer fires, the application pauses or
-//! resumes reading, or replies.
+//! resumes reading (resumed by `writable` or by the backend's `resume_receive`), or
+//! replies.
 //!
 //! Checked: nothing panics; the layer consumes no more than it is offered and writes
 //! no more than TCP's space; the application is never offered more than the layer's
@@ -266,6 +267,15 @@ impl Server {
         }
     }
 
+    /// The application resumes reading, as the backend's `resume_receive` has it:
+    /// `receive_resumed`, then TCP's unconsumed bytes.
+    fn resume(&mut self) {
+        if !self.ended() {
+            self.call(|h, c| h.receive_resumed(c));
+            self.offer();
+        }
+    }
+
     fn fin(&mut self) {
         if !self.ended() && !self.fin {
             self.fin = true;
@@ -438,7 +448,10 @@ fn after_handshake(input: &mut Input<'_>) {
             8 => {
                 let app = server.tls.inner_mut();
                 app.paused = !app.paused;
-                server.writable();
+                match c % 2 {
+                    0 => server.resume(),
+                    _ => server.writable(),
+                }
             }
             _ => {
                 let n = usize::from(input.u16() % 40_000);

@@ -168,13 +168,15 @@ impl<H: Handler> KernelEngine<H> {
     }
 
     /// Offer a connection's unread bytes to the handler again (after its `data` callback
-    /// paused by consuming nothing). Returns false if the connection no longer exists.
+    /// paused by consuming nothing), after its `receive_resumed` callback (through which
+    /// a layer such as TLS offers the bytes it holds itself); neither runs before the
+    /// connection is established. Returns false if the connection no longer exists.
     pub fn resume_receive(&mut self, id: ConnId) -> bool {
         let Some(index) = self.app.index_of(id) else {
             return false;
         };
         if !self.app[index].connecting {
-            self.app.data(&mut (), index, &[]);
+            self.app.resume(&mut (), index);
         }
         self.settle(index);
         self.start_requested_connects();

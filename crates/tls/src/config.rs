@@ -32,7 +32,7 @@ pub enum ConfigError {
     Pem(String),
     /// rustls refused the certificate, the key or the configuration.
     Tls(String),
-    /// A server name is not a valid DNS name.
+    /// A server name is neither a valid DNS name nor an IP address.
     BadName(String),
 }
 
@@ -44,7 +44,7 @@ impl fmt::Display for ConfigError {
             ConfigError::NoKey => f.write_str("no private key in the PEM input"),
             ConfigError::Pem(e) => write!(f, "malformed PEM: {e}"),
             ConfigError::Tls(e) => write!(f, "TLS configuration refused: {e}"),
-            ConfigError::BadName(n) => write!(f, "not a DNS name: {n}"),
+            ConfigError::BadName(n) => write!(f, "not a DNS name or IP address: {n}"),
         }
     }
 }
@@ -314,7 +314,9 @@ impl Default for ClientSettings {
 }
 
 /// The client side's configuration: whom it trusts, the name it expects servers to
-/// prove (and sends as SNI), and its settings. Shared by every worker, and so is its
+/// prove (and sends as SNI) unless a connection names another
+/// ([`TlsConn::with_server_name`](crate::TlsConn::with_server_name),
+/// [`Tls::with_server_name_of`](crate::Tls::with_server_name_of)), and its settings. Shared by every worker, and so is its
 /// store of session tickets: a later connection to the same server resumes.
 pub struct TlsConnector {
     settings: ClientSettings,
@@ -343,8 +345,7 @@ impl TlsConnector {
         for cert in certificates(ca_pem)? {
             roots.add(cert).map_err(tls_error)?;
         }
-        let server_name = ServerName::try_from(server_name.to_owned())
-            .map_err(|_| ConfigError::BadName(server_name.to_owned()))?;
+        let server_name = parse_server_name(server_name)?;
         let mut config = ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(settings.versions.list())
             .map_err(tls_error)?
@@ -376,7 +377,19 @@ impl TlsConnector {
         &self.settings
     }
 
-    pub(crate) fn start(&self) -> Result<rustls::ClientConnection, rustls::Error> {
-        rustls::ClientConnection::new(self.config.clone(), self.server_name.clone())
+    /// A client connection to a server that must prove `name`, or the connector's
+    /// name; with the name it proves, as text.
+    pub(crate) fn start(
+        &self,
+        name: Option<&ServerName<'static>>,
+    ) -> Result<(rustls::ClientConnection, String), rustls::Error> {
+        let name = name.unwrap_or(&self.server_name);
+        let tls = rustls::ClientConnection::new(self.config.clone(), name.clone())?;
+        Ok((tls, name.to_str().into_owned()))
     }
+}
+
+/// A server name as a client names it: a DNS name or an IP address.
+pub(crate) fn parse_server_name(name: &str) -> Result<ServerName<'static>, ConfigError> {
+    ServerName::try_from(name.to_owned()).map_err(|_| ConfigError::BadName(name.to_owned()))
 }

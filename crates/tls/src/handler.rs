@@ -16,7 +16,8 @@ use rusty_stack::{
     Clock, CloseReason, Conn, ConnId, ConnectError, Handler, Instant, Opener, SystemClock,
 };
 
-use crate::config::{TlsAcceptor, TlsConnector};
+use crate::config::{parse_server_name, TlsAcceptor, TlsConnector};
+use crate::info::TlsInfo;
 use crate::session::{Closing, Plain, Session, TlsConn, MAX_UNREAD};
 use crate::stats::{StatsSink, TlsStats};
 
@@ -33,6 +34,9 @@ struct Link<'c, S> {
     now: Instant,
 }
 
+/// Where the server name of a connection the application opens comes from: its state.
+type ServerNameOf<S> = fn(&S) -> Option<&str>;
+
 /// TLS around an application's handler `H`: a server for accepted connections (with a
 /// [`TlsAcceptor`]), a client for opened ones (with a [`TlsConnector`]), or both. One
 /// value per worker, like any handler. `C` is the clock its timeouts are measured on:
@@ -47,6 +51,8 @@ pub struct Tls<H: Handler, C: Clock = SystemClock> {
     stats: TlsStats,
     /// Opens the application asked for, to be started as TLS clients.
     requests: Vec<(SocketAddr, H::Conn)>,
+    /// The server name of an open the application asked for, from its state.
+    server_name_of: Option<ServerNameOf<H::Conn>>,
     scratch: Vec<u8>,
     /// Where the counters go, as worker `.0`'s, when this handler is dropped.
     sink: Option<(usize, StatsSink)>,
@@ -82,6 +88,7 @@ impl<H: Handler, C: Clock> Tls<H, C> {
             handshakes: 0,
             stats: TlsStats::default(),
             requests: Vec::new(),
+            server_name_of: None,
             scratch: Vec::new(),
             sink: None,
         }
@@ -91,6 +98,17 @@ impl<H: Handler, C: Clock> Tls<H, C> {
     /// dropped (when its worker ends).
     pub fn with_sink(mut self, index: usize, sink: StatsSink) -> Tls<H, C> {
         self.sink = Some((index, sink));
+        self
+    }
+
+    /// Take the server name of each connection the application's handler opens (with
+    /// [`Opener::connect`]) from its state: `name_of` returns the name the server must
+    /// prove and is asked for by SNI, or `None` for the [`TlsConnector`]'s. A name that
+    /// is neither a DNS name nor an IP address fails the open: the application's
+    /// `connect_failed` gets [`ConnectError::InvalidAddress`]. Opens started from
+    /// outside name theirs with [`TlsConn::with_server_name`].
+    pub fn with_server_name_of(mut self, name_of: fn(&H::Conn) -> Option<&str>) -> Tls<H, C> {
+        self.server_name_of = Some(name_of);
         self
     }
 
@@ -158,10 +176,38 @@ impl<H: Handler, C: Clock> Tls<H, C> {
         self.forward(opener);
     }
 
-    /// Start the opens the application asked for, as TLS clients.
+    /// Start the opens the application asked for, as TLS clients. One whose server
+    /// name is malformed goes back to the application; opens it asks for from
+    /// `connect_failed` wait for the next callback.
     fn forward(&mut self, opener: &mut Opener<'_, TlsConn<H::Conn>>) {
-        for (remote, state) in self.requests.drain(..) {
-            opener.connect(remote, TlsConn::new(state));
+        if self.requests.is_empty() {
+            return;
+        }
+        let mut batch = std::mem::take(&mut self.requests);
+        for (remote, state) in batch.drain(..) {
+            let Some(name) = self.server_name_of.and_then(|name_of| name_of(&state)) else {
+                opener.connect(remote, TlsConn::new(state));
+                continue;
+            };
+            match parse_server_name(name) {
+                Ok(name) => opener.connect(
+                    remote,
+                    TlsConn {
+                        server_name: Some(name),
+                        ..TlsConn::new(state)
+                    },
+                ),
+                Err(e) => {
+                    log::warn!("cannot open a TLS connection to {remote}: {e}");
+                    let mut inner = Opener::new(&mut self.requests);
+                    let error = ConnectError::InvalidAddress;
+                    self.inner.connect_failed(&mut inner, remote, state, error);
+                }
+            }
+        }
+        if self.requests.is_empty() {
+            // Keep the allocation.
+            self.requests = batch;
         }
     }
 
@@ -248,9 +294,11 @@ impl<H: Handler, C: Clock> Tls<H, C> {
     /// The handshake finished: the application's connection begins.
     fn established(&mut self, link: &mut Link<'_, H::Conn>) {
         self.handshake_over(link.s, true);
-        if link.s.tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+        let info = TlsInfo::of(&link.s.tls, link.s.client_name.take());
+        if info.resumed() {
             self.stats.handshakes_resumed += 1;
         }
+        link.s.info = Some(info);
         self.call(link, |h, c| h.connected(c));
     }
 
@@ -341,8 +389,8 @@ impl<H: Handler, C: Clock> Handler for Tls<H, C> {
         let app = self.inner.accept(local, remote)?;
         self.handshakes += 1;
         Some(TlsConn {
-            app: Some(app),
             session: Some(Session::new(tls.into(), deadline)),
+            ..TlsConn::new(app)
         })
     }
 
@@ -356,9 +404,11 @@ impl<H: Handler, C: Clock> Handler for Tls<H, C> {
                 return;
             };
             let deadline = now + connector.settings().handshake_timeout;
-            match connector.start() {
-                Ok(tls) => {
-                    state.session = Some(Session::new(tls.into(), deadline));
+            match connector.start(state.server_name.as_ref()) {
+                Ok((tls, name)) => {
+                    let mut s = Session::new(tls.into(), deadline);
+                    s.client_name = Some(name);
+                    state.session = Some(s);
                     self.handshakes += 1;
                 }
                 Err(e) => {
@@ -392,6 +442,18 @@ impl<H: Handler, C: Clock> Handler for Tls<H, C> {
                 }
             }
             // The application may have paused for want of send space.
+            tls.deliver(link);
+        });
+    }
+
+    fn receive_resumed(&mut self, conn: &mut Conn<'_, Self::Conn>) {
+        self.with_link(conn, |tls, link| {
+            if link.s.handshaking || !link.s.app_open() {
+                return;
+            }
+            // A layer inside holds bytes older than the ones held here: it offers them
+            // first. Ciphertext TCP holds comes after both.
+            tls.call(link, |h, c| h.receive_resumed(c));
             tls.deliver(link);
         });
     }
@@ -442,7 +504,7 @@ impl<H: Handler, C: Clock> Handler for Tls<H, C> {
         state: Self::Conn,
         reason: CloseReason,
     ) {
-        let TlsConn { app, session } = state;
+        let TlsConn { app, session, .. } = state;
         let mut reason = reason;
         if let Some(mut s) = session {
             self.handshake_over(&mut s, false);

@@ -15,13 +15,17 @@
 //!   and a peer that breaks the protocol with
 //!   [`CloseReason::ProtocolError`](rusty_stack::CloseReason::ProtocolError);
 //! - `connected` runs when the TLS handshake has finished, and the handshake has a
-//!   timeout of its own.
+//!   timeout of its own; from then on `conn.layer_info::<TlsInfo>()` tells what it
+//!   settled ([`TlsInfo`]: ALPN's choice, the server name, version, cipher suite);
+//! - `resume_receive` on the backend offers the plaintext the layer holds, too.
 //!
 //! The server side is a [`TlsAcceptor`] (certificates from PEM chosen by SNI, ALPN,
 //! session tickets with rotating keys, no 0-RTT, reloadable), the client side a
-//! [`TlsConnector`] (trusted authorities from PEM). Cryptography is rustls's ring
-//! provider: it builds with the Rust toolchain and a C compiler alone, on every
-//! target the workspace builds for (aws-lc-rs needs CMake on some). [`TlsStats`] counts
+//! [`TlsConnector`] (trusted authorities from PEM, and a default server name that each
+//! connection may replace: [`TlsConn::with_server_name`], [`Tls::with_server_name_of`]).
+//! Cryptography is rustls's ring provider: it builds with the Rust toolchain and a C
+//! compiler alone, on every target the workspace builds for (aws-lc-rs needs CMake on
+//! some). [`TlsStats`] counts
 //! handshakes, failures by cause, alerts and rejected records per worker.
 //!
 //! See `docs/tls.md` for the design.
@@ -31,6 +35,7 @@
 mod config;
 mod files;
 mod handler;
+mod info;
 mod record;
 mod session;
 mod stats;
@@ -41,5 +46,6 @@ pub use config::{
 };
 pub use files::{parse_sni, TlsFiles, TlsFilesError};
 pub use handler::Tls;
+pub use info::{TlsInfo, TlsVersion};
 pub use session::TlsConn;
 pub use stats::{StatsSink, TlsStats};

@@ -6,14 +6,19 @@
 //! TCP's back-pressure as its own: a short `send`, then `writable`. Shared bytes
 //! (`send_shared`) are always accepted, kept by reference and encrypted as room frees.
 
+use std::any::{Any, TypeId};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
+use rustls::pki_types::ServerName;
 use rusty_stack::backend::Connection;
 use rusty_stack::{CloseReason, Instant, Keepalive, SendError};
+
+use crate::config::{parse_server_name, ConfigError};
+use crate::info::TlsInfo;
 
 /// Largest plaintext of one record (RFC 8446 §5.1).
 const RECORD: usize = 16 * 1024;
@@ -38,6 +43,8 @@ fn plaintext_room(space: usize) -> usize {
 pub struct TlsConn<S> {
     pub(crate) app: Option<S>,
     pub(crate) session: Option<Box<Session>>,
+    /// For a client: the name the server must prove, if not the connector's.
+    pub(crate) server_name: Option<ServerName<'static>>,
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for TlsConn<S> {
@@ -57,7 +64,18 @@ impl<S> TlsConn<S> {
         TlsConn {
             app: Some(state),
             session: None,
+            server_name: None,
         }
+    }
+
+    /// [`TlsConn::new`] for a connection whose server must prove `server_name` (a DNS
+    /// name, sent as SNI, or an IP address) instead of the
+    /// [`TlsConnector`](crate::TlsConnector)'s name. An error if the name is neither.
+    pub fn with_server_name(state: S, server_name: &str) -> Result<TlsConn<S>, ConfigError> {
+        Ok(TlsConn {
+            server_name: Some(parse_server_name(server_name)?),
+            ..TlsConn::new(state)
+        })
     }
 
     /// The application's state.
@@ -68,6 +86,11 @@ impl<S> TlsConn<S> {
     /// The application protocol ALPN settled on, once the handshake has.
     pub fn alpn_protocol(&self) -> Option<&[u8]> {
         self.session.as_ref()?.tls.alpn_protocol()
+    }
+
+    /// What the handshake settled, once it is over.
+    pub fn info(&self) -> Option<&TlsInfo> {
+        self.session.as_ref()?.info.as_ref()
     }
 }
 
@@ -110,6 +133,10 @@ pub(crate) struct Session {
     pub(crate) app_deadline: Option<Instant>,
     /// When the connection's one timer is armed to fire.
     pub(crate) armed: Option<Instant>,
+    /// For a client: the name the server must prove.
+    pub(crate) client_name: Option<String>,
+    /// What the handshake settled, once it is over.
+    pub(crate) info: Option<TlsInfo>,
 }
 
 impl Session {
@@ -132,6 +159,8 @@ impl Session {
             handshake_deadline: Some(handshake_deadline),
             app_deadline: None,
             armed: None,
+            client_name: None,
+            info: None,
         })
     }
 
@@ -347,6 +376,12 @@ impl Connection for Plain<'_> {
     fn abort(&mut self) {
         self.session.die(CloseReason::Aborted);
         self.outer.abort();
+    }
+    fn layer_info(&self, ty: TypeId) -> Option<&dyn Any> {
+        if ty == TypeId::of::<TlsInfo>() {
+            return self.session.info.as_ref().map(|i| i as &dyn Any);
+        }
+        self.outer.layer_info(ty)
     }
 }
 

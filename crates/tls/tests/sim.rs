@@ -1,6 +1,6 @@
 //! TLS between two of Rusty's engines over the in-memory link, on virtual time: echo,
-//! back-pressure, half-close, abort, truncation, versions, ALPN, SNI, resumption,
-//! reload, and hostile peers (silence, floods, garbage, oversize records,
+//! back-pressure, a paused reader resumed, half-close, abort, truncation, versions,
+//! ALPN, SNI, resumption, reload, and hostile peers (silence, floods, garbage, oversize records,
 //! renegotiation).
 
 mod common;
@@ -9,12 +9,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{payload, raw_client_config, Echo, Key, Pki, Raw, Script, Sender};
+use common::{payload, raw_client_config, Echo, Key, Pausing, Pki, Raw, Script, SendOnce, Sender};
 use rusty_stack::io::fault::FaultConfig;
-use rusty_stack::{CloseReason, Handler, VirtualClock};
+use rusty_stack::{CloseReason, ConnectError, Handler, VirtualClock};
 use rusty_testkit::sim::{self, SimPair};
 use rusty_tls::{
-    Certificates, ClientSettings, ServerSettings, Tls, TlsAcceptor, TlsConn, TlsConnector, Versions,
+    Certificates, ClientSettings, ConfigError, ServerSettings, Tls, TlsAcceptor, TlsConn,
+    TlsConnector, TlsInfo, TlsVersion, Versions,
 };
 
 const PORT: u16 = 443;
@@ -253,6 +254,14 @@ fn a_second_connection_resumes_with_a_ticket() {
         assert_eq!(s.stats().handshakes_completed, 2, "{versions:?}");
         assert_eq!(s.stats().handshakes_resumed, 1, "{versions:?}");
         assert_eq!(c.stats().handshakes_resumed, 1, "{versions:?}");
+        let resumed = |infos: &[Option<TlsInfo>]| {
+            infos
+                .iter()
+                .map(|i| i.as_ref().unwrap().resumed())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(resumed(&c.inner().infos), [false, true], "{versions:?}");
+        assert_eq!(resumed(&s.inner().infos), [false, true], "{versions:?}");
     }
 }
 
@@ -428,4 +437,153 @@ fn handshakes_in_progress_are_bounded() {
     let s = net.server.handler();
     assert_eq!(s.stats().handshake_timeouts, 2);
     assert_eq!(s.handshakes_in_progress(), 0);
+}
+
+#[test]
+fn resuming_a_paused_reader_delivers_the_plaintext_the_layer_holds() {
+    let pki = Pki::new();
+    let data = payload(5000);
+    let certs = Certificates::new(pki.leaf(&["server.test"], Key::Ecdsa));
+    let acceptor = acceptor(certs, ServerSettings::default());
+    let server = Tls::with_clock(Pausing::new(100), Some(acceptor), None, VirtualClock::new());
+    let sender = SendOnce {
+        payload: data.clone(),
+        sent: 0,
+    };
+    let connector = connector(&pki, "server.test", ClientSettings::default());
+    let client = Tls::with_clock(sender, None, Some(connector), VirtualClock::new());
+    let mut net = SimPair::with_delay(client, server, Duration::ZERO, 10);
+    let clock = net.clock.clone();
+    net.client.handler_mut().set_clock(clock.clone());
+    net.server.handler_mut().set_clock(clock);
+    net.server.listen(PORT, 4);
+    net.client.connect(server_addr(), TlsConn::new(())).unwrap();
+    let paused = net.run_until(Duration::from_secs(10), |net| {
+        net.server.handler().inner().got.len() == 100
+            && net.client.handler().inner().sent == data.len()
+    });
+    assert!(paused, "the payload was sent and the reader paused");
+    // All the ciphertext arrived and was decrypted: TCP holds none of it, the layer
+    // holds the plaintext the application left.
+    net.run_until(Duration::from_secs(5), |_| false);
+    assert_eq!(net.server.handler().inner().got.len(), 100);
+
+    net.server.handler_mut().inner_mut().budget = data.len();
+    let id = net.server.handler().inner().id.unwrap();
+    assert!(net.server.resume_receive(id));
+    assert!(
+        net.server.handler().inner().got == data,
+        "resuming delivered the rest at once, with nothing more from the peer"
+    );
+    assert!(net.server.handler().inner().closed.is_empty());
+}
+
+/// The application's handler sees what the handshake settled, on both sides: ALPN's
+/// choice, the server name, the version and the cipher suite.
+#[test]
+fn the_application_sees_what_the_handshake_settled() {
+    let cases = [
+        (Versions::Tls13, vec![b"x-other".to_vec(), b"h2".to_vec()]),
+        (Versions::Tls12, vec![b"h2".to_vec()]),
+        (Versions::Both, vec![]),
+    ];
+    for (versions, client_alpn) in cases {
+        let pki = Pki::new();
+        let certs = Certificates::new(pki.leaf(&["default.test"], Key::Ecdsa))
+            .add("other.test", pki.leaf(&["other.test"], Key::Ecdsa));
+        let mut server_settings = ServerSettings::default();
+        server_settings.alpn = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        server_settings.versions = versions;
+        let mut client_settings = ClientSettings::default();
+        client_settings.alpn = client_alpn.clone();
+        let server = server(acceptor(certs, server_settings));
+        let net = attempt(server, &pki, "other.test", client_settings);
+        assert_succeeded(&net);
+        let (c, s) = (net.client.handler().inner(), net.server.handler().inner());
+        let (ci, si) = (c.infos[0].as_ref().unwrap(), s.infos[0].as_ref().unwrap());
+        let alpn = (!client_alpn.is_empty()).then_some(&b"h2"[..]);
+        let version = match versions {
+            Versions::Tls12 => TlsVersion::Tls12,
+            _ => TlsVersion::Tls13,
+        };
+        for info in [ci, si] {
+            assert_eq!(info.alpn(), alpn, "{versions:?}");
+            assert_eq!(info.server_name(), Some("other.test"), "{versions:?}");
+            assert_eq!(info.version(), version);
+            assert!(!info.resumed());
+        }
+        let prefix = match version {
+            TlsVersion::Tls12 => "TLS_ECDHE_ECDSA_WITH_",
+            _ => "TLS13_",
+        };
+        assert!(
+            si.cipher_suite().starts_with(prefix),
+            "{}",
+            si.cipher_suite()
+        );
+        assert_eq!(ci.cipher_suite(), si.cipher_suite());
+    }
+}
+
+/// A connection names the server it expects instead of the connector's name: opened
+/// from outside with `TlsConn::with_server_name`, or by the application's handler with
+/// the name `Tls::with_server_name_of` takes from its state.
+#[test]
+fn a_connection_names_its_own_server() {
+    let pki = Pki::new();
+    let certs = || Certificates::new(pki.leaf(&["b.test"], Key::Ecdsa));
+    let named = TlsConn::with_server_name(0, "b.test").unwrap();
+
+    let mut named_client = client(
+        connector(&pki, "a.test", ClientSettings::default()),
+        payload(1000),
+    )
+    .with_server_name_of(|_| Some("b.test"));
+    named_client.inner_mut().again = 1;
+    let b_server = server(acceptor(certs(), ServerSettings::default()));
+    let mut net = tls_pair(named_client, b_server, FaultConfig::none(), 11);
+    net.client.connect(server_addr(), named).unwrap();
+    finish(&mut net, 2);
+    let (c, s) = (net.client.handler().inner(), net.server.handler().inner());
+    assert_eq!(c.closed, [CloseReason::Normal, CloseReason::Normal]);
+    assert_eq!(c.got, [payload(1000), payload(1000)]);
+    for info in c.infos.iter().chain(&s.infos) {
+        assert_eq!(info.as_ref().unwrap().server_name(), Some("b.test"));
+    }
+
+    // The connector's name is the default, and the server cannot prove it.
+    let plain_client = client(
+        connector(&pki, "a.test", ClientSettings::default()),
+        payload(1000),
+    );
+    let b_server = server(acceptor(certs(), ServerSettings::default()));
+    let mut net = tls_pair(plain_client, b_server, FaultConfig::none(), 12);
+    net.client.connect(server_addr(), TlsConn::new(0)).unwrap();
+    finish(&mut net, 1);
+    assert_failed(&net);
+}
+
+#[test]
+fn a_malformed_server_name_is_refused() {
+    assert!(matches!(
+        TlsConn::with_server_name(0, "not a name"),
+        Err(ConfigError::BadName(name)) if name == "not a name"
+    ));
+    // From the application's state: the open fails as for an address that names no
+    // peer, and nothing reaches the network.
+    let pki = Pki::new();
+    let mut bad_client = client(
+        connector(&pki, "server.test", ClientSettings::default()),
+        payload(1000),
+    )
+    .with_server_name_of(|_| Some("bad name!"));
+    bad_client.inner_mut().again = 1;
+    let server = simple_server(&pki, Key::Ecdsa, ServerSettings::default());
+    let mut net = tls_pair(bad_client, server, FaultConfig::none(), 13);
+    net.client.connect(server_addr(), TlsConn::new(0)).unwrap();
+    finish(&mut net, 1);
+    let c = net.client.handler().inner();
+    assert_eq!(c.closed, [CloseReason::Normal]);
+    assert_eq!(c.failed, [ConnectError::InvalidAddress]);
+    assert_eq!(net.client.connection_count(), 0);
 }

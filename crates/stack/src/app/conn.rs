@@ -3,6 +3,7 @@
 //! trait every backend's connection implements behind the handle, and the errors and
 //! close reasons a callback sees.
 
+use std::any::{Any, TypeId};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::time::Duration;
@@ -91,6 +92,14 @@ pub trait Connection {
     fn shutdown_write(&mut self);
     /// See [`Conn::abort`].
     fn abort(&mut self);
+    /// What a layer between the backend and the application tells about the
+    /// connection as a value of type `ty` (see [`Conn::layer_info`]). A layer answers
+    /// for the type it defines and asks the connection beneath it for any other;
+    /// backends have nothing to tell.
+    fn layer_info(&self, ty: TypeId) -> Option<&dyn Any> {
+        let _ = ty;
+        None
+    }
 }
 
 /// Why a connection ended; handed to the application's `closed` callback.
@@ -141,7 +150,8 @@ pub enum ConnectError {
     /// The remote address can name no peer: port 0, or an address no host may use as a
     /// unicast peer (0/8, 127/8, multicast, class E, the limited or the link's directed
     /// broadcast, or this engine's own address; for IPv6 the unspecified, loopback,
-    /// multicast, IPv4-mapped and reserved addresses).
+    /// multicast, IPv4-mapped and reserved addresses). A layer that needs a name for
+    /// the peer (TLS's server name) reports a malformed one the same way.
     InvalidAddress,
     /// The engine has no usable address of the remote's family: none configured, each
     /// found to be another node's, or (for [`Engine::connect`](crate::Engine::connect)
@@ -311,6 +321,13 @@ impl<'a, S> Conn<'a, S> {
     /// no other callback runs for this connection.
     pub fn abort(&mut self) {
         self.ops.abort();
+    }
+    /// What a layer between the backend and this handler tells about the connection,
+    /// as the type `T` the layer defines: `rusty_tls::TlsInfo` (the ALPN protocol, the
+    /// server name, the TLS version and cipher suite), say. `None` when no layer
+    /// beneath offers a `T`, as on a bare backend.
+    pub fn layer_info<T: Any>(&self) -> Option<&T> {
+        self.ops.layer_info(TypeId::of::<T>())?.downcast_ref()
     }
     /// Open another connection (see [`Opener::connect`]).
     pub fn connect(&mut self, remote: SocketAddr, state: S) {

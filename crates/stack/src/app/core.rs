@@ -13,7 +13,7 @@
 //!   ([`AppConn::keep_unread`]) and offered again at once while the handler makes
 //!   progress (it may take one request at a time). Taking nothing pauses; a paused
 //!   connection is offered its bytes again when the backend says so (more data,
-//!   `writable`, `resume_receive`). A message that wraps the end of a ring buffer is
+//!   `writable`, `resume_receive`, which runs `receive_resumed` first). A message that wraps the end of a ring buffer is
 //!   offered again in one piece before the core treats a zero as a pause.
 //! * A callback that aborts the connection (or otherwise ends it at once) gets no
 //!   further callback for it but `closed`.
@@ -331,6 +331,15 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
     /// bytes again (the handler may have paused for lack of send space).
     pub fn writable(&mut self, ctx: &mut C::Ctx, index: usize) {
         if self.call(ctx, index, |h, c| h.writable(c)) {
+            self.offer_unread(ctx, index);
+        }
+    }
+
+    /// The application asked for its received bytes again (the backend's
+    /// `resume_receive`): `receive_resumed`, then the unread bytes. Backends call it on
+    /// established connections only.
+    pub fn resume(&mut self, ctx: &mut C::Ctx, index: usize) {
+        if self.call(ctx, index, |h, c| h.receive_resumed(c)) {
             self.offer_unread(ctx, index);
         }
     }

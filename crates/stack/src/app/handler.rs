@@ -48,6 +48,15 @@ pub trait Handler {
         let _ = conn;
     }
 
+    /// The application called `resume_receive` on the engine for this connection; the
+    /// bytes the backend holds are offered again right after this returns. Applications
+    /// need not implement it: it is for layers between the backend and the application
+    /// (TLS), which hold received bytes of their own that the backend does not see, and
+    /// offer them to their inner handler here (after calling its `receive_resumed`).
+    fn receive_resumed(&mut self, conn: &mut Conn<'_, Self::Conn>) {
+        let _ = conn;
+    }
+
     /// The peer closed its sending side (FIN): no more data will arrive. Bytes you left
     /// unconsumed are still offered afterwards.
     fn peer_closed(&mut self, conn: &mut Conn<'_, Self::Conn>) {

@@ -471,13 +471,17 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     }
 
     /// Offer a connection's unread bytes to the handler again (after its `data` callback
-    /// paused by consuming nothing). Returns false if the connection no longer exists.
+    /// paused by consuming nothing), after its `receive_resumed` callback (through which
+    /// a layer such as TLS offers the bytes it holds itself); neither runs before the
+    /// connection is established. Returns false if the connection no longer exists.
     pub fn resume_receive(&mut self, id: ConnId) -> bool {
         self.now = self.clock.now();
         let Some(index) = self.app.index_of(id) else {
             return false;
         };
-        self.app.data(&mut self.pool, index, &[]);
+        if self.app[index].tcb.state().is_synchronized() {
+            self.app.resume(&mut self.pool, index);
+        }
         // Then `dispatch` settles whatever the callbacks did (an abort or close inside
         // `data` gets its close reason, statistics and `closed` like anywhere else).
         self.dispatch(index, Default::default(), &[]);

@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 use rand_chacha::rand_core::SeedableRng;
 use rcgen::{BasicConstraints, Certificate, CertificateParams, IsCa, KeyPair};
 use rsa::pkcs8::{EncodePrivateKey, LineEnding};
-use rusty_stack::{CloseReason, Conn, Handler, Opener};
-use rusty_tls::CertKey;
+use rusty_stack::{CloseReason, Conn, ConnId, ConnectError, Handler, Opener};
+use rusty_tls::{CertKey, TlsInfo};
 
 /// An RSA key, made once per test binary (ring cannot make RSA keys; rcgen signs with
 /// it through ring).
@@ -85,6 +85,8 @@ pub struct Echo {
     pub closed: Vec<CloseReason>,
     pub received: usize,
     pub peer_closed: usize,
+    /// What each connection's layer told at `connected`.
+    pub infos: Vec<Option<TlsInfo>>,
 }
 
 /// An echo connection's state.
@@ -98,6 +100,10 @@ impl Handler for Echo {
     type Conn = EchoConn;
     fn accept(&mut self, _: SocketAddr, _: SocketAddr) -> Option<EchoConn> {
         Some(EchoConn::default())
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, EchoConn>) {
+        assert!(conn.layer_info::<u32>().is_none(), "no layer defines a u32");
+        self.infos.push(conn.layer_info::<TlsInfo>().cloned());
     }
     fn data(&mut self, conn: &mut Conn<'_, EchoConn>, data: &[u8]) -> usize {
         let n = conn.send(data).unwrap_or(0);
@@ -133,6 +139,9 @@ pub struct Sender {
     pub closed: Vec<CloseReason>,
     /// Abort right after connecting instead.
     pub abort: bool,
+    /// What each connection's layer told at `connected`.
+    pub infos: Vec<Option<TlsInfo>>,
+    pub failed: Vec<ConnectError>,
 }
 
 impl Sender {
@@ -147,6 +156,8 @@ impl Sender {
             got: Vec::new(),
             closed: Vec::new(),
             abort: false,
+            infos: Vec::new(),
+            failed: Vec::new(),
         }
     }
 
@@ -177,6 +188,7 @@ impl Handler for Sender {
     fn connected(&mut self, conn: &mut Conn<'_, usize>) {
         self.connected += 1;
         self.got.push(Vec::new());
+        self.infos.push(conn.layer_info::<TlsInfo>().cloned());
         if self.abort {
             conn.abort();
             return;
@@ -205,6 +217,15 @@ impl Handler for Sender {
             self.again -= 1;
             opener.connect(self.server, 0);
         }
+    }
+    fn connect_failed(
+        &mut self,
+        _: &mut Opener<'_, usize>,
+        _: SocketAddr,
+        _: usize,
+        e: ConnectError,
+    ) {
+        self.failed.push(e);
     }
 }
 
@@ -327,4 +348,65 @@ pub fn raw_client_config(
         .with_root_certificates(roots)
         .with_no_client_auth();
     Arc::new(config)
+}
+
+/// Takes received bytes only while its budget lasts (it pauses by taking none once it
+/// is spent), so that a test can raise the budget and resume.
+pub struct Pausing {
+    pub budget: usize,
+    pub got: Vec<u8>,
+    pub id: Option<ConnId>,
+    pub closed: Vec<CloseReason>,
+}
+
+impl Pausing {
+    pub fn new(budget: usize) -> Pausing {
+        Pausing {
+            budget,
+            got: Vec::new(),
+            id: None,
+            closed: Vec::new(),
+        }
+    }
+}
+
+impl Handler for Pausing {
+    type Conn = ();
+    fn accept(&mut self, _: SocketAddr, _: SocketAddr) -> Option<()> {
+        Some(())
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, ()>) {
+        self.id = Some(conn.id());
+    }
+    fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        let n = data.len().min(self.budget - self.got.len());
+        self.got.extend_from_slice(&data[..n]);
+        n
+    }
+    fn closed(&mut self, _: &mut Opener<'_, ()>, _: (), reason: CloseReason) {
+        self.closed.push(reason);
+    }
+}
+
+/// Sends its payload once connected, then does nothing more: no close, so that the
+/// peer gets nothing after the payload.
+pub struct SendOnce {
+    pub payload: Vec<u8>,
+    pub sent: usize,
+}
+
+impl Handler for SendOnce {
+    type Conn = ();
+    fn accept(&mut self, _: SocketAddr, _: SocketAddr) -> Option<()> {
+        None
+    }
+    fn connected(&mut self, conn: &mut Conn<'_, ()>) {
+        self.writable(conn);
+    }
+    fn writable(&mut self, conn: &mut Conn<'_, ()>) {
+        self.sent += conn.send(&self.payload[self.sent..]).unwrap_or(0);
+    }
+    fn data(&mut self, _: &mut Conn<'_, ()>, data: &[u8]) -> usize {
+        data.len()
+    }
 }

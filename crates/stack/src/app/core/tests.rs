@@ -1,6 +1,6 @@
-//! The callback rules of [`AppCore`], on a fake connection: re-offer, pause, a wrapped
-//! message offered whole, callbacks that end the connection, exactly one `closed`,
-//! stale ids, and active opens requested from callbacks.
+//! The callback rules of [`AppCore`], on a fake connection: re-offer, pause, resume, a
+//! wrapped message offered whole, callbacks that end the connection, exactly one
+//! `closed`, stale ids, and active opens requested from callbacks.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -163,6 +163,9 @@ impl Handler for Script {
     fn writable(&mut self, _: &mut Conn<'_, u32>) {
         self.log.push("writable".into());
     }
+    fn receive_resumed(&mut self, _: &mut Conn<'_, u32>) {
+        self.log.push("receive_resumed".into());
+    }
     fn peer_closed(&mut self, _: &mut Conn<'_, u32>) {
         self.log.push("peer_closed".into());
     }
@@ -221,6 +224,29 @@ fn a_pause_keeps_bytes_until_the_backend_offers_again() {
     // After writable the unread bytes are offered again.
     core.writable(&mut 0, i);
     assert_eq!(core.handler().log[5..], ["writable", "data \"\""]);
+}
+
+#[test]
+fn resuming_runs_receive_resumed_then_offers_the_unread_bytes() {
+    let (mut core, i, _) = accepted(Take::Lines);
+    core.resume(&mut 0, i);
+    assert_eq!(
+        core.handler().log[2..],
+        ["receive_resumed"],
+        "nothing unread"
+    );
+    core.data(&mut 0, i, b"GET /");
+    core.handler_mut().take = Take::Upto(9);
+    core.resume(&mut 0, i);
+    assert_eq!(
+        core.handler().log[3..],
+        ["data \"\"", "receive_resumed", "data \"GET /\""]
+    );
+    // A connection a callback ended gets no more.
+    core.handler_mut().take = Take::Abort;
+    core.data(&mut 0, i, b"x");
+    core.resume(&mut 0, i);
+    assert_eq!(core.handler().log.last().unwrap(), "data \"\"");
 }
 
 #[test]
