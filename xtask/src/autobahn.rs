@@ -50,10 +50,10 @@ use crate::sys;
 /// The release the summary in `docs/websocket.md` was made with.
 const AUTOBAHN_PACKAGE: &str = "autobahntestsuite==25.10.1";
 /// What the fuzzing client's TLS needs (Twisted's `ssl` over pyOpenSSL, and
-/// service_identity to check the server's name), pinned to the last releases that run on
-/// Python 2.7 with the Twisted 19.10 that [`AUTOBAHN_PACKAGE`] brings. That package
-/// normally pulls them in already; `--tls` installs them only when the virtualenv
-/// cannot import them.
+/// service_identity to check the server's name), pinned to the releases that
+/// [`AUTOBAHN_PACKAGE`] resolves to on Python 2.7 beside its Twisted 19.10 (the ones
+/// the summary was made with). That package normally pulls them in already; `--tls`
+/// installs them only when the virtualenv cannot import them.
 const TLS_PACKAGES: [&str; 3] = [
     "pyOpenSSL==19.1.0",
     "service_identity==18.1.0",
