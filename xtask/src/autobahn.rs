@@ -8,8 +8,11 @@
 //! the pinned `autobahntestsuite` release into it from PyPI.
 //!
 //! Backends:
-//! - kernel: `ws-echo 9001` on the kernel's sockets, the fuzzing client connects to
-//!   127.0.0.1 (no root needed);
+//! - kernel: `ws-echo <port>` on the kernel's sockets, the fuzzing client connects to
+//!   127.0.0.1 (no root needed). The port is one the kernel has free when the run
+//!   starts, not a fixed one: `ws-echo` listens with `SO_REUSEPORT`, so two runs on one
+//!   port (two checkouts, CI beside a developer) would share each other's connections
+//!   without an error, one's ws:// client reaching the other's wss:// server;
 //! - TAP (root): a private namespace `rusty-ab-<pid>` holding a TAP `rbwstap<pid>` whose
 //!   host side is 10.79.4.1/24; `ws-echo 9001 1 tap:rbwstap<pid> 10.79.4.2/24 1` runs in
 //!   it and so does the fuzzing client, which connects to 10.79.4.2.
@@ -62,6 +65,7 @@ const TLS_PACKAGES: [&str; 3] = [
 /// The name `ws-echo`'s certificate is for (besides its address) and that the fuzzing
 /// client sends as SNI and verifies with `--tls`.
 const TLS_NAME: &str = "autobahn.rusty.test";
+/// The port on the TAP backend's private namespace.
 const PORT: u16 = 9001;
 const HOST_CIDR: &str = "10.79.4.1/24";
 const STACK_IP: &str = "10.79.4.2";
@@ -332,8 +336,12 @@ fn run_backend(
         }
     };
 
+    let port = match backend {
+        Backend::Tap => PORT,
+        Backend::Kernel => free_port()?,
+    };
     let mut server_cmd = in_ns(tools.ws_echo);
-    server_cmd.arg(PORT.to_string());
+    server_cmd.arg(port.to_string());
     if let Some(ns) = &net {
         server_cmd
             .args(["1", &format!("tap:{}", ns.tap)])
@@ -362,7 +370,7 @@ fn run_backend(
     // server has attached a queue.
     crate::common::wait_ready(&mut server, &what, &server_log, times, interrupted, |pid| {
         Ok(match &net {
-            None => listening(pid, PORT),
+            None => listening(pid, port),
             Some(ns) => ns.tap_has_carrier(),
         })
     })?;
@@ -377,8 +385,8 @@ fn run_backend(
         scheme_suffix(tools.pki.is_some())
     );
     let url = match tools.pki {
-        Some(_) => format!("wss://{host}:{PORT}"),
-        None => format!("ws://{host}:{PORT}"),
+        Some(_) => format!("wss://{host}:{port}"),
+        None => format!("ws://{host}:{port}"),
     };
     let sni = tools.pki.map(|_| TLS_NAME);
     let spec = spec_json(reports, &agent, &url, sni, cases);
@@ -431,6 +439,18 @@ fn run_backend(
     let json =
         fs::read_to_string(&index).map_err(|e| format!("reading {}: {e}", index.display()))?;
     parse_index(&json, &agent)
+}
+
+/// A TCP port nothing listens on now (the kernel's pick for a listener on all
+/// addresses, closed again).
+fn free_port() -> Result<u16> {
+    let probe = std::net::TcpListener::bind(("0.0.0.0", 0))
+        .map_err(|e| format!("finding a free port: {e}"))?;
+    let port = probe
+        .local_addr()
+        .map_err(|e| format!("finding a free port: {e}"))?
+        .port();
+    Ok(port)
 }
 
 /// The fuzzing client's spec file. With `hostname` (wss:// only) the client sends it as
