@@ -44,9 +44,10 @@
 //!   keep-alive load for a long while (15 minutes by default), its resident memory
 //!   sampled every 30 s; fails when a request fails or memory keeps growing after the
 //!   warm-up (see [`soak`]).
-//! - `cargo xtask autobahn [--backend kernel|tap|all] [--deflate] [--quick] …`: the
-//!   Autobahn TestSuite against `ws-echo` on the kernel backend and on TAP; prints a
-//!   per-section summary and writes it into `docs/websocket.md` (see [`autobahn`]).
+//! - `cargo xtask autobahn [--backend kernel|tap|all] [--deflate] [--tls] [--quick] …`:
+//!   the Autobahn TestSuite against `ws-echo` on the kernel backend and on TAP, over
+//!   ws:// or (`--tls`) wss://; prints a per-section summary and writes it into
+//!   `docs/websocket.md` (see [`autobahn`]).
 
 use std::process::ExitCode;
 

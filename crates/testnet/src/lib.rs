@@ -22,9 +22,10 @@
 pub mod sys;
 
 mod loss;
-mod pki;
+pub mod pki;
+pub mod reload;
 
-pub use pki::Pki;
+pub use pki::{make_pki, Pki};
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -731,6 +732,16 @@ impl TestNet {
         }
         if let Err(e) = sys::terminate(&mut self.children[p.0].child) {
             self.fail(&format!("SIGTERM to {}: {e}", self.label(p)));
+        }
+    }
+
+    /// Send SIGHUP to the child, by pid.
+    pub fn sighup(&mut self, p: Proc) {
+        if !self.running(p) {
+            self.fail(&format!("{} exited before SIGHUP", self.label(p)));
+        }
+        if let Err(e) = sys::hangup(&mut self.children[p.0].child) {
+            self.fail(&format!("SIGHUP to {}: {e}", self.label(p)));
         }
     }
 

@@ -1,4 +1,4 @@
-//! The system calls test support makes that std does not wrap: a signal to a child
+//! The system calls test support makes that std does not wrap: signals to a child
 //! process and a raw ICMP socket. The crate's only unsafe code; each function is safe to
 //! call and says above its block why the call is sound.
 
@@ -9,6 +9,17 @@ use std::process::Child;
 
 /// Send SIGTERM to `child` (for a graceful stop), unless it has already been reaped.
 pub fn terminate(child: &mut Child) -> io::Result<()> {
+    signal(child, libc::SIGTERM)
+}
+
+/// Send SIGHUP to `child` (a server rereads its files), unless it has already been
+/// reaped.
+pub fn hangup(child: &mut Child) -> io::Result<()> {
+    signal(child, libc::SIGHUP)
+}
+
+/// Send `sig` to `child`, unless it has already been reaped.
+fn signal(child: &mut Child, sig: libc::c_int) -> io::Result<()> {
     if child.try_wait()?.is_some() {
         return Ok(());
     }
@@ -16,7 +27,7 @@ pub fn terminate(child: &mut Child) -> io::Result<()> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pid out of range"))?;
     // SAFETY: kill(2) takes no pointers; the PID is our child, not yet reaped (checked
     // above), so it cannot name another process.
-    if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+    if unsafe { libc::kill(pid, sig) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())

@@ -2,13 +2,16 @@
 //! and on the kernel backend, inside a network namespace the test creates, against
 //! Python's `websockets` client (Debian: python3-websockets) trusting the test's
 //! authority: text and binary messages of many sizes come back byte-exact. The
-//! certificates are made at test time (`TestNet::make_pki`). Skips with a printed reason when not
-//! root (or a tool is missing), and fails instead under `RUSTY_REQUIRE_PRIVILEGED=1`.
+//! certificates are made at test time (`TestNet::make_pki`). And SIGHUP rereading the
+//! certificate files (the check `rusty_testnet::reload` shares with httpd and echo).
+//! Skips with a printed reason when not root (or a tool is missing), and fails instead
+//! under `RUSTY_REQUIRE_PRIVILEGED=1`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use rusty_testnet::reload::{live_copies, Reload, Speak};
 use rusty_testnet::{Proc, TestNet};
 
 const WS_ECHO: &str = env!("CARGO_BIN_EXE_ws-echo");
@@ -131,4 +134,56 @@ fn wss_echo_on_the_kernel_backend() {
     let ws_echo = net.spawn("ws-echo", cmd);
     net.wait_listening(PORT.parse().expect("port"), ws_echo);
     check(&mut net, &python, ws_echo, host, &pki.ca, NAME);
+}
+
+/// 3. SIGHUP rereads the certificate files (ws-echo on Rusty's stack over a TAP): a new
+///    wss:// connection gets the new certificate while one opened before goes on echoing
+///    with the old; a key that cannot be used is logged and the certificate kept.
+#[test]
+fn wss_reloads_certificates_on_sighup() {
+    let test = "wss_reloads_certificates_on_sighup";
+    let Some(tools) = rusty_testnet::privileged(test, &["python3"]) else {
+        return;
+    };
+    let mut net = TestNet::new(test, tools);
+    let host = net.stack_ip();
+    let pki = net.make_pki(&[NAME, &host]);
+    let (cert, key) = live_copies(&net.dir, &pki.chain, &pki.key);
+    let tap = net.create_tap();
+    let mut cmd = Command::new(WS_ECHO);
+    cmd.args([
+        PORT,
+        "1",
+        &format!("tap:{tap}"),
+        &net.stack_addresses(),
+        "1",
+    ])
+    .args(["--oversubscribe", "--grace", "1"])
+    .args(tls_flags(&cert, &key));
+    let ws_echo = net.spawn("ws-echo", cmd);
+    net.move_tap_when_attached(&tap, 1, ws_echo);
+    let python = net.tools.get("python3").to_path_buf();
+    let (chain2, key2, fp2) = &pki.second;
+    net.check_sighup_reload(
+        ws_echo,
+        &Reload {
+            python: &python,
+            speak: Speak::WebSocket,
+            host: &host,
+            port: PORT,
+            ca: &pki.ca,
+            name: NAME,
+            live: (&cert, &key),
+            old: &pki.fingerprint,
+            new: (chain2, key2, fp2),
+        },
+    );
+    net.sigterm(ws_echo);
+    let status = net.wait_ok(ws_echo, Duration::from_secs(15));
+    let log = net.log(ws_echo);
+    if !status.success() || !log.contains("tls total: handshakes=3 ") {
+        net.fail(&format!(
+            "ws-echo exited with {status}, or not 3 TLS handshakes"
+        ));
+    }
 }

@@ -5,12 +5,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
 use super::{ns_output, setup, start_tap_httpd, stop, PORT};
 use crate::common::{counter, make_site, HTTPD};
+use rusty_testnet::reload::{live_copies, Reload, Speak};
 use rusty_testnet::{Proc, TestNet};
 
 const TLS_PORT: &str = "443";
@@ -18,7 +18,7 @@ const TLS_PORT: &str = "443";
 const NAME: &str = "rusty.test";
 /// The name of the certificate chosen by SNI.
 const OTHER: &str = "other.test";
-const TOOLS: &[&str] = &["curl", "python3", "openssl", "sh", "kill"];
+const TOOLS: &[&str] = &["curl", "python3", "openssl", "sh"];
 
 /// Everything `openssl` makes for one test, in its scratch directory.
 struct Pki {
@@ -161,12 +161,11 @@ fn tls_flags(pki: &Pki, cert: &Path, key: &Path) -> Vec<String> {
 
 /// The Python client. `get HOST PORT CA NAME`: one GET of /hello.txt on a fresh
 /// connection; prints `GET ok=True version=TLSv1.3 alpn=http/1.1 fp=<sha256 of the
-/// server's certificate>`. `hold HOST PORT CA NAME GO`: one GET, prints `FIRST ...`, waits
-/// for the file GO, then another GET on the same connection: `SECOND ...`. `garbage HOST
-/// PORT CA NAME`: 20 connections send bytes that are not TLS while 20 good GETs run;
-/// prints `GARBAGE good=20 of 20`.
+/// server's certificate>`. `garbage HOST PORT CA NAME`: 20 connections send bytes that
+/// are not TLS while 20 good GETs run; prints `GARBAGE good=20 of 20`. (The reload
+/// test's client is `rusty_testnet::reload`'s.)
 const CLIENT_PY: &str = r#"
-import hashlib, os, socket, ssl, sys, threading, time
+import hashlib, os, socket, ssl, sys, threading
 
 mode, host, port, ca, name = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 ctx = ssl.create_default_context(cafile=ca)
@@ -193,13 +192,6 @@ def describe(s, ok):
 if mode == "get":
     s = connect()
     print("GET", describe(s, get(s)), flush=True)
-elif mode == "hold":
-    s = connect()
-    print("FIRST", describe(s, get(s)), flush=True)
-    deadline = time.monotonic() + 30
-    while not os.path.exists(sys.argv[6]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    print("SECOND", describe(s, get(s)), flush=True)
 elif mode == "garbage":
     junk = [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"\x16\x03\x01\xff\xff" + b"\x01" * 600,
             b"\x17\x03\x03\x00\x20" + b"\x00" * 32, os.urandom(3000), b"\x16\x03\x01\x00"]
@@ -444,25 +436,6 @@ fn https_on_the_kernel_backend() {
     https_checks(&mut net, httpd, host, &root, &pki);
 }
 
-/// Send SIGHUP to httpd, by its pid.
-fn hangup(net: &TestNet, httpd: Proc) {
-    let pid = net.pid(httpd).to_string();
-    let (ok, out) = rusty_testnet::quick(net.tools.get("kill"), &["-HUP", &pid]);
-    if !ok {
-        net.fail(&format!("kill -HUP {pid}: {out}"));
-    }
-}
-
-/// SIGHUP to httpd; once it logged `logged`, a new connection must get the certificate
-/// whose fingerprint is `fp`.
-fn reload_and_get(net: &mut TestNet, httpd: Proc, at: (&str, &Path), logged: &str, fp: &str) {
-    hangup(net, httpd);
-    net.wait_for_log(httpd, logged, Duration::from_secs(10));
-    let out = python(net, at.0, at.1, &["get"]);
-    let want = format!("GET ok=True version=TLSv1.3 alpn=http/1.1 fp={fp}");
-    expect(net, &format!("after {logged:?}"), &out, &[&want]);
-}
-
 /// 3. SIGHUP rereads the certificate files: a new connection gets the new certificate
 ///    while a keep-alive connection opened before it goes on with the old one; files
 ///    that cannot be used are logged and the certificate in use is kept.
@@ -474,56 +447,26 @@ fn https_reloads_certificates_on_sighup() {
     let root = make_site(&net.dir, None);
     let host = net.stack_ip();
     let pki = make_pki(&net, &[&host]);
-    let (cert, key) = (net.dir.join("live.pem"), net.dir.join("live.key"));
-    let install = |(c, k): &(PathBuf, PathBuf)| {
-        fs::copy(c, &cert).expect("copy the certificate");
-        fs::copy(k, &key).expect("copy the key");
-    };
-    install(&pki.one);
+    let (cert, key) = live_copies(&net.dir, &pki.one.0, &pki.one.1);
     let mut extra = tls_flags(&pki, &cert, &key);
     extra.extend(["--tls-port".into(), TLS_PORT.into()]);
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let httpd = start_tap_httpd(&mut net, &root, &extra);
     let (one, two) = (fingerprint(&net, &pki.one.0), fingerprint(&net, &pki.two.0));
-
-    let go = net.dir.join("go");
-    let script = net.write("client.py", CLIENT_PY).display().to_string();
-    let args = [
-        &script,
-        "hold",
-        &host,
-        TLS_PORT,
-        &pki.ca.display().to_string(),
-        NAME,
-    ]
-    .map(|s| s.to_string())
-    .into_iter()
-    .chain([go.display().to_string()])
-    .collect::<Vec<_>>();
     let python3 = net.tools.get("python3").to_path_buf();
-    let held = net.spawn_in_ns("hold.py", python3, &args);
-    net.wait_for_log(held, "FIRST ok=True", Duration::from_secs(20));
-
-    install(&pki.two);
-    let reloaded = "reloaded the TLS certificates";
-    reload_and_get(&mut net, httpd, (&host, &pki.ca), reloaded, &two);
-    fs::write(&key, "not a key\n").expect("spoil the key");
-    let kept = "keeping the TLS certificates in use";
-    reload_and_get(&mut net, httpd, (&host, &pki.ca), kept, &two);
-
-    fs::write(&go, "").expect("go file");
-    let status = net.wait_ok(held, Duration::from_secs(30));
-    let out = net.log(held);
-    if !status.success() {
-        net.fail(&format!("hold.py exited with {status}"));
-    }
-    expect(
-        &net,
-        "the connection opened before the reload",
-        &out,
-        &[&format!(
-            "SECOND ok=True version=TLSv1.3 alpn=http/1.1 fp={one}"
-        )],
+    net.check_sighup_reload(
+        httpd,
+        &Reload {
+            python: &python3,
+            speak: Speak::Http,
+            host: &host,
+            port: TLS_PORT,
+            ca: &pki.ca,
+            name: NAME,
+            live: (&cert, &key),
+            old: &one,
+            new: (&pki.two.0, &pki.two.1, &two),
+        },
     );
     let log = stop(&mut net, httpd);
     if counter(&log, "tls", "handshakes") < 3 {
