@@ -94,6 +94,8 @@ pub struct Launch {
     pub xdp: XdpTuning,
     /// Serve live metrics on this address (`--metrics`).
     pub metrics: Option<SocketAddr>,
+    /// Write the metrics to this file at each interval (`--metrics-file`).
+    pub metrics_file: Option<PathBuf>,
     /// How often workers publish their metrics (1 s).
     pub metrics_interval: std::time::Duration,
 }
@@ -149,6 +151,7 @@ impl Launch {
             tso: true,
             xdp: XdpTuning::default(),
             metrics: None,
+            metrics_file: None,
             metrics_interval: std::time::Duration::from_secs(1),
         }
     }
@@ -662,9 +665,10 @@ where
     })
 }
 
-/// Build the workers (opening every link), start the metrics endpoint if `launch` asks
-/// for it, call `ready` (where a binary says it is listening: only once its links are
-/// open), then run them until they stop; returns each worker's counters.
+/// Build the workers (opening every link), start the metrics endpoint and file if
+/// `launch` asks for them, call `ready` (where a binary says it is listening: only once
+/// its links are open), then run them until they stop; returns each worker's counters.
+/// The metrics file gets the workers' last counters before this returns.
 pub fn run<H, F>(
     launch: &Launch,
     listen: impl Into<Ports>,
@@ -681,6 +685,7 @@ where
     let exporter = metrics::export(launch, &workers, &mut cfg)?;
     ready();
     let stats = runtime::run(workers, &cfg, stop);
+    // The file, if any, gets the workers' last counters before run returns.
     drop(exporter);
     Ok(stats?)
 }

@@ -10,7 +10,7 @@
 //! - An application's handler contributes its counters by implementing
 //!   [`AppMetrics`]; the stack crate knows nothing of this one.
 //! - [`Exporter`] serves the board at `GET /metrics` from a thread of its own
-//!   ([`serve`]).
+//!   ([`serve`]) and writes it to a file at each interval ([`file`](mod@file)).
 //!
 //! With the `tls` feature, rusty-tls's `Tls` adapter reports its counters and those of
 //! the application inside it.
@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod board;
+pub mod file;
 mod render;
 mod report;
 pub mod serve;
@@ -28,6 +29,7 @@ mod tls;
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use board::{Board, Gauges, Publisher, Snapshot};
@@ -43,26 +45,35 @@ pub use tls::report_tls;
 pub enum ExportError {
     /// The endpoint could not listen on its address.
     Listen(SocketAddr, io::Error),
+    /// The file could not be written.
+    File(PathBuf, io::Error),
 }
 
 impl fmt::Display for ExportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ExportError::Listen(a, e) => write!(f, "--metrics {a}: {e}"),
+            ExportError::File(p, e) => write!(f, "--metrics-file {}: {e}", p.display()),
         }
     }
 }
 
 impl std::error::Error for ExportError {}
 
-/// The endpoint a program asked for; dropping it stops it.
+/// The endpoint and the file writer a program asked for; dropping it stops both (the
+/// file gets the last counters first).
 pub struct Exporter {
     endpoint: Option<serve::Endpoint>,
+    _file: Option<file::FileWriter>,
 }
 
 impl Exporter {
-    /// Serve `board` on `listen`, if given.
-    pub fn start(board: &Arc<Board>, listen: Option<SocketAddr>) -> Result<Exporter, ExportError> {
+    /// Serve `board` on `listen` and write it to `file`, each if given.
+    pub fn start(
+        board: &Arc<Board>,
+        listen: Option<SocketAddr>,
+        file: Option<PathBuf>,
+    ) -> Result<Exporter, ExportError> {
         let endpoint = match listen {
             Some(a) => Some(
                 serve::Endpoint::start(a, board.clone(), Limits::default())
@@ -70,7 +81,17 @@ impl Exporter {
             ),
             None => None,
         };
-        Ok(Exporter { endpoint })
+        let file = match file {
+            Some(p) => Some(
+                file::FileWriter::start(p.clone(), board.clone())
+                    .map_err(|e| ExportError::File(p, e))?,
+            ),
+            None => None,
+        };
+        Ok(Exporter {
+            endpoint,
+            _file: file,
+        })
     }
 
     /// Where the endpoint listens, if there is one.
