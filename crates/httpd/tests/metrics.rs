@@ -6,24 +6,23 @@
 mod common;
 
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{make_site, total_counter, Scratch, Server};
+use common::{
+    exchange, make_site, metrics_addr_in, requests, scrape, total_counter, Scratch, Server,
+};
 
 /// Where the log says the metrics are served.
 fn metrics_addr(server: &Server) -> SocketAddr {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let log = server.log();
-        if let Some(rest) = log.split("metrics: serving http://").nth(1) {
-            let addr = rest.split('/').next().unwrap_or_default();
-            return addr
-                .parse()
-                .unwrap_or_else(|_| panic!("{addr:?} in\n{log}"));
+        if let Some(addr) = metrics_addr_in(&log) {
+            return addr;
         }
         assert!(
             Instant::now() < deadline,
@@ -33,48 +32,9 @@ fn metrics_addr(server: &Server) -> SocketAddr {
     }
 }
 
-/// One request on its own connection; the status code and the whole response.
-fn exchange(addr: SocketAddr, request: &[u8]) -> (u16, String) {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(request).expect("send the request");
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let code = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (code, text)
-}
-
 fn get(addr: SocketAddr, path: &str) -> u16 {
     let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     exchange(addr, req.as_bytes()).0
-}
-
-/// The body of a successful scrape.
-fn scrape(addr: SocketAddr) -> String {
-    let (code, text) = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
-    assert_eq!(code, 200, "{text}");
-    assert!(
-        text.contains("\r\nContent-Type: text/plain; version=0.0.4"),
-        "{text}"
-    );
-    text.split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default()
-}
-
-/// The sum over workers of `rusty_http_requests_total` for `code`.
-fn requests(text: &str, code: &str) -> u64 {
-    let label = format!("code=\"{code}\"}}");
-    text.lines()
-        .filter(|l| l.starts_with("rusty_http_requests_total{") && l.contains(&label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum()
 }
 
 /// Parses each file given with prometheus_client, checks that every counter sample of
