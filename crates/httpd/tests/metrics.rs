@@ -71,10 +71,23 @@ for (name, labels), value in counters.items():
 print(len(families), " ".join(f"{c}={int(n)}" for c, n in sorted(codes.items()) if n))
 "#;
 
+/// Parses the file given with prometheus_client's OpenMetrics parser (which insists on
+/// `# EOF`, counter families named without `_total`, and no clashing names) and prints
+/// the number of families.
+const CHECK_OPENMETRICS: &str = r#"
+import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+print(len(list(text_string_to_metric_families(open(sys.argv[1]).read()))))
+"#;
+
 fn prometheus_check(python: &Path, files: &[&Path]) -> String {
+    python_check(python, CHECK, files)
+}
+
+fn python_check(python: &Path, script: &str, files: &[&Path]) -> String {
     let out = Command::new(python)
         .arg("-c")
-        .arg(CHECK)
+        .arg(script)
         .args(files)
         .output()
         .expect("run python3");
@@ -141,6 +154,15 @@ fn metrics_count_live_requests_on_kernel_backend() {
     ] {
         assert!(text.contains(want), "{want} not in\n{text}");
     }
+    // The same families in OpenMetrics, for a client that asks for it.
+    let accept = "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text; \
+                  version=1.0.0\r\n\r\n";
+    let (code, om) = exchange(metrics, accept.as_bytes());
+    assert_eq!(code, 200, "{om}");
+    let om_file = dir.0.join("openmetrics.txt");
+    fs::write(&om_file, om.split_once("\r\n\r\n").map_or("", |(_, b)| b)).unwrap();
+    let om_families = python_check(&python, CHECK_OPENMETRICS, &[&om_file]);
+    assert_eq!(om_families, families.to_string(), "{om}");
     let log = server.stop();
     assert_eq!(total_counter(&log, "requests"), OK + MISSING, "{log}");
     let report = prometheus_check(&python, &[&second, &file]);

@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use board::{Board, Gauges, Publisher, Snapshot};
-pub use render::render;
+pub use render::{render, render_as};
 pub use report::{AppMetrics, AppSample, Report};
 pub use serve::Limits;
 #[cfg(feature = "tls")]

@@ -9,7 +9,7 @@ use rusty_stack::Stats;
 
 use crate::board::{Board, Snapshot};
 use crate::report::AppSample;
-use crate::text::{Exposition, Kind};
+use crate::text::{Exposition, Format, Kind};
 
 /// One exported field of [`Stats`]. Consecutive entries of one name make one family.
 struct Field {
@@ -143,8 +143,14 @@ fn engine_family(name: &str) -> bool {
         || FIELDS.iter().any(|f| f.name == name)
 }
 
-/// The document for every worker's latest snapshot, as of `now`.
+/// The document for every worker's latest snapshot, as of `now`, in the Prometheus
+/// format.
 pub fn render(board: &Board, now: Instant) -> String {
+    render_as(board, now, Format::Prometheus)
+}
+
+/// [`render`] in `format`.
+pub fn render_as(board: &Board, now: Instant, format: Format) -> String {
     let read = board.read();
     let indices: Vec<String> = (0..read.len()).map(|i| i.to_string()).collect();
     let workers: Vec<(&str, &str, &Snapshot)> = read
@@ -152,7 +158,7 @@ pub fn render(board: &Board, now: Instant) -> String {
         .zip(&indices)
         .filter_map(|((name, snap), i)| snap.as_ref().map(|s| (i.as_str(), *name, s)))
         .collect();
-    let mut e = Exposition::new();
+    let mut e = Exposition::with_format(format);
     e.family(
         "rusty_worker_info",
         "A worker's thread name (its link and queue), always 1.",

@@ -16,8 +16,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::board::Board;
-use crate::render::render;
-use crate::text::CONTENT_TYPE;
+use crate::render::render_as;
+use crate::text::Format;
 
 /// What the endpoint allows a client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,9 +307,23 @@ fn respond(head: &[u8], board: &Board, now: Instant) -> Vec<u8> {
             );
         }
     };
-    let text = render(board, now);
-    let headers = [("Content-Type", CONTENT_TYPE)];
+    let format = match accepts_openmetrics(head) {
+        true => Format::OpenMetrics,
+        false => Format::Prometheus,
+    };
+    let text = render_as(board, now, format);
+    let headers = [("Content-Type", format.content_type())];
     response(200, "OK", &headers, &text, with_body)
+}
+
+/// Whether the head's `Accept` names OpenMetrics (as Prometheus's own scrapes do).
+fn accepts_openmetrics(head: &[u8]) -> bool {
+    String::from_utf8_lossy(head).lines().skip(1).any(|line| {
+        line.split_once(':').is_some_and(|(name, value)| {
+            name.trim().eq_ignore_ascii_case("accept")
+                && value.contains("application/openmetrics-text")
+        })
+    })
 }
 
 fn response(
@@ -375,6 +389,17 @@ mod tests {
             "{ok}"
         );
         assert!(ok.contains("\r\n\r\n# HELP rusty_worker_info"), "{ok}");
+        let om = exchange(
+            a,
+            b"GET /metrics HTTP/1.1\r\naccept: application/openmetrics-text;version=1.0.0,\
+              text/plain;q=0.5\r\n\r\n",
+        );
+        assert!(om.contains("Content-Type: application/openmetrics-text; version=1.0.0"));
+        assert!(
+            om.contains("\n# TYPE rusty_frames_received counter\n"),
+            "{om}"
+        );
+        assert!(om.ends_with("# EOF\n"), "{om}");
         let head = exchange(a, b"HEAD /metrics?x=1 HTTP/1.0\n\n");
         assert!(head.starts_with("HTTP/1.1 200 OK\r\n") && head.ends_with("\r\n\r\n"));
         let missing = exchange(a, b"GET / HTTP/1.1\r\n\r\n");

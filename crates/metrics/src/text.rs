@@ -1,5 +1,7 @@
 //! The Prometheus text exposition format, version 0.0.4: `# HELP` and `# TYPE` lines
 //! once per metric family, then one line per sample, `name{label="value",...} value`.
+//! Also OpenMetrics 1.0, for clients that ask for it: the same lines, but a counter
+//! family is named without its samples' `_total`, and the document ends in `# EOF`.
 //!
 //! [`Exposition`] writes it and enforces what a parser relies on: names of the allowed
 //! alphabet, a family's samples together under its one `# HELP` and `# TYPE`, and
@@ -9,6 +11,26 @@ use std::fmt::{self, Write};
 
 /// The media type of this format, for `Content-Type`.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Which of the two formats a document is written in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Format {
+    /// The Prometheus text format, version 0.0.4.
+    #[default]
+    Prometheus,
+    /// OpenMetrics 1.0.0 text.
+    OpenMetrics,
+}
+
+impl Format {
+    /// The media type, for `Content-Type`.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Prometheus => CONTENT_TYPE,
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+}
 
 /// The kind of a metric family, as its `# TYPE` line says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,13 +101,23 @@ fn escape_help(out: &mut String, s: &str) {
 #[derive(Debug, Default)]
 pub struct Exposition {
     out: String,
-    family: Option<&'static str>,
+    format: Format,
+    /// The current family's sample name, and what OpenMetrics adds to it.
+    family: Option<(&'static str, &'static str)>,
 }
 
 impl Exposition {
-    /// An empty document.
+    /// An empty document in the Prometheus format.
     pub fn new() -> Exposition {
         Exposition::default()
+    }
+
+    /// An empty document in `format`.
+    pub fn with_format(format: Format) -> Exposition {
+        Exposition {
+            format,
+            ..Exposition::default()
+        }
     }
 
     /// Start the family `name`: its `# HELP` and `# TYPE` lines. Returns whether the
@@ -96,13 +128,21 @@ impl Exposition {
             self.family = None;
             return false;
         }
-        self.family = Some(name);
+        // OpenMetrics names a counter family without the `_total` its samples carry.
+        let (family, suffix) = match (self.format, kind) {
+            (Format::OpenMetrics, Kind::Counter) => match name.strip_suffix("_total") {
+                Some(stem) => (stem, "_total"),
+                None => (name, "_total"),
+            },
+            _ => (name, ""),
+        };
+        self.family = Some((family, suffix));
         self.out.push_str("# HELP ");
-        self.out.push_str(name);
+        self.out.push_str(family);
         self.out.push(' ');
         escape_help(&mut self.out, help);
         self.out.push_str("\n# TYPE ");
-        self.out.push_str(name);
+        self.out.push_str(family);
         self.out.push(' ');
         self.out.push_str(kind.as_str());
         self.out.push('\n');
@@ -111,7 +151,7 @@ impl Exposition {
 
     /// One sample of the current family, with `labels` in order.
     pub fn sample(&mut self, labels: &[(&str, &str)], value: impl Value) {
-        let Some(name) = self.family else {
+        let Some((name, suffix)) = self.family else {
             return;
         };
         if let Some((bad, _)) = labels.iter().find(|(n, _)| !valid_label_name(n)) {
@@ -119,6 +159,7 @@ impl Exposition {
             return;
         }
         self.out.push_str(name);
+        self.out.push_str(suffix);
         if !labels.is_empty() {
             self.out.push('{');
             for (i, (n, v)) in labels.iter().enumerate() {
@@ -139,7 +180,10 @@ impl Exposition {
     }
 
     /// The document.
-    pub fn finish(self) -> String {
+    pub fn finish(mut self) -> String {
+        if self.format == Format::OpenMetrics {
+            self.out.push_str("# EOF\n");
+        }
         self.out
     }
 }
@@ -223,6 +267,25 @@ mod tests {
         assert!(!text.contains("bad"), "{text}");
         assert!(!text.contains("__reserved"), "{text}");
         assert!(text.ends_with("good:name_1{ok=\"v\"} 2\n"), "{text}");
+    }
+
+    #[test]
+    fn openmetrics_names_counter_families_without_total_and_ends_in_eof() {
+        let mut e = Exposition::with_format(Format::OpenMetrics);
+        e.family("rusty_x_total", "Counted.", Kind::Counter);
+        e.sample(&[("worker", "0")], 3u64);
+        e.family("rusty_y", "Counted, named without _total.", Kind::Counter);
+        e.sample(&[], 1u64);
+        e.family("rusty_level_bytes", "A level.", Kind::Gauge);
+        e.sample(&[], 2u64);
+        assert_eq!(
+            e.finish(),
+            "# HELP rusty_x Counted.\n# TYPE rusty_x counter\nrusty_x_total{worker=\"0\"} 3\n\
+             # HELP rusty_y Counted, named without _total.\n# TYPE rusty_y counter\n\
+             rusty_y_total 1\n\
+             # HELP rusty_level_bytes A level.\n# TYPE rusty_level_bytes gauge\n\
+             rusty_level_bytes 2\n# EOF\n"
+        );
     }
 
     #[test]
