@@ -18,10 +18,13 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod metrics;
+
 use crate::cli::link::{LinkKind, LinkSpec, LinkSpecError};
 use rusty_drivers_tap::{TapConfig, TapError};
 use rusty_drivers_xdp::{AttachMode, CopyMode, XdpConfig, XdpError};
 use rusty_kernel::{kernel_worker, KernelConfig};
+use rusty_metrics::{AppMetrics, ExportError};
 use rusty_runtime::pcap::PcapCapture;
 use rusty_runtime::{
     self as runtime, RuntimeConfig, RuntimeError, StopHandle, Worker, WorkerContext,
@@ -89,6 +92,12 @@ pub struct Launch {
     pub tso: bool,
     /// Settings of AF_XDP links.
     pub xdp: XdpTuning,
+    /// Serve live metrics on this address (`--metrics`).
+    pub metrics: Option<SocketAddr>,
+    /// Write the metrics to this file at each interval (`--metrics-file`).
+    pub metrics_file: Option<PathBuf>,
+    /// How often workers publish their metrics (1 s).
+    pub metrics_interval: std::time::Duration,
 }
 
 /// How AF_XDP links are opened (see [`XdpConfig`]); the defaults are `XdpConfig::new`'s.
@@ -141,6 +150,9 @@ impl Launch {
             faults: None,
             tso: true,
             xdp: XdpTuning::default(),
+            metrics: None,
+            metrics_file: None,
+            metrics_interval: std::time::Duration::from_secs(1),
         }
     }
 
@@ -191,6 +203,8 @@ pub enum LaunchError {
     Usage(String),
     /// A kernel-socket listener could not bind its address and port.
     Listen(std::io::Error),
+    /// The metrics endpoint or file could not start.
+    Metrics(ExportError),
 }
 
 impl fmt::Display for LaunchError {
@@ -206,6 +220,7 @@ impl fmt::Display for LaunchError {
             LaunchError::Runtime(e) => write!(f, "{e}"),
             LaunchError::Usage(s) => write!(f, "{s}"),
             LaunchError::Listen(e) => write!(f, "{e}"),
+            LaunchError::Metrics(e) => write!(f, "{e}"),
         }
     }
 }
@@ -258,7 +273,7 @@ pub fn workers<H, F>(
     make_handler: F,
 ) -> Result<Vec<Worker>, LaunchError>
 where
-    H: Handler + 'static,
+    H: Handler + AppMetrics + 'static,
     F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
 {
     let Ports(ports) = listen.into();
@@ -552,7 +567,7 @@ impl<F> Engines<'_, F> {
         dev: D,
     ) -> Result<Worker, LaunchError>
     where
-        H: Handler + 'static,
+        H: Handler + AppMetrics + 'static,
         F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
         D: PacketIo + Send + 'static,
         D::Tx: Send,
@@ -616,7 +631,7 @@ fn engine_body<D, H, F>(
 where
     D: PacketIo + Send + 'static,
     D::Tx: Send,
-    H: Handler + 'static,
+    H: Handler + AppMetrics + 'static,
     F: FnOnce(&WorkerContext) -> H + Send + 'static,
 {
     let capture = |dev: D| -> Result<_, LaunchError> {
@@ -650,9 +665,10 @@ where
     })
 }
 
-/// Build the workers (opening every link), call `ready` (where a binary says it is
-/// listening: only once its links are open), then run them until they stop; returns
-/// each worker's counters.
+/// Build the workers (opening every link), start the metrics endpoint and file if
+/// `launch` asks for them, call `ready` (where a binary says it is listening: only once
+/// its links are open), then run them until they stop; returns each worker's counters.
+/// The metrics file gets the workers' last counters before this returns.
 pub fn run<H, F>(
     launch: &Launch,
     listen: impl Into<Ports>,
@@ -661,12 +677,17 @@ pub fn run<H, F>(
     ready: impl FnOnce(),
 ) -> Result<Vec<Stats>, LaunchError>
 where
-    H: Handler + 'static,
+    H: Handler + AppMetrics + 'static,
     F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
 {
     let workers = workers(launch, listen, make_handler)?;
+    let mut cfg = launch.runtime.clone();
+    let exporter = metrics::export(launch, &workers, &mut cfg)?;
     ready();
-    Ok(runtime::run(workers, &launch.runtime, stop)?)
+    let stats = runtime::run(workers, &cfg, stop);
+    // The file, if any, gets the workers' last counters before run returns.
+    drop(exporter);
+    Ok(stats?)
 }
 
 /// Where an application's workers leave their own counters when their handlers are
@@ -861,6 +882,7 @@ mod tests {
         Nothing
     }
     struct Nothing;
+    impl AppMetrics for Nothing {}
     impl Handler for Nothing {
         type Conn = ();
         fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {

@@ -12,6 +12,9 @@ pub mod cli;
 pub mod launch;
 mod secret;
 
+/// Live metrics: the handler's [`AppMetrics`](metrics::AppMetrics) seam, the text
+/// format, the scrape endpoint and the metrics file.
+pub use rusty_metrics as metrics;
 /// Pinned worker threads, stop signals, pcap capture and the model-device bridge.
 pub use rusty_runtime as runtime;
 pub use rusty_stack::*;

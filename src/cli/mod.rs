@@ -53,6 +53,16 @@ fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
     parse_cpus(s).map(CpuList)
 }
 
+/// The address `--metrics` serves on: an IP address and a port.
+fn parse_metrics_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse().map_err(|_| {
+        format!(
+            "'{s}' is not an address and port (such as 127.0.0.1:9464, [::1]:9464 or \
+             0.0.0.0:9464)"
+        )
+    })
+}
+
 /// A count of at least 1.
 fn parse_count(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
@@ -74,6 +84,14 @@ pub struct CommonArgs {
     /// Print per-worker counters every SECONDS.
     #[arg(long, value_name = "SECONDS")]
     pub stats: Option<u64>,
+    /// Serve live metrics (every worker's counters, Prometheus text format) at
+    /// http://ADDR:PORT/metrics, from a thread of their own on kernel sockets.
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_metrics_addr)]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Write the same metrics to PATH every second (a temporary file renamed over it),
+    /// for node_exporter's textfile collector.
+    #[arg(long, value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
     /// Configure the host side of the TAP link with these addresses, as a link's are
     /// written: one IPv4 address, IPv6 addresses or both, comma-separated (e.g.
     /// 10.0.2.1/24,fd00::1/64; without a prefix, /24 for IPv4 and /64 for IPv6). IPv6
@@ -190,6 +208,8 @@ impl CommonArgs {
         gateway::assign(&mut links, &self.gateway)?;
         let mut l = Launch::new(links);
         l.pcap = self.pcap.clone();
+        l.metrics = self.metrics;
+        l.metrics_file = self.metrics_file.clone();
         if let Some(host) = &self.tap_host {
             l.tap_host = host.ipv4;
             l.tap_host_ipv6 = host.ipv6.clone();
@@ -343,6 +363,31 @@ mod tests {
         let quiet = Cli::try_parse_from(["x", "--log-level", "trace"]).unwrap();
         assert_eq!(quiet.common.log_level, Some(LogLevel::Trace));
         assert!(Cli::try_parse_from(["x", "--log-level", "loud"]).is_err());
+    }
+
+    #[test]
+    fn metrics_takes_an_address_and_a_port() {
+        let none = Cli::try_parse_from(["x"]).unwrap();
+        let l = none.common.launch(&none.links).unwrap();
+        assert_eq!((l.metrics, l.metrics_file), (None, None));
+        let cli = Cli::try_parse_from([
+            "x",
+            "--metrics",
+            "[::1]:9464",
+            "--metrics-file",
+            "/tmp/rusty.prom",
+        ])
+        .unwrap();
+        let l = cli.common.launch(&cli.links).unwrap();
+        assert_eq!(l.metrics, Some("[::1]:9464".parse().unwrap()));
+        assert_eq!(l.metrics_file, Some(PathBuf::from("/tmp/rusty.prom")));
+        for bad in ["9464", "localhost:9464", "127.0.0.1", "127.0.0.1:99999", ""] {
+            let err = Cli::try_parse_from(["x", "--metrics", bad]).unwrap_err();
+            assert!(
+                err.to_string().contains("is not an address and port"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
+use rusty_metrics::AppMetrics;
 use rusty_runtime::hangup::{on_hangup, Hangup};
 use rusty_runtime::WorkerContext;
 use rusty_stack::Handler;
@@ -146,7 +147,7 @@ impl TlsServer {
     /// each leaving its counters for [`TlsServer::log_counters`].
     pub fn wrap<H, F>(&self, make: F) -> impl Fn(&WorkerContext) -> Tls<H> + Clone + Send + 'static
     where
-        H: Handler + 'static,
+        H: Handler + AppMetrics + 'static,
         F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
     {
         let (acceptor, sink) = (self.acceptor.clone(), self.sink.clone());
@@ -172,7 +173,7 @@ pub fn run<H, F>(
     ready: impl FnOnce(),
 ) -> Result<Vec<rusty_stack::Stats>, launch::LaunchError>
 where
-    H: Handler + 'static,
+    H: Handler + AppMetrics + 'static,
     F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
 {
     match tls {

@@ -16,6 +16,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use rusty_drivers_tap::{open, TapConfig, TapQueue, TapStats};
+use rusty_runtime::metrics::AppMetrics;
 use rusty_runtime::{engine_worker, run, RuntimeConfig, StopHandle, Worker};
 use rusty_stack::io::{Capabilities, Doorbell, PacketIo};
 use rusty_stack::{Conn, EngineConfig, Handler, Stats};
@@ -90,6 +91,8 @@ fn pick_link() -> (String, Ipv4Addr, Ipv4Addr) {
 
 /// Sends back whatever arrives; closes when the peer has.
 struct Echo;
+
+impl AppMetrics for Echo {}
 
 impl Handler for Echo {
     type Conn = ();

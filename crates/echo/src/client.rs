@@ -15,6 +15,7 @@ use std::time::Duration;
 use rusty::cli::link::LinkSpec;
 use rusty::cli::CommonArgs;
 use rusty::launch;
+use rusty::metrics::AppMetrics;
 use rusty::runtime::{StopHandle, WorkerContext};
 use rusty_stack::Handler;
 use rusty_tls::{ClientSettings, Tls, TlsConnector};
@@ -119,7 +120,7 @@ impl<'a> ClientArgs<'a> {
 /// echo differed, a worker did not report or nothing was echoed.
 pub fn run_client<H, F>(args: ClientArgs<'_>, make: F) -> ExitCode
 where
-    H: Handler + 'static,
+    H: Handler + AppMetrics + 'static,
     F: Fn(usize, usize, Collector) -> H + Clone + Send + 'static,
 {
     let name = args.name;

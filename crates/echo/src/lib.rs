@@ -13,6 +13,7 @@
 pub mod client;
 mod discard;
 pub mod load;
+mod metrics;
 pub mod server;
 
 pub use discard::{DiscardServer, DiscardSink, DiscardStats};

@@ -50,6 +50,11 @@ impl Https {
         self.tls.stats()
     }
 
+    /// The TLS layer, with the server inside it.
+    pub fn tls(&self) -> &Tls<HttpServer> {
+        &self.tls
+    }
+
     /// Run one callback on `conn`, as the plain server's or as the TLS layer's. Neither
     /// opens connections, so the opener each is given is a throwaway.
     fn dispatch<R>(

@@ -51,6 +51,7 @@
 mod cache;
 pub mod date;
 mod https;
+mod metrics;
 mod mime;
 pub mod path;
 pub mod range;

@@ -362,6 +362,11 @@ impl HttpServer {
         &self.stats
     }
 
+    /// Connections this worker serves now.
+    pub fn open_connections(&self) -> usize {
+        self.active
+    }
+
     /// Append `Date`, `Connection` (when it says something) and the blank line.
     fn finish_head(&mut self, minor: u8, after: After) {
         self.head.extend_from_slice(b"Date: ");

@@ -1,8 +1,9 @@
 //! The body of a worker that runs the application on the host kernel's TCP: one
 //! [`KernelEngine`] (epoll loop, own `SO_REUSEPORT` listeners) per pinned worker.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use rusty_metrics::{AppMetrics, Gauges};
 use rusty_runtime::{LoopControl, Next, WorkerContext, MAX_PARK};
 use rusty_stack::{Handler, Stats};
 
@@ -17,6 +18,10 @@ use crate::engine::KernelEngine;
 /// `epoll_wait` (at most 10 ms) after `ctx.spin()` of idleness, and on a stop signal
 /// close the listeners and let connections finish within the grace period.
 ///
+/// With a metrics board ([`RuntimeConfig::metrics`](rusty_runtime::RuntimeConfig::metrics))
+/// it publishes its counters, its connections and what the handler reports once per
+/// interval and once more when it ends.
+///
 /// A listen address that cannot be bound is logged as an error and the worker ends at
 /// once; call [`KernelConfig::check_listen`] first to fail before starting workers.
 pub fn kernel_worker<H, F>(
@@ -24,7 +29,7 @@ pub fn kernel_worker<H, F>(
     make_handler: F,
 ) -> impl FnOnce(WorkerContext) -> Stats + Send
 where
-    H: Handler,
+    H: Handler + AppMetrics,
     F: FnOnce(&WorkerContext) -> H + Send + 'static,
 {
     move |mut ctx: WorkerContext| {
@@ -53,13 +58,29 @@ where
                 ctx.send_stats(engine.stats().clone());
             }
             park = Duration::ZERO;
-            match control.after_turn(&ctx, n, engine.connection_count()) {
+            let next = control.after_turn(&ctx, n, engine.connection_count());
+            let now = control.now();
+            ctx.publish_due_metrics(now, engine.stats(), gauges(&engine), engine.handler());
+            match next {
                 Next::Poll => {}
                 Next::StopAccepting => engine.stop_accepting(),
                 Next::Park => park = MAX_PARK,
                 Next::Exit => break,
             }
         }
+        ctx.publish_metrics(
+            Instant::now(),
+            engine.stats(),
+            gauges(&engine),
+            engine.handler(),
+        );
         engine.stats().clone()
+    }
+}
+
+fn gauges<H: Handler>(engine: &KernelEngine<H>) -> Gauges {
+    Gauges {
+        connections: engine.connection_count() as u64,
+        ..Gauges::default()
     }
 }

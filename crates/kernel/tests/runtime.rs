@@ -11,6 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::{connect, echo_round, free_port, loopback, start, Log, Rng};
 use rusty_kernel::KernelConfig;
+use rusty_runtime::metrics::AppMetrics;
 use rusty_runtime::WorkerContext;
 use rusty_stack::{CloseReason, Conn, Handler, Opener};
 
@@ -22,6 +23,8 @@ struct Echo {
 
 /// Bytes echoed; whether the last offer was left partly unread; whether the peer closed.
 type EchoState = (u64, bool, bool);
+
+impl AppMetrics for Echo {}
 
 impl Handler for Echo {
     type Conn = EchoState;
@@ -139,6 +142,8 @@ fn half_close_reaches_the_handler_and_its_close_reaches_the_client() {
 /// Refuses every connection.
 struct Refuser;
 
+impl AppMetrics for Refuser {}
+
 impl Handler for Refuser {
     type Conn = ();
     fn accept(&mut self, _: std::net::SocketAddr, _: std::net::SocketAddr) -> Option<()> {
@@ -174,6 +179,8 @@ fn refused_accept_resets_the_client() {
 struct Lines {
     log: Log,
 }
+
+impl AppMetrics for Lines {}
 
 impl Handler for Lines {
     type Conn = ();
@@ -226,6 +233,8 @@ fn partial_consumption_is_offered_again_and_a_pause_waits_for_more_data() {
 struct Shared {
     body: Bytes,
 }
+
+impl AppMetrics for Shared {}
 
 impl Handler for Shared {
     type Conn = ();
@@ -293,6 +302,8 @@ struct Dialer {
     started: bool,
     log: Log,
 }
+
+impl AppMetrics for Dialer {}
 
 impl Handler for Dialer {
     type Conn = (Dial, Vec<u8>);

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{loopback, start_with, Log};
 use rusty_kernel::{KernelConfig, KernelEngine};
+use rusty_runtime::metrics::AppMetrics;
 use rusty_runtime::{RuntimeConfig, WorkerContext};
 use rusty_stack::{CloseReason, Conn, ConnId, Handler, Opener};
 
@@ -72,6 +73,8 @@ fn arm(timed: &mut Timed, conn: &mut Conn<'_, Option<Instant>>, after: Option<Du
     *conn.state() = after.map(|d| now + d);
     conn.set_timer(after);
 }
+
+impl AppMetrics for Timed {}
 
 impl Handler for Timed {
     type Conn = Option<Instant>;
@@ -364,6 +367,8 @@ struct IdleTimeout {
     after: Duration,
     log: Log,
 }
+
+impl AppMetrics for IdleTimeout {}
 
 impl Handler for IdleTimeout {
     type Conn = Instant;

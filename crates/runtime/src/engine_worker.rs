@@ -1,9 +1,10 @@
 //! The body of a worker that runs Rusty's own stack: one engine over one packet-IO
 //! queue, its handler built on the worker's own thread.
 
-use std::time::Duration;
+use std::time::{Duration, Instant as StdInstant};
 
 use crate::{ControlMsg, LoopControl, Next, WorkerContext};
+use rusty_metrics::{AppMetrics, Gauges};
 use rusty_stack::app::Handler;
 use rusty_stack::engine::{Engine, EngineConfig};
 use rusty_stack::io::{Doorbell, PacketIo, Ringer};
@@ -27,6 +28,10 @@ pub const MAX_PARK: Duration = Duration::from_millis(10);
 /// parked owner wakes at once instead of after up to [`MAX_PARK`]. A sibling whose
 /// ringer has not arrived yet (they start in any order) is not rung; its park timeout
 /// bounds the delay.
+///
+/// With a metrics board ([`RuntimeConfig::metrics`](crate::RuntimeConfig::metrics)) it
+/// publishes the engine's counters, its connections, TIME-WAIT entries and orphans, and
+/// what the handler reports, once per interval and once more when it ends.
 pub fn engine_worker<D, H, F>(
     dev: D,
     cfg: EngineConfig,
@@ -35,7 +40,7 @@ pub fn engine_worker<D, H, F>(
 ) -> impl FnOnce(WorkerContext) -> Stats + Send
 where
     D: PacketIo + Send + 'static,
-    H: Handler,
+    H: Handler + AppMetrics,
     F: FnOnce(&WorkerContext) -> H + Send + 'static,
 {
     move |mut ctx: WorkerContext| {
@@ -67,6 +72,11 @@ where
                 ),
             }
         }
+        let gauges = |engine: &Engine<D, H, SystemClock>| Gauges {
+            connections: engine.connection_count() as u64,
+            time_wait: Some(engine.time_wait_count() as u64),
+            orphans: Some(engine.orphan_count() as u64),
+        };
         let mut learned = Vec::new();
         let mut misdirected = Vec::new();
         let mut handed_over = Vec::new();
@@ -103,7 +113,10 @@ where
             if ctx.stats_due() {
                 ctx.send_stats(engine.stats().clone());
             }
-            match control.after_turn(&ctx, work, engine.connection_count()) {
+            let next = control.after_turn(&ctx, work, engine.connection_count());
+            let now = control.now();
+            ctx.publish_due_metrics(now, engine.stats(), gauges(&engine), engine.handler());
+            match next {
                 Next::Poll => {}
                 Next::StopAccepting => engine.stop_accepting(),
                 Next::Exit => break,
@@ -119,6 +132,12 @@ where
                 }
             }
         }
+        ctx.publish_metrics(
+            StdInstant::now(),
+            engine.stats(),
+            gauges(&engine),
+            engine.handler(),
+        );
         engine.stats().clone()
     }
 }
@@ -271,7 +290,14 @@ mod tests {
         }
     }
 
+    /// Accepts everything; reports one counter of its own, always 7.
     struct Accept;
+
+    impl AppMetrics for Accept {
+        fn report(&self, out: &mut rusty_metrics::Report) {
+            out.counter("test_reported_total", "Always 7.", 7);
+        }
+    }
 
     impl Handler for Accept {
         type Conn = ();
@@ -358,5 +384,48 @@ mod tests {
             0,
             "worker 0 was rung"
         );
+    }
+
+    /// With a metrics board, the worker publishes the engine's counters, its
+    /// connections and its handler's report while it runs, from its own loop.
+    #[test]
+    fn an_engine_worker_publishes_its_counters_and_its_handlers() {
+        const SYNS: u16 = 4;
+        let (client, server) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let wire = Wire::default();
+        let queue = Queue {
+            caps: Capabilities::new(MAC_B, 1500),
+            wire: wire.clone(),
+            bell: None,
+        };
+        let cfg = sim::engine_config(server, 0);
+        let body = engine_worker(queue, cfg, vec![(7, 64)], |_| Accept);
+        let workers = vec![Worker::new("q0", 0, Box::new(body))];
+        let board = rusty_metrics::Board::new(vec!["q0".into()], Duration::from_millis(10));
+        let mut cfg = crate::tests::test_config();
+        cfg.metrics = Some(board.clone());
+        let stop = StopHandle::new();
+        let runtime = {
+            let stop = stop.clone();
+            std::thread::spawn(move || run(workers, &cfg, &stop))
+        };
+        let syns = (0..SYNS).map(|i| tcp_frame(client, server, 50000 + i, 7));
+        wire.rx.lock().unwrap().extend(syns);
+        let until = StdInstant::now() + Duration::from_secs(10);
+        let snapshot = loop {
+            let snap = board.read().remove(0).1;
+            if let Some(s) = snap.filter(|s| s.stats.segments_in == u64::from(SYNS)) {
+                break s;
+            }
+            assert!(StdInstant::now() < until, "no snapshot with the SYNs");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        stop.stop();
+        runtime.join().unwrap().unwrap();
+        assert_eq!(snapshot.gauges.connections, u64::from(SYNS));
+        assert_eq!(snapshot.gauges.time_wait, Some(0));
+        let app = snapshot.app.samples();
+        assert_eq!(app.len(), 1);
+        assert_eq!((app[0].name, app[0].value), ("test_reported_total", 7));
     }
 }

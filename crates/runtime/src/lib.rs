@@ -18,7 +18,13 @@
 //!
 //! SIGINT/SIGTERM start a graceful stop: workers stop accepting, open connections get
 //! the configured grace period to finish, then every worker exits and the runtime
-//! returns its statistics. A second signal exits at once. SIGHUP is the program's:
+//! returns its statistics.
+//!
+//! With [`RuntimeConfig::metrics`], each worker publishes its counters (the stack's
+//! and its handler's, [`AppMetrics`]) to its slot of that board once per interval,
+//! checked against the clock its loop reads anyway
+//! ([`WorkerContext::publish_due_metrics`]),
+//! and once more as it ends. A second signal exits at once. SIGHUP is the program's:
 //! [`hangup::on_hangup`] runs a reload of its choosing.
 //!
 //! The runtime says what it does (stopping, periodic stats) through the `log` facade;
@@ -40,7 +46,11 @@ use std::time::{Duration, Instant as StdInstant};
 use crossbeam_channel::{Receiver, Sender};
 
 pub use engine_worker::{engine_worker, MAX_PARK};
+/// What workers publish for the metrics exporter, and the [`AppMetrics`] their
+/// handlers implement.
+pub use rusty_metrics as metrics;
 
+use rusty_metrics::{AppMetrics, Board, Gauges, Publisher};
 use rusty_stack::io::{MacAddr, Ringer};
 use rusty_stack::Stats;
 
@@ -62,6 +72,9 @@ pub struct RuntimeConfig {
     pub stats_interval: Option<Duration>,
     /// Install SIGINT/SIGTERM handlers (off in tests that run several runtimes).
     pub handle_signals: bool,
+    /// Where workers publish their counters for the metrics exporter, one slot per
+    /// worker in order (`None`: they publish nothing).
+    pub metrics: Option<Arc<Board>>,
 }
 
 impl Default for RuntimeConfig {
@@ -73,6 +86,7 @@ impl Default for RuntimeConfig {
             grace: Duration::from_secs(10),
             stats_interval: None,
             handle_signals: true,
+            metrics: None,
         }
     }
 }
@@ -200,6 +214,7 @@ pub struct WorkerContext {
     stats_tx: Sender<(usize, Stats)>,
     inbox: Receiver<ControlMsg>,
     siblings: Vec<(usize, Sender<ControlMsg>)>,
+    metrics: Option<Publisher>,
 }
 
 impl WorkerContext {
@@ -259,6 +274,35 @@ impl WorkerContext {
     pub fn send_stats(&self, stats: Stats) {
         let _ = self.stats_tx.try_send((self.index, stats));
     }
+    /// [`WorkerContext::publish_metrics`] when this worker's metrics are due at `now`
+    /// (never without a metrics board). Pass the time the loop last read
+    /// ([`LoopControl::now`]) rather than read the clock again.
+    #[inline]
+    pub fn publish_due_metrics(
+        &mut self,
+        now: StdInstant,
+        stats: &Stats,
+        gauges: Gauges,
+        app: &dyn AppMetrics,
+    ) {
+        if self.metrics.as_ref().is_some_and(|p| p.due(now)) {
+            self.publish_metrics(now, stats, gauges, app);
+        }
+    }
+    /// Publish this worker's counters to the metrics board: the stack's `stats`, the
+    /// connections it holds, and what its handler `app` reports. Does nothing without
+    /// a board.
+    pub fn publish_metrics(
+        &mut self,
+        now: StdInstant,
+        stats: &Stats,
+        gauges: Gauges,
+        app: &dyn AppMetrics,
+    ) {
+        if let Some(p) = &mut self.metrics {
+            p.publish(now, stats, gauges, app);
+        }
+    }
 }
 
 /// What a worker loop does after a turn.
@@ -279,10 +323,21 @@ pub enum Next {
 /// The part of a worker loop every backend shares: the stop signal (stop accepting,
 /// then let connections finish within the grace period) and when to stop spinning and
 /// park. (Stats snapshots: [`WorkerContext::stats_due`].)
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LoopControl {
     idle_since: Option<StdInstant>,
     drain_until: Option<StdInstant>,
+    now: StdInstant,
+}
+
+impl Default for LoopControl {
+    fn default() -> LoopControl {
+        LoopControl {
+            idle_since: None,
+            drain_until: None,
+            now: StdInstant::now(),
+        }
+    }
 }
 
 impl LoopControl {
@@ -291,10 +346,16 @@ impl LoopControl {
         LoopControl::default()
     }
 
+    /// The time the last [`LoopControl::after_turn`] read (or when the loop was made).
+    pub fn now(&self) -> StdInstant {
+        self.now
+    }
+
     /// Call after each loop turn that did `work` (frames, events) with `connections`
     /// still open.
     pub fn after_turn(&mut self, ctx: &WorkerContext, work: usize, connections: usize) -> Next {
         let now = StdInstant::now();
+        self.now = now;
         match ctx.stop_state() {
             StopState::Running => {}
             StopState::Draining => match self.drain_until {
@@ -450,6 +511,7 @@ pub fn run(
             stats_tx: stats_tx.clone(),
             inbox: channels[index].1 .1.clone(),
             siblings,
+            metrics: cfg.metrics.as_ref().map(|b| b.publisher(index)),
         };
         let core = cores[index];
         let body = worker.body;

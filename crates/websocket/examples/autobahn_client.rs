@@ -78,6 +78,8 @@ impl Driver {
     }
 }
 
+impl rusty::metrics::AppMetrics for Driver {}
+
 impl Handler for Driver {
     type Conn = WsConn<Purpose>;
 

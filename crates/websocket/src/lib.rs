@@ -76,6 +76,7 @@ pub mod frame;
 pub mod handshake;
 pub mod load;
 pub mod message;
+mod metrics;
 pub mod parser;
 mod server;
 mod session;

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -488,4 +488,50 @@ pub(crate) fn local_checks(python: &Path, port: u16, root: &Path, checks: &[&str
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     assert_checks_passed(&checks.join(","), out.status.success(), &text);
+}
+
+/// The address a log's `metrics: serving http://ADDR/metrics` line names.
+pub(crate) fn metrics_addr_in(log: &str) -> Option<SocketAddr> {
+    let rest = log.split("metrics: serving http://").nth(1)?;
+    rest.split('/').next()?.parse().ok()
+}
+
+/// One request on its own connection, bounded in time; the status code (0 when none
+/// arrived) and the whole response.
+pub(crate) fn exchange(addr: SocketAddr, request: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request).expect("send the request");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let code = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, text)
+}
+
+/// The body of a successful scrape of the metrics endpoint at `addr`.
+pub(crate) fn scrape(addr: SocketAddr) -> String {
+    let (code, text) = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(code, 200, "{text}");
+    assert!(
+        text.contains("\r\nContent-Type: text/plain; version=0.0.4"),
+        "{text}"
+    );
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
+/// The sum over workers of `rusty_http_requests_total` for `code` in a scrape.
+pub(crate) fn requests(text: &str, code: &str) -> u64 {
+    let label = format!("code=\"{code}\"}}");
+    text.lines()
+        .filter(|l| l.starts_with("rusty_http_requests_total{") && l.contains(&label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
 }

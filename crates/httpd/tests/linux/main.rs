@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod ipv6;
+mod metrics;
 mod tls;
 
 use std::path::Path;

@@ -57,7 +57,7 @@ pub(crate) fn start<H, F>(
     make: F,
 ) -> Server
 where
-    H: Handler + 'static,
+    H: Handler + rusty_runtime::metrics::AppMetrics + 'static,
     F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
 {
     let rcfg = {
@@ -79,7 +79,7 @@ pub(crate) fn start_with<H, F>(
     make: F,
 ) -> Server
 where
-    H: Handler + 'static,
+    H: Handler + rusty_runtime::metrics::AppMetrics + 'static,
     F: Fn(&WorkerContext) -> H + Clone + Send + 'static,
 {
     let addr = loopback(free_port());
