@@ -66,6 +66,10 @@ const FIELDS: &[Field] = fields! {
         "IPv6 addresses of ours found in use by another node.";
     path_mtu_lowered => "rusty_path_mtu_lowered_total" Counter
         "Connections whose segment size an ICMPv6 Packet Too Big lowered.";
+    neighbour_probes_sent => "rusty_neighbour_probes_sent_total" Counter
+        "Unicast probes of a cached neighbour's address (ARP requests or Neighbor Solicitations, also counted there).";
+    neighbours_unreachable => "rusty_neighbours_unreachable_total" Counter
+        "Neighbours that answered none of their probes and were forgotten.";
     icmpv6_errors_sent => "rusty_icmpv6_errors_sent_total" Counter "ICMPv6 errors sent.";
     icmpv6_errors_suppressed => "rusty_icmpv6_errors_suppressed_total" Counter
         "ICMPv6 errors not sent because their budget was spent.";
