@@ -203,6 +203,32 @@ pub(crate) fn gen_pages(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The private namespace `<name>-<pid>` with the TAP `rhtap<pid>`, its host side on
+/// both families' subnets of [`TAP`].
+fn tap_namespace(name: &str, pid: u32) -> Result<Netns> {
+    let net = Netns::create(
+        format!("{name}-{pid}"),
+        format!("rhtap{pid}"),
+        TAP.v4.kernel_cidr,
+    )?;
+    net.add_address(&net.tap, TAP.v6.kernel_cidr)?;
+    // `Connection: close` opens a connection per request: give wrk the whole port range
+    // and let it reuse its own TIME-WAIT ports (both sysctls are per namespace, and
+    // apply to IPv6 too).
+    net.sysctl("net.ipv4.ip_local_port_range", "1024 65535")?;
+    net.sysctl("net.ipv4.tcp_tw_reuse", "1")?;
+    Ok(net)
+}
+
+/// The servers measured on kernel sockets and TAP: nginx too when it was found.
+fn servers(tools: &Tools) -> Vec<Server> {
+    let mut servers = vec![Server::Tap, Server::Kernel];
+    if tools.nginx.is_some() {
+        servers.push(Server::Nginx);
+    }
+    servers
+}
+
 pub(crate) fn run(opts: &Options) -> Result<()> {
     if opts.run.load.duration == 0 || opts.run.load.rounds == 0 || opts.connections == 0 {
         return Err("--duration, --rounds and --connections must be at least 1".into());
@@ -235,17 +261,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         None => None,
     };
 
-    let mut net = Netns::create(
-        format!("rusty-bench-http-{pid}"),
-        format!("rhtap{pid}"),
-        TAP.v4.kernel_cidr,
-    )?;
-    net.add_address(&net.tap, TAP.v6.kernel_cidr)?;
-    // `Connection: close` opens a connection per request: give wrk the whole port range
-    // and let it reuse its own TIME-WAIT ports (both sysctls are per namespace, and
-    // apply to IPv6 too).
-    net.sysctl("net.ipv4.ip_local_port_range", "1024 65535")?;
-    net.sysctl("net.ipv4.tcp_tw_reuse", "1")?;
+    let mut net = tap_namespace("rusty-bench-http", pid)?;
     let xdp_link = xdp::setup(
         &opts.run,
         opts.no_install,
@@ -255,10 +271,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         &interrupted,
     )?;
 
-    let mut servers = vec![Server::Tap, Server::Kernel];
-    if tools.nginx.is_some() {
-        servers.push(Server::Nginx);
-    }
+    let mut servers = servers(&tools);
     let mut ctx = Ctx {
         opts,
         httpd,

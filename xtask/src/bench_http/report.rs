@@ -9,10 +9,12 @@ use crate::family::{self, CaseRuns, Families, Over};
 use crate::http_load::report::{self, ratios};
 use crate::http_load::wrk::Sample;
 use crate::pages::{self, PAGES, SMALL_PAGE};
-use crate::xdp::{self, Per};
+use crate::xdp::{self, Goal, Per};
 
 /// Each case's label and runs.
-fn case_runs(samples: &[Vec<(Over<Server>, Sample)>]) -> Vec<CaseRuns<'_, Server, Sample>> {
+pub(super) fn case_runs(
+    samples: &[Vec<(Over<Server>, Sample)>],
+) -> Vec<CaseRuns<'_, Server, Sample>> {
     CASES
         .iter()
         .zip(samples)
@@ -23,6 +25,22 @@ fn case_runs(samples: &[Vec<(Over<Server>, Sample)>]) -> Vec<CaseRuns<'_, Server
 /// The table of medians and of the ratios of each Rusty row (TAP, AF_XDP) to each
 /// baseline in the same family, and of each server over IPv6 to itself over IPv4
 /// ([`crate::http_load::report::table`], [`family::pairs`]).
+/// Goal `g`'s ratio of `rusty` to `baseline`: work per server or per machine CPU-second
+/// in the goal's case.
+pub(super) fn goal_ratio(
+    samples: &[Vec<(Over<Server>, Sample)>],
+    g: &Goal,
+    rusty: Over<Server>,
+    baseline: Over<Server>,
+) -> f64 {
+    let ci = CASES.iter().position(|c| c.label == g.case).unwrap_or(0);
+    let r = ratios(&samples[ci], rusty, baseline);
+    match g.per {
+        Per::ServerCpu => r.per_server_cpu,
+        Per::MachineCpu => r.per_machine_cpu,
+    }
+}
+
 pub(super) fn table(samples: &[Vec<(Over<Server>, Sample)>], rows: &[Over<Server>]) -> String {
     let pairs = family::pairs(
         &[Server::Tap, Server::Xdp],
@@ -60,14 +78,7 @@ pub(super) fn verdict(
         "request",
         &format!("the kernel-backend httpd over {family}"),
         xdp_skipped,
-        |g| {
-            let ci = CASES.iter().position(|c| c.label == g.case).unwrap_or(0);
-            let r = ratios(&samples[ci], on(Server::Xdp), on(Server::Kernel));
-            match g.per {
-                Per::ServerCpu => r.per_server_cpu,
-                Per::MachineCpu => r.per_machine_cpu,
-            }
-        },
+        |g| goal_ratio(samples, g, on(Server::Xdp), on(Server::Kernel)),
     );
     let cases = case_runs(samples);
     let v6 = |name, server, skipped| {

@@ -16,16 +16,17 @@
 use std::fs;
 use std::path::PathBuf;
 
+use super::report::{case_runs, goal_ratio};
 use super::runs::Ctx;
 use super::tools::Tools;
-use super::{measure, Options, Server, CASES, PORT, TAP};
+use super::{measure, servers, tap_namespace, Options, Server, CASES, PORT, TAP};
 use crate::common::{
-    median_by, provenance, release_bin, warn_if_busy, write_results, Netns, Result, TempDir,
+    median_by, provenance, release_bin, warn_if_busy, write_results, Result, TempDir,
     BENCHMARKS_PAGE,
 };
-use crate::family::{self, CaseRuns, Families, Family, Over};
+use crate::family::{self, Families, Family, Over};
 use crate::goals::{self, Goal, Per};
-use crate::http_load::report::{self, ratios, Row};
+use crate::http_load::report::{self, Row};
 use crate::http_load::tls::{
     write_tls_files, Negotiated, TlsFiles, GROUP, PROBE_REQUEST, PROTOCOL, SUITE,
 };
@@ -95,19 +96,8 @@ pub(super) fn run(opts: &Options) -> Result<()> {
         None => None,
     };
 
-    let net = Netns::create(
-        format!("rusty-bench-http-tls-{pid}"),
-        format!("rhtap{pid}"),
-        TAP.v4.kernel_cidr,
-    )?;
-    net.add_address(&net.tap, TAP.v6.kernel_cidr)?;
-    net.sysctl("net.ipv4.ip_local_port_range", "1024 65535")?;
-    net.sysctl("net.ipv4.tcp_tw_reuse", "1")?;
-
-    let mut servers = vec![Server::Tap, Server::Kernel];
-    if tools.nginx.is_some() {
-        servers.push(Server::Nginx);
-    }
+    let net = tap_namespace("rusty-bench-http-tls", pid)?;
+    let servers = servers(&tools);
     let ctx = Ctx {
         opts,
         httpd,
@@ -165,15 +155,6 @@ pub(super) fn run(opts: &Options) -> Result<()> {
         eprintln!("{what}: table written to {}", path.display());
     }
     Ok(())
-}
-
-/// Each case's label and runs.
-fn case_runs(samples: &[Vec<(Over<Server>, Sample)>]) -> Vec<CaseRuns<'_, Server, Sample>> {
-    CASES
-        .iter()
-        .zip(samples)
-        .map(|(c, runs)| (c.label, runs.as_slice()))
-        .collect()
 }
 
 /// The table of medians and of the ratios of Rusty on TAP to each baseline in the same
@@ -237,14 +218,7 @@ fn verdict(
         &GOALS,
         "request",
         skipped.as_deref(),
-        |g| {
-            let ci = CASES.iter().position(|c| c.label == g.case).unwrap_or(0);
-            let r = ratios(&samples[ci], on(Server::Tap), on(Server::Nginx));
-            match g.per {
-                Per::ServerCpu => r.per_server_cpu,
-                Per::MachineCpu => r.per_machine_cpu,
-            }
-        },
+        |g| goal_ratio(samples, g, on(Server::Tap), on(Server::Nginx)),
     );
     let cases = case_runs(samples);
     let v6 = family::ipv6_verdict(
