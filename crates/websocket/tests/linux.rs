@@ -94,6 +94,13 @@ fn wss_echo_on_tap() {
     };
     let host = net.stack_ip();
     let pki = net.make_pki(&[NAME, &host]);
+    let ws_echo = spawn_on_tap(&mut net, &pki.chain, &pki.key);
+    check(&mut net, &python, ws_echo, &host, &pki.ca, &host);
+}
+
+/// ws-echo serving wss:// with `cert` and `key` on Rusty's stack over a new TAP, one
+/// worker; its process once the TAP is attached and moved into the namespace.
+fn spawn_on_tap(net: &mut TestNet, cert: &Path, key: &Path) -> Proc {
     let tap = net.create_tap();
     let mut cmd = Command::new(WS_ECHO);
     cmd.args([
@@ -104,10 +111,10 @@ fn wss_echo_on_tap() {
         "1",
     ])
     .args(["--oversubscribe", "--grace", "1"])
-    .args(tls_flags(&pki.chain, &pki.key));
+    .args(tls_flags(cert, key));
     let ws_echo = net.spawn("ws-echo", cmd);
     net.move_tap_when_attached(&tap, 1, ws_echo);
-    check(&mut net, &python, ws_echo, &host, &pki.ca, &host);
+    ws_echo
 }
 
 /// 2. The same on the kernel backend inside the namespace, on 127.0.0.1, the client
@@ -149,19 +156,7 @@ fn wss_reloads_certificates_on_sighup() {
     let host = net.stack_ip();
     let pki = net.make_pki(&[NAME, &host]);
     let (cert, key) = live_copies(&net.dir, &pki.chain, &pki.key);
-    let tap = net.create_tap();
-    let mut cmd = Command::new(WS_ECHO);
-    cmd.args([
-        PORT,
-        "1",
-        &format!("tap:{tap}"),
-        &net.stack_addresses(),
-        "1",
-    ])
-    .args(["--oversubscribe", "--grace", "1"])
-    .args(tls_flags(&cert, &key));
-    let ws_echo = net.spawn("ws-echo", cmd);
-    net.move_tap_when_attached(&tap, 1, ws_echo);
+    let ws_echo = spawn_on_tap(&mut net, &cert, &key);
     let python = net.tools.get("python3").to_path_buf();
     let (chain2, key2, fp2) = &pki.second;
     net.check_sighup_reload(
