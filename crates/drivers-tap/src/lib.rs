@@ -22,8 +22,8 @@
 //! ## Offloads
 //!
 //! With [`TapConfig::offloads`] on (the default) the driver enables `TUN_F_CSUM |
-//! TUN_F_TSO4` (`TUNSETOFFLOAD`), and the virtio-net header carries offload state both
-//! ways ([`vnet`]):
+//! TUN_F_TSO4 | TUN_F_TSO6` (`TUNSETOFFLOAD`), and the virtio-net header carries offload
+//! state both ways ([`vnet`]):
 //!
 //! - **Receive.** The kernel may hand over TCP frames whose checksum is only partial
 //!   (`VIRTIO_NET_HDR_F_NEEDS_CSUM`: they were built by the local kernel and never crossed
@@ -34,8 +34,9 @@
 //! - **Transmit.** The stack may leave the TCP checksum to the kernel (it writes the
 //!   pseudo-header sum and asks through `TxMeta::checksum`, which becomes `NEEDS_CSUM`,
 //!   `csum_start`, `csum_offset`) and may hand over TCP super-frames for the kernel to
-//!   segment (`TxMeta::tso_mss` becomes `GSO_TCPV4` with `gso_size` and `hdr_len`). The
-//!   IPv4 header checksum is never offloaded by virtio, so `tx_checksum.ipv4` is false.
+//!   segment (`TxMeta::tso_mss` becomes `GSO_TCPV4` or `GSO_TCPV6` with `gso_size` and
+//!   `hdr_len`). The IPv4 header checksum is never offloaded by virtio, so
+//!   `tx_checksum.ipv4` is false.
 //!
 //! With offloads off, every frame carries full checksums both ways and none exceeds the
 //! MTU (plus the Ethernet header).
@@ -288,7 +289,7 @@ pub fn open(cfg: &TapConfig) -> Result<Vec<TapQueue>, TapError> {
     };
     let flags = libc::IFF_TAP | libc::IFF_NO_PI | libc::IFF_VNET_HDR | libc::IFF_MULTI_QUEUE;
     let offload = if cfg.offloads {
-        libc::TUN_F_CSUM | libc::TUN_F_TSO4
+        libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6
     } else {
         0
     };

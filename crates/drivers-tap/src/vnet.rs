@@ -28,11 +28,11 @@ pub const F_DATA_VALID: u8 = 2;
 /// `gso_type`: an ordinary frame, not a super-frame.
 pub const GSO_NONE: u8 = 0;
 /// `gso_type`: a TCP/IPv4 super-frame, cut into segments of `gso_size` payload bytes
-/// (TSO); the only GSO type the driver enables.
+/// (TSO); the driver enables it and [`GSO_TCPV6`], no other.
 pub const GSO_TCPV4: u8 = 1;
 /// `gso_type`: a UDP/IPv4 super-frame to be fragmented (UFO); refused on receive.
 pub const GSO_UDP: u8 = 3;
-/// `gso_type`: a TCP/IPv6 super-frame; refused on receive.
+/// `gso_type`: a TCP/IPv6 super-frame, cut like [`GSO_TCPV4`]'s.
 pub const GSO_TCPV6: u8 = 4;
 /// `gso_type`: a UDP super-frame cut into datagrams (USO); refused on receive.
 pub const GSO_UDP_L4: u8 = 5;
@@ -110,7 +110,7 @@ impl VnetHdr {
     pub fn rx_meta(&self) -> Result<RxMeta, VnetError> {
         let gso_size = match self.gso_type & !GSO_ECN {
             GSO_NONE => None,
-            GSO_TCPV4 => Some(self.gso_size),
+            GSO_TCPV4 | GSO_TCPV6 => Some(self.gso_size),
             other => return Err(VnetError::UnsupportedGso(other)),
         };
         Ok(RxMeta {
@@ -203,7 +203,13 @@ mod tests {
                 gso_size: Some(1448)
             })
         );
-        for t in [GSO_UDP, GSO_TCPV6, GSO_UDP_L4] {
+        let v6 = VnetHdr {
+            gso_type: GSO_TCPV6,
+            gso_size: 1428,
+            ..VnetHdr::default()
+        };
+        assert_eq!(v6.rx_meta().map(|m| m.gso_size), Ok(Some(1428)));
+        for t in [GSO_UDP, GSO_UDP_L4] {
             let h = VnetHdr {
                 gso_type: t,
                 ..VnetHdr::default()

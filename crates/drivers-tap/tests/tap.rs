@@ -4,10 +4,11 @@
 //!
 //! Needs root (creating a TAP needs CAP_NET_ADMIN): skipped with a message otherwise,
 //! failed instead when `RUSTY_REQUIRE_PRIVILEGED=1`. Traffic only ever goes to the
-//! private /30 this test puts on its own TAP; the device vanishes when its queues close.
+//! private /30 (or the unique-local /64) this test puts on its own TAP; the device
+//! vanishes when its queues close.
 
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -155,6 +156,16 @@ struct Stack {
 
 impl Stack {
     fn start(queues: Vec<TapQueue>, ip: Ipv4Addr, prefix_len: u8) -> Stack {
+        Stack::start_dual(queues, ip, prefix_len, None)
+    }
+
+    /// [`Stack::start`] with an IPv6 address (and its /64) beside the IPv4 one.
+    fn start_dual(
+        queues: Vec<TapQueue>,
+        ip: Ipv4Addr,
+        prefix_len: u8,
+        ipv6: Option<Ipv6Addr>,
+    ) -> Stack {
         let tap_stats = Arc::new(Mutex::new(Vec::new()));
         let workers = queues
             .into_iter()
@@ -162,6 +173,8 @@ impl Stack {
             .map(|(i, q)| {
                 let mut cfg = EngineConfig::new(ip);
                 cfg.prefix_len = prefix_len;
+                cfg.ipv6.extend(ipv6.map(|a| (a, 64)));
+                cfg.dad_transmits = 0;
                 let dev = Reporting {
                     q,
                     out: tap_stats.clone(),
@@ -210,8 +223,8 @@ impl Drop for Stack {
 
 /// Connect to the stack's echo port (retrying while the link comes up), send `len`
 /// bytes, half-close, and check that exactly those bytes come back.
-fn echo_through(stack_ip: Ipv4Addr, len: usize, seed: u8) -> io::Result<()> {
-    let addr = SocketAddr::from((stack_ip, ECHO_PORT));
+fn echo_through(stack_ip: impl Into<IpAddr>, len: usize, seed: u8) -> io::Result<()> {
+    let addr = SocketAddr::from((stack_ip.into(), ECHO_PORT));
     let deadline = Instant::now() + IO_TIMEOUT;
     let stream = loop {
         match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
@@ -367,6 +380,45 @@ fn kernel_tcp_talks_to_the_stack_over_two_offloading_queues() {
         sysfs(&name, "mtu").is_none(),
         "the TAP vanished with its queues"
     );
+}
+
+/// The kernel coalesces TCP over IPv6 into super-frames for the stack as it does over
+/// IPv4 (`TUN_F_TSO6`), and the stack takes them whole.
+#[test]
+fn kernel_tcp_over_ipv6_arrives_in_super_frames() {
+    if !privileged("kernel_tcp_over_ipv6_arrives_in_super_frames") {
+        return;
+    }
+    let (name, host_ip, stack_ip) = pick_link();
+    // A unique-local /64 named after the /30, so that tests at once never share one.
+    let [_, _, a, b] = host_ip.octets();
+    let prefix = |last| Ipv6Addr::new(0xfd00, 0x213, u16::from_be_bytes([a, b]), 0, 0, 0, 0, last);
+    let (host6, stack6) = (prefix(1), prefix(2));
+    let cfg = {
+        let mut c = TapConfig::new(name.clone(), 1);
+        c.host = Some((host_ip, 30));
+        c.host_ipv6 = vec![(host6, 64)];
+        c
+    };
+    let queues = open(&cfg).unwrap_or_else(|e| panic!("opening {name}: {e}"));
+    let stack = Stack::start_dual(queues, stack_ip, 30, Some(stack6));
+    const FLOWS: u8 = 4;
+    let clients: Vec<_> = (0..FLOWS)
+        .map(|i| thread::spawn(move || echo_through(stack6, 200_000, i)))
+        .collect();
+    for c in clients {
+        c.join()
+            .expect("client thread")
+            .expect("echo over IPv6 through the TAP");
+    }
+    let (stats, tap) = stack.finish();
+    eprintln!("engine: {}\ndriver: {tap:?}", stats[0]);
+    assert_eq!(stats[0].conns_opened_passive, u64::from(FLOWS));
+    assert!(
+        tap[0].rx_gso_frames > 0,
+        "the kernel sent TSO super-frames over IPv6: {tap:?}"
+    );
+    assert_eq!((tap[0].tx_drops, tap[0].rx_errors), (0, 0), "{tap:?}");
 }
 
 #[test]
