@@ -18,6 +18,7 @@
 //! - exits with the child's status when it exits (128 + the signal's number when a
 //!   signal ended it). Should `rusty-run` itself die, the child gets `SIGTERM`.
 
+use std::fmt;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::path::PathBuf;
@@ -25,7 +26,7 @@ use std::process::{Command, ExitStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusty_metrics::{Board, Exporter, Report, Snapshot};
+use rusty_metrics::{Board, ExportError, Exporter, Report, Snapshot};
 
 use crate::snapshots::{self, SLOTS};
 use crate::sys::{self, Signals};
@@ -57,11 +58,39 @@ pub struct Exports {
     pub name: String,
 }
 
+/// Why the program could not be supervised.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The endpoint or the file could not start (exit code 1, as for the other
+    /// binaries).
+    Metrics(ExportError),
+    /// Anything else: the program could not start, the table did not map, ...
+    Other(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Metrics(e) => write!(f, "{e}"),
+            Error::Other(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<String> for Error {
+    fn from(e: String) -> Error {
+        Error::Other(e)
+    }
+}
+
 /// Run `program` as a child, with the counters its processes publish to the table in
 /// memory file `table` ([`table_file`](crate::table_file)'s) exported as `exports`
 /// says, until it exits; its exit code as a shell reports it. An error (an address that
 /// cannot be bound, a program that cannot start) comes before the program runs.
-pub fn supervise(mut program: Command, table: RawFd, exports: &Exports) -> Result<u8, String> {
+pub fn supervise(mut program: Command, table: RawFd, exports: &Exports) -> Result<u8, Error> {
     // Before any thread starts, so that every thread has them blocked and the loop
     // below takes them; the child starts with the mask from before.
     let mut blocked = FORWARDED.to_vec();
@@ -76,7 +105,7 @@ pub fn supervise(mut program: Command, table: RawFd, exports: &Exports) -> Resul
     slots.watch();
     let board = Board::new(vec![exports.name.clone(); SLOTS], snapshots::INTERVAL);
     let exporter =
-        Exporter::start(&board, exports.listen, exports.file.clone()).map_err(|e| e.to_string())?;
+        Exporter::start(&board, exports.listen, exports.file.clone()).map_err(Error::Metrics)?;
     if let Some(addr) = exporter.local_addr() {
         eprintln!("rusty-run: metrics: serving http://{addr}/metrics");
     }
@@ -97,7 +126,7 @@ pub fn supervise(mut program: Command, table: RawFd, exports: &Exports) -> Resul
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) => relay(slots, &board),
-            Err(e) => return Err(format!("waiting for {name}: {e}")),
+            Err(e) => return Err(format!("waiting for {name}: {e}").into()),
         }
     };
     relay(slots, &board);

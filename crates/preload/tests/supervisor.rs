@@ -176,7 +176,7 @@ fn a_metrics_address_in_use_stops_rusty_run_before_the_program() {
     let addr = taken.local_addr().unwrap().to_string();
     let script = format!("touch {}", marker.display());
     let (code, text) = run(&["--metrics", &addr], &script, &log);
-    assert_eq!(code, Some(2), "{text}");
+    assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains(&format!("rusty-run: --metrics {addr}: Address")),
         "{text}"

@@ -45,13 +45,18 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("rusty-run: {e}");
-            ExitCode::from(2)
+            // As the other binaries: 1 when the metrics cannot start, 2 for the rest
+            // (flags, the library, the program).
+            match e {
+                supervisor::Error::Metrics(_) => ExitCode::from(1),
+                _ => ExitCode::from(2),
+            }
         }
     }
 }
 
 /// Run the program; the exit code, when rusty-run outlives it.
-fn run(args: RunArgs) -> Result<u8, String> {
+fn run(args: RunArgs) -> Result<u8, supervisor::Error> {
     let config = args.stack.config()?;
     let library = match args.library {
         Some(path) => path,
@@ -63,7 +68,8 @@ fn run(args: RunArgs) -> Result<u8, String> {
         return Err(format!(
             "no interposer library at {} (build the rusty-preload crate, or pass --library)",
             library.display()
-        ));
+        )
+        .into());
     }
     let library = library
         .canonicalize()
@@ -94,7 +100,7 @@ fn run(args: RunArgs) -> Result<u8, String> {
     let common = &args.stack.common;
     if common.metrics.is_none() && common.metrics_file.is_none() {
         let err = command.exec();
-        return Err(format!("cannot run {}: {err}", program.to_string_lossy()));
+        return Err(format!("cannot run {}: {err}", program.to_string_lossy()).into());
     }
     let name = match config.launch.links.first().map(|l| &l.kind) {
         Some(LinkKind::Tap { name }) => name.clone(),
