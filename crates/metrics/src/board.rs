@@ -28,6 +28,22 @@ pub struct Gauges {
     pub orphans: Option<u64>,
 }
 
+impl Gauges {
+    /// What Rusty's `engine` holds now.
+    pub fn of_engine<D, H, C>(engine: &rusty_stack::Engine<D, H, C>) -> Gauges
+    where
+        D: rusty_stack::io::PacketIo,
+        H: rusty_stack::Handler,
+        C: rusty_stack::time::Clock,
+    {
+        Gauges {
+            connections: engine.connection_count() as u64,
+            time_wait: Some(engine.time_wait_count() as u64),
+            orphans: Some(engine.orphan_count() as u64),
+        }
+    }
+}
+
 /// One worker's counters at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
@@ -39,6 +55,9 @@ pub struct Snapshot {
     pub app: Report,
     /// When it was taken.
     pub taken: Option<Instant>,
+    /// The process that took it, for a board that gathers the snapshots of several
+    /// processes ([`Board::store`]); exported as the `pid` label.
+    pub pid: Option<u32>,
 }
 
 struct Slot {
@@ -94,6 +113,16 @@ impl Board {
             index,
             next: None,
             spare: Snapshot::default(),
+        }
+    }
+
+    /// Put `snapshot` in worker `index`'s slot, or, given `None`, empty it (its
+    /// worker is left out of the document): for a program whose workers publish
+    /// elsewhere, such as other processes' shared memory, and which copies their
+    /// snapshots here. An index beyond the board's workers is ignored.
+    pub fn store(&self, index: usize, snapshot: Option<Snapshot>) {
+        if let Some(slot) = self.slots.get(index) {
+            *slot.latest.lock().unwrap_or_else(PoisonError::into_inner) = snapshot;
         }
     }
 

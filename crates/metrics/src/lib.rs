@@ -11,6 +11,9 @@
 //!   [`AppMetrics`]; the stack crate knows nothing of this one.
 //! - [`Exporter`] serves the board at `GET /metrics` from a thread of its own
 //!   ([`serve`]) and writes it to a file at each interval ([`file`](mod@file)).
+//! - A program whose stacks run in other processes (`rusty-run`) has them publish
+//!   their counters as rows of words in shared memory ([`flat`]), and copies those
+//!   into its board ([`Board::store`]).
 //!
 //! With the `tls` feature, rusty-tls's `Tls` adapter reports its counters and those of
 //! the application inside it.
@@ -19,6 +22,7 @@
 
 pub mod board;
 pub mod file;
+pub mod flat;
 mod render;
 mod report;
 pub mod serve;

@@ -1,6 +1,7 @@
 //! A [`Board`]'s snapshots as one document in the text format: the stack's counters
 //! (every field of [`Stats`], drops by reason), the connections each worker holds, and
-//! each application family, every sample labelled with its worker.
+//! each application family, every sample labelled with its worker (and with the
+//! process that took it, for a snapshot that names one).
 
 use std::time::Instant;
 
@@ -12,16 +13,19 @@ use crate::report::AppSample;
 use crate::text::{Exposition, Format, Kind};
 
 /// One exported field of [`Stats`]. Consecutive entries of one name make one family.
-struct Field {
+pub(crate) struct Field {
     /// The field of `Stats` it reads, `memory.x` for those of the memory counters (for
     /// the test that every field is exported).
     #[cfg_attr(not(test), allow(dead_code))]
-    field: &'static str,
+    pub(crate) field: &'static str,
     name: &'static str,
     help: &'static str,
     kind: Kind,
     label: Option<(&'static str, &'static str)>,
-    get: fn(&Stats) -> u64,
+    pub(crate) get: fn(&Stats) -> u64,
+    /// Writes the field (for [`flat`](crate::flat), which carries snapshots between
+    /// processes).
+    pub(crate) set: fn(&mut Stats, u64),
 }
 
 macro_rules! fields {
@@ -34,6 +38,7 @@ macro_rules! fields {
             kind: Kind::$kind,
             label: fields!(@label $( $l, $v )?),
             get: |s: &Stats| s.$field $(. $sub)?,
+            set: |s: &mut Stats, v: u64| s.$field $(. $sub)? = v,
         }, )*]
     };
     (@label) => { None };
@@ -41,7 +46,7 @@ macro_rules! fields {
 }
 
 /// The stack's counters (drops by reason are written apart).
-const FIELDS: &[Field] = fields! {
+pub(crate) const FIELDS: &[Field] = fields! {
     frames_in => "rusty_frames_received_total" Counter
         "Frames received from the device or handed over by a sibling worker (0 on kernel sockets).";
     frames_out => "rusty_frames_sent_total" Counter "Frames handed to the device (0 on kernel sockets).";
@@ -153,14 +158,43 @@ pub fn render(board: &Board, now: Instant) -> String {
     render_as(board, now, Format::Prometheus)
 }
 
+/// One worker's snapshot as the document labels it.
+struct Row<'a> {
+    worker: String,
+    /// The process that took it, if the snapshot names one.
+    pid: Option<String>,
+    name: &'a str,
+    snap: &'a Snapshot,
+}
+
+impl<'a> Row<'a> {
+    /// The labels of one of this worker's samples: `worker`, `pid` if any, then
+    /// `extra`.
+    fn labels<'b>(&'b self, extra: Option<(&'b str, &'b str)>) -> Vec<(&'b str, &'b str)> {
+        let mut labels = vec![("worker", self.worker.as_str())];
+        if let Some(pid) = &self.pid {
+            labels.push(("pid", pid));
+        }
+        labels.extend(extra);
+        labels
+    }
+}
+
 /// [`render`] in `format`.
 pub fn render_as(board: &Board, now: Instant, format: Format) -> String {
     let read = board.read();
-    let indices: Vec<String> = (0..read.len()).map(|i| i.to_string()).collect();
-    let workers: Vec<(&str, &str, &Snapshot)> = read
+    let workers: Vec<Row<'_>> = read
         .iter()
-        .zip(&indices)
-        .filter_map(|((name, snap), i)| snap.as_ref().map(|s| (i.as_str(), *name, s)))
+        .enumerate()
+        .filter_map(|(i, (name, snap))| {
+            let snap = snap.as_ref()?;
+            Some(Row {
+                worker: i.to_string(),
+                pid: snap.pid.map(|p| p.to_string()),
+                name,
+                snap,
+            })
+        })
         .collect();
     let mut e = Exposition::with_format(format);
     e.family(
@@ -168,19 +202,20 @@ pub fn render_as(board: &Board, now: Instant, format: Format) -> String {
         "A worker's thread name (its link and queue), always 1.",
         Kind::Gauge,
     );
-    for (w, name, _) in &workers {
-        e.sample(&[("worker", w), ("name", name)], 1u64);
+    for w in &workers {
+        e.sample(&w.labels(Some(("name", w.name))), 1u64);
     }
     e.family(
         "rusty_worker_snapshot_age_seconds",
         "How old the worker's published counters are.",
         Kind::Gauge,
     );
-    for (w, _, s) in &workers {
-        let age = s
+    for w in &workers {
+        let age = w
+            .snap
             .taken
             .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
-        e.sample(&[("worker", w)], age);
+        e.sample(&w.labels(None), age);
     }
     let mut previous = "";
     for f in FIELDS {
@@ -188,12 +223,8 @@ pub fn render_as(board: &Board, now: Instant, format: Format) -> String {
             e.family(f.name, f.help, f.kind);
             previous = f.name;
         }
-        for (w, _, s) in &workers {
-            let v = (f.get)(&s.stats);
-            match f.label {
-                None => e.sample(&[("worker", w)], v),
-                Some((l, lv)) => e.sample(&[("worker", w), (l, lv)], v),
-            }
+        for w in &workers {
+            e.sample(&w.labels(f.label), (f.get)(&w.snap.stats));
         }
     }
     e.family(
@@ -201,9 +232,12 @@ pub fn render_as(board: &Board, now: Instant, format: Format) -> String {
         "Frames dropped, by reason (every drop is counted under one reason).",
         Kind::Counter,
     );
-    for (w, _, s) in &workers {
+    for w in &workers {
         for r in DropReason::ALL {
-            e.sample(&[("worker", w), ("reason", r.name())], s.stats.dropped(r));
+            e.sample(
+                &w.labels(Some(("reason", r.name()))),
+                w.snap.stats.dropped(r),
+            );
         }
     }
     gauges(&mut e, &workers);
@@ -211,14 +245,14 @@ pub fn render_as(board: &Board, now: Instant, format: Format) -> String {
     e.finish()
 }
 
-fn gauges(e: &mut Exposition, workers: &[(&str, &str, &Snapshot)]) {
+fn gauges(e: &mut Exposition, workers: &[Row<'_>]) {
     e.family(
         "rusty_connections",
         "Live connections (every state but TIME-WAIT).",
         Kind::Gauge,
     );
-    for (w, _, s) in workers {
-        e.sample(&[("worker", w)], s.gauges.connections);
+    for w in workers {
+        e.sample(&w.labels(None), w.snap.gauges.connections);
     }
     type Level = fn(&Snapshot) -> Option<u64>;
     let engines: &[(&str, &str, Level)] = &[
@@ -234,11 +268,11 @@ fn gauges(e: &mut Exposition, workers: &[(&str, &str, &Snapshot)]) {
         ),
     ];
     for (name, help, get) in engines {
-        if workers.iter().any(|(_, _, s)| get(s).is_some()) {
+        if workers.iter().any(|w| get(w.snap).is_some()) {
             e.family(name, help, Kind::Gauge);
-            for (w, _, s) in workers {
-                if let Some(v) = get(s) {
-                    e.sample(&[("worker", w)], v);
+            for w in workers {
+                if let Some(v) = get(w.snap) {
+                    e.sample(&w.labels(None), v);
                 }
             }
         }
@@ -248,10 +282,10 @@ fn gauges(e: &mut Exposition, workers: &[(&str, &str, &Snapshot)]) {
 /// The applications' families, in the order first reported, each with its samples from
 /// every worker. A name the stack uses, or one reported again with another type, is
 /// left out.
-fn app_families(e: &mut Exposition, workers: &[(&str, &str, &Snapshot)]) {
-    let mut families: Vec<(&AppSample, Vec<(&str, &AppSample)>)> = Vec::new();
-    for (w, _, s) in workers {
-        for sample in s.app.samples() {
+fn app_families(e: &mut Exposition, workers: &[Row<'_>]) {
+    let mut families: Vec<(&AppSample, Vec<(&Row<'_>, &AppSample)>)> = Vec::new();
+    for w in workers {
+        for sample in w.snap.app.samples() {
             if engine_family(sample.name) {
                 continue;
             }
@@ -265,10 +299,7 @@ fn app_families(e: &mut Exposition, workers: &[(&str, &str, &Snapshot)]) {
     for (first, samples) in families {
         e.family(first.name, first.help, first.kind);
         for (w, s) in samples {
-            match s.label {
-                None => e.sample(&[("worker", w)], s.value),
-                Some((l, v)) => e.sample(&[("worker", w), (l, v)], s.value),
-            }
+            e.sample(&w.labels(s.label), s.value);
         }
     }
 }
@@ -410,6 +441,39 @@ mod tests {
             assert!(vb >= va, "{ka} went from {va} to {vb}");
         }
         assert!(second.contains("rusty_frames_sent_total{worker=\"0\"} 4\n"));
+    }
+
+    /// Snapshots stored from elsewhere carry the process that took them as `pid`,
+    /// after `worker` and before a family's own label; an emptied slot is left out.
+    #[test]
+    fn stored_snapshots_are_labelled_with_their_process() {
+        let board = Board::new(vec!["tap0".into(), "tap0".into()], Duration::from_secs(1));
+        let snapshot = |pid, frames_out| Snapshot {
+            stats: Stats {
+                frames_out,
+                ..Stats::default()
+            },
+            taken: Some(Instant::now()),
+            pid: Some(pid),
+            ..Snapshot::default()
+        };
+        board.store(0, Some(snapshot(4242, 7)));
+        board.store(1, Some(snapshot(4343, 9)));
+        board.store(9, Some(snapshot(1, 1)));
+        let text = render(&board, Instant::now());
+        for want in [
+            "rusty_worker_info{worker=\"0\",pid=\"4242\",name=\"tap0\"} 1\n",
+            "rusty_frames_sent_total{worker=\"1\",pid=\"4343\"} 9\n",
+            "rusty_drops_total{worker=\"0\",pid=\"4242\",reason=\"truncated\"} 0\n",
+            "rusty_connections_opened_total{worker=\"1\",pid=\"4343\",side=\"active\"} 0\n",
+        ] {
+            assert!(text.contains(want), "{want} not in\n{text}");
+        }
+        assert!(!text.contains("worker=\"9\""), "{text}");
+        board.store(0, None);
+        let text = render(&board, Instant::now());
+        assert!(!text.contains("pid=\"4242\""), "{text}");
+        assert!(text.contains("pid=\"4343\""), "{text}");
     }
 
     #[test]

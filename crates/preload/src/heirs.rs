@@ -58,8 +58,8 @@ impl Default for Table {
 /// boot), which `exec` keeps and a later process reusing the id does not have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Me {
-    pid: u32,
-    started: u64,
+    pub(crate) pid: u32,
+    pub(crate) started: u64,
 }
 
 impl Me {
@@ -73,7 +73,7 @@ impl Me {
     }
 
     /// Whether the process `pid` started at `started` still runs.
-    fn alive(pid: u32, started: u64) -> bool {
+    pub(crate) fn alive(pid: u32, started: u64) -> bool {
         start_time(pid) == Some(started)
     }
 }

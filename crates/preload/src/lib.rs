@@ -3,7 +3,8 @@
 //! Unmodified Linux programs on Rusty: `librusty_preload.so` interposes the socket
 //! calls of a program it is preloaded into and runs the program's TCP sockets on a
 //! Rusty engine inside the program's own process; `rusty-run` is the wrapper that
-//! checks the flags, sets the environment and execs the program.
+//! checks the flags, sets the environment and execs the program (or, exporting
+//! metrics, runs it as a child and stays beside it: [`supervisor`]).
 
 #![warn(missing_docs)]
 
@@ -19,7 +20,9 @@ mod hooks;
 mod options;
 mod process;
 mod siblings;
+mod snapshots;
 mod start;
+pub mod supervisor;
 #[allow(unsafe_code)]
 mod sys;
 

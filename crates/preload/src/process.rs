@@ -24,6 +24,7 @@ use rusty_stack::time::{Clock, SystemClock};
 use crate::config::Config;
 use crate::heirs::Heirloom;
 use crate::siblings::Siblings;
+use crate::snapshots::Publisher;
 use crate::sockets::{ready, Errno, SockId, Stack};
 use crate::start::Opened;
 use crate::sys::{self, Bypass, Woken};
@@ -134,6 +135,9 @@ pub(crate) struct Process {
     learned: Vec<(std::net::IpAddr, rusty_stack::io::MacAddr)>,
     /// The stack's listen epoch whose ports `siblings` has.
     ports_published: Option<u64>,
+    /// Where the engine's counters go once a second, when `rusty-run` exports them
+    /// (see `snapshots`).
+    metrics: Option<Publisher>,
 }
 
 // SAFETY: a `Process` owns its engine outright. The engine is `!Send` so that a
@@ -157,13 +161,14 @@ impl Process {
     /// from `config`, sharing `siblings` with the program's other processes.
     pub(crate) fn new(opened: Opened, config: Config, siblings: Siblings) -> Process {
         siblings.join();
+        let metrics = siblings.publisher();
         let Opened {
             stack,
             link_fd,
             clock,
             spares,
         } = opened;
-        Process {
+        let mut process = Process {
             stack,
             spares,
             clock,
@@ -180,7 +185,10 @@ impl Process {
             shared_link: false,
             learned: Vec::new(),
             ports_published: None,
-        }
+            metrics,
+        };
+        process.publish_due();
+        process
     }
 
     fn mark(&mut self, fd: RawFd, kind: Kind) {
@@ -211,6 +219,27 @@ impl Process {
             self.shared_link = crowded;
             self.stack.set_shared_link(crowded);
         }
+        self.publish_due();
+    }
+
+    /// Publish the engine's counters if they are due (at once for a new stack, so
+    /// that a process shows from its start, then once per interval).
+    fn publish_due(&mut self) {
+        if let Some(m) = &mut self.metrics {
+            let now = sys::monotonic_ns();
+            if m.due(now) {
+                let (stats, gauges) = self.stack.counters();
+                m.publish(now, stats, gauges);
+            }
+        }
+    }
+
+    /// How long the process may sleep before it must publish what its engine did
+    /// since its last publication; `None`: as long as it likes.
+    fn metrics_sleep_limit(&self) -> Option<Duration> {
+        let m = self.metrics.as_ref()?;
+        let (stats, gauges) = self.stack.counters();
+        m.sleep_limit(stats, gauges, sys::monotonic_ns)
     }
 
     /// Tell the other processes which ports this one listens on, if that changed, and
@@ -638,7 +667,8 @@ const EXIT_LINGER: Duration = Duration::from_secs(10);
 /// At `exit`: close what the program left open, as the kernel would, then keep the
 /// engine running until every connection has delivered its data and FIN (or
 /// [`EXIT_LINGER`] passes): the kernel finishes sending for an exited process, and
-/// here the process is the stack. Then the process leaves the link's count of stacks.
+/// here the process is the stack. Then the process leaves the link's count of stacks,
+/// and gives up its metrics slot.
 /// (A process ended by a signal or `_exit` skips this, as it skips every `atexit`.)
 extern "C" fn at_exit() {
     let _call = crate::call::Call::enter("exit");
@@ -672,7 +702,12 @@ extern "C" fn at_exit() {
         let _bypass = Bypass::enter();
         sys::sleep(&mut fds, Some(timer.map_or(left, |t| t.min(left))), None);
     }
-    with(|p| p.siblings.leave());
+    with(|p| {
+        p.siblings.leave();
+        if let Some(m) = p.metrics.take() {
+            m.release();
+        }
+    });
 }
 
 /// Whether the library runs this process's TCP sockets; sets it up on first call from
@@ -753,10 +788,12 @@ pub(crate) fn wait<R>(
                 .next_deadline()
                 .map(|d| d.saturating_duration_since(now));
             let left = timeout.map(|t| t.saturating_sub(waited));
+            let publish = p.metrics_sleep_limit();
             if let Some(b) = bell {
                 p.sleepers.push(b);
             }
-            Step::Sleep([timer, left].into_iter().flatten().min(), p.link_fd)
+            let limit = [timer, left, publish].into_iter().flatten().min();
+            Step::Sleep(limit, p.link_fd)
         });
         let (limit, link_fd) = match step {
             Some(Step::Done(r)) => return Ok(r),

@@ -31,6 +31,7 @@ use std::sync::OnceLock;
 use rusty_stack::io::MacAddr;
 
 use crate::heirs::{self, Heirloom, Me};
+use crate::snapshots::{self, Publisher};
 use crate::sys;
 
 /// Slots in the table.
@@ -77,7 +78,8 @@ impl Default for PortCounts {
 }
 
 /// Everything the program's processes share, in one mapping: the neighbour table and
-/// stack count, the listening ports, and the listening sockets that outlive `exec`.
+/// stack count, the listening ports, the listening sockets that outlive `exec`, and
+/// the counters each process publishes for `rusty-run --metrics`.
 #[repr(C)]
 #[derive(Default)]
 pub(crate) struct Mapped {
@@ -86,6 +88,7 @@ pub(crate) struct Mapped {
     shared: Shared,
     ports: PortCounts,
     heirs: heirs::Table,
+    snapshots: snapshots::Table,
 }
 
 // SAFETY: atomics only, all-zero bytes valid (counts, generations and slots of zero,
@@ -95,7 +98,7 @@ unsafe impl sys::SharedPlain for Mapped {}
 
 /// The layout of [`Mapped`] this library reads and writes: "rusty" and a version,
 /// which a change to the layout moves.
-const LAYOUT: u64 = u64::from_be_bytes(*b"rusty\0\0\x02");
+const LAYOUT: u64 = u64::from_be_bytes(*b"rusty\0\0\x03");
 
 impl Mapped {
     /// Take the table up: whether it is laid out as this library lays it out (a fresh
@@ -116,6 +119,7 @@ pub(crate) struct Siblings {
     shared: &'static Shared,
     ports: &'static [AtomicU16; 1 << 16],
     heirs: &'static heirs::Table,
+    snapshots: &'static snapshots::Table,
     /// This process, as `heirs` knows it.
     me: Me,
     /// The generation this process last took in.
@@ -136,6 +140,7 @@ impl Siblings {
             shared: &mapped.shared,
             ports: &mapped.ports.0,
             heirs: &mapped.heirs,
+            snapshots: &mapped.snapshots,
             me: Me::current(),
             seen: 0,
             mine: Vec::new(),
@@ -151,6 +156,12 @@ impl Siblings {
     /// The listening socket on `fd` is closed.
     pub(crate) fn disinherit(&self, fd: std::os::fd::RawFd) {
         self.heirs.forget(self.me, fd);
+    }
+
+    /// Where this process publishes its counters, when `rusty-run` reads them (see
+    /// `snapshots`).
+    pub(crate) fn publisher(&self) -> Option<Publisher> {
+        self.snapshots.publisher(self.me)
     }
 
     /// The listening sockets the image before this one's `exec` recorded.
@@ -286,6 +297,18 @@ pub const SHARED_VAR: &str = "RUSTY_PRELOAD_SHARED";
 pub fn table_file() -> Result<std::os::fd::OwnedFd, String> {
     sys::memfd_for::<Mapped>(c"rusty-preload")
         .map_err(|e| format!("memfd_create: {}", std::io::Error::from_raw_os_error(e)))
+}
+
+/// The slots the program's processes publish their counters to, in the table in
+/// memory file `fd` ([`table_file`]'s), which is taken up (its layout claimed) if no
+/// process has yet.
+pub(crate) fn snapshots_in(fd: std::os::fd::RawFd) -> Result<&'static snapshots::Table, String> {
+    let mapped =
+        sys::map_file::<Mapped>(fd).ok_or("the shared table's memory file does not map")?;
+    if !mapped.claim() {
+        return Err("the shared table is laid out by another build".into());
+    }
+    Ok(&mapped.snapshots)
 }
 
 /// The program's table: mapped on first use, which the library makes as it is loaded

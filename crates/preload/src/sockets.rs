@@ -766,6 +766,11 @@ impl Stack {
     pub fn overflowed(&self) -> u64 {
         self.engine.table().overflowed
     }
+
+    /// The engine's counters, and the connections it holds.
+    pub fn counters(&self) -> (&rusty_stack::Stats, rusty_metrics::Gauges) {
+        (self.engine.stats(), self.engine.gauges())
+    }
 }
 
 impl Errno {

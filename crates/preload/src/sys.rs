@@ -346,3 +346,147 @@ pub(crate) fn write_stderr(text: &str) {
     // SAFETY: writes a live buffer of that length.
     unsafe { libc::syscall(libc::SYS_write, 2, text.as_ptr(), text.len()) };
 }
+
+/// The monotonic clock (`CLOCK_MONOTONIC`, which every process reads alike), in
+/// nanoseconds.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into a live one.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+/// Signals blocked in the thread that made it (and in the threads it starts
+/// afterwards), to be taken one at a time with [`Signals::wait`].
+pub(crate) struct Signals {
+    set: libc::sigset_t,
+    /// The mask before, for the programs this process starts.
+    old: libc::sigset_t,
+}
+
+/// A signal [`Signals::wait`] took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Caught {
+    pub(crate) signal: c_int,
+    /// The kernel raised it itself (`SI_KERNEL`): a terminal's keys, hang-up or
+    /// resize, which reach the terminal's whole foreground process group.
+    pub(crate) by_kernel: bool,
+}
+
+impl Signals {
+    /// Block `signals` in the calling thread.
+    pub(crate) fn block(signals: &[c_int]) -> Result<Signals, i32> {
+        let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+        // SAFETY: sigemptyset initialises the set it is given.
+        unsafe { libc::sigemptyset(set.as_mut_ptr()) };
+        // SAFETY: initialised just above.
+        let mut set = unsafe { set.assume_init() };
+        for &s in signals {
+            // SAFETY: adds a signal number to a live set; a bad number is refused.
+            if unsafe { libc::sigaddset(&mut set, s) } != 0 {
+                return Err(libc::EINVAL);
+            }
+        }
+        let mut old = std::mem::MaybeUninit::<libc::sigset_t>::zeroed();
+        // SAFETY: a live set, and a live buffer for the old mask.
+        let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, old.as_mut_ptr()) };
+        if r != 0 {
+            return Err(r);
+        }
+        // SAFETY: pthread_sigmask succeeded, so it filled in the old mask.
+        let old = unsafe { old.assume_init() };
+        Ok(Signals { set, old })
+    }
+
+    /// Have the process `command` starts begin with the mask from before [`block`]
+    /// (`Command` passes the caller's mask on).
+    ///
+    /// [`block`]: Signals::block
+    pub(crate) fn unblock_in(&self, command: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        let old = self.old;
+        let hook = move || {
+            // SAFETY: a live set; the mask in force is not asked for.
+            let r = unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+            if r == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::from_raw_os_error(r))
+            }
+        };
+        // SAFETY: the hook runs in the child between fork and exec, where only
+        // async-signal-safe calls may be made: it makes one (sigprocmask) and touches
+        // no lock or allocation.
+        unsafe { command.pre_exec(hook) };
+    }
+
+    /// The next of the blocked signals to arrive, waiting at most `timeout`; `None`
+    /// when none came.
+    pub(crate) fn wait(&self, timeout: Duration) -> Option<Caught> {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: a live set, a live buffer for the signal's information and a live
+        // timespec.
+        let signal = unsafe { libc::sigtimedwait(&self.set, info.as_mut_ptr(), &ts) };
+        if signal <= 0 {
+            return None;
+        }
+        // SAFETY: sigtimedwait filled it in for the signal it returned (and it was
+        // zeroed before).
+        let info = unsafe { info.assume_init() };
+        Some(Caught {
+            signal,
+            by_kernel: info.si_code == libc::SI_KERNEL,
+        })
+    }
+}
+
+/// Send `signal` to process `pid`; whether it was sent.
+pub(crate) fn send_signal(pid: u32, signal: c_int) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill has no memory effects.
+    unsafe { libc::kill(pid, signal) == 0 }
+}
+
+/// Whether process `pid` is in the calling process's process group.
+pub(crate) fn in_my_process_group(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: neither call has memory effects.
+    unsafe { libc::getpgid(pid) == libc::getpgrp() }
+}
+
+/// Have the process `command` starts get `signal` when the calling thread ends (Linux's
+/// parent-death signal), and not start at all if that already happened.
+pub(crate) fn end_with_parent(command: &mut std::process::Command, signal: c_int) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid has no memory effects.
+    let parent = unsafe { libc::getpid() };
+    let hook = move || {
+        // SAFETY: prctl with integer arguments sets the calling process's
+        // parent-death signal.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: getppid has no memory effects.
+        if unsafe { libc::getppid() } != parent {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    };
+    // SAFETY: the hook runs in the child between fork and exec, where only
+    // async-signal-safe calls may be made: it makes two system calls and touches no
+    // lock or allocation.
+    unsafe { command.pre_exec(hook) };
+}

@@ -72,11 +72,7 @@ where
                 ),
             }
         }
-        let gauges = |engine: &Engine<D, H, SystemClock>| Gauges {
-            connections: engine.connection_count() as u64,
-            time_wait: Some(engine.time_wait_count() as u64),
-            orphans: Some(engine.orphan_count() as u64),
-        };
+        let gauges = Gauges::of_engine::<D, H, SystemClock>;
         let mut learned = Vec::new();
         let mut misdirected = Vec::new();
         let mut handed_over = Vec::new();

@@ -2,9 +2,12 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use rusty_metrics::Gauges;
 use rusty_stack::io::{MacAddr, PacketIo};
 use rusty_stack::time::{Clock, Instant};
-use rusty_stack::{CongestionAlgorithm, Conn, ConnId, ConnectError, Engine, Keepalive, TcpState};
+use rusty_stack::{
+    CongestionAlgorithm, Conn, ConnId, ConnectError, Engine, Keepalive, Stats, TcpState,
+};
 
 use super::{SockId, Table};
 
@@ -73,6 +76,10 @@ pub trait EngineOps {
     fn table(&self) -> &Table;
     /// The socket table.
     fn table_mut(&mut self) -> &mut Table;
+    /// The engine's counters.
+    fn stats(&self) -> &Stats;
+    /// The connections the engine holds.
+    fn gauges(&self) -> Gauges;
 }
 
 /// A device whose queue the kernel may stop steering frames to, for a process that
@@ -209,5 +216,11 @@ impl<D: PacketIo + Steered, C: Clock> EngineOps for Engine<D, Table, C> {
     }
     fn table_mut(&mut self) -> &mut Table {
         self.handler_mut()
+    }
+    fn stats(&self) -> &Stats {
+        Engine::stats(self)
+    }
+    fn gauges(&self) -> Gauges {
+        Gauges::of_engine(self)
     }
 }

@@ -26,6 +26,7 @@ mod common;
 mod curl;
 mod ipv6;
 mod memcached;
+mod metrics;
 mod nginx;
 mod python;
 mod redis;
@@ -170,15 +171,28 @@ impl Scene {
     /// Start `argv` as the program under test: under rusty-run with `queues` queues on
     /// the link (its default when `None`), or plainly on the kernel.
     fn under_test(&mut self, label: &str, queues: Option<usize>, argv: &[String]) -> Proc {
+        self.under_test_with(label, queues, &[], argv)
+    }
+
+    /// [`Scene::under_test`], with rusty-run given `flags` as well.
+    fn under_test_with(
+        &mut self,
+        label: &str,
+        queues: Option<usize>,
+        flags: &[String],
+        argv: &[String],
+    ) -> Proc {
         let cmd = match self.stack {
             Stack::Kernel => plain(&self.net, argv),
             Stack::Rusty => {
                 let mut cmd = plain(&self.net, &[RUSTY_RUN.to_string()]);
-                let args = if self.ipv6 {
+                let mut args = if self.ipv6 {
                     rusty_run_args_ipv6(&self.net, queues)
                 } else {
                     rusty_run_args(&self.net, queues)
                 };
+                let end = args.len() - 1;
+                args.splice(end..end, flags.iter().cloned());
                 cmd.args(args).args(argv);
                 cmd
             }
