@@ -3,7 +3,7 @@
 //! Debian packages, and table formatting.
 
 use crate::family::Families;
-use crate::sys;
+use crate::sys::{self, Signal};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -233,14 +233,14 @@ impl Proc {
             }
             check_interrupted(interrupted)?;
             if Instant::now() > deadline {
-                self.kill(libc::SIGKILL);
+                self.kill(Signal::KILL);
                 return Ok(None);
             }
             thread::sleep(Duration::from_millis(10));
         }
     }
 
-    pub(crate) fn kill(&mut self, sig: i32) {
+    pub(crate) fn kill(&mut self, sig: Signal) {
         if matches!(self.try_status(), Ok(None)) {
             // The PID is our unreaped child, so it cannot have been reused.
             sys::kill(self.pid(), sig);
@@ -248,13 +248,13 @@ impl Proc {
     }
 
     /// `sig` (SIGINT or SIGTERM), then SIGKILL if it is still there after `grace`.
-    pub(crate) fn stop_with(&mut self, sig: i32, grace: Duration) {
+    pub(crate) fn stop_with(&mut self, sig: Signal, grace: Duration) {
         self.kill(sig);
         let deadline = Instant::now() + grace;
         while matches!(self.try_status(), Ok(None)) && Instant::now() < deadline {
             thread::sleep(Duration::from_millis(10));
         }
-        self.kill(libc::SIGKILL);
+        self.kill(Signal::KILL);
         if self.done.is_none() {
             self.done = self.child.wait().ok();
         }
@@ -262,14 +262,14 @@ impl Proc {
 
     /// SIGINT, then SIGKILL if it is still there after `grace`.
     pub(crate) fn stop(&mut self, grace: Duration) {
-        self.stop_with(libc::SIGINT, grace);
+        self.stop_with(Signal::INT, grace);
     }
 }
 
 impl Drop for Proc {
     fn drop(&mut self) {
         if self.done.is_none() {
-            self.kill(libc::SIGKILL);
+            self.kill(Signal::KILL);
             self.done = self.child.wait().ok();
         }
     }

@@ -69,8 +69,7 @@ mod results;
 mod soak;
 mod tilegx;
 mod xdp;
-// The crate's only unsafe code: each system call behind a safe function.
-#[allow(unsafe_code)]
+// The system calls std does not wrap, through rustix.
 mod sys;
 
 #[derive(Debug, Parser)]

@@ -1,44 +1,65 @@
 //! The system calls the benchmark scripts make that std does not wrap: who we run as,
-//! signals to processes we started, the allowed CPU set and the clock tick. The crate's
-//! only unsafe code; each function is safe to call and says above its block why the
-//! call is sound.
+//! signals to processes we started, the allowed CPU set and the clock tick. All go
+//! through rustix, so the crate has no `unsafe` code.
 
 use std::io;
 
+pub(crate) use rustix::process::Signal;
+use rustix::process::{geteuid, kill_process, Pid};
+use rustix::thread::{sched_getaffinity, CpuSet};
+
 /// The effective user id.
 pub(crate) fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    geteuid().as_raw()
 }
 
 /// Send `sig` to `pid`. The caller makes sure `pid` still names the process it means
 /// (its own unreaped child, or one whose identity it has just checked). Never a process
 /// group or "every process": a `pid` of 0 or below is refused.
-pub(crate) fn kill(pid: i32, sig: i32) {
+pub(crate) fn kill(pid: i32, sig: Signal) {
     if pid <= 0 {
         return;
     }
-    // SAFETY: kill has no memory preconditions.
-    unsafe { libc::kill(pid, sig) };
+    if let Some(pid) = Pid::from_raw(pid) {
+        // A process that is already gone is no error here.
+        let _ = kill_process(pid, sig);
+    }
 }
 
 /// The CPUs this process may run on, in order.
 pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
-    // SAFETY: cpu_set_t is plain data, valid all-zero; sched_getaffinity writes at most
-    // its size into it, and CPU_ISSET reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect())
-    }
+    let set = sched_getaffinity(None)?;
+    Ok((0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect())
 }
 
-/// Clock ticks per second (`/proc/PID/stat` times are in ticks).
+/// Clock ticks per second (`/proc/PID/stat` times are in ticks), as the kernel told the
+/// process at start (AT_CLKTCK, which sysconf(_SC_CLK_TCK) reports too).
 pub(crate) fn clock_ticks_per_second() -> i64 {
-    // SAFETY: sysconf has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }
+    i64::try_from(rustix::param::clock_ticks_per_second()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Command;
+
+    #[test]
+    fn the_process_facts_agree_with_proc() {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let uid_line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+        let effective: u32 = uid_line.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert_eq!(euid(), effective);
+        let cpus = allowed_cpus().unwrap();
+        assert!(!cpus.is_empty());
+        assert!(cpus.windows(2).all(|w| w[0] < w[1]), "{cpus:?}");
+        assert!(clock_ticks_per_second() > 0);
+    }
+
+    #[test]
+    fn kill_signals_a_child() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        kill(child.id() as i32, Signal::KILL);
+        assert_eq!(child.wait().unwrap().signal(), Some(Signal::KILL.as_raw()));
+    }
 }

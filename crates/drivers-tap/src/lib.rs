@@ -94,8 +94,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use rusty_stack::io::{Capabilities, ChecksumOffload, MacAddr, ETHERNET_HEADER_LEN};
 
 mod queue;
-// The crate's only unsafe code: each system call behind a safe function, with a
-// SAFETY note on every block.
+// The crate's only unsafe code (the TUN ioctls, on libc): each system call behind a
+// safe function, with a SAFETY note on every block.
 #[allow(unsafe_code)]
 mod sys;
 pub mod vnet;

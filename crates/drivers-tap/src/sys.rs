@@ -1,13 +1,17 @@
 //! Every system call the driver makes that neither std nor `rusty-netdev` (interface
-//! ioctls, waiting on descriptors) wraps: the TUN ioctls and `getrandom`. This is the
-//! crate's only `unsafe`; each function is safe to call and states above its block why
-//! the call is sound.
+//! ioctls, waiting on descriptors) wraps: the TUN ioctls, on libc because rustix has no
+//! wrapper for them, and `getrandom`, through rustix. The ioctls are the crate's only
+//! `unsafe`; each function is safe to call and states above its block why the call is
+//! sound.
 
 use std::ffi::{c_int, c_uint};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
+
+use rustix::io::Errno;
+use rustix::rand::GetRandomFlags;
 
 /// Open `/dev/net/tun` non-blocking and attach it, as one queue, to the TAP `name`
 /// (created if missing) with `flags` (`IFF_*`). Returns the file and the device's name.
@@ -29,8 +33,6 @@ pub(crate) fn open_tap_queue(
     Ok((file, rusty_netdev::ifreq_name(&req)))
 }
 
-/// `TUNSETVNETHDRSZ`: the length of the virtio-net header on this queue.
-#[allow(clippy::unnecessary_cast)]
 /// Let the kernel steer frames to this queue of a multi-queue TAP (`IFF_ATTACH_QUEUE`)
 /// or stop it (`IFF_DETACH_QUEUE`); a detached queue keeps its descriptor.
 pub(crate) fn set_queue_attached(file: &File, attached: bool) -> io::Result<()> {
@@ -45,6 +47,8 @@ pub(crate) fn set_queue_attached(file: &File, attached: bool) -> io::Result<()> 
     unsafe { rusty_netdev::ioctl_ifreq(file, libc::TUNSETQUEUE as libc::c_ulong, &mut req) }
 }
 
+/// `TUNSETVNETHDRSZ`: the length of the virtio-net header on this queue.
+#[allow(clippy::unnecessary_cast)]
 pub(crate) fn set_vnet_hdr_len(file: &File, len: usize) -> io::Result<()> {
     let len = c_int::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: TUNSETVNETHDRSZ reads one `int` through its argument pointer, which points
@@ -91,17 +95,10 @@ pub(crate) fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
         if filled == buf.len() {
             return Ok(());
         }
-        let rest = &mut buf[filled..];
-        // SAFETY: the kernel writes at most `rest.len()` bytes into `rest`, which is
-        // valid and exclusively borrowed for the call.
-        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        } else {
-            filled += n as usize;
+        match rustix::rand::getrandom(&mut buf[filled..], GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     if filled == buf.len() {

@@ -11,6 +11,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use rustix::io::Errno;
 use rusty_stack::backend::{AppConn, Connection, UnreadBytes};
 use rusty_stack::{CloseReason, Keepalive, SendError};
 
@@ -19,9 +20,9 @@ use crate::sys;
 
 /// What a failed socket call means to the application.
 pub(crate) fn close_reason(e: &io::Error) -> CloseReason {
-    match e.raw_os_error() {
-        Some(libc::ECONNREFUSED) => CloseReason::Refused,
-        Some(libc::ETIMEDOUT | libc::EHOSTUNREACH | libc::ENETUNREACH) => CloseReason::TimedOut,
+    match Errno::from_io_error(e) {
+        Some(Errno::CONNREFUSED) => CloseReason::Refused,
+        Some(Errno::TIMEDOUT | Errno::HOSTUNREACH | Errno::NETUNREACH) => CloseReason::TimedOut,
         _ => CloseReason::Reset,
     }
 }

@@ -20,6 +20,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use rustix::io::Errno;
 use rusty_stack::app::OpenResult;
 use rusty_stack::backend::{AppCore, Connection};
 use rusty_stack::{CloseReason, ConnId, ConnectError, Handler, Stats};
@@ -135,8 +136,8 @@ impl<H: Handler> KernelEngine<H> {
             Ok(ConnectStart::InProgress) => (false, None),
             Err(e)
                 if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EADDRNOTAVAIL | libc::EAGAIN | libc::EADDRINUSE)
+                    Errno::from_io_error(&e),
+                    Some(Errno::ADDRNOTAVAIL | Errno::AGAIN | Errno::ADDRINUSE)
                 ) =>
             {
                 return Err((ConnectError::NoPortAvailable, state));
@@ -305,8 +306,8 @@ impl<H: Handler> KernelEngine<H> {
                     // The connection died in the queue; the next one may be fine.
                     Err(e)
                         if matches!(
-                            e.raw_os_error(),
-                            Some(libc::ECONNABORTED | libc::EPROTO | libc::EPERM)
+                            Errno::from_io_error(&e),
+                            Some(Errno::CONNABORTED | Errno::PROTO | Errno::PERM)
                         ) => {}
                     // Out of descriptors or memory: try again next turn.
                     Err(_) => break,
@@ -509,7 +510,7 @@ impl<H: Handler> KernelEngine<H> {
             match sys::shutdown_write(c.fd.as_fd()) {
                 Ok(()) => c.fin_sent = true,
                 // Already shut down by the peer's RST; reading reports it.
-                Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => c.fin_sent = true,
+                Err(e) if Errno::from_io_error(&e) == Some(Errno::NOTCONN) => c.fin_sent = true,
                 Err(e) => return self.finish(index, close_reason(&e)),
             }
         }

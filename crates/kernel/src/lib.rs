@@ -48,8 +48,8 @@ mod config;
 mod conn;
 mod engine;
 mod queue;
-// The crate's only unsafe code: each system call behind a safe function, with a
-// SAFETY note on every block.
+// The system calls, through rustix; the crate's only unsafe code is the one libc ioctl
+// there (SIOCOUTQ), behind a safe function with a SAFETY note.
 #[allow(unsafe_code)]
 mod sys;
 mod worker;

@@ -3,10 +3,13 @@
 //! makes the address usable at once instead of after the kernel's duplicate address
 //! detection (`ip addr add ... nodad`).
 
-use std::ffi::CString;
 use std::io;
 use std::net::Ipv6Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+use rustix::net::netlink::SocketAddrNetlink;
+use rustix::net::sockopt::{self, Timeout};
+use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 
 /// `struct nlmsghdr`: length, type, flags, sequence number, port id.
 const NLMSG_HDR_LEN: usize = 16;
@@ -73,77 +76,28 @@ pub fn add_ipv6_address(name: &str, ip: Ipv6Addr, prefix: u8, nodad: bool) -> io
             format!("prefix length /{prefix} is over 128"),
         ));
     }
-    let cname = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: `cname` is a valid NUL-terminated string that outlives the call.
-    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-    if index == 0 {
-        return Err(io::Error::last_os_error());
+    // The name goes into a fixed-size, NUL-terminated field.
+    if name.contains('\0') {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
     }
-    // SAFETY: socket() takes no pointers.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_ROUTE,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just returned by socket() and nothing else owns it.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let sock = rustix::net::socket_with(
+        AddressFamily::NETLINK,
+        SocketType::RAW,
+        SocketFlags::CLOEXEC,
+        None, // NETLINK_ROUTE, protocol 0
+    )?;
+    // SIOCGIFINDEX, which any socket answers (as if_nametoindex(3) asks it): ENODEV for
+    // a name no interface has.
+    let index = rustix::net::netdevice::name_to_index(&sock, name)?;
     // The kernel answers at once; the timeout only bounds a wait that should not be.
-    let timeout = libc::timeval {
-        tv_sec: 5,
-        tv_usec: 0,
-    };
-    // SAFETY: `timeout` is a valid timeval and the length passed is its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&timeout as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    sockopt::set_socket_timeout(&sock, Timeout::Recv, Some(Duration::from_secs(5)))?;
     let seq = 1;
     let request = new_addr_request(index, ip, prefix, nodad, seq);
-    // SAFETY: all-zero bytes are a valid sockaddr_nl; the fields that matter are set.
-    let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-    kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-    // SAFETY: `request` and `kernel` are valid for the lengths passed and outlive the
-    // call.
-    let sent = unsafe {
-        libc::sendto(
-            sock.as_raw_fd(),
-            request.as_ptr().cast(),
-            request.len(),
-            0,
-            (&kernel as *const libc::sockaddr_nl).cast(),
-            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-        )
-    };
-    if sent < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let kernel = SocketAddrNetlink::new(0, 0);
+    rustix::net::sendto(&sock, &request, SendFlags::empty(), &kernel)?;
     let mut answer = [0u8; 1024];
-    // SAFETY: `answer` is valid for writes of its length and outlives the call.
-    let got = unsafe {
-        libc::recv(
-            sock.as_raw_fd(),
-            answer.as_mut_ptr().cast(),
-            answer.len(),
-            0,
-        )
-    };
-    if got < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    match ack_error(&answer[..got as usize], seq) {
+    let (got, _) = rustix::net::recv(&sock, &mut answer, RecvFlags::empty())?;
+    match ack_error(&answer[..got], seq) {
         Some(0) => Ok(()),
         Some(e) => Err(io::Error::from_raw_os_error(-e)),
         None => Err(io::Error::new(
@@ -191,5 +145,9 @@ mod tests {
         let ip = Ipv6Addr::LOCALHOST;
         assert!(add_ipv6_address("lo", ip, 129, true).is_err());
         assert!(add_ipv6_address("rustynosuch0", ip, 64, true).is_err());
+        let nul = add_ipv6_address("lo\0", ip, 64, true).unwrap_err();
+        assert_eq!(nul.kind(), io::ErrorKind::InvalidInput);
+        let long = add_ipv6_address("averyveryverylongname", ip, 64, true).unwrap_err();
+        assert_eq!(long.raw_os_error(), Some(libc::ENODEV));
     }
 }

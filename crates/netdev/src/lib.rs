@@ -3,8 +3,10 @@
 //! The system calls Rusty's Linux drivers (TAP, AF_XDP) share: interface ioctls on an
 //! `AF_INET` socket (MTU, MAC, address, netmask, flags, `SIOCETHTOOL`), an IPv6 address
 //! through rtnetlink ([`add_ipv6_address`]) and a wait on several descriptors. This
-//! crate is nothing but those calls; each function is safe to call and states above its
-//! `unsafe` block why the call is sound.
+//! crate is nothing but those calls. The sockets, the netlink exchange, the interface
+//! index and the wait go through rustix; the `struct ifreq` ioctls, which rustix does
+//! not wrap, stay on libc. Each function is safe to call and states above its `unsafe`
+//! block why the call is sound.
 
 // The crate's purpose is wrapping system calls.
 #![allow(unsafe_code)]
@@ -13,8 +15,11 @@
 use std::ffi::c_int;
 use std::io;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
 
 mod ipv6;
 
@@ -87,23 +92,15 @@ pub unsafe fn ioctl_ifreq(
 /// timeout); which were. Interruptions and errors end the wait with none ready: callers
 /// poll their queues next anyway.
 pub fn wait_readable<const N: usize>(fds: [BorrowedFd<'_>; N], timeout: Duration) -> [bool; N] {
-    let mut pfds = fds.map(|fd| libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    });
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    let mut pfds = fds.map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN));
+    let ts = Timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as _,
+        tv_nsec: timeout.subsec_nanos() as _,
     };
-    // SAFETY: `pfds` is an array of N valid pollfds and N is the count passed; `ts` is a
-    // valid timespec, and a null signal mask means "leave the mask alone"; all outlive
-    // the call. The descriptors are borrowed, so they stay open during it.
-    let ready = unsafe { libc::ppoll(pfds.as_mut_ptr(), N as libc::nfds_t, &ts, std::ptr::null()) };
-    if ready <= 0 {
-        return [false; N];
+    match rustix::event::poll(&mut pfds, Some(&ts)) {
+        Ok(ready) if ready > 0 => pfds.map(|p| !p.revents().is_empty()),
+        _ => [false; N],
     }
-    pfds.map(|p| p.revents != 0)
 }
 
 /// [`wait_readable`] on `fd` and, when given, a second descriptor `bell` (a queue's
@@ -146,14 +143,14 @@ pub struct Interface {
 impl Interface {
     /// A handle for `name` (checked by the kernel on each call, not here).
     pub fn new(name: &str) -> io::Result<Interface> {
-        // SAFETY: socket() takes no pointers.
-        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let sock = rustix::net::socket_with(
+            AddressFamily::INET,
+            SocketType::DGRAM,
+            SocketFlags::CLOEXEC,
+            None,
+        )?;
         Ok(Interface {
-            // SAFETY: `fd` was just returned by socket() and nothing else owns it.
-            sock: unsafe { OwnedFd::from_raw_fd(fd) },
+            sock,
             name: name.to_string(),
         })
     }

@@ -17,8 +17,7 @@
 
 #![warn(missing_docs)]
 
-// Signals and raw sockets: the crate's only unsafe code.
-#[allow(unsafe_code)]
+// Signals and raw sockets, through rustix.
 pub mod sys;
 
 mod loss;

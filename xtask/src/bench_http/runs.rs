@@ -15,6 +15,7 @@ use crate::http_load::report::Row;
 use crate::http_load::tls::{self as tls_load, httpd_counters, parse_s_client, Negotiated};
 use crate::http_load::wrk::Sample;
 use crate::http_load::{Case, Measured, ServerProcs, Wrk};
+use crate::sys::Signal;
 use crate::xdp::{self, XdpLink};
 
 /// What every run needs: the options, the programs, the namespace and where logs go.
@@ -78,9 +79,9 @@ impl Ctx<'_> {
         let proc = Proc::spawn("server", cmd, log)?;
         // nginx: SIGTERM is its fast shutdown (workers too); httpd: SIGINT, then --grace.
         let signal = if server.server == Server::Nginx {
-            libc::SIGTERM
+            Signal::TERM
         } else {
-            libc::SIGINT
+            Signal::INT
         };
         let mut running = ServerProcs::new(proc, signal, "nginx");
         self.wait_ready(&mut running, server, log)?;

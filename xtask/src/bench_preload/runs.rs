@@ -15,6 +15,7 @@ use crate::http_load::nginx::nginx_args;
 use crate::http_load::report::{us, Row};
 use crate::http_load::wrk::Sample;
 use crate::http_load::{Case, Measured, ServerProcs, Wrk};
+use crate::sys::Signal;
 
 /// What every run needs: the options, the programs and their configuration, the
 /// namespaces and where logs go.
@@ -108,7 +109,7 @@ impl Ctx<'_> {
         };
         let proc = Proc::spawn("server", cmd, log)?;
         // SIGTERM: nginx's fast shutdown (workers too), redis's shutdown.
-        let mut running = ServerProcs::new(proc, libc::SIGTERM, worker_name);
+        let mut running = ServerProcs::new(proc, Signal::TERM, worker_name);
         let port = Self::port(server);
         let host = self.host(server)?;
         let times = (Duration::from_secs(15), Duration::from_millis(300));

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use crate::common::{check_run, explain_run, CpuTimes, Netns, Proc, Result};
 use crate::family::endpoint;
 use crate::pages::{self, PageSet, SMALL_PAGE};
+use crate::sys::Signal;
 use wrk::{parse_wrk, Sample};
 
 /// What wrk asks for.
@@ -170,12 +171,12 @@ pub(crate) fn write_files(tmp: &Path, what: &str) -> Result<Files> {
 pub(crate) struct ServerProcs {
     pub proc: Proc,
     pub workers: Vec<i32>,
-    pub signal: i32,
+    pub signal: Signal,
     pub worker_name: &'static str,
 }
 
 impl ServerProcs {
-    pub(crate) fn new(proc: Proc, signal: i32, worker_name: &'static str) -> ServerProcs {
+    pub(crate) fn new(proc: Proc, signal: Signal, worker_name: &'static str) -> ServerProcs {
         ServerProcs {
             proc,
             workers: Vec::new(),
@@ -200,7 +201,7 @@ impl ServerProcs {
             let comm = fs::read_to_string(format!("/proc/{w}/comm")).unwrap_or_default();
             if comm.trim() == self.worker_name {
                 // The PID was checked above to name a worker of ours.
-                crate::sys::kill(w, libc::SIGKILL);
+                crate::sys::kill(w, Signal::KILL);
             }
         }
     }
