@@ -25,23 +25,22 @@ pub(crate) struct LoadArgs {
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
     /// The shortest run that still measures every server and case: one round of 2 s
-    /// each; leaves the docs alone (implies --no-docs) and writes the charts under the
-    /// target directory.
+    /// each (`bench ws`: 4 s); leaves the docs alone (implies --no-docs) and writes the
+    /// charts under the target directory.
     #[arg(long)]
     pub quick: bool,
 }
 
 /// Seconds of load per run with `--quick`. The clients' clocks include opening their
-/// connections (240 WebSocket handshakes for `bench ws`), which on a busy machine can
-/// take most of a second.
-const QUICK_DURATION: u64 = 2;
+/// connections, which on a busy machine can take most of a second (`bench ws` takes
+/// longer: [`crate::bench_echo`]'s WebSocket suite).
+pub(crate) const QUICK_DURATION: u64 = 2;
 
 impl LoadArgs {
-    /// With `--quick`: one round of [`QUICK_DURATION`], and `host` told to leave the
-    /// docs alone.
-    pub(crate) fn apply_quick(&mut self, host: &mut HostArgs) {
+    /// With `--quick`: one round of `seconds`, and `host` told to leave the docs alone.
+    pub(crate) fn apply_quick(&mut self, host: &mut HostArgs, seconds: u64) {
         if self.quick {
-            self.duration = QUICK_DURATION;
+            self.duration = seconds;
             self.rounds = 1;
             host.no_docs = true;
         }
@@ -65,10 +64,11 @@ pub(crate) struct RunArgs {
 }
 
 impl RunArgs {
-    /// These flags with `--quick` applied ([`LoadArgs::apply_quick`]).
-    pub(crate) fn effective(&self) -> RunArgs {
+    /// These flags with `--quick` applied ([`LoadArgs::apply_quick`]), `seconds` per
+    /// run.
+    pub(crate) fn effective(&self, seconds: u64) -> RunArgs {
         let mut r = self.clone();
-        r.load.apply_quick(&mut r.host);
+        r.load.apply_quick(&mut r.host, seconds);
         r
     }
 }

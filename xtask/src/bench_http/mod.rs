@@ -49,7 +49,9 @@ mod tools;
 
 use std::path::Path;
 
-use crate::common::{release_bin, rotated, warn_if_busy, Netns, Result, RunArgs, TempDir};
+use crate::common::{
+    release_bin, rotated, warn_if_busy, Netns, Result, RunArgs, TempDir, QUICK_DURATION,
+};
 use crate::family::{self, Over, Subnet, Subnets};
 use crate::http_load::report::{us, Row};
 use crate::http_load::wrk::Sample;
@@ -231,7 +233,7 @@ fn servers(tools: &Tools) -> Vec<Server> {
 
 pub(crate) fn run(opts: &Options) -> Result<()> {
     let opts = &Options {
-        run: opts.run.effective(),
+        run: opts.run.effective(QUICK_DURATION),
         ..opts.clone()
     };
     if opts.run.load.duration == 0 || opts.run.load.rounds == 0 || opts.connections == 0 {

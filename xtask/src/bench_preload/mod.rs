@@ -52,6 +52,7 @@ use std::path::PathBuf;
 
 use crate::common::{
     ip, release_bin, rotated, warn_if_busy, HostArgs, LoadArgs, Namespace, Netns, Result, TempDir,
+    QUICK_DURATION,
 };
 use crate::goals::{Goal, Per};
 use crate::http_load::nginx::write_nginx_conf;
@@ -129,7 +130,7 @@ impl Options {
         if o.load.quick {
             o.redis_requests = o.redis_requests.min(QUICK_REDIS_REQUESTS);
         }
-        o.load.apply_quick(&mut o.host);
+        o.load.apply_quick(&mut o.host, QUICK_DURATION);
         o
     }
 
