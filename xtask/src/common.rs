@@ -24,6 +24,27 @@ pub(crate) struct LoadArgs {
     /// middle run).
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    /// The shortest run that still measures every server and case: one round of 2 s
+    /// each (`bench ws`: 4 s); leaves the docs alone (implies --no-docs) and writes the
+    /// charts under the target directory.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// Seconds of load per run with `--quick`. The clients' clocks include opening their
+/// connections, which on a busy machine can take most of a second (`bench ws` takes
+/// longer: [`crate::bench_echo`]'s WebSocket suite).
+pub(crate) const QUICK_DURATION: u64 = 2;
+
+impl LoadArgs {
+    /// With `--quick`: one round of `seconds`, and `host` told to leave the docs alone.
+    pub(crate) fn apply_quick(&mut self, host: &mut HostArgs, seconds: u64) {
+        if self.quick {
+            self.duration = seconds;
+            self.rounds = 1;
+            host.no_docs = true;
+        }
+    }
 }
 
 /// Flags every scripted benchmark with an AF_XDP row takes.
@@ -40,6 +61,16 @@ pub(crate) struct RunArgs {
     pub family: Families,
     #[command(flatten)]
     pub host: HostArgs,
+}
+
+impl RunArgs {
+    /// These flags with `--quick` applied ([`LoadArgs::apply_quick`]), `seconds` per
+    /// run.
+    pub(crate) fn effective(&self, seconds: u64) -> RunArgs {
+        let mut r = self.clone();
+        r.load.apply_quick(&mut r.host, seconds);
+        r
+    }
 }
 
 /// Where a benchmark runs and what it leaves behind: flags every scripted benchmark
@@ -773,6 +804,20 @@ pub(crate) fn write_results(
     fs::write(&path, crate::results::put_block(&text, start, end, body))
         .map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok(path)
+}
+
+/// `args` (a program name first) parsed as the flags `T` stands for, as a subcommand
+/// parses them.
+#[cfg(test)]
+pub(crate) fn parse_flags<T: clap::Args>(args: &[&str]) -> std::result::Result<T, String> {
+    #[derive(clap::Parser)]
+    struct Cli<T: clap::Args> {
+        #[command(flatten)]
+        flags: T,
+    }
+    <Cli<T> as clap::Parser>::try_parse_from(args)
+        .map(|c| c.flags)
+        .map_err(|e| e.to_string())
 }
 
 mod netns;

@@ -3,19 +3,22 @@
 //! The benchmarks and the Autobahn run write their results into the documentation, each
 //! into its own block between marker lines (`<!-- bench-echo:start -->` …
 //! `<!-- bench-echo:end -->`): the benchmarks into `docs/benchmarks.md`, Autobahn into
-//! `docs/websocket.md` (see [`results`]). `--no-docs` (old name: `--no-readme`) only
-//! prints.
+//! `docs/websocket.md` (see [`results`]). The benchmarks also draw SVG charts of the
+//! medians in their tables ([`chart`]) into `docs/charts/`, which their blocks show.
+//! `--no-docs` (old name: `--no-readme`) only prints, and writes the charts under the
+//! target directory's `charts/`; `--quick` is the shortest run that still measures
+//! every server and case, and implies `--no-docs`.
 //!
-//! - `cargo xtask bench echo [--duration S] [--rounds N] [--spin-us U] [--no-xdp]
-//!   [--family ipv4|ipv6|both] [--no-docs]`: the echo server on Rusty's stack (TAP,
+//! - `cargo xtask bench echo [--duration S] [--rounds N] [--quick] [--spin-us U]
+//!   [--no-xdp] [--family ipv4|ipv6|both] [--no-docs]`: the echo server on Rusty's stack (TAP,
 //!   AF_XDP) against the same server on the kernel's sockets, driven by the same client
 //!   on the same cores, over IPv4 and IPv6; prints a table and writes it into
 //!   `docs/benchmarks.md` (see [`bench_echo`]).
 //! - `cargo xtask bench ws [--duration S] [--rounds N] …`: the same for `ws-echo` under
 //!   `ws-load`: WebSocket messages of 128 B, 1 KiB and 8 KiB over 240 connections
 //!   (see [`bench_echo`]).
-//! - `cargo xtask bench http [--duration S] [--rounds N] [--connections C] [--no-nginx]
-//!   [--no-xdp] [--family ipv4|ipv6|both] …`: httpd on Rusty's stack (TAP, AF_XDP), the
+//! - `cargo xtask bench http [--duration S] [--rounds N] [--quick] [--connections C]
+//!   [--no-nginx] [--no-xdp] [--family ipv4|ipv6|both] …`: httpd on Rusty's stack (TAP, AF_XDP), the
 //!   same httpd on the kernel's sockets and nginx, one server core each, under the same
 //!   wrk, over IPv4 and IPv6 (nginx over IPv4); prints a table and writes it into
 //!   `docs/benchmarks.md` (see [`bench_http`]). With `--tls`, the same cases over HTTPS
@@ -34,6 +37,8 @@
 //!   bulk transfers under nftables random loss in both directions, Rusty as sender and
 //!   as receiver, each against the same application on Linux's TCP behind a veth pair;
 //!   prints a table and writes it into `docs/benchmarks.md` (see [`bench_loss`]).
+//! - `cargo xtask check-svg PATH…`: each chart an SVG document with finite coordinates
+//!   that draws data (see [`chart`]).
 //! - `cargo xtask gen-pages DIR`: the HTTP benchmark's page set (see [`pages`]).
 //! - `cargo xtask cross-build TARGET [--release] [-p NAME]`: the workspace's binaries,
 //!   or one package's library, for another target; `tilegx` does what today's
@@ -58,6 +63,7 @@ mod bench_echo;
 mod bench_http;
 mod bench_loss;
 mod bench_preload;
+mod chart;
 mod common;
 mod cross;
 mod cross_test;
@@ -101,6 +107,13 @@ enum Command {
     /// httpd under steady keep-alive load for minutes, its resident memory sampled;
     /// fails when it keeps growing (needs root).
     Soak(soak::Options),
+    /// Check charts the benchmarks wrote: each an SVG document with finite coordinates
+    /// that draws data.
+    CheckSvg {
+        /// The SVG files.
+        #[arg(required = true)]
+        paths: Vec<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -144,6 +157,7 @@ fn main() -> ExitCode {
         Command::CrossTest(args) => cross_test::run(&args),
         Command::Autobahn(opts) => autobahn::run(&opts),
         Command::Soak(opts) => soak::run(&opts),
+        Command::CheckSvg { paths } => chart::check_files(&paths),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,9 +5,10 @@
 use std::fmt::Write as _;
 
 use super::{Backend, Options, Sample, Suite, TAP, XDP};
-use crate::common::{median_by, provenance, thousands};
+use crate::common::{median_by, provenance, thousands, Result};
 use crate::family::{self, CaseRuns, Families, Over};
 use crate::http_load::report::Row;
+use crate::results::{Chart, LoadCharts};
 use crate::xdp::{self, Per};
 
 /// A row of the table: a backend over a family.
@@ -86,6 +87,41 @@ pub(super) fn table(suite: &Suite, samples: &[Vec<(Key, Sample)>], rows: &[Key])
     t
 }
 
+/// Each case's label and runs.
+fn case_runs<'a>(
+    suite: &Suite,
+    samples: &'a [Vec<(Key, Sample)>],
+) -> Vec<CaseRuns<'a, Backend, Sample>> {
+    suite
+        .cases
+        .iter()
+        .zip(samples)
+        .map(|(c, runs)| (c.label, runs.as_slice()))
+        .collect()
+}
+
+/// The charts of messages/s and of server CPU per message, a bar per case and backend,
+/// a panel per family (`echo-messages.svg`, `echo-cpu.svg`; `ws-…` for WebSocket).
+pub(super) fn charts(
+    suite: &Suite,
+    samples: &[Vec<(Key, Sample)>],
+    rows: &[Key],
+) -> Result<Vec<Chart>> {
+    let cases = case_runs(suite, samples);
+    let charts = LoadCharts {
+        bench: suite.name,
+        title: suite.title,
+        unit: "message",
+    };
+    charts.draw(
+        &cases,
+        rows,
+        &|k| (k.family.to_string(), k.server.label()),
+        &|s| s.msgs_per_s,
+        &Sample::server_us,
+    )
+}
+
 /// Where Rusty on AF_XDP stands against the suite's goals in the first of `families`
 /// (`xdp_skipped` says why it was not measured), and Rusty on TAP and on AF_XDP over
 /// IPv6 against IPv4 ([`family::IPV6_COST`]).
@@ -115,12 +151,7 @@ pub(super) fn verdict(
             }
         },
     );
-    let cases: Vec<CaseRuns<'_, Backend, Sample>> = suite
-        .cases
-        .iter()
-        .zip(samples)
-        .map(|(c, runs)| (c.label, runs.as_slice()))
-        .collect();
+    let cases = case_runs(suite, samples);
     let v6 = |name, backend, skipped| {
         family::ipv6_verdict(name, backend, &cases, "message", skipped, Sample::server_us)
     };
@@ -136,6 +167,7 @@ pub(super) fn block_body(
     suite: &Suite,
     opts: &Options,
     xdp_outcome: &xdp::Outcome,
+    charts: &str,
     table: &str,
     verdict: &str,
 ) -> String {
@@ -174,7 +206,7 @@ pub(super) fn block_body(
          \n\
          {families}\n\
          \n\
-         {table}\n\
+         {charts}{table}\n\
          {verdict}",
         heading = suite.heading,
         client = suite.client,
@@ -222,6 +254,16 @@ mod tests {
         let samples = vec![runs.clone(), runs];
         let all = [Backend::Tap, Backend::Xdp, Backend::Kernel];
         let rows = family::rows(&all, &Families::Both.list(), |_| false);
+        let charts = charts(&ECHO, &samples, &rows).unwrap();
+        let files: Vec<&str> = charts.iter().map(|c| c.file.as_str()).collect();
+        assert_eq!(files, ["echo-messages.svg", "echo-cpu.svg"]);
+        for c in &charts {
+            let marks = crate::chart::check(&c.svg).unwrap();
+            assert_eq!((marks.bars, marks.legend), (12, 3), "{}", c.file);
+        }
+        // 300,000 messages/s on 5 s of server CPU over 5 s: 3.33 µs per message.
+        assert!(charts[0].svg.contains(">\n300k\n<"));
+        assert!(charts[1].svg.contains(">\n3.33\n<"));
         let t = table(&ECHO, &samples, &rows);
         assert!(
             t.contains("| ping-pong 100 × 64 B | Rusty on AF_XDP, IPv4 | 300,000 | 1.00 | 3.33 | 6.00 | 300 / 900 |"),

@@ -38,7 +38,7 @@
 //!
 //! This file holds the servers and the loop over rounds; beside it: finding or
 //! installing wrk and nginx ([`tools`]), one measured run ([`runs`]) and the table,
-//! verdict and block written into `docs/benchmarks.md` ([`report`]). What the preload
+//! verdict, charts and block written into `docs/benchmarks.md` ([`report`]). What the preload
 //! benchmark shares with it (the cases, nginx's configuration, reading wrk's report) is
 //! in [`crate::http_load`].
 
@@ -50,14 +50,14 @@ mod tools;
 use std::path::Path;
 
 use crate::common::{
-    release_bin, rotated, warn_if_busy, write_results, Netns, Result, RunArgs, TempDir,
-    BENCHMARKS_PAGE,
+    release_bin, rotated, warn_if_busy, Netns, Result, RunArgs, TempDir, QUICK_DURATION,
 };
 use crate::family::{self, Over, Subnet, Subnets};
 use crate::http_load::report::{us, Row};
 use crate::http_load::wrk::Sample;
 use crate::http_load::{nginx, write_files, Files, CASES};
 use crate::pages;
+use crate::results::{publish, Block};
 use crate::xdp::{self, Goal, Per};
 use report::{block_body, table, verdict};
 use runs::Ctx;
@@ -87,8 +87,10 @@ const XDP: xdp::Plan = xdp::Plan {
     queues: 1,
 };
 /// The marker lines of this benchmark's block in `docs/benchmarks.md`.
-const BLOCK_START: &str = "<!-- bench-http:start -->";
-const BLOCK_END: &str = "<!-- bench-http:end -->";
+const BLOCK: Block = Block {
+    start: "<!-- bench-http:start -->",
+    end: "<!-- bench-http:end -->",
+};
 /// The goal for Rusty on TAP against the kernel-backend httpd, per server core.
 const GOAL: f64 = 3.0;
 /// The goals for Rusty on AF_XDP against the kernel-backend httpd.
@@ -230,6 +232,10 @@ fn servers(tools: &Tools) -> Vec<Server> {
 }
 
 pub(crate) fn run(opts: &Options) -> Result<()> {
+    let opts = &Options {
+        run: opts.run.effective(QUICK_DURATION),
+        ..opts.clone()
+    };
     if opts.run.load.duration == 0 || opts.run.load.rounds == 0 || opts.connections == 0 {
         return Err("--duration, --rounds and --connections must be at least 1".into());
     }
@@ -321,10 +327,13 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let xdp_skipped = xdp_outcome.as_ref().err().map(String::as_str);
     let verdict = verdict(&samples, xdp_skipped, opts.run.family);
     println!("{table}\n{verdict}");
-    if !opts.run.host.no_docs {
-        let body = block_body(opts, &set, &tools, &xdp_outcome, &table, &verdict);
-        let path = write_results(&root, BENCHMARKS_PAGE, BLOCK_START, BLOCK_END, &body)?;
-        eprintln!("bench http: table written to {}", path.display());
-    }
-    Ok(())
+    let charts = report::charts("http", "HTTP", &samples, &rows)?;
+    publish(
+        &root,
+        "bench http",
+        opts.run.host.no_docs,
+        &charts,
+        BLOCK,
+        |charts| block_body(opts, &set, &tools, &xdp_outcome, charts, &table, &verdict),
+    )
 }

@@ -4,11 +4,12 @@
 
 use super::tools::Tools;
 use super::{Options, Server, CASES, GOAL, PORT, TAP, XDP, XDP_GOALS};
-use crate::common::{provenance, thousands};
+use crate::common::{provenance, thousands, Result};
 use crate::family::{self, CaseRuns, Families, Over};
-use crate::http_load::report::{self, ratios};
+use crate::http_load::report::{self, ratios, Row};
 use crate::http_load::wrk::Sample;
 use crate::pages::{self, PAGES, SMALL_PAGE};
+use crate::results::{Chart, LoadCharts};
 use crate::xdp::{self, Goal, Per};
 
 /// Each case's label and runs.
@@ -22,9 +23,6 @@ pub(super) fn case_runs(
         .collect()
 }
 
-/// The table of medians and of the ratios of each Rusty row (TAP, AF_XDP) to each
-/// baseline in the same family, and of each server over IPv6 to itself over IPv4
-/// ([`crate::http_load::report::table`], [`family::pairs`]).
 /// Goal `g`'s ratio of `rusty` to `baseline`: work per server or per machine CPU-second
 /// in the goal's case.
 pub(super) fn goal_ratio(
@@ -41,6 +39,31 @@ pub(super) fn goal_ratio(
     }
 }
 
+/// The charts of requests/s and of server CPU per request, a bar per case and server,
+/// a panel per family; `bench` names the files, `title` starts the titles.
+pub(super) fn charts(
+    bench: &str,
+    title: &str,
+    samples: &[Vec<(Over<Server>, Sample)>],
+    rows: &[Over<Server>],
+) -> Result<Vec<Chart>> {
+    let charts = LoadCharts {
+        bench,
+        title,
+        unit: "request",
+    };
+    charts.draw(
+        &case_runs(samples),
+        rows,
+        &|k| (k.family.to_string(), k.server.label()),
+        &|s| s.req_per_s,
+        &Sample::server_us,
+    )
+}
+
+/// The table of medians and of the ratios of each Rusty row (TAP, AF_XDP) to each
+/// baseline in the same family, and of each server over IPv6 to itself over IPv4
+/// ([`crate::http_load::report::table`], [`family::pairs`]).
 pub(super) fn table(samples: &[Vec<(Over<Server>, Sample)>], rows: &[Over<Server>]) -> String {
     let pairs = family::pairs(
         &[Server::Tap, Server::Xdp],
@@ -100,6 +123,7 @@ pub(super) fn block_body(
     set: &pages::PageSet,
     tools: &Tools,
     xdp_outcome: &xdp::Outcome,
+    charts: &str,
     table: &str,
     verdict: &str,
 ) -> String {
@@ -162,7 +186,7 @@ pub(super) fn block_body(
          \n\
          {families}\n\
          \n\
-         {table}\n\
+         {charts}{table}\n\
          {verdict}",
         provenance = provenance(),
         tap = TAP.rusty_spec(),
@@ -206,6 +230,14 @@ mod tests {
         let samples = vec![runs.clone(), runs.clone(), runs];
         let servers = [Server::Tap, Server::Xdp, Server::Kernel, Server::Nginx];
         let rows = family::rows(&servers, &Families::Both.list(), |s| s == Server::Nginx);
+        for c in charts("http", "HTTP", &samples, &rows).unwrap() {
+            let marks = crate::chart::check(&c.svg).unwrap();
+            // IPv4: 4 servers in 3 cases; IPv6: 3 (no nginx).
+            assert_eq!((marks.bars, marks.legend), (21, 4), "{}", c.file);
+            for panel in [">\nIPv4\n<", ">\nIPv6\n<", ">\nnginx, 1 worker\n<"] {
+                assert!(c.svg.contains(panel), "{panel} in {}", c.file);
+            }
+        }
         let t = table(&samples, &rows);
         assert!(t.contains("| 64 B, keep-alive | httpd, Rusty on TAP, IPv4 | 300,000 | 1.0 | 3.33 | 6.67 | 100 % | 100 µs / 900 µs | 0 |"), "{t}");
         assert!(t.contains("| 64 B, keep-alive | httpd, Rusty on TAP, IPv6 | 280,000 | 1.0 | 3.57 | 7.14 | 100 % | 100 µs / 900 µs | 0 |"), "{t}");

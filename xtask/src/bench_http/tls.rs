@@ -16,14 +16,11 @@
 use std::fs;
 use std::path::PathBuf;
 
-use super::report::{case_runs, goal_ratio};
+use super::report::{case_runs, charts, goal_ratio};
 use super::runs::Ctx;
 use super::tools::Tools;
 use super::{measure, servers, tap_namespace, Options, Server, CASES, PORT, TAP};
-use crate::common::{
-    median_by, provenance, release_bin, warn_if_busy, write_results, Result, TempDir,
-    BENCHMARKS_PAGE,
-};
+use crate::common::{median_by, provenance, release_bin, warn_if_busy, Result, TempDir};
 use crate::family::{self, Families, Family, Over};
 use crate::goals::{self, Goal, Per};
 use crate::http_load::report::{self, Row};
@@ -32,12 +29,15 @@ use crate::http_load::tls::{
 };
 use crate::http_load::wrk::Sample;
 use crate::http_load::{nginx, write_files, Files};
+use crate::results::{publish, Block};
 
 /// The port every server speaks HTTPS on.
 pub(super) const TLS_PORT: u16 = 8443;
 /// The marker lines of this benchmark's block in `docs/benchmarks.md`.
-const BLOCK_START: &str = "<!-- bench-http-tls:start -->";
-const BLOCK_END: &str = "<!-- bench-http-tls:end -->";
+const BLOCK: Block = Block {
+    start: "<!-- bench-http-tls:start -->",
+    end: "<!-- bench-http-tls:end -->",
+};
 /// The goals for Rusty on TAP against nginx, both over TLS.
 const GOALS: [Goal; 2] = [
     Goal::new(CASES[0].label, Per::ServerCpu, 1.5),
@@ -149,12 +149,27 @@ pub(super) fn run(opts: &Options) -> Result<()> {
     let nginx_skipped = tools.nginx_note.as_deref().map(|n| format!("nginx {n}"));
     let verdict = verdict(&samples, nginx_skipped.as_deref(), opts.run.family);
     println!("{table}\n{handshakes}\n{verdict}");
-    if !opts.run.host.no_docs {
-        let body = block_body(opts, &tools, &probes, &table, &handshakes, &verdict);
-        let path = write_results(&root, BENCHMARKS_PAGE, BLOCK_START, BLOCK_END, &body)?;
-        eprintln!("{what}: table written to {}", path.display());
-    }
-    Ok(())
+    let charts = charts("http-tls", "HTTPS", &samples, &rows)?;
+    let text = Text {
+        table: &table,
+        handshakes: &handshakes,
+        verdict: &verdict,
+    };
+    publish(
+        &root,
+        what,
+        opts.run.host.no_docs,
+        &charts,
+        BLOCK,
+        |charts| block_body(opts, &tools, &probes, charts, &text),
+    )
+}
+
+/// The block's text besides its charts.
+struct Text<'a> {
+    table: &'a str,
+    handshakes: &'a str,
+    verdict: &'a str,
 }
 
 /// The table of medians and of the ratios of Rusty on TAP to each baseline in the same
@@ -236,10 +251,14 @@ fn block_body(
     opts: &Options,
     tools: &Tools,
     probes: &[(Over<Server>, Negotiated)],
-    table: &str,
-    handshakes: &str,
-    verdict: &str,
+    charts: &str,
+    text: &Text<'_>,
 ) -> String {
+    let Text {
+        table,
+        handshakes,
+        verdict,
+    } = text;
     let spin = opts.run.host.spin("the binary's default `--spin-us 200`");
     let versions = [
         tools.wrk_version.as_deref(),
@@ -284,7 +303,7 @@ fn block_body(
          kernel: the same without the link. What each server negotiated with `openssl\n\
          s_client` under wrk's configuration before the runs: {probed}.{nginx_note}\n\
          \n\
-         {table}\n\
+         {charts}{table}\n\
          {handshakes}\n\
          {verdict}",
         provenance = provenance(),
@@ -376,14 +395,8 @@ mod tests {
 
     #[test]
     fn block_names_the_setup_and_what_was_negotiated() {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            opts: Options,
-        }
-        let cli = Cli::try_parse_from(["x", "--tls", "--duration", "2", "--rounds", "1"]);
-        let opts = cli.map_err(|e| e.to_string()).unwrap().opts;
+        let args = ["x", "--tls", "--duration", "2", "--rounds", "1"];
+        let opts: Options = crate::common::parse_flags(&args).unwrap();
         assert!(opts.tls);
         let tools = Tools {
             wrk: "wrk".into(),
@@ -402,14 +415,12 @@ mod tests {
             ok: true,
         };
         let probes = [(Over::new(Server::Tap, Family::V4), probe)];
-        let b = block_body(
-            &opts,
-            &tools,
-            &probes,
-            "TABLE\n",
-            "HANDSHAKES\n",
-            "VERDICT\n",
-        );
+        let text = Text {
+            table: "TABLE\n",
+            handshakes: "HANDSHAKES\n",
+            verdict: "VERDICT\n",
+        };
+        let b = block_body(&opts, &tools, &probes, "CHARTS\n\n", &text);
         for want in [
             "### HTTPS: httpd on Rusty (TAP) vs httpd on kernel sockets vs nginx",
             "wrk 4.1.0, OpenSSL 3.0.19.",
@@ -417,7 +428,7 @@ mod tests {
             "TLSv1.3, TLS_AES_128_GCM_SHA256, X25519",
             "httpd, Rusty on TAP, IPv4: TLSv1.3 TLS_AES_128_GCM_SHA256 over X25519, 0 tickets.",
             "nginx left out (--no-nginx): its rows are missing.",
-            "TABLE\n\nHANDSHAKES\n\nVERDICT",
+            "CHARTS\n\nTABLE\n\nHANDSHAKES\n\nVERDICT",
         ] {
             assert!(b.contains(want), "{want} missing from\n{b}");
         }

@@ -33,19 +33,23 @@ mod peer;
 mod report;
 mod runs;
 
-use crate::common::{
-    find_program, release_bin, write_results, HostArgs, Result, TempDir, BENCHMARKS_PAGE,
-};
+use crate::common::{find_program, release_bin, HostArgs, Result, TempDir};
+use crate::results::{publish, Block};
 use net::LossNet;
 use runs::{Ctx, Sample};
 
 /// The marker lines of this benchmark's block in `docs/benchmarks.md`.
-const BLOCK_START: &str = "<!-- bench-loss:start -->";
-const BLOCK_END: &str = "<!-- bench-loss:end -->";
+const BLOCK: Block = Block {
+    start: "<!-- bench-loss:start -->",
+    end: "<!-- bench-loss:end -->",
+};
 const DEFAULT_SINGLE: u64 = 64_000_000;
 const DEFAULT_MULTI: (usize, u64) = (16, 4_000_000);
 const QUICK_SINGLE: u64 = 2_000_000;
 const QUICK_MULTI: (usize, u64) = (16, 250_000);
+/// Loss rates in 1/10,000: 0.1, 1, 3 and 5 %; with `--quick`, 1 and 5 %.
+const DEFAULT_LOSS: [u32; 4] = [10, 100, 300, 500];
+const QUICK_LOSS: [u32; 2] = [100, 500];
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Options {
@@ -57,14 +61,16 @@ pub(crate) struct Options {
     /// 16x250k].
     #[arg(long, value_name = "NxSIZE", value_parser = parse_multi)]
     pub multi: Option<(usize, u64)>,
-    /// Loss rates in percent, each applied to both directions (0.01 % steps).
-    #[arg(long, value_name = "PERCENT,…", value_delimiter = ',', value_parser = parse_percent,
-          default_value = "0.1,1,3,5")]
+    /// Loss rates in percent, each applied to both directions (0.01 % steps) [default:
+    /// 0.1,1,3,5; --quick: 1,5].
+    #[arg(long, value_name = "PERCENT,…", value_delimiter = ',', value_parser = parse_percent)]
     pub loss: Vec<u32>,
     /// Which of Rusty's roles to run.
     #[arg(long, value_enum, default_value_t = Roles::Both)]
     pub rusty_as: Roles,
-    /// Smoke run: small transfers (see --single and --multi) and one round.
+    /// Smoke run: small transfers (see --single and --multi), two loss rates and one
+    /// round; leaves the docs alone (implies --no-docs) and writes the chart under the
+    /// target directory.
     #[arg(long)]
     pub quick: bool,
     /// Runs per case and stack; the table shows the median [default: 3; --quick: 1].
@@ -94,6 +100,20 @@ impl Options {
     }
     fn rounds(&self) -> usize {
         self.rounds.unwrap_or(if self.quick { 1 } else { 3 })
+    }
+    /// Whether to leave the docs alone: `--no-docs`, or `--quick`.
+    fn no_docs(&self) -> bool {
+        self.host.no_docs || self.quick
+    }
+    /// The loss rates, in 1/10,000.
+    fn loss(&self) -> Vec<u32> {
+        if !self.loss.is_empty() {
+            self.loss.clone()
+        } else if self.quick {
+            QUICK_LOSS.to_vec()
+        } else {
+            DEFAULT_LOSS.to_vec()
+        }
     }
 }
 
@@ -162,8 +182,8 @@ impl Case {
 
 pub(crate) fn run(opts: &Options) -> Result<()> {
     let (n, per) = opts.multi();
-    if opts.rounds() == 0 || opts.timeout == 0 || opts.loss.is_empty() || n == 0 {
-        return Err("--rounds, --timeout, --loss and --multi must not be zero or empty".into());
+    if opts.rounds() == 0 || opts.timeout == 0 || n == 0 {
+        return Err("--rounds, --timeout and --multi must not be zero".into());
     }
     if opts.single() == 0 || per == 0 {
         return Err("transfer sizes must be at least 1 byte".into());
@@ -192,7 +212,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
             continue;
         }
         for (conns, bytes) in [(1, opts.single()), (n, per)] {
-            for &basis_points in &opts.loss {
+            for basis_points in opts.loss() {
                 cases.push(Case {
                     direction,
                     conns,
@@ -254,12 +274,15 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
 
     let table = report::table(&cases, &samples);
     println!("{table}");
-    if !opts.host.no_docs {
-        let body = report::block_body(opts, &table);
-        let path = write_results(&root, BENCHMARKS_PAGE, BLOCK_START, BLOCK_END, &body)?;
-        eprintln!("bench loss: table written to {}", path.display());
-    }
-    Ok(())
+    let charts = [report::chart(&cases, &samples)?];
+    publish(
+        &root,
+        "bench loss",
+        opts.no_docs(),
+        &charts,
+        BLOCK,
+        |charts| report::block_body(opts, charts, &table),
+    )
 }
 
 /// `64M`, `250k`, `1G`, `1000`: a byte count with an optional power-of-1000 suffix.
@@ -355,6 +378,25 @@ mod tests {
         assert_eq!(parse_percent("0"), Ok(0));
         assert!(parse_percent("0.001").is_err());
         assert!(parse_percent("101").is_err());
+    }
+
+    #[test]
+    fn quick_is_small_and_leaves_the_docs_alone() {
+        let parse = |args: &[&str]| crate::common::parse_flags::<Options>(args).unwrap();
+        let full = parse(&["x"]);
+        assert_eq!(
+            (full.single(), full.multi(), full.rounds(), full.loss()),
+            (DEFAULT_SINGLE, DEFAULT_MULTI, 3, DEFAULT_LOSS.to_vec())
+        );
+        assert!(!full.no_docs());
+        let quick = parse(&["x", "--quick"]);
+        assert_eq!(
+            (quick.single(), quick.multi(), quick.rounds(), quick.loss()),
+            (2_000_000, (16, 250_000), 1, vec![100, 500])
+        );
+        assert!(quick.no_docs());
+        let chosen = parse(&["x", "--quick", "--loss", "0.5,2,4", "--rounds", "2"]);
+        assert_eq!((chosen.loss(), chosen.rounds()), (vec![50, 200, 400], 2));
     }
 
     #[test]

@@ -5,8 +5,10 @@ use std::fmt::Write as _;
 
 use super::net::{PEER_IP, RUSTY_IP, SERVER_IP};
 use super::runs::Sample;
-use super::{percent_label, size_label, Case, Options, Stack};
-use crate::common::{median_by, provenance};
+use super::{percent_label, size_label, Case, Direction, Options, Stack};
+use crate::chart::{self, Axes, Line, LinePanel};
+use crate::common::{median_by, provenance, Result};
+use crate::results::Chart;
 
 /// Three significant-ish digits; `—` for no value.
 pub(super) fn num(v: f64) -> String {
@@ -90,10 +92,52 @@ pub(super) fn table(cases: &[Case], samples: &[Vec<(Stack, Sample)>]) -> String 
     t
 }
 
-pub(super) fn block_body(opts: &Options, table: &str) -> String {
+/// Goodput against the loss rate: a panel per role of Rusty's, a line per stack and
+/// transfer, each point the median of the runs (`loss-goodput.svg`).
+pub(super) fn chart(cases: &[Case], samples: &[Vec<(Stack, Sample)>]) -> Result<Chart> {
+    let mut panels: Vec<LinePanel> = Vec::new();
+    for direction in [Direction::RustySends, Direction::RustyReceives] {
+        let mut lines: Vec<Line> = Vec::new();
+        for (case, runs) in cases.iter().zip(samples) {
+            if case.direction != direction {
+                continue;
+            }
+            for stack in [Stack::Rusty, Stack::Linux] {
+                let name = format!("{}, {}", stack.label(), case.transfer());
+                let x = f64::from(case.basis_points) / 100.0;
+                let point = (x, median_by(runs, stack, Sample::goodput_mb_s));
+                match lines.iter_mut().find(|l| l.name == name) {
+                    Some(line) => line.points.push(point),
+                    None => lines.push(Line {
+                        name,
+                        points: vec![point],
+                    }),
+                }
+            }
+        }
+        if !lines.is_empty() {
+            panels.push(LinePanel {
+                name: format!("Rusty as {}", direction.label()),
+                lines,
+            });
+        }
+    }
+    let axes = Axes {
+        title: "Loss: goodput against random packet loss, median of the runs".into(),
+        x: "loss each way (%)".into(),
+        y: "goodput (MB/s)".into(),
+    };
+    Ok(Chart {
+        file: "loss-goodput.svg".into(),
+        alt: "Loss: goodput of Rusty and Linux against the loss rate".into(),
+        svg: chart::lines(&axes, &panels)?,
+    })
+}
+
+pub(super) fn block_body(opts: &Options, charts: &str, table: &str) -> String {
     let (n, per) = opts.multi();
     let spin = opts.host.spin("the binaries' default `--spin-us 200`");
-    let rates: Vec<String> = opts.loss.iter().map(|&bp| percent_label(bp)).collect();
+    let rates: Vec<String> = opts.loss().into_iter().map(percent_label).collect();
     format!(
         "### Loss: bulk transfers under random packet loss, Rusty vs Linux\n\
          \n\
@@ -102,9 +146,9 @@ pub(super) fn block_body(opts: &Options, table: &str) -> String {
          the median over the runs. One connection carrying {single}, and {n} connections at\n\
          once carrying {per} each, while nftables drops {rates} of the TCP packets in each\n\
          direction (`numgen random`, drawn independently per direction; {timeout} s allowed\n\
-         per transfer). Options: `--quick` (smoke run), `--single SIZE`, `--multi NxSIZE`,\n\
-         `--loss P,…`, `--rusty-as sender|receiver|both`, `--rounds`, `--timeout`,\n\
-         `--keep-logs`, `--no-docs`, `--no-build`.\n\
+         per transfer). Options: `--quick` (smoke run; leaves this page alone), `--single\n\
+         SIZE`, `--multi NxSIZE`, `--loss P,…`, `--rusty-as sender|receiver|both`,\n\
+         `--rounds`, `--timeout`, `--keep-logs`, `--no-docs`, `--no-build`.\n\
          \n\
          - Rusty as sender: `httpd` serves a generated file, on Rusty (`httpd 8080 DIR 1\n\
            tap:NAME {RUSTY_IP}/24 1 --no-tso`) and, for the baseline, on kernel sockets\n\
@@ -140,7 +184,7 @@ pub(super) fn block_body(opts: &Options, table: &str) -> String {
          input (and the bridge) in the sender's context, so the server's CPU includes some\n\
          of the path's and the client kernel's work, on both sides alike.\n\
          \n\
-         {table}",
+         {charts}{table}",
         provenance = provenance(),
         rounds = opts.rounds(),
         single = size_label(opts.single()),
@@ -155,6 +199,60 @@ pub(super) fn block_body(opts: &Options, table: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn goodput_chart_has_a_line_per_stack_and_transfer() {
+        use super::super::peer::PeerResult;
+        // `mb` MB moved in 1 s.
+        let run = |stack, mb: u64| {
+            let peer = PeerResult {
+                payload_bytes: mb * 1_000_000,
+                secs: 1.0,
+                ..PeerResult::default()
+            };
+            (
+                stack,
+                Sample {
+                    peer,
+                    ..Sample::default()
+                },
+            )
+        };
+        let case = |direction, conns, basis_points| Case {
+            direction,
+            conns,
+            bytes: 2_000_000,
+            basis_points,
+        };
+        let (send, recv) = (Direction::RustySends, Direction::RustyReceives);
+        let cases = [
+            case(send, 1, 100),
+            case(send, 1, 500),
+            case(send, 4, 100),
+            case(send, 4, 500),
+            case(recv, 1, 100),
+        ];
+        let samples: Vec<Vec<(Stack, Sample)>> = (1..=5)
+            .map(|i| vec![run(Stack::Rusty, 10 * i), run(Stack::Linux, i)])
+            .collect();
+        let c = chart(&cases, &samples).unwrap();
+        assert_eq!(c.file, "loss-goodput.svg");
+        let marks = crate::chart::check(&c.svg).unwrap();
+        // Sender: Rusty and Linux at 1 × and 4 × 2 MB, two rates each; receiver: one
+        // rate, a marker without a line.
+        assert_eq!((marks.lines, marks.points, marks.legend), (4, 10, 4));
+        for want in [
+            ">\nRusty as sender\n<",
+            ">\nRusty as receiver\n<",
+            ">\nRusty (TAP), 4 × 2 MB\n<",
+            ">\nLinux, 1 × 2 MB\n<",
+            ">\nloss each way (%)\n<",
+        ] {
+            assert!(c.svg.contains(want), "{want} missing");
+        }
+        let only_one_role = chart(&cases[4..], &samples[4..]).unwrap();
+        assert!(!only_one_role.svg.contains("Rusty as sender"));
+    }
 
     #[test]
     fn numbers_and_ratios() {

@@ -40,8 +40,8 @@
 //! veth pair and temporary directory are deleted.
 //!
 //! This file holds the options, the servers and the loop over rounds; beside it: the
-//! runs ([`runs`]), redis's command lines and report ([`redis`]), and the table, verdict
-//! and results block ([`report`]).
+//! runs ([`runs`]), redis's command lines and report ([`redis`]), and the table, verdict,
+//! charts and results block ([`report`]).
 
 mod redis;
 mod report;
@@ -51,8 +51,8 @@ use std::fs;
 use std::path::PathBuf;
 
 use crate::common::{
-    ip, release_bin, rotated, warn_if_busy, write_results, HostArgs, LoadArgs, Namespace, Netns,
-    Result, TempDir, BENCHMARKS_PAGE,
+    ip, release_bin, rotated, warn_if_busy, HostArgs, LoadArgs, Namespace, Netns, Result, TempDir,
+    QUICK_DURATION,
 };
 use crate::goals::{Goal, Per};
 use crate::http_load::nginx::write_nginx_conf;
@@ -60,6 +60,7 @@ use crate::http_load::report::Row;
 use crate::http_load::tools::{find_or_install, version, Need};
 use crate::http_load::wrk::Sample;
 use crate::http_load::{write_files, CASES};
+use crate::results::{publish, Block};
 use crate::xdp;
 use runs::Ctx;
 
@@ -72,8 +73,10 @@ const KERNEL_IP: &str = "10.82.1.2";
 const PREFIX: u8 = 24;
 /// redis-benchmark's connections (`-c`).
 const REDIS_CLIENTS: usize = 50;
-const BLOCK_START: &str = "<!-- bench-preload:start -->";
-const BLOCK_END: &str = "<!-- bench-preload:end -->";
+const BLOCK: Block = Block {
+    start: "<!-- bench-preload:start -->",
+    end: "<!-- bench-preload:end -->",
+};
 
 /// The redis cases: redis-benchmark's test and the label in the table.
 const REDIS_TESTS: [(&str, &str); 2] = [("set", "redis SET"), ("get", "redis GET")];
@@ -102,10 +105,6 @@ pub(crate) struct Options {
     /// Pass --wait-spin-us to rusty-run (default: the library's own, 0 µs).
     #[arg(long, value_name = "MICROSECONDS")]
     pub wait_spin_us: Option<u64>,
-    /// A short smoke run: one round of 2 s per case, 20,000 requests per redis test;
-    /// leaves docs/benchmarks.md alone.
-    #[arg(long)]
-    pub quick: bool,
     /// Do not apt-get install missing wrk/nginx/redis/ethtool; fail instead.
     #[arg(long)]
     pub no_install: bool,
@@ -120,19 +119,28 @@ pub(crate) struct Options {
 }
 
 impl Options {
-    /// The options with `--quick` applied.
+    /// The options with `--perf` and `--quick` applied: with `--quick`, one round of 2 s
+    /// per case and at most 20,000 requests per redis test, docs/benchmarks.md left
+    /// alone.
     fn effective(&self) -> Options {
         let mut o = self.clone();
         if o.perf {
             o.host.keep_logs = true;
         }
-        if o.quick {
-            o.load.duration = 2;
-            o.load.rounds = 1;
-            o.redis_requests = o.redis_requests.min(20_000);
-            o.host.no_docs = true;
+        if o.load.quick {
+            o.redis_requests = o.redis_requests.min(QUICK_REDIS_REQUESTS);
         }
+        o.load.apply_quick(&mut o.host, QUICK_DURATION);
         o
+    }
+
+    /// How long nginx sits idle for the idle measurement.
+    fn idle_seconds(&self) -> u64 {
+        if self.load.quick {
+            QUICK_IDLE_SECONDS
+        } else {
+            IDLE_SECONDS
+        }
     }
 }
 
@@ -192,6 +200,20 @@ impl Server {
         }
     }
 
+    /// The program as a chart's panel names it: "nginx, 2 workers", "redis".
+    fn program_text(self) -> String {
+        format!("{}{}", self.program(), self.workers_text())
+    }
+
+    /// The stack as a row names it.
+    fn on(self) -> &'static str {
+        match self.stack {
+            Stack::Rusty => "Rusty (rusty-run, TAP)",
+            Stack::Xdp => "Rusty (rusty-run, AF_XDP)",
+            Stack::Kernel => "kernel sockets (veth)",
+        }
+    }
+
     fn workers_text(self) -> String {
         match self.app {
             App::Nginx(1) => ", 1 worker".into(),
@@ -222,12 +244,7 @@ impl Server {
 
 impl Row for Server {
     fn label(self) -> String {
-        let on = match self.stack {
-            Stack::Rusty => "Rusty (rusty-run, TAP)",
-            Stack::Xdp => "Rusty (rusty-run, AF_XDP)",
-            Stack::Kernel => "kernel sockets (veth)",
-        };
-        format!("{}{}, {on}", self.program(), self.workers_text())
+        format!("{}, {}", self.program_text(), self.on())
     }
 
     fn short(self) -> String {
@@ -416,8 +433,11 @@ fn profile(ctx: &Ctx, servers: &[Server]) -> Result<()> {
     Ok(())
 }
 
-/// How long nginx sits idle for the idle measurement.
+/// How long nginx sits idle for the idle measurement, and with `--quick`.
 const IDLE_SECONDS: u64 = 10;
+const QUICK_IDLE_SECONDS: u64 = 2;
+/// The most requests per redis test with `--quick`.
+const QUICK_REDIS_REQUESTS: u64 = 20_000;
 
 pub(crate) fn run(opts: &Options) -> Result<()> {
     let opts = &opts.effective();
@@ -514,7 +534,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     // Idle: nginx through rusty-run, its master and two workers, and nothing asking.
     let idle = result.as_ref().ok().map(|()| {
         let server = Server::new(App::Nginx(2), Stack::Rusty);
-        ctx.run_idle(server, IDLE_SECONDS)
+        ctx.run_idle(server, opts.idle_seconds())
     });
     let idle = match idle {
         Some(Ok(share)) => Some(share),
@@ -531,13 +551,19 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let table = report::table(&labels, &samples);
     let mut verdict = report::verdict(&labels, &samples);
     if let Some(share) = idle {
-        verdict.push_str(&report::idle_line(share, IDLE_SECONDS));
+        verdict.push_str(&report::idle_line(share, opts.idle_seconds()));
     }
     println!("{table}\n{verdict}");
-    if !opts.host.no_docs {
-        let body = report::block_body(opts, &files.set, &tools.versions, &table, &verdict);
-        let path = write_results(&root, BENCHMARKS_PAGE, BLOCK_START, BLOCK_END, &body)?;
-        eprintln!("bench preload: table written to {}", path.display());
-    }
-    Ok(())
+    let charts = report::charts(&labels, &samples)?;
+    publish(
+        &root,
+        "bench preload",
+        opts.host.no_docs,
+        &charts,
+        BLOCK,
+        |charts| {
+            let text = [charts, &table, &verdict];
+            report::block_body(opts, &files.set, &tools.versions, text)
+        },
+    )
 }

@@ -6,11 +6,12 @@ use super::{
     Options, Server, GOALS, HOST_CIDR, KERNEL_IP, NGINX_SERVERS, PAIRS, PREFIX, REDIS_CLIENTS,
     REDIS_SERVERS, STACK_IP,
 };
-use crate::common::{provenance, thousands};
+use crate::common::{provenance, thousands, Result};
 use crate::goals::{self, Per};
 use crate::http_load::report::{self, ratios, CaseRuns};
 use crate::http_load::wrk::Sample;
 use crate::pages::{self, PAGES, SMALL_PAGE};
+use crate::results::{Chart, LoadCharts};
 
 /// The cases by their labels, with their runs.
 fn cases<'a>(
@@ -24,13 +25,34 @@ fn cases<'a>(
         .collect()
 }
 
-pub(super) fn table(labels: &[&str], samples: &[Vec<(Server, Sample)>]) -> String {
-    let servers: Vec<Server> = NGINX_SERVERS
+/// Every server, nginx's then redis's.
+fn servers() -> Vec<Server> {
+    NGINX_SERVERS
         .iter()
         .chain(&REDIS_SERVERS)
         .copied()
-        .collect();
-    report::table(&cases(labels, samples), &servers, &PAIRS)
+        .collect()
+}
+
+pub(super) fn table(labels: &[&str], samples: &[Vec<(Server, Sample)>]) -> String {
+    report::table(&cases(labels, samples), &servers(), &PAIRS)
+}
+
+/// The charts of requests/s and of server CPU per request, a panel per program (nginx
+/// with 1 and with 2 workers, redis), a bar per case and stack.
+pub(super) fn charts(labels: &[&str], samples: &[Vec<(Server, Sample)>]) -> Result<Vec<Chart>> {
+    let charts = LoadCharts {
+        bench: "preload",
+        title: "nginx and redis through rusty-run",
+        unit: "request",
+    };
+    charts.draw(
+        &cases(labels, samples),
+        &servers(),
+        &|s| (s.program_text(), s.on().to_string()),
+        &|s| s.req_per_s,
+        &Sample::server_us,
+    )
 }
 
 /// Where Rusty stands against [`GOALS`]: nginx with one worker and redis, each over the
@@ -77,8 +99,7 @@ pub(super) fn block_body(
     opts: &Options,
     set: &pages::PageSet,
     versions: &str,
-    table: &str,
-    verdict: &str,
+    [charts, table, verdict]: [&str; 3],
 ) -> String {
     let wait = opts
         .wait_spin_us
@@ -127,7 +148,7 @@ pub(super) fn block_body(
          program) the CPU columns hold requests per CPU-second, the inverse of the\n\
          CPU-per-request ratio: above 1× Rusty does more with the same CPU.\n\
          \n\
-         {table}\n\
+         {charts}{table}\n\
          {verdict}",
         provenance = provenance(),
         rounds = opts.load.rounds,
@@ -148,6 +169,47 @@ mod tests {
     use Sample as S;
     fn s(rps: f64, server_s: f64, machine_s: f64) -> S {
         S::for_test(rps, server_s, machine_s)
+    }
+
+    #[test]
+    fn quick_is_one_short_round_that_leaves_the_docs_alone() {
+        let parse = |args: &[&str]| crate::common::parse_flags::<Options>(args).unwrap();
+        let full = parse(&["x", "--rounds", "5"]).effective();
+        assert_eq!((full.load.duration, full.load.rounds), (5, 5));
+        assert_eq!((full.redis_requests, full.idle_seconds()), (200_000, 10));
+        assert!(!full.host.no_docs);
+        let quick = parse(&["x", "--quick", "--rounds", "5"]).effective();
+        assert_eq!((quick.load.duration, quick.load.rounds), (2, 1));
+        assert_eq!((quick.redis_requests, quick.idle_seconds()), (20_000, 2));
+        assert!(quick.host.no_docs);
+    }
+
+    #[test]
+    fn charts_have_a_panel_per_program() {
+        let [r1, x1, k1, ..] = NGINX_SERVERS;
+        let [rr, _, kr] = REDIS_SERVERS;
+        let nginx = vec![
+            (r1, s(100_000.0, 2.0, 5.0)),
+            (x1, s(50_000.0, 2.0, 4.5)),
+            (k1, s(100_000.0, 5.0, 9.0)),
+        ];
+        let redis = vec![(rr, s(80_000.0, 2.0, 4.0)), (kr, s(70_000.0, 2.0, 4.0))];
+        let labels = ["64 B, keep-alive", "redis SET"];
+        let charts = charts(&labels, &[nginx, redis]).unwrap();
+        let files: Vec<&str> = charts.iter().map(|c| c.file.as_str()).collect();
+        assert_eq!(files, ["preload-requests.svg", "preload-cpu.svg"]);
+        for c in &charts {
+            let marks = crate::chart::check(&c.svg).unwrap();
+            // nginx, 1 worker: 3 bars; redis: 2; nginx with 2 workers did not run.
+            assert_eq!((marks.bars, marks.legend), (5, 3), "{}", c.file);
+            for panel in [">\nnginx, 1 worker\n<", ">\nredis\n<"] {
+                assert!(c.svg.contains(panel), "{panel} in {}", c.file);
+            }
+            assert!(!c.svg.contains("2 workers"), "{}", c.file);
+        }
+        // 100,000 requests/s on 2 s of server CPU over 5 s: 4 µs per request.
+        assert!(charts[0].svg.contains(">\n100k\n<"));
+        assert!(charts[1].svg.contains(">\n4\n<"));
     }
 
     #[test]

@@ -81,3 +81,19 @@ fn results_go_into_the_page_between_markers() {
     );
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn quick_is_one_short_round_that_leaves_the_docs_alone() {
+    let parse = |args: &[&str]| parse_flags::<RunArgs>(args).unwrap();
+    let full = parse(&["x", "--duration", "7"]).effective(QUICK_DURATION);
+    assert_eq!((full.load.duration, full.load.rounds), (7, 3));
+    assert!(!full.host.no_docs);
+    let args = ["x", "--quick", "--duration", "7", "--family", "ipv6"];
+    let quick = parse(&args).effective(QUICK_DURATION);
+    assert_eq!(
+        (quick.load.duration, quick.load.rounds),
+        (QUICK_DURATION, 1)
+    );
+    assert!(quick.host.no_docs);
+    assert_eq!(quick.family, Families::Ipv6, "other flags stay");
+}
