@@ -14,9 +14,11 @@
 //!   page and close at once or reset 2 ms later.
 //!
 //! Every loop stops by itself at the end of the run, after at most [`Plan::max_count`]
-//! rounds, or when told to stop; every socket operation has a timeout and every
-//! request a deadline. A request that does not succeed is counted under its
-//! [`Failure`].
+//! rounds, or when told to stop. Every request has a deadline ([`REQUEST_DEADLINE`],
+//! [`SLOW_DEADLINE`]), and no single read or write may block longer than it either. A
+//! request that does not succeed in time is counted under its [`Failure`]; one that
+//! does, with the longest any of its reads waited for bytes, so that a stall within
+//! the deadline still shows.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -32,8 +34,6 @@ use crate::common::Result;
 use crate::pages::Rng;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Longest a single read or write may block.
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest a request may take from connect to its last byte.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(20);
 /// The same for a slow reader.
@@ -189,13 +189,18 @@ struct Tally {
     ok: AtomicU64,
     failed: [AtomicU64; Failure::ALL.len()],
     examples: Mutex<Vec<String>>,
+    /// The longest wait for bytes of a request that succeeded, in microseconds.
+    longest_wait_us: AtomicU64,
 }
 
 impl Tally {
-    fn record(&self, r: std::result::Result<(), Fail>) {
+    /// A round: done, with the longest it waited for bytes, or failed.
+    fn record(&self, r: Round) {
         match r {
-            Ok(()) => {
+            Ok(waited) => {
                 self.ok.fetch_add(1, Ordering::Relaxed);
+                let us = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+                self.longest_wait_us.fetch_max(us, Ordering::Relaxed);
             }
             Err(f) => {
                 self.failed[f.kind.index()].fetch_add(1, Ordering::Relaxed);
@@ -218,9 +223,13 @@ impl Tally {
             ok: self.ok.load(Ordering::Relaxed),
             failed: std::array::from_fn(|i| self.failed[i].load(Ordering::Relaxed)),
             examples: self.examples.lock().map(|e| e.clone()).unwrap_or_default(),
+            longest_wait: Duration::from_micros(self.longest_wait_us.load(Ordering::Relaxed)),
         }
     }
 }
+
+/// What a round came to: the longest its reads waited for bytes, or why it failed.
+type Round = std::result::Result<Duration, Fail>;
 
 /// What one kind of client did over the run.
 #[derive(Debug, Clone, PartialEq)]
@@ -232,6 +241,8 @@ pub(crate) struct Totals {
     pub failed: [u64; Failure::ALL.len()],
     /// The first few failures, described.
     pub examples: Vec<String>,
+    /// The longest a request that succeeded waited for bytes.
+    pub longest_wait: Duration,
 }
 
 impl Totals {
@@ -398,16 +409,17 @@ fn pause_until(shared: &Shared, t: Instant) {
     }
 }
 
-fn connect(shared: &Shared) -> std::result::Result<TcpStream, Fail> {
-    open(shared.target.addr)
+fn connect(shared: &Shared, budget: Duration) -> std::result::Result<TcpStream, Fail> {
+    open(shared.target.addr, budget)
 }
 
-/// A connection to `addr` with the clients' timeouts, `TCP_NODELAY` on.
-pub(super) fn open(addr: SocketAddr) -> std::result::Result<TcpStream, Fail> {
+/// A connection to `addr` on which no read or write blocks longer than `budget`,
+/// `TCP_NODELAY` on.
+pub(super) fn open(addr: SocketAddr, budget: Duration) -> std::result::Result<TcpStream, Fail> {
     let s = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
         .map_err(|e| fail(Failure::Connect, e.to_string()))?;
-    s.set_read_timeout(Some(IO_TIMEOUT))
-        .and_then(|()| s.set_write_timeout(Some(IO_TIMEOUT)))
+    s.set_read_timeout(Some(budget))
+        .and_then(|()| s.set_write_timeout(Some(budget)))
         .and_then(|()| s.set_nodelay(true))
         .map_err(|e| io_fail(&e, "setting socket options"))?;
     Ok(s)
@@ -427,24 +439,19 @@ fn expect_close(s: &mut TcpStream) -> std::result::Result<(), Fail> {
     }
 }
 
-fn short(shared: &Shared, rng: &mut Rng) -> std::result::Result<(), Fail> {
+fn short(shared: &Shared, rng: &mut Rng) -> Round {
     let deadline = Instant::now() + REQUEST_DEADLINE;
     let (i, file) = shared.pages.pick(rng);
-    let mut s = connect(shared)?;
-    send(
-        &mut s,
-        &http::get(&shared.host, &format!("/{i}.html"), true, ""),
-    )?;
+    let mut s = connect(shared, REQUEST_DEADLINE)?;
+    let request = http::get(&shared.host, &format!("/{i}.html"), true, "");
+    send(&mut s, &request)?;
     let resp = http::read_response(&mut s, deadline, Pace::FULL)?;
     http::check_page(&resp, file)?;
-    expect_close(&mut s)
+    expect_close(&mut s)?;
+    Ok(resp.longest_wait)
 }
 
-fn range(
-    shared: &Shared,
-    rng: &mut Rng,
-    conn: &mut Option<(TcpStream, u32)>,
-) -> std::result::Result<(), Fail> {
+fn range(shared: &Shared, rng: &mut Rng, conn: &mut Option<(TcpStream, u32)>) -> Round {
     let deadline = Instant::now() + REQUEST_DEADLINE;
     let (i, file) = shared.pages.pick(rng);
     let first = rng.below(file.len());
@@ -452,43 +459,40 @@ fn range(
     let last = first + rng.below(file.len() - first + 64);
     let (mut s, used) = match conn.take() {
         Some(c) => c,
-        None => (connect(shared)?, 0),
+        None => (connect(shared, REQUEST_DEADLINE)?, 0),
     };
     let range = format!("Range: bytes={first}-{last}\r\n");
-    send(
-        &mut s,
-        &http::get(&shared.host, &format!("/{i}.html"), false, &range),
-    )?;
+    let request = http::get(&shared.host, &format!("/{i}.html"), false, &range);
+    send(&mut s, &request)?;
     let resp = http::read_response(&mut s, deadline, Pace::FULL)?;
     http::check_range(&resp, file, first, last)?;
     if used + 1 < RANGE_REQUESTS_PER_CONNECTION {
         *conn = Some((s, used + 1));
     }
-    Ok(())
+    Ok(resp.longest_wait)
 }
 
-fn slow(shared: &Shared, rng: &mut Rng) -> std::result::Result<(), Fail> {
+fn slow(shared: &Shared, rng: &mut Rng) -> Round {
     let deadline = Instant::now() + SLOW_DEADLINE;
     let (i, file) = shared.pages.pick_large(rng);
-    let mut s = connect(shared)?;
+    let mut s = connect(shared, SLOW_DEADLINE)?;
     crate::sys::set_recv_buffer(&s, SLOW_RECV_BUFFER)
         .map_err(|e| io_fail(&e, "setting SO_RCVBUF"))?;
-    send(
-        &mut s,
-        &http::get(&shared.host, &format!("/{i}.html"), true, ""),
-    )?;
+    let request = http::get(&shared.host, &format!("/{i}.html"), true, "");
+    send(&mut s, &request)?;
     let pace = Pace {
         chunk: 512,
         pause: Duration::from_millis(5 + rng.below(11) as u64),
     };
     let resp = http::read_response(&mut s, deadline, pace)?;
     http::check_page(&resp, file)?;
-    expect_close(&mut s)
+    expect_close(&mut s)?;
+    Ok(resp.longest_wait)
 }
 
 /// Round `n` of a vanishing client: one of five ways to leave, in turn.
-fn vanish(shared: &Shared, rng: &mut Rng, n: u64) -> std::result::Result<(), Fail> {
-    let mut s = connect(shared)?;
+fn vanish(shared: &Shared, rng: &mut Rng, n: u64) -> Round {
+    let mut s = connect(shared, REQUEST_DEADLINE)?;
     let (i, _) = shared.pages.pick_large(rng);
     let whole = http::get(&shared.host, &format!("/{i}.html"), false, "");
     let half = &whole[..whole.len() / 2];
@@ -512,7 +516,7 @@ fn vanish(shared: &Shared, rng: &mut Rng, n: u64) -> std::result::Result<(), Fai
             reset(&s)?;
         }
     }
-    Ok(())
+    Ok(Duration::ZERO)
 }
 
 #[cfg(test)]
@@ -544,8 +548,8 @@ mod tests {
     #[test]
     fn tallies_count_by_failure() {
         let t = Tally::default();
-        t.record(Ok(()));
-        t.record(Ok(()));
+        t.record(Ok(Duration::from_millis(30)));
+        t.record(Ok(Duration::from_millis(1_200)));
         for _ in 0..7 {
             t.record(Err(fail(Failure::WrongBody, "differs at byte 3")));
         }
@@ -557,6 +561,7 @@ mod tests {
         assert_eq!(totals.failure_list(), "1 timeout, 7 wrong body");
         assert_eq!(totals.examples.len(), EXAMPLES);
         assert_eq!(totals.examples[0], "wrong body: differs at byte 3");
+        assert_eq!(totals.longest_wait, Duration::from_millis(1_200));
         assert_eq!(Tally::default().totals(Kind::Slow).failure_list(), "none");
     }
 
@@ -607,7 +612,7 @@ mod tests {
                 if corrupt {
                     assert_eq!(r.unwrap_err().kind, Failure::WrongBody);
                 } else {
-                    assert_eq!(r, Ok(()));
+                    assert!(r.is_ok(), "{r:?}");
                 }
             }
         }

@@ -109,6 +109,8 @@ pub(crate) struct Response {
     pub status: u16,
     headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The longest a read waited for bytes (the first ones included).
+    pub longest_wait: Duration,
 }
 
 impl Response {
@@ -144,8 +146,14 @@ pub(crate) fn read_response(
     deadline: Instant,
     pace: Pace,
 ) -> Result<Response, Fail> {
+    let mut reader = Reader {
+        r,
+        chunk: vec![0; pace.chunk.max(1)],
+        deadline,
+        pause: pace.pause,
+        longest_wait: Duration::ZERO,
+    };
     let mut buf = Vec::new();
-    let mut chunk = vec![0; pace.chunk.max(1)];
     let (status, headers, head_len) = loop {
         if let Some(head) = parse_head(&buf)? {
             break head;
@@ -156,7 +164,7 @@ pub(crate) fn read_response(
                 format!("no end of head in {MAX_HEAD} bytes"),
             ));
         }
-        read_some(r, &mut chunk, &mut buf, deadline, pace, "reading the head")?;
+        reader.read_some(&mut buf, "reading the head")?;
     };
     let length = headers
         .iter()
@@ -165,12 +173,12 @@ pub(crate) fn read_response(
         .ok_or_else(|| fail(Failure::BadHead, format!("{status} without Content-Length")))?;
     let mut body = buf.split_off(head_len);
     while body.len() < length {
-        read_some(r, &mut chunk, &mut body, deadline, pace, "reading the body").map_err(|f| {
-            Fail {
+        reader
+            .read_some(&mut body, "reading the body")
+            .map_err(|f| Fail {
                 detail: format!("{} ({} of {length} body bytes)", f.detail, body.len()),
                 ..f
-            }
-        })?;
+            })?;
     }
     if body.len() > length {
         return Err(fail(
@@ -182,6 +190,7 @@ pub(crate) fn read_response(
         status,
         headers,
         body,
+        longest_wait: reader.longest_wait,
     })
 }
 
@@ -208,34 +217,40 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Fail> {
     }
 }
 
-/// One read into `chunk`, appended to `out`, then `pace.pause`. End of stream is a
-/// short body; past `deadline`, a timeout.
-fn read_some(
-    r: &mut impl Read,
-    chunk: &mut [u8],
-    out: &mut Vec<u8>,
+/// A response being read: the source, its pace and deadline, and the longest wait.
+struct Reader<'a, R> {
+    r: &'a mut R,
+    chunk: Vec<u8>,
     deadline: Instant,
-    pace: Pace,
-    doing: &str,
-) -> Result<(), Fail> {
-    if Instant::now() >= deadline {
-        return Err(fail(Failure::Timeout, format!("{doing}: out of time")));
-    }
-    let n = loop {
-        match r.read(chunk) {
-            Ok(n) => break n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_fail(&e, doing)),
+    pause: Duration,
+    longest_wait: Duration,
+}
+
+impl<R: Read> Reader<'_, R> {
+    /// One read, appended to `out`, then the pause. End of stream is a short body;
+    /// past the deadline, a timeout.
+    fn read_some(&mut self, out: &mut Vec<u8>, doing: &str) -> Result<(), Fail> {
+        let start = Instant::now();
+        if start >= self.deadline {
+            return Err(fail(Failure::Timeout, format!("{doing}: out of time")));
         }
-    };
-    if n == 0 {
-        return Err(fail(Failure::Short, format!("{doing}: connection closed")));
+        let n = loop {
+            match self.r.read(&mut self.chunk) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_fail(&e, doing)),
+            }
+        };
+        self.longest_wait = self.longest_wait.max(start.elapsed());
+        if n == 0 {
+            return Err(fail(Failure::Short, format!("{doing}: connection closed")));
+        }
+        out.extend_from_slice(&self.chunk[..n]);
+        if !self.pause.is_zero() {
+            thread::sleep(self.pause);
+        }
+        Ok(())
     }
-    out.extend_from_slice(&chunk[..n]);
-    if !pace.pause.is_zero() {
-        thread::sleep(pace.pause);
-    }
-    Ok(())
 }
 
 /// A whole page: 200 and exactly the file's bytes.

@@ -291,11 +291,16 @@ fn soak(
         Exposition::default()
     };
     server.stop(Duration::from_secs(5));
+    let link = match opts.backend {
+        Backend::Tap => tap_drops(&net)?,
+        Backend::Kernel => String::new(),
+    };
     let wrk_out = fs::read_to_string(&wrk_log).unwrap_or_default();
     let server_out = fs::read_to_string(&server_log).unwrap_or_default();
     Ok(Outcome {
         title,
         load: run_for,
+        link,
         series,
         clients: totals,
         wrk: parse_wrk(&wrk_out),
@@ -328,6 +333,30 @@ fn net_exec(net: &Netns, program: &Path) -> Command {
     c
 }
 
+/// What the TAP's host side dropped: frames toward httpd that its queue had no room
+/// for, and frames from it the kernel did not take (`ip -s link`).
+fn tap_drops(net: &Netns) -> Result<String> {
+    let out = Command::new("ip")
+        .args(["-n", &net.name, "-s", "-j", "link", "show", "dev", &net.tap])
+        .output()
+        .map_err(|e| format!("running `ip -s link`: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (to_httpd, from_httpd) = parse_link_drops(&text)
+        .ok_or_else(|| format!("`ip -s -j link show dev {}` said: {text}", net.tap))?;
+    Ok(format!(
+        "Frames the TAP's host side dropped: {to_httpd} on their way to httpd, \
+         {from_httpd} from it."
+    ))
+}
+
+/// Transmit and receive drops from `ip -s -j link show dev DEV`.
+fn parse_link_drops(json: &str) -> Option<(u64, u64)> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let stats = v.get(0)?.get("stats64")?;
+    let dropped = |dir: &str| stats.get(dir)?.get("dropped")?.as_u64();
+    Some((dropped("tx")?, dropped("rx")?))
+}
+
 /// httpd's metrics, from a thread inside network namespace `netns`.
 fn scrape(netns: &str, addr: SocketAddr) -> Result<Exposition> {
     let ns = netns.to_string();
@@ -335,7 +364,7 @@ fn scrape(netns: &str, addr: SocketAddr) -> Result<Exposition> {
         clients::enter(&ns)?;
         let deadline = Instant::now() + SCRAPE_DEADLINE;
         let failed = |f: http::Fail| format!("{}: {}", f.kind.name(), f.detail);
-        let mut s = clients::open(addr).map_err(failed)?;
+        let mut s = clients::open(addr, SCRAPE_DEADLINE).map_err(failed)?;
         let request = http::get(&addr.ip().to_string(), "/metrics", true, "");
         s.write_all(request.as_bytes())
             .map_err(|e| format!("sending the request: {e}"))?;
@@ -419,6 +448,16 @@ mod tests {
         assert_eq!(vm_rss(status), Some(20808 * 1024));
         assert_eq!(vm_rss("Name:\thttpd\n"), None);
         assert_eq!(vm_rss("VmRSS:\t -5 kB\n"), None);
+    }
+
+    #[test]
+    fn reads_link_drops() {
+        let json = r#"[{"ifname":"rstap1","stats64":{"rx":{"bytes":9,"dropped":2},
+            "tx":{"bytes":7,"dropped":31}}}]"#;
+        assert_eq!(parse_link_drops(json), Some((31, 2)));
+        assert_eq!(parse_link_drops("[]"), None);
+        assert_eq!(parse_link_drops("Device \"x\" does not exist."), None);
+        assert_eq!(parse_link_drops(r#"[{"stats64":{"rx":{},"tx":{}}}]"#), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::clients::{Totals, MIX};
+use super::clients::{Kind, Totals, MIX};
 use super::exposition::Exposition;
 use super::series::{Sample, Series};
 use crate::http_load::wrk;
@@ -33,6 +33,9 @@ pub(crate) struct Outcome {
     pub httpd_alive: bool,
     /// httpd's own counter lines from its log, printed as it stopped.
     pub httpd_lines: Vec<String>,
+    /// What the link to httpd dropped outside httpd, in a sentence (empty: nothing to
+    /// say, as on kernel sockets).
+    pub link: String,
 }
 
 /// How much growth after the warm-up still counts as flat.
@@ -118,7 +121,8 @@ pub(crate) fn report(o: &Outcome, limits: Limits, verdict: &Result<(), String>) 
         limits.warm_up.as_secs()
     );
     out += &o.series.table();
-    out += "\n| client | done | per second | failed | failures |\n|---|---:|---:|---:|---|\n";
+    out += "\n| client | done | per second | longest wait (s) | failed | failures |\n\
+            |---|---:|---:|---:|---:|---|\n";
     let rate = |n: u64| {
         let secs = o.load.as_secs_f64();
         if secs > 0.0 {
@@ -127,10 +131,10 @@ pub(crate) fn report(o: &Outcome, limits: Limits, verdict: &Result<(), String>) 
             "—".into()
         }
     };
-    let mut row = |name: &str, done: u64, failed: u64, failures: &str| {
+    let mut row = |name: &str, done: u64, wait: &str, failed: u64, failures: &str| {
         let _ = writeln!(
             out,
-            "| {name} | {} | {} | {} | {failures} |",
+            "| {name} | {} | {} | {wait} | {} | {failures} |",
             crate::common::thousands(done as f64),
             rate(done),
             crate::common::thousands(failed as f64),
@@ -140,14 +144,24 @@ pub(crate) fn report(o: &Outcome, limits: Limits, verdict: &Result<(), String>) 
         row(
             "keep-alive (wrk)",
             w.requests.saturating_sub(w.non_2xx),
+            "—",
             w.socket_errors + w.non_2xx,
             &format!("{} socket errors, {} non-2xx", w.socket_errors, w.non_2xx),
         );
     }
     for t in &o.clients {
-        row(t.kind.name(), t.ok, t.failures(), &t.failure_list());
+        // A vanishing client reads nothing.
+        let wait = if t.kind == Kind::Vanish {
+            "—".to_string()
+        } else {
+            format!("{:.2}", t.longest_wait.as_secs_f64())
+        };
+        row(t.kind.name(), t.ok, &wait, t.failures(), &t.failure_list());
     }
     out += &memory_summary(&o.series, limits.warm_up);
+    if !o.link.is_empty() {
+        let _ = writeln!(out, "\n{}", o.link);
+    }
     out += "\nhttpd's counters after the load, summed over workers (zeros left out):\n\n\
             | counter | value |\n|---|---:|\n";
     for (name, v) in o.last_scrape.over_workers() {
@@ -200,7 +214,6 @@ fn memory_summary(series: &Series, warm_up: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::soak::clients::Kind;
     use crate::soak::http::Failure;
 
     const LIMITS: Limits = Limits {
@@ -231,6 +244,7 @@ mod tests {
                     ok: 100,
                     failed: [0; Failure::ALL.len()],
                     examples: Vec::new(),
+                    longest_wait: Duration::from_millis(250),
                 })
                 .collect(),
             wrk: Some(wrk::Sample {
@@ -246,6 +260,7 @@ mod tests {
             .unwrap(),
             httpd_alive: true,
             httpd_lines: vec!["httpd total: connections=5 requests=10000".into()],
+            link: "Frames the TAP's host side dropped: 3".into(),
         }
     }
 
@@ -259,12 +274,21 @@ mod tests {
             r.starts_with("httpd on Tap\n\nWarm-up: the first 60 s."),
             "{r}"
         );
-        assert!(r.contains("| keep-alive (wrk) | 5,000 | 17 | 0 | 0 socket errors, 0 non-2xx |"));
-        assert!(r.contains("| slow readers | 100 | 0 | 0 | none |"), "{r}");
-        assert!(r.contains("| `rusty_http_requests_total{code=\"200\"}` | 10,000 |"));
+        assert!(
+            r.contains("| keep-alive (wrk) | 5,000 | 17 | — | 0 | 0 socket errors, 0 non-2xx |")
+        );
+        assert!(
+            r.contains("| slow readers | 100 | 0 | 0.25 | 0 | none |"),
+            "{r}"
+        );
+        assert!(
+            r.contains("| vanishing clients | 100 | 0 | — | 0 | none |"),
+            "{r}"
+        );
         assert!(!r.contains("404"), "zeros are left out");
         assert!(!r.contains("worker_info"));
         assert!(r.contains("httpd total: connections=5"));
+        assert!(r.contains("\nFrames the TAP's host side dropped: 3\n"));
         assert!(r.contains("Resident memory 30.0 MiB at 30 s"), "{r}");
         assert!(r.ends_with("\nPassed.\n"));
     }
