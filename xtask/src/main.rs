@@ -45,10 +45,12 @@
 //!   toolchains allow and names what blocks the rest (see [`cross`], [`tilegx`]).
 //! - `cargo xtask cross-test TARGET [--release]`: the cross-built httpd under qemu-user
 //!   answers curl with the right bytes (see [`cross_test`]).
-//! - `cargo xtask soak [--minutes N] [--backend tap|kernel] …`: httpd under steady
-//!   keep-alive load for a long while (15 minutes by default), its resident memory
-//!   sampled every 30 s; fails when a request fails or memory keeps growing after the
-//!   warm-up (see [`soak`]).
+//! - `cargo xtask soak [--minutes N] [--backend tap|kernel] …`: httpd under a mix of
+//!   clients (wrk's keep-alive load, short connections, range requests, slow readers,
+//!   clients that vanish) for a long while (15 minutes by default), its resident and
+//!   buffer memory and its metrics sampled every 30 s; writes a report and the samples
+//!   as CSV, and fails when a request fails or memory keeps growing after the warm-up
+//!   (see [`soak`]).
 //! - `cargo xtask autobahn [--backend kernel|tap|all] [--deflate] [--tls] [--quick] …`:
 //!   the Autobahn TestSuite against `ws-echo` on the kernel backend and on TAP, over
 //!   ws:// or (`--tls`) wss://; prints a per-section summary and writes it into
@@ -104,8 +106,8 @@ enum Command {
     /// The Autobahn TestSuite's fuzzing client against ws-echo on the kernel backend
     /// and on TAP (TAP needs root).
     Autobahn(autobahn::Options),
-    /// httpd under steady keep-alive load for minutes, its resident memory sampled;
-    /// fails when it keeps growing (needs root).
+    /// httpd under a mix of clients for minutes, its memory and metrics sampled;
+    /// fails when a request fails or memory keeps growing (needs root).
     Soak(soak::Options),
     /// Check charts the benchmarks wrote: each an SVG document with finite coordinates
     /// that draws data.

@@ -52,8 +52,9 @@ impl Rng {
         (-2.0 * u1.ln()).sqrt() * (TAU * u2).cos()
     }
 
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+    /// Uniform in [0, n); 0 when `n` is 0.
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        self.next_u64().checked_rem(n as u64).unwrap_or(0) as usize
     }
 }
 

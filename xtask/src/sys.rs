@@ -1,8 +1,11 @@
 //! The system calls the benchmark scripts make that std does not wrap: who we run as,
-//! signals to processes we started, the allowed CPU set and the clock tick. All go
-//! through rustix, so the crate has no `unsafe` code.
+//! signals to processes we started, the allowed CPU set, the clock tick, entering a
+//! network namespace and two socket options. All go through rustix, so the crate has no
+//! `unsafe` code.
 
 use std::io;
+use std::os::fd::AsFd;
+use std::time::Duration;
 
 pub(crate) use rustix::process::Signal;
 use rustix::process::{geteuid, kill_process, Pid};
@@ -62,4 +65,28 @@ mod tests {
         kill(child.id() as i32, Signal::KILL);
         assert_eq!(child.wait().unwrap().signal(), Some(Signal::KILL.as_raw()));
     }
+}
+
+/// Moves the calling thread (only it) into the network namespace the file `ns` names
+/// (`/run/netns/NAME`): sockets it opens from then on, and threads it starts, live
+/// there.
+pub(crate) fn enter_netns(ns: &impl AsFd) -> io::Result<()> {
+    rustix::thread::move_into_link_name_space(
+        ns.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )?;
+    Ok(())
+}
+
+/// `SO_LINGER` with a zero timeout on `socket`: closing it then sends a RST and drops
+/// whatever was unsent.
+pub(crate) fn set_linger_zero(socket: &impl AsFd) -> io::Result<()> {
+    rustix::net::sockopt::set_socket_linger(socket, Some(Duration::ZERO))?;
+    Ok(())
+}
+
+/// `SO_RCVBUF` of `socket`, in bytes (the kernel doubles it for its bookkeeping).
+pub(crate) fn set_recv_buffer(socket: &impl AsFd, bytes: usize) -> io::Result<()> {
+    rustix::net::sockopt::set_socket_recv_buffer_size(socket, bytes)?;
+    Ok(())
 }
