@@ -1,5 +1,5 @@
 //! Every system call the driver makes that neither std nor `rusty-netdev` (interface
-//! ioctls, waiting on descriptors) wraps: the TUN ioctls and `getrandom`. This is the
+//! ioctls, waiting on descriptors) wraps: the TUN ioctls. This is the
 //! crate's only `unsafe`; each function is safe to call and states above its block why
 //! the call is sound.
 
@@ -79,34 +79,5 @@ pub(crate) fn set_offload(file: &File, flags: c_uint) -> io::Result<()> {
         Err(io::Error::last_os_error())
     } else {
         Ok(())
-    }
-}
-
-/// `buf.len()` random bytes from the kernel's CSPRNG.
-pub(crate) fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
-    let mut filled = 0;
-    // getrandom() returns at most 32 MiB per call and may be interrupted; a few calls
-    // always suffice for the handful of bytes asked here.
-    for _ in 0..16 {
-        if filled == buf.len() {
-            return Ok(());
-        }
-        let rest = &mut buf[filled..];
-        // SAFETY: the kernel writes at most `rest.len()` bytes into `rest`, which is
-        // valid and exclusively borrowed for the call.
-        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        } else {
-            filled += n as usize;
-        }
-    }
-    if filled == buf.len() {
-        Ok(())
-    } else {
-        Err(io::Error::from(io::ErrorKind::Interrupted))
     }
 }
