@@ -41,6 +41,30 @@ pub(crate) fn clock_ticks_per_second() -> i64 {
     i64::try_from(rustix::param::clock_ticks_per_second()).unwrap_or(i64::MAX)
 }
 
+/// Moves the calling thread (only it) into the network namespace the file `ns` names
+/// (`/run/netns/NAME`): sockets it opens from then on, and threads it starts, live
+/// there.
+pub(crate) fn enter_netns(ns: &impl AsFd) -> io::Result<()> {
+    rustix::thread::move_into_link_name_space(
+        ns.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )?;
+    Ok(())
+}
+
+/// `SO_LINGER` with a zero timeout on `socket`: closing it then sends a RST and drops
+/// whatever was unsent.
+pub(crate) fn set_linger_zero(socket: &impl AsFd) -> io::Result<()> {
+    rustix::net::sockopt::set_socket_linger(socket, Some(Duration::ZERO))?;
+    Ok(())
+}
+
+/// `SO_RCVBUF` of `socket`, in bytes (the kernel doubles it for its bookkeeping).
+pub(crate) fn set_recv_buffer(socket: &impl AsFd, bytes: usize) -> io::Result<()> {
+    rustix::net::sockopt::set_socket_recv_buffer_size(socket, bytes)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,28 +89,4 @@ mod tests {
         kill(child.id() as i32, Signal::KILL);
         assert_eq!(child.wait().unwrap().signal(), Some(Signal::KILL.as_raw()));
     }
-}
-
-/// Moves the calling thread (only it) into the network namespace the file `ns` names
-/// (`/run/netns/NAME`): sockets it opens from then on, and threads it starts, live
-/// there.
-pub(crate) fn enter_netns(ns: &impl AsFd) -> io::Result<()> {
-    rustix::thread::move_into_link_name_space(
-        ns.as_fd(),
-        Some(rustix::thread::LinkNameSpaceType::Network),
-    )?;
-    Ok(())
-}
-
-/// `SO_LINGER` with a zero timeout on `socket`: closing it then sends a RST and drops
-/// whatever was unsent.
-pub(crate) fn set_linger_zero(socket: &impl AsFd) -> io::Result<()> {
-    rustix::net::sockopt::set_socket_linger(socket, Some(Duration::ZERO))?;
-    Ok(())
-}
-
-/// `SO_RCVBUF` of `socket`, in bytes (the kernel doubles it for its bookkeeping).
-pub(crate) fn set_recv_buffer(socket: &impl AsFd, bytes: usize) -> io::Result<()> {
-    rustix::net::sockopt::set_socket_recv_buffer_size(socket, bytes)?;
-    Ok(())
 }

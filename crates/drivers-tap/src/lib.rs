@@ -235,7 +235,7 @@ impl std::error::Error for TapError {
 /// means locally administered, bit 0 clear means unicast).
 pub fn random_mac() -> Result<MacAddr, TapError> {
     let mut b = [0u8; 6];
-    sys::random_bytes(&mut b).map_err(|e| TapError::os("getrandom for a MAC address", e))?;
+    getrandom::fill(&mut b).map_err(|e| TapError::os("getrandom for a MAC address", e.into()))?;
     Ok(local_unicast_mac(b))
 }
 

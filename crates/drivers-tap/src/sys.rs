@@ -1,17 +1,13 @@
 //! Every system call the driver makes that neither std nor `rusty-netdev` (interface
-//! ioctls, waiting on descriptors) wraps: the TUN ioctls, on libc because rustix has no
-//! wrapper for them, and `getrandom`, through rustix. The ioctls are the crate's only
-//! `unsafe`; each function is safe to call and states above its block why the call is
-//! sound.
+//! ioctls, waiting on descriptors) wraps: the TUN ioctls. This is the
+//! crate's only `unsafe`; each function is safe to call and states above its block why
+//! the call is sound.
 
 use std::ffi::{c_int, c_uint};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-
-use rustix::io::Errno;
-use rustix::rand::GetRandomFlags;
 
 /// Open `/dev/net/tun` non-blocking and attach it, as one queue, to the TAP `name`
 /// (created if missing) with `flags` (`IFF_*`). Returns the file and the device's name.
@@ -83,27 +79,5 @@ pub(crate) fn set_offload(file: &File, flags: c_uint) -> io::Result<()> {
         Err(io::Error::last_os_error())
     } else {
         Ok(())
-    }
-}
-
-/// `buf.len()` random bytes from the kernel's CSPRNG.
-pub(crate) fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
-    let mut filled = 0;
-    // getrandom() returns at most 32 MiB per call and may be interrupted; a few calls
-    // always suffice for the handful of bytes asked here.
-    for _ in 0..16 {
-        if filled == buf.len() {
-            return Ok(());
-        }
-        match rustix::rand::getrandom(&mut buf[filled..], GetRandomFlags::empty()) {
-            Ok(n) => filled += n,
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    if filled == buf.len() {
-        Ok(())
-    } else {
-        Err(io::Error::from(io::ErrorKind::Interrupted))
     }
 }

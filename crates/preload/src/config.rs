@@ -143,7 +143,7 @@ pub fn parse_mac(s: &str) -> Result<MacAddr, String> {
 /// A random locally administered unicast MAC address.
 pub fn random_mac() -> Result<MacAddr, String> {
     let mut mac = [0u8; 6];
-    getrandom::getrandom(&mut mac).map_err(|e| format!("no randomness for a MAC address: {e}"))?;
+    getrandom::fill(&mut mac).map_err(|e| format!("no randomness for a MAC address: {e}"))?;
     mac[0] = (mac[0] & 0xfc) | 0x02;
     Ok(MacAddr(mac))
 }

@@ -305,7 +305,7 @@ impl IdentCounter {
     #[cfg(test)]
     pub(crate) fn random() -> IdentCounter {
         let mut b = [0u8; 2];
-        let start = match getrandom::getrandom(&mut b) {
+        let start = match getrandom::fill(&mut b) {
             Ok(()) => u16::from_ne_bytes(b),
             Err(_) => 0,
         };

@@ -1,68 +1,20 @@
 //! Base64 (RFC 4648 §4, standard alphabet, with padding): what the handshake needs to
-//! check `Sec-WebSocket-Key` and to write `Sec-WebSocket-Accept` (RFC 6455 §4.2.1-2).
+//! check `Sec-WebSocket-Key` and to write `Sec-WebSocket-Accept` (RFC 6455 §4.2.1-2),
+//! through the `base64` crate's standard engine. That engine decodes strictly: padded
+//! groups of four, padding only at the end, and no stray bits after the last byte, so
+//! every input has at most one encoding.
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+use ::base64::engine::general_purpose::STANDARD;
+use ::base64::Engine as _;
 
 /// `data` in base64 with `=` padding.
 pub(crate) fn encode(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    STANDARD.encode(data)
 }
 
-fn value(c: u8) -> Option<u32> {
-    Some(match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => return None,
-    } as u32)
-}
-
-/// Strict decoding: padded groups of four, padding only at the end, and no stray bits
-/// after the last byte (so every input has at most one encoding). `None` if malformed.
+/// The bytes `text` encodes; `None` if it is not strictly padded base64.
 pub(crate) fn decode(text: &str) -> Option<Vec<u8>> {
-    let s = text.as_bytes();
-    if !s.len().is_multiple_of(4) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(s.len() / 4 * 3);
-    let groups = s.len() / 4;
-    for (g, quad) in s.chunks_exact(4).enumerate() {
-        let pad = quad.iter().rev().take_while(|&&c| c == b'=').count();
-        if pad > 2 || (pad > 0 && g + 1 != groups) {
-            return None;
-        }
-        let mut n = 0u32;
-        for &c in &quad[..4 - pad] {
-            n = n << 6 | value(c)?;
-        }
-        n <<= 6 * pad as u32;
-        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        let keep = 3 - pad;
-        // Bits the padding hides must be zero.
-        if bytes[keep..].iter().any(|&b| b != 0) {
-            return None;
-        }
-        out.extend_from_slice(&bytes[..keep]);
-    }
-    Some(out)
+    STANDARD.decode(text).ok()
 }
 
 #[cfg(test)]
@@ -89,7 +41,9 @@ mod tests {
 
     #[test]
     fn malformed_is_refused() {
-        for bad in ["Zg=", "Zg", "Z===", "Zh==", "Zm8=Zm8=", "Zm9v!", "=Zm9"] {
+        for bad in [
+            "Zg=", "Zg", "Z===", "Zh==", "Zm8=Zm8=", "Zm9v!", "=Zm9", "Zm9v\n", " Zm9v",
+        ] {
             assert_eq!(decode(bad), None, "{bad}");
         }
     }

@@ -836,7 +836,7 @@ impl MaskKeys {
 /// logged: still unpredictable to a peer, though not a cryptographic source.
 pub(crate) fn os_seed() -> [u8; 32] {
     let mut seed = [0u8; 32];
-    if let Err(e) = getrandom::getrandom(&mut seed) {
+    if let Err(e) = getrandom::fill(&mut seed) {
         log::error!("websocket: no randomness from the OS ({e}); masks from std's hash keys");
         use std::hash::BuildHasher;
         let keys = std::collections::hash_map::RandomState::new();

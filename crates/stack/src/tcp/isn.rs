@@ -22,7 +22,7 @@ use crate::time::Instant;
 /// protection of RFC 6528, never correctness; it is better than refusing to start.
 pub(crate) fn random_secret() -> [u8; 16] {
     let mut key = [0u8; 16];
-    if getrandom::getrandom(&mut key).is_ok() {
+    if getrandom::fill(&mut key).is_ok() {
         return key;
     }
     let nanos = std::time::SystemTime::now()
