@@ -62,7 +62,7 @@ pub(crate) fn publish(
 }
 
 /// The charts as docs/benchmarks.md shows them: an image each, in a paragraph of its
-/// own.
+/// own, linked relative to the page (`docs/charts/` is beside it).
 pub(crate) fn image_links(charts: &[Chart]) -> String {
     charts
         .iter()
@@ -238,6 +238,40 @@ mod tests {
         assert_eq!(panels[1].name, "redis");
         assert_eq!(panels[1].groups, ["SET"]);
         assert_eq!(panels[1].series[1].values, [8.0]);
+    }
+
+    #[test]
+    fn publish_writes_the_charts_and_the_block_that_links_them() {
+        let root = std::env::temp_dir().join(format!("rusty-publish-{}", std::process::id()));
+        let docs = root.join("docs");
+        fs::create_dir_all(&docs).unwrap();
+        fs::write(
+            docs.join("benchmarks.md"),
+            "# Benchmarks\n\n{START}\nold\n{END}\n",
+        )
+        .unwrap();
+        let block = Block {
+            start: "{START}",
+            end: "{END}",
+        };
+        let chart = Chart {
+            file: "x-requests.svg".into(),
+            alt: "X: requests/s".into(),
+            svg: "<svg width='1' height='1'/>".into(),
+        };
+        let written = publish(&root, "test", false, &[chart], block, |charts| {
+            format!("### X\n\n{charts}TABLE")
+        });
+        let page = fs::read_to_string(docs.join("benchmarks.md"));
+        let svg = fs::read_to_string(root.join(DOCS_CHARTS).join("x-requests.svg"));
+        let _ = fs::remove_dir_all(&root);
+        written.unwrap();
+        assert_eq!(
+            page.unwrap(),
+            "# Benchmarks\n\n{START}\n### X\n\n![X: requests/s](charts/x-requests.svg)\n\n\
+             TABLE\n{END}\n"
+        );
+        assert_eq!(svg.unwrap(), "<svg width='1' height='1'/>");
     }
 
     #[test]
