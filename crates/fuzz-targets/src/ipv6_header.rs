@@ -27,7 +27,7 @@ pub fn ipv6_header(data: &[u8]) {
         h.upper_offset >= HEADER_LEN,
         "upper layer inside the fixed header"
     );
-    let end = h.upper_offset + h.upper_len;
+    let end = h.upper_offset + h.upper.len();
     assert!(end <= data.len(), "upper layer past the input");
     let payload_len = usize::from(u16::from_be_bytes([data[4], data[5]]));
     assert_eq!(
@@ -36,28 +36,28 @@ pub fn ipv6_header(data: &[u8]) {
         "not where the Payload Length ends"
     );
     let octets = |at: usize| -> [u8; 16] { data[at..at + 16].try_into().expect("16 bytes") };
-    assert_eq!(h.src, Ipv6Addr::from(octets(8)));
-    assert_eq!(h.dst, Ipv6Addr::from(octets(24)));
-    assert_eq!(h.hop_limit, data[7]);
+    assert_eq!(h.src(), Ipv6Addr::from(octets(8)));
+    assert_eq!(h.dst(), Ipv6Addr::from(octets(24)));
+    assert_eq!(h.hop_limit(), data[7]);
     assert!(
         h.upper_offset - HEADER_LEN <= MAX_EXTENSION_HEADERS * LONGEST_EXTENSION,
         "walked further than the bound allows"
     );
     if h.protocol == NEXT_HEADER {
         let icmp = &data[h.upper_offset..end];
-        let _ = icmpv6::parse(icmp, h.src, h.dst, h.hop_limit);
+        let _ = icmpv6::parse(icmp, h.src(), h.dst(), h.hop_limit());
         if icmp.len() >= 8 {
             let mut sealed = icmp.to_vec();
             sealed[2..4].fill(0);
             let pseudo = checksum::pseudo_header_v6(
-                h.src.octets(),
-                h.dst.octets(),
+                h.src().octets(),
+                h.dst().octets(),
                 NEXT_HEADER,
                 sealed.len() as u32,
             );
             let c = checksum::finish(checksum::combine(pseudo, checksum::sum(&sealed)));
             sealed[2..4].copy_from_slice(&c.to_be_bytes());
-            match icmpv6::parse(&sealed, h.src, h.dst, h.hop_limit) {
+            match icmpv6::parse(&sealed, h.src(), h.dst(), h.hop_limit()) {
                 Ok(Message::Error { invoking, .. }) => {
                     assert_eq!(invoking, &sealed[8..], "the invoking packet is the rest")
                 }

@@ -173,10 +173,12 @@ pub(crate) fn fix_checksums(packet: &mut [u8]) {
     let Ok(h) = ipv6::parse(packet) else {
         return;
     };
-    let upper = &mut packet[h.upper_offset..h.upper_offset + h.upper_len];
-    match h.protocol {
-        TCP => set_tcp_checksum(upper, h.src, h.dst),
-        ICMPV6 => seal(upper, h.src, h.dst),
+    let (src, dst, protocol) = (h.src(), h.dst(), h.protocol);
+    let upper = h.upper_offset..h.upper_offset + h.upper.len();
+    let upper = &mut packet[upper];
+    match protocol {
+        TCP => set_tcp_checksum(upper, src, dst),
+        ICMPV6 => seal(upper, src, dst),
         _ => {}
     }
 }

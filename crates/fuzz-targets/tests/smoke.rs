@@ -197,8 +197,8 @@ fn ipv6_seeds_lie_on_the_side_their_names_say() {
         assert_eq!(parsed.is_ok(), want, "{}", seed.name);
         // The ICMPv6 seeds are messages a host takes in.
         if let Some(h) = parsed.ok().filter(|h| h.protocol == icmpv6::NEXT_HEADER) {
-            let icmp = &seed.data[h.upper_offset..h.upper_offset + h.upper_len];
-            let message = icmpv6::parse(icmp, h.src, h.dst, h.hop_limit);
+            let icmp = &seed.data[h.upper_offset..h.upper_offset + h.upper.len()];
+            let message = icmpv6::parse(icmp, h.src(), h.dst(), h.hop_limit());
             assert!(
                 matches!(message, Ok(m) if !matches!(m, icmpv6::Message::Other(_))),
                 "{}: {message:?}",

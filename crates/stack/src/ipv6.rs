@@ -117,31 +117,48 @@ pub enum Ipv6Error {
     NoUpperLayer,
 }
 
-/// The fields of a received IPv6 packet that the layers above use.
+/// A received IPv6 packet as [`parse`] checked it: its fixed header, read through
+/// accessors, and where its upper layer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ipv6Header {
-    /// Source address.
-    pub src: Ipv6Addr,
-    /// Destination address.
-    pub dst: Ipv6Addr,
+pub struct Ipv6Header<'a> {
+    /// The fixed header, as received.
+    fixed: &'a [u8; HEADER_LEN],
     /// The upper-layer protocol, after every extension header.
     pub protocol: u8,
-    /// Hop Limit as received.
-    pub hop_limit: u8,
     /// Where the upper-layer header starts, from the start of the fixed header.
     pub upper_offset: usize,
     /// Where the byte that names the upper-layer protocol is (the fixed header's Next
     /// Header, or the last extension header's): what a Parameter Problem points at.
     pub protocol_at: usize,
-    /// Bytes of upper-layer header and payload.
-    pub upper_len: usize,
+    /// The upper-layer header and payload.
+    pub upper: &'a [u8],
+}
+
+impl<'a> Ipv6Header<'a> {
+    /// Source address.
+    #[inline]
+    pub fn src(&self) -> Ipv6Addr {
+        address(self.fixed, 8)
+    }
+
+    /// Destination address.
+    #[inline]
+    pub fn dst(&self) -> Ipv6Addr {
+        address(self.fixed, 24)
+    }
+
+    /// Hop Limit as received.
+    #[inline]
+    pub fn hop_limit(&self) -> u8 {
+        self.fixed[7]
+    }
 }
 
 /// Validate `packet` (from the fixed header on) and find its upper-layer header.
 // Inlined: once per IPv6 packet, from one call site; a packet with no extension header
 // (every TCP segment Linux or Rusty sends) takes no loop (see `walk_extensions`).
 #[inline]
-pub fn parse(packet: &[u8]) -> Result<Ipv6Header, Ipv6Error> {
+pub fn parse(packet: &[u8]) -> Result<Ipv6Header<'_>, Ipv6Error> {
     let fixed: &[u8; HEADER_LEN] = packet
         .first_chunk::<HEADER_LEN>()
         .ok_or(Ipv6Error::Truncated)?;
@@ -166,14 +183,14 @@ pub fn parse(packet: &[u8]) -> Result<Ipv6Header, Ipv6Error> {
     ) {
         return Err(Ipv6Error::NoUpperLayer);
     }
+    // The walk ends inside the payload: `at` is at most `end`.
+    let upper = packet.get(at..end).ok_or(Ipv6Error::ExtensionChain)?;
     Ok(Ipv6Header {
-        src: address(fixed, 8),
-        dst: address(fixed, 24),
+        fixed,
         protocol,
-        hop_limit: fixed[7],
         upper_offset: at,
         protocol_at,
-        upper_len: end - at,
+        upper,
     })
 }
 

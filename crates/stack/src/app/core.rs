@@ -437,6 +437,11 @@ impl<H: Handler, C: AppConn> AppCore<H, C> {
         self.handler.poll(&mut Opener::new(&mut self.requests));
     }
 
+    /// Whether callbacks asked for active opens not yet started.
+    pub fn has_requests(&self) -> bool {
+        !self.requests.is_empty()
+    }
+
     /// Let requested active opens wait: those for which `hold(remote)` is true move to
     /// `held`, and those in `held` for which it no longer is come back to be started,
     /// ahead of newer requests, in the order they were asked for.

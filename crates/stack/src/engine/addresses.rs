@@ -62,8 +62,10 @@ impl Address {
 /// The engine's addresses.
 pub(super) struct Addresses {
     list: Vec<Address>,
-    /// The usable IPv6 addresses (as numbers) and their indexes: what the receive path
-    /// compares a packet's addresses with.
+    /// The usable IPv6 addresses and their indexes: what the receive path compares a
+    /// packet's addresses with. Each as its bytes lie in memory read as one number, so
+    /// that a packet's address compares without a byte swap; the link-local address
+    /// last, as TCP mostly comes to the configured ones.
     usable6: Vec<(u128, u8)>,
     /// The index of the IPv4 address, if the link has one.
     v4: Option<u8>,
@@ -131,15 +133,18 @@ impl Addresses {
         self.usable6.clear();
         for (i, a) in self.list.iter().enumerate() {
             if let (IpAddr::V6(ip), true) = (a.ip, a.usable()) {
-                self.usable6.push((ip.to_bits(), i as u8));
+                self.usable6
+                    .push((u128::from_ne_bytes(ip.octets()), i as u8));
             }
         }
+        self.usable6
+            .sort_by_key(|&(ip, _)| Ipv6Addr::from(ip.to_ne_bytes()).is_unicast_link_local());
     }
 
     /// The index of `ip` if it is one of our usable IPv6 addresses.
     #[inline]
     pub(super) fn usable_v6(&self, ip: &Ipv6Addr) -> Option<u8> {
-        let bits = ip.to_bits();
+        let bits = u128::from_ne_bytes(ip.octets());
         self.usable6
             .iter()
             .find(|&&(a, _)| a == bits)

@@ -22,6 +22,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// as it starts would otherwise fail for its first second. Once the engine stops
     /// accepting, or the address turns out to be another node's, they go on and fail.
     pub(super) fn start_requested_connects(&mut self) {
+        // Most turns have no open to start and none held: nothing to do, and no walk over
+        // the addresses for a check still running.
+        if !self.app.has_requests() && self.held_connects.is_empty() {
+            return;
+        }
         if self.addrs.has_v6() && (self.detecting_duplicates() || !self.held_connects.is_empty()) {
             let accepting = self.app.is_accepting();
             let addrs = &self.addrs;

@@ -66,7 +66,8 @@ impl FlowKey {
                 ports: ports as u32,
             }),
             IpAddr::V6(ip) => {
-                let bits = ip.to_bits();
+                // The address's bytes as they lie, read as two words: no byte swap.
+                let bits = u128::from_ne_bytes(ip.octets());
                 TableKey::V6(V6Key {
                     addr: [(bits >> 64) as u64, bits as u64],
                     rest: (u64::from(self.local) << 32) | ports,

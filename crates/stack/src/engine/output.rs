@@ -24,6 +24,19 @@ use crate::time::Clock;
 use crate::time::Instant;
 use crate::timer_wheel::TimerWheel;
 
+/// The engine's [`TxQueue`], its fields borrowed one by one: beside it the caller may
+/// hold the others, a connection block among them.
+macro_rules! tx_queue {
+    ($engine:expr) => {
+        TxQueue {
+            dev: &mut $engine.dev,
+            tx: &mut $engine.tx,
+            stats: &mut $engine.stats,
+            max_frame: $engine.max_frame,
+        }
+    };
+}
+
 impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     pub(super) fn flush_dirty(&mut self) {
         // By position, not by taking the list out: nothing to move out and back, and a
@@ -62,14 +75,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 // The common case with the block at hand (no second table look-up).
                 Some(dst_mac) => {
                     let mut frame = TcpFrame::of_conn(self.mac, block, &seg, dst_mac);
-                    let sent = frame.build_in(&mut self.dev, &mut self.ident, self.tx_csum);
-                    let out = TxQueue {
-                        dev: &mut self.dev,
-                        tx: &mut self.tx,
-                        stats: &mut self.stats,
-                        max_frame: self.max_frame,
-                    };
-                    out.push_segment(sent);
+                    frame.send(tx_queue!(self), &mut self.ident, self.tx_csum);
                 }
                 None => {
                     self.send_conn_segment(index, &seg);
@@ -179,8 +185,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let dst_mac = block.mac.unwrap_or(MacAddr::BROADCAST);
         let mut frame = TcpFrame::of_conn(self.mac, block, seg, dst_mac);
         if block.mac.is_some() {
-            let sent = frame.build_in(&mut self.dev, &mut self.ident, self.tx_csum);
-            self.push_segment(sent);
+            frame.send(tx_queue!(self), &mut self.ident, self.tx_csum);
         } else {
             // Next hop unresolved: park the frame with ARP (copied; rare path), its
             // destination filled in when the reply comes.
@@ -218,14 +223,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             payload: None,
             ident: 0,
         };
-        let sent = frame.build_in(&mut self.dev, &mut self.ident, self.tx_csum);
-        self.push_segment(sent);
-    }
-
-    /// Queue a segment's frame [`TcpFrame::build_in`] built, and whether it is a TSO
-    /// super-frame (`None`: no buffer).
-    fn push_segment(&mut self, frame: Option<(D::Tx, bool)>) {
-        self.tx_queue().push_segment(frame);
+        frame.send(tx_queue!(self), &mut self.ident, self.tx_csum);
     }
 
     /// Queue a frame for the device: see [`TxQueue::push`].
@@ -236,12 +234,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     #[inline]
     fn tx_queue(&mut self) -> TxQueue<'_, D> {
-        TxQueue {
-            dev: &mut self.dev,
-            tx: &mut self.tx,
-            stats: &mut self.stats,
-            max_frame: self.max_frame,
-        }
+        tx_queue!(self)
     }
 
     pub(super) fn submit(&mut self) {
@@ -261,27 +254,11 @@ struct TxQueue<'a, D: PacketIo> {
 }
 
 impl<D: PacketIo> TxQueue<'_, D> {
-    /// Queue a segment's frame [`TcpFrame::build_in`] built, and whether it is a TSO
-    /// super-frame (`None`: no buffer).
-    // Always inlined, as the rest of the transmit path below (`push`, `of_conn`,
-    // `build_in`, `write`): once per segment sent, each from one call site; out of line,
-    // the segment's fields are spilled and reloaded around every call.
-    #[inline(always)]
-    fn push_segment(self, frame: Option<(D::Tx, bool)>) {
-        match frame {
-            Some((buf, tso)) => {
-                self.stats.segments_out += 1;
-                self.push(buf, tso);
-            }
-            None => self.stats.drop(DropReason::NoTxBuffer),
-        }
-    }
-
     /// Queue a frame for the device. Every frame passes here, and this is the one
     /// guard on its size: a frame longer than the MTU plus the Ethernet header is
     /// dropped and counted ([`DropReason::OverMtu`]) unless it is a TSO super-frame
     /// (`tso`), which the device cuts to size and `alloc_tx` held to `tso_max`.
-    // Always inlined: see `push_segment`.
+    // Always inlined: see `TcpFrame::send`.
     #[inline(always)]
     fn push(self, buf: D::Tx, tso: bool) {
         if buf.len() > self.max_frame && !tso {
@@ -379,7 +356,7 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
     /// The frame of `seg` on the connection `block`, from us (`src_mac`, and the
     /// connection's own address) to `dst_mac`, its payload from the connection's send
     /// buffer.
-    // Always inlined: see `TxQueue::push_segment`.
+    // Always inlined: see `TcpFrame::send`.
     #[inline(always)]
     fn of_conn(src_mac: MacAddr, block: &'a Block, seg: &'a S, dst_mac: MacAddr) -> Self {
         TcpFrame {
@@ -393,25 +370,31 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
         }
     }
 
-    /// Write the frame into a transmit buffer of `dev`, numbering its datagram from
-    /// `ident`; with it, whether the device is to cut it into segments (TSO). `None`
-    /// when the device has no buffer free.
-    // Always inlined: see `TxQueue::push_segment`.
+    /// Write the frame into a transmit buffer of the device and queue it on `out`,
+    /// numbering its datagram from `ident`; counted as dropped when the device has no
+    /// buffer free.
+    // Always inlined, as the rest of the transmit path below (`push`, `of_conn`,
+    // `write`): once per segment sent, each from one call site; out of line, the
+    // segment's fields are spilled and reloaded around every call. The buffer goes
+    // from the device to the queue here, so that it is not moved through return values.
     #[inline(always)]
-    fn build_in<D: PacketIo>(
+    fn send<D: PacketIo>(
         &mut self,
-        dev: &mut D,
+        out: TxQueue<'_, D>,
         ident: &mut IdentCounter,
         offload: ChecksumOffload,
-    ) -> Option<(D::Tx, bool)> {
+    ) {
         let header_len = self.seg.header_len();
-        let mut buf = dev.alloc_tx(self.len(header_len))?;
+        let Some(mut buf) = out.dev.alloc_tx(self.len(header_len)) else {
+            return out.stats.drop(DropReason::NoTxBuffer);
+        };
         self.ident = ident.next();
         let meta = self.write(&mut buf, header_len, offload);
         if meta != TxMeta::default() {
             buf.set_meta(meta);
         }
-        Some((buf, meta.tso_mss.is_some()))
+        out.stats.segments_out += 1;
+        out.push(buf, meta.tso_mss.is_some());
     }
 
     /// The frame's length in bytes, with a TCP header of `header_len` bytes (the
@@ -433,47 +416,53 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
     /// Build Ethernet + IP (IPv4 or IPv6) + TCP headers (the TCP header `hl` bytes
     /// long) and the payload into `buf` (exactly [`TcpFrame::len`] long). Returns the
     /// offload request for the driver, if any.
-    // Always inlined: see `TxQueue::push_segment`.
+    // Always inlined: see `TcpFrame::send`.
     #[inline(always)]
     fn write(&self, buf: &mut [u8], hl: usize, offload: ChecksumOffload) -> TxMeta {
         let tcp_len = hl + self.seg.payload().1;
         let ip_start = ethernet::HEADER_LEN;
-        let tcp_start = ipv4::TRANSPORT_OFFSET;
-        let (src, dst) = match (self.src_ip, self.key.remote_v4()) {
-            (IpAddr::V4(src), Some(dst)) => (src, dst),
-            _ => return self.write_v6(buf, hl, offload),
+        let (tcp_start, pseudo) = match (self.src_ip, self.key.remote_v4()) {
+            (IpAddr::V4(src), Some(dst)) => {
+                let tcp_start = ipv4::TRANSPORT_OFFSET;
+                ethernet::write_header(
+                    &mut buf[..ip_start],
+                    self.src_mac,
+                    self.dst_mac,
+                    EthernetProtocol::Ipv4,
+                );
+                ipv4::write_header(
+                    &mut buf[ip_start..tcp_start],
+                    src,
+                    dst,
+                    IpProtocol::Tcp,
+                    tcp_len,
+                    ipv4::DEFAULT_TTL,
+                    self.ident,
+                    true,
+                    !offload.ipv4,
+                );
+                let pseudo = checksum::Wide::pseudo_v4(
+                    src.octets(),
+                    dst.octets(),
+                    IpProtocol::Tcp.into(),
+                    tcp_len as u16,
+                );
+                (tcp_start, pseudo)
+            }
+            _ => (
+                ip_start + crate::ipv6::HEADER_LEN,
+                self.write_v6_headers(buf, tcp_len),
+            ),
         };
-        ethernet::write_header(
-            &mut buf[..ip_start],
-            self.src_mac,
-            self.dst_mac,
-            EthernetProtocol::Ipv4,
-        );
-        ipv4::write_header(
-            &mut buf[ip_start..tcp_start],
-            src,
-            dst,
-            IpProtocol::Tcp,
-            tcp_len,
-            ipv4::DEFAULT_TTL,
-            self.ident,
-            true,
-            !offload.ipv4,
-        );
-        let pseudo = checksum::Wide::pseudo_v4(
-            src.octets(),
-            dst.octets(),
-            IpProtocol::Tcp.into(),
-            tcp_len as u16,
-        );
         self.write_tcp(buf, tcp_start, hl, offload, pseudo)
     }
 
-    /// [`TcpFrame::write`] for IPv6. Out of line: the IPv4 path it sits beside stays as
-    /// small where it is inlined as it was before IPv6.
+    /// The Ethernet and IPv6 headers of the frame, whose TCP segment is `tcp_len` bytes
+    /// long; with them, the segment's pseudo-header sum. Out of line: the IPv4 path it
+    /// sits beside stays as small where it is inlined as it was before IPv6, and the TCP
+    /// segment is written by the one copy of `write_tcp` both families share.
     #[inline(never)]
-    fn write_v6(&self, buf: &mut [u8], hl: usize, offload: ChecksumOffload) -> TxMeta {
-        let tcp_len = hl + self.seg.payload().1;
+    fn write_v6_headers(&self, buf: &mut [u8], tcp_len: usize) -> checksum::Wide {
         let ip_start = ethernet::HEADER_LEN;
         let tcp_start = ip_start + crate::ipv6::HEADER_LEN;
         // By reference: matched by value, the two addresses are taken apart into bytes.
@@ -497,13 +486,12 @@ impl<'a, S: SegmentHeader> TcpFrame<'a, S> {
         crate::ipv6::write_header(header, &src, &dst, tcp, len, hops);
         // Summed where the header holds them: the addresses are not taken apart again.
         let addresses = header[8..].first_chunk::<32>().expect("both addresses");
-        let pseudo = checksum::Wide::pseudo_v6_at(addresses, tcp, tcp_len as u32);
-        self.write_tcp(buf, tcp_start, hl, offload, pseudo)
+        checksum::Wide::pseudo_v6_at(addresses, tcp, tcp_len as u32)
     }
 
     /// The TCP header and payload of the frame, at `tcp_start`, the IP header's sum
     /// being `pseudo`: checksummed here, or left to the device.
-    // Always inlined: see `TxQueue::push_segment`.
+    // Always inlined: see `TcpFrame::send`.
     #[inline(always)]
     fn write_tcp(
         &self,

@@ -127,26 +127,22 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 return None;
             }
         };
-        let Some(l4) = packet.get(ip.upper_offset..ip.upper_offset + ip.upper_len) else {
-            self.stats.drop(DropReason::BadIpLength);
-            return None;
-        };
         if ip.protocol == TCP {
             // To one of our usable addresses (not to a group, RFC 9293 §3.9.1, nor to an
             // address not yet ours). The source is checked where a segment finds no
             // connection (`check_v6_source`).
-            let Some(local) = self.addrs.usable_v6(&ip.dst) else {
+            let Some(local) = self.addrs.usable_v6(&ip.dst()) else {
                 self.stats.drop(DropReason::NotOurAddress);
                 return None;
             };
             return Some(TcpIn {
-                src: IpAddr::V6(ip.src),
+                src: IpAddr::V6(ip.src()),
                 addresses: &packet[ipv6::ADDRESSES],
                 local,
-                segment: l4,
+                segment: ip.upper,
             });
         }
-        self.on_ipv6_other(frame, packet, &ip, l4);
+        self.on_ipv6_other(frame, packet, &ip);
         None
     }
 
@@ -179,16 +175,16 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         }
     }
 
-    /// An IPv6 `packet` that is not TCP, with its header `ip` and upper layer `l4`.
+    /// An IPv6 `packet` that is not TCP, with its header `ip`.
     #[inline(never)]
-    fn on_ipv6_other(&mut self, frame: &[u8], packet: &[u8], ip: &Ipv6Header, l4: &[u8]) {
+    fn on_ipv6_other(&mut self, frame: &[u8], packet: &[u8], ip: &Ipv6Header<'_>) {
         let icmp = ip.protocol == icmpv6::NEXT_HEADER;
-        let local = match self.admit_v6(ip.src, ip.dst, icmp) {
+        let local = match self.admit_v6(ip.src(), ip.dst(), icmp) {
             Ok(local) => local,
             Err(reason) => return self.stats.drop(reason),
         };
         if icmp {
-            return self.on_icmpv6(frame, ip, l4, local);
+            return self.on_icmpv6(frame, ip, local);
         }
         self.stats.drop(DropReason::UnknownProtocol);
         // Told, as Linux tells: no UDP socket here, and no other protocol.
@@ -199,8 +195,8 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 pointer: ip.protocol_at as u32,
             }
         };
-        let invoking = &packet[..(ip.upper_offset + ip.upper_len).min(packet.len())];
-        self.send_error(frame, invoking, ip.src, local, error);
+        let invoking = &packet[..(ip.upper_offset + ip.upper.len()).min(packet.len())];
+        self.send_error(frame, invoking, ip.src(), local, error);
     }
 
     /// Send the ICMPv6 error `error` about `invoking` (the packet as received, in
@@ -292,8 +288,9 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 .any(|(_, _, ip)| icmpv6::solicited_node(ip) == group)
     }
 
-    fn on_icmpv6(&mut self, frame: &[u8], ip: &Ipv6Header, l4: &[u8], local: Option<u8>) {
-        let msg = match icmpv6::parse(l4, ip.src, ip.dst, ip.hop_limit) {
+    fn on_icmpv6(&mut self, frame: &[u8], ip: &Ipv6Header<'_>, local: Option<u8>) {
+        let l4 = ip.upper;
+        let msg = match icmpv6::parse(l4, ip.src(), ip.dst(), ip.hop_limit()) {
             Ok(m) => m,
             Err(Icmpv6Error::Checksum) => return self.stats.drop(DropReason::BadIcmpChecksum),
             Err(Icmpv6Error::Truncated) => return self.stats.drop(DropReason::BadIcmp),
@@ -301,7 +298,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 return self.stats.drop(DropReason::BadNeighborDiscovery)
             }
         };
-        if ip.src.is_unspecified() && !matches!(msg, Message::NeighborSolicitation { .. }) {
+        if ip.src().is_unspecified() && !matches!(msg, Message::NeighborSolicitation { .. }) {
             return self.stats.drop(DropReason::MartianSource);
         }
         let src_mac = ethernet::source(frame);
@@ -316,10 +313,10 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
                 };
                 // A request longer than the MTU allows gets a reply cut to it.
                 let room = self.max_frame - ethernet::HEADER_LEN - ipv6::HEADER_LEN;
-                let reply = icmpv6::echo_reply(ident, seq, data, own, ip.src, room);
+                let reply = icmpv6::echo_reply(ident, seq, data, own, ip.src(), room);
                 self.stats.icmp_echo_truncated += u64::from(reply.len() < l4.len());
                 let hops = ipv6::DEFAULT_HOP_LIMIT;
-                if self.send_ipv6(src_mac, own, ip.src, &[], &reply, hops) {
+                if self.send_ipv6(src_mac, own, ip.src(), &[], &reply, hops) {
                     self.stats.icmp_echo_replies += 1;
                 }
             }
@@ -350,7 +347,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
     /// A Neighbor Solicitation for `target` (RFC 4861 §7.2.3, RFC 4862 §5.4.3).
     fn on_solicitation(
         &mut self,
-        ip: &Ipv6Header,
+        ip: &Ipv6Header<'_>,
         src_mac: MacAddr,
         target: Ipv6Addr,
         source_mac: Option<MacAddr>,
@@ -359,7 +356,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
             // Not ours to answer (we proxy for nobody).
             return self.stats.drop(DropReason::BadNeighborDiscovery);
         };
-        if ip.src.is_unspecified() {
+        if ip.src().is_unspecified() {
             // Another node probing for `target`: a duplicate of a tentative address of
             // ours, or a claim on one we hold, which we defend (to all nodes: the
             // prober has no address to be answered at).
@@ -375,11 +372,11 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         // The asker wants our answer and will talk to us: its mapping is worth keeping
         // (RFC 4861 §7.2.3: a new entry, or a changed one, is STALE).
         if let Some(mac) = source_mac {
-            let ready = self.arp.update(ip.src, News::unsolicited(mac), self.now);
+            let ready = self.arp.update(ip.src(), News::unsolicited(mac), self.now);
             self.after_neighbour_news(ready);
         }
         let to_mac = source_mac.unwrap_or(src_mac);
-        self.send_advertisement(target, ip.src, to_mac, true);
+        self.send_advertisement(target, ip.src(), to_mac, true);
     }
 
     /// A Neighbor Advertisement for `target`, saying `news` (RFC 4861 §7.2.5): it

@@ -152,7 +152,7 @@ fn an_mld_report_joins_the_groups_and_parses_as_a_whole_packet() {
     let packet = [&fixed[..], &MLD_HOP_BY_HOP, &report].concat();
     let h = crate::ipv6::parse(&packet).unwrap();
     assert_eq!(
-        (h.protocol, h.upper_offset, h.hop_limit),
+        (h.protocol, h.upper_offset, h.hop_limit()),
         (NEXT_HEADER, 48, 1)
     );
     assert_eq!(

@@ -57,8 +57,13 @@ fn a_plain_packet_gives_its_fields_and_upper_layer() {
     let mut p = packet(TCP, &SEGMENT);
     p.extend_from_slice(&[0; 6]); // Ethernet padding
     let h = parse(&p).unwrap();
-    assert_eq!((h.src, h.dst, h.protocol, h.hop_limit), (SRC, DST, TCP, 64));
-    assert_eq!((h.upper_offset, h.upper_len, h.protocol_at), (40, 24, 6));
+    assert_eq!(
+        (h.src(), h.dst(), h.protocol, h.hop_limit()),
+        (SRC, DST, TCP, 64)
+    );
+    assert_eq!((h.upper_offset, h.upper.len(), h.protocol_at), (40, 24, 6));
+    // The upper layer ends where the Payload Length says, before the padding.
+    assert_eq!(h.upper, &SEGMENT[..]);
 }
 
 #[test]
@@ -85,8 +90,10 @@ fn options_headers_are_walked_and_hop_by_hop_must_come_first() {
     let mut rest = options_header(60, &[5, 2, 0, 0]);
     rest.extend(options_header(TCP, &[]));
     rest.extend_from_slice(&SEGMENT);
-    let h = parse(&packet(0, &rest)).unwrap();
-    assert_eq!((h.protocol, h.upper_offset, h.upper_len), (TCP, 56, 24));
+    let p = packet(0, &rest);
+    let h = parse(&p).unwrap();
+    assert_eq!((h.protocol, h.upper_offset, h.upper.len()), (TCP, 56, 24));
+    assert_eq!(h.upper, &SEGMENT[..]);
     // The Destination Options header (at 48) names TCP.
     assert_eq!(h.protocol_at, 48);
 
@@ -245,7 +252,7 @@ fn random_bytes_never_panic_and_an_accepted_packet_lies_inside_its_buffer() {
         p[6] = [0, 43, 44, 51, 60, TCP][rng.below(6) as usize];
         if let Ok(h) = parse(&p) {
             accepted += 1;
-            assert!(h.upper_offset >= HEADER_LEN && h.upper_offset + h.upper_len == len);
+            assert!(h.upper_offset >= HEADER_LEN && h.upper_offset + h.upper.len() == len);
         }
     }
     assert!(accepted > 0);

@@ -4,6 +4,7 @@
 //! martian sources, spoofed advertisements, Neighbor Discovery that may not be genuine)
 //! counted and unanswered. `extensions`: the extension headers Linux answers with a
 //! Parameter Problem or reads through, and advertisements without Override.
+//! `link_local`: TCP to our link-local address beside the configured one.
 //!
 //! The peer writes and reads its packets with smoltcp's IPv6 and ICMPv6 types, not the
 //! engine's, so a bug in the engine's writers cannot hide in both directions.
@@ -18,6 +19,7 @@ use smoltcp::wire::{
 use super::*;
 
 mod extensions;
+mod link_local;
 mod nud;
 mod opens;
 
