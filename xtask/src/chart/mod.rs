@@ -22,7 +22,6 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::common::Result;
-#[cfg(test)]
 pub(crate) use check::check;
 pub(crate) use check::check_files;
 
@@ -111,8 +110,6 @@ pub(crate) fn lines(axes: &Axes, panels: &[LinePanel]) -> Result<String> {
 
 /// Lines over time in one panel, x in seconds since the start (a soak run's memory or
 /// requests/s), as an SVG document; `y` names the quantity and its unit.
-// No benchmark draws a time series yet; the tests do.
-#[allow(dead_code)]
 pub(crate) fn over_time(title: &str, y: &str, series: &[Line]) -> Result<String> {
     let axes = Axes {
         title: title.into(),

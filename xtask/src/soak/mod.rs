@@ -22,7 +22,8 @@
 //! and the later half's highest may exceed the earlier half's by at most
 //! `--slack-mib` (resident) or `--buffer-slack-mib` (buffers)
 //! ([`MemoryTrend::check_flat`](rusty_testkit::MemoryTrend::check_flat)). The report
-//! ([`report`]) is printed and written with the samples as CSV into `--out`.
+//! ([`report`]) is printed and written with the samples as CSV into `--out`, beside
+//! charts of memory and of the requests answered per second over time ([`charts`]).
 
 use std::fs;
 use std::io::Write;
@@ -39,6 +40,7 @@ use crate::common::{
 use crate::http_load::wrk::parse_wrk;
 use crate::pages;
 
+mod charts;
 mod clients;
 mod exposition;
 mod http;
@@ -98,6 +100,11 @@ pub(crate) struct Options {
     /// Keep httpd's and wrk's logs; the path is printed.
     #[arg(long)]
     keep_logs: bool,
+    /// Run nothing: draw the charts of a past run again from the samples it wrote
+    /// (`soak-BACKEND-TIME.csv`), beside that file; `--backend` names the server in
+    /// their titles.
+    #[arg(long, value_name = "CSV")]
+    charts_from: Option<PathBuf>,
 }
 
 impl Options {
@@ -115,6 +122,9 @@ impl Options {
 }
 
 pub(crate) fn run(opts: &Options) -> Result<()> {
+    if let Some(csv) = &opts.charts_from {
+        return charts::redraw(csv, opts.backend);
+    }
     if opts.minutes == 0 || opts.connections == 0 || opts.sample_seconds == 0 {
         return Err("--minutes, --connections and --sample-seconds must be at least 1".into());
     }
@@ -140,6 +150,11 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         md.display(),
         csv.display()
     );
+    if !outcome.series.samples().is_empty() {
+        for path in charts::write_beside(&csv, &outcome.series, opts.backend)? {
+            eprintln!("soak: chart written to {}", path.display());
+        }
+    }
     tmp.finish(verdict, opts.keep_logs, "soak")
 }
 

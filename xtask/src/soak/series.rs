@@ -149,6 +149,24 @@ impl Series {
             .collect()
     }
 
+    /// How fast `m` grew: for every sample, (seconds since the start, its growth per
+    /// second since the sample before it, or since the start, where it was zero).
+    pub(crate) fn rate(&self, m: Measure) -> Vec<(f64, f64)> {
+        let mut before = (0.0, 0.0);
+        self.points(m)
+            .into_iter()
+            .map(|(t, v)| {
+                let (t0, v0) = std::mem::replace(&mut before, (t, v));
+                let rate = if t > t0 {
+                    (v - v0) / (t - t0)
+                } else {
+                    f64::NAN
+                };
+                (t, rate)
+            })
+            .collect()
+    }
+
     /// Bytes of memory `bytes` picks from each sample, for [`MemoryTrend::check_flat`].
     pub(crate) fn trend(&self, bytes: impl Fn(&Sample) -> u64) -> MemoryTrend {
         let mut t = MemoryTrend::new();
@@ -181,10 +199,7 @@ impl Series {
 
     /// Every field of every sample as CSV, sizes in bytes, with a header line.
     pub(crate) fn csv(&self) -> String {
-        let mut out = String::from(
-            "seconds,requests,error_responses,client_failures,resident_bytes,buffer_bytes,\
-             idle_bytes,connections\n",
-        );
+        let mut out = format!("{CSV_HEADER}\n");
         for s in &self.samples {
             let _ = writeln!(
                 out,
@@ -201,7 +216,54 @@ impl Series {
         }
         out
     }
+
+    /// The samples [`Series::csv`] wrote, read back.
+    pub(crate) fn from_csv(text: &str) -> Result<Series, String> {
+        let mut lines = text.lines().enumerate();
+        match lines.next() {
+            Some((_, h)) if h.trim() == CSV_HEADER => {}
+            _ => return Err(format!("the first line is not the header `{CSV_HEADER}`")),
+        }
+        let mut series = Series::default();
+        for (i, line) in lines.filter(|(_, l)| !l.trim().is_empty()) {
+            let bad = || format!("line {}: not a sample: `{line}`", i + 1);
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            let [secs, rest @ ..] = fields.as_slice() else {
+                return Err(bad());
+            };
+            let counts = rest
+                .iter()
+                .map(|f| f.parse::<u64>())
+                .collect::<Result<Vec<u64>, _>>()
+                .map_err(|_| bad())?;
+            let at = secs
+                .parse::<f64>()
+                .ok()
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .ok_or_else(bad)?;
+            let [requests, error_responses, client_failures, resident_bytes, buffer_bytes, idle_bytes, connections] =
+                counts[..]
+            else {
+                return Err(bad());
+            };
+            series.push(Sample {
+                at,
+                requests,
+                error_responses,
+                client_failures,
+                resident_bytes,
+                buffer_bytes,
+                idle_bytes,
+                connections,
+            });
+        }
+        Ok(series)
+    }
 }
+
+/// The first line of a run's CSV: the fields of a [`Sample`], sizes in bytes.
+const CSV_HEADER: &str = "seconds,requests,error_responses,client_failures,resident_bytes,\
+                          buffer_bytes,idle_bytes,connections";
 
 #[cfg(test)]
 mod tests {
@@ -272,5 +334,32 @@ rusty_http_open_connections{worker=\"1\"} 50
         assert_eq!(series.last().map(|s| s.requests), Some(123_456));
         let trend = series.trend(|s| s.buffer_bytes);
         assert_eq!(trend.samples()[1], (Duration::from_secs(60), 1_572_864));
+    }
+
+    #[test]
+    fn csv_reads_back_and_rates_come_from_differences() {
+        let mut series = Series::default();
+        series.push(sample(30));
+        series.push(Sample {
+            requests: 1984 + 60_000,
+            at: Duration::from_millis(60_500),
+            ..sample(60)
+        });
+        assert_eq!(Series::from_csv(&series.csv()), Ok(series.clone()));
+        let rate = series.rate(Measure::Requests);
+        assert_eq!(rate[0], (30.0, 1984.0 / 30.0));
+        assert_eq!(rate[1].0, 60.5);
+        assert!((rate[1].1 - 60_000.0 / 30.5).abs() < 1e-9);
+
+        for bad in [
+            "",
+            "seconds,requests\n",
+            &format!("{CSV_HEADER}\n30.0,1,2\n"),
+            &format!("{CSV_HEADER}\n-1,1,2,3,4,5,6,7\n"),
+            &format!("{CSV_HEADER}\n30.0,1,2,3,4,5,6,x\n"),
+            &format!("{CSV_HEADER}\n30.0,1,2,3,4,5,6,7,8\n"),
+        ] {
+            assert!(Series::from_csv(bad).is_err(), "{bad:?}");
+        }
     }
 }
