@@ -98,7 +98,9 @@ pub struct Stats {
     pub syn_cookies_sent: u64,
     /// Connections rebuilt from a valid cookie ACK.
     pub syn_cookies_accepted: u64,
-    /// ACKs on a listening port whose cookie did not check out.
+    /// ACKs on a listening port whose cookie did not check out, counted while a cookie
+    /// sent could still come back (for 128 to 192 s after the last one); at other
+    /// times such an ACK is a [`DropReason::NoConnection`] drop only.
     pub syn_cookies_rejected: u64,
     /// SYNs dropped because the engine held its maximum of connections.
     pub syns_dropped_overload: u64,

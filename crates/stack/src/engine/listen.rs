@@ -180,6 +180,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
         let our_mss = self.addrs.get(key.local).mss;
         let mss = seg.mss.unwrap_or(DEFAULT_MSS).min(our_mss);
         let cookie = self.cookies.encode(local, remote, seg.seq, mss, self.now);
+        self.cookies.sent(self.now);
         let tcp = &self.cfg.tcp;
         let mut tx = TxSegment {
             seq: cookie,
@@ -207,7 +208,7 @@ impl<D: PacketIo, H: Handler, C: Clock> Engine<D, H, C> {
 
     /// An ACK for no connection on a listening port: a returning SYN cookie?
     fn cookie_ack(&mut self, mac: MacAddr, key: FlowKey, seg: &Segment) -> Option<usize> {
-        if self.app.is_full() {
+        if !self.cookies.outstanding(self.now) || self.app.is_full() {
             return None;
         }
         let (local, remote) = self.endpoints(&key);

@@ -81,6 +81,10 @@ const MAX_WSCALE: u8 = 14;
 #[derive(Debug, Clone)]
 pub(crate) struct SynCookies {
     hasher: SipHasher24,
+    /// The period (`now / PERIOD_US`) of the last cookie encoded, if any: an ACK is
+    /// checked as a cookie only while one sent could still come back
+    /// ([`SynCookies::outstanding`]).
+    last_sent: Option<u64>,
 }
 
 impl SynCookies {
@@ -88,6 +92,7 @@ impl SynCookies {
     pub(crate) fn new(secret: [u8; 16]) -> Self {
         SynCookies {
             hasher: SipHasher24::new_with_key(&secret),
+            last_sent: None,
         }
     }
 
@@ -138,6 +143,22 @@ impl SynCookies {
         // Truncating the counter to its 5-bit field is the encoding.
         let c = (counter & COUNTER_MASK) as u32;
         SeqNum(c << (32 - COUNTER_BITS) | u32::from(index) << MSS_SHIFT | mac)
+    }
+
+    /// A cookie went out at `now` ([`SynCookies::outstanding`]).
+    pub(crate) fn sent(&mut self, now: Instant) {
+        self.last_sent = Some(now.as_micros() / PERIOD_US);
+    }
+
+    /// Whether a cookie sent so far could still be valid at `now`: one was sent at most
+    /// [`MAX_AGE`] periods ago. When none could, an ACK for no connection is not a
+    /// returning cookie and is not checked as one (Linux likewise checks cookies only
+    /// after a recent overflow): it costs no MAC, and a late segment of a connection
+    /// that has gone does not count as a rejected cookie.
+    pub(crate) fn outstanding(&self, now: Instant) -> bool {
+        let counter = now.as_micros() / PERIOD_US;
+        self.last_sent
+            .is_some_and(|sent| counter.saturating_sub(sent) <= MAX_AGE)
     }
 
     /// Validates the cookie of a returning ACK (`cookie = SEG.ACK - 1`, `client_isn =
@@ -243,11 +264,16 @@ mod tests {
 
     #[test]
     fn age_limits() {
-        let c = SynCookies::new(KEY);
+        let mut c = SynCookies::new(KEY);
         let (l, r) = (sa([10, 0, 0, 1], 80), sa([10, 0, 0, 2], 50000));
         let sent = period(100) + std::time::Duration::from_secs(63);
+        assert!(!c.outstanding(sent), "no cookie sent yet");
         let cookie = c.encode(l, r, SeqNum(1), 1460, sent);
+        c.sent(sent);
         let last_ok = period(103) - std::time::Duration::from_micros(1);
+        // Outstanding exactly as long as the cookie decodes.
+        assert!(c.outstanding(sent) && c.outstanding(last_ok));
+        assert!(!c.outstanding(period(103)));
         assert_eq!(c.decode(l, r, SeqNum(1), cookie, sent), Some(1460));
         assert_eq!(c.decode(l, r, SeqNum(1), cookie, last_ok), Some(1460));
         assert_eq!(c.decode(l, r, SeqNum(1), cookie, period(103)), None);

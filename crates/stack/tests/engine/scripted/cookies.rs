@@ -180,3 +180,40 @@ fn cookie_ack_carrying_data_is_delivered() {
     assert_eq!(out[0].payload, b"GET / HTTP/1.0\r\n\r\n");
     assert_eq!(out[0].seg.ack, pc.snd_nxt);
 }
+
+#[test]
+fn an_ack_for_no_connection_is_a_cookie_only_while_cookies_are_out() {
+    let mut net = Net::new(config(), echo());
+    net.eng.listen(PORT, 1);
+    let stray = |net: &mut Net, port: u16| {
+        let ack = TxSegment {
+            seq: SeqNum(5),
+            ack: Some(SeqNum(7777)),
+            window: 100,
+            ..Default::default()
+        };
+        tcp_of(&net.send(&tcp_frame_from(PEER_MAC, PEER_IP, port, PORT, &ack, &[])))
+    };
+
+    // No cookie sent yet: a late ACK of a connection that has gone is answered with a
+    // RST and counted as a segment for no connection, not as a rejected cookie.
+    let out = stray(&mut net, 41000);
+    assert!(out.len() == 1 && out[0].is_rst(), "{out:?}");
+    assert_eq!(net.dropped(DropReason::NoConnection), 1);
+    assert_eq!(net.stats().syn_cookies_rejected, 0);
+
+    // The backlog overflows and a cookie goes out: the same ACK is now checked as one.
+    assert!(send_syn(&mut net, 40000, SeqNum(1000), FULL)[0].is_syn_ack());
+    assert!(send_syn(&mut net, 40001, SeqNum(2000), FULL)[0].is_syn_ack());
+    assert_eq!(net.stats().syn_cookies_sent, 1);
+    let out = stray(&mut net, 41001);
+    assert!(out.len() == 1 && out[0].is_rst(), "{out:?}");
+    assert_eq!(net.stats().syn_cookies_rejected, 1);
+    assert_eq!(net.dropped(DropReason::NoConnection), 2);
+
+    // Once no cookie sent could still be valid (at most 192 s), it is not checked again.
+    net.advance(Duration::from_secs(193));
+    stray(&mut net, 41002);
+    assert_eq!(net.stats().syn_cookies_rejected, 1);
+    assert_eq!(net.dropped(DropReason::NoConnection), 3);
+}
