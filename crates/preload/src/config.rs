@@ -140,12 +140,9 @@ pub fn parse_mac(s: &str) -> Result<MacAddr, String> {
     Ok(MacAddr(mac))
 }
 
-/// A random locally administered unicast MAC address.
+/// A random locally administered unicast MAC address (the TAP driver's).
 pub fn random_mac() -> Result<MacAddr, String> {
-    let mut mac = [0u8; 6];
-    getrandom::fill(&mut mac).map_err(|e| format!("no randomness for a MAC address: {e}"))?;
-    mac[0] = (mac[0] & 0xfc) | 0x02;
-    Ok(MacAddr(mac))
+    rusty_drivers_tap::random_mac().map_err(|e| e.to_string())
 }
 
 /// The configuration in the environment's [`FLAGS_VAR`]: `None` when it is unset or
