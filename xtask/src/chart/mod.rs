@@ -8,7 +8,7 @@
 //! top to bottom, each with its own name and y scale, and one legend on the right that
 //! names every series once; a series has the same colour in every panel. A value that
 //! is not finite (a server not measured) leaves a gap, and a chart without data says so
-//! instead of failing. [`check`] reads an SVG written here back.
+//! instead of failing. [`check()`] reads an SVG written here back.
 
 mod check;
 #[cfg(test)]

@@ -44,7 +44,7 @@ pub(crate) fn draw(series: &Series, backend: Backend) -> Result<Vec<(&'static st
 }
 
 /// Writes the charts of `series` as `STEM-memory.svg` and `STEM-requests.svg` beside
-/// `csv` (`STEM.csv`), each read back by [`crate::chart::check`] first; their paths.
+/// `csv` (`STEM.csv`), each read back by [`crate::chart::check()`] first; their paths.
 pub(crate) fn write_beside(csv: &Path, series: &Series, backend: Backend) -> Result<Vec<PathBuf>> {
     let stem = csv
         .file_stem()
