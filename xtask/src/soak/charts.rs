@@ -109,7 +109,6 @@ mod tests {
         }
         assert!(charts[0].1.contains("resident (MiB)"));
         assert!(charts[0].1.contains("Soak, httpd on TAP: memory"));
-        // 2,000 answers a second, on the axis as "2k" at its top tick or below.
         assert!(charts[1].1.contains("requests answered per second"));
     }
 

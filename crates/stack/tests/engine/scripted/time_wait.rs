@@ -110,6 +110,7 @@ fn a_cookie_ack_on_a_pair_whose_entry_a_rst_closed_takes_the_flow_over() {
     ));
     // The entry went: its timer, when it comes due, leaves the connection's flow alone.
     net.advance(Duration::from_secs(11));
+    assert_eq!(net.eng.connection_count(), 2);
     assert!(matches!(
         net.eng.internals().flow(&key),
         Some(Flow::Conn(_))
